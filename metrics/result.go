@@ -1,0 +1,64 @@
+package metrics
+
+import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+// RequestResult is one benchmark request's outcome, the Go twin of Python's
+// RequestFuncOutput (spec §b). Times are nanoseconds on the run's monotonic
+// clock (StartNs, ArrivalNs) or durations in nanoseconds; the statistics in
+// this package convert to Python's float seconds / milliseconds at the edge.
+//
+// Shards fill these through their Recorder; after the run the engine gathers
+// them in request order.
+type RequestResult struct {
+	// Index is the request's position in the dataset (0-based).
+	Index int
+	// Success follows spec §b: at least one token event arrived (streaming),
+	// or the status was 200 (non-streaming pooling).
+	Success bool
+	// Error is the failure text; "" for successes.
+	Error string
+	// PromptLen is the dataset's prompt length, replaced by the server's
+	// usage.prompt_tokens when the stream carried it.
+	PromptLen int
+	// OutputTokens is usage.completion_tokens, 0 if the server sent none.
+	OutputTokens int
+	// ChunkEvents counts token events (chunks whose choices were non-empty).
+	ChunkEvents int
+	// GeneratedText is the concatenated text of the token events; kept only
+	// when the run needs it (detailed results, or no usage to count from).
+	GeneratedText string
+	// ArrivalNs is when the schedule released the request (Python's arrival,
+	// task creation); StartNs is just before its bytes were written (Python's
+	// st = perf_counter() before the POST). QueueNs = StartNs - ArrivalNs.
+	ArrivalNs int64
+	StartNs   int64
+	QueueNs   int64
+	// TTFTNs is first token event - start; LatencyNs is last token event -
+	// start (not stream close), as in Python.
+	TTFTNs    int64
+	LatencyNs int64
+	// ITLNs holds the gaps between successive token events, exactly; nil
+	// unless the run keeps per-token detail (--save-detailed).
+	ITLNs []int64
+	// NumInputSequences is 1 except for pooling requests over a list prompt.
+	NumInputSequences int
+}
+
+// RunData is everything a run measured, gathered from all shards after the
+// run: the input to Compute.
+type RunData struct {
+	// Results holds one record per benchmark request, in request order.
+	Results []RequestResult
+	// DurationNs is Python's benchmark duration: from just before the first
+	// request was scheduled until the last one finished.
+	DurationNs int64
+	// ITL holds every inter-token gap (ns) of the successful requests,
+	// merged from the shards' HdrHistograms. When every successful result
+	// carries ITLNs (detailed runs), statistics use those exact values
+	// instead, so they equal numpy's to the last digit.
+	ITL *hdrhistogram.Histogram
+	// TokenEventsPerMs[k] counts the token events of successful requests
+	// whose timestamp fell in millisecond k of the run clock; it feeds the
+	// peak output token throughput (1-second buckets from the first start).
+	TokenEventsPerMs []uint32
+}
