@@ -1,0 +1,405 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-bench/stampede/datasets"
+)
+
+// The request side of each --backend (spec §b, vllm/benchmarks/lib/
+// endpoint_request_func.py): which URL suffix it requires, the JSON body
+// it posts and its headers, byte for byte as aiohttp would send
+// json.dumps(payload).
+
+// backendAPI describes one request function.
+type backendAPI struct {
+	kind     apiKind
+	name     string   // the API's name in the URL check's message
+	suffixes []string // accepted api_url endings, besides "profile"
+	// contentType is whether the function sets Content-Type itself; the
+	// completions function relies on the HTTP client's JSON default.
+	contentType bool
+}
+
+// apiKind names a request function.
+type apiKind uint8
+
+const (
+	completionsKind apiKind = iota
+	chatKind
+	audioKind
+	embeddingsKind
+	infinityKind
+	poolingKind
+	rerankKind
+)
+
+var (
+	completionsAPI = backendAPI{completionsKind, "OpenAI Completions API", []string{"completions"}, false}
+	chatAPI        = backendAPI{chatKind, "OpenAI Chat Completions API", []string{"chat/completions"}, true}
+	audioAPI       = backendAPI{audioKind, "OpenAI Audio API", []string{"transcriptions", "translations"}, false}
+	embeddingsAPI  = backendAPI{embeddingsKind, "OpenAI Embeddings API", []string{"embeddings"}, true}
+	infinityAPI    = backendAPI{infinityKind, "Infinity Embeddings API", []string{"embeddings"}, true}
+	poolingAPI     = backendAPI{poolingKind, "vLLM Pooling API", []string{"pooling"}, true}
+	rerankAPI      = backendAPI{rerankKind, "vLLM score API", []string{"rerank"}, true}
+)
+
+// backendAPIs maps every --backend choice to its request function.
+var backendAPIs = map[string]backendAPI{
+	"vllm":                      completionsAPI,
+	"openai":                    completionsAPI,
+	"openai-chat":               chatAPI,
+	"openai-audio":              audioAPI,
+	"openai-embeddings":         embeddingsAPI,
+	"openai-embeddings-chat":    embeddingsAPI,
+	"openai-embeddings-clip":    embeddingsAPI,
+	"openai-embeddings-vlm2vec": embeddingsAPI,
+	"infinity-embeddings":       infinityAPI,
+	"infinity-embeddings-clip":  infinityAPI,
+	"vllm-pooling":              poolingAPI,
+	"vllm-rerank":               rerankAPI,
+}
+
+func lookupBackend(backend string) (backendAPI, error) {
+	api, ok := backendAPIs[backend]
+	if !ok {
+		return backendAPI{}, fmt.Errorf("--backend %q: not a known backend", backend)
+	}
+	return api, nil
+}
+
+// CheckEndpoint is _validate_api_url: apiURL must end with the backend's
+// suffix or with "profile". The message is Python's; Python prints the
+// suffix set in its process-random order, stampede in source order with
+// 'profile' last, e.g.
+// "OpenAI Completions API URL must end with one of: {'completions', 'profile'}."
+func CheckEndpoint(backend, apiURL string) error {
+	api, err := lookupBackend(backend)
+	if err != nil {
+		return err
+	}
+	accepted := append(append([]string(nil), api.suffixes...), "profile")
+	for _, s := range accepted {
+		if strings.HasSuffix(apiURL, s) {
+			return nil
+		}
+	}
+	quoted := make([]string, len(accepted))
+	for i, s := range accepted {
+		quoted[i] = "'" + s + "'"
+	}
+	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("%s URL must end with one of: {%s}.", api.name, strings.Join(quoted, ", "))}
+}
+
+// BodyParams are a body's run-wide inputs.
+type BodyParams struct {
+	// Model is --model, or the id the server's /v1/models reported.
+	Model string
+	// ModelName, when non-empty, is sent as "model" instead of Model:
+	// --served-model-name, the /v1/models name, or the request's LoRA
+	// adapter (Python sets both model and model_name to the adapter).
+	ModelName string
+	// Logprobs is --logprobs; completions bodies send null without it.
+	Logprobs *int
+	// IgnoreEOS adds "ignore_eos": true (Python omits the key when false).
+	IgnoreEOS bool
+	// ExtraBody is {**sampling params, **--extra-body} (Config.
+	// RequestExtraBody), merged last so it can override any field.
+	ExtraBody JSONObject
+}
+
+// BuildRequestBody returns the exact bytes Python's client posts for req:
+// json.dumps(payload) with ", " and ": " separators, ensure_ascii
+// escaping, floats as repr, keys in the payload dict's insertion order.
+// The per-request extra body is {**p.ExtraBody, **req.Overrides}; like
+// dict.update it overwrites existing keys in place and appends new ones.
+// vllm-rerank applies neither ignore_eos nor the extra body, as in Python.
+// openai-audio posts multipart/form-data and is not built here.
+func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]byte, error) {
+	api, err := lookupBackend(backend)
+	if err != nil {
+		return nil, err
+	}
+	var body pyObject
+	body.set("model", pyString(p.model()))
+	switch api.kind {
+	case completionsKind:
+		prompt, err := promptValue(req)
+		if err != nil {
+			return nil, err
+		}
+		logprobs := []byte("null")
+		if p.Logprobs != nil {
+			logprobs = []byte(strconv.Itoa(*p.Logprobs))
+		}
+		body.set("prompt", prompt)
+		body.set("repetition_penalty", []byte("1.0"))
+		body.set("max_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
+		body.set("logprobs", logprobs)
+		body.set("stream", []byte("true"))
+		body.set("stream_options", []byte(`{"include_usage": true}`))
+	case chatKind:
+		text, err := promptValue(req)
+		if err != nil {
+			return nil, err
+		}
+		messages, err := chatMessages(req, text, false)
+		if err != nil {
+			return nil, err
+		}
+		body.set("messages", messages)
+		body.set("max_completion_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
+		body.set("stream", []byte("true"))
+		body.set("stream_options", []byte(`{"include_usage": true}`))
+	case embeddingsKind:
+		if err := setEmbeddingsInput(&body, backend, req); err != nil {
+			return nil, err
+		}
+		body.set("truncate_prompt_tokens", []byte("-1"))
+	case infinityKind:
+		if err := setInfinityInput(&body, backend, req); err != nil {
+			return nil, err
+		}
+	case poolingKind:
+		body.set("truncate_prompt_tokens", []byte("-1"))
+		prompt, err := promptValue(req)
+		if err != nil {
+			return nil, err
+		}
+		body.set("input", prompt)
+	case rerankKind:
+		if len(req.PromptList) < 2 {
+			return nil, fmt.Errorf("backend vllm-rerank: request %q needs a query and at least one document (a prompt list of 2 or more), got %d prompts", req.RequestID, len(req.PromptList))
+		}
+		body.set("query", pyString(req.PromptList[0]))
+		body.set("documents", pyStringList(req.PromptList[1:]))
+		body.set("truncate_prompt_tokens", []byte("-1"))
+		return body.encode(), nil
+	default:
+		return nil, fmt.Errorf("--backend %s: posts multipart/form-data audio, which stampede does not build", backend)
+	}
+	if p.IgnoreEOS {
+		body.set("ignore_eos", []byte("true"))
+	}
+	extra := append(JSONObject(nil), p.ExtraBody...)
+	if len(req.Overrides) > 0 {
+		overrides, ok := JSONText(req.Overrides).Object()
+		if !ok {
+			return nil, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
+		}
+		extra.Merge(overrides)
+	}
+	for _, m := range extra {
+		v, err := pyJSONRaw(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
+		}
+		body.set(m.Key, v)
+	}
+	return body.encode(), nil
+}
+
+func (p BodyParams) model() string {
+	if p.ModelName != "" {
+		return p.ModelName
+	}
+	return p.Model
+}
+
+// setEmbeddingsInput fills "input" (openai-embeddings) or "messages" (the
+// embeddings-chat family, with clip's and vlm2vec's prompt rewriting).
+func setEmbeddingsInput(body *pyObject, backend string, req *datasets.Request) error {
+	if backend == "openai-embeddings" {
+		prompt, err := promptValue(req)
+		if err != nil {
+			return err
+		}
+		body.set("input", prompt)
+		return nil
+	}
+	text, err := promptValue(req)
+	if err != nil {
+		return err
+	}
+	mediaFirst := false
+	hasMedia := len(req.MultiModal) > 0
+	switch backend {
+	case "openai-embeddings-clip":
+		if hasMedia {
+			text = pyString("")
+		}
+	case "openai-embeddings-vlm2vec":
+		mediaFirst = true
+		if hasMedia {
+			if idx, ok := trailingIndex(req.RequestID); !ok || idx%2 == 0 {
+				text = pyString("Represent the given image.")
+			} else {
+				text = pyString("Represent the given image with the following question: " + req.Prompt)
+			}
+		}
+	}
+	messages, err := chatMessages(req, text, mediaFirst)
+	if err != nil {
+		return err
+	}
+	body.set("messages", messages)
+	return nil
+}
+
+// setInfinityInput is the Infinity server's body: the prompt as "input",
+// or, for an empty prompt (clip blanks it when media is attached), the one
+// media item's URL with its modality ("image_url" → "image").
+func setInfinityInput(body *pyObject, backend string, req *datasets.Request) error {
+	hasMedia := len(req.MultiModal) > 0
+	blank := backend == "infinity-embeddings-clip" && hasMedia
+	if !blank && (req.Prompt != "" || len(req.PromptList) > 0 || len(req.PromptIDs) > 0) {
+		prompt, err := promptValue(req)
+		if err != nil {
+			return err
+		}
+		body.set("input", prompt)
+		return nil
+	}
+	if len(req.MultiModal) != 1 {
+		return fmt.Errorf("backend %s: request %q has no prompt, so it needs exactly one media item, got %d", backend, req.RequestID, len(req.MultiModal))
+	}
+	var item map[string]json.RawMessage
+	var kind string
+	if json.Unmarshal(req.MultiModal[0], &item) != nil || json.Unmarshal(item["type"], &kind) != nil {
+		return fmt.Errorf("backend %s: request %q: media item %s has no \"type\"", backend, req.RequestID, req.MultiModal[0])
+	}
+	var ref struct {
+		URL *string `json:"url"`
+	}
+	if json.Unmarshal(item[kind], &ref) != nil || ref.URL == nil {
+		return fmt.Errorf("backend %s: request %q: media item %s has no %q.url", backend, req.RequestID, req.MultiModal[0], kind)
+	}
+	modality, _, _ := strings.Cut(kind, "_")
+	body.set("input", pyString(*ref.URL))
+	body.set("modality", pyString(modality))
+	return nil
+}
+
+var trailingDigits = regexp.MustCompile(`(\d+)$`)
+
+// trailingIndex is _try_extract_request_idx: the request id's trailing
+// digits as a number.
+func trailingIndex(id string) (int, bool) {
+	m := trailingDigits.FindString(id)
+	if m == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m)
+	return n, err == nil
+}
+
+// promptValue is the request's prompt as Python's payload holds it: a
+// string, a list of token ids, a list of strings, or (a chat-formatted
+// dataset prompt) the message list.
+func promptValue(req *datasets.Request) ([]byte, error) {
+	switch {
+	case req.PromptIDs != nil:
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, id := range req.PromptIDs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(int(id)))
+		}
+		b.WriteByte(']')
+		return b.Bytes(), nil
+	case req.PromptList != nil:
+		return pyStringList(req.PromptList), nil
+	case req.ChatMessages != nil:
+		return pyJSONRaw(req.ChatMessages)
+	}
+	return pyString(req.Prompt), nil
+}
+
+// chatMessages is _get_chat_messages: the dataset's messages verbatim, or
+// one user message whose content is [{"type": "text", "text": text}] with
+// the media parts after it (or before it, mediaFirst). text is a JSON
+// value: the prompt as Python holds it, normally a string.
+func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, error) {
+	if req.ChatMessages != nil {
+		return pyJSONRaw(req.ChatMessages)
+	}
+	var parts [][]byte
+	for _, m := range req.MultiModal {
+		v, err := pyJSONRaw(m)
+		if err != nil {
+			return nil, fmt.Errorf("request %q: media item: %w", req.RequestID, err)
+		}
+		parts = append(parts, v)
+	}
+	var textPart pyObject
+	textPart.set("type", pyString("text"))
+	textPart.set("text", text)
+	if mediaFirst {
+		parts = append(parts, textPart.encode())
+	} else {
+		parts = append([][]byte{textPart.encode()}, parts...)
+	}
+	var b bytes.Buffer
+	b.WriteString(`[{"role": "user", "content": [`)
+	b.Write(bytes.Join(parts, []byte(", ")))
+	b.WriteString("]}]")
+	return b.Bytes(), nil
+}
+
+// RequestHeaders are the headers Python's request function passes, in its
+// dict order: Content-Type (only the functions that set it; completions
+// leaves it to aiohttp's JSON default, so the wire layer must add
+// "Content-Type: application/json" when it is absent), Authorization
+// with apiKey ($OPENAI_API_KEY) when non-empty, the --header pairs (a key
+// already present is replaced in place, as dict |= does; keys compare
+// case-sensitively as Python's dict keys do), then x-request-id when the
+// request has an id.
+func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []Header) ([]Header, error) {
+	api, err := lookupBackend(backend)
+	if err != nil {
+		return nil, err
+	}
+	var hs []Header
+	set := func(k, v string) {
+		for i := range hs {
+			if hs[i].Key == k {
+				hs[i].Value = v
+				return
+			}
+		}
+		hs = append(hs, Header{k, v})
+	}
+	if api.contentType {
+		set("Content-Type", "application/json")
+	}
+	if apiKey != "" {
+		set("Authorization", "Bearer "+apiKey)
+	}
+	for _, h := range extra {
+		set(h.Key, h.Value)
+	}
+	if req.RequestID != "" {
+		set("x-request-id", req.RequestID)
+	}
+	return hs, nil
+}
+
+// NumInputSequences is _get_num_input_sequences, the pooling metrics'
+// input count for req: the prompt list's length (rerank: its documents),
+// else 1.
+func NumInputSequences(backend string, req *datasets.Request) int {
+	if backend == "vllm-rerank" {
+		return len(req.PromptList) - 1
+	}
+	if len(req.PromptList) > 0 {
+		return len(req.PromptList)
+	}
+	return 1
+}

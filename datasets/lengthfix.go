@@ -1,0 +1,108 @@
+package datasets
+
+import (
+	"runtime"
+	"sync"
+)
+
+// maxLengthFixRetries is gen_prompt_decode_to_target_len's max_retry.
+const maxLengthFixRetries = 10
+
+// lengthFix is one run of Python's gen_prompt_decode_to_target_len, kept as
+// a resumable state so the tokenizer work can run on many cores while the
+// random draws stay in Python's order. The loop, per round:
+//
+//	prompt = decode(ids); ids = encode(prompt, add_special=False)
+//	out of retries → stop (mismatch = len(ids) - target)
+//	len(ids) == target → stop
+//	len(ids) <  target → append target-len(ids) random ids in [0, vocab)
+//	len(ids) >  target → truncate to target
+//	retries -= 1
+//
+// advance runs rounds until the loop stops or needs random ids; the caller
+// supplies them with extend, in request order, and advances again.
+type lengthFix struct {
+	ids       []int32
+	target    int
+	triesLeft int
+	prompt    string
+	done      bool
+	mismatch  int
+	need      int // random ids needed before the next round
+}
+
+func newLengthFix(ids []int32, target int) *lengthFix {
+	return &lengthFix{ids: ids, target: target, triesLeft: maxLengthFixRetries}
+}
+
+func (f *lengthFix) advance(tok Tokenizer) {
+	for !f.done && f.need == 0 {
+		f.prompt = tok.Decode(f.ids, false)
+		f.ids = tok.Encode(nil, f.prompt, false)
+		n := len(f.ids)
+		switch {
+		case f.triesLeft <= 0:
+			f.mismatch = n - f.target
+			f.done = true
+		case n == f.target:
+			f.done = true
+		case n < f.target:
+			f.need = f.target - n
+		default:
+			f.ids = f.ids[:f.target]
+			f.triesLeft--
+		}
+	}
+}
+
+// extend appends the random ids advance asked for and uses up the round.
+func (f *lengthFix) extend(extra []int32) {
+	f.ids = append(f.ids, extra...)
+	f.need = 0
+	f.triesLeft--
+}
+
+// drawFunc returns n random token ids from the dataset's generator.
+type drawFunc func(n int) ([]int32, error)
+
+// finish drives f to the end, drawing random ids as needed.
+func (f *lengthFix) finish(tok Tokenizer, draw drawFunc) error {
+	for f.advance(tok); !f.done; f.advance(tok) {
+		extra, err := draw(f.need)
+		if err != nil {
+			return err
+		}
+		f.extend(extra)
+	}
+	return nil
+}
+
+// fixLengths runs every fix: first in parallel up to the point where each
+// needs random ids (tokenizer work only), then one by one in slice order,
+// so the generator is consumed exactly as Python's sequential loop does.
+// workers <= 0 means one per usable CPU.
+func fixLengths(tok Tokenizer, fixes []*lengthFix, draw drawFunc, workers int) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int, len(fixes))
+	for i := range fixes {
+		next <- i
+	}
+	close(next)
+	for range min(workers, len(fixes)) {
+		wg.Go(func() {
+			for i := range next {
+				fixes[i].advance(tok)
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range fixes {
+		if err := f.finish(tok, draw); err != nil {
+			return err
+		}
+	}
+	return nil
+}

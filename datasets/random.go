@@ -1,0 +1,230 @@
+package datasets
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// RandomOptions are the `random` dataset's inputs (spec §g).
+type RandomOptions struct {
+	NumPrompts int        // --num-prompts
+	InputLen   int        // --random-input-len (after --input-len)
+	OutputLen  int        // --random-output-len (after --output-len)
+	RangeRatio RangeRatio // --random-range-ratio
+	PrefixLen  int        // --random-prefix-len
+	BatchSize  int        // --random-batch-size; <= 1 means one prompt per request
+	Seed       int64      // --seed, for the dataset's private numpy.default_rng
+	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
+	RequestIDPrefix string
+	// Workers bounds the goroutines doing tokenizer work; 0 means one per
+	// usable CPU. With a ServerTokenizer each round is an HTTP call, so
+	// more workers than CPUs (e.g. 64) keep the server busy.
+	Workers int
+	// Logf, when set, receives the lines Python logs (sampling ranges,
+	// token-mismatch warnings).
+	Logf func(format string, args ...any)
+}
+
+// SampleRandom builds the `random` dataset exactly as Python's
+// RandomDataset.sample does for the same seed and tokenizer:
+//
+//   - ns = tok.NumSpecialTokensToAdd(), real = max(0, InputLen - ns);
+//     inputs are drawn from [⌊real(1-ri)⌋, ⌈real(1+ri)⌉], outputs from
+//     [max(1, ⌊out(1-ro)⌋), max(1, ⌈out(1+ro)⌉)], then N offsets in
+//     [0, vocab), all from numpy.default_rng(Seed) in that order;
+//   - allowed = 0..vocab-1 without the special ids; a shared prefix of
+//     PrefixLen draws of allowed[rng index] goes through the length fix;
+//   - request i's tokens are prefix + allowed[(offset_i + i + j) mod
+//     |allowed|] for j < input_len_i, length-fixed to PrefixLen +
+//     input_len_i (decode → re-encode → pad with random ids or truncate, at
+//     most 10 retries);
+//   - the prompt is the final decoded text and PromptLen its token count.
+//
+// The tokenizer must be safe for concurrent use: decode/re-encode rounds run
+// on Workers goroutines, and only the random padding is drawn in request
+// order.
+func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("dataset random: a tokenizer is required (drop --skip-tokenizer-init)")
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ns := tok.NumSpecialTokensToAdd()
+	realInput := max(0, o.InputLen-ns)
+	minSampled := int(math.Floor(float64(realInput) * (1.0 - o.RangeRatio.Input)))
+	if minTotal := o.PrefixLen + minSampled; minTotal < 1 {
+		return nil, valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
+			"the minimum possible total input tokens (prefix + sampled) is %d. Increase --random-input-len and/or --random-prefix-len, "+
+			"or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1.",
+			ns, metrics.PyFloatRepr(o.RangeRatio.Input), minTotal))
+	}
+	if o.Seed < 0 {
+		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
+	}
+	rng := pyrand.NewGenerator(uint64(o.Seed))
+	vocab := tok.VocabSize()
+	n := max(o.NumPrompts, 0)
+	inputLens, outputLens, offsets, err := samplingParams(rng, n, o.RangeRatio, o.InputLen, o.OutputLen, tok, logf)
+	if err != nil {
+		return nil, err
+	}
+	allowed := allowedTokens(vocab, tok.AllSpecialIDs())
+	if len(allowed) == 0 {
+		return nil, fmt.Errorf("dataset random: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
+	}
+	draw := func(k int) ([]int32, error) {
+		vals, err := rng.Integers(0, int64(vocab), k)
+		if err != nil {
+			return nil, err
+		}
+		return toInt32(vals), nil
+	}
+
+	var prefix []int32
+	if o.PrefixLen > 0 {
+		idx, err := rng.Integers(0, int64(len(allowed)), o.PrefixLen)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]int32, len(idx))
+		for i, j := range idx {
+			ids[i] = allowed[j]
+		}
+		fix := newLengthFix(ids, o.PrefixLen)
+		if err := fix.finish(tok, draw); err != nil {
+			return nil, err
+		}
+		if fix.mismatch != 0 {
+			logf("Prefix tokenization produced %d %s tokens than expected after decoding and re-encoding. "+
+				"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
+		}
+		prefix = fix.ids
+	}
+
+	fixes := make([]*lengthFix, n)
+	for i := range fixes {
+		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
+	}
+	if err := fixLengths(tok, fixes, draw, o.Workers); err != nil {
+		return nil, fmt.Errorf("dataset random: %w", err)
+	}
+
+	reqs := make([]Request, n)
+	mismatch := 0
+	for i, f := range fixes {
+		mismatch += f.mismatch
+		reqs[i] = Request{
+			Prompt:            f.prompt,
+			PromptLen:         len(f.ids),
+			ExpectedOutputLen: int(outputLens[i]),
+			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+		}
+	}
+	if o.BatchSize > 1 {
+		reqs = batchRequests(reqs, o.BatchSize, o.RequestIDPrefix)
+	}
+	if mismatch != 0 {
+		logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
+			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
+	}
+	return reqs, nil
+}
+
+// samplingParams is get_sampling_params: the range check, then n input
+// lengths, n output lengths and n vocabulary offsets drawn in that order.
+func samplingParams(rng *pyrand.Generator, n int, rr RangeRatio, inputLen, outputLen int, tok Tokenizer, logf func(string, ...any)) (in, out, off []int64, err error) {
+	if err := rr.check(); err != nil {
+		return nil, nil, nil, err
+	}
+	realInput := max(0, inputLen-tok.NumSpecialTokensToAdd())
+	inLo := int64(math.Floor(float64(realInput) * (1 - rr.Input)))
+	inHi := int64(math.Ceil(float64(realInput) * (1 + rr.Input)))
+	outLo := max(int64(math.Floor(float64(outputLen)*(1-rr.Output))), 1)
+	outHi := max(int64(math.Ceil(float64(outputLen)*(1+rr.Output))), 1)
+	logf("Sampling input_len from [%d, %d] and output_len from [%d, %d]", inLo, inHi, outLo, outHi)
+	if in, err = rng.Integers(inLo, inHi+1, n); err != nil {
+		return nil, nil, nil, fmt.Errorf("dataset random: input lengths: %w", err)
+	}
+	if out, err = rng.Integers(outLo, outHi+1, n); err != nil {
+		return nil, nil, nil, fmt.Errorf("dataset random: output lengths: %w", err)
+	}
+	if off, err = rng.Integers(0, int64(tok.VocabSize()), n); err != nil {
+		return nil, nil, nil, fmt.Errorf("dataset random: offsets (vocab size %d): %w", tok.VocabSize(), err)
+	}
+	return in, out, off, nil
+}
+
+// tokenSequence is generate_token_sequence before its length fix: the
+// prefix ids, then allowed[(offset + index + j) mod |allowed|] for j <
+// inputLen, to be fixed to prefixLen + inputLen (prefixLen is the
+// configured length, which the prefix's own fix may have missed).
+func tokenSequence(prefix []int32, prefixLen int, allowed []int32, inputLen int, offset int64, index int) *lengthFix {
+	ids := make([]int32, 0, len(prefix)+inputLen)
+	ids = append(ids, prefix...)
+	base := offset + int64(index)
+	for j := range inputLen {
+		ids = append(ids, allowed[(base+int64(j))%int64(len(allowed))])
+	}
+	return newLengthFix(ids, prefixLen+inputLen)
+}
+
+// batchRequests groups consecutive requests into one request per batch
+// (pooling benchmarks): the prompts become a list, the lengths add up, the
+// output length is 0 and the id is prefix + batch index.
+func batchRequests(reqs []Request, size int, idPrefix string) []Request {
+	out := make([]Request, 0, (len(reqs)+size-1)/size)
+	for i := 0; i < len(reqs); i += size {
+		batch := reqs[i:min(i+size, len(reqs))]
+		r := Request{PromptList: make([]string, len(batch)), RequestID: idPrefix + strconv.Itoa(i/size)}
+		for j, b := range batch {
+			r.PromptList[j] = b.Prompt
+			r.PromptLen += b.PromptLen
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// allowedTokens is 0..vocab-1 without the special ids, ascending (the
+// order Python's set difference of small ints iterates in).
+func allowedTokens(vocab int, special []int32) []int32 {
+	banned := make(map[int32]bool, len(special))
+	for _, id := range special {
+		banned[id] = true
+	}
+	out := make([]int32, 0, vocab)
+	for id := range int32(vocab) {
+		if !banned[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func toInt32(v []int64) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func moreOrFewer(x int) string {
+	if x > 0 {
+		return "more"
+	}
+	return "fewer"
+}

@@ -1,0 +1,170 @@
+package datasets
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ShareGPTOptions are the `sharegpt` dataset's inputs.
+type ShareGPTOptions struct {
+	Path       string // --dataset-path: a JSON list of {"conversations": [{"value": ...}, ...]}
+	NumPrompts int    // --num-prompts
+	// OutputLen is --sharegpt-output-len; nil takes each completion's token
+	// count.
+	OutputLen            *int
+	Seed                 int64 // --seed
+	DisableShuffle       bool  // --disable-shuffle
+	NoOversample         bool  // --no-oversample
+	EnableMultimodalChat bool  // --enable-multimodal-chat
+	RequestIDPrefix      string
+	// Globals is the run's Python-global RNG pair; nil generators are
+	// replaced by private ones seeded with Seed.
+	Globals PythonGlobals
+}
+
+type shareGPTEntry struct {
+	Conversations []struct {
+		Value string `json:"value"`
+	} `json:"conversations"`
+	Image string `json:"image"`
+	Video string `json:"video"`
+}
+
+// SampleShareGPT is ShareGPTDataset: keep entries with at least two turns,
+// reseed Python's random with Seed and shuffle (unless DisableShuffle),
+// then accept entries in order while they pass is_valid_sequence: prompt
+// 4..1024 tokens, completion >= 4 tokens unless OutputLen is set, sum <=
+// 2048 (tokens counted with special tokens). Ids count accepted entries.
+// Too few accepted entries are oversampled.
+func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("dataset sharegpt: a tokenizer is required (drop --skip-tokenizer-init)")
+	}
+	if o.Path == "" {
+		return nil, valueError("dataset_path must be provided for loading data.")
+	}
+	raw, err := os.ReadFile(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset sharegpt: %w", err)
+	}
+	var all []json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, fmt.Errorf("dataset sharegpt %s: want a JSON list of entries: %w", o.Path, err)
+	}
+	entries := make([]shareGPTEntry, 0, len(all))
+	for i, r := range all {
+		if len(r) == 0 || r[0] != '{' {
+			continue // not an entry with "conversations"; Python's filter drops it too
+		}
+		var e shareGPTEntry
+		if err := json.Unmarshal(r, &e); err != nil {
+			return nil, fmt.Errorf("dataset sharegpt %s: entry %d: %w", o.Path, i, err)
+		}
+		if len(e.Conversations) >= 2 {
+			entries = append(entries, e)
+		}
+	}
+	g := o.Globals.orPrivate(o.Seed)
+	g.Random.Seed(o.Seed)
+	if !o.DisableShuffle {
+		g.Random.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	}
+
+	var reqs []Request
+	for _, e := range entries {
+		if len(reqs) >= o.NumPrompts {
+			break
+		}
+		prompt, completion := e.Conversations[0].Value, e.Conversations[1].Value
+		promptLen := len(tok.Encode(nil, prompt, true))
+		outLen := 0
+		if o.OutputLen != nil {
+			outLen = *o.OutputLen
+		} else {
+			outLen = len(tok.Encode(nil, completion, true))
+		}
+		if !isValidSequence(promptLen, outLen, o.OutputLen != nil) {
+			continue
+		}
+		r := Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: outLen, RequestID: o.RequestIDPrefix + strconv.Itoa(len(reqs))}
+		var media json.RawMessage
+		switch {
+		case e.Image != "":
+			media = mediaPart("image_url", e.Image, true)
+		case e.Video != "":
+			media = mediaPart("video_url", e.Video, false)
+		}
+		if o.EnableMultimodalChat {
+			r.ChatMessages = userChatMessages(prompt, media)
+			r.Prompt = ""
+		} else if media != nil {
+			r.MultiModal = []json.RawMessage{media}
+		}
+		reqs = append(reqs, r)
+	}
+	return maybeOversample(reqs, o.NumPrompts, o.RequestIDPrefix, o.NoOversample, o.Seed, g.Random)
+}
+
+// isValidSequence is Python's is_valid_sequence with its defaults.
+func isValidSequence(promptLen, outputLen int, skipMinOutput bool) bool {
+	const minLen, maxPrompt, maxTotal = 4, 1024, 2048
+	return promptLen >= minLen && (skipMinOutput || outputLen >= minLen) &&
+		promptLen <= maxPrompt && promptLen+outputLen <= maxTotal
+}
+
+// mediaPart is process_image / process_video for a path or URL string:
+// anything that is not already a URL becomes file://path. Key order is
+// Python's: "type", then the part itself.
+func mediaPart(kind, ref string, image bool) json.RawMessage {
+	schemes := []string{"http://", "https://", "file://"}
+	if image {
+		schemes = append(schemes, "data:image/")
+	}
+	url := "file://" + ref
+	for _, s := range schemes {
+		if strings.HasPrefix(ref, s) {
+			url = ref
+			break
+		}
+	}
+	type urlRef struct {
+		URL string `json:"url"`
+	}
+	part := struct {
+		Type     string  `json:"type"`
+		ImageURL *urlRef `json:"image_url,omitempty"`
+		VideoURL *urlRef `json:"video_url,omitempty"`
+	}{Type: kind}
+	if kind == "image_url" {
+		part.ImageURL = &urlRef{url}
+	} else {
+		part.VideoURL = &urlRef{url}
+	}
+	b, _ := json.Marshal(part)
+	return b
+}
+
+// userChatMessages is apply_multimodal_chat_transformation:
+// [{"role": "user", "content": [{"text": prompt, "type": "text"}, media...]}],
+// keys in Python's insertion order.
+func userChatMessages(prompt string, media ...json.RawMessage) json.RawMessage {
+	type textPart struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	content := []any{textPart{prompt, "text"}}
+	for _, m := range media {
+		if m != nil {
+			content = append(content, m)
+		}
+	}
+	msg := struct {
+		Role    string `json:"role"`
+		Content []any  `json:"content"`
+	}{"user", content}
+	b, _ := json.Marshal([]any{msg})
+	return b
+}
