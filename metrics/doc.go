@@ -1,4 +1,13 @@
 // Package metrics records per-request results and computes `vllm bench
 // serve`'s statistics from them with Python-identical formulas (spec §d).
 // A Recorder belongs to one shard; results are merged only at the end.
+//
+// Compute turns the merged RunData into a Summary: counts, throughputs,
+// goodput, peaks, and mean/median/std/percentiles of TTFT, TPOT, ITL, E2EL
+// and the client queue, each computed on float seconds in numpy's order of
+// operations (pairwise sums, linear percentiles) so the printed and saved
+// digits are Python's. Times are nanoseconds everywhere else in the
+// package. The package also parses the inputs Python parses for these
+// figures: --goodput, --metric-percentiles, and the server's Prometheus
+// counters for the speculative- and diffusion-decoding reports.
 package metrics

@@ -1,0 +1,521 @@
+package bench
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// Config is one `stampede serve` run: every flag (Flags, with Python's
+// post-parse rewriting applied: --input-len/--output-len copied, ignore_eos
+// forced, self-timed resolved) and the values main_async derives before it
+// needs the server. Where a derived field shares a flag's name (BaseURL),
+// the flag as given stays reachable as cfg.Flags.BaseURL, as Python keeps
+// args.base_url beside its local base_url.
+type Config struct {
+	Flags
+
+	// APIURL is where benchmark requests go: base URL + --endpoint.
+	APIURL string
+	// BaseURL is --base-url, or http://host:port (IPv6 hosts bracketed).
+	BaseURL string
+	// Headers are the --header pairs in order (a repeated key keeps its
+	// first position and its last value); nil when none were given.
+	Headers []Header
+	// APIKey is $OPENAI_API_KEY, sent as a Bearer token on benchmark
+	// requests when non-empty.
+	APIKey string
+	// SaveToPyTorchFormat is $SAVE_TO_PYTORCH_BENCHMARK_FORMAT non-empty.
+	SaveToPyTorchFormat bool
+
+	// SelfTimed is true when requests are sent at the trace's timestamps
+	// (timed_trace, unless --no-self-timed).
+	SelfTimed bool
+	// TaskType is pooling for the embeddings/pooling/rerank backends,
+	// generation otherwise.
+	TaskType TaskType
+	// SamplingParams are the sampling flags given, in Python's order:
+	// top_p, top_k, min_p, temperature, frequency_penalty,
+	// presence_penalty, repetition_penalty. Empty for pooling.
+	SamplingParams JSONObject
+	// RequestExtraBody is {**SamplingParams, **--extra-body}: merged into
+	// every request body last, so it can override any field. Values are
+	// JSON as Python's json module writes it, which allows NaN and
+	// Infinity: append them to a body as bytes rather than through
+	// encoding/json, which refuses those.
+	RequestExtraBody JSONObject
+	// WarnDefaultTemperature is set for generation runs without
+	// --temperature; the run prints TemperatureWarning after sampling the
+	// dataset, where Python prints it.
+	WarnDefaultTemperature bool
+	// SelectedPercentileMetrics are the metrics to report percentiles of
+	// (--percentile-metrics split at commas, or the task's default);
+	// unknown names are kept and ignored when printing, as in Python.
+	SelectedPercentileMetrics []string
+	// SelectedPercentiles are --metric-percentiles as numbers.
+	SelectedPercentiles []float64
+	// GoodputSLOs are the --goodput objectives in order; empty without it.
+	GoodputSLOs []GoodputSLO
+	// TimelineITLThresholdsMs are the two --timeline-itl-thresholds when
+	// --plot-timeline is set.
+	TimelineITLThresholdsMs []float64
+
+	// Warnings are messages the command line produced (FlexibleArgument-
+	// Parser's duplicate keys); the command prints them to stderr.
+	Warnings []string
+
+	given map[string]bool
+}
+
+// Header is one --header pair.
+type Header struct{ Key, Value string }
+
+// GoodputSLO is one --goodput objective: Metric (ttft, tpot or e2el) at
+// most ValueMs milliseconds.
+type GoodputSLO struct {
+	Metric  string
+	ValueMs float64
+}
+
+// TaskType is what the backend measures.
+type TaskType int
+
+const (
+	// Generation backends stream tokens (completions, chat, audio).
+	Generation TaskType = iota
+	// Pooling backends return one response (embeddings, pooling, rerank).
+	Pooling
+)
+
+func (t TaskType) String() string {
+	if t == Pooling {
+		return "pooling"
+	}
+	return "generation"
+}
+
+// TemperatureWarning is the line vllm bench serve prints when no
+// --temperature is given for a generation backend.
+const TemperatureWarning = "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. " +
+	"The default will be determined on the server side and can be model/API specific. " +
+	"For the old behavior, include --temperature=0."
+
+// OpenAICompatibleBackends are the backends that accept sampling
+// parameters and ignore_eos (Python's OPENAI_COMPATIBLE_BACKENDS).
+var OpenAICompatibleBackends = []string{"vllm", "openai", "openai-chat"}
+
+// PoolingBackends are the backends measured as pooling tasks (Python's
+// POOLING_BACKENDS).
+var PoolingBackends = []string{
+	"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
+	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
+	"vllm-pooling", "vllm-rerank",
+}
+
+// Given reports whether the option --long appeared on the command line.
+func (c *Config) Given(long string) bool { return c.given[long] }
+
+// WorkerProcesses is the number of workers the multi-process fork would
+// start for n requests with --max-connections-per-worker K: ceil(n/K), at
+// least 1; 0 when the flag was not given.
+func (c *Config) WorkerProcesses(n int) int {
+	if c.MaxConnectionsPerWorker == nil {
+		return 0
+	}
+	k := *c.MaxConnectionsPerWorker
+	m := (n + k - 1) / k
+	return max(m, 1)
+}
+
+// UsageError is an argparse error: the command prints the usage line and
+// "stampede serve: error: " + Msg to stderr and exits 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// ValidationError is an exception vllm bench serve raises after parsing
+// (Python prints a traceback ending in "Type: Msg" and exits 1).
+type ValidationError struct {
+	Type string // Python exception class: ValueError, TypeError, ...
+	Msg  string
+}
+
+func (e *ValidationError) Error() string { return e.Msg }
+
+func valueErrorf(format string, args ...any) *ValidationError {
+	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf(format, args...)}
+}
+
+// HelpRequested is returned for -h/--help: print WriteHelp and exit 0.
+type HelpRequested struct {
+	// Keyword is the filter of --help=keyword ("" for the whole help).
+	Keyword string
+}
+
+func (e *HelpRequested) Error() string { return "help requested" }
+
+// ProgramName is how usage and error lines name the command.
+const ProgramName = "stampede serve"
+
+// WriteUsageError prints err as argparse does: the usage line, then
+// "stampede serve: error: ...".
+func WriteUsageError(w io.Writer, err *UsageError) {
+	fmt.Fprintf(w, "usage: %s [-h] [OPTIONS]\n%s: error: %s\n", ProgramName, ProgramName, err.Msg)
+}
+
+// ParseArgs parses `vllm bench serve` arguments (without the "serve"
+// subcommand) with Python's rules, then validates and rewrites them as
+// main_async does before it contacts the server. Errors are *UsageError
+// (exit 2), *ValidationError (exit 1) or *HelpRequested (exit 0).
+func ParseArgs(args []string) (*Config, error) {
+	return parseArgs(args, os.Getenv)
+}
+
+func parseArgs(args []string, getenv func(string) string) (*Config, error) {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return nil, err
+	}
+	cfg.APIKey = getenv("OPENAI_API_KEY")
+	cfg.SaveToPyTorchFormat = getenv("SAVE_TO_PYTORCH_BENCHMARK_FORMAT") != ""
+	if err := checkSupported(cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// parseFlags is the argparse step alone: args to Flags, with defaults.
+func parseFlags(args []string) (*Config, error) {
+	cfg := &Config{}
+	parser := newFlagParser(&cfg.Flags)
+	parsed, err := newActionTable(parser).parseArgv(args)
+	if err != nil {
+		return nil, err
+	}
+	if parsed.help {
+		return nil, &HelpRequested{Keyword: parsed.helpKeyword}
+	}
+	if !parsed.given["request-id-prefix"] {
+		parser.FindOptionByLongName("request-id-prefix").Default = []string{newRequestIDPrefix()}
+	}
+	// Defaults first, then the given values, through go-flags' Option.Set.
+	// go-flags' own ParseArgs is not used: it would exit the process when
+	// $GO_FLAGS_COMPLETION is set.
+	for _, o := range registrationOrder(parser) {
+		for i := range o.Default {
+			if err := o.Set(&o.Default[i]); err != nil {
+				return nil, fmt.Errorf("flag table: default of --%s: %v", o.LongName, err)
+			}
+		}
+	}
+	for _, as := range parsed.assignments {
+		if err := as.store(); err != nil {
+			// argv.go checked every value; go-flags refusing one is a
+			// bug in the table, reported as what it is.
+			return nil, fmt.Errorf("flag table rejected %s %q: %v", as.option, as.values, err)
+		}
+	}
+	cfg.given = parsed.given
+	cfg.Warnings = parsed.warnings
+	return cfg, nil
+}
+
+// newRequestIDPrefix is Python's default: "bench-" + 8 hex digits + "-",
+// drawn once per process run.
+func newRequestIDPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return "bench-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// validate applies main_async's checks and rewrites that need no server,
+// in Python's order, so the first error reported is Python's.
+func (c *Config) validate() error {
+	if c.MaxConcurrency != nil && *c.MaxConcurrency <= 0 {
+		return valueErrorf("--max-concurrency must be greater than 0")
+	}
+	if c.PlotTimeline {
+		var err error
+		if c.TimelineITLThresholdsMs, err = parseFloatList(c.TimelineITLThresholds, true); err != nil {
+			return valueErrorf("Invalid --timeline-itl-thresholds format: %v", err)
+		}
+		if n := len(c.TimelineITLThresholdsMs); n != 2 {
+			return valueErrorf("Invalid --timeline-itl-thresholds format: Expected 2 ITL threshold values, got %d", n)
+		}
+	}
+	if err := c.validateRampUp(); err != nil {
+		return err
+	}
+	c.buildURLs()
+	if err := c.parseHeaders(); err != nil {
+		return err
+	}
+	if err := c.rewriteDataset(); err != nil {
+		return err
+	}
+	var err error
+	if c.GoodputSLOs, err = parseGoodput(c.Goodput); err != nil {
+		return err
+	}
+	if err := c.buildRequestExtras(); err != nil {
+		return err
+	}
+	names := c.PercentileMetrics
+	if names == "" {
+		names = "ttft,tpot,itl"
+		if c.TaskType == Pooling {
+			names = "e2el"
+		}
+	}
+	c.SelectedPercentileMetrics = strings.Split(names, ",")
+	if c.SelectedPercentiles, err = parseFloatList(c.MetricPercentiles, false); err != nil {
+		return valueErrorf("%v", err)
+	}
+	return nil
+}
+
+func (c *Config) validateRampUp() error {
+	if c.RampUpStrategy == "" {
+		return nil
+	}
+	if !math.IsInf(c.RequestRate, 1) {
+		return valueErrorf("When using ramp-up, do not specify --request-rate. " +
+			"The request rate will be controlled by ramp-up parameters. " +
+			"Please remove the --request-rate argument.")
+	}
+	if c.RampUpStartRPS == nil || c.RampUpEndRPS == nil {
+		return valueErrorf("When using --ramp-up-strategy, both --ramp-up-start-rps and " +
+			"--ramp-up-end-rps must be specified")
+	}
+	start, end := *c.RampUpStartRPS, *c.RampUpEndRPS
+	switch {
+	case start < 0 || end < 0:
+		return valueErrorf("Ramp-up start and end RPS must be non-negative")
+	case start > end:
+		return valueErrorf("Ramp-up start RPS must be less than end RPS")
+	case c.RampUpStrategy == "exponential" && start == 0:
+		return valueErrorf("For exponential ramp-up, the start RPS cannot be 0.")
+	}
+	return nil
+}
+
+// buildURLs is Python's URL building: plain string concatenation, no
+// slash normalisation.
+func (c *Config) buildURLs() {
+	if c.Given("base-url") {
+		c.APIURL = c.Flags.BaseURL + c.Endpoint
+		c.BaseURL = c.Flags.BaseURL
+		return
+	}
+	hostPort := joinHostPort(c.Host, c.Port)
+	c.APIURL = "http://" + hostPort + c.Endpoint
+	c.BaseURL = "http://" + hostPort
+}
+
+// joinHostPort is vLLM's join_host_port: an IPv6 literal is bracketed.
+func joinHostPort(host string, port int) string {
+	if addr, err := netip.ParseAddr(host); err == nil && addr.Is6() {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+func (c *Config) parseHeaders() error {
+	for _, item := range c.Header {
+		key, value, ok := strings.Cut(item, "=")
+		if !ok {
+			return valueErrorf("Invalid header format. Please use KEY=VALUE format.")
+		}
+		key, value = pyStrip(key), pyStrip(value)
+		replaced := false
+		for i := range c.Headers {
+			if c.Headers[i].Key == key {
+				c.Headers[i].Value = value
+				replaced = true
+			}
+		}
+		if !replaced {
+			c.Headers = append(c.Headers, Header{Key: key, Value: value})
+		}
+	}
+	return nil
+}
+
+// pyStrip is Python's str.strip() with no argument.
+func pyStrip(s string) string { return strings.TrimFunc(s, metrics.PyIsSpace) }
+
+// rewriteDataset is main_async's dataset checks and flag copying: the
+// synthetic datasets refuse --dataset-path, --input-len/--output-len are
+// copied into the per-dataset flags, random datasets and timed_trace force
+// ignore_eos, and --self-timed is resolved.
+func (c *Config) rewriteDataset() error {
+	switch c.DatasetName {
+	case "random", "random-mm", "random-rerank", "prefix_repetition":
+		if c.Given("dataset-path") {
+			return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
+				"Please specify the appropriate --dataset-name (e.g., "+
+				"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
+		}
+	}
+	if c.InputLen != nil {
+		c.RandomInputLen = *c.InputLen
+	}
+	if c.OutputLen != nil {
+		n := *c.OutputLen
+		c.RandomOutputLen = n
+		c.SharegptOutputLen = &n
+		c.CustomOutputLen = n
+		c.HFOutputLen = &n
+		c.SpecBenchOutputLen = n
+		c.PrefixRepetitionOutputLen = n
+	}
+	if (c.DatasetName == "random" || c.DatasetName == "random-mm") && contains(OpenAICompatibleBackends, c.Backend) {
+		c.IgnoreEOS = true
+	}
+	selfTimedGiven := c.SelfTimedOn || c.SelfTimedOff
+	if c.DatasetName == "timed_trace" {
+		if c.Backend != "vllm" && c.Backend != "openai" {
+			return valueErrorf("timed_trace dataset passes pre-tokenized prompts (list[int])" +
+				" and requires a completions backend ('vllm' or 'openai').")
+		}
+		c.IgnoreEOS = true
+		c.SelfTimed = !c.SelfTimedOff
+		return nil
+	}
+	if selfTimedGiven {
+		return valueErrorf("--self-timed/--no-self-timed is only supported with --dataset-name=timed_trace")
+	}
+	c.SelfTimed = false
+	return nil
+}
+
+// buildRequestExtras collects the sampling parameters and merges
+// --extra-body over them.
+func (c *Config) buildRequestExtras() error {
+	c.TaskType = Generation
+	if contains(PoolingBackends, c.Backend) {
+		c.TaskType = Pooling
+	}
+	if c.TaskType == Generation {
+		floatParam := func(key string, v *float64) {
+			if v != nil {
+				c.SamplingParams = append(c.SamplingParams, JSONMember{key, []byte(dumpsFloat(*v))})
+			}
+		}
+		floatParam("top_p", c.TopP)
+		if c.TopK != nil {
+			c.SamplingParams = append(c.SamplingParams, JSONMember{"top_k", []byte(strconv.Itoa(*c.TopK))})
+		}
+		floatParam("min_p", c.MinP)
+		floatParam("temperature", c.Temperature)
+		floatParam("frequency_penalty", c.FrequencyPenalty)
+		floatParam("presence_penalty", c.PresencePenalty)
+		floatParam("repetition_penalty", c.RepetitionPenalty)
+		if len(c.SamplingParams) > 0 && !contains(OpenAICompatibleBackends, c.Backend) {
+			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
+		}
+		c.WarnDefaultTemperature = c.Temperature == nil
+	}
+	c.RequestExtraBody = append(JSONObject(nil), c.SamplingParams...)
+	if c.ExtraBody == nil {
+		return nil
+	}
+	body, err := parsePyJSON(string(c.ExtraBody))
+	if err != nil || !body.truthy() {
+		return nil
+	}
+	extra, ok := c.ExtraBody.Object()
+	if !ok {
+		return &ValidationError{Type: "TypeError", Msg: fmt.Sprintf("'%s' object is not a mapping", body.kind.pyTypeName(body.raw))}
+	}
+	c.RequestExtraBody.Merge(extra)
+	return nil
+}
+
+// parseFloatList parses a comma-separated list with float() per item, as
+// Python's [float(p) for p in s.split(",")]; strip applies str.strip()
+// first. The error text is Python's ValueError message.
+func parseFloatList(s string, strip bool) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		if strip {
+			p = pyStrip(p)
+		}
+		v, err := metrics.ParsePyFloat(p)
+		if err != nil {
+			return nil, fmt.Errorf("could not convert string to float: %s", pyRepr(p))
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+var goodputMetrics = []string{"ttft", "tpot", "e2el"}
+
+// parseGoodput is Python's check_goodput_args over the --goodput pairs.
+func parseGoodput(pairs []string) ([]GoodputSLO, error) {
+	var slos []GoodputSLO
+	for _, pair := range pairs {
+		parts := strings.Split(pair, ":")
+		var v float64
+		var err error
+		if len(parts) == 2 {
+			v, err = metrics.ParsePyFloat(parts[1])
+		}
+		if len(parts) != 2 || err != nil {
+			return nil, &ValidationError{Type: "ArgumentTypeError", Msg: "Invalid format found for service level objectives. " +
+				`Specify service level objectives for goodput as "KEY:VALUE" ` +
+				"pairs, where the key is a metric name, and the value is a " +
+				"number in milliseconds."}
+		}
+		replaced := false
+		for i := range slos {
+			if slos[i].Metric == parts[0] {
+				slos[i].ValueMs = v
+				replaced = true
+			}
+		}
+		if !replaced {
+			slos = append(slos, GoodputSLO{Metric: parts[0], ValueMs: v})
+		}
+	}
+	for _, slo := range slos {
+		if !contains(goodputMetrics, slo.Metric) {
+			return nil, valueErrorf("Invalid metric name found, %s: %s. "+
+				"The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ",
+				slo.Metric, metrics.PyFloatRepr(slo.ValueMs))
+		}
+		if slo.ValueMs < 0 {
+			return nil, valueErrorf("Invalid value found, %s: %s. "+
+				"The service level objective value should be non-negative.",
+				slo.Metric, metrics.PyFloatRepr(slo.ValueMs))
+		}
+	}
+	return slos, nil
+}
+
+// dumpsFloat writes v as Python's json.dumps does: repr, with the
+// non-finite values as NaN, Infinity and -Infinity.
+func dumpsFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "Infinity"
+	case math.IsInf(v, -1):
+		return "-Infinity"
+	}
+	return metrics.PyFloatRepr(v)
+}

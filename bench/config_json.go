@@ -1,0 +1,555 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// JSONMember is one key of a JSONObject.
+type JSONMember struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// JSONObject is a JSON object that keeps its keys in Python dict order:
+// first insertion fixes a key's position, a later value for the same key
+// replaces the value in place. Request bodies built from it list keys as
+// vLLM's client would.
+type JSONObject []JSONMember
+
+// Get returns the value stored under key.
+func (o JSONObject) Get(key string) (json.RawMessage, bool) {
+	for _, m := range o {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Set stores value under key, in place when the key exists, else at the end.
+func (o *JSONObject) Set(key string, value json.RawMessage) {
+	for i := range *o {
+		if (*o)[i].Key == key {
+			(*o)[i].Value = value
+			return
+		}
+	}
+	*o = append(*o, JSONMember{Key: key, Value: value})
+}
+
+// Merge sets every member of other over o, Python's {**o, **other}.
+func (o *JSONObject) Merge(other JSONObject) {
+	for _, m := range other {
+		o.Set(m.Key, m.Value)
+	}
+}
+
+// MarshalJSON writes the object compactly, keys in order.
+func (o JSONObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(&b, m.Key)
+		b.WriteByte(':')
+		if len(m.Value) == 0 {
+			b.WriteString("null")
+		} else {
+			b.Write(m.Value)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// JSONText is a flag value that argparse passes through json.loads: the
+// value re-encoded compactly with Python's semantics applied (duplicate
+// keys: last value, first position). nil means the flag was not given.
+type JSONText []byte
+
+// UnmarshalFlag parses s as Python's json.loads would.
+func (t *JSONText) UnmarshalFlag(s string) error {
+	n, err := parsePyJSON(s)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	n.encode(&b)
+	*t = b.Bytes()
+	return nil
+}
+
+// Object returns the value as an ordered object; ok is false when the
+// value is not a JSON object.
+func (t JSONText) Object() (obj JSONObject, ok bool) {
+	n, err := parsePyJSON(string(t))
+	if err != nil || n.kind != jsonObject {
+		return nil, false
+	}
+	for _, m := range n.members {
+		var b bytes.Buffer
+		m.value.encode(&b)
+		obj = append(obj, JSONMember{Key: m.key, Value: b.Bytes()})
+	}
+	return obj, true
+}
+
+// jsonKind names a node's JSON type.
+type jsonKind uint8
+
+const (
+	jsonNull jsonKind = iota
+	jsonBool
+	jsonNumber
+	jsonString
+	jsonArray
+	jsonObject
+)
+
+// pyTypeName is the Python type a JSON kind decodes to, for messages.
+func (k jsonKind) pyTypeName(raw string) string {
+	switch k {
+	case jsonNull:
+		return "NoneType"
+	case jsonBool:
+		return "bool"
+	case jsonNumber:
+		if _, err := strconv.ParseInt(raw, 10, 64); err == nil {
+			return "int"
+		}
+		return "float"
+	case jsonString:
+		return "str"
+	case jsonArray:
+		return "list"
+	}
+	return "dict"
+}
+
+// jsonNode is a parsed JSON value. Scalars keep their source text (raw);
+// strings also keep the decoded text (str), which object keys compare by.
+type jsonNode struct {
+	kind    jsonKind
+	raw     string
+	str     string
+	items   []*jsonNode
+	members []jsonNodeMember
+}
+
+type jsonNodeMember struct {
+	key   string
+	value *jsonNode
+}
+
+// truthy is Python's bool() of the decoded value.
+func (n *jsonNode) truthy() bool {
+	switch n.kind {
+	case jsonNull:
+		return false
+	case jsonBool:
+		return n.raw == "true"
+	case jsonNumber:
+		f, err := strconv.ParseFloat(n.raw, 64)
+		return err != nil || f != 0 // NaN and Infinity are truthy
+	case jsonString:
+		return n.str != ""
+	case jsonArray:
+		return len(n.items) > 0
+	}
+	return len(n.members) > 0
+}
+
+// set stores value under key with dict semantics.
+func (n *jsonNode) set(key string, value *jsonNode) {
+	for i := range n.members {
+		if n.members[i].key == key {
+			n.members[i].value = value
+			return
+		}
+	}
+	n.members = append(n.members, jsonNodeMember{key, value})
+}
+
+func (n *jsonNode) get(key string) *jsonNode {
+	for _, m := range n.members {
+		if m.key == key {
+			return m.value
+		}
+	}
+	return nil
+}
+
+// encode writes n compactly, numbers as written.
+func (n *jsonNode) encode(b *bytes.Buffer) { n.write(b, false) }
+
+// encodePy writes n as Python's json.dumps(json.loads(text)) would: ", "
+// and ": " separators, non-ASCII escaped, numbers with a fraction or
+// exponent re-spelled as float repr.
+func (n *jsonNode) encodePy(b *bytes.Buffer) { n.write(b, true) }
+
+func (n *jsonNode) write(b *bytes.Buffer, python bool) {
+	itemSep, keySep, str := ",", ":", writeJSONString
+	if python {
+		itemSep, keySep, str = ", ", ": ", appendPyJSONString
+	}
+	switch n.kind {
+	case jsonString:
+		str(b, n.str)
+	case jsonNumber:
+		if python {
+			b.WriteString(respellJSONNumber(n.raw))
+		} else {
+			b.WriteString(n.raw)
+		}
+	case jsonArray:
+		b.WriteByte('[')
+		for i, it := range n.items {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			it.write(b, python)
+		}
+		b.WriteByte(']')
+	case jsonObject:
+		b.WriteByte('{')
+		for i, m := range n.members {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			str(b, m.key)
+			b.WriteString(keySep)
+			m.value.write(b, python)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(n.raw)
+	}
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	b.Truncate(b.Len() - 1)
+}
+
+// maxJSONDepth bounds nesting so hostile input cannot exhaust the stack;
+// Python's own limit is its recursion limit, about 1000.
+const maxJSONDepth = 1000
+
+var errJSONDepth = errors.New("JSON nested too deeply")
+
+// parsePyJSON parses s as Python's json.loads (strict mode): standard JSON
+// plus the NaN, Infinity and -Infinity literals, surrounding whitespace
+// allowed, any value at the top level.
+func parsePyJSON(s string) (*jsonNode, error) {
+	p := jsonParser{s: s}
+	p.skipSpace()
+	n, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.i != len(s) {
+		return nil, fmt.Errorf("extra data at offset %d", p.i)
+	}
+	return n, nil
+}
+
+type jsonParser struct {
+	s string
+	i int
+}
+
+func (p *jsonParser) skipSpace() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("offset %d: "+format, append([]any{p.i}, args...)...)
+}
+
+func (p *jsonParser) literal(word string, kind jsonKind) (*jsonNode, error) {
+	if len(p.s)-p.i >= len(word) && p.s[p.i:p.i+len(word)] == word {
+		p.i += len(word)
+		return &jsonNode{kind: kind, raw: word}, nil
+	}
+	return nil, p.errorf("expecting value")
+}
+
+func (p *jsonParser) value(depth int) (*jsonNode, error) {
+	if depth > maxJSONDepth {
+		return nil, errJSONDepth
+	}
+	if p.i >= len(p.s) {
+		return nil, p.errorf("expecting value")
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		str, raw, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		return &jsonNode{kind: jsonString, raw: raw, str: str}, nil
+	case c == 'n':
+		return p.literal("null", jsonNull)
+	case c == 't':
+		return p.literal("true", jsonBool)
+	case c == 'f':
+		return p.literal("false", jsonBool)
+	case c == 'N':
+		return p.literal("NaN", jsonNumber)
+	case c == 'I':
+		return p.literal("Infinity", jsonNumber)
+	case c == '-' && len(p.s) > p.i+1 && p.s[p.i+1] == 'I':
+		p.i++
+		n, err := p.literal("Infinity", jsonNumber)
+		if err == nil {
+			n.raw = "-Infinity"
+		}
+		return n, err
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	}
+	return nil, p.errorf("expecting value")
+}
+
+func (p *jsonParser) number() (*jsonNode, error) {
+	start := p.i
+	if p.s[p.i] == '-' {
+		p.i++
+	}
+	digits := func() int {
+		n := 0
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case p.i < len(p.s) && p.s[p.i] == '0':
+		p.i++
+	case digits() == 0:
+		return nil, p.errorf("expecting value")
+	}
+	if p.i+1 < len(p.s) && p.s[p.i] == '.' && p.s[p.i+1] >= '0' && p.s[p.i+1] <= '9' {
+		p.i++
+		digits()
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		save := p.i
+		p.i++
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			p.i = save // Python stops the number before a bare 'e'
+		}
+	}
+	return &jsonNode{kind: jsonNumber, raw: p.s[start:p.i]}, nil
+}
+
+// string parses a quoted string at p.i, returning its decoded text and
+// its source text.
+func (p *jsonParser) string() (string, string, error) {
+	start := p.i
+	p.i++
+	var out []byte
+	for {
+		if p.i >= len(p.s) {
+			return "", "", p.errorf("unterminated string starting at %d", start)
+		}
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(out), p.s[start:p.i], nil
+		case c < 0x20:
+			return "", "", p.errorf("invalid control character")
+		case c == '\\':
+			if p.i+1 >= len(p.s) {
+				return "", "", p.errorf("unterminated string starting at %d", start)
+			}
+			esc := p.s[p.i+1]
+			p.i += 2
+			switch esc {
+			case '"', '\\', '/':
+				out = append(out, esc)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, err := p.hex4()
+				if err != nil {
+					return "", "", err
+				}
+				if utf16.IsSurrogate(r) && p.i+6 <= len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
+					save := p.i
+					p.i += 2
+					r2, err := p.hex4()
+					if err == nil && utf16.DecodeRune(r, r2) != utf8.RuneError {
+						r = utf16.DecodeRune(r, r2)
+					} else {
+						p.i = save
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", "", p.errorf("invalid \\escape")
+			}
+		case c >= utf8.RuneSelf:
+			// Bytes that are not UTF-8 become U+FFFD, so the decoded text
+			// re-encodes to itself.
+			r, size := utf8.DecodeRuneInString(p.s[p.i:])
+			out = utf8.AppendRune(out, r)
+			p.i += size
+		default:
+			out = append(out, c)
+			p.i++
+		}
+	}
+}
+
+func (p *jsonParser) hex4() (rune, error) {
+	if p.i+4 > len(p.s) {
+		return 0, p.errorf("invalid \\uXXXX escape")
+	}
+	v, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
+	if err != nil {
+		return 0, p.errorf("invalid \\uXXXX escape")
+	}
+	p.i += 4
+	return rune(v), nil
+}
+
+func (p *jsonParser) array(depth int) (*jsonNode, error) {
+	n := &jsonNode{kind: jsonArray}
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return n, nil
+	}
+	for {
+		p.skipSpace()
+		item, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		n.items = append(n.items, item)
+		p.skipSpace()
+		if p.i >= len(p.s) {
+			return nil, p.errorf("expecting ',' delimiter")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return n, nil
+		default:
+			return nil, p.errorf("expecting ',' delimiter")
+		}
+	}
+}
+
+func (p *jsonParser) object(depth int) (*jsonNode, error) {
+	n := &jsonNode{kind: jsonObject}
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return n, nil
+	}
+	for {
+		p.skipSpace()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return nil, p.errorf("expecting property name enclosed in double quotes")
+		}
+		key, _, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return nil, p.errorf("expecting ':' delimiter")
+		}
+		p.i++
+		p.skipSpace()
+		value, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		n.set(key, value)
+		p.skipSpace()
+		if p.i >= len(p.s) {
+			return nil, p.errorf("expecting ',' delimiter")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return n, nil
+		default:
+			return nil, p.errorf("expecting ',' delimiter")
+		}
+	}
+}
+
+// respellJSONNumber re-spells a JSON number as json.dumps(json.loads(raw)):
+// integers keep their digits, floats take Python's repr.
+func respellJSONNumber(raw string) string {
+	switch raw {
+	case "NaN", "Infinity", "-Infinity":
+		return raw
+	}
+	if !strings.ContainsAny(raw, ".eE") {
+		if raw == "-0" {
+			return "0"
+		}
+		return raw
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil && f == 0 {
+		return raw
+	}
+	switch s := metrics.PyFloatRepr(f); s {
+	case "inf":
+		return "Infinity"
+	case "-inf":
+		return "-Infinity"
+	default:
+		return s
+	}
+}

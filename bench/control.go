@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// The control requests around a run (model discovery, /metrics scrapes,
+// profiling) are few and off the measured path, so they use net/http.
+
+// errNoModels is /v1/models answering with an empty list.
+type errNoModels struct{}
+
+func (errNoModels) Error() string { return "no models" }
+
+// fetchFirstModel is GET /v1/models with the --header headers only (no
+// API key, as in Python): the first model's id and root.
+func fetchFirstModel(ctx context.Context, client *http.Client, url string, headers []Header) (id, root string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", "", err
+	}
+	for _, h := range headers {
+		req.Header.Set(h.Key, h.Value)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return "", "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("%s: HTTP %s", url, resp.Status)
+	}
+	var list struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Root string `json:"root"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return "", "", fmt.Errorf("%s: %w", url, err)
+	}
+	if len(list.Data) == 0 {
+		return "", "", errNoModels{}
+	}
+	m := list.Data[0]
+	if m.Root == "" {
+		m.Root = m.ID
+	}
+	return m.ID, m.Root, nil
+}
+
+// serverCounters are the /metrics counters sampled before and after a run.
+type serverCounters struct {
+	spec      metrics.SpecDecodeCounters
+	diffusion metrics.DiffusionCounters
+}
+
+// scrapeServerMetrics is GET /metrics; ok is false when the server has no
+// such endpoint or it failed, and the deltas are then skipped, as in
+// Python.
+func scrapeServerMetrics(ctx context.Context, client *http.Client, url string, headers []Header) (serverCounters, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return serverCounters{}, false
+	}
+	for _, h := range headers {
+		req.Header.Set(h.Key, h.Value)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return serverCounters{}, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return serverCounters{}, false
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return serverCounters{}, false
+	}
+	var c serverCounters
+	c.spec, _ = metrics.ParseSpecDecode(body)
+	c.diffusion, _ = metrics.ParseDiffusion(body)
+	return c, true
+}
+
+// postProfile is POST /start_profile or /stop_profile; it reports HTTP
+// 200. Failures are silent, as in Python.
+func postProfile(ctx context.Context, client *http.Client, url string, headers []Header) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(nil))
+	if err != nil {
+		return false
+	}
+	for _, h := range headers {
+		req.Header.Set(h.Key, h.Value)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// pyISOFormat is Python's datetime.now().isoformat(): local time with
+// microseconds, which are left out when they are zero.
+func pyISOFormat(t time.Time) string {
+	if t.Nanosecond()/1000 == 0 {
+		return t.Format("2006-01-02T15:04:05")
+	}
+	return t.Format("2006-01-02T15:04:05.000000")
+}

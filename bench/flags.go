@@ -1,0 +1,282 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	flags "github.com/jessevdk/go-flags"
+)
+
+// Flags is the `vllm bench serve` option table: one field per argparse
+// destination, named after Python's dest in Go case, grouped as argparse
+// groups them. go-flags reads the tags for the help text, the defaults and
+// the choices; argv.go applies Python's command-line rules in front of it.
+//
+// A pointer field is nil when Python's value would be None. A string field
+// whose Python default is None is "" when not given.
+type Flags struct {
+	Help bool `short:"h" long:"help" description:"show this help message and exit"`
+
+	TrustRemoteCode       bool     `long:"trust-remote-code" description:"Pass trust_remote_code when loading the tokenizer or a Hugging Face dataset."`
+	Seed                  int      `long:"seed" default:"0" description:"Seed of the global and dataset random number generators."`
+	NumPrompts            int      `long:"num-prompts" default:"1000" description:"Number of requests to send (custom datasets: 0 or less sends every row)."`
+	DatasetName           string   `long:"dataset-name" default:"random" choice:"sharegpt" choice:"burstgpt" choice:"sonnet" choice:"random" choice:"random-mm" choice:"random-rerank" choice:"hf" choice:"custom" choice:"custom_audio" choice:"custom_image" choice:"prefix_repetition" choice:"spec_bench" choice:"speed_bench" choice:"timed_trace" description:"Where prompts come from."`
+	NoStream              bool     `long:"no-stream" description:"Load Hugging Face datasets without streaming."`
+	DatasetPath           string   `long:"dataset-path" description:"Dataset file or directory, or a Hugging Face dataset id; not allowed with the synthetic datasets."`
+	NoOversample          bool     `long:"no-oversample" description:"Do not repeat samples when the dataset has fewer than --num-prompts."`
+	SkipChatTemplate      bool     `long:"skip-chat-template" description:"Do not apply the tokenizer's chat template to dataset prompts."`
+	EnableMultimodalChat  bool     `long:"enable-multimodal-chat" description:"Send the prompt and its media as one chat message."`
+	DisableShuffle        bool     `long:"disable-shuffle" description:"Keep the dataset's order instead of shuffling it."`
+	Label                 *string  `long:"label" description:"Label of the result and prefix of its file name (default: the backend)."`
+	Backend               string   `long:"backend" default:"openai" choice:"vllm" choice:"openai" choice:"openai-chat" choice:"openai-audio" choice:"openai-embeddings" choice:"openai-embeddings-chat" choice:"openai-embeddings-clip" choice:"openai-embeddings-vlm2vec" choice:"infinity-embeddings" choice:"infinity-embeddings-clip" choice:"vllm-pooling" choice:"vllm-rerank" description:"Request protocol."`
+	BaseURL               string   `long:"base-url" description:"Server base URL; replaces --host and --port."`
+	Host                  string   `long:"host" default:"127.0.0.1" description:"Server host (IPv6 literals are bracketed)."`
+	Port                  int      `long:"port" default:"8000" description:"Server port when --base-url is not given."`
+	Endpoint              string   `long:"endpoint" default:"/v1/completions" description:"Path appended to the base URL."`
+	Header                []string `long:"header" nargs:"*" value-name:"KEY=VALUE" description:"Extra HTTP headers for every request; they override the backend's own and are overridden by the request id."`
+	MaxConcurrency        *int     `long:"max-concurrency" description:"Most requests in flight at once (and the connection pool size); must be greater than 0."`
+	Model                 string   `long:"model" description:"Model name (default: the first model of the server's /v1/models)."`
+	InputLen              *int     `long:"input-len" description:"Input length; copied into --random-input-len."`
+	OutputLen             *int     `long:"output-len" description:"Output length; copied into the random, sharegpt, custom, hf, spec_bench and prefix_repetition output lengths."`
+	Tokenizer             string   `long:"tokenizer" description:"Tokenizer name or path (default: the model id)."`
+	TokenizerMode         string   `long:"tokenizer-mode" default:"auto" description:"Tokenizer mode (auto, hf, mistral, ...)."`
+	UseBeamSearch         bool     `long:"use-beam-search" description:"Accepted for compatibility; has no effect."`
+	Logprobs              *int     `long:"logprobs" description:"Logprobs per token requested from completions backends (null when not given)."`
+	RequestRate           float64  `long:"request-rate" default:"inf" description:"Request arrivals per second; inf sends every request at once."`
+	Burstiness            float64  `long:"burstiness" default:"1.0" description:"Gamma shape of the inter-arrival times; 1 is a Poisson process, lower is burstier."`
+	ProbeRequestRate      float64  `long:"probe-request-rate" default:"0.0" description:"Side probe requests per second, reported apart from the main run."`
+	DisableTqdm           bool     `long:"disable-tqdm" description:"Do not show progress bars."`
+	NumWarmups            int      `long:"num-warmups" default:"0" description:"Warm-up requests sent before the measured run."`
+	Profile               bool     `long:"profile" description:"Call the server's /start_profile and /stop_profile around the run."`
+	SaveResult            bool     `long:"save-result" description:"Write the result JSON file."`
+	SaveDetailed          bool     `long:"save-detailed" description:"Keep the per-request arrays in the result JSON."`
+	AppendResult          bool     `long:"append-result" description:"Append the result to the JSON file, one JSON document per line."`
+	Metadata              []string `long:"metadata" nargs:"*" value-name:"KEY=VALUE" description:"Key-value pairs recorded in the result JSON."`
+	ResultDir             string   `long:"result-dir" description:"Directory of the result file (created if missing)."`
+	ResultFilename        string   `long:"result-filename" description:"Exact name of the result file."`
+	IgnoreEOS             bool     `long:"ignore-eos" description:"Send ignore_eos with every request (always on for random datasets)."`
+	SelfTimedOn           bool     `long:"self-timed" description:"timed_trace: send requests at the trace's timestamps (the default for timed_trace)."`
+	SelfTimedOff          bool     `long:"no-self-timed" description:"timed_trace: ignore the trace's timestamps and use --request-rate."`
+	PercentileMetrics     string   `long:"percentile-metrics" description:"Comma-separated metrics to report percentiles of: ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue (default: ttft,tpot,itl; e2el for pooling backends)."`
+	MetricPercentiles     string   `long:"metric-percentiles" default:"99" description:"Comma-separated percentiles to report."`
+	Goodput               []string `long:"goodput" nargs:"+" value-name:"KEY:VALUE" description:"Service level objectives in milliseconds for goodput; KEY is ttft, tpot or e2el."`
+	RequestIDPrefix       string   `long:"request-id-prefix" default-mask:"bench-<8 random hex digits>-" description:"Prefix of the x-request-id of every request."`
+	ServedModelName       string   `long:"served-model-name" description:"Model name sent in requests when --model is given."`
+	LoraModules           []string `long:"lora-modules" nargs:"+" description:"LoRA adapter names sent as the model of the requests."`
+	LoraAssignment        string   `long:"lora-assignment" default:"random" choice:"random" choice:"round-robin" description:"How adapters are assigned to requests."`
+	RampUpStrategy        string   `long:"ramp-up-strategy" choice:"linear" choice:"exponential" description:"Ramp the request rate from --ramp-up-start-rps to --ramp-up-end-rps over the run."`
+	RampUpStartRPS        *int     `long:"ramp-up-start-rps" description:"Request rate at the start of the ramp."`
+	RampUpEndRPS          *int     `long:"ramp-up-end-rps" description:"Request rate at the end of the ramp."`
+	ReadyCheckTimeoutSec  int      `long:"ready-check-timeout-sec" default:"0" description:"Seconds to wait for the endpoint to answer before the run; 0 skips the check."`
+	ChatTemplateKwargs    JSONText `long:"chat-template-kwargs" description:"JSON object of keyword arguments for the client-side chat template."`
+	ExtraBody             JSONText `long:"extra-body" description:"JSON object merged into every request body (wins over the sampling parameters)."`
+	SkipTokenizerInit     bool     `long:"skip-tokenizer-init" description:"Do not load a tokenizer."`
+	Insecure              bool     `long:"insecure" description:"Do not verify TLS certificates."`
+	PlotTimeline          bool     `long:"plot-timeline" description:"Write an HTML timeline of the requests next to the result file."`
+	TimelineITLThresholds string   `long:"timeline-itl-thresholds" default:"25,50" description:"Two inter-token latency thresholds (ms) that colour the timeline."`
+	PlotDatasetStats      bool     `long:"plot-dataset-stats" description:"Write a PNG of the dataset's token length distributions."`
+
+	CustomDatasetFlags    `group:"custom dataset options"`
+	SpecBenchFlags        `group:"spec bench dataset options"`
+	SonnetFlags           `group:"sonnet dataset options"`
+	ShareGPTFlags         `group:"sharegpt dataset options"`
+	TimedTraceFlags       `group:"timed-trace dataset options"`
+	BlazeditFlags         `group:"blazedit dataset options"`
+	ASRFlags              `group:"asr dataset options"`
+	HFFlags               `group:"hf dataset options"`
+	BFCLFlags             `group:"BFCL dataset options"`
+	PrefixRepetitionFlags `group:"prefix repetition dataset options"`
+	SpeedBenchFlags       `group:"speed bench dataset options"`
+	RandomFlags           `group:"random dataset options"`
+	RandomMMFlags         `group:"random multimodal dataset options extended from random dataset"`
+	SamplingFlags         `group:"sampling parameters"`
+	WorkerFlags           `group:"multi-process client options"`
+	StampedeFlags         `group:"stampede options"`
+}
+
+// CustomDatasetFlags are the custom* datasets' options.
+type CustomDatasetFlags struct {
+	CustomOutputLen            int  `long:"custom-output-len" default:"256" description:"Output tokens per request; -1 takes each row's output_tokens."`
+	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs."`
+}
+
+// SpecBenchFlags are the spec_bench dataset's options.
+type SpecBenchFlags struct {
+	SpecBenchOutputLen int    `long:"spec-bench-output-len" default:"256" description:"Output tokens per request."`
+	SpecBenchCategory  string `long:"spec-bench-category" description:"Only prompts of this category."`
+}
+
+// SonnetFlags are the sonnet dataset's options.
+type SonnetFlags struct {
+	SonnetInputLen  int `long:"sonnet-input-len" default:"550" description:"Prompt tokens per request."`
+	SonnetOutputLen int `long:"sonnet-output-len" default:"150" description:"Output tokens per request."`
+	SonnetPrefixLen int `long:"sonnet-prefix-len" default:"200" description:"Tokens of the prefix shared by every prompt."`
+}
+
+// ShareGPTFlags are the sharegpt dataset's options.
+type ShareGPTFlags struct {
+	SharegptOutputLen *int `long:"sharegpt-output-len" description:"Output tokens per request (default: the length of the recorded answer)."`
+}
+
+// TimedTraceFlags are the timed_trace dataset's options.
+type TimedTraceFlags struct {
+	TimedTraceChunkHashSize     int     `long:"timed-trace-chunk-hash-size" default:"16" description:"Tokens generated per hash id."`
+	TimedTraceSecMultiplier     float64 `long:"timed-trace-sec-multiplier" default:"1" description:"Factor turning trace timestamps into seconds."`
+	TimedTraceLabelTimestamp    string  `long:"timed-trace-label-timestamp" default:"timestamp" description:"JSON key of the timestamp."`
+	TimedTraceLabelInputLength  string  `long:"timed-trace-label-input-length" default:"input_length" description:"JSON key of the input length."`
+	TimedTraceLabelOutputLength string  `long:"timed-trace-label-output-length" default:"output_length" description:"JSON key of the output length."`
+	TimedTraceLabelHashIDs      string  `long:"timed-trace-label-hash-ids" default:"hash_ids" description:"JSON key of the hash id list."`
+}
+
+// BlazeditFlags are the blazedit dataset's options.
+type BlazeditFlags struct {
+	BlazeditMinDistance float64 `long:"blazedit-min-distance" default:"0.0" description:"Smallest edit distance kept."`
+	BlazeditMaxDistance float64 `long:"blazedit-max-distance" default:"1.0" description:"Largest edit distance kept."`
+}
+
+// ASRFlags are the speech-recognition datasets' options.
+type ASRFlags struct {
+	ASRMaxAudioLenSec float64 `long:"asr-max-audio-len-sec" default:"inf" description:"Drop clips longer than this many seconds."`
+	ASRMinAudioLenSec float64 `long:"asr-min-audio-len-sec" default:"0.0" description:"Drop clips shorter than this many seconds."`
+}
+
+// HFFlags are the Hugging Face datasets' options.
+type HFFlags struct {
+	HFSubset    string `long:"hf-subset" description:"Dataset subset (config) name."`
+	HFSplit     string `long:"hf-split" description:"Dataset split (default: the dataset's own)."`
+	HFName      string `long:"hf-name" description:"Hugging Face id of a dataset given as a local --dataset-path."`
+	HFOutputLen *int   `long:"hf-output-len" description:"Output tokens per request (default: the dataset's own)."`
+}
+
+// BFCLFlags are the Berkeley Function Calling Leaderboard dataset's options.
+type BFCLFlags struct {
+	BFCLCategories CommaList `long:"bfcl-categories" description:"Comma-separated categories (default: simple,live_simple,multiple)."`
+}
+
+// PrefixRepetitionFlags are the prefix_repetition dataset's options.
+type PrefixRepetitionFlags struct {
+	PrefixRepetitionPrefixLen   int `long:"prefix-repetition-prefix-len" default:"256" description:"Tokens per shared prefix."`
+	PrefixRepetitionSuffixLen   int `long:"prefix-repetition-suffix-len" default:"256" description:"Unique suffix tokens per request."`
+	PrefixRepetitionNumPrefixes int `long:"prefix-repetition-num-prefixes" default:"10" description:"Number of distinct prefixes."`
+	PrefixRepetitionOutputLen   int `long:"prefix-repetition-output-len" default:"128" description:"Output tokens per request."`
+}
+
+// SpeedBenchFlags are the speed_bench dataset's options.
+type SpeedBenchFlags struct {
+	SpeedBenchDatasetSubset string `long:"speed-bench-dataset-subset" default:"qualitative" choice:"qualitative" choice:"throughput_1k" choice:"throughput_2k" choice:"throughput_8k" choice:"throughput_16k" choice:"throughput_32k" description:"File <subset>.jsonl of the --dataset-path directory."`
+	SpeedBenchOutputLen     int    `long:"speed-bench-output-len" default:"4096" description:"Output tokens per request."`
+	SpeedBenchCategory      string `long:"speed-bench-category" description:"Only prompts of this category."`
+}
+
+// RandomFlags are the random* datasets' options.
+type RandomFlags struct {
+	RandomInputLen   int    `long:"random-input-len" default:"1024" description:"Mean input tokens per request."`
+	RandomOutputLen  int    `long:"random-output-len" default:"128" description:"Mean output tokens per request."`
+	RandomRangeRatio string `long:"random-range-ratio" default:"0.0" description:"Spread r in [0, 1) of the lengths around their mean, or JSON {\"input\": r, \"output\": r}."`
+	RandomPrefixLen  int    `long:"random-prefix-len" default:"0" description:"Tokens of a random prefix shared by every prompt."`
+	RandomBatchSize  int    `long:"random-batch-size" default:"1" description:"Inputs per request (pooling backends)."`
+	NoReranker       bool   `long:"no-reranker" description:"random-rerank: the model is not a native reranker."`
+}
+
+// RandomMMFlags are the random-mm dataset's options.
+type RandomMMFlags struct {
+	RandomMMBaseItemsPerRequest  int          `long:"random-mm-base-items-per-request" default:"1" description:"Mean media items per request."`
+	RandomMMNumMMItemsRangeRatio float64      `long:"random-mm-num-mm-items-range-ratio" default:"0.0" description:"Spread r in [0, 1] of the item count around its mean."`
+	RandomMMLimitMMPerPrompt     JSONText     `long:"random-mm-limit-mm-per-prompt" default:"{\"image\": 255, \"video\": 1}" default-mask:"{'image': 255, 'video': 1}" description:"JSON object of per-modality item caps."`
+	RandomMMBucketConfig         BucketConfig `long:"random-mm-bucket-config" default:"{(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}" description:"Python dict {(height, width, frames): probability}; frames 1 is an image."`
+}
+
+// SamplingFlags are the sampling parameters added to generation requests.
+type SamplingFlags struct {
+	TopP              *float64 `long:"top-p" description:"Sent as top_p."`
+	TopK              *int     `long:"top-k" description:"Sent as top_k."`
+	MinP              *float64 `long:"min-p" description:"Sent as min_p."`
+	Temperature       *float64 `long:"temperature" description:"Sent as temperature (the server's default when not given)."`
+	FrequencyPenalty  *float64 `long:"frequency-penalty" description:"Sent as frequency_penalty."`
+	PresencePenalty   *float64 `long:"presence-penalty" description:"Sent as presence_penalty."`
+	RepetitionPenalty *float64 `long:"repetition-penalty" description:"Sent as repetition_penalty."`
+}
+
+// WorkerFlags come from the multi-process fork of `vllm bench serve`
+// (moreh-dev/vllm); stampede accepts them so that fork's commands run.
+type WorkerFlags struct {
+	MaxConnectionsPerWorker *int    `long:"max-connections-per-worker" description:"Requests per worker K; the run uses ceil(num_prompts / K) shards and reports them as worker processes."`
+	WarmupTime              float64 `long:"warmup-time" default:"0.0" description:"Seconds trimmed from the start for a steady-state result (above 0 is not supported yet)."`
+	CooldownTime            float64 `long:"cooldown-time" default:"0.0" description:"Seconds trimmed from the end for a steady-state result (above 0 is not supported yet)."`
+}
+
+// StampedeFlags are stampede's own options; none changes the meaning of a
+// `vllm bench serve` option.
+type StampedeFlags struct {
+	Shards             int     `long:"shards" default:"0" description:"Event-loop shards, each pinned to a CPU (0: one per usable core)."`
+	NoKernelTimestamps bool    `long:"no-kernel-timestamps" description:"Timestamp tokens when read instead of with the kernel's receive time."`
+	CPUs               CPUList `long:"cpus" value-name:"LIST" description:"CPUs the shards may run on, e.g. 0-3,6 (default: the process's affinity mask)."`
+	RequestTimeoutSec  float64 `long:"request-timeout-sec" default:"21600" description:"Seconds before a request is abandoned as failed (Python's aiohttp total timeout)."`
+	ConnectTimeoutSec  float64 `long:"connect-timeout-sec" default:"30" description:"Seconds allowed for a TCP (and TLS) connect."`
+	CancelGraceSec     float64 `long:"cancel-grace-sec" default:"5" description:"After Ctrl-C, seconds in-flight requests may finish before they are cancelled."`
+}
+
+// CommaList is a comma-separated flag value split at parse time, empty
+// items dropped (Python's --bfcl-categories).
+type CommaList []string
+
+// UnmarshalFlag splits s at commas.
+func (l *CommaList) UnmarshalFlag(s string) error {
+	var out CommaList
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// CPUList is a Linux CPU list ("0-3,6"), ascending and without repeats.
+type CPUList []int
+
+// UnmarshalFlag parses a CPU list as the kernel writes them in
+// /sys/devices/system/cpu/online: comma-separated CPUs and ranges.
+func (l *CPUList) UnmarshalFlag(s string) error {
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil || first < 0 {
+			return fmt.Errorf("malformed CPU %q", part)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil || last < first {
+				return fmt.Errorf("malformed CPU range %q", part)
+			}
+		}
+		if last-first > 1<<16 {
+			return fmt.Errorf("CPU range %q is too large", part)
+		}
+		for c := first; c <= last; c++ {
+			seen[c] = true
+		}
+	}
+	out := make(CPUList, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	*l = out
+	return nil
+}
+
+// newFlagParser builds the go-flags parser over f: the option table used
+// for help and for storing values once argv.go has checked them.
+func newFlagParser(f *Flags) *flags.Parser {
+	p := flags.NewNamedParser("stampede serve", flags.None)
+	p.Usage = "[OPTIONS]"
+	if _, err := p.AddGroup("options", "", f); err != nil {
+		// The table is static; a malformed tag is a programming error.
+		panic(fmt.Sprintf("flag table: %v", err))
+	}
+	return p
+}

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+)
+
+// pythonFlagStrings reads testdata/python_serve_flags.txt: every option
+// string `vllm bench serve` accepts (dash and underscore spellings).
+func pythonFlagStrings(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("testdata/python_serve_flags.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 196 {
+		t.Fatalf("python_serve_flags.txt lists %d strings, want 196", len(out))
+	}
+	return out
+}
+
+// sampleValue is a value the option accepts.
+func sampleValue(long string) string {
+	switch long {
+	case "header", "metadata":
+		return "k=v"
+	case "goodput":
+		return "ttft:100"
+	case "extra-body", "chat-template-kwargs", "random-mm-limit-mm-per-prompt":
+		return `{"a": 1}`
+	case "random-mm-bucket-config":
+		return "{(256, 256, 1): 1.0}"
+	case "cpus":
+		return "0-1"
+	}
+	return ""
+}
+
+func TestEveryPythonFlagParses(t *testing.T) {
+	table := newActionTable(newFlagParser(&Flags{}))
+	for _, s := range pythonFlagStrings(t) {
+		t.Run(s, func(t *testing.T) {
+			args := []string{s}
+			canonical := s
+			if strings.HasPrefix(s, "--") {
+				canonical = dashName(s)
+			}
+			a := table.byName[canonical]
+			if a == nil {
+				t.Fatalf("%s (as %s) is not in the option table", s, canonical)
+			}
+			if a.nargs != nargsNone {
+				v := sampleValue(a.flag.LongName)
+				switch {
+				case v != "":
+				case len(a.choices) > 0:
+					v = a.choices[len(a.choices)-1]
+				case a.typeName == "int":
+					v = "7"
+				case a.typeName == "float":
+					v = "0.5"
+				default:
+					v = "text"
+				}
+				args = append(args, v)
+			}
+			_, err := parseFlags(args)
+			if a.help {
+				if _, ok := err.(*HelpRequested); !ok {
+					t.Fatalf("parseFlags(%q) = %v, want help", args, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", args, err)
+			}
+		})
+	}
+}
+
+// additiveGroups hold the options stampede adds; everything else must be
+// one of Python's.
+var additiveGroups = []string{"stampede options", "multi-process client options"}
+
+func TestNoFlagBeyondPython(t *testing.T) {
+	python := map[string]bool{}
+	for _, s := range pythonFlagStrings(t) {
+		python[s] = true
+	}
+	p := newFlagParser(&Flags{})
+	additive := 0
+	for _, g := range helpGroups(p) {
+		for _, o := range g.Options() {
+			for _, s := range optionStrings(o) {
+				switch {
+				case contains(additiveGroups, g.ShortDescription):
+					additive++
+					if python[s] {
+						t.Errorf("%s is Python's but sits in stampede's group %q", s, g.ShortDescription)
+					}
+				case !python[s]:
+					t.Errorf("%s (group %q) is not a vllm bench serve option", s, g.ShortDescription)
+				}
+			}
+		}
+	}
+	if additive != 9 {
+		t.Errorf("%d additive options, want 9 (3 from the multi-process fork, 6 of stampede's)", additive)
+	}
+}
+
+func TestRegistrationOrderListsEveryOptionOnce(t *testing.T) {
+	p := newFlagParser(&Flags{})
+	seen := map[string]int{}
+	for _, o := range registrationOrder(p) {
+		seen[o.LongName]++
+	}
+	total := 0
+	for _, g := range helpGroups(p) {
+		for _, o := range g.Options() {
+			total++
+			if seen[o.LongName] != 1 {
+				t.Errorf("--%s appears %d times in the registration order", o.LongName, seen[o.LongName])
+			}
+		}
+	}
+	if len(seen) != total {
+		t.Errorf("registration order has %d options, table %d", len(seen), total)
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{in: "0", want: []int{0}},
+		{in: "0-3,6", want: []int{0, 1, 2, 3, 6}},
+		{in: "6, 2-3,2", want: []int{2, 3, 6}},
+		{in: "3-1", err: true},
+		{in: "a", err: true},
+		{in: "-1", err: true},
+		{in: "", err: true},
+		{in: "0-", err: true},
+	}
+	for _, tt := range tests {
+		var l CPUList
+		err := l.UnmarshalFlag(tt.in)
+		if (err != nil) != tt.err {
+			t.Errorf("CPUList(%q) error = %v, want error %v", tt.in, err, tt.err)
+			continue
+		}
+		if !tt.err && !equalInts(l, tt.want) {
+			t.Errorf("CPUList(%q) = %v, want %v", tt.in, l, tt.want)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCommaList(t *testing.T) {
+	var l CommaList
+	if err := l.UnmarshalFlag("simple,,live_simple, multiple,"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l, "|"); got != "simple|live_simple|multiple" {
+		t.Errorf("CommaList = %q", got)
+	}
+}

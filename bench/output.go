@@ -1,0 +1,297 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// DateLayout is the result's "date" key and file-name stamp, Python's
+// strftime("%Y%m%d-%H%M%S") in local time.
+const DateLayout = "20060102-150405"
+
+// detailedKeys are removed from the result unless --save-detailed;
+// "latencies" and "queue_times" stay, as in Python.
+var detailedKeys = []string{
+	"input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors",
+}
+
+//lint:ignore ST1005 the text is Python's, which users and scripts match.
+var errMetadataFormat = errors.New("Invalid metadata format. Please use KEY=VALUE format.")
+
+// Result is the result JSON of one run, keys in Python's order.
+type Result struct {
+	dict *pyDict
+	// Date is the "date" value, also used in the file name.
+	Date string
+}
+
+// MarshalJSON encodes the result exactly as Python's json.dump does.
+func (r *Result) MarshalJSON() ([]byte, error) { return pyJSON(r.dict) }
+
+// BuildResult assembles the result JSON as Python's main_async does (spec
+// §f): setup keys, --metadata items (each may replace a setup key in
+// place), traffic keys, then the benchmark's own keys, optional side
+// reports, one group per printed metric section, and finally, unless
+// --save-detailed, without the per-request lists. now gives the "date".
+// A malformed --metadata item is an error here, after the run, as in
+// Python.
+func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now time.Time) (*Result, error) {
+	res := newPyDict()
+	date := now.Format(DateLayout)
+	res.set("date", date)
+	res.set("endpoint_type", p.Backend)
+	res.set("backend", p.Backend)
+	if p.Label != nil {
+		res.set("label", *p.Label)
+	} else {
+		res.set("label", nil)
+	}
+	res.set("model_id", p.ModelID)
+	if p.TokenizerID != "" {
+		res.set("tokenizer_id", p.TokenizerID)
+	} else {
+		res.set("tokenizer_id", nil)
+	}
+	res.set("num_prompts", p.NumPrompts)
+
+	for _, item := range p.Metadata {
+		key, value, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, errMetadataFormat
+		}
+		res.set(strings.TrimFunc(key, metrics.PyIsSpace), strings.TrimFunc(value, metrics.PyIsSpace))
+	}
+
+	if p.RequestRate < math.Inf(1) {
+		res.set("request_rate", p.RequestRate)
+	} else {
+		res.set("request_rate", "inf")
+	}
+	res.set("burstiness", p.Burstiness)
+	if p.MaxConcurrency != 0 {
+		res.set("max_concurrency", p.MaxConcurrency)
+	} else {
+		res.set("max_concurrency", nil)
+	}
+	if p.RampUpStrategy != "" {
+		res.set("ramp_up_strategy", p.RampUpStrategy)
+		res.set("ramp_up_start_rps", p.RampUpStartRPS)
+		res.set("ramp_up_end_rps", p.RampUpEndRPS)
+	}
+
+	res.update(benchmarkResult(s, d, p))
+
+	if !p.SaveDetailed {
+		for _, k := range detailedKeys {
+			res.del(k)
+		}
+	}
+	return &Result{dict: res, Date: date}, nil
+}
+
+// benchmarkResult is the dict Python's benchmark() returns.
+func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *pyDict {
+	rs := d.Results
+	perRequest := func(f func(r *metrics.RequestResult) float64) []float64 {
+		out := make([]float64, len(rs))
+		for i := range rs {
+			out[i] = f(&rs[i])
+		}
+		return out
+	}
+	inputLens := make([]int, len(rs))
+	errs := make([]string, len(rs))
+	for i := range rs {
+		inputLens[i] = rs[i].PromptLen
+		errs[i] = rs[i].Error
+	}
+	latencies := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.LatencyNs) })
+	queueTimes := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.QueueNs) })
+
+	b := newPyDict()
+	b.set("duration", s.DurationS)
+	b.set("completed", s.Completed)
+	if s.Pooling {
+		b.set("total_input_tokens", s.TotalInput)
+		b.set("total_input_sequences", s.TotalInputSequences)
+		b.set("request_throughput", s.RequestThroughput)
+		b.set("input_sequence_throughput", s.InputSequenceThroughput)
+		b.set("total_token_throughput", s.TotalTokenThroughput)
+		b.set("input_lens", inputLens)
+		b.set("latencies", latencies)
+		b.set("queue_times", queueTimes)
+		b.set("errors", errs)
+	} else {
+		itls := make([][]float64, len(rs))
+		texts := make([]string, len(rs))
+		for i := range rs {
+			itls[i] = make([]float64, len(rs[i].ITLNs))
+			for j, gap := range rs[i].ITLNs {
+				itls[i][j] = metrics.Seconds(gap)
+			}
+			texts[i] = rs[i].GeneratedText
+		}
+		b.set("failed", s.Failed)
+		b.set("total_input_tokens", s.TotalInput)
+		b.set("total_output_tokens", s.TotalOutput)
+		b.set("request_throughput", s.RequestThroughput)
+		if p.Goodput {
+			b.set("request_goodput", s.RequestGoodput)
+		} else {
+			b.set("request_goodput", nil)
+		}
+		b.set("output_throughput", s.OutputThroughput)
+		b.set("total_token_throughput", s.TotalTokenThroughput)
+		b.set("input_lens", inputLens)
+		b.set("output_lens", s.OutputLens)
+		b.set("ttfts", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.TTFTNs) }))
+		b.set("itls", itls)
+		b.set("latencies", latencies)
+		b.set("start_times", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.StartNs) }))
+		b.set("queue_times", queueTimes)
+		b.set("generated_texts", texts)
+		b.set("errors", errs)
+		b.set("max_output_tokens_per_s", s.MaxOutputTokensPerS)
+		b.set("max_concurrent_requests", s.MaxConcurrentRequests)
+		b.set("rtfx", s.RTFx)
+	}
+
+	setFields := func(fs []sideField) {
+		for _, f := range fs {
+			b.set(f.key, f.value)
+		}
+	}
+	if p.Probe != nil {
+		setFields(probeFields(p.Probe))
+	}
+	if len(p.RPSChangeEvents) > 0 {
+		events := make([]*pyDict, len(p.RPSChangeEvents))
+		for i, e := range p.RPSChangeEvents {
+			events[i] = newPyDict()
+			events[i].set("rps", e.RPS)
+			events[i].set("timestamp", e.Timestamp)
+		}
+		b.set("rps_change_events", events)
+	}
+	if sd := p.SpecDecode; sd != nil {
+		setFields(specDecodeFields(sd))
+		rates := sd.PerPositionAcceptanceRates
+		if rates == nil {
+			rates = []float64{}
+		}
+		b.set("spec_decode_per_position_acceptance_rates", rates)
+	}
+	if p.Diffusion != nil {
+		setFields(diffusionFields(p.Diffusion))
+	}
+	for _, sec := range sections(s, p) {
+		b.set("mean_"+sec.key+"_ms", sec.stats.MeanMs)
+		b.set("median_"+sec.key+"_ms", sec.stats.MedianMs)
+		b.set("std_"+sec.key+"_ms", sec.stats.StdMs)
+		for _, pc := range sec.stats.Percentiles {
+			b.set("p"+pyPercentileWord(pc.P)+"_"+sec.key+"_ms", pc.ValueMs)
+		}
+	}
+	return b
+}
+
+// ResultFilename returns the result file's path, "" when nothing is saved
+// (neither --save-result, --append-result nor --plot-timeline). The name
+// is Python's:
+//
+//	{label}-{request_rate}qps[-concurrency{N}]-{model base}-{date}.json
+//	{label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{N}]-{model base}-{date}.json
+//
+// with label = --label or --backend, the rate as Python's str(float)
+// ("inf", "10.0") and the model base the text after the last "/" of the
+// model id. --result-filename replaces the whole name; --result-dir is
+// created (with parents) and joined in front, as os.path.join does.
+func ResultFilename(p *ReportParams, date string) (string, error) {
+	if !(p.PlotTimeline || p.SaveResult || p.AppendResult) {
+		return "", nil
+	}
+	base := p.ModelID[strings.LastIndex(p.ModelID, "/")+1:]
+	conc := ""
+	if p.MaxConcurrency != 0 {
+		conc = "-concurrency" + strconv.Itoa(p.MaxConcurrency)
+	}
+	label := p.Backend
+	if p.Label != nil && *p.Label != "" {
+		label = *p.Label
+	}
+	var name string
+	if p.RampUpStrategy != "" {
+		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json",
+			label, p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS, conc, base, date)
+	} else {
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json",
+			label, metrics.PyFloatRepr(p.RequestRate), conc, base, date)
+	}
+	if p.ResultFilename != "" {
+		name = p.ResultFilename
+	}
+	if p.ResultDir != "" {
+		if err := os.MkdirAll(p.ResultDir, 0o777); err != nil {
+			return "", fmt.Errorf("--result-dir %s: %w", p.ResultDir, err)
+		}
+		name = pyPathJoin(p.ResultDir, name)
+	}
+	return name, nil
+}
+
+// pyPathJoin is os.path.join(dir, name) on POSIX: an absolute name wins,
+// otherwise one "/" is inserted unless dir already ends with one. Unlike
+// filepath.Join it does not clean the path.
+func pyPathJoin(dir, name string) string {
+	switch {
+	case strings.HasPrefix(name, "/"):
+		return name
+	case dir == "" || strings.HasSuffix(dir, "/"):
+		return dir + name
+	default:
+		return dir + "/" + name
+	}
+}
+
+// SaveResult writes the result JSON to path: truncating the file, or with
+// --append-result appending to it, after a "\n" when it is not empty (one
+// JSON document per line). No newline follows the JSON, as in Python.
+func SaveResult(path string, r *Result, appendResult bool) error {
+	body, err := r.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendResult {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o666)
+	if err != nil {
+		return fmt.Errorf("result file: %w", err)
+	}
+	if appendResult {
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("result file: %w", err)
+		}
+		if info.Size() != 0 {
+			body = append([]byte{'\n'}, body...)
+		}
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		return fmt.Errorf("result file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("result file %s: %w", path, err)
+	}
+	return nil
+}

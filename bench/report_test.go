@@ -1,0 +1,362 @@
+package bench
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// go test ./bench -run TestGolden -update rewrites testdata/output from
+// the current code; review the diff before committing it.
+var update = flag.Bool("update", false, "rewrite golden files in testdata/output")
+
+const ms = int64(time.Millisecond)
+
+// goldenRun is a fixed 12-request generation run: varied TTFTs, gaps,
+// output lengths (usage, tokenizer-counted, single-token), queue times,
+// two failures and non-ASCII text.
+func goldenRun() *metrics.RunData {
+	d := &metrics.RunData{DurationNs: 5432 * ms, ITL: metrics.NewITLHistogram()}
+	for i := range 12 {
+		start := int64(i) * 100 * ms
+		r := metrics.RequestResult{
+			Index: i, PromptLen: 100 + 7*i, StartNs: start, ArrivalNs: start - int64(i%4)*5*ms,
+			QueueNs: int64(i%4) * 5 * ms, NumInputSequences: 1,
+		}
+		switch {
+		case i == 4:
+			r.Error = "Internal Server Error"
+		case i == 9:
+			r.Error = "Traceback (most recent call last):\n  ConnectionResetError: [Errno 104]"
+			r.TTFTNs = 80 * ms
+		default:
+			r.Success = true
+			r.TTFTNs = int64(60+13*i) * ms
+			gaps := 2 + i%5
+			if i == 7 {
+				gaps = 0
+			}
+			for g := range gaps {
+				r.ITLNs = append(r.ITLNs, int64(20+(i*7+g*3)%17)*ms+int64(i*1357)%1000*1000)
+			}
+			r.ChunkEvents = len(r.ITLNs) + 1
+			r.LatencyNs = r.TTFTNs
+			for _, gap := range r.ITLNs {
+				r.LatencyNs += gap
+				d.ITL.RecordValue(gap)
+			}
+			if i%3 != 0 {
+				r.OutputTokens = r.ChunkEvents * 2
+			}
+			r.GeneratedText = strings.Repeat("tok ", r.ChunkEvents) + "é€"
+		}
+		d.Results = append(d.Results, r)
+	}
+	return d
+}
+
+func words(s string) int { return len(strings.Fields(s)) }
+
+type goldenCase struct {
+	name   string
+	run    func() *metrics.RunData
+	opts   metrics.ComputeOptions
+	params ReportParams
+}
+
+func strptr(s string) *string { return &s }
+
+func goldenCases() []goldenCase {
+	full := ReportParams{
+		Backend: "openai", Label: strptr("nightly"), ModelID: "meta-llama/Llama-3.1-8B-Instruct",
+		TokenizerID: "meta-llama/Llama-3.1-8B-Instruct", NumPrompts: 12,
+		RequestRate: 10, Burstiness: 1, MaxConcurrency: 4,
+		Metadata:          []string{"version=0.3.3", " tp = 1 ", "backend=override", "note=a=b"},
+		PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue", "bogus"},
+		Goodput:           true,
+		SaveResult:        true, SaveDetailed: true,
+		Probe: &metrics.ProbeStats{Completed: 9, Failed: 1, MedianE2ELMs: 12.345, P99E2ELMs: 40.5, MaxE2ELMs: 41},
+		SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 200, DraftTokens: 600, AcceptedTokens: 400,
+			AcceptanceRate: 66.66666666666666 /* 400/600*100 in float64 */, AcceptanceLength: 3, PerPositionAcceptanceRates: []float64{0.9, 0, 0.3}},
+	}
+	fullOpts := metrics.ComputeOptions{
+		Percentiles: []float64{50, 90, 99, 99.9, 12.5}, Goodput: map[string]float64{"ttft": 150, "tpot": 25},
+		CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
+	}
+	return []goldenCase{
+		{name: "generation_full", run: goldenRun, opts: fullOpts, params: full},
+		{
+			name: "generation_no_tokenizer", run: goldenRun,
+			opts: metrics.ComputeOptions{Percentiles: []float64{99}},
+			params: ReportParams{
+				Backend: "openai-chat", ModelID: "Qwen/Qwen3-0.6B", NumPrompts: 12,
+				RequestRate: math.Inf(1), Burstiness: 1,
+				PercentileMetrics: []string{"ttft", "tpot", "itl"}, Workers: 25, SaveResult: true,
+				Diffusion: &metrics.DiffusionStats{DenoisingSteps: 937.5, CanvasPositions: 32000, CommittedTokens: 2000,
+					CommittedThroughput: 500, StepsPerCanvas: 15, CommittedPerStep: 2000 / 937.5},
+				SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 1, DraftTokens: 1},
+			},
+		},
+		{
+			name: "generation_histogram", opts: fullOpts, params: func() ReportParams {
+				p := full
+				p.SaveDetailed = false
+				p.Probe, p.SpecDecode, p.Metadata = nil, nil, nil
+				p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS = "linear", 1, 3
+				p.RequestRate = math.Inf(1)
+				p.RPSChangeEvents = []RPSChange{
+					{1, "2026-11-29T17:30:00.123456"}, {2, "2026-11-29T17:30:02.000001"}, {3, "2026-11-29T17:30:02.000001"},
+				}
+				return p
+			}(),
+			run: func() *metrics.RunData {
+				d := goldenRun()
+				d.TokenEventsPerMs = make([]uint32, 6000)
+				for i := range d.Results {
+					r := &d.Results[i]
+					if r.Success {
+						ts := r.StartNs + r.TTFTNs
+						d.TokenEventsPerMs[ts/ms]++
+						for _, gap := range r.ITLNs {
+							ts += gap
+							d.TokenEventsPerMs[ts/ms]++
+						}
+					}
+					r.ITLNs = nil
+				}
+				return d
+			},
+		},
+		{
+			name: "pooling", opts: metrics.ComputeOptions{Pooling: true, Percentiles: []float64{50, 99}, ClientQueue: true},
+			params: ReportParams{
+				Backend: "openai-embeddings", ModelID: "BAAI/bge-m3", TokenizerID: "BAAI/bge-m3", NumPrompts: 3,
+				RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: 2,
+				PercentileMetrics: []string{"e2el", "client_queue_time", "e2el_including_client_queue"},
+				SaveResult:        true, SaveDetailed: true,
+			},
+			run: func() *metrics.RunData {
+				return &metrics.RunData{DurationNs: 4200 * ms, Results: []metrics.RequestResult{
+					{Index: 0, Success: true, PromptLen: 512, NumInputSequences: 2, TTFTNs: 41 * ms, LatencyNs: 41 * ms, QueueNs: 2 * ms},
+					{Index: 1, Success: true, PromptLen: 0, NumInputSequences: 1, TTFTNs: 40 * ms, LatencyNs: 40 * ms},
+					{Index: 2, Error: "Bad Request", NumInputSequences: 1},
+				}}
+			},
+		},
+		{
+			name: "all_failed", opts: metrics.ComputeOptions{Percentiles: []float64{99}, CountTokens: words},
+			params: ReportParams{
+				Backend: "vllm", ModelID: "m", TokenizerID: "m", NumPrompts: 2, RequestRate: 0.5, Burstiness: 0.5,
+				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"}, SaveResult: true,
+			},
+			run: func() *metrics.RunData {
+				return &metrics.RunData{DurationNs: 1500 * ms, ITL: metrics.NewITLHistogram(), Results: []metrics.RequestResult{
+					{Index: 0, Error: "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"},
+					{Index: 1, Error: "Service Unavailable"},
+				}}
+			},
+		},
+	}
+}
+
+var goldenNow = time.Date(2026, 11, 29, 17, 30, 5, 0, time.Local)
+
+// renderGolden produces a case's console output (stdout then stderr) and
+// result JSON.
+func renderGolden(t *testing.T, c goldenCase) (console, result []byte) {
+	t.Helper()
+	d := c.run()
+	s, err := metrics.Compute(d, c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteResult(&out, s, &c.params); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString("--- stderr ---\n")
+	if err := WriteWarnings(&out, s); err != nil {
+		t.Fatal(err)
+	}
+	res, err := BuildResult(s, d, &c.params, goldenNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := res.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), js
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range goldenCases() {
+		t.Run(c.name, func(t *testing.T) {
+			console, result := renderGolden(t, c)
+			for _, f := range []struct {
+				ext  string
+				data []byte
+			}{{".txt", console}, {".json", result}} {
+				path := filepath.Join("testdata", "output", c.name+f.ext)
+				if *update {
+					if err := os.WriteFile(path, f.data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if !bytes.Equal(f.data, want) {
+					t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, f.data, want)
+				}
+			}
+		})
+	}
+}
+
+// TestGoldenMatchesPythonReference runs testdata/output/pyref.py, an
+// independent Python computation of the same fixtures with Python's own
+// str.format and json, against the golden files.
+func TestGoldenMatchesPythonReference(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	cmd := exec.Command(python, "pyref.py")
+	cmd.Dir = filepath.Join("testdata", "output")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("pyref.py: %v\n%s", err, out)
+	}
+}
+
+// TestConsoleRowGeometry checks the invariant every golden line must keep:
+// rows are exactly 51 characters unless a value is wider than 10.
+func TestConsoleRowGeometry(t *testing.T) {
+	for _, c := range goldenCases() {
+		console, _ := renderGolden(t, c)
+		block := false
+		for _, line := range strings.Split(string(console), "\n") {
+			if strings.HasPrefix(line, "=====") {
+				block = !block || line != strings.Repeat("=", 50)
+				if n := len([]rune(line)); n != 50 {
+					t.Errorf("%s: rule %q has %d characters, want 50", c.name, line, n)
+				}
+				continue
+			}
+			if !block || strings.HasPrefix(line, "-") || line == "Per-position acceptance (%):" {
+				continue
+			}
+			if n := len([]rune(line)); n < 51 || (n > 51 && line[50] == ' ') {
+				t.Errorf("%s: row %q has %d characters, want 51", c.name, line, n)
+			}
+		}
+	}
+}
+
+func TestBuildResultMetadataError(t *testing.T) {
+	c := goldenCases()[0]
+	c.params.Metadata = []string{"ok=1", "broken"}
+	d := c.run()
+	s, _ := metrics.Compute(d, c.opts)
+	_, err := BuildResult(s, d, &c.params, goldenNow)
+	if err == nil || err.Error() != "Invalid metadata format. Please use KEY=VALUE format." {
+		t.Errorf("error = %v, want Python's metadata format message", err)
+	}
+}
+
+func TestBuildResultKeys(t *testing.T) {
+	// Key order of the non-detailed generation result, as Python builds it.
+	c := goldenCases()[0]
+	c.params.SaveDetailed = false
+	c.params.Probe, c.params.SpecDecode, c.params.Metadata = nil, nil, nil
+	c.opts.Percentiles = []float64{99}
+	c.params.PercentileMetrics = []string{"ttft"}
+	d := c.run()
+	s, _ := metrics.Compute(d, c.opts)
+	res, err := BuildResult(s, d, &c.params, goldenNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "date endpoint_type backend label model_id tokenizer_id num_prompts request_rate burstiness " +
+		"max_concurrency duration completed failed total_input_tokens total_output_tokens request_throughput " +
+		"request_goodput output_throughput total_token_throughput latencies queue_times " +
+		"max_output_tokens_per_s max_concurrent_requests rtfx mean_ttft_ms median_ttft_ms std_ttft_ms p99_ttft_ms"
+	if got := strings.Join(res.dict.keys, " "); got != want {
+		t.Errorf("keys:\n got %s\nwant %s", got, want)
+	}
+	if v := res.dict.vals["date"]; v != "20261129-173005" {
+		t.Errorf("date = %v", v)
+	}
+}
+
+func TestWriteBanner(t *testing.T) {
+	tests := []struct {
+		p    ReportParams
+		want string
+	}{
+		{ReportParams{RequestRate: math.Inf(1), Burstiness: 1},
+			"Traffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n"},
+		{ReportParams{RequestRate: 10, Burstiness: 0.5, MaxConcurrency: 64, ProbeRequestRate: 2},
+			"Traffic request rate: 10.0\nBurstiness factor: 0.5 (Gamma distribution)\nMaximum request concurrency: 64\n" +
+				"Probe request rate: 2.0 req/s\n"},
+		{ReportParams{RequestRate: math.Inf(1), Burstiness: 1, RampUpStrategy: "linear", RampUpStartRPS: 1, RampUpEndRPS: 20},
+			"Traffic ramp-up strategy: linear.\nWill increase RPS from 1 to 20 RPS over the duration of the benchmark.\n" +
+				"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n"},
+		{ReportParams{SelfTimed: true, Burstiness: 1},
+			"Self timing is set, using the timestamps from the trace file.\n"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		if err := WriteBanner(&b, &tt.p); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tt.want {
+			t.Errorf("WriteBanner(%+v) =\n%q\nwant\n%q", tt.p, b.String(), tt.want)
+		}
+	}
+}
+
+func ExampleWriteResult() {
+	d := &metrics.RunData{DurationNs: 2 * int64(time.Second), Results: []metrics.RequestResult{
+		{Success: true, PromptLen: 10, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 100 * ms, LatencyNs: 300 * ms,
+			ITLNs: []int64{100 * ms, 100 * ms}},
+	}}
+	s, _ := metrics.Compute(d, metrics.ComputeOptions{Percentiles: []float64{99}})
+	p := &ReportParams{TokenizerID: "gpt2", RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}}
+	var b bytes.Buffer
+	WriteResult(&b, s, p)
+	// Trailing spaces are part of Python's rows; show them as "·".
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		trimmed := strings.TrimRight(line, " ")
+		fmt.Println(trimmed + strings.Repeat("·", len(line)-len(trimmed)))
+	}
+	// Output:
+	// tip: install termplotlib and gnuplot to plot the metrics
+	// ============ Serving Benchmark Result ============
+	// Successful requests:                     1·········
+	// Failed requests:                         0·········
+	// Benchmark duration (s):                  2.00······
+	// Total input tokens:                      10········
+	// Total generated tokens:                  3·········
+	// Request throughput (req/s):              0.50······
+	// Output token throughput (tok/s):         1.50······
+	// Peak output token throughput (tok/s):    3.00······
+	// Peak concurrent requests:                1.00······
+	// Total token throughput (tok/s):          6.50······
+	// ---------------Time to First Token----------------
+	// Mean TTFT (ms):                          100.00····
+	// Median TTFT (ms):                        100.00····
+	// P99 TTFT (ms):                           100.00····
+	// ==================================================
+}

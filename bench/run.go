@@ -1,0 +1,600 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/datasets/tokenizer"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// Run is one `vllm bench serve` run, in Python's order (spec §c): model
+// discovery, tokenizer, dataset, the initial test request or ready check,
+// warm-ups, profiler start, banner, /metrics before, the main run through
+// the engine, /metrics after, the result block, profiler stop, and the
+// result file. Lines Python prints go to stdout; the progress bar, warnings
+// and stampede's own health line go to stderr.
+//
+// Cancelling ctx (Ctrl-C) stops sending; what was measured is still
+// printed and saved.
+func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	r, err := newRun(cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := r.discoverModel(ctx); err != nil {
+		return err
+	}
+	if err := r.loadTokenizer(ctx); err != nil {
+		return err
+	}
+	if err := r.sampleDataset(ctx); err != nil {
+		return err
+	}
+	if err := r.encodeRequests(); err != nil {
+		return err
+	}
+	if err := r.initialTest(ctx); err != nil {
+		return err
+	}
+	if err := r.warmUp(ctx); err != nil {
+		return err
+	}
+	return r.benchmark(ctx)
+}
+
+// run carries one Run's state between its phases.
+type run struct {
+	cfg            *Config
+	stdout, stderr io.Writer
+
+	target  target
+	control *http.Client // /v1/models, /metrics, profiling, /tokenize
+
+	modelID, modelName string
+	tok                datasets.Tokenizer
+	tokenizerID        string
+	globals            datasets.PythonGlobals
+
+	requests []datasets.Request
+	wire     []engine.Request
+	testWire []byte // request #0 without an id, for the test run and warm-ups
+}
+
+// target is where benchmark requests go, split for the engine.
+type target struct {
+	network, address string // "tcp", "host:port"
+	hostHeader       string
+	path             string // request target of --endpoint
+	tls              *tls.Config
+}
+
+func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
+	t, err := parseTarget(cfg.APIURL, cfg.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	// Python checks the URL suffix when the first request is made, outside
+	// its error handling, so a mismatch ends the run before anything is
+	// measured; checking first says the same without the wait.
+	if err := CheckEndpoint(cfg.Backend, cfg.APIURL); err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if t.tls != nil {
+		transport.TLSClientConfig = t.tls
+	}
+	return &run{
+		cfg: cfg, stdout: stdout, stderr: stderr,
+		target:  t,
+		control: &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+	}, nil
+}
+
+// parseTarget splits an http:// or https:// URL into what the engine dials
+// and what the request line and Host header carry.
+func parseTarget(apiURL string, insecure bool) (target, error) {
+	u, err := url.Parse(apiURL)
+	if err != nil {
+		return target{}, &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("invalid URL %q: %v", apiURL, err)}
+	}
+	var t target
+	port := u.Port()
+	switch u.Scheme {
+	case "http":
+		if port == "" {
+			port = "80"
+		}
+	case "https":
+		if port == "" {
+			port = "443"
+		}
+		t.tls = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: insecure}
+	default:
+		return target{}, &ValidationError{Type: "ValueError",
+			Msg: fmt.Sprintf("URL %q: scheme %q is not supported (use http:// or https://)", apiURL, u.Scheme)}
+	}
+	if u.Hostname() == "" {
+		return target{}, &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("URL %q has no host", apiURL)}
+	}
+	t.network = "tcp"
+	t.address = net.JoinHostPort(u.Hostname(), port)
+	t.hostHeader = u.Host
+	t.path = u.RequestURI()
+	return t, nil
+}
+
+// discoverModel is spec §a step 9.
+func (r *run) discoverModel(ctx context.Context) error {
+	if r.cfg.Model != "" {
+		r.modelID, r.modelName = r.cfg.Model, r.cfg.ServedModelName
+		return nil
+	}
+	fmt.Fprintln(r.stdout, "Model not specified, fetching first model from server...")
+	modelsURL := r.cfg.BaseURL + "/v1/models"
+	name, root, err := fetchFirstModel(ctx, r.control, modelsURL, r.cfg.Headers)
+	if err != nil {
+		var empty errNoModels
+		if errors.As(err, &empty) {
+			return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("No models found on the server at %s. "+
+				"Make sure the server is running and has models loaded.", r.cfg.BaseURL)}
+		}
+		return &ValidationError{Type: "RuntimeError", Msg: fmt.Sprintf("Failed to fetch models from server at %s. Check that:\n"+
+			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
+	}
+	r.modelName, r.modelID = name, root
+	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", name, root)
+	return nil
+}
+
+// loadTokenizer is spec §a step 10: the pure-Go tokenizer from a local
+// path, the Hugging Face cache or the hub; when none can be had, the
+// server's /tokenize and /detokenize stand in, with a warning.
+func (r *run) loadTokenizer(ctx context.Context) error {
+	if r.cfg.SkipTokenizerInit {
+		return nil
+	}
+	name := r.cfg.Tokenizer
+	if name == "" {
+		name = r.modelID
+	}
+	r.tokenizerID = name
+	tok, err := tokenizer.FromPretrained(name, tokenizer.ResolveOptions{})
+	if err == nil {
+		r.tok = tok
+		return nil
+	}
+	fmt.Fprintf(r.stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
+	st := datasets.NewServerTokenizer(r.cfg.BaseURL, r.modelID, r.control)
+	if perr := st.Probe(ctx); perr != nil {
+		return &ValidationError{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
+	}
+	r.tok = st
+	return nil
+}
+
+// sampleDataset is spec §a steps 11–15 and §g.
+func (r *run) sampleDataset(ctx context.Context) error {
+	c := r.cfg
+	var err error
+	if r.globals, err = datasets.NewPythonGlobals(int64(c.Seed)); err != nil {
+		return &ValidationError{Type: "ValueError", Msg: err.Error()}
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(r.stderr, format+"\n", args...) }
+	var tok datasets.Tokenizer
+	if r.tok != nil {
+		tok = r.tok
+	}
+	switch c.DatasetName {
+	case "random":
+		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
+		if perr != nil {
+			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
+		}
+		r.requests, err = datasets.SampleRandom(tok, datasets.RandomOptions{
+			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, OutputLen: c.RandomOutputLen,
+			RangeRatio: ratio, PrefixLen: c.RandomPrefixLen, BatchSize: c.RandomBatchSize,
+			Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
+		})
+	case "sharegpt":
+		r.requests, err = datasets.SampleShareGPT(tok, datasets.ShareGPTOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.SharegptOutputLen,
+			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			EnableMultimodalChat: c.EnableMultimodalChat, RequestIDPrefix: c.RequestIDPrefix,
+			Globals: r.globals,
+		})
+	case "custom":
+		var kwargs map[string]any
+		if len(c.ChatTemplateKwargs) > 0 {
+			if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
+				return &UsageError{Msg: fmt.Sprintf("argument --chat-template-kwargs: %v", err)}
+			}
+		}
+		r.requests, err = datasets.SampleCustom(tok, datasets.CustomOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
+			SkipChatTemplate: c.SkipChatTemplate, ChatTemplateKwargs: kwargs,
+			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
+		})
+	case "sonnet":
+		r.requests, err = datasets.SampleSonnet(tok, datasets.SonnetOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, InputLen: c.SonnetInputLen,
+			OutputLen: c.SonnetOutputLen, PrefixLen: c.SonnetPrefixLen,
+			SendFormatted: c.Backend != "openai-chat", RequestIDPrefix: c.RequestIDPrefix,
+			Seed: int64(c.Seed), Globals: r.globals,
+		})
+	case "prefix_repetition":
+		r.requests, err = datasets.SamplePrefixRepetition(tok, datasets.PrefixRepetitionOptions{
+			NumPrompts: c.NumPrompts, PrefixLen: c.PrefixRepetitionPrefixLen,
+			SuffixLen: c.PrefixRepetitionSuffixLen, NumPrefixes: c.PrefixRepetitionNumPrefixes,
+			OutputLen: c.PrefixRepetitionOutputLen, Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle,
+			Globals: r.globals, Logf: logf,
+		})
+	default:
+		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
+	}
+	if err != nil {
+		return datasetError(c.DatasetName, err)
+	}
+	if len(r.requests) == 0 {
+		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
+	}
+	if c.DatasetName == "random" || c.DatasetName == "prefix_repetition" {
+		datasets.AlignWithServer(ctx, r.control, c.BaseURL, r.modelID, r.requests, r.stdout)
+	}
+	if c.WarnDefaultTemperature {
+		fmt.Fprintln(r.stdout, TemperatureWarning)
+	}
+	return nil
+}
+
+// datasetError keeps a dataset's Python exception type for the exit path.
+func datasetError(name string, err error) error {
+	var pe *datasets.PythonError
+	if errors.As(err, &pe) {
+		return &ValidationError{Type: pe.Type, Msg: pe.Msg}
+	}
+	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s: %v", name, err)}
+}
+
+// encodeRequests builds every request's HTTP bytes before the clock
+// starts (DESIGN principle 1), and request #0 without an id for the test
+// run and warm-ups.
+func (r *run) encodeRequests() error {
+	c := r.cfg
+	adapters, err := LoRAAdapters(c.LoraModules, c.LoraAssignment, len(r.requests), r.globals.Random)
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	params := BodyParams{
+		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
+		IgnoreEOS: c.IgnoreEOS, ExtraBody: c.RequestExtraBody,
+	}
+	r.wire = make([]engine.Request, len(r.requests))
+	for i := range r.requests {
+		req := &r.requests[i]
+		p := params
+		if adapters != nil {
+			p.ModelName = adapters[i]
+		}
+		wire, err := r.encode(req, p)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		r.wire[i] = engine.Request{
+			Index: i, Wire: wire, PromptLen: req.PromptLen,
+			NumInputSequences: NumInputSequences(c.Backend, req),
+			OffsetNs:          int64(req.TimestampSec * 1e9),
+		}
+	}
+	test := r.requests[0]
+	test.RequestID = ""
+	r.testWire, err = r.encode(&test, params)
+	return err
+}
+
+func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
+	body, err := BuildRequestBody(r.cfg.Backend, req, p)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := RequestHeaders(r.cfg.Backend, req, r.cfg.APIKey, r.cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	hreq := httpwire.Request{
+		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
+		// aiohttp's json= default; a backend's own Content-Type or a
+		// --header replaces it.
+		ContentType: "application/json",
+		Body:        body,
+	}
+	for _, h := range hs {
+		hreq.Headers = append(hreq.Headers, httpwire.Header{Key: h.Key, Value: h.Value})
+	}
+	if err := hreq.Validate(); err != nil {
+		return nil, &ValidationError{Type: "ValueError", Msg: err.Error()}
+	}
+	return httpwire.AppendRequest(nil, &hreq), nil
+}
+
+// engineConfig is the run-wide engine setting for requests.
+func (r *run) engineConfig(reqs []engine.Request) engine.Config {
+	c := r.cfg
+	ec := engine.Config{
+		Network: r.target.network, Address: r.target.address, TLS: r.target.tls,
+		Kind:      sse.Completions,
+		Streaming: c.TaskType == Generation,
+		Requests:  reqs,
+		// Test and warm-up requests all go at once.
+		RequestRate: math.Inf(1), Burstiness: 1,
+		Seed:             int64(c.Seed),
+		Shards:           c.Shards,
+		CPUs:             []int(c.CPUs),
+		ConnectTimeout:   seconds(c.ConnectTimeoutSec),
+		RequestTimeout:   seconds(c.RequestTimeoutSec),
+		CancelGrace:      seconds(c.CancelGraceSec),
+		KernelTimestamps: !c.NoKernelTimestamps,
+	}
+	if c.Backend == "openai-chat" {
+		ec.Kind = sse.Chat
+	}
+	if c.MaxConcurrency != nil {
+		ec.MaxConcurrency = *c.MaxConcurrency
+	}
+	return ec
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// sendCopies sends n copies of the test request at once (under the
+// concurrency cap) and returns the first failure's text, "" if all
+// succeeded.
+func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (string, error) {
+	reqs := make([]engine.Request, n)
+	for i := range reqs {
+		reqs[i] = engine.Request{Index: i, Wire: r.testWire, PromptLen: r.requests[0].PromptLen}
+	}
+	ec := r.engineConfig(reqs)
+	if n == 1 {
+		ec.Shards = 1
+	}
+	if timeout > 0 {
+		ec.RequestTimeout = timeout
+	}
+	res, err := engine.Run(ctx, ec)
+	if err != nil {
+		return "", err
+	}
+	for _, rr := range res.Data.Results {
+		if !rr.Success {
+			return rr.Error, nil
+		}
+	}
+	return "", nil
+}
+
+// initialTest is spec §c "Ready check": with --ready-check-timeout-sec T >
+// 0 the test request is retried until it succeeds or T runs out.
+func (r *run) initialTest(ctx context.Context) error {
+	fmt.Fprintln(r.stdout, "Starting initial single prompt test run...")
+	timeoutSec := r.cfg.ReadyCheckTimeoutSec
+	if timeoutSec <= 0 {
+		fmt.Fprintln(r.stdout, "Skipping endpoint ready check.")
+		return nil
+	}
+	fmt.Fprintf(r.stdout, "Waiting for endpoint to become up in %d seconds\n", timeoutSec)
+	deadline := time.Now().Add(time.Duration(timeoutSec) * time.Second)
+	lastErr := ""
+	for {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			break
+		}
+		failure, err := r.sendCopies(ctx, 1, remaining)
+		if err != nil {
+			return err
+		}
+		if failure == "" {
+			fmt.Fprintln(r.stdout, "Initial test run completed.")
+			return nil
+		}
+		lastErr = failure
+		lines := strings.Split(strings.TrimSpace(failure), "\n")
+		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", lines[len(lines)-1])
+		wait := min(5*time.Second, time.Until(deadline))
+		if wait <= 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	if lastErr == "" {
+		lastErr = fmt.Sprintf("Endpoint readiness timed out after %ds.", timeoutSec)
+	}
+	return &ValidationError{Type: "ValueError", Msg: "Initial test run failed - Please make sure benchmark " +
+		"arguments are correctly specified. Error: " + lastErr}
+}
+
+// warmUp is spec §c "Warm-up": the results are discarded.
+func (r *run) warmUp(ctx context.Context) error {
+	n := r.cfg.NumWarmups
+	if n <= 0 {
+		return nil
+	}
+	fmt.Fprintf(r.stdout, "Warming up with %d requests...\n", n)
+	if _, err := r.sendCopies(ctx, n, 0); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.stdout, "Warmup run completed.")
+	return nil
+}
+
+// benchmark is the measured part: Python's benchmark() coroutine.
+func (r *run) benchmark(ctx context.Context) error {
+	c := r.cfg
+	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
+	workers := c.WorkerProcesses(len(r.wire))
+
+	if c.Profile {
+		fmt.Fprintln(r.stdout, "Starting profiler...")
+		if postProfile(ctx, r.control, c.BaseURL+"/start_profile", c.Headers) {
+			fmt.Fprintln(r.stdout, "Profiler started")
+		}
+	}
+	params := r.reportParams(workers)
+	if err := WriteBanner(r.stdout, params); err != nil {
+		return err
+	}
+	before, beforeOK := scrapeServerMetrics(ctx, r.control, c.BaseURL+"/metrics", c.Headers)
+
+	ec := r.engineConfig(r.wire)
+	ec.RequestRate, ec.Burstiness = c.RequestRate, c.Burstiness
+	ec.Gaps = r.globals.NumPy
+	ec.SelfTimed = c.SelfTimed
+	if c.RampUpStrategy != "" {
+		ec.RampUp = &engine.RampUp{Strategy: c.RampUpStrategy, StartRPS: *c.RampUpStartRPS, EndRPS: *c.RampUpEndRPS}
+	}
+	if c.MaxConnectionsPerWorker != nil {
+		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
+	}
+	ec.KeepDetail = c.SaveDetailed
+	ec.KeepText = c.SaveDetailed || r.tok == nil
+
+	runner, err := engine.Start(ctx, ec)
+	if err != nil {
+		return err
+	}
+	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
+	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
+	res, err := runner.Wait()
+	stopBar()
+	bar.Close()
+	if err != nil {
+		return err
+	}
+	if res.Cancelled {
+		fmt.Fprintln(r.stderr, "Interrupted: stopped sending; the results below cover what was measured.")
+	}
+
+	if after, ok := scrapeServerMetrics(context.WithoutCancel(ctx), r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
+		if sd := metrics.SpecDecodeDelta(before.spec, after.spec); sd != nil {
+			params.SpecDecode = sd
+		}
+		if dd := metrics.DiffusionDelta(before.diffusion, after.diffusion, metrics.Seconds(res.Data.DurationNs)); dd != nil {
+			params.Diffusion = dd
+		}
+	}
+	for _, ev := range res.RampUpEvents {
+		params.RPSChangeEvents = append(params.RPSChangeEvents, RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
+	}
+
+	summary, err := metrics.Compute(&res.Data, r.computeOptions())
+	if err != nil {
+		return err
+	}
+	if err := WriteWarnings(r.stderr, summary); err != nil {
+		return err
+	}
+	if err := WriteResult(r.stdout, summary, params); err != nil {
+		return err
+	}
+	writeHealth(r.stderr, res)
+
+	if c.Profile {
+		fmt.Fprintln(r.stdout, "Stopping profiler...")
+		if postProfile(context.WithoutCancel(ctx), r.control, c.BaseURL+"/stop_profile", c.Headers) {
+			fmt.Fprintln(r.stdout, "Profiler stopped")
+		}
+	}
+	return r.save(summary, &res.Data, params)
+}
+
+func (r *run) computeOptions() metrics.ComputeOptions {
+	c := r.cfg
+	o := metrics.ComputeOptions{
+		Pooling:     c.TaskType == Pooling,
+		Percentiles: c.SelectedPercentiles,
+		ClientQueue: c.MaxConcurrency != nil,
+	}
+	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
+	if len(c.GoodputSLOs) > 0 {
+		o.Goodput = make(map[string]float64, len(c.GoodputSLOs))
+		for _, s := range c.GoodputSLOs {
+			o.Goodput[s.Metric] = s.ValueMs
+		}
+	}
+	if tok := r.tok; tok != nil {
+		o.CountTokens = func(text string) int { return len(tok.Encode(nil, text, false)) }
+	}
+	return o
+}
+
+func (r *run) reportParams(workers int) *ReportParams {
+	c := r.cfg
+	p := &ReportParams{
+		Backend: c.Backend, ModelID: r.modelID, TokenizerID: r.tokenizerID,
+		NumPrompts: c.NumPrompts, RequestRate: c.RequestRate, Burstiness: c.Burstiness,
+		RampUpStrategy: c.RampUpStrategy, Metadata: c.Metadata,
+		PercentileMetrics: c.SelectedPercentileMetrics, Goodput: len(c.GoodputSLOs) > 0,
+		SelfTimed: c.SelfTimed, ProbeRequestRate: c.ProbeRequestRate, Workers: workers,
+		SaveResult: c.SaveResult, SaveDetailed: c.SaveDetailed, AppendResult: c.AppendResult,
+		PlotTimeline: c.PlotTimeline, ResultDir: c.ResultDir, ResultFilename: c.ResultFilename,
+	}
+	p.Label = c.Label
+	if c.MaxConcurrency != nil {
+		p.MaxConcurrency = *c.MaxConcurrency
+	}
+	if c.RampUpStrategy != "" {
+		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
+	}
+	return p
+}
+
+// save writes the result JSON with --save-result or --append-result.
+func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
+	if !p.SaveResult && !p.AppendResult {
+		return nil
+	}
+	res, err := BuildResult(s, d, p, time.Now())
+	if err != nil {
+		return err
+	}
+	name, err := ResultFilename(p, res.Date)
+	if err != nil {
+		return err
+	}
+	if err := SaveResult(name, res, p.AppendResult); err != nil {
+		return fmt.Errorf("saving results to %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeHealth prints stampede's view of its own accuracy (DESIGN
+// principle 6) on one line, after the block so the block stays Python's.
+func writeHealth(w io.Writer, res *engine.Result) {
+	h := res.Health
+	var cpu time.Duration
+	for _, s := range h.Shards {
+		cpu += s.CPUTime
+	}
+	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads\n",
+		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage)
+}

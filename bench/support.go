@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"strconv"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// What stampede can run today. Everything `vllm bench serve` accepts
+// parses; a run that would need something listed here as not built stops
+// with a usage error naming the flag and value, instead of measuring
+// something other than what Python would.
+
+// builtBackends are the --backend values stampede sends requests for.
+var builtBackends = []string{"vllm", "openai", "openai-chat"}
+
+// builtDatasets are the --dataset-name values stampede can sample.
+var builtDatasets = []string{"random", "sharegpt", "custom", "sonnet", "prefix_repetition"}
+
+// BackendBuilt reports whether stampede implements --backend name.
+func BackendBuilt(name string) bool { return contains(builtBackends, name) }
+
+// DatasetBuilt reports whether stampede implements --dataset-name name.
+func DatasetBuilt(name string) bool { return contains(builtDatasets, name) }
+
+// unbuiltFlag is a flag whose effect is not built; value is the text
+// naming the flag in the message ("" when unused).
+type unbuiltFlag struct {
+	flag  string
+	value func(c *Config) (text string, used bool)
+}
+
+func boolFlag(get func(c *Config) bool) func(c *Config) (string, bool) {
+	return func(c *Config) (string, bool) { return "", get(c) }
+}
+
+func positiveFloat(get func(c *Config) float64) func(c *Config) (string, bool) {
+	return func(c *Config) (string, bool) {
+		v := get(c)
+		return metrics.PyFloatRepr(v), v > 0
+	}
+}
+
+// unbuiltFlags are the flags that change a run in a way stampede does not
+// implement yet. Flags that change nothing here (--use-beam-search,
+// --trust-remote-code, --tokenizer-mode, --no-stream, the options of
+// datasets refused above, ...) are accepted and stored.
+var unbuiltFlags = []unbuiltFlag{
+	{"--plot-timeline", boolFlag(func(c *Config) bool { return c.PlotTimeline })},
+	{"--plot-dataset-stats", boolFlag(func(c *Config) bool { return c.PlotDatasetStats })},
+	{"--probe-request-rate", positiveFloat(func(c *Config) float64 { return c.ProbeRequestRate })},
+	{"--enable-multimodal-chat", boolFlag(func(c *Config) bool { return c.EnableMultimodalChat })},
+	{"--warmup-time", positiveFloat(func(c *Config) float64 { return c.WarmupTime })},
+	{"--cooldown-time", positiveFloat(func(c *Config) float64 { return c.CooldownTime })},
+}
+
+// checkSupported refuses runs that need something not built yet.
+func checkSupported(c *Config) error {
+	if !BackendBuilt(c.Backend) {
+		return usageErrorf("--backend %s is not supported yet", c.Backend)
+	}
+	if !DatasetBuilt(c.DatasetName) {
+		return usageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
+	}
+	for _, f := range unbuiltFlags {
+		if text, used := f.value(c); used {
+			if text == "" {
+				return usageErrorf("%s is not supported yet", f.flag)
+			}
+			return usageErrorf("%s %s is not supported yet", f.flag, text)
+		}
+	}
+	if c.MaxConnectionsPerWorker != nil && *c.MaxConnectionsPerWorker < 1 {
+		// The fork asserts at least one worker; K < 1 cannot give that.
+		return usageErrorf("argument --max-connections-per-worker: must be at least 1, got %s",
+			strconv.Itoa(*c.MaxConnectionsPerWorker))
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stampede-bench/stampede/bench"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name         string
+		args         []string
+		runErr       error
+		code         int
+		stdout       string // prefix
+		stderr       string // exact
+		wantRunCalls int
+	}{
+		{name: "help", args: []string{"--help"}, code: 0, stdout: "usage: stampede serve [-h] [OPTIONS]\n"},
+		{name: "serve help", args: []string{"serve", "-h"}, code: 0, stdout: "usage: stampede serve [-h] [OPTIONS]\n"},
+		{name: "help keyword", args: []string{"--help=seed"}, code: 0, stdout: "Arguments matching 'seed':\n"},
+		{name: "usage error", args: []string{"serve", "--num-prompts", "x"}, code: 2,
+			stderr: "usage: stampede serve [-h] [OPTIONS]\nstampede serve: error: argument --num-prompts: invalid int value: 'x'\n"},
+		{name: "not supported", args: []string{"--dataset-name", "hf"}, code: 2,
+			stderr: "usage: stampede serve [-h] [OPTIONS]\nstampede serve: error: --dataset-name hf is not supported yet\n"},
+		{name: "validation error", args: []string{"--max-concurrency", "0"}, code: 1,
+			stderr: "ValueError: --max-concurrency must be greater than 0\n"},
+		{name: "run", args: []string{"serve", "--seed", "1"}, code: 0, wantRunCalls: 1},
+		{name: "run without serve", args: []string{"--seed", "1", "--seed", "2"}, code: 0, wantRunCalls: 1,
+			stderr: "WARNING: Found duplicate keys --seed\n"},
+		{name: "run fails", args: nil, runErr: errors.New("connection refused"), code: 1, wantRunCalls: 1,
+			stderr: "stampede serve: connection refused\n"},
+		{name: "run raises", args: nil, runErr: &bench.ValidationError{Type: "RuntimeError", Msg: "no model"}, code: 1, wantRunCalls: 1,
+			stderr: "RuntimeError: no model\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			saved := runBenchmark
+			defer func() { runBenchmark = saved }()
+			runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+				calls++
+				if ctx == nil || cfg == nil {
+					t.Error("run called without context or config")
+				}
+				return tt.runErr
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			if !strings.HasPrefix(stdout.String(), tt.stdout) {
+				t.Errorf("stdout %q, want prefix %q", stdout.String(), tt.stdout)
+			}
+			if stderr.String() != tt.stderr {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.stderr)
+			}
+			if calls != tt.wantRunCalls {
+				t.Errorf("benchmark ran %d times, want %d", calls, tt.wantRunCalls)
+			}
+		})
+	}
+}
+
+func TestRunPassesConfig(t *testing.T) {
+	saved := runBenchmark
+	defer func() { runBenchmark = saved }()
+	var got *bench.Config
+	runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+		got = cfg
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if code := run(ctx, []string{"serve", "--num_prompts", "7", "--base-url", "http://h:1"}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if got == nil || got.NumPrompts != 7 || got.APIURL != "http://h:1/v1/completions" {
+		t.Errorf("config %+v", got)
+	}
+}

@@ -1,0 +1,256 @@
+package metrics
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+// fixtureRun is four requests over a 2-second run: three successes (one
+// with usage, one counted by the tokenizer, one single-token) and one
+// failure. Expected statistics below were computed with a Python
+// transcription of numpy's formulas over the same float seconds.
+func fixtureRun(detailed bool) *RunData {
+	d := &RunData{
+		DurationNs: 2000 * ms,
+		Results: []RequestResult{
+			{Index: 0, Success: true, PromptLen: 10, OutputTokens: 5, ChunkEvents: 5,
+				StartNs: 1000 * ms, ArrivalNs: 990 * ms, QueueNs: 10 * ms,
+				TTFTNs: 100 * ms, LatencyNs: 500 * ms,
+				ITLNs: []int64{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
+			{Index: 1, Error: "boom", PromptLen: 7, StartNs: 1100 * ms, ArrivalNs: 1100 * ms, NumInputSequences: 1},
+			{Index: 2, Success: true, PromptLen: 20, ChunkEvents: 3, GeneratedText: "a b c",
+				StartNs: 1200 * ms, ArrivalNs: 1200 * ms, TTFTNs: 200 * ms, LatencyNs: 1300 * ms,
+				ITLNs: []int64{500 * ms, 600 * ms}},
+			{Index: 3, Success: true, PromptLen: 5, OutputTokens: 1, ChunkEvents: 1,
+				StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
+		},
+	}
+	d.ITL = NewITLHistogram()
+	d.TokenEventsPerMs = make([]uint32, 2700)
+	for _, r := range d.Results {
+		if !r.Success {
+			continue
+		}
+		ts := r.StartNs + r.TTFTNs
+		d.TokenEventsPerMs[ts/ms]++
+		for _, gap := range r.ITLNs {
+			d.ITL.RecordValue(gap)
+			ts += gap
+			d.TokenEventsPerMs[ts/ms]++
+		}
+	}
+	if !detailed {
+		for i := range d.Results {
+			d.Results[i].ITLNs = nil
+		}
+	}
+	return d
+}
+
+func words(s string) int { return len(strings.Fields(s)) }
+
+func fixtureOptions() ComputeOptions {
+	return ComputeOptions{
+		Percentiles:        []float64{50, 99},
+		Goodput:            map[string]float64{"ttft": 150, "e2el": 1000},
+		CountTokens:        words,
+		ClientQueue:        true,
+		QueueInclusiveE2EL: true,
+	}
+}
+
+func wantStats(t *testing.T, name string, got Stats, mean, median, std, p50, p99 float64) {
+	t.Helper()
+	if got.MeanMs != mean || got.MedianMs != median || got.StdMs != std ||
+		got.Percentiles[0].ValueMs != p50 || got.Percentiles[1].ValueMs != p99 {
+		t.Errorf("%s = mean %v median %v std %v p50 %v p99 %v; want %v %v %v %v %v", name,
+			got.MeanMs, got.MedianMs, got.StdMs, got.Percentiles[0].ValueMs, got.Percentiles[1].ValueMs,
+			mean, median, std, p50, p99)
+	}
+}
+
+func TestComputeGenerationExact(t *testing.T) {
+	s, err := Compute(fixtureRun(true), fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ints := []struct {
+		name      string
+		got, want int
+	}{
+		{"completed", s.Completed, 3},
+		{"failed", s.Failed, 1},
+		{"total input", s.TotalInput, 35},
+		{"total output", s.TotalOutput, 9},
+		{"peak concurrency", s.MaxConcurrentRequests, 2},
+	}
+	for _, c := range ints {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if want := []int{5, 0, 3, 1}; !slices.Equal(s.OutputLens, want) {
+		t.Errorf("output lens = %v, want %v", s.OutputLens, want)
+	}
+	floats := []struct {
+		name      string
+		got, want float64
+	}{
+		{"duration", s.DurationS, 2},
+		{"request throughput", s.RequestThroughput, 1.5},
+		{"goodput", s.RequestGoodput, 1}, // requests 0 and 3 meet both SLOs
+		{"output throughput", s.OutputThroughput, 4.5},
+		{"total token throughput", s.TotalTokenThroughput, 22},
+		{"peak output tokens/s", s.MaxOutputTokensPerS, 7}, // 5 + 2 events in [1 s, 2 s)
+	}
+	for _, c := range floats {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	wantStats(t, "TTFT", s.TTFT, 116.66666666666669, 100, 62.360956446232365, 100, 198)
+	wantStats(t, "TPOT", s.TPOT, 325, 325, 225.00000000000003, 325, 545.5)
+	wantStats(t, "ITL", s.ITL, 250, 100, 214.0872096444188, 100, 595)
+	wantStats(t, "E2EL", s.E2EL, 616.6666666666667, 500, 516.9354139756941, 500, 1284)
+	wantStats(t, "queue", *s.ClientQueueTime, 3.3333333333333335, 0, 4.714045207910317, 0, 9.799999999999999)
+	wantStats(t, "E2EL+queue", *s.E2ELInclQueue, 620, 510, 516.2040940041707, 510, 1284.2)
+	if s.ITLFromHistogram || s.PeakFromBins {
+		t.Errorf("exact run used approximations: ITL %v, peak %v", s.ITLFromHistogram, s.PeakFromBins)
+	}
+	if len(s.Failures) != 1 || s.Failures[0] != "boom" {
+		t.Errorf("failures = %q, want [boom]", s.Failures)
+	}
+}
+
+func TestComputeGenerationFromHistogram(t *testing.T) {
+	s, err := Compute(fixtureRun(false), fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.ITLFromHistogram || !s.PeakFromBins {
+		t.Fatalf("run without exact gaps: ITLFromHistogram %v, PeakFromBins %v; want both",
+			s.ITLFromHistogram, s.PeakFromBins)
+	}
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > want*1e-3 {
+			t.Errorf("%s = %v, want %v within 0.1%%", name, got, want)
+		}
+	}
+	near("ITL mean", s.ITL.MeanMs, 250)
+	near("ITL median", s.ITL.MedianMs, 100)
+	near("ITL std", s.ITL.StdMs, 214.0872096444188)
+	near("ITL p50", s.ITL.Percentiles[0].ValueMs, 100)
+	near("ITL p99", s.ITL.Percentiles[1].ValueMs, 595)
+	if s.MaxOutputTokensPerS != 7 {
+		t.Errorf("peak from bins = %v, want 7", s.MaxOutputTokensPerS)
+	}
+	// Statistics that never depend on per-token detail stay exact.
+	wantStats(t, "TTFT", s.TTFT, 116.66666666666669, 100, 62.360956446232365, 100, 198)
+}
+
+func TestComputeNoTokenizerCountsOneToken(t *testing.T) {
+	opts := fixtureOptions()
+	opts.CountTokens = nil
+	s, err := Compute(fixtureRun(true), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OutputLens[2] != 1 || s.TotalOutput != 7 {
+		t.Errorf("without tokenizer: output lens %v total %d, want request 2 = 1, total 7", s.OutputLens, s.TotalOutput)
+	}
+	// With one output token request 2 leaves the TPOT list.
+	if s.TPOT.MeanMs != 100 {
+		t.Errorf("TPOT mean = %v, want 100 (request 0 only)", s.TPOT.MeanMs)
+	}
+}
+
+func TestComputeAllFailed(t *testing.T) {
+	d := &RunData{DurationNs: 1000 * ms, Results: []RequestResult{{Error: "e0"}, {Error: "e1"}}}
+	s, err := Compute(d, ComputeOptions{Percentiles: []float64{99}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 0 || s.Failed != 2 || s.MaxOutputTokensPerS != 0 || s.MaxConcurrentRequests != 0 {
+		t.Errorf("all failed: %+v", s)
+	}
+	if s.TTFT.MeanMs != 0 || s.TTFT.Percentiles[0].ValueMs != 0 {
+		t.Errorf("empty TTFT should be zeros, got %+v", s.TTFT)
+	}
+}
+
+func TestComputeCapsFailures(t *testing.T) {
+	d := &RunData{DurationNs: 1000 * ms}
+	for i := range 15 {
+		d.Results = append(d.Results, RequestResult{Index: i, Error: string(rune('a' + i))})
+	}
+	s, _ := Compute(d, ComputeOptions{})
+	if len(s.Failures) != MaxReportedFailures || s.Failures[9] != "j" || s.Failed != 15 {
+		t.Errorf("failures = %q (failed %d), want the first 10 of 15", s.Failures, s.Failed)
+	}
+}
+
+func TestComputePooling(t *testing.T) {
+	d := &RunData{DurationNs: 4000 * ms, Results: []RequestResult{
+		{Success: true, PromptLen: 100, NumInputSequences: 2, TTFTNs: 40 * ms, LatencyNs: 40 * ms},
+		{Success: true, PromptLen: 50, NumInputSequences: 1, TTFTNs: 20 * ms, LatencyNs: 20 * ms},
+		{Error: "Internal Server Error", NumInputSequences: 1},
+	}}
+	s, err := Compute(d, ComputeOptions{Pooling: true, Percentiles: []float64{50, 99}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 2 || s.Failed != 1 || s.TotalInput != 150 || s.TotalInputSequences != 3 {
+		t.Errorf("pooling counts: %+v", s)
+	}
+	if s.RequestThroughput != 0.5 || s.InputSequenceThroughput != 0.75 || s.TotalTokenThroughput != 37.5 {
+		t.Errorf("pooling rates: %v %v %v", s.RequestThroughput, s.InputSequenceThroughput, s.TotalTokenThroughput)
+	}
+	wantStats(t, "E2EL", s.E2EL, 30, 30, 10, 30, 39.800000000000004)
+	if s.Failures != nil || s.OutputLens != nil {
+		t.Errorf("pooling summary carries generation fields: %+v", s)
+	}
+}
+
+func TestComputeRejectsBadInput(t *testing.T) {
+	for _, p := range []float64{-1, 100.5, math.NaN()} {
+		if _, err := Compute(&RunData{}, ComputeOptions{Percentiles: []float64{p}}); err == nil {
+			t.Errorf("percentile %v accepted", p)
+		}
+	}
+	if _, err := Compute(nil, ComputeOptions{}); err == nil {
+		t.Error("nil run data accepted")
+	}
+}
+
+func TestPeakConcurrencyHalfOpen(t *testing.T) {
+	// [0,1) and [1,2) never overlap; [0.5,1.5) overlaps both.
+	rs := []RequestResult{
+		{Success: true, StartNs: 0, LatencyNs: 1000 * ms},
+		{Success: true, StartNs: 1000 * ms, LatencyNs: 1000 * ms},
+	}
+	if got := peakConcurrency(rs); got != 1 {
+		t.Errorf("back-to-back requests: peak %d, want 1", got)
+	}
+	rs = append(rs, RequestResult{Success: true, StartNs: 500 * ms, LatencyNs: 1000 * ms})
+	if got := peakConcurrency(rs); got != 2 {
+		t.Errorf("overlapping requests: peak %d, want 2", got)
+	}
+}
+
+func TestPeakBucketsTruncateTowardZero(t *testing.T) {
+	// t0 = 1.0004 s; an event binned at 1.000 s lies 0.4 ms before t0 and
+	// still counts in bucket 0, as Python's int(-0.0004) is 0.
+	rs := []RequestResult{{Success: true, StartNs: 1000*ms + 400_000, LatencyNs: 1500 * ms}}
+	bins := make([]uint32, 2600)
+	bins[1000] = 3
+	bins[2001] = 1 // 1.0006 s after t0: bucket 1
+	if got := peakFromBins(rs, bins); got != 3 {
+		t.Errorf("peak = %v, want 3", got)
+	}
+}

@@ -1,0 +1,284 @@
+package metrics
+
+import (
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Options say how much per-request detail a run keeps beyond what the
+// statistics need.
+type Options struct {
+	// KeepDetail keeps every request's exact ITLs (RequestResult.ITLNs),
+	// for --save-detailed.
+	KeepDetail bool
+	// KeepText keeps every request's generated text.
+	KeepText bool
+}
+
+// ITL histograms record nanoseconds with 3 significant digits from 1 ns up
+// to itlHighestNs; a longer gap (a stream stalled for over a day) is
+// recorded as itlHighestNs.
+const (
+	itlHighestNs = int64(24 * time.Hour)
+	itlSigFigs   = 3
+)
+
+// NewITLHistogram returns an empty histogram with the range and precision
+// every shard uses, so shards' histograms merge without loss.
+func NewITLHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, itlHighestNs, itlSigFigs)
+}
+
+// Recorder collects the results of the requests one shard runs. All methods
+// except the progress counters (Completed, Failed, TokenEvents) belong to the
+// shard's own thread; the counters may be read from any goroutine.
+type Recorder struct {
+	opts        Options
+	results     []RequestResult
+	itl         *hdrhistogram.Histogram
+	eventsPerMs []uint32
+
+	completed   atomic.Int64
+	failed      atomic.Int64
+	tokenEvents atomic.Int64
+}
+
+// NewRecorder returns a Recorder for one shard.
+func NewRecorder(opts Options) *Recorder {
+	return &Recorder{opts: opts, itl: NewITLHistogram()}
+}
+
+// Completed returns how many requests ended successfully so far.
+func (r *Recorder) Completed() int64 { return r.completed.Load() }
+
+// Failed returns how many requests ended in failure so far.
+func (r *Recorder) Failed() int64 { return r.failed.Load() }
+
+// TokenEvents returns how many token events arrived so far, on any request.
+func (r *Recorder) TokenEvents() int64 { return r.tokenEvents.Load() }
+
+// Stream is the state of one in-flight request. A connection owns one and
+// reuses it for every request it carries, so the token timestamp and text
+// buffers stop growing after the longest response: recording a token event
+// allocates nothing.
+type Stream struct {
+	rec       *Recorder
+	index     int
+	promptLen int
+	arrivalNs int64
+	startNs   int64
+
+	stampsNs     []int64 // run time of each token event
+	text         []byte
+	outputTokens int
+	serverPrompt int // usage.prompt_tokens, -1 until seen
+	active       bool
+}
+
+// Begin starts recording request index on s. startNs is just before its
+// bytes were written; arrivalNs is when the schedule released it.
+func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int64) {
+	s.rec = r
+	s.index = index
+	s.promptLen = promptLen
+	s.arrivalNs = arrivalNs
+	s.startNs = startNs
+	s.stampsNs = s.stampsNs[:0]
+	s.text = s.text[:0]
+	s.outputTokens = 0
+	s.serverPrompt = -1
+	s.active = true
+}
+
+// Active reports whether s holds a request that has not ended.
+func (s *Stream) Active() bool { return s.active }
+
+// Index returns the request's position in the dataset.
+func (s *Stream) Index() int { return s.index }
+
+// StartNs returns when the request's bytes started going out.
+func (s *Stream) StartNs() int64 { return s.startNs }
+
+// TokenEvents returns how many token events the request has received.
+func (s *Stream) TokenEvents() int { return len(s.stampsNs) }
+
+// Restart moves the request's start time, for a request that is sent again
+// on a fresh connection after its first connection failed before answering.
+func (s *Stream) Restart(startNs int64) { s.startNs = startNs }
+
+// Token records one token event (spec §b: a chunk with non-empty choices)
+// received at tsNs with the chunk's text. text is copied only when the run
+// keeps text.
+func (s *Stream) Token(tsNs int64, text []byte) {
+	s.stampsNs = append(s.stampsNs, tsNs)
+	if s.rec.opts.KeepText {
+		s.text = append(s.text, text...)
+	}
+	s.rec.tokenEvents.Add(1)
+}
+
+// Usage records a usage object from a non-token chunk; negative values mean
+// the field was absent. As in Python, the last usage seen wins.
+func (s *Stream) Usage(promptTokens, completionTokens int64) {
+	if completionTokens >= 0 {
+		s.outputTokens = int(completionTokens)
+	}
+	if promptTokens >= 0 {
+		s.serverPrompt = int(promptTokens)
+	}
+}
+
+// NoTokenError is the failure text of a stream that ended without a token
+// event; spec §b keeps Python's text, missing space included.
+const NoTokenError = "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"
+
+// EndStream ends a streaming request whose body ended normally. It
+// succeeds iff at least one token event arrived (spec §b).
+func (r *Recorder) EndStream(s *Stream) {
+	if len(s.stampsNs) == 0 {
+		r.Fail(s, NoTokenError)
+		return
+	}
+	res := r.result(s)
+	res.Success = true
+	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
+	r.recordTokenTimes(s.stampsNs)
+	r.finish(s, res)
+	r.completed.Add(1)
+}
+
+// EndPooling ends a non-streaming (pooling) request answered 200 at endNs:
+// TTFT and latency are both the whole exchange, and the prompt length is the
+// server's usage.prompt_tokens, 0 when the body had none (spec §b,
+// "Non-streaming pooling"). numInputSequences is 1 for a single prompt.
+func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
+	res := r.result(s)
+	res.Success = true
+	res.TTFTNs = endNs - s.startNs
+	res.LatencyNs = res.TTFTNs
+	res.PromptLen = max(s.serverPrompt, 0)
+	res.NumInputSequences = numInputSequences
+	r.finish(s, res)
+	r.completed.Add(1)
+}
+
+// Fail ends s's request as failed with the given error text. TTFT and the
+// ITLs of token events that did arrive are kept, as Python keeps them on its
+// output record; latency stays 0.
+func (r *Recorder) Fail(s *Stream, errText string) {
+	res := r.result(s)
+	res.Error = errText
+	r.finish(s, res)
+	r.failed.Add(1)
+}
+
+// Skip records request index as failed without having been sent, e.g. when
+// the run was cancelled first. arrivalNs is 0 for requests never released.
+func (r *Recorder) Skip(index, promptLen int, arrivalNs int64, errText string) {
+	r.results = append(r.results, RequestResult{
+		Index: index, PromptLen: promptLen, Error: errText,
+		ArrivalNs: arrivalNs, NumInputSequences: 1,
+	})
+	r.failed.Add(1)
+}
+
+// result builds the fields every ending shares.
+func (r *Recorder) result(s *Stream) RequestResult {
+	res := RequestResult{
+		Index:             s.index,
+		PromptLen:         s.promptLen,
+		OutputTokens:      s.outputTokens,
+		ChunkEvents:       len(s.stampsNs),
+		ArrivalNs:         s.arrivalNs,
+		StartNs:           s.startNs,
+		QueueNs:           s.startNs - s.arrivalNs,
+		NumInputSequences: 1,
+	}
+	if s.serverPrompt >= 0 {
+		res.PromptLen = s.serverPrompt
+	}
+	if len(s.stampsNs) > 0 {
+		res.TTFTNs = s.stampsNs[0] - s.startNs
+	}
+	if r.opts.KeepDetail && len(s.stampsNs) > 1 {
+		res.ITLNs = make([]int64, len(s.stampsNs)-1)
+		for i := range res.ITLNs {
+			res.ITLNs[i] = s.stampsNs[i+1] - s.stampsNs[i]
+		}
+	}
+	if r.opts.KeepText {
+		res.GeneratedText = string(s.text)
+	}
+	return res
+}
+
+func (r *Recorder) finish(s *Stream, res RequestResult) {
+	r.results = append(r.results, res)
+	s.active = false
+}
+
+// recordTokenTimes feeds a successful request's ITLs into the histogram and
+// its token events into the per-millisecond bins.
+func (r *Recorder) recordTokenTimes(stampsNs []int64) {
+	for i, ts := range stampsNs {
+		if i > 0 {
+			r.itl.RecordValue(min(max(ts-stampsNs[i-1], 0), itlHighestNs))
+		}
+		ms := int(max(ts, 0) / int64(time.Millisecond))
+		if ms >= len(r.eventsPerMs) {
+			r.growBins(ms)
+		}
+		r.eventsPerMs[ms]++
+	}
+}
+
+func (r *Recorder) growBins(ms int) {
+	n := max(2*len(r.eventsPerMs), ms+1, 1024)
+	bins := make([]uint32, n)
+	copy(bins, r.eventsPerMs)
+	r.eventsPerMs = bins
+}
+
+// Merge gathers the recorders of all shards into one RunData for n
+// requests: results in request order, ITL histograms merged, per-millisecond
+// token-event bins summed. A request no recorder saw is reported failed as
+// "cancelled". DurationNs is left for the caller.
+func Merge(n int, recorders ...*Recorder) RunData {
+	data := RunData{Results: make([]RequestResult, n), ITL: NewITLHistogram()}
+	seen := make([]bool, n)
+	bins := 0
+	for _, r := range recorders {
+		for _, res := range r.results {
+			if res.Index < 0 || res.Index >= n {
+				continue
+			}
+			data.Results[res.Index] = res
+			seen[res.Index] = true
+		}
+		data.ITL.Merge(r.itl)
+		bins = max(bins, lastNonZero(r.eventsPerMs)+1)
+	}
+	data.TokenEventsPerMs = make([]uint32, bins)
+	for _, r := range recorders {
+		for i, v := range r.eventsPerMs[:min(bins, len(r.eventsPerMs))] {
+			data.TokenEventsPerMs[i] += v
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			data.Results[i] = RequestResult{Index: i, Error: "cancelled", NumInputSequences: 1}
+		}
+	}
+	return data
+}
+
+func lastNonZero(bins []uint32) int {
+	for i := len(bins) - 1; i >= 0; i-- {
+		if bins[i] != 0 {
+			return i
+		}
+	}
+	return -1
+}
