@@ -81,13 +81,9 @@ func TestNotSupportedYet(t *testing.T) {
 		{[]string{"--backend", "openai-audio"}, "--backend openai-audio is not supported yet"},
 		{[]string{"--backend", "vllm-rerank"}, "--backend vllm-rerank is not supported yet"},
 		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
-		{[]string{"--dataset-name", "timed_trace"}, "--dataset-name timed_trace is not supported yet"},
-		{[]string{"--plot-timeline"}, "--plot-timeline is not supported yet"},
+		{[]string{"--dataset-name", "spec_bench"}, "--dataset-name spec_bench is not supported yet"},
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats is not supported yet"},
 		{[]string{"--probe-request-rate", "2"}, "--probe-request-rate 2.0 is not supported yet"},
-		{[]string{"--warmup-time", "1.5"}, "--warmup-time 1.5 is not supported yet"},
-		{[]string{"--cooldown-time", "3"}, "--cooldown-time 3.0 is not supported yet"},
-		{[]string{"--enable-multimodal-chat"}, "--enable-multimodal-chat is not supported yet"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
 	}
 	for _, tt := range tests {
@@ -101,10 +97,14 @@ func TestNotSupportedYet(t *testing.T) {
 	for _, args := range [][]string{
 		{"--backend", "openai-chat", "--endpoint", "/v1/chat/completions"},
 		{"--dataset-name", "sharegpt", "--dataset-path", "x.json"},
+		{"--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"},
+		{"--enable-multimodal-chat"},
 		{"--dataset-name", "custom", "--dataset-path", "x.jsonl", "--disable-shuffle", "--no-stream"},
 		{"--dataset-name", "sonnet", "--dataset-path", "sonnet.txt"},
 		{"--use-beam-search", "--trust-remote-code", "--tokenizer-mode", "mistral", "--probe-request-rate", "0"},
 		{"--max-connections-per-worker", "1296", "--warmup-time", "0"},
+		{"--warmup-time", "1.5", "--cooldown-time", "3"},
+		{"--plot-timeline", "--timeline-itl-thresholds", "10,20"},
 		{"--profile", "--save-result", "--save-detailed", "--append-result"},
 	} {
 		if _, err := parseArgs(args, noEnv); err != nil {

@@ -279,12 +279,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 	}
 
 	for _, sec := range sections(s, p) {
-		c.header(sec.header, '-')
-		c.rowF("Mean "+sec.name+" (ms):", sec.stats.MeanMs)
-		c.rowF("Median "+sec.name+" (ms):", sec.stats.MedianMs)
-		for _, pc := range sec.stats.Percentiles {
-			c.rowF("P"+pyPercentileWord(pc.P)+" "+sec.name+" (ms):", pc.ValueMs)
-		}
+		c.section(sec)
 	}
 
 	if p.Diffusion != nil {
@@ -345,10 +340,13 @@ func WriteWarnings(w io.Writer, s *metrics.Summary) error {
 	if s.Completed > 0 {
 		return nil
 	}
-	_, err := io.WriteString(w, "UserWarning: All requests failed. This is likely due to a "+
-		"misconfiguration on the benchmark arguments.\n")
+	_, err := io.WriteString(w, allFailedWarning)
 	return err
 }
+
+// allFailedWarning is Python's warning when no request counted.
+const allFailedWarning = "UserWarning: All requests failed. This is likely due to a " +
+	"misconfiguration on the benchmark arguments.\n"
 
 // pyInt is Python's int(x) of a float: truncation toward zero.
 func pyInt(x float64) int64 {

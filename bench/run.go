@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -244,6 +245,48 @@ func (r *run) sampleDataset(ctx context.Context) error {
 			OutputLen: c.PrefixRepetitionOutputLen, Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle,
 			Globals: r.globals, Logf: logf,
 		})
+	case "timed_trace":
+		o := datasets.DefaultTimedTraceOptions()
+		o.Path, o.NumPrompts, o.RequestIDPrefix = c.DatasetPath, c.NumPrompts, c.RequestIDPrefix
+		o.ChunkHashSize, o.SecMultiplier = c.TimedTraceChunkHashSize, c.TimedTraceSecMultiplier
+		o.LabelTimestamp, o.LabelInputLength = c.TimedTraceLabelTimestamp, c.TimedTraceLabelInputLength
+		o.LabelOutputLength, o.LabelHashIDs = c.TimedTraceLabelOutputLength, c.TimedTraceLabelHashIDs
+		if o.PythonHashSeed, err = datasets.ParsePythonHashSeed(os.Getenv("PYTHONHASHSEED")); err != nil {
+			return &ValidationError{Type: "ValueError", Msg: err.Error()}
+		}
+		o.Globals, o.Logf = r.globals, logf
+		r.requests, err = datasets.SampleTimedTrace(tok, o)
+	case "burstgpt":
+		r.requests, err = datasets.SampleBurstGPT(tok, datasets.BurstGPTOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix,
+		})
+	case "random-mm":
+		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
+		if perr != nil {
+			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
+		}
+		limits, perr := datasets.ParseMMLimits(string(c.RandomMMLimitMMPerPrompt))
+		if perr != nil {
+			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
+		}
+		buckets := make([]datasets.MMBucket, len(c.RandomMMBucketConfig))
+		for i, b := range c.RandomMMBucketConfig {
+			buckets[i] = datasets.MMBucket{Height: b.Height, Width: b.Width, Frames: b.Frames, Probability: b.Probability}
+		}
+		r.requests, err = datasets.SampleRandomMM(tok, datasets.RandomMMOptions{
+			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, OutputLen: c.RandomOutputLen,
+			RangeRatio: ratio, PrefixLen: c.RandomPrefixLen, BatchSize: c.RandomBatchSize,
+			BaseItemsPerRequest: c.RandomMMBaseItemsPerRequest, NumMMItemsRangeRatio: c.RandomMMNumMMItemsRangeRatio,
+			Limits: limits, Buckets: buckets, EnableMultimodalChat: c.EnableMultimodalChat,
+			Backend: c.Backend, Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
+		})
+	case "custom_image":
+		r.requests, err = datasets.SampleCustomImage(tok, datasets.CustomImageOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
+			EnableMultimodalChat: c.EnableMultimodalChat, EnsureClientSideData: c.CustomEnsureClientSideData,
+			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
+		})
 	default:
 		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
@@ -475,7 +518,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed
+	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline
 	ec.KeepText = c.SaveDetailed || r.tok == nil
 
 	runner, err := engine.Start(ctx, ec)
@@ -514,6 +557,9 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	if err := WriteResult(r.stdout, summary, params); err != nil {
+		return err
+	}
+	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
 		return err
 	}
 	writeHealth(r.stderr, res)
@@ -568,9 +614,10 @@ func (r *run) reportParams(workers int) *ReportParams {
 	return p
 }
 
-// save writes the result JSON with --save-result or --append-result.
+// save writes the result JSON with --save-result or --append-result (and
+// its PyTorch side file), and the timeline with --plot-timeline.
 func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
-	if !p.SaveResult && !p.AppendResult {
+	if !p.SaveResult && !p.AppendResult && !p.PlotTimeline {
 		return nil
 	}
 	res, err := BuildResult(s, d, p, time.Now())
@@ -581,9 +628,15 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 	if err != nil {
 		return err
 	}
-	if err := SaveResult(name, res, p.AppendResult); err != nil {
-		return fmt.Errorf("saving results to %s: %w", name, err)
+	if p.SaveResult || p.AppendResult {
+		if err := SaveResult(name, res, p.AppendResult); err != nil {
+			return fmt.Errorf("saving results to %s: %w", name, err)
+		}
+		if err := r.savePyTorch(name, res); err != nil {
+			return err
+		}
 	}
+	r.plotTimeline(name, s, d)
 	return nil
 }
 

@@ -15,7 +15,10 @@ import (
 var builtBackends = []string{"vllm", "openai", "openai-chat"}
 
 // builtDatasets are the --dataset-name values stampede can sample.
-var builtDatasets = []string{"random", "sharegpt", "custom", "sonnet", "prefix_repetition"}
+var builtDatasets = []string{
+	"random", "sharegpt", "custom", "sonnet", "prefix_repetition",
+	"timed_trace", "burstgpt", "random-mm", "custom_image",
+}
 
 // BackendBuilt reports whether stampede implements --backend name.
 func BackendBuilt(name string) bool { return contains(builtBackends, name) }
@@ -46,12 +49,8 @@ func positiveFloat(get func(c *Config) float64) func(c *Config) (string, bool) {
 // --trust-remote-code, --tokenizer-mode, --no-stream, the options of
 // datasets refused above, ...) are accepted and stored.
 var unbuiltFlags = []unbuiltFlag{
-	{"--plot-timeline", boolFlag(func(c *Config) bool { return c.PlotTimeline })},
 	{"--plot-dataset-stats", boolFlag(func(c *Config) bool { return c.PlotDatasetStats })},
 	{"--probe-request-rate", positiveFloat(func(c *Config) float64 { return c.ProbeRequestRate })},
-	{"--enable-multimodal-chat", boolFlag(func(c *Config) bool { return c.EnableMultimodalChat })},
-	{"--warmup-time", positiveFloat(func(c *Config) float64 { return c.WarmupTime })},
-	{"--cooldown-time", positiveFloat(func(c *Config) float64 { return c.CooldownTime })},
 }
 
 // checkSupported refuses runs that need something not built yet.

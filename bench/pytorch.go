@@ -1,0 +1,286 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"strings"
+)
+
+// The PyTorch OSS benchmark side file: with $SAVE_TO_PYTORCH_BENCHMARK_FORMAT
+// set, Python's save_to_pytorch_benchmark_format writes one record per
+// latency statistic next to the result file (vllm/benchmarks/lib/utils.py,
+// convert_to_pytorch_benchmark_format and write_to_json):
+//
+//	[{"benchmark": {"name": "vLLM benchmark", "extra_info": {"args": vars(args)}},
+//	  "model": {"name": args.model},
+//	  "metric": {"name": "median_ttft_ms", "benchmark_values": [v],
+//	             "extra_info": {every other result key}}}, ...]
+//
+// args is Python's argparse namespace. stampede writes its flag table in
+// its place, each flag under its argparse dest (the long name with "-"
+// turned into "_") with the value stampede ran with, after Python's
+// post-parse rewriting (--input-len copied, ignore_eos forced, self_timed
+// resolved; --self-timed and --no-self-timed share the one dest
+// self_timed). What differs from Python's namespace: the keys follow
+// stampede's flag table order, not argparse's registration order; the
+// flags stampede adds (--shards, --cpus, the timeouts, ...) are present;
+// the CLI's own entries (subcommand, dispatch function) are absent. The
+// dict keys of --random-mm-bucket-config are written as Python's str() of
+// the tuple, as write_to_json's encoder does with tuple keys.
+
+// pytorchMetrics are the result keys that become records, in Python's
+// order; a key missing from the result (a metric not selected, a
+// percentile other than 99) gives no record.
+var pytorchMetrics = []string{
+	"median_ttft_ms", "mean_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+	"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms",
+	"median_itl_ms", "mean_itl_ms", "std_itl_ms", "p99_itl_ms",
+}
+
+// pytorchIgnored are the large per-request lists left out of extra_info.
+var pytorchIgnored = []string{"ttfts", "itls", "generated_texts", "errors"}
+
+// PyTorchPath is the side file of a result file: Python's
+// os.path.splitext(name)[0] + ".pytorch.json".
+func PyTorchPath(resultPath string) string {
+	root, _ := pySplitExt(resultPath)
+	return root + ".pytorch.json"
+}
+
+// WritePyTorchBenchmark writes the PyTorch benchmark records of a saved
+// result to path (truncating it). When the result holds none of the
+// latency statistics, nothing is written and written is false, as in
+// Python.
+func WritePyTorchBenchmark(path string, c *Config, res *Result) (written bool, err error) {
+	records := pytorchRecords(c, res)
+	if len(records) == 0 {
+		return false, nil
+	}
+	var b bytes.Buffer
+	if err := appendPyTorchJSON(&b, records); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o666); err != nil {
+		return false, fmt.Errorf("PyTorch benchmark file: %w", err)
+	}
+	return true, nil
+}
+
+// pytorchRecords builds the records. As in Python, every record shares one
+// args dict and one extra_info dict; a tensor_parallel_size given through
+// --metadata is copied into args.
+func pytorchRecords(c *Config, res *Result) []*pyDict {
+	args := flagsNamespace(c)
+	extra := newPyDict()
+	for _, k := range res.dict.keys {
+		if !contains(pytorchMetrics, k) && !contains(pytorchIgnored, k) {
+			extra.set(k, res.dict.vals[k])
+		}
+	}
+	var records []*pyDict
+	for _, name := range pytorchMetrics {
+		value, ok := res.dict.vals[name]
+		if !ok {
+			continue
+		}
+		if tp, ok := extra.vals["tensor_parallel_size"]; ok && !pyTruthy(args.vals["tensor_parallel_size"]) {
+			args.set("tensor_parallel_size", tp)
+		}
+		benchmark := newPyDict()
+		benchmark.set("name", "vLLM benchmark")
+		benchmarkExtra := newPyDict()
+		benchmarkExtra.set("args", args)
+		benchmark.set("extra_info", benchmarkExtra)
+		model := newPyDict()
+		model.set("name", args.vals["model"])
+		metric := newPyDict()
+		metric.set("name", name)
+		metric.set("benchmark_values", []any{value})
+		metric.set("extra_info", extra)
+
+		record := newPyDict()
+		record.set("benchmark", benchmark)
+		record.set("model", model)
+		record.set("metric", metric)
+		records = append(records, record)
+	}
+	return records
+}
+
+// pyTruthy is Python's bool() for the values a namespace holds.
+func pyTruthy(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case int64:
+		return v != 0
+	case int:
+		return v != 0
+	case float64:
+		return v != 0
+	case string:
+		return v != ""
+	}
+	return true
+}
+
+// flagsNamespace is vars(args) for stampede's flags (see the file comment).
+func flagsNamespace(c *Config) *pyDict {
+	d := newPyDict()
+	addFlagFields(d, reflect.ValueOf(&c.Flags).Elem())
+	d.set("self_timed", c.SelfTimed)
+	d.del("no_self_timed")
+	return d
+}
+
+func addFlagFields(d *pyDict, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		field := t.Field(i)
+		if field.Anonymous && field.Type.Kind() == reflect.Struct {
+			addFlagFields(d, v.Field(i))
+			continue
+		}
+		long := field.Tag.Get("long")
+		if long == "" || long == "help" {
+			continue
+		}
+		_, hasDefault := field.Tag.Lookup("default")
+		d.set(strings.ReplaceAll(long, "-", "_"), flagValue(v.Field(i), hasDefault))
+	}
+}
+
+// flagValue is the Python value of one flag. A string flag without a
+// default is None in Python until given, and "" here.
+func flagValue(v reflect.Value, hasDefault bool) any {
+	switch x := v.Interface().(type) {
+	case JSONText:
+		if len(x) == 0 {
+			return nil
+		}
+		n, err := parsePyJSON(string(x))
+		if err != nil {
+			return nil // cannot happen: the flag parsed it
+		}
+		var b bytes.Buffer
+		n.encodePy(&b)
+		return pyRawJSON(b.Bytes())
+	case BucketConfig:
+		d := newPyDict()
+		for _, bucket := range x {
+			d.set(fmt.Sprintf("(%d, %d, %d)", bucket.Height, bucket.Width, bucket.Frames), bucket.Probability)
+		}
+		return d
+	case CPUList:
+		if x == nil {
+			return nil
+		}
+		return []int(x)
+	case CommaList:
+		if x == nil {
+			return nil
+		}
+		return []string(x)
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return flagValue(v.Elem(), true)
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return v.Int()
+	case reflect.Float64:
+		return v.Float()
+	case reflect.String:
+		if v.String() == "" && !hasDefault {
+			return nil
+		}
+		return v.String()
+	case reflect.Slice:
+		if v.IsNil() {
+			return nil
+		}
+		if s, ok := v.Interface().([]string); ok {
+			return s
+		}
+	}
+	// write_to_json's fallback for values json cannot encode.
+	return "<" + v.Type().Name() + " is not JSON serializable>"
+}
+
+// pyRawJSON is a value already encoded as Python's json.dumps writes it.
+type pyRawJSON []byte
+
+// appendPyTorchJSON is write_to_json's encoding: json.dump's defaults with
+// its InfEncoder, which writes every infinite float (either sign) as the
+// string "inf". Values other than floats, lists and dicts are encoded as
+// in the result JSON.
+func appendPyTorchJSON(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case float64:
+		if math.IsInf(v, 0) {
+			return appendPyJSON(b, "inf")
+		}
+		return appendPyJSON(b, v)
+	case []float64:
+		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
+	case [][]float64:
+		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
+	case []any:
+		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
+	case []*pyDict:
+		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
+	case pyRawJSON:
+		b.Write(v)
+		return nil
+	case *pyDict:
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			appendPyJSONString(b, k)
+			b.WriteString(": ")
+			if err := appendPyTorchJSON(b, v.vals[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	}
+	return appendPyJSON(b, v)
+}
+
+// pySplitExt is os.path.splitext on POSIX: the extension is the last "."
+// of the final path element and what follows, unless only dots precede it
+// there (".bashrc" has none).
+func pySplitExt(p string) (root, ext string) {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	dot := strings.LastIndexByte(base, '.')
+	if dot < 0 || strings.Trim(base[:dot], ".") == "" {
+		return p, ""
+	}
+	cut := len(p) - len(base) + dot
+	return p[:cut], p[cut:]
+}
+
+// savePyTorch writes the side file of the result saved at resultPath when
+// $SAVE_TO_PYTORCH_BENCHMARK_FORMAT is set.
+func (r *run) savePyTorch(resultPath string, res *Result) error {
+	if !r.cfg.SaveToPyTorchFormat {
+		return nil
+	}
+	path := PyTorchPath(resultPath)
+	if _, err := WritePyTorchBenchmark(path, r.cfg, res); err != nil {
+		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
+	}
+	return nil
+}

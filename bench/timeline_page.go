@@ -1,0 +1,252 @@
+package bench
+
+// The fixed parts of the --plot-timeline page. The script reads the JSON
+// of buildTimeline from the element #timeline-data and draws it on a
+// canvas: rows top to bottom in request order, segments coloured by their
+// label's index (0 TTFT, 1–3 the ITL classes). The wheel zooms time about
+// the pointer, Shift+wheel zooms the rows, dragging pans, a double click
+// shows everything again, and hovering a segment shows vLLM's hover text.
+// Segments of one colour are filled as one path per frame, and on each
+// row a segment narrower than a pixel is skipped when the pixel already
+// holds one of its class or a worse one, so a zoomed-out view of a long
+// run draws at most a few rectangles per pixel column and row, and the
+// worst ITL class in a pixel is the one that shows.
+
+const timelineHead = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+`
+
+const timelineStyle = `<style>
+body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px; color: #222; }
+h1 { font-size: 16px; font-weight: 600; margin: 0 0 6px; }
+#legend span { display: inline-block; margin-right: 16px; }
+#legend i { display: inline-block; width: 12px; height: 12px; margin-right: 5px; vertical-align: -2px; }
+.hint { color: #666; margin: 4px 0 8px; }
+#plot { position: relative; }
+#canvas { display: block; width: 100%; border: 1px solid #ddd; cursor: crosshair; }
+#tip { position: absolute; display: none; pointer-events: none; white-space: pre; font-size: 12px;
+  background: rgba(255, 255, 255, 0.96); border: 1px solid #999; border-radius: 3px; padding: 4px 7px; }
+</style>
+`
+
+const timelineBody = `<div id="legend"></div>
+<div class="hint">Wheel: zoom time &middot; Shift+wheel: zoom requests &middot; drag: pan &middot; double-click: reset</div>
+<div id="plot"><canvas id="canvas"></canvas><div id="tip"></div></div>
+`
+
+const timelineScript = `"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("timeline-data").textContent);
+  const reqs = data.requests;
+  const canvas = document.getElementById("canvas");
+  const tip = document.getElementById("tip");
+  const ctx = canvas.getContext("2d");
+  const margin = { left: 78, right: 12, top: 8, bottom: 40 };
+
+  let endUs = 1;
+  for (const r of reqs) {
+    const n = r.events_us.length;
+    r.endUs = r.start_us + Math.max(n ? r.events_us[n - 1] : 0, r.latency_us);
+    endUs = Math.max(endUs, r.endUs);
+  }
+  const full = { x0: 0, x1: endUs * 1.02, y0: 0, y1: Math.max(reqs.length, 1) };
+  let view = Object.assign({}, full);
+
+  const legend = document.getElementById("legend");
+  data.labels.forEach(function (label, i) {
+    const item = document.createElement("span");
+    const swatch = document.createElement("i");
+    swatch.style.background = data.colors[i];
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(label));
+    legend.appendChild(item);
+  });
+
+  function pad2(n) { return String(n).padStart(2, "0"); }
+
+  // tostr of vLLM's plot: seconds from the first start as HH:MM:SS.mmm.
+  function clock(us) {
+    const sec = us / 1e6;
+    const h = Math.floor(sec / 3600);
+    const m = Math.floor((sec % 3600) / 60);
+    return pad2(h) + ":" + pad2(m) + ":" + (sec % 60).toFixed(3).padStart(6, "0");
+  }
+
+  function plotArea() {
+    const w = canvas.clientWidth, h = canvas.clientHeight;
+    const pw = Math.max(w - margin.left - margin.right, 1), ph = Math.max(h - margin.top - margin.bottom, 1);
+    return { w: w, h: h, pw: pw, ph: ph, sx: pw / (view.x1 - view.x0), sy: ph / (view.y1 - view.y0) };
+  }
+
+  function niceStep(span, ticks) {
+    const raw = span / ticks, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const f of [1, 2, 5, 10]) {
+      if (f * pow >= raw) return f * pow;
+    }
+    return 10 * pow;
+  }
+
+  function draw() {
+    const a = plotArea();
+    const xOf = function (us) { return margin.left + (us - view.x0) * a.sx; };
+    ctx.clearRect(0, 0, a.w, a.h);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(margin.left, margin.top, a.pw, a.ph);
+    ctx.clip();
+    const paths = data.colors.map(function () { return new Path2D(); });
+    const first = Math.max(0, Math.floor(view.y0)), last = Math.min(reqs.length, Math.ceil(view.y1));
+    const bar = a.sy >= 3 ? a.sy * 0.8 : Math.max(a.sy, 0.6);
+    const left = margin.left, right = margin.left + a.pw;
+    for (let i = first; i < last; i++) {
+      const r = reqs[i];
+      const y = margin.top + (i - view.y0) * a.sy + (a.sy - bar) / 2;
+      let from = xOf(r.start_us);
+      let pixel = -1, pixelCls = -1; // the column the last rectangle ended in, and its class
+      for (let k = 0; k < r.events_us.length; k++) {
+        const to = xOf(r.start_us + r.events_us[k]);
+        const cls = k === 0 ? 0 : r.classes.charCodeAt(k - 1) - 48;
+        const column = Math.floor(to);
+        if (to >= left && from <= right && !(to - from < 1 && column === pixel && cls <= pixelCls)) {
+          paths[cls].rect(from, y, Math.max(to - from, 0.5), bar);
+          if (column !== pixel || cls > pixelCls) {
+            pixel = column;
+            pixelCls = cls;
+          }
+        }
+        from = to;
+        if (from > right) break;
+      }
+    }
+    paths.forEach(function (p, i) { ctx.fillStyle = data.colors[i]; ctx.fill(p); });
+    ctx.restore();
+    drawAxes(a, xOf);
+  }
+
+  function drawAxes(a, xOf) {
+    ctx.strokeStyle = "#999";
+    ctx.fillStyle = "#333";
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.strokeRect(margin.left + 0.5, margin.top + 0.5, a.pw, a.ph);
+    const step = niceStep(view.x1 - view.x0, Math.max(2, Math.floor(a.pw / 110)));
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (let t = Math.ceil(view.x0 / step) * step; t <= view.x1; t += step) {
+      const x = xOf(t);
+      ctx.beginPath();
+      ctx.moveTo(x, margin.top + a.ph);
+      ctx.lineTo(x, margin.top + a.ph + 4);
+      ctx.stroke();
+      ctx.fillText(clock(t), x, margin.top + a.ph + 6);
+    }
+    ctx.fillText("Time", margin.left + a.pw / 2, a.h - 14);
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    const every = Math.max(1, Math.ceil(14 / a.sy));
+    const first = Math.max(0, Math.floor(view.y0));
+    for (let i = Math.ceil(first / every) * every; i < Math.min(reqs.length, view.y1); i += every) {
+      const y = margin.top + (i + 0.5 - view.y0) * a.sy;
+      if (y >= margin.top && y <= margin.top + a.ph) ctx.fillText(reqs[i].id, margin.left - 6, y);
+    }
+    ctx.save();
+    ctx.translate(12, margin.top + a.ph / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "center";
+    ctx.fillText("Request ID", 0, 0);
+    ctx.restore();
+  }
+
+  // segmentAt finds the segment under canvas point (x, y): the request
+  // row and the index of the event that ends the segment.
+  function segmentAt(x, y) {
+    const a = plotArea();
+    if (x < margin.left || x > margin.left + a.pw || y < margin.top || y > margin.top + a.ph) return null;
+    const i = Math.floor(view.y0 + (y - margin.top) / a.sy);
+    if (i < 0 || i >= reqs.length) return null;
+    const r = reqs[i], ev = r.events_us;
+    const t = view.x0 + (x - margin.left) / a.sx - r.start_us;
+    if (t < 0 || !ev.length || t > ev[ev.length - 1]) return null;
+    let lo = 0, hi = ev.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ev[mid] < t) lo = mid + 1; else hi = mid;
+    }
+    return { r: r, k: lo };
+  }
+
+  function describe(s) {
+    const r = s.r, k = s.k;
+    const from = r.start_us + (k === 0 ? 0 : r.events_us[k - 1]), to = r.start_us + r.events_us[k];
+    const label = data.labels[k === 0 ? 0 : r.classes.charCodeAt(k - 1) - 48];
+    const lines = [
+      r.id, "Type: " + label, "Start: " + clock(from), "End: " + clock(to),
+      "Duration: " + ((to - from) / 1e6).toFixed(3) + "s",
+      "Prompt Tokens: " + r.prompt_tokens, "Output Tokens: " + r.output_tokens,
+      "Request Start Time: " + clock(r.start_us), "Request End Time: " + clock(r.start_us + r.latency_us),
+    ];
+    if (r.error) lines.push("Error: " + r.error.split("\n").pop());
+    return lines.join("\n");
+  }
+
+  let drag = null;
+  canvas.addEventListener("mousedown", function (e) {
+    drag = { x: e.offsetX, y: e.offsetY, view: Object.assign({}, view) };
+  });
+  window.addEventListener("mouseup", function () { drag = null; });
+  canvas.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+  canvas.addEventListener("mousemove", function (e) {
+    if (drag) {
+      const a = plotArea();
+      const dx = (e.offsetX - drag.x) / a.sx, dy = (e.offsetY - drag.y) / a.sy;
+      view = { x0: drag.view.x0 - dx, x1: drag.view.x1 - dx, y0: drag.view.y0 - dy, y1: drag.view.y1 - dy };
+      tip.style.display = "none";
+      draw();
+      return;
+    }
+    const s = segmentAt(e.offsetX, e.offsetY);
+    if (!s) {
+      tip.style.display = "none";
+      return;
+    }
+    tip.textContent = describe(s);
+    tip.style.display = "block";
+    const room = canvas.clientWidth - tip.offsetWidth - 4;
+    tip.style.left = Math.max(0, Math.min(e.offsetX + 14, room)) + "px";
+    tip.style.top = (e.offsetY + 14) + "px";
+  });
+  canvas.addEventListener("wheel", function (e) {
+    e.preventDefault();
+    const a = plotArea();
+    const f = e.deltaY < 0 ? 0.8 : 1.25;
+    if (e.shiftKey) {
+      const at = view.y0 + (e.offsetY - margin.top) / a.sy;
+      view.y0 = at - (at - view.y0) * f;
+      view.y1 = at + (view.y1 - at) * f;
+    } else {
+      const at = view.x0 + (e.offsetX - margin.left) / a.sx;
+      view.x0 = at - (at - view.x0) * f;
+      view.x1 = at + (view.x1 - at) * f;
+    }
+    draw();
+  }, { passive: false });
+  canvas.addEventListener("dblclick", function () {
+    view = Object.assign({}, full);
+    draw();
+  });
+
+  function resize() {
+    const dpr = window.devicePixelRatio || 1;
+    const h = Math.min(Math.max(reqs.length * 18 + margin.top + margin.bottom, 260), Math.max(window.innerHeight - 120, 260));
+    canvas.style.height = h + "px";
+    canvas.width = Math.round(canvas.clientWidth * dpr);
+    canvas.height = Math.round(h * dpr);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    draw();
+  }
+  window.addEventListener("resize", resize);
+  resize();
+})();
+`

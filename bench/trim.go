@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// Steady-state trimming is the --warmup-time / --cooldown-time extension
+// of the multi-process fork of `vllm bench serve` (spec §i). The fork's
+// README documents its output: the usual result block, unchanged, and
+// after it a second block computed from the token events inside the
+// window (see metrics.ComputeTrimmed). stampede prints that block to the
+// character; the result JSON is unchanged, as the fork discards the
+// trimmed figures after printing them.
+
+// trimmedTitle is the fork's header. It is longer than the 50-column block,
+// so Python's centring leaves it without fill.
+const trimmedTitle = "Serving Benchmark Result after warmup before cooldown"
+
+// trimsSteadyState reports whether the run asks for the trimmed block; the
+// fork checks warmup_time > 0 or cooldown_time > 0.
+func (c *Config) trimsSteadyState() bool { return c.WarmupTime > 0 || c.CooldownTime > 0 }
+
+// WriteTrimmed prints the fork's steady-state block: the plotting tip its
+// metric code prints when some request had a token in the window, the
+// window's settings, the counted tokens, its duration, generated tokens
+// and output throughput (generation runs), the ITL section when "itl" is
+// among --percentile-metrics, and the closing rule. The warm-up and
+// cool-down values are printed with "{:<10}", so as Python's str(float).
+func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *ReportParams) error {
+	c := consoleWriter{bufio.NewWriter(w)}
+	if t.Requests > 0 {
+		c.line("tip: install termplotlib and gnuplot to plot the metrics")
+	}
+	c.header(trimmedTitle, '=')
+	c.row("Warm-up Time:", metrics.PyFloatRepr(t.WarmupS))
+	c.row("Cool-down Time:", metrics.PyFloatRepr(t.CooldownS))
+	c.row("Total counted tokens at filtering:", t.Tokens)
+	c.rowF("Benchmark duration (s):", t.DurationS)
+	if !pooling {
+		c.row("Total generated tokens:", t.Tokens)
+		c.rowF("Output token throughput (tok/s):", t.OutputThroughput)
+		if p.selected("itl") {
+			c.section(metricSection{"itl", "ITL", "Inter-token Latency", &t.ITL})
+		}
+	}
+	c.line(strings.Repeat("=", blockWidth))
+	return c.w.Flush()
+}
+
+// section prints one percentile section: its header, mean, median and the
+// selected percentiles.
+func (c consoleWriter) section(sec metricSection) {
+	c.header(sec.header, '-')
+	c.rowF("Mean "+sec.name+" (ms):", sec.stats.MeanMs)
+	c.rowF("Median "+sec.name+" (ms):", sec.stats.MedianMs)
+	for _, pc := range sec.stats.Percentiles {
+		c.rowF("P"+pyPercentileWord(pc.P)+" "+sec.name+" (ms):", pc.ValueMs)
+	}
+}
+
+// writeSteadyState prints the trimmed block after the result block when
+// --warmup-time or --cooldown-time is set. A window that cannot be formed
+// (longer trims than the run) is reported on stderr and the run goes on:
+// the main result stands on its own.
+func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
+	c := r.cfg
+	if !c.trimsSteadyState() {
+		return nil
+	}
+	t, err := metrics.ComputeTrimmed(d, metrics.TrimOptions{
+		WarmupS: c.WarmupTime, CooldownS: c.CooldownTime, Percentiles: c.SelectedPercentiles,
+	})
+	if err != nil {
+		_, err = fmt.Fprintf(r.stderr, "WARNING: no steady-state result for --warmup-time %s --cooldown-time %s: %v\n",
+			metrics.PyFloatRepr(c.WarmupTime), metrics.PyFloatRepr(c.CooldownTime), err)
+		return err
+	}
+	if t.Requests == 0 {
+		if _, err := io.WriteString(r.stderr, allFailedWarning); err != nil {
+			return err
+		}
+	}
+	return WriteTrimmed(r.stdout, t, s.Pooling, p)
+}

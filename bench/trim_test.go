@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// compareGolden checks data against testdata/<dir>/<name>, or rewrites
+// the file with -update.
+func compareGolden(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", dir, name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, data, want)
+	}
+}
+
+func TestGoldenTrimmed(t *testing.T) {
+	tests := []struct {
+		name             string
+		warmup, cooldown float64
+		pooling          bool
+		metrics          []string
+		percentiles      []float64
+	}{
+		// The fork README's own command selects "itl,tps,ttft,e2el" and
+		// five percentiles; only ITL belongs to the trimmed block.
+		{"readme", 0.3, 0.5, false, []string{"itl", "tps", "ttft", "e2el"}, []float64{10, 25, 50, 75, 90}},
+		{"cooldown_only", 0, 1.25, false, []string{"ttft", "tpot", "itl"}, []float64{99, 99.9}},
+		{"no_itl_section", 1, 0, false, []string{"ttft", "e2el"}, []float64{99}},
+		{"pooling", 0.25, 0.25, true, []string{"e2el"}, []float64{99}},
+		// A window between the tokens: no request counts, so no tip.
+		{"empty_window", 0.56, 0.78, false, []string{"itl"}, []float64{99}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := metrics.ComputeTrimmed(trimmedGoldenRun(), metrics.TrimOptions{
+				WarmupS: tc.warmup, CooldownS: tc.cooldown, Percentiles: tc.percentiles,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := WriteTrimmed(&out, tr, tc.pooling, &ReportParams{PercentileMetrics: tc.metrics}); err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+				if strings.HasPrefix(line, "tip:") || line == trimmedTitle {
+					continue
+				}
+				if n := len([]rune(line)); n < blockWidth {
+					t.Errorf("line %q is %d characters, narrower than the block", line, n)
+				}
+			}
+			compareGolden(t, "trim", tc.name+".txt", out.Bytes())
+		})
+	}
+}
+
+// trimmedGoldenRun is the report golden run with every request's gaps
+// kept, as a trimmed run keeps them.
+func trimmedGoldenRun() *metrics.RunData {
+	d := goldenRun()
+	d.ITL = nil
+	return d
+}
+
+func TestWriteSteadyState(t *testing.T) {
+	tests := []struct {
+		name             string
+		warmup, cooldown float64
+		stdout, stderr   string
+	}{
+		{name: "off"},
+		{name: "printed", warmup: 0.3, stdout: trimmedTitle + "\n"},
+		{name: "window too long", warmup: 3, cooldown: 3,
+			stderr: "WARNING: no steady-state result for --warmup-time 3.0 --cooldown-time 3.0: metrics: steady-state window is empty"},
+		{name: "nothing counted", warmup: 0.56, cooldown: 0.78, stdout: trimmedTitle + "\n", stderr: allFailedWarning},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cfg := &Config{SelectedPercentiles: []float64{99}}
+			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
+			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
+			s := &metrics.Summary{}
+			if err := r.writeSteadyState(s, trimmedGoldenRun(), &ReportParams{}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) || (tc.stdout == "") != (stdout.Len() == 0) {
+				t.Errorf("stdout %q, want it to hold %q", stdout.String(), tc.stdout)
+			}
+			if !strings.HasPrefix(stderr.String(), tc.stderr) || (tc.stderr == "") != (stderr.Len() == 0) {
+				t.Errorf("stderr %q, want it to start with %q", stderr.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+// TestGoldenTrimmedMatchesPythonReference runs testdata/trim/pyref.py, an
+// independent Python transcription of the fork's trimming with Python's
+// own str.format, against the golden files.
+func TestGoldenTrimmedMatchesPythonReference(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	cmd := exec.Command(python, "pyref.py")
+	cmd.Dir = filepath.Join("testdata", "trim")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("pyref.py: %v\n%s", err, out)
+	}
+}

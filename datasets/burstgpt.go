@@ -1,0 +1,237 @@
+package datasets
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
+)
+
+// BurstGPTOptions are the `burstgpt` dataset's inputs.
+type BurstGPTOptions struct {
+	// Path is --dataset-path: the BurstGPT CSV (columns Timestamp, Model,
+	// Request tokens, Response tokens, Total tokens, Log Type).
+	Path       string
+	NumPrompts int   // --num-prompts
+	Seed       int64 // --seed: pandas' random_state, in [0, 2**32)
+	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
+	RequestIDPrefix string
+}
+
+// SampleBurstGPT is BurstGPTDataset: keep the rows whose Model is "GPT-4"
+// and whose Response tokens are > 0, draw NumPrompts of them the way
+// pandas' DataFrame.sample(n, random_state=Seed, replace=n > rows) does,
+// and for the i-th drawn row build a prompt of its third column's count of
+// token ids (i + j) mod vocab_size, decoded to text. PromptLen is that
+// count (not re-tokenised); ExpectedOutputLen is the fourth column. Python
+// neither shuffles nor oversamples this dataset.
+//
+// Exactness: pandas samples through numpy.random.RandomState(Seed):
+// without replacement it takes permutation(rows)[:n] (legacy Fisher–Yates
+// with masked rejection draws), with replacement randint(0, rows, n). Both
+// are ported bit for bit (see pandasSampleRows), so the same rows are
+// picked in the same order as Python for the same CSV and seed.
+func SampleBurstGPT(tok Tokenizer, o BurstGPTOptions) ([]Request, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("dataset burstgpt: a tokenizer is required (drop --skip-tokenizer-init)")
+	}
+	if o.Path == "" {
+		return nil, valueError("dataset_path must be provided for loading data.")
+	}
+	rows, columns, err := readBurstGPT(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	picked, err := pandasSampleRows(len(rows), o.NumPrompts, o.NumPrompts > len(rows), o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if len(picked) > 0 && columns < 4 {
+		return nil, &PythonError{Type: "IndexError", Msg: "list index out of range"}
+	}
+	vocab := tok.VocabSize()
+	if vocab <= 0 {
+		return nil, fmt.Errorf("dataset burstgpt: the tokenizer reports vocab_size %d", vocab)
+	}
+	reqs := make([]Request, len(picked))
+	var ids []int32
+	for i, row := range picked {
+		r := rows[row]
+		inputLen, err := r.int(r.requestTokens)
+		if err != nil {
+			return nil, err
+		}
+		outputLen, err := r.int(r.responseTokens)
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[:0]
+		for j := range inputLen {
+			ids = append(ids, int32((i+j)%vocab))
+		}
+		reqs[i] = Request{
+			Prompt:            tok.Decode(ids, false),
+			PromptLen:         inputLen,
+			ExpectedOutputLen: outputLen,
+			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+		}
+	}
+	return reqs, nil
+}
+
+// burstGPTRow is a kept row's third and fourth cells, as text, and where
+// they came from.
+type burstGPTRow struct {
+	path                          string
+	line                          int
+	requestTokens, responseTokens string
+}
+
+// int is int(cell) after pandas' number inference: a number truncates
+// toward zero; an empty cell is NaN, which int() refuses.
+func (r burstGPTRow) int(cell string) (int, error) {
+	s := strings.TrimSpace(cell)
+	if s == "" {
+		return 0, valueError("cannot convert float NaN to integer")
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dataset burstgpt %s line %d: token count %q is not a number", r.path, r.line, s)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, valueError(fmt.Sprintf("cannot convert float %s to integer", strings.ToLower(s)))
+	}
+	return int(v), nil
+}
+
+// readBurstGPT is pd.read_csv plus the Model == "GPT-4" and Response
+// tokens > 0 filters; it also returns the number of columns.
+func readBurstGPT(path string) ([]burstGPTRow, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dataset burstgpt: %w", err)
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	rd.FieldsPerRecord = -1
+	header, err := rd.Read()
+	if err == io.EOF {
+		return nil, 0, &PythonError{Type: "EmptyDataError", Msg: "No columns to parse from file"}
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("dataset burstgpt %s: %w", path, err)
+	}
+	col := func(name string) (int, error) {
+		for i, h := range header {
+			if h == name {
+				return i, nil
+			}
+		}
+		return 0, &PythonError{Type: "KeyError", Msg: "'" + name + "'"}
+	}
+	modelCol, err := col("Model")
+	if err != nil {
+		return nil, 0, err
+	}
+	respCol, err := col("Response tokens")
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows []burstGPTRow
+	for line := 2; ; line++ {
+		rec, err := rd.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("dataset burstgpt %s: %w", path, err)
+		}
+		cell := func(i int) string {
+			if i < len(rec) {
+				return rec[i]
+			}
+			return ""
+		}
+		if cell(modelCol) != "GPT-4" {
+			continue
+		}
+		resp := strings.TrimSpace(cell(respCol))
+		if resp == "" {
+			continue // NaN > 0 is false
+		}
+		v, err := strconv.ParseFloat(resp, 64)
+		if err != nil {
+			return nil, 0, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("'>' not supported between instances of 'str' and 'int' (dataset burstgpt %s line %d: Response tokens %q)", path, line, resp)}
+		}
+		if !(v > 0) {
+			continue
+		}
+		rows = append(rows, burstGPTRow{path: path, line: line, requestTokens: cell(2), responseTokens: cell(3)})
+	}
+	return rows, len(header), nil
+}
+
+// pandasSampleRows is the row positions DataFrame.sample(n=n,
+// random_state=seed, replace=replace) picks from a frame of rows rows, in
+// order: numpy.random.RandomState(seed).choice(rows, size=n,
+// replace=replace), i.e. randint(0, rows, n) with replacement and
+// permutation(rows)[:n] without.
+func pandasSampleRows(rows, n int, replace bool, seed int64) ([]int, error) {
+	if n < 0 {
+		return nil, valueError("A negative number of rows requested. Please provide `n` >= 0.")
+	}
+	if seed < 0 || seed > math.MaxUint32 {
+		return nil, valueError("Seed must be between 0 and 2**32 - 1")
+	}
+	rs := pyrand.NewRandomState(uint32(seed))
+	if replace {
+		if rows == 0 {
+			if n == 0 {
+				return []int{}, nil
+			}
+			return nil, valueError("a cannot be empty unless no samples are taken")
+		}
+		vals, err := rs.RandInt(0, int64(rows), n)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int, n)
+		for i, v := range vals {
+			out[i] = int(v)
+		}
+		return out, nil
+	}
+	if n > rows {
+		return nil, valueError("Cannot take a larger sample than population when 'replace=False'")
+	}
+	perm, err := legacyPermutation(rs, rows)
+	if err != nil {
+		return nil, err
+	}
+	return perm[:n], nil
+}
+
+// legacyPermutation is RandomState.permutation(n): arange(n) shuffled from
+// the back, position i swapped with random_interval(i), a masked
+// rejection draw in [0, i] (the same draws as randint(0, i+1)).
+func legacyPermutation(rs *pyrand.RandomState, n int) ([]int, error) {
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	for i := n - 1; i > 0; i-- {
+		v, err := rs.RandInt(0, int64(i)+1, 1)
+		if err != nil {
+			return nil, errors.New("permutation: " + err.Error())
+		}
+		j := int(v[0])
+		perm[i], perm[j] = perm[j], perm[i]
+	}
+	return perm, nil
+}

@@ -1,0 +1,441 @@
+package datasets
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// MMBucket is one entry of --random-mm-bucket-config: media items of
+// Height×Width pixels and Frames frames (1 = image, more = video), drawn
+// with weight Probability.
+type MMBucket struct {
+	Height, Width, Frames int
+	Probability           float64
+}
+
+// MMLimit is one entry of --random-mm-limit-mm-per-prompt: at most Limit
+// items of Modality ("image", "video") per request.
+type MMLimit struct {
+	Modality string
+	Limit    int
+}
+
+// DefaultMMBuckets is --random-mm-bucket-config's default.
+func DefaultMMBuckets() []MMBucket {
+	return []MMBucket{{256, 256, 1, 0.5}, {720, 1280, 1, 0.5}, {720, 1280, 16, 0}}
+}
+
+// DefaultMMLimits is --random-mm-limit-mm-per-prompt's default.
+func DefaultMMLimits() []MMLimit { return []MMLimit{{"image", 255}, {"video", 1}} }
+
+// ParseMMLimits reads --random-mm-limit-mm-per-prompt, a JSON object of
+// integer caps, keeping its key order (Python's dict order shows in logs
+// and errors).
+func ParseMMLimits(s string) ([]MMLimit, error) {
+	bad := func(detail string) error {
+		return fmt.Errorf("--random-mm-limit-mm-per-prompt %q: want a JSON object of integer caps such as {\"image\": 3, \"video\": 0}: %s", s, detail)
+	}
+	entry, err := parseTraceEntry(bytes.TrimSpace([]byte(s)))
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	out := make([]MMLimit, 0, len(entry.keys))
+	for _, k := range entry.keys {
+		n, err := strconv.Atoi(string(entry.values[k]))
+		if err != nil {
+			return nil, bad(fmt.Sprintf("%q is %s", k, entry.values[k]))
+		}
+		out = append(out, MMLimit{k, n})
+	}
+	return out, nil
+}
+
+// RandomMMOptions are the `random-mm` dataset's inputs: the text options of
+// `random` plus the media ones.
+type RandomMMOptions struct {
+	NumPrompts int        // --num-prompts
+	InputLen   int        // --random-input-len (after --input-len)
+	OutputLen  int        // --random-output-len (after --output-len)
+	RangeRatio RangeRatio // --random-range-ratio
+	PrefixLen  int        // --random-prefix-len
+	// BatchSize is --random-batch-size; random-mm accepts only 1 (0 is
+	// taken as 1).
+	BatchSize int
+	// BaseItemsPerRequest is --random-mm-base-items-per-request (n).
+	BaseItemsPerRequest int
+	// NumMMItemsRangeRatio is --random-mm-num-mm-items-range-ratio (r):
+	// each request carries a uniform count in [max(0, ⌊n(1-r)⌋),
+	// min(Σ limits, ⌈n(1+r)⌉)].
+	NumMMItemsRangeRatio float64
+	Limits               []MMLimit  // --random-mm-limit-mm-per-prompt, in JSON order
+	Buckets              []MMBucket // --random-mm-bucket-config, in dict order
+	// EnableMultimodalChat is --enable-multimodal-chat: the prompt and the
+	// images become one user chat message (ChatMessages) instead of
+	// Prompt + MultiModal.
+	EnableMultimodalChat bool
+	// Backend is --backend; Python refuses random-mm unless it is
+	// openai-chat or openai-audio. "" skips the check.
+	Backend string
+	Seed    int64 // --seed, for the dataset's private numpy.default_rng
+	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
+	RequestIDPrefix string
+	// Workers bounds the goroutines doing tokenizer work and JPEG
+	// encoding; 0 means one per usable CPU.
+	Workers int
+	// Logf, when set, receives the lines Python logs.
+	Logf func(format string, args ...any)
+}
+
+// randomMMBackends are the backends random-mm may be used with.
+var randomMMBackends = []string{"openai-audio", "openai-chat"}
+
+// SampleRandomMM is RandomMultiModalDataset.sample for images. The text is
+// built as `random` builds it (SampleRandom) from the same private
+// numpy.default_rng(Seed), and the same generator then draws each
+// request's media right after its text, in Python's order:
+//
+//   - the item count, rng.integers(min, max+1);
+//   - per item, a bucket by rng.choice(buckets, p=probabilities) (one
+//     double against the cumulative sums); a modality at its cap has its
+//     buckets zeroed and the rest renormalised before the next draw;
+//   - per image of H×W, rng.integers(0, 256, (H, W, 3), dtype=uint8),
+//     which numpy fills four bytes per 32-bit draw, low byte first.
+//
+// So prompts, lengths, item counts, sizes and pixels match Python for the
+// same seed and tokenizer. The JPEG bytes do not: Python encodes with PIL
+// (libjpeg), stampede with Go's image/jpeg at PIL's default quality 75,
+// so the data URLs differ in content and somewhat in size.
+//
+// Video buckets (Frames > 1) with a non-zero probability are refused:
+// stampede cannot encode the mp4 clips Python sends.
+func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
+	}
+	if o.Backend != "" && !containsString(randomMMBackends, o.Backend) {
+		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", pyStrRepr(o.Backend)))
+	}
+	if o.BatchSize != 0 && o.BatchSize != 1 {
+		return nil, &PythonError{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if o.Seed < 0 {
+		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
+	}
+	rng := pyrand.NewGenerator(uint64(o.Seed))
+	n := max(o.NumPrompts, 0)
+	inputLens, outputLens, offsets, err := samplingParams(rng, n, o.RangeRatio, o.InputLen, o.OutputLen, tok, logf)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := newMMPlan(o.BaseItemsPerRequest, o.NumMMItemsRangeRatio, o.Limits, o.Buckets, logf)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range plan.buckets {
+		switch {
+		case b.Frames > 1:
+			return nil, fmt.Errorf("--random-mm-bucket-config: video buckets are not supported yet (%s has probability %s); give video buckets (T > 1) probability 0",
+				bucketKeyRepr(b), metrics.PyFloatRepr(b.Probability))
+		case b.Height <= 0 || b.Width <= 0:
+			return nil, fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
+		}
+	}
+
+	vocab := tok.VocabSize()
+	allowed := allowedTokens(vocab, tok.AllSpecialIDs())
+	if len(allowed) == 0 {
+		return nil, fmt.Errorf("dataset random-mm: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
+	}
+	draw := func(k int) ([]int32, error) {
+		vals, err := rng.Integers(0, int64(vocab), k)
+		if err != nil {
+			return nil, err
+		}
+		return toInt32(vals), nil
+	}
+	prefix, err := randomPrefix(tok, rng, allowed, o.PrefixLen, draw, logf)
+	if err != nil {
+		return nil, fmt.Errorf("dataset random-mm: %w", err)
+	}
+	fixes := make([]*lengthFix, n)
+	for i := range fixes {
+		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
+	}
+	advanceLengthFixes(tok, fixes, o.Workers)
+
+	// The generator is consumed in Python's order, request by request:
+	// text padding, item count, then bucket and pixels item by item. Only
+	// the JPEG encoding runs in parallel.
+	enc := newJPEGPool(o.Workers)
+	slots := make([][]*json.RawMessage, n)
+	mismatch := 0
+	for i, f := range fixes {
+		if err := f.finish(tok, draw); err != nil {
+			enc.close()
+			return nil, fmt.Errorf("dataset random-mm: %w", err)
+		}
+		mismatch += f.mismatch
+		err := plan.drawItems(rng, logf, func(b MMBucket) {
+			part := new(json.RawMessage)
+			slots[i] = append(slots[i], part)
+			enc.encode(randomImage(rng, b.Width, b.Height), part)
+		})
+		if err != nil {
+			enc.close()
+			return nil, err
+		}
+	}
+	if err := enc.close(); err != nil {
+		return nil, fmt.Errorf("dataset random-mm: %w", err)
+	}
+	media := make([][]json.RawMessage, n)
+	for i, parts := range slots {
+		for _, p := range parts {
+			media[i] = append(media[i], *p)
+		}
+	}
+
+	reqs := make([]Request, n)
+	for i, f := range fixes {
+		r := Request{
+			Prompt:            f.prompt,
+			PromptLen:         len(f.ids),
+			ExpectedOutputLen: int(outputLens[i]),
+			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+		}
+		if o.EnableMultimodalChat {
+			r.ChatMessages = userChatMessages(f.prompt, media[i]...)
+			r.Prompt = ""
+		} else {
+			r.MultiModal = media[i]
+		}
+		reqs[i] = r
+	}
+	if mismatch != 0 {
+		logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
+			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
+	}
+	return reqs, nil
+}
+
+// randomPrefix is RandomDataset.get_prefix: prefixLen draws of
+// allowed[rng index], length-fixed to prefixLen.
+func randomPrefix(tok Tokenizer, rng *pyrand.Generator, allowed []int32, prefixLen int, draw drawFunc, logf func(string, ...any)) ([]int32, error) {
+	if prefixLen <= 0 {
+		return nil, nil
+	}
+	idx, err := rng.Integers(0, int64(len(allowed)), prefixLen)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int32, len(idx))
+	for i, j := range idx {
+		ids[i] = allowed[j]
+	}
+	fix := newLengthFix(ids, prefixLen)
+	if err := fix.finish(tok, draw); err != nil {
+		return nil, err
+	}
+	if fix.mismatch != 0 {
+		logf("Prefix tokenization produced %d %s tokens than expected after decoding and re-encoding. "+
+			"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
+	}
+	return fix.ids, nil
+}
+
+// mmPlan is the result of get_mm_item_sampling_params: the item count
+// range, the limits of the modalities that can be drawn, and the
+// normalised buckets.
+type mmPlan struct {
+	minItems, maxItems int
+	limits             []MMLimit
+	buckets            []MMBucket
+}
+
+// newMMPlan checks and normalises the media options in Python's order.
+func newMMPlan(base int, ratio float64, limits []MMLimit, buckets []MMBucket, logf func(string, ...any)) (*mmPlan, error) {
+	if !(ratio >= 0 && ratio <= 1) {
+		return nil, valueError("num_mm_items_range_ratio must be in [0, 1].")
+	}
+	for _, b := range buckets {
+		m, err := bucketModality(b)
+		if err != nil {
+			return nil, err
+		}
+		if limitOf(limits, m) == nil {
+			keys := make([]string, len(limits))
+			for i, l := range limits {
+				keys[i] = l.Modality
+			}
+			return nil, valueError(fmt.Sprintf("Modality %s is not in limit_mm_per_prompt: dict_keys(%s)", m, pyStrListRepr(keys)))
+		}
+	}
+	norm, err := normalizeBuckets(buckets)
+	if err != nil {
+		return nil, err
+	}
+	logf("Normalized bucket config: %s", bucketsRepr(norm))
+	p := &mmPlan{buckets: norm}
+	for _, l := range limits {
+		for _, b := range norm {
+			if m, _ := bucketModality(b); m == l.Modality {
+				p.limits = append(p.limits, l)
+				break
+			}
+		}
+	}
+	if len(p.limits) == 0 {
+		return nil, valueError("No valid limits for modalities present in bucket_config.")
+	}
+	parts := make([]string, len(p.limits))
+	total := 0
+	for i, l := range p.limits {
+		parts[i] = pyStrRepr(l.Modality) + ": " + strconv.Itoa(l.Limit)
+		total += l.Limit
+	}
+	logf("Updated mm-limit-per-prompt: {%s}", strings.Join(parts, ", "))
+	p.maxItems = min(total, int(math.Ceil(float64(base)*(1+ratio))))
+	p.minItems = max(0, int(math.Floor(float64(base)*(1-ratio))))
+	if p.minItems > p.maxItems {
+		return nil, valueError(fmt.Sprintf("Min num mm items is greater than max mm items: %d > %d", p.minItems, p.maxItems))
+	}
+	logf("Sampling number of multimodal items from [%d, %d]", p.minItems, p.maxItems)
+	return p, nil
+}
+
+// drawItems is get_mm_item_iterator for one request, consumed the way
+// Python's list comprehension consumes it: after each bucket draw it calls
+// made, which must generate that item (taking its pixels off rng) before
+// the next draw.
+func (p *mmPlan) drawItems(rng *pyrand.Generator, logf func(string, ...any), made func(MMBucket)) error {
+	count, err := rng.Integers(int64(p.minItems), int64(p.maxItems)+1, 1)
+	if err != nil {
+		return err
+	}
+	want := int(count[0])
+	buckets := append([]MMBucket(nil), p.buckets...)
+	counter := map[string]int{}
+	for drawn := 0; drawn < want; {
+		b := chooseBucket(rng, buckets)
+		m, _ := bucketModality(b)
+		if counter[m] < limitOf(p.limits, m).Limit {
+			counter[m]++
+			drawn++
+			made(b)
+			continue
+		}
+		allZero := true
+		for i := range buckets {
+			if bm, _ := bucketModality(buckets[i]); bm == m {
+				buckets[i].Probability = 0
+			}
+			allZero = allZero && buckets[i].Probability == 0
+		}
+		if allZero {
+			logf("Exhausted all multimodal items of modality %s", m)
+			break
+		}
+		if buckets, err = normalizeBuckets(buckets); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chooseBucket is rng.choice(keys, p=probabilities) with replacement:
+// cdf = cumsum(p) / cdf[-1], then the first index whose cdf exceeds one
+// uniform double (searchsorted side="right").
+func chooseBucket(rng *pyrand.Generator, buckets []MMBucket) MMBucket {
+	cdf := make([]float64, len(buckets))
+	sum := 0.0
+	for i, b := range buckets {
+		sum += b.Probability
+		cdf[i] = sum
+	}
+	u := rng.Random()
+	for i := range cdf {
+		if cdf[i]/sum > u {
+			return buckets[i]
+		}
+	}
+	return buckets[len(buckets)-1]
+}
+
+// normalizeBuckets is normalize_bucket_config: negative weights are an
+// error, zero ones are dropped, the rest divided by their sum.
+func normalizeBuckets(buckets []MMBucket) ([]MMBucket, error) {
+	var out []MMBucket
+	total := 0.0
+	for _, b := range buckets {
+		if b.Probability < 0 {
+			return nil, valueError("Bucket config values must be non-negative.")
+		}
+	}
+	for _, b := range buckets {
+		if b.Probability > 0 {
+			out = append(out, b)
+			total += b.Probability
+		}
+	}
+	if len(out) == 0 {
+		return nil, valueError("Got invalid bucket config. Bucket config values must be non-zero.")
+	}
+	for i := range out {
+		out[i].Probability /= total
+	}
+	return out, nil
+}
+
+// bucketModality is map_config_to_modality.
+func bucketModality(b MMBucket) (string, error) {
+	switch {
+	case b.Frames == 1:
+		return "image", nil
+	case b.Frames > 1:
+		return "video", nil
+	}
+	return "", valueError("Invalid multimodal item configuration: " + bucketKeyRepr(b))
+}
+
+func limitOf(limits []MMLimit, modality string) *MMLimit {
+	for i := range limits {
+		if limits[i].Modality == modality {
+			return &limits[i]
+		}
+	}
+	return nil
+}
+
+// bucketKeyRepr is repr((H, W, T)).
+func bucketKeyRepr(b MMBucket) string {
+	return fmt.Sprintf("(%d, %d, %d)", b.Height, b.Width, b.Frames)
+}
+
+// bucketsRepr is repr of a bucket dict: {(H, W, T): p, ...}.
+func bucketsRepr(buckets []MMBucket) string {
+	parts := make([]string, len(buckets))
+	for i, b := range buckets {
+		parts[i] = bucketKeyRepr(b) + ": " + metrics.PyFloatRepr(b.Probability)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,132 @@
+package datasets
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"image"
+	"image/jpeg"
+	"runtime"
+	"sync"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
+)
+
+// pilJPEGQuality is PIL's default JPEG quality, which vLLM's
+// process_image uses.
+const pilJPEGQuality = 75
+
+// pixelDrawChunk is how many 32-bit draws randomImage takes at a time.
+const pixelDrawChunk = 4096
+
+// randomImage is generate_synthetic_image: rng.integers(0, 256, (height,
+// width, 3), dtype=uint8) as an RGB image. numpy fills uint8 arrays from
+// one 32-bit draw per four bytes, lowest byte first, and a new fill starts
+// with a fresh draw, so an image takes ⌈3·width·height / 4⌉ draws, the
+// same draws Integers(0, 2**32) returns.
+func randomImage(rng *pyrand.Generator, width, height int) *image.RGBA {
+	total := 3 * width * height
+	rgb := make([]byte, (total+3)/4*4)
+	draws := make([]int64, min(pixelDrawChunk, len(rgb)/4))
+	for off := 0; off < len(rgb); {
+		chunk := draws[:min(len(draws), (len(rgb)-off)/4)]
+		// The range [0, 2**32) is valid, so this cannot fail.
+		_ = rng.IntegersInto(chunk, 0, 1<<32)
+		for _, d := range chunk {
+			binary.LittleEndian.PutUint32(rgb[off:], uint32(d))
+			off += 4
+		}
+	}
+	img := image.NewRGBA(image.Rect(0, 0, width, height))
+	pix := img.Pix
+	for p, q := 0, 0; q < total; p, q = p+4, q+3 {
+		pix[p], pix[p+1], pix[p+2], pix[p+3] = rgb[q], rgb[q+1], rgb[q+2], 0xff
+	}
+	return img
+}
+
+// jpegPool encodes images to image_url content parts on worker goroutines;
+// encode blocks once every worker is busy and one job waits, which bounds
+// the images held in memory.
+type jpegPool struct {
+	jobs chan jpegJob
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	err  error
+}
+
+type jpegJob struct {
+	img *image.RGBA
+	dst *json.RawMessage
+}
+
+func newJPEGPool(workers int) *jpegPool {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := &jpegPool{jobs: make(chan jpegJob, workers)}
+	for range workers {
+		p.wg.Go(func() {
+			var buf bytes.Buffer
+			for job := range p.jobs {
+				buf.Reset()
+				if err := jpeg.Encode(&buf, job.img, &jpeg.Options{Quality: pilJPEGQuality}); err != nil {
+					p.mu.Lock()
+					p.err = err
+					p.mu.Unlock()
+					continue
+				}
+				*job.dst = imageURLPart(buf.Bytes())
+			}
+		})
+	}
+	return p
+}
+
+// encode queues img; its part is written to *dst before close returns.
+func (p *jpegPool) encode(img *image.RGBA, dst *json.RawMessage) {
+	p.jobs <- jpegJob{img, dst}
+}
+
+// close waits for the queued images and reports the first failure.
+func (p *jpegPool) close() error {
+	close(p.jobs)
+	p.wg.Wait()
+	return p.err
+}
+
+// imageURLPart is process_image's result for a JPEG:
+// {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,..."}}.
+func imageURLPart(jpg []byte) json.RawMessage {
+	const head = `{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,`
+	const tail = `"}}`
+	out := make([]byte, 0, len(head)+base64.StdEncoding.EncodedLen(len(jpg))+len(tail))
+	out = append(out, head...)
+	out = base64.StdEncoding.AppendEncode(out, jpg)
+	return append(out, tail...)
+}
+
+// advanceLengthFixes runs every fix's tokenizer rounds in parallel up to
+// the point where it needs random ids; the caller then finishes them in
+// request order (fixLengths does both steps at once, which random-mm
+// cannot use because its media draws come between requests).
+func advanceLengthFixes(tok Tokenizer, fixes []*lengthFix, workers int) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan *lengthFix, len(fixes))
+	for _, f := range fixes {
+		next <- f
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(workers, len(fixes)) {
+		wg.Go(func() {
+			for f := range next {
+				f.advance(tok)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,434 @@
+package datasets
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// TimedTraceOptions are the `timed_trace` dataset's inputs. The zero value
+// is not the flag defaults; start from DefaultTimedTraceOptions.
+type TimedTraceOptions struct {
+	Path       string // --dataset-path: JSON lines, one trace entry each
+	NumPrompts int    // --num-prompts: the first NumPrompts lines are used
+	// ChunkHashSize is --timed-trace-chunk-hash-size: how many prompt
+	// tokens one hash id stands for.
+	ChunkHashSize int
+	// SecMultiplier is --timed-trace-sec-multiplier: timestamp × it =
+	// send offset in seconds.
+	SecMultiplier float64
+	// The JSON keys of each entry's fields (--timed-trace-label-*).
+	LabelTimestamp, LabelInputLength, LabelOutputLength, LabelHashIDs string
+	RequestIDPrefix                                                   string
+	// PythonHashSeed is PYTHONHASHSEED (see ParsePythonHashSeed): nil
+	// draws a random key, as an unset PYTHONHASHSEED does, so prompts
+	// differ from run to run exactly as they do under Python; set it to
+	// reproduce a Python run started with the same PYTHONHASHSEED.
+	PythonHashSeed *uint32
+	// HashAlgorithm is the Python's sys.hash_info.algorithm: HashSipHash13
+	// (Python 3.11+, also "") or HashSipHash24 (Python 3.10).
+	HashAlgorithm string
+	// Globals are reseeded with 0, as TimedTrace's constructor does
+	// (random.seed(0); numpy.random.seed(0)); nil generators are skipped.
+	Globals PythonGlobals
+	// Logf, when set, receives the line Python prints when it loads the
+	// trace.
+	Logf func(format string, args ...any)
+}
+
+// DefaultTimedTraceOptions are the flags' defaults.
+func DefaultTimedTraceOptions() TimedTraceOptions {
+	return TimedTraceOptions{
+		NumPrompts:        1000,
+		ChunkHashSize:     16,
+		SecMultiplier:     1,
+		LabelTimestamp:    "timestamp",
+		LabelInputLength:  "input_length",
+		LabelOutputLength: "output_length",
+		LabelHashIDs:      "hash_ids",
+	}
+}
+
+// SampleTimedTrace is TimedTrace.sample: the first NumPrompts lines of the
+// trace become requests whose prompt is a list of token ids (PromptIDs),
+// sent at TimestampSec = timestamp × SecMultiplier. Ids are prefix + line
+// index. There is no oversampling and no shuffling.
+//
+// The prompt of an entry with input length L and hash ids h1, h2, ...:
+// for each h in turn, size = min(ChunkHashSize, remaining L), the tokens
+// random.Random(hash(f"{h}:{size}") & 0xFFFFFFFF).choices(vocab, k=size)
+// where vocab is the sorted ids of tokenizer.get_vocab() without the
+// special ids; stop once L tokens are placed. Too few hash ids give a
+// shorter prompt; PromptLen is the actual length. Python's hash() of a str
+// depends on PYTHONHASHSEED (see pyStrHash), which PythonHashSeed stands
+// for.
+func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("dataset timed_trace: a tokenizer is required (drop --skip-tokenizer-init)")
+	}
+	hasher, err := newPyStrHash(o.PythonHashSeed, o.HashAlgorithm)
+	if err != nil {
+		return nil, fmt.Errorf("dataset timed_trace: %w", err)
+	}
+	if o.Globals.Random != nil {
+		o.Globals.Random.Seed(0)
+	}
+	if o.Globals.NumPy != nil {
+		o.Globals.NumPy.Seed(0)
+	}
+	if o.Logf != nil {
+		o.Logf(`timed-trace: chunk_size: %d, sec_multiplier: %s, label_ts: "%s", label_input_length: "%s", label_output_length: "%s", label_hash_ids: "%s"`,
+			o.ChunkHashSize, metrics.PyFloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
+	}
+	if o.Path == "" {
+		return nil, valueError("dataset_path must be provided for loading data.")
+	}
+	f, err := os.Open(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset timed_trace: %w", err)
+	}
+	defer f.Close()
+
+	ex := &traceExpander{tok: tok, hash: hasher, chunk: o.ChunkHashSize, cache: map[string][]int32{}}
+	var reqs []Request
+	rd := bufio.NewReaderSize(f, 1<<16)
+	for ind := 0; len(reqs) < o.NumPrompts; ind++ {
+		line, err := rd.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("dataset timed_trace %s: %w", o.Path, err)
+		}
+		r, err := o.request(ex, line, ind)
+		if err != nil {
+			return nil, datasetError("timed_trace", lineError(o.Path, ind+1, err))
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+// request turns one trace line into a request, checking the fields in
+// Python's order.
+func (o *TimedTraceOptions) request(ex *traceExpander, line []byte, ind int) (Request, error) {
+	entry, err := parseTraceEntry(bytes.TrimSpace(line))
+	if err != nil {
+		return Request{}, err
+	}
+	field := func(what, label, flag string) (json.RawMessage, error) {
+		v, ok := entry.get(label)
+		if !ok {
+			return nil, valueError(fmt.Sprintf("%s field '%s' not found in trace entry. Available fields: %s. "+
+				"Use --%s to specify the correct field name.", what, label, pyStrListRepr(entry.keys), flag))
+		}
+		return v, nil
+	}
+	intField := func(what, label, flag string) (int, error) {
+		v, err := field(what, label, flag)
+		if err != nil {
+			return 0, err
+		}
+		return traceInt(v, label)
+	}
+	inputLen, err := intField("Input length", o.LabelInputLength, "label-input-length")
+	if err != nil {
+		return Request{}, err
+	}
+	outputLen, err := intField("Output length", o.LabelOutputLength, "label-output-length")
+	if err != nil {
+		return Request{}, err
+	}
+	var hashIDs []json.RawMessage
+	if raw, present := entry.values[o.LabelHashIDs]; present {
+		if err := json.Unmarshal(raw, &hashIDs); err != nil || string(raw) == "null" {
+			return Request{}, fmt.Errorf("%q must be a list of hash ids, got %s", o.LabelHashIDs, raw)
+		}
+	}
+	ids, err := ex.expand(hashIDs, inputLen)
+	if err != nil {
+		return Request{}, err
+	}
+	tsRaw, err := field("Timestamp", o.LabelTimestamp, "label-timestamp")
+	if err != nil {
+		return Request{}, err
+	}
+	ts, err := traceFloat(tsRaw, o.LabelTimestamp)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{
+		PromptIDs:         ids,
+		PromptLen:         len(ids),
+		ExpectedOutputLen: outputLen,
+		RequestID:         o.RequestIDPrefix + strconv.Itoa(ind),
+		TimestampSec:      ts * o.SecMultiplier,
+	}, nil
+}
+
+// traceExpander is TimedTrace._expand_prompt with its per-key cache.
+type traceExpander struct {
+	tok   Tokenizer
+	hash  pyStrHash
+	chunk int
+	vocab []int32 // sorted non-special vocabulary ids, built on first use
+	cache map[string][]int32
+}
+
+func (ex *traceExpander) expand(hashIDs []json.RawMessage, target int) ([]int32, error) {
+	var out []int32
+	for _, raw := range hashIDs {
+		size := target
+		if target >= ex.chunk {
+			size = ex.chunk
+		}
+		h, err := pyStrOfJSON(raw)
+		if err != nil {
+			return nil, err
+		}
+		key := h + ":" + strconv.Itoa(size)
+		ids, ok := ex.cache[key]
+		if !ok {
+			ids = ex.sample(size, uint32(uint64(ex.hash.sum(key))))
+			ex.cache[key] = ids
+		}
+		out = append(out, ids...)
+		target -= size
+		if target <= 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// sample is random.Random(seed).choices(vocab, k=n).
+func (ex *traceExpander) sample(n int, seed uint32) []int32 {
+	if ex.vocab == nil {
+		ex.vocab = nonSpecialVocab(ex.tok)
+	}
+	if n <= 0 || len(ex.vocab) == 0 {
+		return []int32{}
+	}
+	idx := pyrand.NewRandom(int64(seed)).Choices(len(ex.vocab), n)
+	ids := make([]int32, n)
+	for i, j := range idx {
+		ids[i] = ex.vocab[j]
+	}
+	return ids
+}
+
+// vocabLister is a tokenizer that lists the ids of its whole vocabulary,
+// added tokens included: the values of Hugging Face's get_vocab().
+type vocabLister interface {
+	VocabIDs() []int32
+}
+
+// tokenLookup is a tokenizer that tells which ids have a token.
+type tokenLookup interface {
+	IDToToken(id int32) (string, bool)
+}
+
+// nonSpecialVocab is sorted(get_vocab().values()) without the special ids.
+// A tokenizer that cannot list its vocabulary (no VocabIDs) is taken to
+// hold the ids below VocabSize that it knows, plus, when it can look ids
+// up, the added tokens that follow them without a gap (where Hugging Face
+// tokenizers put added tokens).
+func nonSpecialVocab(tok Tokenizer) []int32 {
+	var ids []int32
+	switch t := tok.(type) {
+	case vocabLister:
+		ids = append(ids, t.VocabIDs()...)
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	case tokenLookup:
+		for id := int32(0); ; id++ {
+			if _, ok := t.IDToToken(id); ok {
+				ids = append(ids, id)
+			} else if int(id) >= tok.VocabSize() {
+				break
+			}
+		}
+	default:
+		for id := range int32(tok.VocabSize()) {
+			ids = append(ids, id)
+		}
+	}
+	special := make(map[int32]bool, len(tok.AllSpecialIDs()))
+	for _, id := range tok.AllSpecialIDs() {
+		special[id] = true
+	}
+	out := ids[:0]
+	for i, id := range ids {
+		if !special[id] && (i == 0 || id != ids[i-1]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// traceEntry is one JSON object with its keys in file order, as a Python
+// dict keeps them (a repeated key keeps its first place and last value).
+type traceEntry struct {
+	keys   []string
+	values map[string]json.RawMessage
+}
+
+// get is entry.get(key): a missing key and null are both None.
+func (e traceEntry) get(key string) (json.RawMessage, bool) {
+	v, ok := e.values[key]
+	if !ok || string(v) == "null" {
+		return nil, false
+	}
+	return v, true
+}
+
+func parseTraceEntry(line []byte) (traceEntry, error) {
+	e := traceEntry{values: map[string]json.RawMessage{}}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return e, fmt.Errorf("want a JSON object, got %q", truncate(string(line), 80))
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return e, fmt.Errorf("malformed JSON object: %w", err)
+		}
+		key := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return e, fmt.Errorf("malformed JSON object at key %q: %w", key, err)
+		}
+		if _, seen := e.values[key]; !seen {
+			e.keys = append(e.keys, key)
+		}
+		e.values[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return e, fmt.Errorf("malformed JSON object: %w", err)
+	}
+	if dec.More() {
+		return e, fmt.Errorf("extra data after the JSON object")
+	}
+	return e, nil
+}
+
+// traceInt reads a length field, which must be a JSON integer.
+func traceInt(raw json.RawMessage, label string) (int, error) {
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("field %q must be an integer, got %s", label, raw)
+	}
+	return int(v), nil
+}
+
+// traceFloat is float(value) for a JSON number or numeric string.
+func traceFloat(raw json.RawMessage, label string) (float64, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		v, err := metrics.ParsePyFloat(s)
+		if err != nil {
+			return 0, valueError(fmt.Sprintf("could not convert string to float: %s", pyStrRepr(s)))
+		}
+		return v, nil
+	}
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, fmt.Errorf("field %q must be a number, got %s", label, raw)
+	}
+	return v, nil
+}
+
+// pyStrOfJSON is f"{h}" for a value json.loads produced: ints print in
+// decimal, floats as repr, strings as themselves, true/false/null as
+// True/False/None.
+func pyStrOfJSON(raw json.RawMessage) (string, error) {
+	text := string(raw)
+	switch {
+	case text == "true":
+		return "True", nil
+	case text == "false":
+		return "False", nil
+	case text == "null":
+		return "None", nil
+	case strings.HasPrefix(text, `"`):
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
+		}
+		return s, nil
+	case strings.ContainsAny(text, ".eE"):
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
+		}
+		return metrics.PyFloatRepr(f), nil
+	case text == "-0":
+		return "0", nil
+	case text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9'):
+		return text, nil // JSON integers are already in canonical form
+	}
+	return "", fmt.Errorf("hash id %s: want a number or a string", raw)
+}
+
+// pyStrListRepr is repr(list_of_str).
+func pyStrListRepr(items []string) string {
+	parts := make([]string, len(items))
+	for i, s := range items {
+		parts[i] = pyStrRepr(s)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// pyStrRepr is repr(str): single quotes unless the text holds a single
+// quote and no double quote, backslash escapes for the quote, backslash,
+// \t \n \r and non-printable characters.
+func pyStrRepr(s string) string {
+	quote := '\''
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		quote = '"'
+	}
+	var b strings.Builder
+	b.WriteRune(quote)
+	for _, r := range s {
+		switch {
+		case r == quote || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r <= 0xff:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteRune(quote)
+	return b.String()
+}
+
+// lineError places err at a line of path, except for a *PythonError.
+func lineError(path string, line int, err error) error {
+	var pyErr *PythonError
+	if errors.As(err, &pyErr) {
+		return err
+	}
+	return fmt.Errorf("%s line %d: %w", path, line, err)
+}
