@@ -1,0 +1,248 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// Kind selects the OpenAI response shape.
+type Kind uint8
+
+const (
+	Completions Kind = iota // choices[0].text
+	Chat                    // choices[0].delta.content (reasoning chunks still count)
+)
+
+// String names the kind as the backends do.
+func (k Kind) String() string {
+	switch k {
+	case Completions:
+		return "completions"
+	case Chat:
+		return "chat"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Chunk is one decoded event. Text aliases the Decoder's internal buffer, valid until the next
+// Decode.
+type Chunk struct {
+	Done     bool   // data was [DONE]
+	Token    bool   // a token event per spec §b: a JSON object whose "choices" is a non-empty list
+	Text     []byte // the token text (nil when null/missing; still a token event)
+	HasUsage bool   // a truthy "usage" object outside a token event
+	// From usage; -1 when the field is absent, null or not a number.
+	PromptTokens, CompletionTokens int64
+	// Message of an in-stream {"error": {...}} / {"message":...} object; when
+	// the error carries no message string, its JSON text. Nil otherwise. Like
+	// Python, Decode does not fail on it: the request fails later only if it
+	// never received a token event.
+	ErrMessage []byte
+}
+
+// ErrMalformedChunk is wrapped by every Decode error: the chunk is one on
+// which `vllm bench serve` raises and fails the request.
+var ErrMalformedChunk = errors.New("sse: malformed stream chunk")
+
+// Decoder decodes OpenAI stream chunks with one reusable fastjson.Parser; one per shard/caller,
+// not safe for concurrent use.
+type Decoder struct {
+	kind   Kind
+	json   fastjson.Parser
+	errBuf []byte // JSON text of an error object without a message
+}
+
+// NewDecoder returns a Decoder for the given response shape.
+func NewDecoder(kind Kind) *Decoder { return &Decoder{kind: kind} }
+
+// Kind reports the response shape d decodes.
+func (d *Decoder) Kind() Kind { return d.kind }
+
+// Decode decodes one event's data into out. It returns an error exactly where Python's request
+// function would raise (invalid JSON; chat token chunk without "delta"), with a clear message.
+//
+// The classification follows the request functions of `vllm bench serve`
+// (spec §b) step by step:
+//
+//   - data "[DONE]" (surrounding whitespace ignored) ends the stream;
+//   - anything else must be a JSON object (json.loads, then data.get);
+//   - a truthy "choices" makes a token event; it must be a list whose first
+//     element is an object, whose "text" (completions) or whose "delta"
+//     object's "content" (chat) is a string or falsy; null, missing or
+//     falsy text is an empty token;
+//   - otherwise a truthy "usage" must be an object, and gives the token
+//     counts;
+//   - an error object is reported in ErrMessage and is not a Decode error.
+//
+// Where a JSON key repeats, the last occurrence counts, as in a Python dict.
+// After an error out describes no event: Token, Done and HasUsage are false.
+func (d *Decoder) Decode(data []byte, out *Chunk) error {
+	*out = Chunk{PromptTokens: -1, CompletionTokens: -1}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		out.Done = true
+		return nil
+	}
+	// Python decodes the body as strict UTF-8 and parses with strict
+	// json.loads; fastjson's parser alone is lenient on both counts, and
+	// checks only the structure, which checkLexemes completes.
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrMalformedChunk)
+	}
+	if err := checkLexemes(data); err != nil {
+		return fmt.Errorf("%w: invalid JSON: %v", ErrMalformedChunk, err)
+	}
+	v, err := d.json.ParseBytes(data)
+	if err != nil {
+		return fmt.Errorf("%w: invalid JSON: %v", ErrMalformedChunk, err)
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, v.Type())
+	}
+	if choices := lastField(obj, "choices"); truthy(choices) {
+		if err := d.decodeToken(choices, out); err != nil {
+			return err
+		}
+		out.Token = true
+		return nil
+	}
+	if usage := lastField(obj, "usage"); truthy(usage) {
+		u, err := usage.Object()
+		if err != nil {
+			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, usage.Type())
+		}
+		out.HasUsage = true
+		out.PromptTokens = count(lastField(u, "prompt_tokens"))
+		out.CompletionTokens = count(lastField(u, "completion_tokens"))
+	}
+	out.ErrMessage = d.errorMessage(obj)
+	return nil
+}
+
+// decodeToken reads the text of a token chunk whose "choices" is truthy.
+func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
+	list, err := choices.Array()
+	if err != nil {
+		return fmt.Errorf("%w: \"choices\" is a JSON %s, not a list", ErrMalformedChunk, choices.Type())
+	}
+	first, err := list[0].Object()
+	if err != nil {
+		return fmt.Errorf("%w: choices[0] is a JSON %s, not an object", ErrMalformedChunk, list[0].Type())
+	}
+	var text *fastjson.Value
+	switch d.kind {
+	case Chat:
+		delta := lastField(first, "delta")
+		if delta == nil {
+			return fmt.Errorf("%w: chat chunk has no \"delta\" in choices[0]", ErrMalformedChunk)
+		}
+		do, err := delta.Object()
+		if err != nil {
+			return fmt.Errorf("%w: choices[0].delta is a JSON %s, not an object", ErrMalformedChunk, delta.Type())
+		}
+		text = lastField(do, "content")
+	default:
+		text = lastField(first, "text")
+	}
+	if text == nil {
+		return nil
+	}
+	if text.Type() == fastjson.TypeString {
+		out.Text, _ = text.StringBytes()
+		return nil
+	}
+	if truthy(text) {
+		// Python's `generated_text += text or ""` raises a TypeError.
+		return fmt.Errorf("%w: token text is a JSON %s, not a string", ErrMalformedChunk, text.Type())
+	}
+	return nil
+}
+
+// errorMessage returns the message of an in-stream error object: vLLM's
+// {"error": {"message": ...}} (or {"error": "..."}), or the older top-level
+// {"object": "error", "message": ...}.
+func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
+	holder := obj
+	switch e := lastField(obj, "error"); {
+	case e != nil && e.Type() == fastjson.TypeObject:
+		holder, _ = e.Object()
+	case e != nil && e.Type() == fastjson.TypeString:
+		if msg, _ := e.StringBytes(); len(msg) > 0 {
+			return msg
+		}
+		return nil
+	default:
+		o := lastField(obj, "object")
+		if o == nil || o.Type() != fastjson.TypeString {
+			return nil
+		}
+		if s, _ := o.StringBytes(); string(s) != "error" {
+			return nil
+		}
+	}
+	if m := lastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
+		if msg, _ := m.StringBytes(); len(msg) > 0 {
+			return msg
+		}
+	}
+	d.errBuf = holder.MarshalTo(d.errBuf[:0])
+	return d.errBuf
+}
+
+// lastField returns the value of the last occurrence of key in o, or nil.
+// fastjson's Get returns the first; Python's dict keeps the last.
+func lastField(o *fastjson.Object, key string) *fastjson.Value {
+	var found *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if string(k) == key {
+			found = v
+		}
+	})
+	return found
+}
+
+// truthy is Python's bool() of a parsed JSON value; a missing value (nil) is
+// falsy like the None that dict.get returns.
+func truthy(v *fastjson.Value) bool {
+	if v == nil {
+		return false
+	}
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		return o.Len() > 0
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		return len(a) > 0
+	case fastjson.TypeString:
+		s, _ := v.StringBytes()
+		return len(s) > 0
+	case fastjson.TypeNumber:
+		f, err := v.Float64()
+		return err != nil || f != 0
+	case fastjson.TypeTrue:
+		return true
+	}
+	return false
+}
+
+// count reads a token count; -1 stands for a missing, null or non-numeric
+// field (Python would carry None, or the odd value, onwards).
+func count(v *fastjson.Value) int64 {
+	if v == nil || v.Type() != fastjson.TypeNumber {
+		return -1
+	}
+	if n, err := v.Int64(); err == nil {
+		return n
+	}
+	f, err := v.Float64()
+	if err != nil {
+		return -1
+	}
+	return int64(f)
+}
