@@ -203,8 +203,8 @@ type SamplingFlags struct {
 // (moreh-dev/vllm); stampede accepts them so that fork's commands run.
 type WorkerFlags struct {
 	MaxConnectionsPerWorker *int    `long:"max-connections-per-worker" description:"Requests per worker K; the run uses ceil(num_prompts / K) shards and reports them as worker processes."`
-	WarmupTime              float64 `long:"warmup-time" default:"0.0" description:"Seconds trimmed from the start for a steady-state result (above 0 is not supported yet)."`
-	CooldownTime            float64 `long:"cooldown-time" default:"0.0" description:"Seconds trimmed from the end for a steady-state result (above 0 is not supported yet)."`
+	WarmupTime              float64 `long:"warmup-time" default:"0.0" description:"Seconds trimmed from the start of the run for a second, steady-state result block (multi-process fork)."`
+	CooldownTime            float64 `long:"cooldown-time" default:"0.0" description:"Seconds trimmed from the end of the run for a second, steady-state result block (multi-process fork)."`
 }
 
 // StampedeFlags are stampede's own options; none changes the meaning of a
