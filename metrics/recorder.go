@@ -74,7 +74,6 @@ type Stream struct {
 	text         []byte
 	outputTokens int
 	serverPrompt int // usage.prompt_tokens, -1 until seen
-	active       bool
 }
 
 // Begin starts recording request index on s. startNs is just before its
@@ -89,24 +88,13 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.text = s.text[:0]
 	s.outputTokens = 0
 	s.serverPrompt = -1
-	s.active = true
 }
-
-// Active reports whether s holds a request that has not ended.
-func (s *Stream) Active() bool { return s.active }
-
-// Index returns the request's position in the dataset.
-func (s *Stream) Index() int { return s.index }
 
 // StartNs returns when the request's bytes started going out.
 func (s *Stream) StartNs() int64 { return s.startNs }
 
 // TokenEvents returns how many token events the request has received.
 func (s *Stream) TokenEvents() int { return len(s.stampsNs) }
-
-// Restart moves the request's start time, for a request that is sent again
-// on a fresh connection after its first connection failed before answering.
-func (s *Stream) Restart(startNs int64) { s.startNs = startNs }
 
 // Token records one token event (spec §b: a chunk with non-empty choices)
 // received at tsNs with the chunk's text. text is copied only when the run
@@ -145,7 +133,7 @@ func (r *Recorder) EndStream(s *Stream) {
 	res.Success = true
 	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
 	r.recordTokenTimes(s.stampsNs)
-	r.finish(s, res)
+	r.finish(res)
 	r.completed.Add(1)
 }
 
@@ -160,7 +148,7 @@ func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
 	res.LatencyNs = res.TTFTNs
 	res.PromptLen = max(s.serverPrompt, 0)
 	res.NumInputSequences = numInputSequences
-	r.finish(s, res)
+	r.finish(res)
 	r.completed.Add(1)
 }
 
@@ -170,7 +158,7 @@ func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
 func (r *Recorder) Fail(s *Stream, errText string) {
 	res := r.result(s)
 	res.Error = errText
-	r.finish(s, res)
+	r.finish(res)
 	r.failed.Add(1)
 }
 
@@ -214,9 +202,8 @@ func (r *Recorder) result(s *Stream) RequestResult {
 	return res
 }
 
-func (r *Recorder) finish(s *Stream, res RequestResult) {
+func (r *Recorder) finish(res RequestResult) {
 	r.results = append(r.results, res)
-	s.active = false
 }
 
 // recordTokenTimes feeds a successful request's ITLs into the histogram and

@@ -2,4 +2,19 @@
 // and pinned to a CPU, with its own epoll, non-blocking connects, a keep-alive
 // connection pool, per-request state machines, timers, and kernel receive
 // timestamps on every read.
+//
+// A run's shards share three things: the request list (read-only), a Queue
+// through which the arrival schedule releases requests and which holds the
+// global concurrency cap, and a Clock, the run's time base. Everything else
+// (connections, buffers, the parsers, the Recorder) belongs to one shard.
+//
+// Bytes flow without copies or allocations from recvmsg through
+// httpwire.Parser (HTTP/1.1 framing), sse.Parser (events) and sse.Decoder
+// (OpenAI chunks) into metrics.Stream; every token event parsed from one
+// read carries that read's kernel receive stamp (SO_TIMESTAMPING, software
+// RX), or the loop's clock when the kernel gave none.
+//
+// https:// targets use TLSTransport instead, a goroutine per connection over
+// crypto/tls feeding the same parsers and recorder. All system calls live in
+// sys_linux.go.
 package shard

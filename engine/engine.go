@@ -1,0 +1,495 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// Request is one benchmark request, encoded before the run.
+type Request struct {
+	// Index is the request's position in the dataset; results carry it.
+	Index int
+	// Wire is the whole encoded HTTP request (httpwire.AppendRequest).
+	Wire []byte
+	// PromptLen is the dataset's prompt length in tokens.
+	PromptLen int
+	// NumInputSequences is the number of inputs of a pooling request over a
+	// list prompt; 0 means 1.
+	NumInputSequences int
+	// OffsetNs is the request's send time after the start, from a timed
+	// trace; used only with Config.SelfTimed.
+	OffsetNs int64
+}
+
+// Config describes one run.
+type Config struct {
+	// Network and Address locate the server: "tcp" (or "tcp4", "tcp6") and
+	// "host:port". A host name is resolved once, before the run.
+	Network, Address string
+	// TLS, when set, sends over TLS (https:// URLs) with a goroutine per
+	// connection instead of the shard loops.
+	TLS *tls.Config
+
+	Kind      sse.Kind // stream chunk format
+	Streaming bool     // false for non-streaming pooling backends
+
+	Requests []Request
+
+	// RequestRate is requests per second (math.Inf(1): all at once);
+	// Burstiness the gamma shape (1: Poisson). RampUp, when set, replaces the
+	// fixed rate. SelfTimed sends each request at its OffsetNs instead.
+	RequestRate, Burstiness float64
+	RampUp                  *RampUp
+	SelfTimed               bool
+	// Seed seeds the default GapSource; Gaps, when set, replaces it.
+	Seed int64
+	Gaps GapSource
+
+	// MaxConcurrency caps requests in flight over all shards; 0 = no cap.
+	MaxConcurrency int
+	// Shards sets the shard count; 0 picks one per usable physical core, or
+	// ⌈len(Requests)/MaxConnectionsPerWorker⌉ when that is set.
+	Shards                  int
+	MaxConnectionsPerWorker int
+	// CPUs lists the CPUs to pin shards to, in order (shards wrap around
+	// when more than CPUs); a negative entry leaves its shards unpinned;
+	// nil uses the detected topology's placement.
+	CPUs []int
+
+	// ConnectTimeout bounds a connect (default 30 s); RequestTimeout a whole
+	// request (default 6 h, Python's); CancelGrace how long in-flight
+	// requests may finish after ctx is cancelled (default 5 s).
+	ConnectTimeout, RequestTimeout, CancelGrace time.Duration
+
+	// KernelTimestamps stamps reads with the kernel's receive time.
+	KernelTimestamps bool
+	// KeepDetail keeps every request's exact ITLs; KeepText its text.
+	KeepDetail, KeepText bool
+}
+
+// Defaults for the zero values of Config's timeouts.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultRequestTimeout = 6 * time.Hour
+	DefaultCancelGrace    = 5 * time.Second
+)
+
+// Result is what a run measured, and how well the client kept up.
+type Result struct {
+	Data   metrics.RunData
+	Shards int
+	// RampUpEvents are the ramp's whole-rate changes (spec §c).
+	RampUpEvents []RampUpEvent
+	// Start is the wall-clock time of run time 0, the origin of every
+	// ArrivalNs and StartNs (the schedule itself starts a little later, once
+	// the shards are up); MonotonicStartNs is the same instant as absolute
+	// CLOCK_MONOTONIC nanoseconds, for matching a server's log of send
+	// times.
+	Start            time.Time
+	MonotonicStartNs int64
+	// ScheduleStartNs is the run time the arrival schedule counts from:
+	// request i was due at ScheduleStartNs + its offset.
+	ScheduleStartNs int64
+	Cancelled       bool
+	Health          Health
+}
+
+// Health tells how well the client itself kept up (DESIGN principle 6).
+type Health struct {
+	Shards []shard.Health
+	// ScheduleLag is actual minus intended release time over all requests.
+	ScheduleLagP50, ScheduleLagP99, ScheduleLagMax time.Duration
+	// LongestTurn is the longest event-loop pass of any shard.
+	LongestTurn time.Duration
+	// KernelStampCoverage is the fraction of reads that carried a kernel
+	// receive timestamp (0 without KernelTimestamps).
+	KernelStampCoverage float64
+}
+
+// Run runs cfg's requests and returns the measurements. While it runs,
+// GOMAXPROCS is at least the shard count + 2 (see procs.go). Cancelling ctx
+// stops sending; requests in flight get CancelGrace to finish, the rest
+// and those never sent are failed "cancelled", and the results so far are
+// returned with Result.Cancelled set.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	r, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait()
+}
+
+// Runner is a started run. Progress may be called from any goroutine.
+type Runner struct {
+	cfg       Config
+	queue     *shard.Queue
+	clock     shard.Clock
+	recorders []*metrics.Recorder
+	transport transport
+	done      chan struct{}
+	result    *Result
+	err       error
+}
+
+// transport is how requests go out: the shard loops, or TLS.
+type transport interface {
+	wakeOne()
+	stop()
+	abort()
+	wait()
+	health() []shard.Health
+}
+
+// Start validates cfg, starts the transport and the schedule, and returns
+// at once.
+func Start(ctx context.Context, cfg Config) (*Runner, error) {
+	cfg = withDefaults(cfg)
+	offsets, rates, err := schedule(cfg)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := resolve(cfg.Network, cfg.Address)
+	if err != nil {
+		return nil, err
+	}
+	n := len(cfg.Requests)
+	count, err := shardCount(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cpus := cfg.CPUs
+	if len(cpus) == 0 {
+		if topo, err := DetectTopology(); err == nil {
+			cpus = topo.Placement()
+		}
+	}
+	slotsTotal := cfg.MaxConcurrency
+	if slotsTotal <= 0 {
+		slotsTotal = n
+	}
+	r := &Runner{
+		cfg:   cfg,
+		queue: shard.NewQueue(n, cfg.MaxConcurrency),
+		clock: shard.NewClock(),
+		done:  make(chan struct{}),
+	}
+	reqs := make([]shard.Request, n)
+	for i, q := range cfg.Requests {
+		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences}
+	}
+	base := shard.Config{
+		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
+		Requests: reqs, Queue: r.queue,
+		Slots:          max(1, (slotsTotal+count-1)/count),
+		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
+		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
+	}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText}
+	raiseProcs(count)
+	if cfg.TLS != nil {
+		count = 1
+		r.transport, r.recorders, err = startTLS(base, cfg.TLS, cfg.Address, slotsTotal, opts)
+	} else {
+		r.transport, r.recorders, err = startShards(base, count, cpus, opts)
+	}
+	if err != nil {
+		restoreProcs()
+		return nil, err
+	}
+	go r.run(ctx, offsets, rates)
+	return r, nil
+}
+
+// Progress returns how many requests have succeeded and failed so far, and
+// the total; done+failed is the number that ended. Requests a cancellation
+// kept from being sent are not counted (they appear, failed, in the Result).
+func (r *Runner) Progress() (done, failed, total int) {
+	for _, rec := range r.recorders {
+		done += int(rec.Completed())
+		failed += int(rec.Failed())
+	}
+	return done, failed, len(r.cfg.Requests)
+}
+
+// Wait blocks until the run ended and returns its result.
+func (r *Runner) Wait() (*Result, error) {
+	<-r.done
+	return r.result, r.err
+}
+
+func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
+	defer close(r.done)
+	defer restoreProcs()
+	res := &Result{Shards: len(r.recorders), Start: r.clock.Base(), MonotonicStartNs: r.clock.Monotonic(0)}
+	// The schedule and the duration count from here, after the shards are
+	// up (Python: benchmark_start_time, just before the dispatch loop).
+	startNs := r.clock.Now()
+	res.ScheduleStartNs = startNs
+	lags := r.dispatch(ctx, startNs, offsets, rates, res)
+	var endNs int64
+	select {
+	case <-r.queue.Done():
+		endNs = r.clock.Now()
+		r.transport.stop()
+	case <-ctx.Done():
+		res.Cancelled = true
+		r.queue.Close()
+		r.drain(r.cfg.CancelGrace)
+		endNs = r.clock.Now()
+		r.transport.abort()
+	}
+	r.transport.wait()
+
+	// Requests never taken: failed "cancelled", as Python's would be.
+	skipped := metrics.NewRecorder(metrics.Options{})
+	for i := r.queue.Taken(); i < len(r.cfg.Requests); i++ {
+		var arrival int64
+		if i < r.queue.Released() {
+			arrival = r.queue.ArrivalNs(i)
+		}
+		skipped.Skip(i, r.cfg.Requests[i].PromptLen, arrival, "cancelled")
+	}
+	res.Data = metrics.Merge(len(r.cfg.Requests), append(r.recorders, skipped)...)
+	for i := range res.Data.Results {
+		res.Data.Results[i].Index = r.cfg.Requests[i].Index
+	}
+	res.Data.DurationNs = endNs - startNs
+	res.Health = r.health(lags)
+	r.result = res
+}
+
+// dispatch releases each request at startNs plus its offset and returns
+// the schedule lag of each release. It stops early when ctx is cancelled.
+func (r *Runner) dispatch(ctx context.Context, startNs int64, offsets []int64, rates []float64, res *Result) []int64 {
+	lags := make([]int64, 0, len(offsets))
+	lastRPS := -1
+	if ramp := r.cfg.RampUp; ramp != nil && !r.cfg.SelfTimed {
+		lastRPS = ramp.StartRPS
+		res.RampUpEvents = append(res.RampUpEvents, RampUpEvent{RPS: lastRPS, At: time.Now()})
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for i, offset := range offsets {
+		due := startNs + offset
+		if offset > 0 {
+			if wait := due - r.clock.Now(); wait > 0 {
+				timer.Reset(time.Duration(wait))
+				select {
+				case <-timer.C:
+				case <-ctx.Done():
+					return lags
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return lags
+		}
+		now := r.clock.Now()
+		r.queue.Release(i, now)
+		r.transport.wakeOne()
+		lags = append(lags, now-due)
+		if r.cfg.RampUp != nil && !r.cfg.SelfTimed {
+			res.RampUpEvents = rampUpEvents(res.RampUpEvents, &lastRPS, rates[i], time.Now())
+		}
+	}
+	return lags
+}
+
+// drain waits up to grace for the requests in flight to end.
+func (r *Runner) drain(grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	for r.queue.InFlight() > 0 && time.Now().Before(deadline) {
+		select {
+		case <-r.queue.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Runner) health(lags []int64) Health {
+	h := Health{Shards: r.transport.health()}
+	var reads, stamped int64
+	for _, s := range h.Shards {
+		reads += s.Reads
+		stamped += s.StampedReads
+		h.LongestTurn = max(h.LongestTurn, s.LongestTurn)
+	}
+	if reads > 0 {
+		h.KernelStampCoverage = float64(stamped) / float64(reads)
+	}
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		at := func(p float64) time.Duration {
+			return time.Duration(lags[min(len(lags)-1, int(math.Ceil(p*float64(len(lags))))-1)])
+		}
+		h.ScheduleLagP50, h.ScheduleLagP99 = at(0.50), at(0.99)
+		h.ScheduleLagMax = time.Duration(lags[len(lags)-1])
+	}
+	return h
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Network == "" {
+		cfg.Network = "tcp"
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = DefaultCancelGrace
+	}
+	if cfg.Burstiness == 0 {
+		cfg.Burstiness = 1
+	}
+	if cfg.RequestRate == 0 && cfg.RampUp == nil && !cfg.SelfTimed {
+		cfg.RequestRate = math.Inf(1)
+	}
+	if cfg.Gaps == nil {
+		cfg.Gaps = NewGapSource(cfg.Seed)
+	}
+	return cfg
+}
+
+// schedule returns each request's release time in run nanoseconds and the
+// rate that applied to it.
+func schedule(cfg Config) (offsetsNs []int64, rates []float64, err error) {
+	n := len(cfg.Requests)
+	offsetsNs = make([]int64, n)
+	if cfg.SelfTimed {
+		for i, q := range cfg.Requests {
+			offsetsNs[i] = max(q.OffsetNs, 0)
+		}
+		return offsetsNs, make([]float64, n), nil
+	}
+	s, err := ArrivalSchedule(n, cfg.RequestRate, cfg.Burstiness, cfg.RampUp, cfg.Gaps)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, sec := range s.OffsetsSec {
+		offsetsNs[i] = int64(math.Round(sec * 1e9))
+	}
+	return offsetsNs, s.Rates, nil
+}
+
+// shardCount applies Config.Shards, MaxConnectionsPerWorker, or one shard
+// per usable physical core.
+func shardCount(cfg Config) (int, error) {
+	n := len(cfg.Requests)
+	switch {
+	case cfg.Shards < 0:
+		return 0, fmt.Errorf("shard count %d: must be 0 (automatic) or positive", cfg.Shards)
+	case cfg.Shards > 0:
+		return cfg.Shards, nil
+	case cfg.MaxConnectionsPerWorker < 0:
+		return 0, fmt.Errorf("--max-connections-per-worker %d: must be positive", cfg.MaxConnectionsPerWorker)
+	case cfg.MaxConnectionsPerWorker > 0:
+		return max(1, (n+cfg.MaxConnectionsPerWorker-1)/cfg.MaxConnectionsPerWorker), nil
+	}
+	if len(cfg.CPUs) > 0 {
+		return len(cfg.CPUs), nil
+	}
+	topo, err := DetectTopology()
+	if err != nil {
+		return 1, nil
+	}
+	return topo.Cores(), nil
+}
+
+func resolve(network, address string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(address); err == nil {
+		return ap, nil
+	}
+	a, err := net.ResolveTCPAddr(network, address)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("server address %q: %w", address, err)
+	}
+	ap := a.AddrPort()
+	if !ap.IsValid() {
+		return netip.AddrPort{}, errors.New("server address " + address + ": no IP address")
+	}
+	return ap, nil
+}
+
+// shardSet is the epoll transport: one pinned event loop per shard.
+type shardSet struct {
+	shards []*shard.Shard
+	wg     sync.WaitGroup
+	next   int // round-robin start for wake-ups; dispatcher goroutine only
+}
+
+func startShards(base shard.Config, count int, cpus []int, opts metrics.Options) (*shardSet, []*metrics.Recorder, error) {
+	set := &shardSet{}
+	var recs []*metrics.Recorder
+	for i := range count {
+		cfg := base
+		cfg.ID = i
+		cfg.CPU = -1
+		if len(cpus) > 0 {
+			cfg.CPU = max(cpus[i%len(cpus)], -1)
+		}
+		cfg.Recorder = metrics.NewRecorder(opts)
+		s, err := shard.New(cfg)
+		if err != nil {
+			for _, s := range set.shards {
+				s.Abort()
+			}
+			set.wait()
+			return nil, nil, err
+		}
+		set.shards = append(set.shards, s)
+		recs = append(recs, cfg.Recorder)
+		set.wg.Go(s.Run)
+	}
+	return set, recs, nil
+}
+
+// wakeOne wakes one shard that sleeps with a free slot, if any; busy
+// shards look at the queue after every event anyway.
+func (s *shardSet) wakeOne() {
+	for k := range s.shards {
+		i := (s.next + k) % len(s.shards)
+		if s.shards[i].WakeIfSleeping() {
+			s.next = i + 1
+			return
+		}
+	}
+}
+
+func (s *shardSet) stop() {
+	for _, sh := range s.shards {
+		sh.Stop()
+	}
+}
+
+func (s *shardSet) abort() {
+	for _, sh := range s.shards {
+		sh.Abort()
+	}
+}
+
+func (s *shardSet) wait() { s.wg.Wait() }
+
+func (s *shardSet) health() []shard.Health {
+	h := make([]shard.Health, len(s.shards))
+	for i, sh := range s.shards {
+		h[i] = sh.Health()
+	}
+	return h
+}

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+func requests(paths ...string) []Request {
+	reqs := make([]Request, len(paths))
+	for i, p := range paths {
+		reqs[i] = Request{Index: 100 + i, Wire: shardtest.Wire(p), PromptLen: 3}
+	}
+	return reqs
+}
+
+func repeat(path string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = path
+	}
+	return out
+}
+
+func TestRunHoldsConcurrencyCap(t *testing.T) {
+	srv := shardtest.New(t)
+	res, err := Run(context.Background(), Config{
+		Address: srv.Addr.String(), Kind: sse.Completions, Streaming: true,
+		Requests: requests(repeat("/slow/5", 60)...),
+		// Unpinned: a shard pinned to a CPU that other processes saturate
+		// may not run at all during a short test, leaving its share idle.
+		MaxConcurrency: 5, Shards: 3, CPUs: []int{-1},
+		KernelTimestamps: true, KeepDetail: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Data.Results {
+		if !r.Success || r.Index != 100+i {
+			t.Fatalf("result %d: index %d success %v error %q", i, r.Index, r.Success, r.Error)
+		}
+	}
+	if got := srv.MaxActive.Load(); got > 5 {
+		t.Errorf("server saw %d requests at once; the cap is 5", got)
+	}
+	if got := peakInFlight(res.Data.Results); got < 4 || got > 5 {
+		t.Errorf("client had at most %d requests in flight; want the cap of 5 used", got)
+	}
+	if got := srv.Accepted.Load(); got > 5 {
+		t.Errorf("server accepted %d connections; at most 5 (the cap) needed", got)
+	}
+	if res.Shards != 3 || len(res.Health.Shards) != 3 {
+		t.Errorf("shards %d (health %d); want 3", res.Shards, len(res.Health.Shards))
+	}
+	if res.Health.KernelStampCoverage != 1 {
+		t.Errorf("kernel stamp coverage %v on loopback; want 1", res.Health.KernelStampCoverage)
+	}
+	if res.Data.DurationNs <= 0 || res.Data.ITL.TotalCount() != 60*2 {
+		t.Errorf("duration %d, ITL count %d", res.Data.DurationNs, res.Data.ITL.TotalCount())
+	}
+	// 60 requests of ≥5 ms at 5 at a time take ≥60 ms; requests waited
+	// for the cap, so queue times must show it.
+	var queued int
+	for _, r := range res.Data.Results {
+		if r.QueueNs > int64(2*time.Millisecond) {
+			queued++
+		}
+	}
+	if queued == 0 {
+		t.Error("no request waited for the concurrency cap")
+	}
+}
+
+func TestRunFollowsSchedule(t *testing.T) {
+	srv := shardtest.New(t)
+	const n, rate = 20, 100.0
+	res, err := Run(context.Background(), Config{
+		Address: srv.Addr.String(), Streaming: true,
+		Requests: requests(repeat("/ok/2", n)...), RequestRate: rate, Burstiness: math.Inf(1),
+		Shards: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := res.ScheduleStartNs
+	var lags []int64
+	for i, r := range res.Data.Results {
+		due := origin + int64(float64(i+1)/rate*1e9)
+		if !r.Success {
+			t.Fatalf("request %d failed: %s", i, r.Error)
+		}
+		if r.ArrivalNs < due {
+			t.Errorf("request %d released at %v, before its time %v", i, time.Duration(r.ArrivalNs), time.Duration(due))
+		}
+		lags = append(lags, r.ArrivalNs-due)
+	}
+	// The vCPUs here stall for 15 ms and more under load, so only the
+	// median lag is held to a bound.
+	slices.Sort(lags)
+	if median := time.Duration(lags[len(lags)/2]); median > 25*time.Millisecond {
+		t.Errorf("median release lag %v; want under 25ms", median)
+	}
+	if res.Health.ScheduleLagMax < 0 || res.Health.ScheduleLagP50 > res.Health.ScheduleLagMax {
+		t.Errorf("schedule lag p50 %v max %v", res.Health.ScheduleLagP50, res.Health.ScheduleLagMax)
+	}
+}
+
+func TestCancelKeepsCompletedResults(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := append([]string{"/ok/1", "/stall"}, repeat("/ok/1", 8)...)
+	// Requests are due every 250 ms; cancel after the first three went out.
+	res, runner := cancelAfter(t, srv, 3, Config{
+		Address: srv.Addr.String(), Streaming: true, Requests: requests(paths...),
+		RequestRate: 4, Burstiness: math.Inf(1), Shards: 1,
+		CancelGrace: 100 * time.Millisecond,
+	})
+	if !res.Cancelled {
+		t.Error("Result.Cancelled not set")
+	}
+	if r := res.Data.Results[0]; !r.Success {
+		t.Errorf("completed request lost: %+v", r)
+	}
+	if r := res.Data.Results[1]; r.Success || r.Error != "cancelled" {
+		t.Errorf("in-flight stalled request: success %v error %q; want cancelled", r.Success, r.Error)
+	}
+	if r := res.Data.Results[9]; r.Success || r.Error != "cancelled" || r.Index != 109 {
+		t.Errorf("never-sent request: %+v; want failed cancelled", r)
+	}
+	done, failed, total := runner.Progress()
+	if total != 10 || done < 1 || failed < 1 || done+failed > total {
+		t.Errorf("progress %d done, %d failed of %d", done, failed, total)
+	}
+}
+
+func TestRunReportsFaults(t *testing.T) {
+	srv := shardtest.New(t)
+	res, err := Run(context.Background(), Config{
+		Address: srv.Addr.String(), Streaming: true,
+		Requests:       requests("/ok/2", "/500", "/reset-mid", "/ok/2", "/malformed", "/stall", "/ok/2"),
+		RequestTimeout: time.Second, Shards: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"", "Internal Server Error", "connection reset by peer after 2 token events", "", "malformed chunk size", "request timed out after 1s", ""}
+	for i, w := range want {
+		r := res.Data.Results[i]
+		if (w == "") != r.Success || !strings.Contains(r.Error, w) {
+			t.Errorf("request %d: success %v error %q; want %q", i, r.Success, r.Error, w)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"burstiness", Config{Requests: requests("/ok/1"), RequestRate: 1, Burstiness: -1}, "--burstiness"},
+		{"ramp strategy", Config{Requests: requests("/ok/1"), RampUp: &RampUp{Strategy: "sine", StartRPS: 1, EndRPS: 2}}, "--ramp-up-strategy"},
+		{"ramp from zero", Config{Requests: requests("/ok/1", "/ok/1"), RampUp: &RampUp{Strategy: "linear", EndRPS: 2}}, "non-positive request rate"},
+		{"address", Config{Address: "no-port", Requests: requests("/ok/1")}, "server address"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(context.Background(), c.cfg)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v; want one naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestShardCount(t *testing.T) {
+	reqs := make([]Request, 32400)
+	cases := []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{Requests: reqs, MaxConnectionsPerWorker: 1296}, 25},
+		{Config{Requests: reqs[:10], MaxConnectionsPerWorker: 3}, 4},
+		{Config{Requests: reqs, Shards: 7, MaxConnectionsPerWorker: 1}, 7},
+		{Config{Requests: reqs, CPUs: []int{1}}, 1},
+	}
+	for _, c := range cases {
+		got, err := shardCount(c.cfg)
+		if err != nil || got != c.want {
+			t.Errorf("shardCount(shards %d, per-worker %d) = %d, %v; want %d", c.cfg.Shards, c.cfg.MaxConnectionsPerWorker, got, err, c.want)
+		}
+	}
+}
+
+func TestRunOverTLS(t *testing.T) {
+	srv, client := shardtest.NewTLS(t)
+	paths := append(repeat("/ok/4", 12), "/500", "/reset-mid", "/pool")
+	res, err := Run(context.Background(), Config{
+		Address: srv.Addr.String(), TLS: client, Streaming: true,
+		Requests: requests(paths...), MaxConcurrency: 3, KernelTimestamps: true, KeepText: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Data.Results[:12] {
+		if !r.Success || r.ChunkEvents != 4 || r.GeneratedText != "t0t1t2t3" || r.TTFTNs <= 0 {
+			t.Errorf("request %d over TLS: %+v", i, r)
+		}
+	}
+	if r := res.Data.Results[12]; r.Error != "Internal Server Error" {
+		t.Errorf("500 over TLS: error %q", r.Error)
+	}
+	if r := res.Data.Results[13]; r.Success || !strings.Contains(r.Error, "after 2 token events") {
+		t.Errorf("reset over TLS: error %q", r.Error)
+	}
+	if got := srv.MaxActive.Load(); got > 3 {
+		t.Errorf("server saw %d requests at once over TLS; cap is 3", got)
+	}
+	if got := srv.Accepted.Load(); got > 5 {
+		t.Errorf("%d TLS connections for 15 requests at concurrency 3; keep-alive not reused", got)
+	}
+	if res.Health.KernelStampCoverage < 0.99 {
+		t.Errorf("kernel stamp coverage over TLS %v; want 1", res.Health.KernelStampCoverage)
+	}
+}
+
+func TestTLSRejectsUntrustedServer(t *testing.T) {
+	srv, _ := shardtest.NewTLS(t)
+	res, err := Run(context.Background(), Config{
+		Address: srv.Addr.String(), TLS: &tls.Config{}, Streaming: true, Requests: requests("/ok/1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Data.Results[0]; r.Success || !strings.Contains(r.Error, "TLS handshake") {
+		t.Errorf("untrusted certificate: %+v", r)
+	}
+	res, err = Run(context.Background(), Config{
+		Address: srv.Addr.String(), TLS: &tls.Config{InsecureSkipVerify: true}, Streaming: true, Requests: requests("/ok/1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Data.Results[0]; !r.Success {
+		t.Errorf("--insecure: %+v", r)
+	}
+}
+
+// peakInFlight sweeps the requests' [start, start+latency) intervals.
+func peakInFlight(results []metrics.RequestResult) int {
+	type edge struct {
+		ns    int64
+		delta int
+	}
+	var edges []edge
+	for _, r := range results {
+		edges = append(edges, edge{r.StartNs, 1}, edge{r.StartNs + r.LatencyNs, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.ns != b.ns {
+			return cmp.Compare(a.ns, b.ns)
+		}
+		return a.delta - b.delta
+	})
+	peak, cur := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+func TestRunRaisesAndRestoresGOMAXPROCS(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	srv := shardtest.New(t)
+	runner, err := Start(context.Background(), Config{
+		Address: srv.Addr.String(), Streaming: true, Requests: requests("/slow/50"), Shards: before + 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got < before+3+spareProcs {
+		t.Errorf("GOMAXPROCS %d during a run of %d shards; want at least %d", got, before+3, before+3+spareProcs)
+	}
+	if _, err := runner.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after the run; want %d restored", got, before)
+	}
+}
+
+func TestCancelOverTLS(t *testing.T) {
+	srv, client := shardtest.NewTLS(t)
+	res, _ := cancelAfter(t, srv, 3, Config{
+		Address: srv.Addr.String(), TLS: client, Streaming: true,
+		Requests:    requests("/ok/1", "/stall", "/stall"),
+		CancelGrace: 50 * time.Millisecond,
+	})
+	if !res.Data.Results[0].Success {
+		t.Errorf("completed request lost: %+v", res.Data.Results[0])
+	}
+	for _, r := range res.Data.Results[1:] {
+		if r.Success || r.Error != "cancelled" {
+			t.Errorf("stalled request %d over TLS: success %v error %q; want cancelled", r.Index, r.Success, r.Error)
+		}
+	}
+}
+
+// cancelAfter starts cfg, cancels it once the server has seen n requests,
+// and returns the result.
+func cancelAfter(t *testing.T, srv *shardtest.Server, n int64, cfg Config) (*Result, *Runner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runner, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for srv.Requests.Load() < n {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	res, err := runner.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, runner
+}

@@ -1,0 +1,249 @@
+// Command fidelity measures how close stampede's token timestamps are to
+// the moments the tokens really left the server. It starts the mock server
+// (cmd/mockllm) pinned to one CPU with its truth log, runs the engine
+// against it, then matches every client token event to the server's log of
+// write(2) times and reports the error distribution, the client's CPU time
+// per event and its peak RSS.
+//
+//	taskset -c 1 fidelity -mockllm bin/mockllm -streams 10000 -tok-per-s 5 -mode decode-step
+//
+// scripts/bench-fidelity.sh runs the standard matrix.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/sse"
+	"golang.org/x/sys/unix"
+)
+
+type options struct {
+	mockllm      string
+	serverCPU    int
+	clientCPU    int
+	streams      int
+	tokPerSec    float64
+	tokens       int
+	mode         string
+	kernelStamps bool
+	cpuProfile   string
+	showLate     time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.mockllm, "mockllm", "bin/mockllm", "mock server binary")
+	flag.IntVar(&o.serverCPU, "server-cpu", 0, "CPU the mock server is pinned to (-1: not pinned)")
+	flag.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the client's shard is pinned to")
+	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams")
+	flag.Float64Var(&o.tokPerSec, "tok-per-s", 50, "tokens per second per stream")
+	flag.IntVar(&o.tokens, "tokens", 100, "tokens per stream")
+	flag.StringVar(&o.mode, "mode", "decode-step", "mock timing model: decode-step or per-stream")
+	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
+	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	dir, err := os.MkdirTemp("", "fidelity")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	truthPath := filepath.Join(dir, "truth.log")
+	server, addr, err := startMock(o, truthPath)
+	if err != nil {
+		return err
+	}
+	defer server.Process.Kill()
+
+	reqs := buildRequests(o, addr)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+	}
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &before)
+	res, err := engine.Run(context.Background(), engine.Config{
+		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
+		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
+		KernelTimestamps: o.kernelStamps, KeepDetail: true,
+		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
+	})
+	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	pprof.StopCPUProfile()
+	if err != nil {
+		return err
+	}
+	server.Process.Signal(syscall.SIGINT)
+	if err := server.Wait(); err != nil {
+		return fmt.Errorf("mockllm: %w", err)
+	}
+	truth, err := mock.ReadTruthLog(truthPath)
+	if err != nil {
+		return fmt.Errorf("truth log: %w", err)
+	}
+	report(o, res, truth, cpuTime(after)-cpuTime(before), after.Maxrss)
+	return nil
+}
+
+// startMock runs the mock server under taskset and returns its address.
+func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
+	itlMs := 1000 / o.tokPerSec
+	args := []string{o.mockllm, "--port", "0", "--mode", o.mode, "--ttft-ms", "50",
+		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath}
+	if o.serverCPU >= 0 {
+		args = append([]string{"taskset", "-c", strconv.Itoa(o.serverCPU)}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start %s: %w", o.mockllm, err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		return nil, "", fmt.Errorf("mockllm did not report its address: %w", err)
+	}
+	_, addr, ok := strings.Cut(strings.TrimSpace(line), "http://")
+	if !ok {
+		cmd.Process.Kill()
+		return nil, "", fmt.Errorf("unexpected mockllm banner %q", line)
+	}
+	return cmd, addr, nil
+}
+
+func buildRequests(o options, addr string) []engine.Request {
+	body := []byte(`{"model":"mock-llm","prompt":"hello","max_tokens":` + strconv.Itoa(o.tokens) +
+		`,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
+	reqs := make([]engine.Request, o.streams)
+	for i := range reqs {
+		wire := httpwire.AppendRequest(nil, &httpwire.Request{
+			Method: "POST", Host: addr, Path: "/v1/completions", ContentType: "application/json",
+			RequestID: requestID(i), Body: body,
+		})
+		reqs[i] = engine.Request{Index: i, Wire: wire, PromptLen: 1}
+	}
+	return reqs
+}
+
+func requestID(i int) string { return "fid-" + strconv.Itoa(i) }
+
+func cpuTime(ru unix.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report matches client token events to the truth log by request id and
+// token index and prints the error distributions.
+func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.Duration, maxRSSKiB int64) {
+	sent := make(map[string][]mock.TruthToken, len(truth))
+	arrivalOf := make(map[string]int64, len(truth))
+	for _, r := range truth {
+		sent[r.RequestID] = r.Tokens
+		arrivalOf[r.RequestID] = r.ArrivalNs
+	}
+	var tokenErr, ttftErr []int64
+	events, failed, unmatched := 0, 0, 0
+	for _, r := range res.Data.Results {
+		if !r.Success {
+			failed++
+			continue
+		}
+		server := sent[requestID(r.Index)]
+		stamps := clientStamps(res.MonotonicStartNs, r)
+		events += len(stamps)
+		for k, ts := range stamps {
+			if k >= len(server) || server[k].Index != k {
+				unmatched++
+				continue
+			}
+			e := ts - server[k].SentNs
+			tokenErr = append(tokenErr, e)
+			if k == 0 {
+				ttftErr = append(ttftErr, e)
+				if o.showLate > 0 && e > int64(o.showLate) {
+					fmt.Printf("late first token: request %d, error %v, client TTFT %v, server write − arrival %v\n",
+						r.Index, time.Duration(e), time.Duration(r.TTFTNs), time.Duration(server[k].SentNs-arrivalOf[requestID(r.Index)]))
+				}
+			}
+		}
+	}
+	stampsOn := "on"
+	if !o.kernelStamps {
+		stampsOn = "off"
+	}
+	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn)
+	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
+	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
+	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))
+	perEvent := 0.0
+	if events > 0 {
+		perEvent = float64(cpu.Microseconds()) / float64(events)
+	}
+	fmt.Printf("client CPU %v = %.2f µs/event; peak RSS %.1f MB\n", cpu.Round(time.Millisecond), perEvent, float64(maxRSSKiB)/1024)
+	h := res.Health
+	fmt.Printf("kernel stamp coverage %.4f; longest loop turn %v; schedule lag p50 %v p99 %v max %v\n",
+		h.KernelStampCoverage, h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax)
+	for _, s := range h.Shards {
+		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times\n",
+			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted)
+	}
+}
+
+// clientStamps rebuilds a request's token-event times as absolute
+// CLOCK_MONOTONIC nanoseconds from its start, TTFT and exact ITLs.
+func clientStamps(monoStartNs int64, r metrics.RequestResult) []int64 {
+	if r.ChunkEvents == 0 {
+		return nil
+	}
+	ts := monoStartNs + r.StartNs + r.TTFTNs
+	out := []int64{ts}
+	for _, gap := range r.ITLNs {
+		ts += gap
+		out = append(out, ts)
+	}
+	return out
+}
+
+func summary(errs []int64) string {
+	if len(errs) == 0 {
+		return "no samples"
+	}
+	slices.Sort(errs)
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(errs)))) - 1
+		return float64(errs[max(0, min(i, len(errs)-1))]) / 1e3
+	}
+	return fmt.Sprintf("p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f  (n=%d)",
+		at(0.5), at(0.99), at(0.999), float64(errs[len(errs)-1])/1e3, float64(errs[0])/1e3, len(errs))
+}

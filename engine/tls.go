@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"crypto/tls"
+	"net"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard"
+)
+
+// tlsSet adapts shard.TLSTransport to the engine's transport.
+type tlsSet struct{ t *shard.TLSTransport }
+
+// startTLS starts one TLS worker per slot of the whole run (the
+// concurrency cap, or every request when there is none). The TLS
+// configuration gets the server name from the address unless it has one.
+func startTLS(base shard.Config, cfg *tls.Config, address string, workers int, opts metrics.Options) (transport, []*metrics.Recorder, error) {
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(address); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	base.ID, base.CPU = 0, -1
+	base.Recorder = metrics.NewRecorder(opts)
+	return tlsSet{shard.StartTLS(base, cfg, workers)}, []*metrics.Recorder{base.Recorder}, nil
+}
+
+func (s tlsSet) wakeOne()               { s.t.Wake() }
+func (s tlsSet) stop()                  { s.t.Stop() }
+func (s tlsSet) abort()                 { s.t.Abort() }
+func (s tlsSet) wait()                  { s.t.Wait() }
+func (s tlsSet) health() []shard.Health { return []shard.Health{s.t.Health()} }

@@ -1,0 +1,636 @@
+package shard
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/sse"
+	"github.com/valyala/fastjson"
+	"golang.org/x/sys/unix"
+)
+
+// Request is one benchmark request as a shard sends it.
+type Request struct {
+	Wire              []byte // the encoded HTTP request
+	PromptLen         int    // the dataset's prompt length
+	NumInputSequences int    // pooling requests over a list prompt; 0 means 1
+}
+
+// Config is what one shard needs to run. Requests, Queue and Clock are
+// shared by all shards of a run; Recorder is this shard's alone.
+type Config struct {
+	ID  int
+	CPU int // CPU to pin the loop's thread to; -1 leaves it unpinned
+
+	Addr      netip.AddrPort
+	Streaming bool     // SSE streams; false for non-streaming pooling backends
+	Kind      sse.Kind // chunk decoder for streams
+
+	Requests []Request // indexed by queue position
+	Queue    *Queue
+	// Slots caps this shard's requests in flight, and so its connections.
+	Slots int
+
+	ConnectTimeout   time.Duration
+	RequestTimeout   time.Duration
+	KernelTimestamps bool
+
+	Clock    Clock
+	Recorder *metrics.Recorder
+}
+
+// Health is a shard's account of itself, read after Run returns.
+type Health struct {
+	CPU           int
+	CPUTime       time.Duration // user+system time of the loop's thread
+	Preempted     int64         // times another thread took the loop's CPU
+	LongestTurn   time.Duration // longest pass over one epoll_wait's events
+	Reads         int64         // reads that returned bytes
+	StampedReads  int64         // of those, reads that carried a kernel timestamp
+	Connections   int64         // connections opened
+	PinError      string        // why pinning failed, if it did
+	ResentOnFresh int64         // requests sent again after a keep-alive race
+}
+
+// Shard is one event loop. Create it with New, run Run on its own
+// goroutine, and end it with Stop (after the last request finished) or
+// Abort (cancellation).
+type Shard struct {
+	cfg     Config
+	poll    *poller
+	wake    wakeup
+	rx      *receiver
+	decoder *sse.Decoder
+	json    fastjson.Parser
+	sa      unix.Sockaddr
+	family  int
+	keeper  stampKeeper
+
+	conns   map[int32]*conn // by fd
+	nextTag uint32          // tags connections' epoll registrations
+	idle    *conn           // stack of idle keep-alive connections
+	busy    int             // requests in flight on this shard
+	timers  deadlines
+	clock   stampClock
+
+	// startBudget bounds the requests started in one loop turn.
+	startBudget int
+
+	sleeping atomic.Bool
+	stopping atomic.Bool
+	aborting atomic.Bool
+
+	health Health
+}
+
+// readBufferSize is the one read buffer a shard uses for every connection:
+// parsers copy what they must keep, so the buffer is free again after each
+// read. 64 KiB takes a decode step's worth of chunks for a connection in one
+// recvmsg.
+const readBufferSize = 64 << 10
+
+// maxStartsPerTurn bounds the requests one loop turn starts. Starting one
+// on a new connection costs three system calls (socket, connect,
+// epoll_ctl); 10,000 released at once would otherwise keep the loop from
+// reading for a quarter of a second while earlier streams already deliver
+// tokens. Between batches the loop reads whatever arrived.
+const maxStartsPerTurn = 256
+
+// maxEvents bounds the ready events taken from one epoll_wait.
+const maxEvents = 1024
+
+// stampSwitchWait bounds how long New waits for the kernel to switch
+// receive timestamps on (it takes microseconds to a few milliseconds).
+const stampSwitchWait = 100 * time.Millisecond
+
+// New prepares a shard; it opens no connection until Run takes work.
+func New(cfg Config) (*Shard, error) {
+	if cfg.Slots <= 0 {
+		return nil, fmt.Errorf("shard %d: slots must be positive, got %d", cfg.ID, cfg.Slots)
+	}
+	poll, err := newPoller(maxEvents)
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: %w", cfg.ID, err)
+	}
+	wake, err := newWakeup()
+	if err != nil {
+		poll.close()
+		return nil, fmt.Errorf("shard %d: %w", cfg.ID, err)
+	}
+	if err := poll.add(wake.fd, 0, unix.EPOLLIN); err != nil {
+		poll.close()
+		wake.close()
+		return nil, fmt.Errorf("shard %d: epoll_ctl: %w", cfg.ID, err)
+	}
+	s := &Shard{
+		cfg:     cfg,
+		poll:    poll,
+		wake:    wake,
+		rx:      newReceiver(readBufferSize),
+		decoder: sse.NewDecoder(cfg.Kind),
+		conns:   make(map[int32]*conn),
+	}
+	s.sa, s.family = sockaddr(cfg.Addr)
+	s.keeper = stampKeeper{fd: -1}
+	if cfg.KernelTimestamps {
+		// Without it, stamps are merely missing at first; not fatal.
+		s.keeper, _ = openStampKeeper(stampSwitchWait)
+	}
+	s.health.CPU = cfg.CPU
+	return s, nil
+}
+
+// WakeIfSleeping interrupts the shard's epoll_wait if it is waiting with a
+// free slot, and reports whether it did. Any goroutine may call it.
+func (s *Shard) WakeIfSleeping() bool {
+	if s.sleeping.CompareAndSwap(true, false) {
+		s.wake.signal()
+		return true
+	}
+	return false
+}
+
+// Stop makes Run return once its in-flight requests ended. Any goroutine.
+func (s *Shard) Stop() {
+	s.stopping.Store(true)
+	s.wake.signal()
+}
+
+// Abort makes Run fail its in-flight requests as "cancelled" and return.
+// Any goroutine.
+func (s *Shard) Abort() {
+	s.aborting.Store(true)
+	s.wake.signal()
+}
+
+// Health returns the shard's figures; call it after Run returned.
+func (s *Shard) Health() Health { return s.health }
+
+// Run is the event loop. It locks its goroutine to an OS thread, pins that
+// thread to the configured CPU, and serves requests from the queue until
+// Stop or Abort. Call it on a goroutine of its own that ends when Run
+// returns: the thread stays locked, so the runtime discards it with the
+// goroutine instead of running other goroutines on a thread pinned to one
+// CPU.
+func (s *Shard) Run() {
+	runtime.LockOSThread()
+	if s.cfg.CPU >= 0 {
+		if err := pinToCPU(s.cfg.CPU); err != nil {
+			s.health.PinError = err.Error()
+		}
+	}
+	s.clock = newStampClock(s.cfg.Clock)
+	s.loop()
+	s.closeAll()
+	s.health.CPUTime, s.health.Preempted = threadUsage()
+}
+
+func (s *Shard) loop() {
+	for {
+		if s.aborting.Load() {
+			s.abortAll()
+			return
+		}
+		if s.stopping.Load() && s.busy == 0 {
+			return
+		}
+		s.startBudget = maxStartsPerTurn
+		s.takeWork()
+		if s.busy < s.cfg.Slots {
+			// Announce the free slot before the last look at the queue, so
+			// a release either is seen here or wakes this shard.
+			s.sleeping.Store(true)
+			s.takeWork()
+		}
+		events, err := s.poll.wait(s.timeoutMs())
+		s.sleeping.Store(false)
+		if err != nil {
+			// epoll_wait fails only on a programming error (bad fd); no
+			// request can make progress, so end them all.
+			s.abortAllWith(err.Error())
+			return
+		}
+		turnStart := s.cfg.Clock.Now()
+		s.clock.refresh(turnStart)
+		for i := range events {
+			s.handle(&events[i])
+			// A request that ended frees a slot: fill it before the next
+			// event, so the concurrency cap does not idle for a whole turn.
+			s.takeWork()
+		}
+		s.expireDeadlines()
+		s.takeWork()
+		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
+			s.health.LongestTurn = d
+		}
+	}
+}
+
+// timeoutMs is epoll_wait's timeout: until the earliest deadline, rounded
+// up so the deadline has passed on wake-up.
+func (s *Shard) timeoutMs() int {
+	if s.startBudget == 0 {
+		// Requests may be waiting that this turn had no budget to start.
+		return 0
+	}
+	c := s.timers.next()
+	if c == nil {
+		return -1
+	}
+	wait := c.deadlineNs - s.cfg.Clock.Now()
+	if wait <= 0 {
+		return 0
+	}
+	return int((wait + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+}
+
+func (s *Shard) handle(ev *unix.EpollEvent) {
+	if int(ev.Fd) == s.wake.fd {
+		s.wake.drain()
+		return
+	}
+	c := s.conns[ev.Fd]
+	if c == nil || c.tag != eventTag(ev) {
+		// The event belonged to a connection closed earlier in this turn.
+		return
+	}
+	switch c.state {
+	case connConnecting:
+		if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			s.onConnected(c)
+		}
+	case connIdle:
+		// Bytes or EOF on an idle keep-alive connection: the server closed
+		// it (or broke protocol). Either way it cannot carry a request.
+		s.closeConn(c)
+	case connBusy:
+		if ev.Events&unix.EPOLLOUT != 0 && c.written < len(c.req.Wire) {
+			s.writeRequest(c)
+		}
+		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			s.onReadable(c)
+		}
+	}
+}
+
+// takeWork starts released requests while this shard has free slots.
+func (s *Shard) takeWork() {
+	for s.startBudget > 0 && s.busy < s.cfg.Slots && !s.stopping.Load() && !s.aborting.Load() {
+		i, arrivalNs, ok := s.cfg.Queue.take()
+		if !ok {
+			return
+		}
+		s.startBudget--
+		s.start(i, arrivalNs)
+	}
+}
+
+// start sends request i on an idle connection, or on a new one.
+func (s *Shard) start(i int, arrivalNs int64) {
+	req := &s.cfg.Requests[i]
+	startNs := s.cfg.Clock.Now()
+	s.busy++
+	c := s.popIdle()
+	if c == nil {
+		var err error
+		if c, err = s.open(); err != nil {
+			var st metrics.Stream
+			s.cfg.Recorder.Begin(&st, i, req.PromptLen, arrivalNs, startNs)
+			s.cfg.Recorder.Fail(&st, s.connectErrorText(err))
+			s.release(nil)
+			return
+		}
+	}
+	s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
+	s.send(c, req)
+}
+
+// send starts req on c (its stream already begun): at once on a connected
+// c, after the connect otherwise. The request deadline counts from the
+// stream's start; a connect has its own, shorter one.
+func (s *Shard) send(c *conn, req *Request) {
+	c.beginRequest(req)
+	deadlineNs := c.stream.StartNs() + int64(s.cfg.RequestTimeout)
+	if c.state == connConnecting {
+		deadlineNs = min(deadlineNs, s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout))
+	}
+	s.timers.set(c, deadlineNs)
+	if c.state == connBusy {
+		s.writeRequest(c)
+	}
+}
+
+// open dials a new connection; it is connConnecting until onConnected.
+func (s *Shard) open() (*conn, error) {
+	fd, inProgress, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
+	if err != nil {
+		return nil, err
+	}
+	s.nextTag++
+	c := &conn{decoder: s.decoder, streaming: s.cfg.Streaming, fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
+	events := uint32(writable)
+	if !inProgress {
+		c.state = connBusy
+		events = readable
+	}
+	if err := s.poll.add(fd, c.tag, events); err != nil {
+		closeFD(fd)
+		return nil, err
+	}
+	c.wantOut = inProgress
+	s.conns[int32(fd)] = c
+	s.health.Connections++
+	return c, nil
+}
+
+func (s *Shard) onConnected(c *conn) {
+	if err := connectResult(c.fd); err != nil {
+		s.fail(c, s.connectErrorText(err))
+		return
+	}
+	c.state = connBusy
+	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+	s.writeRequest(c)
+}
+
+func (s *Shard) connectErrorText(err error) string {
+	return "connect " + s.cfg.Addr.String() + ": " + err.Error()
+}
+
+// writeRequest writes what the socket takes and waits for EPOLLOUT for the
+// rest.
+func (s *Shard) writeRequest(c *conn) {
+	for c.written < len(c.req.Wire) {
+		n, err := write(c.fd, c.req.Wire[c.written:])
+		if err != nil {
+			s.connFailed(c, err)
+			return
+		}
+		if n == 0 {
+			if !c.wantOut {
+				c.wantOut = true
+				s.poll.modify(c.fd, c.tag, writable)
+			}
+			return
+		}
+		c.written += n
+	}
+	if c.wantOut {
+		c.wantOut = false
+		s.poll.modify(c.fd, c.tag, readable)
+	}
+}
+
+// onReadable reads once and feeds the bytes through httpwire → sse →
+// decoder → recorder, all stamped with the read's receive time.
+//
+// The stamp is that of the newest segment the read consumed. While the loop
+// keeps up, a read holds one segment (one decode step's chunk for this
+// stream) and the stamp is exact. When it falls behind by more than a
+// segment on a connection, the kernel has already merged the queued
+// segments into one buffer carrying the newest stamp (tcp_try_coalesce), so
+// no read size could recover the older ones; the error is then the backlog,
+// which Health shows as long loop turns and preemptions.
+func (s *Shard) onReadable(c *conn) {
+	data, realtimeNs, err := s.rx.recv(c.fd)
+	if err == errWouldBlock {
+		return
+	}
+	if err != nil {
+		s.connFailed(c, err)
+		return
+	}
+	now := s.cfg.Clock.Now()
+	ts := now
+	if realtimeNs != 0 {
+		ts = s.clock.runTime(realtimeNs, now)
+	}
+	// A stamp can precede the start by the offset's sampling error; no
+	// response byte can really arrive before its request was started.
+	ts = max(ts, c.stream.StartNs())
+	if len(data) == 0 {
+		s.onEOF(c, ts)
+		return
+	}
+	s.health.Reads++
+	if realtimeNs != 0 {
+		s.health.StampedReads++
+	}
+	c.gotBytes = true
+	n, err := c.http.Feed(data, ts, c)
+	if err == nil {
+		err = c.handlerErr
+	}
+	if err != nil {
+		s.fail(c, c.failureText(err))
+		return
+	}
+	if c.status != 0 && c.status != 200 {
+		s.fail(c, string(c.reason))
+		return
+	}
+	if c.done {
+		// Bytes after the end of the response would belong to no request,
+		// and a server may answer (an error) before the whole request was
+		// written: neither connection can carry another request.
+		reusable := n == len(data) && c.http.KeepAlive() && c.written == len(c.req.Wire)
+		s.complete(c, reusable)
+	}
+}
+
+func (s *Shard) onEOF(c *conn, ts int64) {
+	if !c.gotBytes {
+		s.connFailed(c, errClosedByPeer)
+		return
+	}
+	err := c.http.CloseRead(ts, c)
+	if err == nil {
+		err = c.handlerErr
+	}
+	switch {
+	case err != nil:
+		s.fail(c, c.failureText(err))
+	case c.status != 200:
+		s.fail(c, string(c.reason))
+	case c.done:
+		s.complete(c, false)
+	default:
+		s.fail(c, c.failureText(errClosedByPeer))
+	}
+}
+
+// connFailed handles a socket error or an early EOF. On a reused connection
+// that had not answered yet, the server closed the idle connection just as
+// the request went out; the request is sent again once on a new one.
+func (s *Shard) connFailed(c *conn, err error) {
+	if !c.reused || c.gotBytes || c.resent {
+		s.fail(c, c.failureText(err))
+		return
+	}
+	fresh, openErr := s.open()
+	if openErr != nil {
+		s.fail(c, s.connectErrorText(openErr))
+		return
+	}
+	s.health.ResentOnFresh++
+	req := c.req
+	// The stream (with its start time) moves to the new connection.
+	c.stream, fresh.stream = fresh.stream, c.stream
+	c.req = nil
+	s.closeConn(c)
+	s.send(fresh, req)
+	fresh.resent = true
+}
+
+// complete ends a request whose response ended normally.
+func (s *Shard) complete(c *conn, reusable bool) {
+	if !s.cfg.Streaming {
+		endPooling(&s.json, s.cfg.Recorder, c)
+	} else if err := c.sse.Flush(c); err != nil {
+		s.cfg.Recorder.Fail(&c.stream, c.failureText(err))
+	} else {
+		s.cfg.Recorder.EndStream(&c.stream)
+	}
+	s.release(c)
+	if reusable {
+		s.putIdle(c)
+	} else {
+		s.closeConn(c)
+	}
+}
+
+// endPooling ends a non-streaming request: usage comes from the JSON body,
+// parsed with the caller's parser.
+func endPooling(p *fastjson.Parser, rec *metrics.Recorder, c *conn) {
+	v, err := p.ParseBytes(c.body)
+	if err != nil {
+		rec.Fail(&c.stream, "malformed JSON response body: "+err.Error())
+		return
+	}
+	prompt := int64(-1)
+	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
+		prompt = int64(u.GetFloat64())
+	}
+	c.stream.Usage(prompt, -1)
+	seqs := c.req.NumInputSequences
+	if seqs <= 0 {
+		seqs = 1
+	}
+	rec.EndPooling(&c.stream, c.bodyTs, seqs)
+}
+
+// fail ends c's request as failed with text and closes c.
+func (s *Shard) fail(c *conn, text string) {
+	s.cfg.Recorder.Fail(&c.stream, text)
+	s.release(c)
+	s.closeConn(c)
+}
+
+// release frees the slot of a request that has been recorded, in the shard
+// and in the global cap. c is the connection that carried it, if any. The
+// event loop takes the next released request as soon as the current event
+// is handled.
+func (s *Shard) release(c *conn) {
+	if c != nil {
+		s.timers.clear(c)
+		c.req = nil
+	}
+	s.busy--
+	s.cfg.Queue.finish()
+}
+
+func (s *Shard) expireDeadlines() {
+	now := s.cfg.Clock.Now()
+	for c := s.timers.next(); c != nil && c.deadlineNs <= now; c = s.timers.next() {
+		s.timers.clear(c)
+		if c.req == nil {
+			s.closeConn(c)
+			continue
+		}
+		if c.state == connConnecting && c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout) {
+			s.fail(c, s.connectErrorText(fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
+			continue
+		}
+		s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
+	}
+}
+
+// The idle pool is a doubly linked stack: the most recently used
+// connection is reused first (it is the least likely to have been closed by
+// the server's keep-alive timeout), and a connection the server closes
+// leaves it in O(1).
+
+func (s *Shard) popIdle() *conn {
+	c := s.idle
+	if c != nil {
+		s.unlinkIdle(c)
+		c.state = connBusy
+	}
+	return c
+}
+
+func (s *Shard) putIdle(c *conn) {
+	c.state = connIdle
+	c.reused = true
+	c.idlePrev = nil
+	c.idleNext = s.idle
+	if s.idle != nil {
+		s.idle.idlePrev = c
+	}
+	s.idle = c
+}
+
+func (s *Shard) unlinkIdle(c *conn) {
+	if c.idlePrev != nil {
+		c.idlePrev.idleNext = c.idleNext
+	} else {
+		s.idle = c.idleNext
+	}
+	if c.idleNext != nil {
+		c.idleNext.idlePrev = c.idlePrev
+	}
+	c.idlePrev, c.idleNext = nil, nil
+}
+
+// closeConn closes c and forgets it; an idle c is taken off the idle stack.
+func (s *Shard) closeConn(c *conn) {
+	if c.state == connClosed {
+		return
+	}
+	if c.state == connIdle {
+		s.unlinkIdle(c)
+	}
+	s.timers.clear(c)
+	delete(s.conns, int32(c.fd))
+	closeFD(c.fd)
+	c.state = connClosed
+}
+
+func (s *Shard) abortAll() { s.abortAllWith("cancelled") }
+
+// abortAllWith fails every request in flight with text.
+func (s *Shard) abortAllWith(text string) {
+	for _, c := range s.conns {
+		if c.req != nil {
+			s.cfg.Recorder.Fail(&c.stream, text)
+			s.timers.clear(c)
+			c.req = nil
+			s.busy--
+			s.cfg.Queue.finish()
+		}
+	}
+}
+
+func (s *Shard) closeAll() {
+	for _, c := range s.conns {
+		s.closeConn(c)
+	}
+	s.idle = nil
+	s.poll.close()
+	s.wake.close()
+	s.keeper.close()
+}

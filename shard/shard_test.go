@@ -1,0 +1,307 @@
+package shard
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+type run struct {
+	shards    int
+	slots     int
+	limit     int
+	streaming bool
+	timeout   time.Duration
+	stamps    bool
+}
+
+// runPaths sends one request per path through fresh shards, all released at
+// once, and returns the merged results and the shards' health.
+func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metrics.RunData, []Health) {
+	t.Helper()
+	if r.shards == 0 {
+		r.shards = 1
+	}
+	if r.slots == 0 {
+		r.slots = len(paths)
+	}
+	if r.timeout == 0 {
+		r.timeout = 10 * time.Second
+	}
+	reqs := make([]Request, len(paths))
+	for i, p := range paths {
+		reqs[i] = Request{Wire: shardtest.Wire(p), PromptLen: 3}
+	}
+	q := NewQueue(len(reqs), r.limit)
+	clock := NewClock()
+	var shards []*Shard
+	var recs []*metrics.Recorder
+	for i := range r.shards {
+		rec := metrics.NewRecorder(metrics.Options{KeepDetail: true, KeepText: true})
+		sh, err := New(Config{
+			ID: i, CPU: -1, Addr: srv.Addr, Streaming: r.streaming, Kind: sse.Completions,
+			Requests: reqs, Queue: q, Slots: r.slots,
+			ConnectTimeout: 2 * time.Second, RequestTimeout: r.timeout,
+			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, sh)
+		recs = append(recs, rec)
+	}
+	var wg sync.WaitGroup
+	for _, sh := range shards {
+		wg.Go(sh.Run)
+	}
+	for i := range reqs {
+		q.Release(i, clock.Now())
+		for _, sh := range shards {
+			if sh.WakeIfSleeping() {
+				break
+			}
+		}
+	}
+	select {
+	case <-q.Done():
+	case <-time.After(20 * time.Second):
+		t.Errorf("requests not finished: %d of %d", q.Finished(), len(reqs))
+		for _, sh := range shards {
+			sh.Abort()
+		}
+	}
+	for _, sh := range shards {
+		sh.Stop()
+	}
+	wg.Wait()
+	var health []Health
+	for _, sh := range shards {
+		health = append(health, sh.Health())
+	}
+	return metrics.Merge(len(reqs), recs...), health
+}
+
+func TestStreamsAndKeepAliveReuse(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := make([]string, 20)
+	for i := range paths {
+		paths[i] = "/ok/5"
+	}
+	data, health := runPaths(t, srv, paths, run{slots: 2, limit: 2, streaming: true, stamps: true})
+	for _, res := range data.Results {
+		if !res.Success {
+			t.Fatalf("request %d failed: %s", res.Index, res.Error)
+		}
+		if res.ChunkEvents != 5 || res.OutputTokens != 5 || res.PromptLen != 11 {
+			t.Errorf("request %d: events %d, output tokens %d, prompt %d; want 5, 5, 11", res.Index, res.ChunkEvents, res.OutputTokens, res.PromptLen)
+		}
+		if res.GeneratedText != "t0t1t2t3t4" {
+			t.Errorf("request %d: text %q", res.Index, res.GeneratedText)
+		}
+		if res.TTFTNs <= 0 || res.LatencyNs < res.TTFTNs || len(res.ITLNs) != 4 {
+			t.Errorf("request %d: ttft %d latency %d itls %v", res.Index, res.TTFTNs, res.LatencyNs, res.ITLNs)
+		}
+		if res.StartNs < res.ArrivalNs || res.QueueNs != res.StartNs-res.ArrivalNs {
+			t.Errorf("request %d: arrival %d start %d queue %d", res.Index, res.ArrivalNs, res.StartNs, res.QueueNs)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 2 {
+		t.Errorf("server accepted %d connections for 20 requests over 2 slots; want 2 (keep-alive reuse)", got)
+	}
+	if got := data.ITL.TotalCount(); got != 20*4 {
+		t.Errorf("ITL histogram holds %d gaps, want 80", got)
+	}
+	if health[0].StampedReads == 0 || health[0].StampedReads != health[0].Reads {
+		t.Errorf("kernel timestamps on %d of %d reads; want all", health[0].StampedReads, health[0].Reads)
+	}
+}
+
+func TestConnectionCloseIsReplaced(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := []string{"/close/2", "/close/2", "/close/2", "/ok/2"}
+	data, _ := runPaths(t, srv, paths, run{slots: 1, streaming: true})
+	for _, res := range data.Results {
+		if !res.Success {
+			t.Fatalf("request %d failed: %s", res.Index, res.Error)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 4 {
+		t.Errorf("server accepted %d connections; want 4 (one per Connection: close)", got)
+	}
+}
+
+func TestFaultsBecomeFailedRequests(t *testing.T) {
+	srv := shardtest.New(t)
+	cases := []struct {
+		path string
+		want string // error text prefix; "" = success
+	}{
+		{"/ok/3", ""},
+		{"/500", "Internal Server Error"},
+		{"/reset-head", "connection reset by peer before the response head"},
+		{"/reset-mid", "connection reset by peer after 2 token events"},
+		{"/malformed", `malformed chunk size`},
+		{"/stall", "request timed out after 1.5s"},
+		{"/empty", metrics.NoTokenError},
+		{"/ok/1", ""},
+	}
+	paths := make([]string, len(cases))
+	for i, c := range cases {
+		paths[i] = c.path
+	}
+	data, _ := runPaths(t, srv, paths, run{streaming: true, timeout: 1500 * time.Millisecond})
+	for i, c := range cases {
+		res := data.Results[i]
+		if c.want == "" {
+			if !res.Success {
+				t.Errorf("%s: failed with %q, want success", c.path, res.Error)
+			}
+			continue
+		}
+		if res.Success || !strings.Contains(res.Error, c.want) {
+			t.Errorf("%s: success=%v error %q; want failure containing %q", c.path, res.Success, res.Error, c.want)
+		}
+	}
+}
+
+func TestConnectRefused(t *testing.T) {
+	srv := shardtest.New(t)
+	srv.StopListening()
+	data, _ := runPaths(t, srv, []string{"/ok/1", "/ok/1"}, run{streaming: true})
+	for _, res := range data.Results {
+		want := "connect " + srv.Addr.String() + ": connection refused"
+		if res.Success || res.Error != want {
+			t.Errorf("request %d: error %q; want %q", res.Index, res.Error, want)
+		}
+	}
+}
+
+func TestConcurrencyCapHeldAcrossShards(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := make([]string, 40)
+	for i := range paths {
+		paths[i] = "/slow/5"
+	}
+	data, _ := runPaths(t, srv, paths, run{shards: 3, slots: 2, limit: 4, streaming: true})
+	for _, res := range data.Results {
+		if !res.Success {
+			t.Fatalf("request %d failed: %s", res.Index, res.Error)
+		}
+	}
+	if got := srv.MaxActive.Load(); got > 4 {
+		t.Errorf("server saw %d requests at once; cap is 4", got)
+	}
+	if got := srv.MaxActive.Load(); got < 2 {
+		t.Errorf("server saw at most %d requests at once; the cap of 4 was never used", got)
+	}
+}
+
+func TestPoolingResponse(t *testing.T) {
+	srv := shardtest.New(t)
+	data, _ := runPaths(t, srv, []string{"/pool", "/pool", "/500"}, run{slots: 1})
+	for i, res := range data.Results[:2] {
+		if !res.Success || res.PromptLen != 7 || res.TTFTNs <= 0 || res.TTFTNs != res.LatencyNs {
+			t.Errorf("pooling request %d: %+v", i, res)
+		}
+	}
+	if r := data.Results[2]; r.Success || r.Error != "Internal Server Error" {
+		t.Errorf("pooling 500: %+v", r)
+	}
+}
+
+// single is one running shard over requests, for tests that release
+// requests and stop the shard themselves.
+type single struct {
+	sh    *Shard
+	q     *Queue
+	rec   *metrics.Recorder
+	clock Clock
+	wg    sync.WaitGroup
+}
+
+func startSingle(t *testing.T, srv *shardtest.Server, reqs []Request, slots int, timeout time.Duration) *single {
+	t.Helper()
+	s := &single{q: NewQueue(len(reqs), 0), clock: NewClock(), rec: metrics.NewRecorder(metrics.Options{})}
+	var err error
+	s.sh, err = New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Requests: reqs, Queue: s.q, Slots: slots,
+		ConnectTimeout: time.Second, RequestTimeout: timeout, Clock: s.clock, Recorder: s.rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Go(s.sh.Run)
+	return s
+}
+
+func (s *single) release(i int) {
+	s.q.Release(i, s.clock.Now())
+	s.sh.WakeIfSleeping()
+}
+
+// finish waits for every request (abort: cancels them instead) and
+// returns the results.
+func (s *single) finish(abort bool) []metrics.RequestResult {
+	if abort {
+		s.sh.Abort()
+	} else {
+		<-s.q.Done()
+		s.sh.Stop()
+	}
+	s.wg.Wait()
+	return metrics.Merge(s.q.Len(), s.rec).Results
+}
+
+func TestAbortCancelsInFlight(t *testing.T) {
+	srv := shardtest.New(t)
+	s := startSingle(t, srv, []Request{{Wire: shardtest.Wire("/ok/1")}, {Wire: shardtest.Wire("/stall")}}, 2, time.Hour)
+	s.release(0)
+	s.release(1)
+	for s.rec.Completed() < 1 || srv.Requests.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	results := s.finish(true)
+	if !results[0].Success {
+		t.Errorf("completed request lost: %+v", results[0])
+	}
+	if r := results[1]; r.Success || r.Error != "cancelled" {
+		t.Errorf("stalled request: success=%v error %q; want cancelled", r.Success, r.Error)
+	}
+}
+
+func TestIdleConnectionClosedByServer(t *testing.T) {
+	srv := shardtest.New(t)
+	s := startSingle(t, srv, []Request{{Wire: shardtest.Wire("/drop/2")}, {Wire: shardtest.Wire("/ok/2")}}, 1, 10*time.Second)
+	s.release(0)
+	for s.rec.Completed() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// Send the second request while the server is closing the first's
+	// connection (within its 20 ms), or after: either way it must succeed.
+	time.Sleep(15 * time.Millisecond)
+	s.release(1)
+	for _, r := range s.finish(false) {
+		if !r.Success {
+			t.Errorf("request %d: %q", r.Index, r.Error)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 2 {
+		t.Errorf("server accepted %d connections; want 2 (the closed one replaced)", got)
+	}
+}
+
+func TestLargeRequestWrittenAcrossEPOLLOUT(t *testing.T) {
+	srv := shardtest.New(t)
+	body := []byte(`{"prompt":"` + strings.Repeat("x", 8<<20) + `"}`)
+	s := startSingle(t, srv, []Request{{Wire: shardtest.WireBody("/ok/3", body)}, {Wire: shardtest.WireBody("/ok/3", body)}}, 2, 20*time.Second)
+	s.release(0)
+	s.release(1)
+	for _, r := range s.finish(false) {
+		if !r.Success || r.ChunkEvents != 3 {
+			t.Errorf("8 MiB request %d: success %v, %d events, error %q", r.Index, r.Success, r.ChunkEvents, r.Error)
+		}
+	}
+}

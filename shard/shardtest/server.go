@@ -1,0 +1,278 @@
+// Package shardtest is a scripted HTTP/1.1 streaming server for the tests of
+// the shard and engine packages: the request path picks a normal stream or a
+// fault, and the server counts connections and concurrent requests so tests
+// can check keep-alive reuse and the concurrency cap from the server side.
+package shardtest
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Server is a small streaming server whose behaviour is chosen by the
+// request path, so every fault can be produced deterministically:
+//
+//	/ok/N        200, chunked SSE: N token chunks, a usage chunk, [DONE]
+//	/close/N     as /ok/N with "Connection: close"
+//	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
+//	/500         500 Internal Server Error
+//	/reset-head  reset before any response byte
+//	/reset-mid   head and 2 token chunks, then a reset
+//	/malformed   head, then a malformed chunk size
+//	/stall       head and 1 token chunk, then silence until the test ends
+//	/empty       200 with only [DONE]: no token event
+//	/pool        200 with a Content-Length JSON body carrying usage
+//	/slow/MS     as /ok/3 after sleeping MS milliseconds
+type Server struct {
+	ln   net.Listener
+	Addr netip.AddrPort
+	// Accepted counts connections, Requests requests, MaxActive the most
+	// requests being answered at once.
+	Accepted  atomic.Int64
+	Requests  atomic.Int64
+	MaxActive atomic.Int64
+	active    atomic.Int64
+	stop      chan struct{}
+	tls       *tls.Config
+	wg        sync.WaitGroup
+}
+
+// New starts a Server on a loopback port; it stops when the test ends.
+func New(t testing.TB) *Server { return start(t, nil) }
+
+// NewTLS starts a Server that speaks TLS with a fresh self-signed
+// certificate for 127.0.0.1, and returns a client configuration that trusts
+// it.
+func NewTLS(t testing.TB) (*Server, *tls.Config) {
+	cert, pool := selfSigned(t)
+	s := start(t, &tls.Config{Certificates: []tls.Certificate{cert}})
+	return s, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+}
+
+func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "stampede test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+func start(t testing.TB, tlsConfig *tls.Config) *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{ln: ln, Addr: netip.MustParseAddrPort(ln.Addr().String()), stop: make(chan struct{}), tls: tlsConfig}
+	s.wg.Add(1)
+	go s.serve()
+	t.Cleanup(s.close)
+	return s
+}
+
+// StopListening closes the listener, so new connections are refused.
+func (s *Server) StopListening() { s.ln.Close() }
+
+func (s *Server) close() {
+	close(s.stop)
+	s.ln.Close()
+	s.wg.Wait()
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.Accepted.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c.(*net.TCPConn))
+		}()
+	}
+}
+
+func (s *Server) handle(raw *net.TCPConn) {
+	defer raw.Close()
+	go func() { <-s.stop; raw.Close() }()
+	c := conn{Conn: raw, raw: raw}
+	if s.tls != nil {
+		c.Conn = tls.Server(raw, s.tls)
+	}
+	r := bufio.NewReader(c)
+	for {
+		path, err := readRequest(r)
+		if err != nil {
+			return
+		}
+		s.Requests.Add(1)
+		n := s.active.Add(1)
+		for m := s.MaxActive.Load(); n > m && !s.MaxActive.CompareAndSwap(m, n); m = s.MaxActive.Load() {
+		}
+		keep := s.respond(c, path)
+		s.active.Add(-1)
+		if !keep {
+			return
+		}
+	}
+}
+
+// readRequest reads one request head and its Content-Length body.
+func readRequest(r *bufio.Reader) (path string, err error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	parts := strings.Fields(line)
+	if len(parts) < 2 {
+		return "", fmt.Errorf("bad request line %q", line)
+	}
+	length := 0
+	for {
+		h, err := r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		h = strings.TrimSpace(h)
+		if h == "" {
+			break
+		}
+		if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(k, "content-length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if _, err := r.Discard(length); err != nil {
+		return "", err
+	}
+	return parts[1], nil
+}
+
+const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+
+func chunk(payload string) string {
+	return strconv.FormatInt(int64(len(payload)), 16) + "\r\n" + payload + "\r\n"
+}
+
+func tokenChunk(i int) string {
+	return chunk(`data: {"id":"x","choices":[{"index":0,"text":"t` + strconv.Itoa(i) + `"}]}` + "\n\n")
+}
+
+func streamBody(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(tokenChunk(i))
+	}
+	b.WriteString(chunk(`data: {"id":"x","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":` + strconv.Itoa(n) + `}}` + "\n\n"))
+	b.WriteString(chunk("data: [DONE]\n\n"))
+	b.WriteString("0\r\n\r\n")
+	return b.String()
+}
+
+// respond answers one request and says whether the connection stays open.
+// conn is the connection a response is written to (TLS or not) and the
+// TCP socket under it, whose linger setting turns a close into a reset.
+type conn struct {
+	net.Conn
+	raw *net.TCPConn
+}
+
+func (c conn) reset() {
+	c.raw.SetLinger(0)
+	c.raw.Close()
+}
+
+func (s *Server) respond(c conn, path string) bool {
+	kind, arg, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	n, _ := strconv.Atoi(arg)
+	switch kind {
+	case "ok":
+		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
+		return err == nil
+	case "slow":
+		time.Sleep(time.Duration(n) * time.Millisecond)
+		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(3)))
+		return err == nil
+	case "drop":
+		// A keep-alive response, then the server closes the idle
+		// connection, as servers do when their keep-alive timeout expires.
+		c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
+		time.Sleep(20 * time.Millisecond)
+		return false
+	case "close":
+		c.Write([]byte(sseHead + "Connection: close\r\n\r\n" + streamBody(n)))
+		return false
+	case "500":
+		c.Write([]byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\noops!"))
+		return true
+	case "reset-head":
+		c.reset()
+		return false
+	case "reset-mid":
+		c.Write([]byte(sseHead + "\r\n" + tokenChunk(0) + tokenChunk(1)))
+		time.Sleep(20 * time.Millisecond)
+		c.reset()
+		return false
+	case "malformed":
+		c.Write([]byte(sseHead + "\r\n" + tokenChunk(0) + "zz\r\n"))
+		return true
+	case "stall":
+		c.Write([]byte(sseHead + "\r\n" + tokenChunk(0)))
+		<-s.stop
+		return false
+	case "empty":
+		c.Write([]byte(sseHead + "\r\n" + chunk("data: [DONE]\n\n") + "0\r\n\r\n"))
+		return true
+	case "pool":
+		body := `{"object":"list","data":[],"usage":{"prompt_tokens":7,"total_tokens":7}}`
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
+		return true
+	}
+	c.Write([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
+	return true
+}
+
+// Wire encodes a POST to path with a small JSON body.
+func Wire(path string) []byte { return WireBody(path, []byte("{}")) }
+
+// WireBody encodes a POST to path with the given body.
+func WireBody(path string, body []byte) []byte {
+	head := "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	return append([]byte(head), body...)
+}

@@ -1,0 +1,333 @@
+package shard
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every system call the shard makes lives in this file: epoll, eventfd,
+// sockets and their options, recvmsg with its control messages, CPU pinning
+// and per-thread CPU time. The rest of the package is plain Go.
+
+// poller is one epoll instance. Only its shard's thread uses it.
+type poller struct {
+	fd     int
+	events []unix.EpollEvent
+}
+
+const (
+	// readable is level-triggered read interest plus peer half-close.
+	readable = unix.EPOLLIN | unix.EPOLLRDHUP
+	// writable adds write interest while a connect or a write is pending.
+	writable = readable | unix.EPOLLOUT
+)
+
+func newPoller(maxEvents int) (*poller, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	return &poller{fd: fd, events: make([]unix.EpollEvent, maxEvents)}, nil
+}
+
+// add registers fd with a tag that comes back with its events. A socket
+// closed while its event waits in the current batch can have its number
+// reused by a new socket in the same turn; the tag tells the two apart.
+func (p *poller) add(fd int, tag uint32, events uint32) error {
+	ev := unix.EpollEvent{Events: events, Fd: int32(fd), Pad: int32(tag)}
+	return unix.EpollCtl(p.fd, unix.EPOLL_CTL_ADD, fd, &ev)
+}
+
+func (p *poller) modify(fd int, tag uint32, events uint32) error {
+	ev := unix.EpollEvent{Events: events, Fd: int32(fd), Pad: int32(tag)}
+	return unix.EpollCtl(p.fd, unix.EPOLL_CTL_MOD, fd, &ev)
+}
+
+// eventTag returns the tag ev's fd was registered with.
+func eventTag(ev *unix.EpollEvent) uint32 { return uint32(ev.Pad) }
+
+// wait blocks for at most timeoutMs (-1 = forever) and returns the ready
+// events, which stay valid until the next wait.
+func (p *poller) wait(timeoutMs int) ([]unix.EpollEvent, error) {
+	for {
+		n, err := unix.EpollWait(p.fd, p.events, timeoutMs)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, os.NewSyscallError("epoll_wait", err)
+		}
+		return p.events[:n], nil
+	}
+}
+
+func (p *poller) close() { unix.Close(p.fd) }
+
+// wakeup is an eventfd other goroutines write to interrupt epoll_wait.
+type wakeup struct{ fd int }
+
+func newWakeup() (wakeup, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return wakeup{}, os.NewSyscallError("eventfd", err)
+	}
+	return wakeup{fd: fd}, nil
+}
+
+var one = [8]byte{1}
+
+// signal may be called from any goroutine.
+func (w wakeup) signal() {
+	// EAGAIN means the counter is already non-zero: a wake-up is pending.
+	unix.Write(w.fd, one[:])
+}
+
+// drain resets the counter after a wake-up was seen.
+func (w wakeup) drain() {
+	var b [8]byte
+	unix.Read(w.fd, b[:])
+}
+
+func (w wakeup) close() { unix.Close(w.fd) }
+
+// sockaddr converts a resolved address to the form connect(2) wants.
+func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
+	addr := ap.Addr().Unmap()
+	if addr.Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: addr.As4()}, unix.AF_INET
+	}
+	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: addr.As16()}
+	return sa, unix.AF_INET6
+}
+
+// dial creates a non-blocking TCP socket with TCP_NODELAY (and, when asked,
+// kernel software receive timestamps) and starts connecting it. inProgress
+// reports that the connection completes later (wait for EPOLLOUT, then
+// connectResult).
+func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress bool, err error) {
+	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return -1, false, err
+	}
+	if err = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		unix.Close(fd)
+		return -1, false, err
+	}
+	if kernelStamps {
+		enableRxTimestamps(fd)
+	}
+	err = unix.Connect(fd, sa)
+	switch err {
+	case nil:
+		return fd, false, nil
+	case unix.EINPROGRESS:
+		return fd, true, nil
+	}
+	unix.Close(fd)
+	return -1, false, err
+}
+
+// enableRxTimestamps asks for software receive timestamps on fd. Failure
+// is not fatal: reads then carry no stamp and the reader falls back to its
+// own clock.
+func enableRxTimestamps(fd int) {
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW,
+		unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
+}
+
+// connectResult returns the outcome of a non-blocking connect once the
+// socket became writable.
+func connectResult(fd int) error {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return err
+	}
+	if v != 0 {
+		return unix.Errno(v)
+	}
+	return nil
+}
+
+func closeFD(fd int) { unix.Close(fd) }
+
+// write writes as much of b (non-empty) as the socket takes without
+// blocking. It returns 0, nil when the send buffer is full. It uses send(2)
+// with MSG_NOSIGNAL, so a peer that reset the connection yields EPIPE
+// instead of a SIGPIPE.
+func write(fd int, b []byte) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+		unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+	switch errno {
+	case 0:
+		return int(n), nil
+	case unix.EAGAIN:
+		return 0, nil
+	}
+	return 0, errno
+}
+
+// receiver reads with recvmsg into a buffer owned by the shard and extracts
+// the kernel's software receive timestamp from the control message. The
+// msghdr and iovec are built once, so a read allocates nothing.
+type receiver struct {
+	buf []byte
+	oob [128]byte
+	iov unix.Iovec
+	msg unix.Msghdr
+}
+
+func newReceiver(size int) *receiver {
+	r := &receiver{buf: make([]byte, size)}
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	return r
+}
+
+// errWouldBlock says the socket had nothing to read.
+var errWouldBlock = errors.New("would block")
+
+// recv reads once from fd. It returns the bytes read (0 at end of stream)
+// and the kernel's receive time as CLOCK_REALTIME nanoseconds, or 0 when the
+// read carried no timestamp.
+func (r *receiver) recv(fd int) (data []byte, realtimeNs int64, err error) {
+	return r.recvInto(fd, r.buf)
+}
+
+// recvInto is recv into a caller's buffer p (len(p) > 0).
+func (r *receiver) recvInto(fd int, p []byte) (data []byte, realtimeNs int64, err error) {
+	r.iov.Base = &p[0]
+	r.iov.SetLen(len(p))
+	r.msg.Control = &r.oob[0]
+	r.msg.SetControllen(len(r.oob))
+	n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&r.msg)), 0)
+	if errno != 0 {
+		if errno == unix.EAGAIN {
+			return nil, 0, errWouldBlock
+		}
+		return nil, 0, errno
+	}
+	return p[:n], parseRxTimestamp(r.oob[:r.msg.Controllen]), nil
+}
+
+// parseRxTimestamp finds SCM_TIMESTAMPING(_NEW) in a control-message buffer
+// and returns its first timespec (the software stamp) in nanoseconds, or 0.
+// Both variants carry three 16-byte timespecs on 64-bit Linux.
+func parseRxTimestamp(oob []byte) int64 {
+	const hdr = unix.SizeofCmsghdr
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && (h.Type == unix.SO_TIMESTAMPING_NEW || h.Type == unix.SCM_TIMESTAMPING) && l >= hdr+16 {
+			ts := (*[2]int64)(unsafe.Pointer(&oob[hdr]))
+			if ts[0] == 0 && ts[1] == 0 {
+				return 0
+			}
+			return ts[0]*1e9 + ts[1]
+		}
+		next := cmsgAlign(l)
+		if next >= len(oob) {
+			return 0
+		}
+		oob = oob[next:]
+	}
+	return 0
+}
+
+func cmsgAlign(n int) int {
+	const a = int(unsafe.Sizeof(uintptr(0)))
+	return (n + a - 1) &^ (a - 1)
+}
+
+// pinToCPU locks the calling thread to cpu. The caller must have called
+// runtime.LockOSThread.
+func pinToCPU(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return os.NewSyscallError("sched_setaffinity", err)
+	}
+	return nil
+}
+
+// threadUsage returns the user+system CPU time the calling thread used and
+// how often the kernel preempted it for another thread (involuntary context
+// switches: time the loop wanted to run but another process had its CPU).
+func threadUsage() (cpu time.Duration, preempted int64) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nivcsw
+}
+
+// isReset reports whether err is the peer resetting the connection.
+func isReset(err error) bool {
+	return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
+}
+
+// monotonicNs reads CLOCK_MONOTONIC directly.
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// stampKeeper holds a socket with receive timestamping on for as long as a
+// shard runs. Linux turns software receive timestamps on globally (a static
+// key) when the first socket asks for them, through deferred work, and off
+// again when the last such socket closes; packets that arrive before the
+// switch flips carry no stamp. Holding one socket open, and waiting until a
+// datagram sent to itself comes back stamped, makes stamps present from
+// the first response on.
+type stampKeeper struct{ fd int }
+
+// openStampKeeper returns once the kernel stamps received packets, or after
+// wait at the latest (stamps then start later in the run; reads without one
+// fall back to the loop's clock).
+func openStampKeeper(wait time.Duration) (stampKeeper, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return stampKeeper{fd: -1}, os.NewSyscallError("socket", err)
+	}
+	k := stampKeeper{fd: fd}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW,
+		unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE); err != nil {
+		k.close()
+		return stampKeeper{fd: -1}, os.NewSyscallError("setsockopt SO_TIMESTAMPING_NEW", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		k.close()
+		return stampKeeper{fd: -1}, os.NewSyscallError("bind", err)
+	}
+	self, err := unix.Getsockname(fd)
+	if err != nil {
+		k.close()
+		return stampKeeper{fd: -1}, os.NewSyscallError("getsockname", err)
+	}
+	r := newReceiver(64)
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if err := unix.Sendto(fd, []byte{0}, 0, self); err != nil {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+		if _, ts, err := r.recv(fd); err == nil && ts != 0 {
+			break
+		}
+	}
+	return k, nil
+}
+
+func (k stampKeeper) close() {
+	if k.fd >= 0 {
+		unix.Close(k.fd)
+	}
+}
