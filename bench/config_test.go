@@ -79,7 +79,6 @@ func TestNotSupportedYet(t *testing.T) {
 		want string
 	}{
 		{[]string{"--backend", "openai-audio"}, "--backend openai-audio is not supported yet"},
-		{[]string{"--backend", "vllm-rerank"}, "--backend vllm-rerank is not supported yet"},
 		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
 		{[]string{"--dataset-name", "spec_bench"}, "--dataset-name spec_bench is not supported yet"},
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats is not supported yet"},

@@ -245,6 +245,16 @@ func (r *run) sampleDataset(ctx context.Context) error {
 			OutputLen: c.PrefixRepetitionOutputLen, Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle,
 			Globals: r.globals, Logf: logf,
 		})
+	case "random-rerank":
+		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
+		if perr != nil {
+			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
+		}
+		r.requests, err = datasets.SampleRandomRerank(tok, datasets.RandomRerankOptions{
+			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, RangeRatio: ratio,
+			BatchSize: c.RandomBatchSize, NoReranker: c.NoReranker, Seed: int64(c.Seed),
+			RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
+		})
 	case "timed_trace":
 		o := datasets.DefaultTimedTraceOptions()
 		o.Path, o.NumPrompts, o.RequestIDPrefix = c.DatasetPath, c.NumPrompts, c.RequestIDPrefix

@@ -3,7 +3,7 @@ package bench
 import (
 	"strconv"
 
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // What stampede can run today. Everything `vllm bench serve` accepts
@@ -12,12 +12,17 @@ import (
 // something other than what Python would.
 
 // builtBackends are the --backend values stampede sends requests for.
-var builtBackends = []string{"vllm", "openai", "openai-chat"}
+var builtBackends = []string{
+	"vllm", "openai", "openai-chat",
+	"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
+	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
+	"vllm-pooling", "vllm-rerank",
+}
 
 // builtDatasets are the --dataset-name values stampede can sample.
 var builtDatasets = []string{
 	"random", "sharegpt", "custom", "sonnet", "prefix_repetition",
-	"timed_trace", "burstgpt", "random-mm", "custom_image",
+	"timed_trace", "burstgpt", "random-mm", "random-rerank", "custom_image",
 }
 
 // BackendBuilt reports whether stampede implements --backend name.
@@ -40,7 +45,7 @@ func boolFlag(get func(c *Config) bool) func(c *Config) (string, bool) {
 func positiveFloat(get func(c *Config) float64) func(c *Config) (string, bool) {
 	return func(c *Config) (string, bool) {
 		v := get(c)
-		return metrics.PyFloatRepr(v), v > 0
+		return pyfmt.FloatRepr(v), v > 0
 	}
 }
 
