@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // This file applies the command-line rules of vLLM's FlexibleArgumentParser
@@ -165,7 +165,7 @@ func newAction(o *flags.Option) *action {
 		}
 	case typ.Kind() == reflect.Float64:
 		a.typeName, a.convert = "float", func(s string) (string, error) {
-			v, err := metrics.ParsePyFloat(s)
+			v, err := pyfmt.ParseFloat(s)
 			return strconv.FormatFloat(v, 'g', -1, 64), err
 		}
 	default:
@@ -281,7 +281,7 @@ func takeValues(m *optionMatch, args []string, next int, isValue func(int) bool)
 	a := m.action
 	if m.explicit != nil {
 		if a.nargs == nargsNone {
-			return nil, 0, argError(a, "ignored explicit argument %s", pyRepr(*m.explicit))
+			return nil, 0, argError(a, "ignored explicit argument %s", pyfmt.StrRepr(*m.explicit))
 		}
 		return []string{*m.explicit}, next, nil
 	}
@@ -311,16 +311,16 @@ func (a *action) check(raw []string) ([]string, error) {
 		if a.convert != nil {
 			c, err := a.convert(v)
 			if err != nil {
-				return nil, argError(a, "invalid %s value: %s", a.typeName, pyRepr(v))
+				return nil, argError(a, "invalid %s value: %s", a.typeName, pyfmt.StrRepr(v))
 			}
 			values[k] = c
 		}
 		if len(a.choices) > 0 && !contains(a.choices, values[k]) {
 			quoted := make([]string, len(a.choices))
 			for j, c := range a.choices {
-				quoted[j] = pyRepr(c)
+				quoted[j] = pyfmt.StrRepr(c)
 			}
-			return nil, argError(a, "invalid choice: %s (choose from %s)", pyRepr(v), strings.Join(quoted, ", "))
+			return nil, argError(a, "invalid choice: %s (choose from %s)", pyfmt.StrRepr(v), strings.Join(quoted, ", "))
 		}
 	}
 	return values, nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // MMBucket is one entry of --random-mm-bucket-config: media items of
@@ -106,7 +106,7 @@ func (v pyLit) float() (float64, error) {
 	case litFloat:
 		return v.f, nil
 	case litStr:
-		return metrics.ParsePyFloat(v.s)
+		return pyfmt.ParseFloat(v.s)
 	}
 	return 0, errors.New("float() argument must be a string or a real number")
 }
@@ -125,9 +125,9 @@ func (v pyLit) repr() string {
 		}
 		return strconv.FormatInt(v.i, 10)
 	case litFloat:
-		return metrics.PyFloatRepr(v.f)
+		return pyfmt.FloatRepr(v.f)
 	case litStr:
-		return pyRepr(v.s)
+		return pyfmt.StrRepr(v.s)
 	case litTuple, litList:
 		parts := make([]string, len(v.items))
 		for i, it := range v.items {
@@ -276,7 +276,7 @@ func (p *litParser) number() (pyLit, error) {
 		}
 		return pyLit{kind: litInt, i: v}, nil
 	}
-	f, err := metrics.ParsePyFloat(text)
+	f, err := pyfmt.ParseFloat(text)
 	if err != nil || strings.ContainsAny(strings.ToLower(text), "in") {
 		return pyLit{}, p.syntaxError()
 	}
@@ -364,18 +364,11 @@ func (p *litParser) sequence(depth int, closer byte, kind litKind) (pyLit, error
 			return pyLit{}, err
 		}
 		v.items = append(v.items, item)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return pyLit{}, p.syntaxError()
+		comma, err := p.afterItem(closer)
+		if err != nil {
+			return pyLit{}, err
 		}
-		switch p.s[p.i] {
-		case ',':
-			sawComma = true
-			p.i++
-		case closer:
-		default:
-			return pyLit{}, p.syntaxError()
-		}
+		sawComma = sawComma || comma
 	}
 }
 
@@ -405,18 +398,27 @@ func (p *litParser) dict(depth int) (pyLit, error) {
 			return pyLit{}, err
 		}
 		v.setItem(key, value)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return pyLit{}, p.syntaxError()
+		if _, err := p.afterItem('}'); err != nil {
+			return pyLit{}, err
 		}
+	}
+}
+
+// afterItem consumes what may follow a display's item: a "," (consumed,
+// comma is true; Python allows one before the closer too) or the closer
+// (left for the caller's loop to consume).
+func (p *litParser) afterItem(closer byte) (comma bool, err error) {
+	p.skipSpace()
+	if p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ',':
 			p.i++
-		case '}':
-		default:
-			return pyLit{}, p.syntaxError()
+			return true, nil
+		case closer:
+			return false, nil
 		}
 	}
+	return false, p.syntaxError()
 }
 
 // setItem stores value under key with dict semantics (equal keys: last

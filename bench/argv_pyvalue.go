@@ -5,13 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
-// This file holds the Python value rules argparse applies through its type
-// functions (int, float) and the text forms Python prints in messages
-// (repr of a str, str of a float). Messages must read exactly as Python's,
-// so these follow CPython, not strconv.
+// This file holds the Python value rules argparse applies through its int
+// type function and vLLM's human_readable_int. Messages must read exactly
+// as Python's, so these follow CPython, not strconv; float() and the repr
+// forms messages print are in metrics/pyfmt.
 
 var errNotANumber = errors.New("not a number")
 
@@ -54,64 +53,6 @@ func digitsWithUnderscores(s string) bool {
 		}
 	}
 	return prevDigit
-}
-
-// pyRepr renders s as Python's repr(str): single quotes unless the text
-// holds a single quote and no double quote; backslash escapes for the
-// quote, backslash, \t \n \r and other non-printable characters.
-func pyRepr(s string) string {
-	quote := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(quote)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			// Python strings hold no raw bytes; argv bytes that are not
-			// UTF-8 arrive as surrogate escapes, which repr prints so.
-			b.WriteString(`\udc`)
-			b.WriteString(strconv.FormatUint(uint64(s[i]), 16))
-			i++
-			continue
-		}
-		i += size
-		switch {
-		case r == rune(quote) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			b.WriteString(`\x`)
-			b.WriteString(hex2(uint64(r)))
-		case !unicode.IsPrint(r) && r != ' ':
-			switch {
-			case r <= 0xff:
-				b.WriteString(`\x` + hex2(uint64(r)))
-			case r <= 0xffff:
-				b.WriteString(`\u` + hexN(uint64(r), 4))
-			default:
-				b.WriteString(`\U` + hexN(uint64(r), 8))
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(quote)
-	return b.String()
-}
-
-func hex2(v uint64) string { return hexN(v, 2) }
-
-func hexN(v uint64, n int) string {
-	s := strconv.FormatUint(v, 16)
-	return strings.Repeat("0", n-len(s)) + s
 }
 
 // parseHumanReadableInt is vLLM's human_readable_int, used for dotted

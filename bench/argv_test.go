@@ -270,27 +270,6 @@ func TestHumanReadableInt(t *testing.T) {
 	}
 }
 
-func TestPyRepr(t *testing.T) {
-	tests := map[string]string{
-		"abc":        `'abc'`,
-		"it's":       `"it's"`,
-		`say "hi"`:   `'say "hi"'`,
-		`it's "x"`:   `'it\'s "x"'`,
-		"a\\b":       `'a\\b'`,
-		"tab\there":  `'tab\there'`,
-		"nl\n":       `'nl\n'`,
-		"\x01":       `'\x01'`,
-		"é€":         `'é€'`,
-		"\u200b":     `'\u200b'`,
-		"bad\xffutf": `'bad\udcffutf'`,
-	}
-	for in, want := range tests {
-		if got := pyRepr(in); got != want {
-			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestDashName(t *testing.T) {
 	tests := map[string]string{
 		"--num_prompts":                "--num-prompts",

@@ -125,8 +125,8 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 	if err != nil {
 		return nil, err
 	}
-	var body pyObject
-	body.set("model", pyString(p.model()))
+	var body JSONObject
+	body.Set("model", pyString(p.model()))
 	switch api.kind {
 	case completionsKind:
 		prompt, err := promptValue(req)
@@ -137,12 +137,12 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		if p.Logprobs != nil {
 			logprobs = []byte(strconv.Itoa(*p.Logprobs))
 		}
-		body.set("prompt", prompt)
-		body.set("repetition_penalty", []byte("1.0"))
-		body.set("max_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
-		body.set("logprobs", logprobs)
-		body.set("stream", []byte("true"))
-		body.set("stream_options", []byte(`{"include_usage": true}`))
+		body.Set("prompt", prompt)
+		body.Set("repetition_penalty", []byte("1.0"))
+		body.Set("max_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
+		body.Set("logprobs", logprobs)
+		body.Set("stream", []byte("true"))
+		body.Set("stream_options", []byte(`{"include_usage": true}`))
 	case chatKind:
 		text, err := promptValue(req)
 		if err != nil {
@@ -152,40 +152,58 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		if err != nil {
 			return nil, err
 		}
-		body.set("messages", messages)
-		body.set("max_completion_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
-		body.set("stream", []byte("true"))
-		body.set("stream_options", []byte(`{"include_usage": true}`))
+		body.Set("messages", messages)
+		body.Set("max_completion_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
+		body.Set("stream", []byte("true"))
+		body.Set("stream_options", []byte(`{"include_usage": true}`))
 	case embeddingsKind:
 		if err := setEmbeddingsInput(&body, backend, req); err != nil {
 			return nil, err
 		}
-		body.set("truncate_prompt_tokens", []byte("-1"))
+		body.Set("truncate_prompt_tokens", []byte("-1"))
 	case infinityKind:
 		if err := setInfinityInput(&body, backend, req); err != nil {
 			return nil, err
 		}
 	case poolingKind:
-		body.set("truncate_prompt_tokens", []byte("-1"))
+		body.Set("truncate_prompt_tokens", []byte("-1"))
 		prompt, err := promptValue(req)
 		if err != nil {
 			return nil, err
 		}
-		body.set("input", prompt)
+		body.Set("input", prompt)
 	case rerankKind:
 		if len(req.PromptList) < 2 {
 			return nil, fmt.Errorf("backend vllm-rerank: request %q needs a query and at least one document (a prompt list of 2 or more), got %d prompts", req.RequestID, len(req.PromptList))
 		}
-		body.set("query", pyString(req.PromptList[0]))
-		body.set("documents", pyStringList(req.PromptList[1:]))
-		body.set("truncate_prompt_tokens", []byte("-1"))
-		return body.encode(), nil
+		body.Set("query", pyString(req.PromptList[0]))
+		body.Set("documents", pyStringList(req.PromptList[1:]))
+		body.Set("truncate_prompt_tokens", []byte("-1"))
+		return body.encodePy(), nil
 	default:
 		return nil, fmt.Errorf("--backend %s: posts multipart/form-data audio, which stampede does not build", backend)
 	}
 	if p.IgnoreEOS {
-		body.set("ignore_eos", []byte("true"))
+		body.Set("ignore_eos", []byte("true"))
 	}
+	extra, err := p.extraBody(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range extra {
+		v, err := pyJSONRaw(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
+		}
+		body.Set(m.Key, v)
+	}
+	return body.encodePy(), nil
+}
+
+// extraBody is the per-request extra body, {**p.ExtraBody,
+// **req.Overrides}: an override replaces a key in place, new keys follow.
+// Values are JSON text as given, not yet in json.dumps form.
+func (p BodyParams) extraBody(req *datasets.Request) (JSONObject, error) {
 	extra := append(JSONObject(nil), p.ExtraBody...)
 	if len(req.Overrides) > 0 {
 		overrides, ok := JSONText(req.Overrides).Object()
@@ -194,14 +212,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		}
 		extra.Merge(overrides)
 	}
-	for _, m := range extra {
-		v, err := pyJSONRaw(m.Value)
-		if err != nil {
-			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
-		}
-		body.set(m.Key, v)
-	}
-	return body.encode(), nil
+	return extra, nil
 }
 
 func (p BodyParams) model() string {
@@ -213,13 +224,13 @@ func (p BodyParams) model() string {
 
 // setEmbeddingsInput fills "input" (openai-embeddings) or "messages" (the
 // embeddings-chat family, with clip's and vlm2vec's prompt rewriting).
-func setEmbeddingsInput(body *pyObject, backend string, req *datasets.Request) error {
+func setEmbeddingsInput(body *JSONObject, backend string, req *datasets.Request) error {
 	if backend == "openai-embeddings" {
 		prompt, err := promptValue(req)
 		if err != nil {
 			return err
 		}
-		body.set("input", prompt)
+		body.Set("input", prompt)
 		return nil
 	}
 	text, err := promptValue(req)
@@ -247,14 +258,14 @@ func setEmbeddingsInput(body *pyObject, backend string, req *datasets.Request) e
 	if err != nil {
 		return err
 	}
-	body.set("messages", messages)
+	body.Set("messages", messages)
 	return nil
 }
 
 // setInfinityInput is the Infinity server's body: the prompt as "input",
 // or, for an empty prompt (clip blanks it when media is attached), the one
 // media item's URL with its modality ("image_url" → "image").
-func setInfinityInput(body *pyObject, backend string, req *datasets.Request) error {
+func setInfinityInput(body *JSONObject, backend string, req *datasets.Request) error {
 	hasMedia := len(req.MultiModal) > 0
 	blank := backend == "infinity-embeddings-clip" && hasMedia
 	if !blank && (req.Prompt != "" || len(req.PromptList) > 0 || len(req.PromptIDs) > 0) {
@@ -262,7 +273,7 @@ func setInfinityInput(body *pyObject, backend string, req *datasets.Request) err
 		if err != nil {
 			return err
 		}
-		body.set("input", prompt)
+		body.Set("input", prompt)
 		return nil
 	}
 	if len(req.MultiModal) != 1 {
@@ -280,8 +291,8 @@ func setInfinityInput(body *pyObject, backend string, req *datasets.Request) err
 		return fmt.Errorf("backend %s: request %q: media item %s has no %q.url", backend, req.RequestID, req.MultiModal[0], kind)
 	}
 	modality, _, _ := strings.Cut(kind, "_")
-	body.set("input", pyString(*ref.URL))
-	body.set("modality", pyString(modality))
+	body.Set("input", pyString(*ref.URL))
+	body.Set("modality", pyString(modality))
 	return nil
 }
 
@@ -338,13 +349,13 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 		}
 		parts = append(parts, v)
 	}
-	var textPart pyObject
-	textPart.set("type", pyString("text"))
-	textPart.set("text", text)
+	var textPart JSONObject
+	textPart.Set("type", pyString("text"))
+	textPart.Set("text", text)
 	if mediaFirst {
-		parts = append(parts, textPart.encode())
+		parts = append(parts, textPart.encodePy())
 	} else {
-		parts = append([][]byte{textPart.encode()}, parts...)
+		parts = append([][]byte{textPart.encodePy()}, parts...)
 	}
 	var b bytes.Buffer
 	b.WriteString(`[{"role": "user", "content": [`)

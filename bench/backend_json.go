@@ -2,47 +2,6 @@ package bench
 
 import "bytes"
 
-// pyObject is a request payload under construction: members in Python
-// dict order, each value already in json.dumps form.
-type pyObject []pyMember
-
-type pyMember struct {
-	key   string
-	value []byte
-}
-
-// set is dict assignment: an existing key keeps its position.
-func (o *pyObject) set(key string, value []byte) {
-	for i := range *o {
-		if (*o)[i].key == key {
-			(*o)[i].value = value
-			return
-		}
-	}
-	*o = append(*o, pyMember{key, value})
-}
-
-// encode writes the object as json.dumps does.
-func (o pyObject) encode() []byte {
-	n := 2
-	for _, m := range o {
-		n += len(m.key) + len(m.value) + 6
-	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		appendPyJSONString(&b, m.key)
-		b.WriteString(": ")
-		b.Write(m.value)
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
-
 // pyString is json.dumps(s).
 func pyString(s string) []byte {
 	var b bytes.Buffer

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // Config is one `stampede serve` run: every flag (Flags, with Python's
@@ -353,7 +353,7 @@ func (c *Config) parseHeaders() error {
 }
 
 // pyStrip is Python's str.strip() with no argument.
-func pyStrip(s string) string { return strings.TrimFunc(s, metrics.PyIsSpace) }
+func pyStrip(s string) string { return strings.TrimFunc(s, pyfmt.IsSpace) }
 
 // rewriteDataset is main_async's dataset checks and flag copying: the
 // synthetic datasets refuse --dataset-path, --input-len/--output-len are
@@ -410,7 +410,7 @@ func (c *Config) buildRequestExtras() error {
 	if c.TaskType == Generation {
 		floatParam := func(key string, v *float64) {
 			if v != nil {
-				c.SamplingParams = append(c.SamplingParams, JSONMember{key, []byte(dumpsFloat(*v))})
+				c.SamplingParams = append(c.SamplingParams, JSONMember{key, appendPyJSONFloat(nil, *v)})
 			}
 		}
 		floatParam("top_p", c.TopP)
@@ -453,9 +453,9 @@ func parseFloatList(s string, strip bool) ([]float64, error) {
 		if strip {
 			p = pyStrip(p)
 		}
-		v, err := metrics.ParsePyFloat(p)
+		v, err := pyfmt.ParseFloat(p)
 		if err != nil {
-			return nil, fmt.Errorf("could not convert string to float: %s", pyRepr(p))
+			return nil, fmt.Errorf("could not convert string to float: %s", pyfmt.StrRepr(p))
 		}
 		out[i] = v
 	}
@@ -472,7 +472,7 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		var v float64
 		var err error
 		if len(parts) == 2 {
-			v, err = metrics.ParsePyFloat(parts[1])
+			v, err = pyfmt.ParseFloat(parts[1])
 		}
 		if len(parts) != 2 || err != nil {
 			return nil, &ValidationError{Type: "ArgumentTypeError", Msg: "Invalid format found for service level objectives. " +
@@ -495,27 +495,13 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		if !contains(goodputMetrics, slo.Metric) {
 			return nil, valueErrorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ",
-				slo.Metric, metrics.PyFloatRepr(slo.ValueMs))
+				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
 		}
 		if slo.ValueMs < 0 {
 			return nil, valueErrorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
-				slo.Metric, metrics.PyFloatRepr(slo.ValueMs))
+				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
 		}
 	}
 	return slos, nil
-}
-
-// dumpsFloat writes v as Python's json.dumps does: repr, with the
-// non-finite values as NaN, Infinity and -Infinity.
-func dumpsFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	}
-	return metrics.PyFloatRepr(v)
 }

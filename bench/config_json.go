@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/stampede-bench/stampede/metrics"
 )
 
 // JSONMember is one key of a JSONObject.
@@ -71,6 +69,37 @@ func (o JSONObject) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// encodePy writes the object as Python's json.dumps does: ", " and ": "
+// separators, keys with ensure_ascii escaping. Values are written as
+// stored, so a request body holds them already in json.dumps form.
+//
+// It repeats MarshalJSON's loop rather than sharing it: writeJSONString
+// hands its buffer to encoding/json, which would move this buffer to the
+// heap, and request bodies are built once per request.
+func (o JSONObject) encodePy() []byte {
+	n := 2
+	for _, m := range o {
+		n += len(m.Key) + len(m.Value) + 6
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		appendPyJSONString(&b, m.Key)
+		b.WriteString(": ")
+		if len(m.Value) == 0 {
+			b.WriteString("null")
+		} else {
+			b.Write(m.Value)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // JSONText is a flag value that argparse passes through json.loads: the
@@ -454,10 +483,7 @@ func (p *jsonParser) hex4() (rune, error) {
 
 func (p *jsonParser) array(depth int) (*jsonNode, error) {
 	n := &jsonNode{kind: jsonArray}
-	p.i++
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
+	if p.open(']') {
 		return n, nil
 	}
 	for {
@@ -467,28 +493,19 @@ func (p *jsonParser) array(depth int) (*jsonNode, error) {
 			return nil, err
 		}
 		n.items = append(n.items, item)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.errorf("expecting ',' delimiter")
+		done, err := p.endOfItem(']')
+		if err != nil {
+			return nil, err
 		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if done {
 			return n, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
 		}
 	}
 }
 
 func (p *jsonParser) object(depth int) (*jsonNode, error) {
 	n := &jsonNode{kind: jsonObject}
-	p.i++
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
+	if p.open('}') {
 		return n, nil
 	}
 	for {
@@ -511,20 +528,44 @@ func (p *jsonParser) object(depth int) (*jsonNode, error) {
 			return nil, err
 		}
 		n.set(key, value)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.errorf("expecting ',' delimiter")
+		done, err := p.endOfItem('}')
+		if err != nil {
+			return nil, err
 		}
+		if done {
+			return n, nil
+		}
+	}
+}
+
+// open consumes an opening bracket and the space after it, and the
+// closer too when it follows at once; it reports whether it did (the
+// container is empty).
+func (p *jsonParser) open(closer byte) (empty bool) {
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == closer {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// endOfItem consumes what follows an array item or object member: a ","
+// (more follow) or closer (the container is done).
+func (p *jsonParser) endOfItem(closer byte) (done bool, err error) {
+	p.skipSpace()
+	if p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ',':
 			p.i++
-		case '}':
+			return false, nil
+		case closer:
 			p.i++
-			return n, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
+			return true, nil
 		}
 	}
+	return false, p.errorf("expecting ',' delimiter")
 }
 
 // respellJSONNumber re-spells a JSON number as json.dumps(json.loads(raw)):
@@ -544,12 +585,6 @@ func respellJSONNumber(raw string) string {
 	if err != nil && f == 0 {
 		return raw
 	}
-	switch s := metrics.PyFloatRepr(f); s {
-	case "inf":
-		return "Infinity"
-	case "-inf":
-		return "-Infinity"
-	default:
-		return s
-	}
+	var buf [32]byte
+	return string(appendPyJSONFloat(buf[:0], f))
 }

@@ -78,11 +78,9 @@ func TestNotSupportedYet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--backend", "openai-audio"}, "--backend openai-audio is not supported yet"},
 		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
 		{[]string{"--dataset-name", "spec_bench"}, "--dataset-name spec_bench is not supported yet"},
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats is not supported yet"},
-		{[]string{"--probe-request-rate", "2"}, "--probe-request-rate 2.0 is not supported yet"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
 	}
 	for _, tt := range tests {
@@ -101,6 +99,7 @@ func TestNotSupportedYet(t *testing.T) {
 		{"--dataset-name", "custom", "--dataset-path", "x.jsonl", "--disable-shuffle", "--no-stream"},
 		{"--dataset-name", "sonnet", "--dataset-path", "sonnet.txt"},
 		{"--use-beam-search", "--trust-remote-code", "--tokenizer-mode", "mistral", "--probe-request-rate", "0"},
+		{"--probe-request-rate", "2.5"},
 		{"--max-connections-per-worker", "1296", "--warmup-time", "0"},
 		{"--warmup-time", "1.5", "--cooldown-time", "3"},
 		{"--plot-timeline", "--timeline-itl-thresholds", "10,20"},

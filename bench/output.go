@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // DateLayout is the result's "date" key and file-name stamp, Python's
@@ -66,7 +67,7 @@ func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now ti
 		if !ok {
 			return nil, errMetadataFormat
 		}
-		res.set(strings.TrimFunc(key, metrics.PyIsSpace), strings.TrimFunc(value, metrics.PyIsSpace))
+		res.set(strings.TrimFunc(key, pyfmt.IsSpace), strings.TrimFunc(value, pyfmt.IsSpace))
 	}
 
 	if p.RequestRate < math.Inf(1) {
@@ -232,7 +233,7 @@ func ResultFilename(p *ReportParams, date string) (string, error) {
 			label, p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS, conc, base, date)
 	} else {
 		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json",
-			label, metrics.PyFloatRepr(p.RequestRate), conc, base, date)
+			label, pyfmt.FloatRepr(p.RequestRate), conc, base, date)
 	}
 	if p.ResultFilename != "" {
 		name = p.ResultFilename

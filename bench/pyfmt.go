@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // This file reproduces the few pieces of Python's formatting that
@@ -36,7 +36,7 @@ func pyCenter(s string, fill byte, width int) string {
 }
 
 // pyFixed2 is "{:.2f}".
-func pyFixed2(f float64) string { return metrics.PyFixed(f, 2) }
+func pyFixed2(f float64) string { return pyfmt.Fixed(f, 2) }
 
 // pyPercentileWord is the percentile's text in labels and keys, Python's
 // `str(int(p)) if int(p) == p else str(p)`: "99", "99.9", "12.5".
@@ -47,14 +47,14 @@ func pyPercentileWord(p float64) string {
 		}
 		return strconv.FormatFloat(p, 'f', 0, 64)
 	}
-	return metrics.PyFloatRepr(p)
+	return pyfmt.FloatRepr(p)
 }
 
 // pyDict is a Python dict of JSON values: keys keep their first insertion
 // position, and setting an existing key replaces its value in place, as
 // `d[k] = v` and `{**a, **b}` do. Values may be nil, bool, int, int64,
-// float64, string, []int, []float64, [][]float64, []string, *pyDict or
-// []*pyDict.
+// float64, string, []int, []float64, [][]float64, []string, []any,
+// pyRawJSON, *pyDict or []*pyDict.
 type pyDict struct {
 	keys []string
 	vals map[string]any
@@ -91,6 +91,9 @@ func (d *pyDict) update(other *pyDict) {
 	}
 }
 
+// pyRawJSON is a value already encoded as Python's json.dumps writes it.
+type pyRawJSON []byte
+
 // pyJSON encodes v as Python's json.dumps(v) with default arguments:
 // separators ", " and ": ", no indentation, ensure_ascii, floats as repr
 // with Infinity/-Infinity/NaN, and no trailing newline.
@@ -102,7 +105,14 @@ func pyJSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// appendPyJSON appends json.dumps(v) to b (see pyJSON).
 func appendPyJSON(b *bytes.Buffer, v any) error {
+	return appendPyJSONWith(b, v, appendPyJSONFloat)
+}
+
+// appendPyJSONWith is json.dumps(v) with every float, at any depth,
+// written by float; the encoders differ only there.
+func appendPyJSONWith(b *bytes.Buffer, v any, float func(dst []byte, f float64) []byte) error {
 	switch v := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -117,19 +127,23 @@ func appendPyJSON(b *bytes.Buffer, v any) error {
 	case int64:
 		b.WriteString(strconv.FormatInt(v, 10))
 	case float64:
-		b.Write(appendPyJSONFloat(b.AvailableBuffer(), v))
+		b.Write(float(b.AvailableBuffer(), v))
 	case string:
 		appendPyJSONString(b, v)
+	case pyRawJSON:
+		b.Write(v)
 	case []int:
 		return appendList(b, len(v), func(i int) error { b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(v[i]), 10)); return nil })
 	case []float64:
-		return appendList(b, len(v), func(i int) error { b.Write(appendPyJSONFloat(b.AvailableBuffer(), v[i])); return nil })
+		return appendList(b, len(v), func(i int) error { b.Write(float(b.AvailableBuffer(), v[i])); return nil })
 	case [][]float64:
-		return appendList(b, len(v), func(i int) error { return appendPyJSON(b, v[i]) })
+		return appendList(b, len(v), func(i int) error { return appendPyJSONWith(b, v[i], float) })
 	case []string:
 		return appendList(b, len(v), func(i int) error { appendPyJSONString(b, v[i]); return nil })
+	case []any:
+		return appendList(b, len(v), func(i int) error { return appendPyJSONWith(b, v[i], float) })
 	case []*pyDict:
-		return appendList(b, len(v), func(i int) error { return appendPyJSON(b, v[i]) })
+		return appendList(b, len(v), func(i int) error { return appendPyJSONWith(b, v[i], float) })
 	case *pyDict:
 		b.WriteByte('{')
 		for i, k := range v.keys {
@@ -138,7 +152,7 @@ func appendPyJSON(b *bytes.Buffer, v any) error {
 			}
 			appendPyJSONString(b, k)
 			b.WriteString(": ")
-			if err := appendPyJSON(b, v.vals[k]); err != nil {
+			if err := appendPyJSONWith(b, v.vals[k], float); err != nil {
 				return err
 			}
 		}
@@ -174,7 +188,7 @@ func appendPyJSONFloat(dst []byte, f float64) []byte {
 	case math.IsNaN(f):
 		return append(dst, "NaN"...)
 	}
-	return metrics.AppendPyFloatRepr(dst, f)
+	return pyfmt.AppendFloatRepr(dst, f)
 }
 
 // appendPyJSONString writes s as json's ensure_ascii encoder does: `"` and

@@ -163,13 +163,11 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 		if len(x) == 0 {
 			return nil
 		}
-		n, err := parsePyJSON(string(x))
+		v, err := pyJSONRaw(x)
 		if err != nil {
 			return nil // cannot happen: the flag parsed it
 		}
-		var b bytes.Buffer
-		n.encodePy(&b)
-		return pyRawJSON(b.Bytes())
+		return pyRawJSON(v)
 	case BucketConfig:
 		d := newPyDict()
 		for _, bucket := range x {
@@ -216,47 +214,20 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 	return "<" + v.Type().Name() + " is not JSON serializable>"
 }
 
-// pyRawJSON is a value already encoded as Python's json.dumps writes it.
-type pyRawJSON []byte
-
 // appendPyTorchJSON is write_to_json's encoding: json.dump's defaults with
 // its InfEncoder, which writes every infinite float (either sign) as the
-// string "inf". Values other than floats, lists and dicts are encoded as
-// in the result JSON.
+// string "inf". Everything else is encoded as in the result JSON.
 func appendPyTorchJSON(b *bytes.Buffer, v any) error {
-	switch v := v.(type) {
-	case float64:
-		if math.IsInf(v, 0) {
-			return appendPyJSON(b, "inf")
-		}
-		return appendPyJSON(b, v)
-	case []float64:
-		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
-	case [][]float64:
-		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
-	case []any:
-		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
-	case []*pyDict:
-		return appendList(b, len(v), func(i int) error { return appendPyTorchJSON(b, v[i]) })
-	case pyRawJSON:
-		b.Write(v)
-		return nil
-	case *pyDict:
-		b.WriteByte('{')
-		for i, k := range v.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			appendPyJSONString(b, k)
-			b.WriteString(": ")
-			if err := appendPyTorchJSON(b, v.vals[k]); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
-		return nil
+	return appendPyJSONWith(b, v, appendInfEncoderFloat)
+}
+
+// appendInfEncoderFloat is InfEncoder's float: "inf" (a JSON string) for
+// either infinity, json.dumps's float otherwise.
+func appendInfEncoderFloat(dst []byte, f float64) []byte {
+	if math.IsInf(f, 0) {
+		return append(dst, `"inf"`...)
 	}
-	return appendPyJSON(b, v)
+	return appendPyJSONFloat(dst, f)
 }
 
 // pySplitExt is os.path.splitext on POSIX: the extension is the last "."

@@ -116,12 +116,8 @@ func TestGoldenPyTorch(t *testing.T) {
 // module and dumps it again with json.dump's defaults: the bytes must not
 // change, so separators, escapes and float spellings are Python's.
 func TestPyTorchMatchesPythonJSON(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
 	path := filepath.Join("testdata", "pytorch", "generation_full.pytorch.json")
-	out, err := exec.Command(python, "-c",
+	out, err := exec.Command(python3(t), "-c",
 		"import json, sys; sys.stdout.write(json.dumps(json.load(open(sys.argv[1]))))", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

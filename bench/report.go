@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // ReportParams is what the console block and the result JSON need to know
@@ -311,13 +312,13 @@ func WriteBanner(w io.Writer, p *ReportParams) error {
 			fmt.Fprintf(&b, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n",
 				p.RampUpStartRPS, p.RampUpEndRPS)
 		} else {
-			fmt.Fprintf(&b, "Traffic request rate: %s\n", metrics.PyFloatRepr(p.RequestRate))
+			fmt.Fprintf(&b, "Traffic request rate: %s\n", pyfmt.FloatRepr(p.RequestRate))
 		}
 		distribution := "Gamma distribution"
 		if p.Burstiness == 1 {
 			distribution = "Poisson process"
 		}
-		fmt.Fprintf(&b, "Burstiness factor: %s (%s)\n", metrics.PyFloatRepr(p.Burstiness), distribution)
+		fmt.Fprintf(&b, "Burstiness factor: %s (%s)\n", pyfmt.FloatRepr(p.Burstiness), distribution)
 		concurrency := "None"
 		if p.MaxConcurrency != 0 {
 			concurrency = strconv.Itoa(p.MaxConcurrency)
@@ -327,7 +328,7 @@ func WriteBanner(w io.Writer, p *ReportParams) error {
 		b.WriteString("Self timing is set, using the timestamps from the trace file.\n")
 	}
 	if p.ProbeRequestRate > 0 {
-		fmt.Fprintf(&b, "Probe request rate: %s req/s\n", metrics.PyFloatRepr(p.ProbeRequestRate))
+		fmt.Fprintf(&b, "Probe request rate: %s req/s\n", pyfmt.FloatRepr(p.ProbeRequestRate))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

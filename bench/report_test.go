@@ -229,15 +229,29 @@ func TestGolden(t *testing.T) {
 // independent Python computation of the same fixtures with Python's own
 // str.format and json, against the golden files.
 func TestGoldenMatchesPythonReference(t *testing.T) {
+	runPyRef(t, filepath.Join("testdata", "output"))
+}
+
+// runPyRef runs dir/pyref.py, which checks the golden files in dir against
+// its own Python computation and exits non-zero on a difference.
+func runPyRef(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command(python3(t), "pyref.py")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s: %v\n%s", filepath.Join(dir, "pyref.py"), err, out)
+	}
+}
+
+// python3 is the path of the python3 interpreter; the test is skipped
+// when there is none.
+func python3(t *testing.T) string {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	cmd := exec.Command(python, "pyref.py")
-	cmd.Dir = filepath.Join("testdata", "output")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("pyref.py: %v\n%s", err, out)
-	}
+	return python
 }
 
 // TestConsoleRowGeometry checks the invariant every golden line must keep:

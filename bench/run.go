@@ -68,6 +68,9 @@ type run struct {
 
 	modelID, modelName string
 	tok                datasets.Tokenizer
+	// chatTemplate renders a prompt as the tokenizer's chat template does;
+	// nil when the tokenizer has none.
+	chatTemplate datasets.ChatTemplate
 	tokenizerID        string
 	globals            datasets.PythonGlobals
 
@@ -255,6 +258,20 @@ func (r *run) sampleDataset(ctx context.Context) error {
 			BatchSize: c.RandomBatchSize, NoReranker: c.NoReranker, Seed: int64(c.Seed),
 			RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
 		})
+	case "custom_audio":
+		var clips []*datasets.Audio
+		r.requests, clips, err = datasets.SampleCustomAudio(tok, datasets.CustomAudioOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
+			EnableMultimodalChat: c.EnableMultimodalChat, SkipChatTemplate: c.SkipChatTemplate,
+			TokenizerHasChatTemplate: r.chatTemplate != nil, ChatTemplate: r.chatTemplate,
+			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
+		})
+		for i := range r.requests {
+			if i < len(clips) {
+				r.requests[i].Audio = clips[i]
+			}
+		}
 	case "timed_trace":
 		o := datasets.DefaultTimedTraceOptions()
 		o.Path, o.NumPrompts, o.RequestIDPrefix = c.DatasetPath, c.NumPrompts, c.RequestIDPrefix
@@ -361,7 +378,16 @@ func (r *run) encodeRequests() error {
 }
 
 func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
-	body, err := BuildRequestBody(r.cfg.Backend, req, p)
+	// aiohttp's json= default; a backend's own Content-Type or a --header
+	// replaces it.
+	contentType := "application/json"
+	var body []byte
+	var err error
+	if r.cfg.Backend == "openai-audio" {
+		contentType, body, err = BuildAudioRequest(req, req.Audio, p, NewAudioBoundary())
+	} else {
+		body, err = BuildRequestBody(r.cfg.Backend, req, p)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -371,9 +397,7 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 	}
 	hreq := httpwire.Request{
 		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
-		// aiohttp's json= default; a backend's own Content-Type or a
-		// --header replaces it.
-		ContentType: "application/json",
+		ContentType: contentType,
 		Body:        body,
 	}
 	for _, h := range hs {
@@ -403,7 +427,7 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		CancelGrace:      seconds(c.CancelGraceSec),
 		KernelTimestamps: !c.NoKernelTimestamps,
 	}
-	if c.Backend == "openai-chat" {
+	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
 		ec.Kind = sse.Chat
 	}
 	if c.MaxConcurrency != nil {
@@ -531,18 +555,25 @@ func (r *run) benchmark(ctx context.Context) error {
 	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline
 	ec.KeepText = c.SaveDetailed || r.tok == nil
 
+	probes, err := r.newProbeLoop()
+	if err != nil {
+		return err
+	}
 	runner, err := engine.Start(ctx, ec)
 	if err != nil {
 		return err
 	}
+	probes.start(ctx)
 	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
 	res, err := runner.Wait()
+	probes.stop()
 	stopBar()
 	bar.Close()
 	if err != nil {
 		return err
 	}
+	params.Probe = probes.account(res)
 	if res.Cancelled {
 		fmt.Fprintln(r.stderr, "Interrupted: stopped sending; the results below cover what was measured.")
 	}
@@ -591,6 +622,14 @@ func (r *run) computeOptions() metrics.ComputeOptions {
 		ClientQueue: c.MaxConcurrency != nil,
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
+	if c.Backend == "openai-audio" {
+		o.InputAudioSeconds = make([]float64, len(r.requests))
+		for i, req := range r.requests {
+			if req.Audio != nil {
+				o.InputAudioSeconds[i] = req.Audio.DurationSec
+			}
+		}
+	}
 	if len(c.GoodputSLOs) > 0 {
 		o.Goodput = make(map[string]float64, len(c.GoodputSLOs))
 		for _, s := range c.GoodputSLOs {

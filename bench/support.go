@@ -1,10 +1,6 @@
 package bench
 
-import (
-	"strconv"
-
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
-)
+import "strconv"
 
 // What stampede can run today. Everything `vllm bench serve` accepts
 // parses; a run that would need something listed here as not built stops
@@ -13,7 +9,7 @@ import (
 
 // builtBackends are the --backend values stampede sends requests for.
 var builtBackends = []string{
-	"vllm", "openai", "openai-chat",
+	"vllm", "openai", "openai-chat", "openai-audio",
 	"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
 	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
 	"vllm-pooling", "vllm-rerank",
@@ -22,7 +18,7 @@ var builtBackends = []string{
 // builtDatasets are the --dataset-name values stampede can sample.
 var builtDatasets = []string{
 	"random", "sharegpt", "custom", "sonnet", "prefix_repetition",
-	"timed_trace", "burstgpt", "random-mm", "random-rerank", "custom_image",
+	"timed_trace", "burstgpt", "random-mm", "random-rerank", "custom_image", "custom_audio",
 }
 
 // BackendBuilt reports whether stampede implements --backend name.
@@ -42,20 +38,12 @@ func boolFlag(get func(c *Config) bool) func(c *Config) (string, bool) {
 	return func(c *Config) (string, bool) { return "", get(c) }
 }
 
-func positiveFloat(get func(c *Config) float64) func(c *Config) (string, bool) {
-	return func(c *Config) (string, bool) {
-		v := get(c)
-		return pyfmt.FloatRepr(v), v > 0
-	}
-}
-
 // unbuiltFlags are the flags that change a run in a way stampede does not
 // implement yet. Flags that change nothing here (--use-beam-search,
 // --trust-remote-code, --tokenizer-mode, --no-stream, the options of
 // datasets refused above, ...) are accepted and stored.
 var unbuiltFlags = []unbuiltFlag{
 	{"--plot-dataset-stats", boolFlag(func(c *Config) bool { return c.PlotDatasetStats })},
-	{"--probe-request-rate", positiveFloat(func(c *Config) float64 { return c.ProbeRequestRate })},
 }
 
 // checkSupported refuses runs that need something not built yet.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // --plot-timeline: vLLM draws every request as a row of segments with
@@ -81,7 +82,7 @@ type timelineRequest struct {
 
 // timelineLabels are vLLM's legend texts: f"{threshold:.0f}ms".
 func timelineLabels(thresholdsMs [2]float64) [4]string {
-	a, b := metrics.PyFixed(thresholdsMs[0], 0), metrics.PyFixed(thresholdsMs[1], 0)
+	a, b := pyfmt.Fixed(thresholdsMs[0], 0), pyfmt.Fixed(thresholdsMs[1], 0)
 	return [4]string{"TTFT", "ITL < " + a + "ms", a + "ms ≤ ITL < " + b + "ms", "ITL ≥ " + b + "ms"}
 }
 

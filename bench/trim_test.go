@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,13 +119,5 @@ func TestWriteSteadyState(t *testing.T) {
 // independent Python transcription of the fork's trimming with Python's
 // own str.format, against the golden files.
 func TestGoldenTrimmedMatchesPythonReference(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	cmd := exec.Command(python, "pyref.py")
-	cmd.Dir = filepath.Join("testdata", "trim")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("pyref.py: %v\n%s", err, out)
-	}
+	runPyRef(t, filepath.Join("testdata", "trim"))
 }

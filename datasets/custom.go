@@ -1,8 +1,6 @@
 package datasets
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -69,15 +67,8 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 	if !columns["prompt"] {
 		return nil, valueError("JSONL file must contain a 'prompt' column.")
 	}
-	g := o.Globals.orPrivate(o.Seed)
-	g.Random.Seed(o.Seed)
-	if !o.DisableShuffle {
-		g.Random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	}
-	n := o.NumPrompts
-	if n <= 0 {
-		n = len(rows)
-	}
+	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, rows)
+	n := sampleTarget(o.NumPrompts, len(rows))
 	var reqs []Request
 	for i, row := range rows {
 		if len(reqs) >= n {
@@ -109,7 +100,7 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		r.Prompt = prompt
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, g.Random)
+	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
 }
 
 // readJSONL reads one JSON object per non-blank line and reports which
@@ -122,23 +113,18 @@ func readJSONL(path string) ([]customRow, map[string]bool, error) {
 	defer f.Close()
 	var rows []customRow
 	columns := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
+	lines := newJSONLines(f)
+	for lines.next() {
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(text, &fields); err != nil {
-			return nil, nil, fmt.Errorf("%s line %d: want a JSON object: %w", path, line, err)
+		if err := json.Unmarshal(lines.text, &fields); err != nil {
+			return nil, nil, fmt.Errorf("%s line %d: want a JSON object: %w", path, lines.line, err)
 		}
 		for k := range fields {
 			columns[k] = true
 		}
-		rows = append(rows, customRow{line, fields})
+		rows = append(rows, customRow{lines.line, fields})
 	}
-	if err := sc.Err(); err != nil {
+	if err := lines.err(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rows, columns, nil

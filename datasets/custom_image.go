@@ -1,13 +1,14 @@
 package datasets
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // CustomImageOptions are the `custom_image` dataset's inputs.
@@ -60,15 +61,8 @@ func SampleCustomImage(tok Tokenizer, o CustomImageOptions) ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := o.Globals.orPrivate(o.Seed)
-	g.Random.Seed(o.Seed)
-	if !o.DisableShuffle {
-		g.Random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	}
-	n := o.NumPrompts
-	if n <= 0 {
-		n = len(rows)
-	}
+	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, rows)
+	n := sampleTarget(o.NumPrompts, len(rows))
 	count := func(text string) int {
 		if tok == nil {
 			return 1
@@ -113,7 +107,7 @@ func SampleCustomImage(tok Tokenizer, o CustomImageOptions) ([]Request, error) {
 		}
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, g.Random)
+	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
 }
 
 // readCustomImageRows is CustomImageDataset.load_data: one JSON object per
@@ -125,13 +119,9 @@ func readCustomImageRows(path string) ([]traceEntry, error) {
 	}
 	defer f.Close()
 	var rows []traceEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
+	lines := newJSONLines(f)
+	for lines.next() {
+		line, text := lines.line, lines.text
 		if !json.Valid(text) {
 			var v any
 			err := json.Unmarshal(text, &v)
@@ -152,7 +142,7 @@ func readCustomImageRows(path string) ([]traceEntry, error) {
 		}
 		rows = append(rows, row)
 	}
-	if err := sc.Err(); err != nil {
+	if err := lines.err(); err != nil {
 		return nil, fmt.Errorf("dataset custom_image %s: %w", path, err)
 	}
 	return rows, nil
@@ -316,7 +306,7 @@ func pyTypeOfJSON(raw []byte) string {
 func pyValueRepr(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return pyStrRepr(s)
+		return pyfmt.StrRepr(s)
 	}
 	if str, err := pyStrOfJSON(raw); err == nil {
 		return str

@@ -37,3 +37,25 @@ func (g PythonGlobals) orPrivate(seed int64) PythonGlobals {
 	}
 	return g
 }
+
+// shuffleRows is the load_data step of the file datasets: Python's global
+// random (a private generator when g has none) reseeded with seed, then
+// random.shuffle(rows) unless disableShuffle. It returns that generator,
+// which oversampling draws from next.
+func shuffleRows[T any](g PythonGlobals, seed int64, disableShuffle bool, rows []T) *pyrand.Random {
+	random := g.orPrivate(seed).Random
+	random.Seed(seed)
+	if !disableShuffle {
+		random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	}
+	return random
+}
+
+// sampleTarget is CustomDataset.sample's request count: numPrompts, or
+// every one of the rows when numPrompts is not positive.
+func sampleTarget(numPrompts, rows int) int {
+	if numPrompts <= 0 {
+		return rows
+	}
+	return numPrompts
+}

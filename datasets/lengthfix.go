@@ -3,6 +3,8 @@ package datasets
 import (
 	"runtime"
 	"sync"
+
+	"github.com/stampede-bench/stampede/datasets/pyrand"
 )
 
 // maxLengthFixRetries is gen_prompt_decode_to_target_len's max_retry.
@@ -65,6 +67,19 @@ func (f *lengthFix) extend(extra []int32) {
 // drawFunc returns n random token ids from the dataset's generator.
 type drawFunc func(n int) ([]int32, error)
 
+// vocabDraw is the random datasets' padding draw, rng.integers(0,
+// vocab_size, size=n): ids anywhere in the vocabulary, special ones
+// included.
+func vocabDraw(rng *pyrand.Generator, vocab int) drawFunc {
+	return func(n int) ([]int32, error) {
+		vals, err := rng.Integers(0, int64(vocab), n)
+		if err != nil {
+			return nil, err
+		}
+		return toInt32(vals), nil
+	}
+}
+
 // finish drives f to the end, drawing random ids as needed.
 func (f *lengthFix) finish(tok Tokenizer, draw drawFunc) error {
 	for f.advance(tok); !f.done; f.advance(tok) {
@@ -82,27 +97,46 @@ func (f *lengthFix) finish(tok Tokenizer, draw drawFunc) error {
 // so the generator is consumed exactly as Python's sequential loop does.
 // workers <= 0 means one per usable CPU.
 func fixLengths(tok Tokenizer, fixes []*lengthFix, draw drawFunc, workers int) error {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	next := make(chan int, len(fixes))
-	for i := range fixes {
-		next <- i
-	}
-	close(next)
-	for range min(workers, len(fixes)) {
-		wg.Go(func() {
-			for i := range next {
-				fixes[i].advance(tok)
-			}
-		})
-	}
-	wg.Wait()
+	advanceLengthFixes(tok, fixes, workers)
 	for _, f := range fixes {
 		if err := f.finish(tok, draw); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// advanceLengthFixes is fixLengths' parallel step alone: every fix's
+// tokenizer rounds, up to the point where it needs random ids. random-mm
+// finishes the fixes itself, because its media draws come between
+// requests.
+func advanceLengthFixes(tok Tokenizer, fixes []*lengthFix, workers int) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan *lengthFix, len(fixes))
+	for _, f := range fixes {
+		next <- f
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(workers, len(fixes)) {
+		wg.Go(func() {
+			for f := range next {
+				f.advance(tok)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// logMismatch logs Python's summary of how far the length fixes missed
+// their targets in total (mismatch, summed over every fix); nothing when
+// they all hit or logf is nil.
+func logMismatch(logf func(string, ...any), mismatch int) {
+	if mismatch == 0 || logf == nil {
+		return
+	}
+	logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
+		"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
 }

@@ -86,10 +86,7 @@ func SamplePrefixRepetition(tok Tokenizer, o PrefixRepetitionOptions) ([]Request
 			reqs = append(reqs, Request{Prompt: tok.Decode(combined, false), PromptLen: len(combined), ExpectedOutputLen: o.OutputLen})
 		}
 	}
-	if mismatch != 0 && o.Logf != nil {
-		o.Logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
-			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
-	}
+	logMismatch(o.Logf, mismatch)
 	if !o.DisableShuffle {
 		g.Random.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // RandomOptions are the `random` dataset's inputs (spec §g).
@@ -62,7 +62,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
 			"the minimum possible total input tokens (prefix + sampled) is %d. Increase --random-input-len and/or --random-prefix-len, "+
 			"or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1.",
-			ns, metrics.PyFloatRepr(o.RangeRatio.Input), minTotal))
+			ns, pyfmt.FloatRepr(o.RangeRatio.Input), minTotal))
 	}
 	if o.Seed < 0 {
 		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
@@ -78,35 +78,12 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 	if len(allowed) == 0 {
 		return nil, fmt.Errorf("dataset random: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
 	}
-	draw := func(k int) ([]int32, error) {
-		vals, err := rng.Integers(0, int64(vocab), k)
-		if err != nil {
-			return nil, err
-		}
-		return toInt32(vals), nil
-	}
+	draw := vocabDraw(rng, vocab)
 
-	var prefix []int32
-	if o.PrefixLen > 0 {
-		idx, err := rng.Integers(0, int64(len(allowed)), o.PrefixLen)
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]int32, len(idx))
-		for i, j := range idx {
-			ids[i] = allowed[j]
-		}
-		fix := newLengthFix(ids, o.PrefixLen)
-		if err := fix.finish(tok, draw); err != nil {
-			return nil, err
-		}
-		if fix.mismatch != 0 {
-			logf("Prefix tokenization produced %d %s tokens than expected after decoding and re-encoding. "+
-				"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
-		}
-		prefix = fix.ids
+	prefix, err := randomPrefix(tok, rng, allowed, o.PrefixLen, draw, logf)
+	if err != nil {
+		return nil, err
 	}
-
 	fixes := make([]*lengthFix, n)
 	for i := range fixes {
 		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
@@ -129,10 +106,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 	if o.BatchSize > 1 {
 		reqs = batchRequests(reqs, o.BatchSize, o.RequestIDPrefix)
 	}
-	if mismatch != 0 {
-		logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
-			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
-	}
+	logMismatch(logf, mismatch)
 	return reqs, nil
 }
 
@@ -158,6 +132,31 @@ func samplingParams(rng *pyrand.Generator, n int, rr RangeRatio, inputLen, outpu
 		return nil, nil, nil, fmt.Errorf("dataset random: offsets (vocab size %d): %w", tok.VocabSize(), err)
 	}
 	return in, out, off, nil
+}
+
+// randomPrefix is RandomDataset.get_prefix: prefixLen draws of
+// allowed[rng index], length-fixed to prefixLen.
+func randomPrefix(tok Tokenizer, rng *pyrand.Generator, allowed []int32, prefixLen int, draw drawFunc, logf func(string, ...any)) ([]int32, error) {
+	if prefixLen <= 0 {
+		return nil, nil
+	}
+	idx, err := rng.Integers(0, int64(len(allowed)), prefixLen)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int32, len(idx))
+	for i, j := range idx {
+		ids[i] = allowed[j]
+	}
+	fix := newLengthFix(ids, prefixLen)
+	if err := fix.finish(tok, draw); err != nil {
+		return nil, err
+	}
+	if fix.mismatch != 0 {
+		logf("Prefix tokenization produced %d %s tokens than expected after decoding and re-encoding. "+
+			"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
+	}
+	return fix.ids, nil
 }
 
 // tokenSequence is generate_token_sequence before its length fix: the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // MMBucket is one entry of --random-mm-bucket-config: media items of
@@ -120,7 +120,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.Backend != "" && !containsString(randomMMBackends, o.Backend) {
-		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", pyStrRepr(o.Backend)))
+		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", pyfmt.StrRepr(o.Backend)))
 	}
 	if o.BatchSize != 0 && o.BatchSize != 1 {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
@@ -146,7 +146,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		switch {
 		case b.Frames > 1:
 			return nil, fmt.Errorf("--random-mm-bucket-config: video buckets are not supported yet (%s has probability %s); give video buckets (T > 1) probability 0",
-				bucketKeyRepr(b), metrics.PyFloatRepr(b.Probability))
+				bucketKeyRepr(b), pyfmt.FloatRepr(b.Probability))
 		case b.Height <= 0 || b.Width <= 0:
 			return nil, fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
 		}
@@ -157,13 +157,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 	if len(allowed) == 0 {
 		return nil, fmt.Errorf("dataset random-mm: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
 	}
-	draw := func(k int) ([]int32, error) {
-		vals, err := rng.Integers(0, int64(vocab), k)
-		if err != nil {
-			return nil, err
-		}
-		return toInt32(vals), nil
-	}
+	draw := vocabDraw(rng, vocab)
 	prefix, err := randomPrefix(tok, rng, allowed, o.PrefixLen, draw, logf)
 	if err != nil {
 		return nil, fmt.Errorf("dataset random-mm: %w", err)
@@ -222,36 +216,8 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		}
 		reqs[i] = r
 	}
-	if mismatch != 0 {
-		logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
-			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
-	}
+	logMismatch(logf, mismatch)
 	return reqs, nil
-}
-
-// randomPrefix is RandomDataset.get_prefix: prefixLen draws of
-// allowed[rng index], length-fixed to prefixLen.
-func randomPrefix(tok Tokenizer, rng *pyrand.Generator, allowed []int32, prefixLen int, draw drawFunc, logf func(string, ...any)) ([]int32, error) {
-	if prefixLen <= 0 {
-		return nil, nil
-	}
-	idx, err := rng.Integers(0, int64(len(allowed)), prefixLen)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int32, len(idx))
-	for i, j := range idx {
-		ids[i] = allowed[j]
-	}
-	fix := newLengthFix(ids, prefixLen)
-	if err := fix.finish(tok, draw); err != nil {
-		return nil, err
-	}
-	if fix.mismatch != 0 {
-		logf("Prefix tokenization produced %d %s tokens than expected after decoding and re-encoding. "+
-			"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
-	}
-	return fix.ids, nil
 }
 
 // mmPlan is the result of get_mm_item_sampling_params: the item count
@@ -301,7 +267,7 @@ func newMMPlan(base int, ratio float64, limits []MMLimit, buckets []MMBucket, lo
 	parts := make([]string, len(p.limits))
 	total := 0
 	for i, l := range p.limits {
-		parts[i] = pyStrRepr(l.Modality) + ": " + strconv.Itoa(l.Limit)
+		parts[i] = pyfmt.StrRepr(l.Modality) + ": " + strconv.Itoa(l.Limit)
 		total += l.Limit
 	}
 	logf("Updated mm-limit-per-prompt: {%s}", strings.Join(parts, ", "))
@@ -426,7 +392,7 @@ func bucketKeyRepr(b MMBucket) string {
 func bucketsRepr(buckets []MMBucket) string {
 	parts := make([]string, len(buckets))
 	for i, b := range buckets {
-		parts[i] = bucketKeyRepr(b) + ": " + metrics.PyFloatRepr(b.Probability)
+		parts[i] = bucketKeyRepr(b) + ": " + pyfmt.FloatRepr(b.Probability)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -106,27 +106,3 @@ func imageURLPart(jpg []byte) json.RawMessage {
 	out = base64.StdEncoding.AppendEncode(out, jpg)
 	return append(out, tail...)
 }
-
-// advanceLengthFixes runs every fix's tokenizer rounds in parallel up to
-// the point where it needs random ids; the caller then finishes them in
-// request order (fixLengths does both steps at once, which random-mm
-// cannot use because its media draws come between requests).
-func advanceLengthFixes(tok Tokenizer, fixes []*lengthFix, workers int) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan *lengthFix, len(fixes))
-	for _, f := range fixes {
-		next <- f
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(workers, len(fixes)) {
-		wg.Go(func() {
-			for f := range next {
-				f.advance(tok)
-			}
-		})
-	}
-	wg.Wait()
-}

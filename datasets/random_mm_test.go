@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/jpeg"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,17 +62,11 @@ type mmReference struct {
 // choice draw and the pixels.
 func referenceRandomMM(tok Tokenizer, o RandomMMOptions, minItems, maxItems int, buckets []MMBucket) mmReference {
 	rng := pyrand.NewGenerator(uint64(o.Seed))
-	real := max(0, o.InputLen-tok.NumSpecialTokensToAdd())
-	in, _ := rng.Integers(int64(float64(real)*(1-o.RangeRatio.Input)), int64(math.Ceil(float64(real)*(1+o.RangeRatio.Input)))+1, o.NumPrompts)
-	out, _ := rng.Integers(max(1, int64(float64(o.OutputLen)*(1-o.RangeRatio.Output))), max(1, int64(math.Ceil(float64(o.OutputLen)*(1+o.RangeRatio.Output))))+1, o.NumPrompts)
-	off, _ := rng.Integers(0, int64(tok.VocabSize()), o.NumPrompts)
+	in, out, off := referenceSampling(tok, rng, o.NumPrompts, o.InputLen, o.OutputLen, o.RangeRatio)
 	allowed := allowedTokens(tok.VocabSize(), tok.AllSpecialIDs())
 	var ref mmReference
 	for i := range o.NumPrompts {
-		var seq []int32
-		for j := range int(in[i]) {
-			seq = append(seq, allowed[(off[i]+int64(i)+int64(j))%int64(len(allowed))])
-		}
+		seq := referenceSequence(nil, allowed, int(in[i]), off[i], i)
 		prompt, ids, _ := referenceFix(tok, seq, int(in[i]), rng)
 		ref.reqs = append(ref.reqs, Request{Prompt: prompt, PromptLen: len(ids), ExpectedOutputLen: int(out[i]), RequestID: o.RequestIDPrefix + itoa(i)})
 		count, _ := rng.Integers(int64(minItems), int64(maxItems)+1, 1)

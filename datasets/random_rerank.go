@@ -71,13 +71,7 @@ func SampleRandomRerank(tok Tokenizer, o RandomRerankOptions) ([]Request, error)
 	if len(allowed) == 0 {
 		return nil, fmt.Errorf("dataset random-rerank: the tokenizer's vocabulary (%d ids) has no non-special token", tok.VocabSize())
 	}
-	draw := func(k int) ([]int32, error) {
-		vals, err := rng.Integers(0, int64(tok.VocabSize()), k)
-		if err != nil {
-			return nil, err
-		}
-		return toInt32(vals), nil
-	}
+	draw := vocabDraw(rng, tok.VocabSize())
 	query := tokenSequence(nil, 0, allowed, queryLen, queryOffsets[0], 0)
 	if err := query.finish(tok, draw); err != nil {
 		return nil, fmt.Errorf("dataset random-rerank: %w", err)
@@ -105,9 +99,6 @@ func SampleRandomRerank(tok Tokenizer, o RandomRerankOptions) ([]Request, error)
 		}
 		reqs = append(reqs, r)
 	}
-	if mismatch != 0 {
-		logf("Across all generated prompts, there were %d %s tokens than expected after decoding and re-encoding. "+
-			"This is expected due to the imperfect nature of the sampling procedure.", abs(mismatch), moreOrFewer(mismatch))
-	}
+	logMismatch(logf, mismatch)
 	return reqs, nil
 }

@@ -43,13 +43,30 @@ func referenceFix(tok Tokenizer, seq []int32, target int, rng *pyrand.Generator)
 	return prompt, seq, mismatch
 }
 
+// referenceSampling is get_sampling_params written out: n input lengths,
+// n output lengths and n vocabulary offsets, in that order from rng.
+func referenceSampling(tok Tokenizer, rng *pyrand.Generator, n, inputLen, outputLen int, rr RangeRatio) (in, out, off []int64) {
+	real := max(0, inputLen-tok.NumSpecialTokensToAdd())
+	in, _ = rng.Integers(int64(float64(real)*(1-rr.Input)), int64(math.Ceil(float64(real)*(1+rr.Input)))+1, n)
+	out, _ = rng.Integers(max(1, int64(float64(outputLen)*(1-rr.Output))), max(1, int64(math.Ceil(float64(outputLen)*(1+rr.Output))))+1, n)
+	off, _ = rng.Integers(0, int64(tok.VocabSize()), n)
+	return in, out, off
+}
+
+// referenceSequence is generate_token_sequence's ids for request i before
+// the length fix: the prefix, then inputLen allowed ids from the offset on.
+func referenceSequence(prefix, allowed []int32, inputLen int, offset int64, i int) []int32 {
+	seq := append([]int32(nil), prefix...)
+	for j := range inputLen {
+		seq = append(seq, allowed[(offset+int64(i)+int64(j))%int64(len(allowed))])
+	}
+	return seq
+}
+
 // referenceRandom is RandomDataset.sample without batching, sequential.
 func referenceRandom(tok Tokenizer, o RandomOptions) []Request {
 	rng := pyrand.NewGenerator(uint64(o.Seed))
-	real := max(0, o.InputLen-tok.NumSpecialTokensToAdd())
-	in, _ := rng.Integers(int64(float64(real)*(1-o.RangeRatio.Input)), int64(math.Ceil(float64(real)*(1+o.RangeRatio.Input)))+1, o.NumPrompts)
-	out, _ := rng.Integers(max(1, int64(float64(o.OutputLen)*(1-o.RangeRatio.Output))), max(1, int64(math.Ceil(float64(o.OutputLen)*(1+o.RangeRatio.Output))))+1, o.NumPrompts)
-	off, _ := rng.Integers(0, int64(tok.VocabSize()), o.NumPrompts)
+	in, out, off := referenceSampling(tok, rng, o.NumPrompts, o.InputLen, o.OutputLen, o.RangeRatio)
 	allowed := allowedTokens(tok.VocabSize(), tok.AllSpecialIDs())
 	var prefix []int32
 	if o.PrefixLen > 0 {
@@ -61,10 +78,7 @@ func referenceRandom(tok Tokenizer, o RandomOptions) []Request {
 	}
 	var reqs []Request
 	for i := range o.NumPrompts {
-		seq := append([]int32(nil), prefix...)
-		for j := range int(in[i]) {
-			seq = append(seq, allowed[(off[i]+int64(i)+int64(j))%int64(len(allowed))])
-		}
+		seq := referenceSequence(prefix, allowed, int(in[i]), off[i], i)
 		prompt, ids, _ := referenceFix(tok, seq, o.PrefixLen+int(in[i]), rng)
 		reqs = append(reqs, Request{Prompt: prompt, PromptLen: len(ids), ExpectedOutputLen: int(out[i]), RequestID: o.RequestIDPrefix + itoa(i)})
 	}

@@ -30,6 +30,8 @@ type Request struct {
 	// Overrides is a JSON object merged over extra_body for this request
 	// (dataset request_overrides, e.g. BFCL tools).
 	Overrides json.RawMessage
+	// Audio is the clip the openai-audio backend uploads; nil otherwise.
+	Audio *Audio
 }
 
 // Tokenizer is what datasets and metrics need from a tokenizer; the pure-Go

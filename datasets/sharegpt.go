@@ -67,11 +67,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 			entries = append(entries, e)
 		}
 	}
-	g := o.Globals.orPrivate(o.Seed)
-	g.Random.Seed(o.Seed)
-	if !o.DisableShuffle {
-		g.Random.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
-	}
+	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, entries)
 
 	var reqs []Request
 	for _, e := range entries {
@@ -105,7 +101,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 		}
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, o.NumPrompts, o.RequestIDPrefix, o.NoOversample, o.Seed, g.Random)
+	return maybeOversample(reqs, o.NumPrompts, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
 }
 
 // isValidSequence is Python's is_valid_sequence with its defaults.

@@ -122,15 +122,8 @@ type customPromptOptions struct {
 // shuffle (load_data), then CustomDataset.sample with a tokenizer.
 // Both classes are built without random_seed, so their seed is 0.
 func sampleCustomPrompts(tok Tokenizer, prompts []string, o customPromptOptions) ([]Request, error) {
-	g := o.globals.orPrivate(0)
-	g.Random.Seed(0)
-	if !o.disableShuffle {
-		g.Random.Shuffle(len(prompts), func(i, j int) { prompts[i], prompts[j] = prompts[j], prompts[i] })
-	}
-	n := o.numPrompts
-	if n <= 0 {
-		n = len(prompts)
-	}
+	random := shuffleRows(o.globals, 0, o.disableShuffle, prompts)
+	n := sampleTarget(o.numPrompts, len(prompts))
 	var reqs []Request
 	for i, prompt := range prompts {
 		if len(reqs) >= n {
@@ -152,7 +145,7 @@ func sampleCustomPrompts(tok Tokenizer, prompts []string, o customPromptOptions)
 			RequestID:         o.requestIDPrefix + strconv.Itoa(i),
 		})
 	}
-	return maybeOversample(reqs, n, o.requestIDPrefix, o.noOversample, 0, g.Random)
+	return maybeOversample(reqs, n, o.requestIDPrefix, o.noOversample, 0, random)
 }
 
 // datasetError names the dataset in err, except for a *PythonError, whose

@@ -11,10 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // TimedTraceOptions are the `timed_trace` dataset's inputs. The zero value
@@ -89,7 +88,7 @@ func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
 	}
 	if o.Logf != nil {
 		o.Logf(`timed-trace: chunk_size: %d, sec_multiplier: %s, label_ts: "%s", label_input_length: "%s", label_output_length: "%s", label_hash_ids: "%s"`,
-			o.ChunkHashSize, metrics.PyFloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
+			o.ChunkHashSize, pyfmt.FloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
 	}
 	if o.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
@@ -335,9 +334,9 @@ func traceInt(raw json.RawMessage, label string) (int, error) {
 func traceFloat(raw json.RawMessage, label string) (float64, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		v, err := metrics.ParsePyFloat(s)
+		v, err := pyfmt.ParseFloat(s)
 		if err != nil {
-			return 0, valueError(fmt.Sprintf("could not convert string to float: %s", pyStrRepr(s)))
+			return 0, valueError(fmt.Sprintf("could not convert string to float: %s", pyfmt.StrRepr(s)))
 		}
 		return v, nil
 	}
@@ -371,7 +370,7 @@ func pyStrOfJSON(raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
 		}
-		return metrics.PyFloatRepr(f), nil
+		return pyfmt.FloatRepr(f), nil
 	case text == "-0":
 		return "0", nil
 	case text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9'):
@@ -384,44 +383,9 @@ func pyStrOfJSON(raw json.RawMessage) (string, error) {
 func pyStrListRepr(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = pyStrRepr(s)
+		parts[i] = pyfmt.StrRepr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// pyStrRepr is repr(str): single quotes unless the text holds a single
-// quote and no double quote, backslash escapes for the quote, backslash,
-// \t \n \r and non-printable characters.
-func pyStrRepr(s string) string {
-	quote := '\''
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteRune(quote)
-	for _, r := range s {
-		switch {
-		case r == quote || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteRune(quote)
-	return b.String()
 }
 
 // lineError places err at a line of path, except for a *PythonError.

@@ -1,0 +1,306 @@
+package tokenizer
+
+import "unicode/utf8"
+
+// model turns one pre-tokenized piece into ids.
+type model interface {
+	tokenize(dst []int32, piece string, ws *workspace) []int32
+}
+
+// mergeRule is what a pair of adjacent symbols becomes: the merged token
+// and the rule's rank (its line in the merges list; lower merges first).
+type mergeRule struct {
+	rank  int32
+	newID int32
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// bpe is Hugging Face's BPE model. In byteMode the pre-tokenizer chain ends
+// in ByteLevel and the vocabulary is keyed by the raw bytes each token
+// stands for, so pieces are merged straight from the text's bytes instead of
+// being mapped to the byte-level alphabet first; the result is identical.
+type bpe struct {
+	vocab        map[string]int32
+	merges       map[uint64]mergeRule
+	byteMode     bool
+	byteIDs      [256]int32 // byteMode: the id of each single byte, or -1
+	fallbackIDs  [256]int32 // byte_fallback: the id of "<0xXX>", or -1
+	byteFallback bool
+	unk          int32 // -1 without an unk_token
+	fuseUnk      bool
+	prefix       string // continuing_subword_prefix
+	suffix       string // end_of_word_suffix
+	ignoreMerges bool
+	cache        *wordCache
+}
+
+// symbol is one node of the doubly linked list a word is merged on.
+type symbol struct {
+	id         int32
+	prev, next int32 // indices, -1 at the ends
+	size       int32 // bytes of the word it covers; 0 once merged away
+	rank       int32 // rank of the merge with next, or noMerge
+	newID      int32
+}
+
+const noMerge = int32(1<<31 - 1)
+
+// heapThreshold is the symbol count above which merging uses a priority
+// queue; below it a linear scan for the lowest rank is faster.
+const heapThreshold = 64
+
+func (m *bpe) tokenize(dst []int32, word string, ws *workspace) []int32 {
+	if word == "" {
+		return dst
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[word]; ok {
+			return append(dst, id)
+		}
+	}
+	cacheable := m.cache != nil && len(word) > 1 && len(word) <= cacheMaxWordBytes
+	if cacheable {
+		if out, ok := m.cache.get(dst, word); ok {
+			return out
+		}
+	}
+	syms := m.initialSymbols(ws.symbols[:0], word, ws)
+	ws.symbols = syms
+	if len(syms) == 0 {
+		return dst
+	}
+	m.merge(syms, ws)
+	start := len(dst)
+	for i := int32(0); i >= 0; i = syms[i].next {
+		dst = append(dst, syms[i].id)
+	}
+	if cacheable {
+		m.cache.put(word, dst[start:])
+	}
+	return dst
+}
+
+// initialSymbols splits word into characters (bytes in byteMode), looking
+// each up in the vocabulary with byte fallback and unk handling as Hugging
+// Face's BPE::merge_word does. A character with neither is dropped.
+func (m *bpe) initialSymbols(syms []symbol, word string, ws *workspace) []symbol {
+	add := func(id int32, size int) {
+		n := int32(len(syms))
+		syms = append(syms, symbol{id: id, prev: n - 1, next: -1, size: int32(size)})
+		if n > 0 {
+			syms[n-1].next = n
+		}
+	}
+	unkID, unkSize := int32(-1), 0
+	flushUnk := func() {
+		if unkID >= 0 {
+			add(unkID, unkSize)
+			unkID = -1
+		}
+	}
+	for i := 0; i < len(word); {
+		n := 1
+		if !m.byteMode && word[i] >= utf8.RuneSelf {
+			_, n = utf8.DecodeRuneInString(word[i:])
+		}
+		id := m.lookupChar(word, i, n, ws)
+		if id >= 0 {
+			flushUnk()
+			add(id, n)
+			i += n
+			continue
+		}
+		if m.byteFallback && m.hasFallback(word[i:i+n]) {
+			flushUnk()
+			for k := i; k < i+n; k++ {
+				add(m.fallbackIDs[word[k]], 1)
+			}
+			i += n
+			continue
+		}
+		if m.unk >= 0 {
+			if unkID >= 0 && m.fuseUnk {
+				unkSize += n
+			} else {
+				flushUnk()
+				unkID, unkSize = m.unk, n
+			}
+		}
+		i += n
+	}
+	flushUnk()
+	return syms
+}
+
+// lookupChar finds the id of word[i:i+n] with the subword prefix (if not
+// first) and word suffix (if last) attached, or -1.
+func (m *bpe) lookupChar(word string, i, n int, ws *workspace) int32 {
+	if m.byteMode && m.prefix == "" && m.suffix == "" {
+		return m.byteIDs[word[i]]
+	}
+	pre, suf := "", ""
+	if i > 0 {
+		pre = m.prefix
+	}
+	if i+n == len(word) {
+		suf = m.suffix
+	}
+	var id int32
+	var ok bool
+	if pre == "" && suf == "" {
+		id, ok = m.vocab[word[i:i+n]]
+	} else {
+		b := append(append(append(ws.buf[:0], pre...), word[i:i+n]...), suf...)
+		ws.buf = b
+		id, ok = m.vocab[string(b)]
+	}
+	if !ok {
+		return -1
+	}
+	return id
+}
+
+func (m *bpe) hasFallback(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if m.fallbackIDs[s[k]] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *bpe) rule(a, b int32) mergeRule {
+	if r, ok := m.merges[pairKey(a, b)]; ok {
+		return r
+	}
+	return mergeRule{rank: noMerge}
+}
+
+// merge applies merge rules until none applies, always taking the
+// lowest-ranked adjacent pair and the leftmost among equals, which is the
+// order Hugging Face's priority queue produces.
+func (m *bpe) merge(syms []symbol, ws *workspace) {
+	for i := range syms {
+		if syms[i].next >= 0 {
+			r := m.rule(syms[i].id, syms[i+1].id)
+			syms[i].rank, syms[i].newID = r.rank, r.newID
+		} else {
+			syms[i].rank = noMerge
+		}
+	}
+	if len(syms) > heapThreshold {
+		m.mergeWithHeap(syms, ws)
+		return
+	}
+	for {
+		best := int32(-1)
+		bestRank := noMerge
+		for i := int32(0); i >= 0; i = syms[i].next {
+			if syms[i].rank < bestRank {
+				best, bestRank = i, syms[i].rank
+			}
+		}
+		if best < 0 {
+			return
+		}
+		m.mergeAt(syms, best)
+	}
+}
+
+// mergeAt merges symbol i with its next and refreshes the two pairs that
+// changed: (prev, i) and (i, next).
+func (m *bpe) mergeAt(syms []symbol, i int32) {
+	s := &syms[i]
+	right := s.next
+	s.id = s.newID
+	s.size += syms[right].size
+	syms[right].size = 0
+	s.next = syms[right].next
+	if s.next >= 0 {
+		syms[s.next].prev = i
+		r := m.rule(s.id, syms[s.next].id)
+		s.rank, s.newID = r.rank, r.newID
+	} else {
+		s.rank = noMerge
+	}
+	if p := s.prev; p >= 0 {
+		r := m.rule(syms[p].id, s.id)
+		syms[p].rank, syms[p].newID = r.rank, r.newID
+	}
+}
+
+// mergeQueue is a binary min-heap of candidate merges ordered by rank,
+// then position. Entries go stale when a neighbour merges; they are
+// recognised on pop because the symbol's current pair no longer has the
+// same rank and result. (container/heap would box every entry.)
+type mergeQueue []queuedMerge
+
+type queuedMerge struct {
+	rank, pos, newID int32
+}
+
+func (a queuedMerge) before(b queuedMerge) bool {
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+}
+
+func (q *mergeQueue) push(m queuedMerge) {
+	h := append(*q, m)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].before(h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	*q = h
+}
+
+func (q *mergeQueue) pop() queuedMerge {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		least := i
+		if l := 2*i + 1; l < len(h) && h[l].before(h[least]) {
+			least = l
+		}
+		if r := 2*i + 2; r < len(h) && h[r].before(h[least]) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
+	return top
+}
+
+func (m *bpe) mergeWithHeap(syms []symbol, ws *workspace) {
+	q := ws.queue[:0]
+	for i := range syms {
+		if syms[i].rank != noMerge {
+			q.push(queuedMerge{syms[i].rank, int32(i), syms[i].newID})
+		}
+	}
+	for len(q) > 0 {
+		top := q.pop()
+		s := &syms[top.pos]
+		if s.size == 0 || s.next < 0 || s.rank != top.rank || s.newID != top.newID {
+			continue
+		}
+		m.mergeAt(syms, top.pos)
+		if s.rank != noMerge {
+			q.push(queuedMerge{s.rank, top.pos, s.newID})
+		}
+		if p := s.prev; p >= 0 && syms[p].rank != noMerge {
+			q.push(queuedMerge{syms[p].rank, p, syms[p].newID})
+		}
+	}
+	ws.queue = q
+}

@@ -1,0 +1,99 @@
+package tokenizer
+
+import "unicode/utf8"
+
+// GPT-2's byte-level alphabet maps every byte to a printable rune so that
+// byte strings can live in a JSON vocabulary: printable Latin-1 bytes map to
+// themselves and the other 68 bytes to U+0100 upwards, in byte order.
+var (
+	byteToRune [256]rune
+	runeToByte = map[rune]byte{}
+)
+
+func init() {
+	next := rune(256)
+	for b := 0; b < 256; b++ {
+		printable := (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)
+		if printable {
+			byteToRune[b] = rune(b)
+		} else {
+			byteToRune[b] = next
+			next++
+		}
+		runeToByte[byteToRune[b]] = byte(b)
+	}
+}
+
+// byteLevelDecode turns a byte-level token back into the bytes it stands
+// for. A token holding a rune outside the alphabet (cohere's emoji,
+// DeepSeek's <｜…｜> markers) stands for its own UTF-8 bytes, as in Hugging
+// Face's ByteLevel decoder; ok reports whether every rune was in the alphabet.
+func byteLevelDecode(dst []byte, token string) (out []byte, ok bool) {
+	start := len(dst)
+	for _, r := range token {
+		b, in := runeToByte[r]
+		if !in {
+			return append(dst[:start], token...), false
+		}
+		dst = append(dst, b)
+	}
+	return dst, true
+}
+
+// appendLossyUTF8 appends b to dst with every maximal invalid subsequence
+// replaced by one U+FFFD, which is what Rust's String::from_utf8_lossy does
+// (Go's strings.ToValidUTF8 collapses whole runs instead, and a plain rune
+// loop replaces each byte).
+func appendLossyUTF8(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || size > 1 {
+			dst = append(dst, b[i:i+size]...)
+			i += size
+			continue
+		}
+		i += invalidPrefixLen(b[i:])
+		dst = append(dst, "\uFFFD"...)
+	}
+	return dst
+}
+
+// invalidPrefixLen is the length of the maximal subpart of an ill-formed
+// sequence at the start of b (Unicode §3.9, "U+FFFD substitution of maximal
+// subparts"): a lead byte and the continuation bytes that could still have
+// completed it.
+func invalidPrefixLen(b []byte) int {
+	lo, hi, need := byte(0x80), byte(0xBF), 0
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		lo, need = 0xA0, 2
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		hi, need = 0x9F, 2
+	case c == 0xF0:
+		lo, need = 0x90, 3
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		hi, need = 0x8F, 3
+	default:
+		return 1
+	}
+	n := 1
+	for ; n <= need && n < len(b); n++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xBF
+	}
+	return n
+}

@@ -1,0 +1,330 @@
+package tokenizer
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonScanner reads the large parts of tokenizer.json (the vocabulary and
+// the merges, up to 30 MB) without encoding/json, which validates every
+// nested raw message again and builds them through reflection: this is what
+// keeps Llama-3's load under Hugging Face's own. Small components still go
+// through encoding/json.
+type jsonScanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *jsonScanner) errorf(format string, args ...any) error {
+	return fmt.Errorf("JSON offset %d: %s", s.pos, fmt.Sprintf(format, args...))
+}
+
+func (s *jsonScanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (s *jsonScanner) peek() byte {
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	return s.data[s.pos]
+}
+
+func (s *jsonScanner) expect(c byte) error {
+	if s.peek() != c {
+		return s.errorf("expected %q", c)
+	}
+	s.pos++
+	return nil
+}
+
+// readString reads a JSON string, decoding escapes.
+func (s *jsonScanner) readString() (string, error) {
+	b, err := s.readStringBytes()
+	return string(b), err
+}
+
+// readStringBytes reads a JSON string; without escapes the result aliases
+// the input, so the caller must copy it to keep it.
+func (s *jsonScanner) readStringBytes() ([]byte, error) {
+	if err := s.expect('"'); err != nil {
+		return nil, err
+	}
+	start := s.pos
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; {
+		case c == '"':
+			s.pos++
+			return s.data[start : s.pos-1], nil
+		case c == '\\':
+			return s.readEscapedString(start)
+		case c < 0x20:
+			return nil, s.errorf("control character in string")
+		default:
+			s.pos++
+		}
+	}
+	return nil, s.errorf("unterminated string")
+}
+
+func (s *jsonScanner) readEscapedString(start int) ([]byte, error) {
+	buf := append([]byte(nil), s.data[start:s.pos]...)
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			return buf, nil
+		case c < 0x20:
+			return nil, s.errorf("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			s.pos++
+			continue
+		}
+		if s.pos+1 >= len(s.data) {
+			break
+		}
+		esc := s.data[s.pos+1]
+		s.pos += 2
+		switch esc {
+		case '"', '\\', '/':
+			buf = append(buf, esc)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, err := s.readHex4()
+			if err != nil {
+				return nil, err
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
+					save := s.pos
+					s.pos += 2
+					if r2, err = s.readHex4(); err != nil {
+						return nil, err
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+					} else {
+						s.pos = save
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return nil, s.errorf("invalid escape \\%c", esc)
+		}
+	}
+	return nil, s.errorf("unterminated string")
+}
+
+func (s *jsonScanner) readHex4() (rune, error) {
+	if s.pos+4 > len(s.data) {
+		return 0, s.errorf("short \\u escape")
+	}
+	v, err := strconv.ParseUint(string(s.data[s.pos:s.pos+4]), 16, 32)
+	if err != nil {
+		return 0, s.errorf("invalid \\u escape %q", s.data[s.pos:s.pos+4])
+	}
+	s.pos += 4
+	return rune(v), nil
+}
+
+// readInt reads a JSON integer that fits an int32.
+func (s *jsonScanner) readInt() (int32, error) {
+	s.skipSpace()
+	start := s.pos
+	if s.pos < len(s.data) && s.data[s.pos] == '-' {
+		s.pos++
+	}
+	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+		s.pos++
+	}
+	v, err := strconv.ParseInt(string(s.data[start:s.pos]), 10, 32)
+	if err != nil {
+		return 0, s.errorf("invalid integer %q", s.data[start:s.pos])
+	}
+	return int32(v), nil
+}
+
+// skipValue steps over any JSON value and returns its raw bytes.
+func (s *jsonScanner) skipValue() ([]byte, error) {
+	s.skipSpace()
+	start := s.pos
+	end := func() []byte {
+		e := s.pos
+		for e > start && (s.data[e-1] == ' ' || s.data[e-1] == '\t' || s.data[e-1] == '\n' || s.data[e-1] == '\r') {
+			e--
+		}
+		return s.data[start:e]
+	}
+	depth := 0
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; {
+		case c == '"':
+			if _, err := s.readString(); err != nil {
+				return nil, err
+			}
+		case c == '{' || c == '[':
+			depth++
+			s.pos++
+			continue
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return end(), nil // a scalar ended with its container
+			}
+			depth--
+			s.pos++
+		case c == ',' && depth == 0:
+			return end(), nil
+		default:
+			s.pos++
+			continue
+		}
+		if depth == 0 {
+			return end(), nil
+		}
+	}
+	if depth != 0 || s.pos == start {
+		return nil, s.errorf("unexpected end of input")
+	}
+	return end(), nil
+}
+
+// eachField calls fn for every member of the object at the cursor; fn must
+// consume the value (or return without reading it, and it is skipped).
+func (s *jsonScanner) eachField(fn func(key string) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		key, err := s.readString()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		before := s.pos
+		if err := fn(key); err != nil {
+			return err
+		}
+		if s.pos == before {
+			if _, err := s.skipValue(); err != nil {
+				return err
+			}
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return nil
+		default:
+			return s.errorf("expected ',' or '}' after field %q", key)
+		}
+	}
+}
+
+// eachElement calls fn for every element of the array at the cursor.
+func (s *jsonScanner) eachElement(fn func(i int) error) error {
+	if err := s.expect('['); err != nil {
+		return err
+	}
+	if s.peek() == ']' {
+		s.pos++
+		return nil
+	}
+	for i := 0; ; i++ {
+		if err := fn(i); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return nil
+		default:
+			return s.errorf("expected ',' or ']' after element %d", i)
+		}
+	}
+}
+
+// readVocab reads {"token": id, ...}.
+func (s *jsonScanner) readVocab() (map[string]int32, error) {
+	// Sizing the map up front saves rehashing it as it grows; an entry
+	// takes about 24 bytes of tokenizer.json, and the vocabulary rarely a
+	// third of the file.
+	vocab := make(map[string]int32, len(s.data)/72)
+	err := s.eachField(func(key string) error {
+		id, err := s.readInt()
+		if err != nil {
+			return err
+		}
+		vocab[key] = id
+		return nil
+	})
+	return vocab, err
+}
+
+// readMerges reads merges written as "a b" strings or ["a", "b"] pairs. The
+// slices passed to fn are only valid during the call.
+func (s *jsonScanner) readMerges(fn func(rank int, a, b []byte) error) error {
+	var pair [][]byte
+	return s.eachElement(func(rank int) error {
+		if s.peek() == '"' {
+			line, err := s.readStringBytes()
+			if err != nil {
+				return err
+			}
+			a, b, ok := bytes.Cut(line, []byte{' '})
+			if !ok || bytes.IndexByte(b, ' ') >= 0 {
+				return fmt.Errorf("merge %d %q is not a pair of tokens", rank, line)
+			}
+			return fn(rank, a, b)
+		}
+		pair = pair[:0]
+		err := s.eachElement(func(int) error {
+			str, err := s.readStringBytes()
+			pair = append(pair, str)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(pair) != 2 {
+			return fmt.Errorf("merge %d %q is not a pair of tokens", rank, pair)
+		}
+		return fn(rank, pair[0], pair[1])
+	})
+}

@@ -1,0 +1,399 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// object is a JSON object whose fields are decoded on demand, which suits
+// tokenizer.json's tagged unions ({"type": "Split", ...}).
+type object map[string]json.RawMessage
+
+func decodeObject(raw json.RawMessage) (object, error) {
+	var o object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// field decodes o[key] into v, leaving v alone when the key is absent or
+// null.
+func (o object) field(key string, v any) error {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("field %q: %w", key, err)
+	}
+	return nil
+}
+
+// parseList decodes o[key], a list of components, with parse.
+func parseList[T any](o object, key string, parse func(json.RawMessage) (T, error)) ([]T, error) {
+	var raws []json.RawMessage
+	if err := o.field(key, &raws); err != nil {
+		return nil, err
+	}
+	list := make([]T, 0, len(raws))
+	for _, raw := range raws {
+		item, err := parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, item)
+	}
+	return list, nil
+}
+
+func (o object) typeName() string {
+	var t string
+	_ = o.field("type", &t)
+	return t
+}
+
+// fileFormat is the top level of tokenizer.json; the model is read by
+// jsonScanner, everything else by encoding/json.
+type fileFormat struct {
+	AddedTokens   []addedToken
+	Normalizer    json.RawMessage
+	PreTokenizer  json.RawMessage
+	Model         modelFields
+	PostProcessor json.RawMessage
+	Decoder       json.RawMessage
+}
+
+// modelFields is the model object: its small fields raw, its vocabulary
+// decoded, and its merges kept raw until the vocabulary is known.
+type modelFields struct {
+	fields object
+	vocab  map[string]int32
+	merges []byte
+}
+
+// loadJSON reads a Hugging Face tokenizer.json file.
+func loadJSON(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := parseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func readFile(data []byte) (*fileFormat, error) {
+	f := &fileFormat{}
+	s := &jsonScanner{data: data}
+	sawModel := false
+	err := s.eachField(func(key string) error {
+		var dst *json.RawMessage
+		switch key {
+		case "model":
+			sawModel = true
+			return s.readModel(&f.Model)
+		case "added_tokens":
+			raw, err := s.skipValue()
+			if err != nil {
+				return err
+			}
+			if isNull(raw) {
+				return nil
+			}
+			if err := json.Unmarshal(raw, &f.AddedTokens); err != nil {
+				return fmt.Errorf("added_tokens: %w", err)
+			}
+			return nil
+		case "normalizer":
+			dst = &f.Normalizer
+		case "pre_tokenizer":
+			dst = &f.PreTokenizer
+		case "post_processor":
+			dst = &f.PostProcessor
+		case "decoder":
+			dst = &f.Decoder
+		default:
+			return nil
+		}
+		raw, err := s.skipValue()
+		*dst = raw
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.peek() != 0 {
+		return nil, s.errorf("trailing data after the top-level object")
+	}
+	if !sawModel {
+		return nil, fmt.Errorf("no model")
+	}
+	return f, nil
+}
+
+func (s *jsonScanner) readModel(m *modelFields) error {
+	if s.peek() == 'n' {
+		return fmt.Errorf("model is null")
+	}
+	m.fields = object{}
+	return s.eachField(func(key string) error {
+		var err error
+		switch key {
+		case "vocab":
+			if s.peek() != '{' {
+				return fmt.Errorf("model vocab is not an object of token ids (a Unigram model?)")
+			}
+			m.vocab, err = s.readVocab()
+		case "merges":
+			m.merges, err = s.skipValue()
+			m.fields[key] = m.merges
+		default:
+			m.fields[key], err = s.skipValue()
+		}
+		return err
+	})
+}
+
+// parseJSON builds a Tokenizer from the bytes of a tokenizer.json file.
+func parseJSON(data []byte) (*Tokenizer, error) {
+	f, err := readFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+	}
+	t := &Tokenizer{}
+	if !isNull(f.Normalizer) {
+		if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
+			return nil, fmt.Errorf("normalizer: %w", err)
+		}
+	}
+	if !isNull(f.PreTokenizer) {
+		if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer: %w", err)
+		}
+	}
+	// A chain ending in ByteLevel lets the model work on raw bytes.
+	byteMode := false
+	if n := len(t.pre); n > 0 {
+		_, byteMode = t.pre[n-1].(byteLevelPreTokenizer)
+		for _, p := range t.pre[:n-1] {
+			if _, ok := p.(byteLevelPreTokenizer); ok {
+				return nil, fmt.Errorf("pre_tokenizer: ByteLevel is supported only as the last pre-tokenizer")
+			}
+		}
+	}
+	if err := t.parseModel(&f.Model, byteMode); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, f.Model.vocab, t.vocabSize)); err != nil {
+		return nil, fmt.Errorf("added_tokens: %w", err)
+	}
+	if !isNull(f.PostProcessor) {
+		if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
+			return nil, fmt.Errorf("post_processor: %w", err)
+		}
+	}
+	if !isNull(f.Decoder) {
+		if t.dec, err = parseDecoder(f.Decoder); err != nil {
+			return nil, fmt.Errorf("decoder: %w", err)
+		}
+	}
+	t.finish()
+	return t, nil
+}
+
+// pattern decodes a {"String": s} or {"Regex": r} pattern.
+func parsePattern(raw json.RawMessage) (matcher, error) {
+	var p struct {
+		String *string `json:"String"`
+		Regex  *string `json:"Regex"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("pattern: %w", err)
+	}
+	switch {
+	case p.String != nil:
+		return literalMatcher{*p.String}, nil
+	case p.Regex != nil:
+		return newMatcher(*p.Regex)
+	}
+	return nil, fmt.Errorf("pattern %s is neither String nor Regex", raw)
+}
+
+// parseModel builds the model from its fields.
+func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
+	o := m.fields
+	typ := o.typeName()
+	if typ == "" {
+		// Files from before models were tagged: infer from the fields.
+		switch {
+		case o["merges"] != nil:
+			typ = "BPE"
+		case o["max_input_chars_per_word"] != nil || o["continuing_subword_prefix"] != nil:
+			typ = "WordPiece"
+		}
+	}
+	if typ != "BPE" && typ != "WordPiece" {
+		return fmt.Errorf("model %q is not supported (supported: BPE, WordPiece)", typ)
+	}
+	if m.vocab == nil {
+		return fmt.Errorf("%s model has no vocab", typ)
+	}
+	t.vocabSize = len(m.vocab)
+	if err := t.setTokens(m.vocab); err != nil {
+		return err
+	}
+	if typ == "BPE" {
+		return t.parseBPE(m, byteMode)
+	}
+	return t.parseWordPiece(o, m.vocab)
+}
+
+// maxTokenID bounds ids so that a corrupt file cannot make the id tables
+// huge; the largest real vocabularies are under 300k.
+const maxTokenID = 1<<24 - 1
+
+// setTokens records id -> token for decoding.
+func (t *Tokenizer) setTokens(vocab map[string]int32) error {
+	maxID := int32(-1)
+	for tok, id := range vocab {
+		if id < 0 || id > maxTokenID {
+			return fmt.Errorf("token %q has id %d, outside [0, %d]", tok, id, maxTokenID)
+		}
+		maxID = max(maxID, id)
+	}
+	t.tokens = make([]string, maxID+1)
+	t.known = make([]bool, maxID+1)
+	for tok, id := range vocab {
+		t.tokens[id], t.known[id] = tok, true
+	}
+	return nil
+}
+
+func (t *Tokenizer) setToken(id int32, tok string) {
+	if int(id) >= len(t.tokens) {
+		t.tokens = append(t.tokens, make([]string, int(id)+1-len(t.tokens))...)
+		t.known = append(t.known, make([]bool, int(id)+1-len(t.known))...)
+	}
+	t.tokens[id] = tok
+	t.known[id] = true
+}
+
+func (t *Tokenizer) parseWordPiece(o object, vocab map[string]int32) error {
+	m := &wordPiece{vocab: vocab, prefix: "##", maxChars: 100}
+	unk := "[UNK]"
+	for key, v := range map[string]any{"unk_token": &unk, "continuing_subword_prefix": &m.prefix, "max_input_chars_per_word": &m.maxChars} {
+		if err := o.field(key, v); err != nil {
+			return err
+		}
+	}
+	id, ok := vocab[unk]
+	if !ok {
+		return fmt.Errorf("WordPiece unk_token %q is not in the vocabulary", unk)
+	}
+	m.unk = id
+	t.model = m
+	return nil
+}
+
+func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
+	o, vocab := mf.fields, mf.vocab
+	m := &bpe{unk: -1, byteMode: byteMode, cache: newWordCache()}
+	var unk string
+	var dropout *float64
+	for key, v := range map[string]any{"unk_token": &unk, "continuing_subword_prefix": &m.prefix,
+		"end_of_word_suffix": &m.suffix, "fuse_unk": &m.fuseUnk, "byte_fallback": &m.byteFallback,
+		"ignore_merges": &m.ignoreMerges, "dropout": &dropout} {
+		if err := o.field(key, v); err != nil {
+			return err
+		}
+	}
+	if dropout != nil && *dropout > 0 {
+		return fmt.Errorf("BPE dropout %v makes encoding random; only 0 or null is supported", *dropout)
+	}
+	if unk != "" {
+		id, ok := vocab[unk]
+		if !ok {
+			return fmt.Errorf("BPE unk_token %q is not in the vocabulary", unk)
+		}
+		m.unk = id
+	}
+	// The merges and the byte-keyed vocabulary are independent: build them
+	// side by side.
+	var mergeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { m.merges, mergeErr = parseMerges(mf.merges, vocab, m.prefix) })
+	defer wg.Wait()
+	for b := range 256 {
+		m.fallbackIDs[b] = -1
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.fallbackIDs[b] = id
+		}
+	}
+	m.vocab = vocab
+	if byteMode {
+		// Re-key the vocabulary by the bytes each token stands for. Tokens
+		// with runes outside the byte alphabet can never be produced from
+		// byte-mapped text, so they are left out (they still decode).
+		m.vocab = make(map[string]int32, len(vocab))
+		var buf []byte
+		for tok, id := range vocab {
+			var ok bool
+			if buf, ok = byteLevelDecode(buf[:0], tok); ok {
+				m.vocab[string(buf)] = id
+			}
+		}
+		for b := range 256 {
+			m.byteIDs[b] = -1
+			if id, ok := m.vocab[string([]byte{byte(b)})]; ok {
+				m.byteIDs[b] = id
+			}
+		}
+	}
+	wg.Wait()
+	if mergeErr != nil {
+		return mergeErr
+	}
+	t.model = m
+	return nil
+}
+
+// parseMerges reads the merges list. A later duplicate of a pair overrides
+// the earlier one, as in Hugging Face.
+func parseMerges(raw []byte, vocab map[string]int32, prefix string) (map[uint64]mergeRule, error) {
+	merges := make(map[uint64]mergeRule, len(raw)/16) // ~16 bytes a merge
+	if isNull(raw) {
+		return merges, nil
+	}
+	s := &jsonScanner{data: raw}
+	var merged []byte
+	err := s.readMerges(func(rank int, a, b []byte) error {
+		aID, okA := vocab[string(a)]
+		bID, okB := vocab[string(b)]
+		if !okA || !okB {
+			return fmt.Errorf("merge %d (%q %q) uses a token missing from the vocabulary", rank, a, b)
+		}
+		b = bytes.TrimPrefix(b, []byte(prefix))
+		merged = append(append(merged[:0], a...), b...)
+		newID, ok := vocab[string(merged)]
+		if !ok {
+			return fmt.Errorf("merge %d makes %q, which is missing from the vocabulary", rank, merged)
+		}
+		merges[pairKey(aID, bID)] = mergeRule{rank: int32(rank), newID: newID}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("merges: %w", err)
+	}
+	return merges, nil
+}

@@ -1,0 +1,90 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
+)
+
+// regexMatcher runs a split pattern the scanners do not know through
+// regexp2, whose default (.NET-style) syntax and Unicode classes are the
+// closest Go has to Oniguruma, the engine Hugging Face uses. RE2 mode is not
+// an option: it makes \s ASCII-only and has no lookahead.
+type regexMatcher struct {
+	re *regexp2.Regexp
+}
+
+func compileRegex(pattern string) (*regexp2.Regexp, error) {
+	if strings.Contains(pattern, "&&") {
+		// Class intersection ([a&&[^b]]) exists in Oniguruma and Rust's
+		// regex but regexp2 would read "&&" as two literal ampersands.
+		return nil, fmt.Errorf("pattern %q uses character-class intersection (&&), which is not supported", pattern)
+	}
+	re, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	return re, nil
+}
+
+// newMatcher returns the fastest exact matcher for a regex split pattern.
+func newMatcher(pattern string) (matcher, error) {
+	if sc, ok := knownScanner(pattern); ok {
+		return sc, nil
+	}
+	re, err := compileRegex(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return regexMatcher{re}, nil
+}
+
+func (m regexMatcher) appendMatches(dst []span, s string) []span {
+	idx, err := m.re.FindAllStringIndex(s, -1)
+	if err != nil {
+		// Only a match timeout can fail here, and none is set.
+		panic(fmt.Sprintf("tokenizer: regexp2 %q: %v", m.re.String(), err))
+	}
+	for _, ix := range idx {
+		dst = append(dst, span{ix[0], ix[1]})
+	}
+	return dst
+}
+
+// literalMatcher matches a fixed string (a Split or Replace "String" pattern).
+type literalMatcher struct {
+	lit string
+}
+
+func (m literalMatcher) appendMatches(dst []span, s string) []span {
+	if m.lit == "" {
+		return dst
+	}
+	for off := 0; ; {
+		k := strings.Index(s[off:], m.lit)
+		if k < 0 {
+			return dst
+		}
+		dst = append(dst, span{off + k, off + k + len(m.lit)})
+		off += k + len(m.lit)
+	}
+}
+
+// runeMatcher makes every rune satisfying in a match of its own, as Hugging
+// Face's char-predicate patterns do (Digits, Punctuation, whitespace splits).
+type runeMatcher struct {
+	in func(rune) bool
+}
+
+func (m runeMatcher) appendMatches(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if m.in(r) {
+			dst = append(dst, span{i, i + n})
+		}
+		i += n
+	}
+	return dst
+}

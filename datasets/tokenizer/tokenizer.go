@@ -1,0 +1,336 @@
+package tokenizer
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text to token ids and back exactly as Hugging Face's
+// tokenizers library does for the same tokenizer.json (or as tiktoken does
+// for a .tiktoken file). It is safe for concurrent use.
+type Tokenizer struct {
+	normalizer normalizer
+	pre        []preTokenizer
+	model      model
+	post       postProcessor
+	dec        decoder
+
+	added           []addedToken
+	rawTrie         *tokenTrie // added tokens matched in the raw text
+	normTrie        *tokenTrie // added tokens matched after normalization
+	addedIDs        []int32    // the id each added token encodes to
+	specialIDs      []int32    // ascending; AllSpecialIDs
+	addedSpecialIDs []int32    // ascending; SpecialAddedIDs
+
+	// cleanUpSpaces is tokenizer_config.json's clean_up_tokenization_spaces.
+	cleanUpSpaces bool
+
+	tokens    []string // id -> token as written in the vocabulary
+	known     []bool   // id has a token
+	special   []bool   // id's token is a special added token
+	vocabSize int
+
+	// byteLevelText holds, when the decoder is exactly ByteLevel, each
+	// id's bytes back to back (textEnd[id] ends them), so decoding is a
+	// copy per token.
+	byteLevelText []byte
+	textEnd       []uint32
+
+	pool sync.Pool
+}
+
+// workspace is the scratch memory of one Encode call; pooled per Tokenizer.
+type workspace struct {
+	splits, normSplits []tokenMatch
+	pieces, next       []piece
+	spans              []span
+	segments           []segment
+	symbols            []symbol
+	queue              mergeQueue
+	buf                []byte
+	ids                []int32
+}
+
+// assignAddedIDs gives added tokens the ids Hugging Face gives them when it
+// loads a tokenizer.json, where the ids written in the file are not read
+// back: a token already in the vocabulary takes that id, each new one the
+// next id after the vocabulary (or after the highest added id, once that is
+// beyond it), and a repeated content is ignored.
+func assignAddedIDs(tokens []addedToken, vocab map[string]int32, vocabSize int) []addedToken {
+	seen := map[string]bool{}
+	maxID := int32(-1)
+	out := make([]addedToken, 0, len(tokens))
+	for _, at := range tokens {
+		if at.Content == "" || seen[at.Content] {
+			continue
+		}
+		seen[at.Content] = true
+		if id, ok := vocab[at.Content]; ok {
+			at.ID = id
+		} else if maxID < 0 || (maxID < int32(vocabSize) && vocabSize > 0) {
+			at.ID = int32(vocabSize)
+		} else {
+			at.ID = maxID + 1
+		}
+		maxID = max(maxID, at.ID)
+		out = append(out, at)
+	}
+	return out
+}
+
+// setAddedTokens registers the added tokens with their final ids.
+func (t *Tokenizer) setAddedTokens(tokens []addedToken) error {
+	t.added = tokens
+	t.addedIDs = make([]int32, len(tokens))
+	raw := make([]string, len(tokens))
+	normalized := make([]string, len(tokens))
+	for i, at := range tokens {
+		id := at.ID
+		if id < 0 || id > maxTokenID {
+			return fmt.Errorf("added token %q has id %d, outside [0, %d]", at.Content, id, maxTokenID)
+		}
+		t.addedIDs[i] = id
+		t.setToken(id, at.Content)
+		raw[i] = at.Content
+		normalized[i] = at.Content
+		if at.Normalized && t.normalizer != nil {
+			normalized[i] = t.normalizer.normalize(at.Content)
+		}
+	}
+	t.rawTrie = newTokenTrie(raw, func(i int) bool { return !tokens[i].Normalized })
+	t.normTrie = newTokenTrie(normalized, func(i int) bool { return tokens[i].Normalized })
+	return nil
+}
+
+// finish derives the lookup tables once every component is loaded.
+func (t *Tokenizer) finish() {
+	t.special = make([]bool, len(t.tokens))
+	specialContent := map[string]bool{}
+	for i, at := range t.added {
+		if at.Special {
+			specialContent[at.Content] = true
+			t.special[t.addedIDs[i]] = true
+		}
+	}
+	// Decoding skips by content, so a vocabulary entry spelled like a
+	// special token is skipped too.
+	if len(specialContent) > 0 {
+		for id, tok := range t.tokens {
+			if t.known[id] && specialContent[tok] {
+				t.special[id] = true
+			}
+		}
+	}
+	for i, at := range t.added {
+		if at.Special {
+			t.addedSpecialIDs = append(t.addedSpecialIDs, t.addedIDs[i])
+		}
+	}
+	slices.Sort(t.addedSpecialIDs)
+	t.addedSpecialIDs = slices.Compact(t.addedSpecialIDs)
+	t.specialIDs = t.addedSpecialIDs
+	if _, ok := t.dec.(byteLevelDecoder); ok {
+		t.textEnd = make([]uint32, len(t.tokens))
+		for id, tok := range t.tokens {
+			t.byteLevelText, _ = byteLevelDecode(t.byteLevelText, tok)
+			t.textEnd[id] = uint32(len(t.byteLevelText))
+		}
+	}
+	t.pool.New = func() any { return new(workspace) }
+}
+
+// Encode appends the ids of text to dst, with the post-processor's special
+// tokens (BOS, CLS/SEP, ...) when addSpecial is true. Added tokens are
+// recognised in the text whether special or not, as Hugging Face does.
+func (t *Tokenizer) Encode(dst []int32, text string, addSpecial bool) []int32 {
+	ws := t.pool.Get().(*workspace)
+	defer t.pool.Put(ws)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	start := len(dst)
+	dst = t.encodeText(dst, text, ws)
+	if addSpecial && t.post != nil {
+		ws.ids = append(ws.ids[:0], dst[start:]...)
+		dst = t.post.wrap(dst[:start], ws.ids)
+	}
+	return dst
+}
+
+func (t *Tokenizer) encodeText(dst []int32, text string, ws *workspace) []int32 {
+	if t.rawTrie == nil {
+		return t.encodeSegment(dst, text, true, ws)
+	}
+	ws.splits = t.rawTrie.appendSplits(ws.splits[:0], text, t.added)
+	return t.encodeSplits(dst, text, ws.splits, true, t.encodeSegment, ws)
+}
+
+// encodeSegment normalizes text between raw added tokens, matches the
+// normalized added tokens, and pre-tokenizes and models the rest.
+func (t *Tokenizer) encodeSegment(dst []int32, text string, first bool, ws *workspace) []int32 {
+	if t.normalizer != nil {
+		text = t.normalizer.normalize(text)
+	}
+	if t.normTrie == nil {
+		return t.encodePiece(dst, text, first, ws)
+	}
+	ws.normSplits = t.normTrie.appendSplits(ws.normSplits[:0], text, t.added)
+	return t.encodeSplits(dst, text, ws.normSplits, first, t.encodePiece, ws)
+}
+
+// encodeSplits emits the ids of added tokens and hands the text between
+// them to encode; first says whether text starts the input.
+func (t *Tokenizer) encodeSplits(dst []int32, text string, splits []tokenMatch, first bool,
+	encode func([]int32, string, bool, *workspace) []int32, ws *workspace) []int32 {
+	for _, s := range splits {
+		if s.token >= 0 {
+			dst = append(dst, t.addedIDs[s.token])
+			continue
+		}
+		dst = encode(dst, text[s.start:s.end], first && s.start == 0, ws)
+	}
+	return dst
+}
+
+func (t *Tokenizer) encodePiece(dst []int32, text string, first bool, ws *workspace) []int32 {
+	if text == "" {
+		return dst
+	}
+	pieces := append(ws.pieces[:0], piece{text, first})
+	for _, pt := range t.pre {
+		next := ws.next[:0]
+		for _, p := range pieces {
+			next = pt.appendPieces(next, p, ws)
+		}
+		ws.pieces, ws.next = next, pieces
+		pieces = next
+	}
+	for _, p := range pieces {
+		dst = t.model.tokenize(dst, p.text, ws)
+	}
+	ws.pieces = pieces
+	return dst
+}
+
+// Decode turns ids back into text; unknown ids are ignored, and special
+// tokens are left out when skipSpecial is true. When the tokenizer_config.json
+// beside the file sets clean_up_tokenization_spaces, the text is cleaned up
+// as transformers' decode does (" ." becomes ".", and so on).
+func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	text := t.decode(ids, skipSpecial)
+	if t.cleanUpSpaces {
+		text = cleanUpSpaces(text)
+	}
+	return text
+}
+
+// CleanUpTokenizationSpaces reports whether Decode cleans up spaces.
+func (t *Tokenizer) CleanUpTokenizationSpaces() bool { return t.cleanUpSpaces }
+
+// decode is the tokenizers library's decode.
+func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
+	if t.textEnd != nil {
+		return t.decodeByteLevel(ids, skipSpecial)
+	}
+	tokens := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !t.has(id) || (skipSpecial && t.special[id]) {
+			continue
+		}
+		tokens = append(tokens, t.tokens[id])
+	}
+	if t.dec == nil {
+		return strings.Join(tokens, " ")
+	}
+	return strings.Join(t.dec.decodeChain(tokens), "")
+}
+
+// decodeByteLevel concatenates the ids' bytes (sized first, so the text is
+// built in one allocation) and repairs invalid UTF-8 as Rust's
+// from_utf8_lossy does.
+func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
+	bytesOf := func(id int32) []byte {
+		if !t.has(id) || (skipSpecial && t.special[id]) {
+			return nil
+		}
+		begin := uint32(0)
+		if id > 0 {
+			begin = t.textEnd[id-1]
+		}
+		return t.byteLevelText[begin:t.textEnd[id]]
+	}
+	n := 0
+	for _, id := range ids {
+		n += len(bytesOf(id))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, id := range ids {
+		b.Write(bytesOf(id))
+	}
+	text := b.String()
+	if utf8.ValidString(text) {
+		return text
+	}
+	return string(appendLossyUTF8(make([]byte, 0, len(text)+8), []byte(text)))
+}
+
+func (t *Tokenizer) has(id int32) bool { return id >= 0 && int(id) < len(t.known) && t.known[id] }
+
+// VocabSize is Hugging Face's vocab_size: the model's vocabulary, added
+// tokens not counted.
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// NumSpecialTokensToAdd is how many ids Encode adds to one sequence when
+// addSpecial is true.
+func (t *Tokenizer) NumSpecialTokensToAdd() int {
+	if t.post == nil {
+		return 0
+	}
+	return t.post.added()
+}
+
+// AllSpecialIDs lists the ids of the special tokens, ascending: those a
+// tokenizer_config.json beside the file names (as transformers'
+// all_special_ids), else every added token flagged special. The caller must
+// not modify the slice.
+func (t *Tokenizer) AllSpecialIDs() []int32 { return t.specialIDs }
+
+// SpecialAddedIDs lists the ids of the added tokens flagged special,
+// ascending, whatever tokenizer_config.json says (the random-mm dataset
+// prohibits exactly these). The caller must not modify the slice.
+func (t *Tokenizer) SpecialAddedIDs() []int32 { return t.addedSpecialIDs }
+
+// TokenToID returns the id of a token as written in the vocabulary (added
+// tokens first).
+func (t *Tokenizer) TokenToID(token string) (int32, bool) { return t.tokenID(token) }
+
+// IDToToken returns the vocabulary entry of id, as written in the file.
+func (t *Tokenizer) IDToToken(id int32) (string, bool) {
+	if !t.has(id) {
+		return "", false
+	}
+	return t.tokens[id], true
+}
+
+// EncodeBatch encodes texts in parallel on GOMAXPROCS goroutines; the
+// result's i-th entry holds texts[i]'s ids.
+func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool) [][]int32 {
+	out := make([][]int32, len(texts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(texts)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(texts); k = int(next.Add(1) - 1) {
+				out[k] = slices.Clip(t.Encode(nil, texts[k], addSpecial))
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
