@@ -71,8 +71,8 @@ type run struct {
 	// chatTemplate renders a prompt as the tokenizer's chat template does;
 	// nil when the tokenizer has none.
 	chatTemplate datasets.ChatTemplate
-	tokenizerID        string
-	globals            datasets.PythonGlobals
+	tokenizerID  string
+	globals      datasets.PythonGlobals
 
 	requests []datasets.Request
 	wire     []engine.Request
