@@ -248,18 +248,7 @@ func (p *prober) send() {
 	r.resetResponse()
 	deadline := p.l.origin.Add(time.Duration(startNs) + p.l.requestTimeout)
 	text, ok := p.exchange(deadline, startNs)
-	switch {
-	case !ok:
-		p.rec.Fail(&r.stream, text)
-	case !r.streaming:
-		r.endPooling(p.rec)
-	default:
-		if err := r.sse.Flush(r); err != nil {
-			p.rec.Fail(&r.stream, r.failureText(err))
-		} else {
-			p.rec.EndStream(&r.stream)
-		}
-	}
+	r.end(p.rec, text, ok)
 	if !ok || !r.keepAlive {
 		p.closeConn()
 	}
@@ -303,19 +292,8 @@ func (p *prober) roundTrip(startNs int64) (failure string, ok, retry bool) {
 		ts := max(p.now(), startNs)
 		if n > 0 {
 			gotBytes = true
-			used, perr := r.http.Feed(p.buf[:n], ts, r)
-			if perr == nil {
-				perr = r.handlerErr
-			}
-			switch {
-			case perr != nil:
-				return r.failureText(perr), false, false
-			case r.status != 0 && r.status != 200:
-				// Python fails on the status alone, with the reason phrase.
-				return string(r.reason), false, false
-			case r.done:
-				r.keepAlive = used == n && r.http.KeepAlive()
-				return "", true, false
+			if failure, ok, finished := r.consume(p.buf[:n], ts); finished {
+				return failure, ok, false
 			}
 		}
 		switch {
@@ -324,17 +302,8 @@ func (p *prober) roundTrip(startNs int64) (failure string, ok, retry bool) {
 			if !gotBytes {
 				return r.failureText(errProbeClosed), false, true
 			}
-			if perr := r.http.CloseRead(ts, r); perr != nil {
-				return r.failureText(perr), false, false
-			}
-			if r.status != 200 {
-				return string(r.reason), false, false
-			}
-			if r.done {
-				r.keepAlive = false
-				return "", true, false
-			}
-			return r.failureText(errProbeClosed), false, false
+			failure, ok := r.closed(ts)
+			return failure, ok, false
 		default:
 			return p.errorText(err), false, !gotBytes && isConnReset(err)
 		}

@@ -102,6 +102,64 @@ func (r *probeResponse) resetResponse() {
 	r.sse.Reset()
 }
 
+// consume parses the next bytes of the answer, received at tsNs. finished
+// says the probe is decided: ok, or failed with the failure text (a
+// protocol error, a malformed chunk, or a status other than 200, which
+// Python fails on alone, with the reason phrase).
+func (r *probeResponse) consume(b []byte, tsNs int64) (failure string, ok, finished bool) {
+	used, err := r.http.Feed(b, tsNs, r)
+	if err == nil {
+		err = r.handlerErr
+	}
+	switch {
+	case err != nil:
+		return r.failureText(err), false, true
+	case r.status != 0 && r.status != 200:
+		return string(r.reason), false, true
+	case r.done:
+		// Bytes after the answer are not a response to anything we sent:
+		// the connection is not used again.
+		r.keepAlive = used == len(b) && r.http.KeepAlive()
+		return "", true, true
+	}
+	return "", false, false
+}
+
+// closed decides the probe when the server closed the connection (after
+// some bytes of the answer) at tsNs: only a body framed by the close can
+// still end well.
+func (r *probeResponse) closed(tsNs int64) (failure string, ok bool) {
+	if err := r.http.CloseRead(tsNs, r); err != nil {
+		return r.failureText(err), false
+	}
+	if r.status != 200 {
+		return string(r.reason), false
+	}
+	if !r.done {
+		return r.failureText(errProbeClosed), false
+	}
+	r.keepAlive = false
+	return "", true
+}
+
+// end records the probe's outcome on rec: the failure unless ok, else by
+// spec §b's rules a stream succeeds iff a token event arrived, and a
+// pooling answer succeeds if its body is JSON.
+func (r *probeResponse) end(rec *metrics.Recorder, failure string, ok bool) {
+	switch {
+	case !ok:
+		rec.Fail(&r.stream, failure)
+	case !r.streaming:
+		r.endPooling(rec)
+	default:
+		if err := r.sse.Flush(r); err != nil {
+			rec.Fail(&r.stream, r.failureText(err))
+		} else {
+			rec.EndStream(&r.stream)
+		}
+	}
+}
+
 // endPooling ends a 200 pooling answer: its latency is the whole exchange;
 // a body that is not JSON fails the probe, as Python's response.json()
 // raises.

@@ -99,13 +99,8 @@ type Summary struct {
 // and saved numbers are the ones Python would produce from the same
 // timestamps.
 func Compute(d *RunData, opts ComputeOptions) (*Summary, error) {
-	if d == nil {
-		return nil, errors.New("metrics: no run data")
-	}
-	for _, p := range opts.Percentiles {
-		if err := checkPercentile(p); err != nil {
-			return nil, err
-		}
+	if err := checkRunInput(d, opts.Percentiles); err != nil {
+		return nil, err
 	}
 	if opts.InputAudioSeconds != nil && len(opts.InputAudioSeconds) != len(d.Results) {
 		return nil, errors.New("metrics: InputAudioSeconds must have one entry per result")
@@ -114,6 +109,23 @@ func Compute(d *RunData, opts ComputeOptions) (*Summary, error) {
 		return computePooling(d, opts), nil
 	}
 	return computeGeneration(d, opts), nil
+}
+
+// errNoRunData is the error for a nil *RunData.
+var errNoRunData = errors.New("metrics: no run data")
+
+// checkRunInput checks what Compute and ComputeTrimmed both need: run data,
+// and percentiles that --metric-percentiles accepts.
+func checkRunInput(d *RunData, percentiles []float64) error {
+	if d == nil {
+		return errNoRunData
+	}
+	for _, p := range percentiles {
+		if err := checkPercentile(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Seconds converts a nanosecond duration or run-clock time to Python's

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // GoodputMetrics are the per-request metrics a --goodput SLO may name, in
@@ -32,7 +34,7 @@ func ParseGoodput(pairs []string) (map[string]float64, error) {
 		if len(parts) != 2 {
 			return nil, errGoodputFormat
 		}
-		v, err := ParsePyFloat(parts[1])
+		v, err := pyfmt.ParseFloat(parts[1])
 		if err != nil {
 			return nil, errGoodputFormat
 		}
@@ -47,13 +49,13 @@ func ParseGoodput(pairs []string) (map[string]float64, error) {
 			//lint:ignore ST1005 the text is Python's, which users and scripts match.
 			return nil, fmt.Errorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of "+
-				"['ttft', 'tpot', 'e2el']. ", name, PyFloatRepr(v))
+				"['ttft', 'tpot', 'e2el']. ", name, pyfmt.FloatRepr(v))
 		}
 		if v < 0 {
 			//lint:ignore ST1005 the text is Python's, which users and scripts match.
 			return nil, fmt.Errorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
-				name, PyFloatRepr(v))
+				name, pyfmt.FloatRepr(v))
 		}
 	}
 	return slo, nil
@@ -75,7 +77,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 	pieces := strings.Split(s, ",")
 	out := make([]float64, 0, len(pieces))
 	for _, piece := range pieces {
-		p, err := ParsePyFloat(piece)
+		p, err := pyfmt.ParseFloat(piece)
 		if err != nil {
 			return nil, fmt.Errorf("--metric-percentiles: could not convert string to float: '%s'", piece)
 		}
@@ -89,7 +91,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 
 func checkPercentile(p float64) error {
 	if !(p >= 0 && p <= 100) {
-		return fmt.Errorf("--metric-percentiles: percentile %s is outside [0, 100]", PyFloatRepr(p))
+		return fmt.Errorf("--metric-percentiles: percentile %s is outside [0, 100]", pyfmt.FloatRepr(p))
 	}
 	return nil
 }

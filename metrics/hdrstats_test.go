@@ -3,6 +3,8 @@ package metrics
 import (
 	"math"
 	"testing"
+
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 func TestHistogramSummaryTracksExact(t *testing.T) {
@@ -28,7 +30,7 @@ func TestHistogramSummaryTracksExact(t *testing.T) {
 	within("median", approx.MedianMs, exact.MedianMs)
 	within("std", approx.StdMs, exact.StdMs)
 	for i := range ps {
-		within("P"+PyFloatRepr(ps[i]), approx.Percentiles[i].ValueMs, exact.Percentiles[i].ValueMs)
+		within("P"+pyfmt.FloatRepr(ps[i]), approx.Percentiles[i].ValueMs, exact.Percentiles[i].ValueMs)
 	}
 }
 

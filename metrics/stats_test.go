@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // Expected values were computed by hand from numpy's algorithms (pairwise
@@ -95,7 +97,7 @@ func TestSummaryStatistics(t *testing.T) {
 				if p.P != tt.percentiles[i] {
 					t.Errorf("percentile %d is P%v, want P%v", i, p.P, tt.percentiles[i])
 				}
-				check("P"+PyFloatRepr(p.P), p.ValueMs, tt.pcts[i])
+				check("P"+pyfmt.FloatRepr(p.P), p.ValueMs, tt.pcts[i])
 			}
 		})
 	}

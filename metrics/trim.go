@@ -68,13 +68,8 @@ var errTrimNeedsDetail = errors.New("metrics: steady-state trimming needs every 
 // The results must carry ITLNs (runs that keep per-token detail), and the
 // window must not be empty.
 func ComputeTrimmed(d *RunData, opts TrimOptions) (*Trimmed, error) {
-	if d == nil {
-		return nil, errors.New("metrics: no run data")
-	}
-	for _, p := range opts.Percentiles {
-		if err := checkPercentile(p); err != nil {
-			return nil, err
-		}
+	if err := checkRunInput(d, opts.Percentiles); err != nil {
+		return nil, err
 	}
 	t0, tEnd := math.Inf(1), math.Inf(-1)
 	for i := range d.Results {

@@ -1,4 +1,4 @@
-package metrics
+package pyfmt
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 
 // Expected strings are python3's repr() / float() results.
 
-func TestPyFloatRepr(t *testing.T) {
+func TestFloatRepr(t *testing.T) {
 	tests := []struct {
 		in   float64
 		want string
@@ -39,13 +39,13 @@ func TestPyFloatRepr(t *testing.T) {
 		{math.NaN(), "nan"},
 	}
 	for _, tt := range tests {
-		if got := PyFloatRepr(tt.in); got != tt.want {
-			t.Errorf("PyFloatRepr(%v) = %q, want %q", tt.in, got, tt.want)
+		if got := FloatRepr(tt.in); got != tt.want {
+			t.Errorf("FloatRepr(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-func TestParsePyFloat(t *testing.T) {
+func TestParseFloat(t *testing.T) {
 	tests := []struct {
 		in   string
 		want float64 // NaN means "want NaN"
@@ -80,9 +80,9 @@ func TestParsePyFloat(t *testing.T) {
 		{"1.2.3", 0, false},
 	}
 	for _, tt := range tests {
-		got, err := ParsePyFloat(tt.in)
+		got, err := ParseFloat(tt.in)
 		if (err == nil) != tt.ok {
-			t.Errorf("ParsePyFloat(%q) error = %v, want ok=%v", tt.in, err, tt.ok)
+			t.Errorf("ParseFloat(%q) error = %v, want ok=%v", tt.in, err, tt.ok)
 			continue
 		}
 		if !tt.ok {
@@ -90,37 +90,23 @@ func TestParsePyFloat(t *testing.T) {
 		}
 		if math.IsNaN(tt.want) {
 			if !math.IsNaN(got) {
-				t.Errorf("ParsePyFloat(%q) = %v, want NaN", tt.in, got)
+				t.Errorf("ParseFloat(%q) = %v, want NaN", tt.in, got)
 			}
 		} else if got != tt.want {
-			t.Errorf("ParsePyFloat(%q) = %v, want %v", tt.in, got, tt.want)
+			t.Errorf("ParseFloat(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }
 
-func TestPyIsSpaceMatchesStrStrip(t *testing.T) {
-	// python3: '\x1c7\x1f'.strip() == '7', ' a\x85'.strip() == 'a'.
-	for _, r := range []rune{' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x3000} {
-		if !PyIsSpace(r) {
-			t.Errorf("PyIsSpace(%U) = false, want true", r)
-		}
-	}
-	for _, r := range []rune{'a', '0', 0x1b, 0x200b} {
-		if PyIsSpace(r) {
-			t.Errorf("PyIsSpace(%U) = true, want false", r)
-		}
-	}
-}
-
-func FuzzPyFloatRoundTrip(f *testing.F) {
+func FuzzFloatRoundTrip(f *testing.F) {
 	for _, seed := range []float64{0, 1, 0.1, 1e-5, 1e16, 123.456, 5e-324, math.MaxFloat64} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {
-		s := PyFloatRepr(v)
-		back, err := ParsePyFloat(s)
+		s := FloatRepr(v)
+		back, err := ParseFloat(s)
 		if err != nil {
-			t.Fatalf("ParsePyFloat(PyFloatRepr(%v) = %q): %v", v, s, err)
+			t.Fatalf("ParseFloat(FloatRepr(%v) = %q): %v", v, s, err)
 		}
 		if back != v && !(math.IsNaN(v) && math.IsNaN(back)) {
 			t.Fatalf("round trip %v → %q → %v", v, s, back)

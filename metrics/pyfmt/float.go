@@ -1,4 +1,4 @@
-package metrics
+package pyfmt
 
 import (
 	"bytes"
@@ -9,20 +9,20 @@ import (
 	"unicode"
 )
 
-// PyFloatRepr formats f as Python's repr(f) (and str(f), the same in
+// FloatRepr formats f as Python's repr(f) (and str(f), the same in
 // Python 3): the shortest digits that round-trip, in positional notation
 // when the decimal exponent e (of d.ddd×10^e) satisfies -4 ≤ e < 16, with
 // ".0" added to integral values; otherwise in exponent notation with at
 // least two exponent digits and no ".0" ("1e-05", "1e+16", "1.5e+300").
 // Infinities and NaN are "inf", "-inf" and "nan".
-func PyFloatRepr(f float64) string {
+func FloatRepr(f float64) string {
 	var buf [32]byte
-	return string(AppendPyFloatRepr(buf[:0], f))
+	return string(AppendFloatRepr(buf[:0], f))
 }
 
-// AppendPyFloatRepr appends PyFloatRepr(f) to dst without allocating
+// AppendFloatRepr appends FloatRepr(f) to dst without allocating
 // (beyond growing dst), for encoders of long float lists.
-func AppendPyFloatRepr(dst []byte, f float64) []byte {
+func AppendFloatRepr(dst []byte, f float64) []byte {
 	if s, ok := pyNonFinite(f); ok {
 		return append(dst, s...)
 	}
@@ -85,11 +85,11 @@ func AppendPyFloatRepr(dst []byte, f float64) []byte {
 	}
 }
 
-// PyFixed formats f as Python's "{:.Nf}" with N = prec: rounded half to
+// Fixed formats f as Python's "{:.Nf}" with N = prec: rounded half to
 // even on the exact binary value (Go's strconv rounds the exact value too,
 // so 2.675 gives "2.67" and 0.125 gives "0.12"), with Python's spellings
 // "inf", "-inf" and "nan".
-func PyFixed(f float64, prec int) string {
+func Fixed(f float64, prec int) string {
 	if s, ok := pyNonFinite(f); ok {
 		return s
 	}
@@ -109,20 +109,20 @@ func pyNonFinite(f float64) (string, bool) {
 	return "", false
 }
 
-// errPyFloatSyntax reports a string Python's float() rejects.
-var errPyFloatSyntax = errors.New("not a number Python's float() accepts")
+// errFloatSyntax reports a string Python's float() rejects.
+var errFloatSyntax = errors.New("not a number Python's float() accepts")
 
-// ParsePyFloat parses s as Python's float(s) does: surrounding whitespace
+// ParseFloat parses s as Python's float(s) does: surrounding whitespace
 // is ignored (Go's unicode.IsSpace set, which is float()'s; U+001C..U+001F
 // are not stripped here, unlike str.strip()); an optional sign; "inf", "infinity" or "nan" in any case; or
 // a decimal literal whose digit groups may be separated by single
 // underscores ("1_000.5e-3"). Hexadecimal and other Go-only forms are
 // rejected. Values beyond float64's range become ±Inf, as in Python.
-func ParsePyFloat(s string) (float64, error) {
+func ParseFloat(s string) (float64, error) {
 	t := strings.TrimFunc(s, unicode.IsSpace)
 	body := strings.TrimLeft(t, "+-")
 	if len(t)-len(body) > 1 {
-		return 0, errPyFloatSyntax
+		return 0, errFloatSyntax
 	}
 	negative := strings.HasPrefix(t, "-")
 	switch strings.ToLower(body) {
@@ -135,12 +135,12 @@ func ParsePyFloat(s string) (float64, error) {
 		return math.NaN(), nil
 	}
 	if !validDecimalLiteral(body) {
-		return 0, errPyFloatSyntax
+		return 0, errFloatSyntax
 	}
 	f, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
 	var numErr *strconv.NumError
 	if err != nil && !(errors.As(err, &numErr) && numErr.Err == strconv.ErrRange) {
-		return 0, errPyFloatSyntax
+		return 0, errFloatSyntax
 	}
 	return f, nil
 }
@@ -184,10 +184,4 @@ func validDecimalLiteral(s string) bool {
 		}
 	}
 	return i == len(s)
-}
-
-// PyIsSpace is Python's str.isspace for one character, the set str.strip()
-// removes: Go's unicode.IsSpace plus the ASCII separators U+001C..U+001F.
-func PyIsSpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }
