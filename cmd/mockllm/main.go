@@ -1,0 +1,162 @@
+// Command mockllm is a vLLM-compatible mock server for benchmarking
+// benchmark clients: the OpenAI completions and chat endpoints stream
+// deterministic tokens on a configurable timing model, with fault
+// injection and a log of when every token really left.
+//
+//	mockllm --port 8000 --ttft-ms 50 --itl-ms 20 --mode decode-step
+//
+// It prints "mockllm listening on http://HOST:PORT" once ready, and a
+// timing summary on stderr when stopped with SIGINT or SIGTERM.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/datasets/tokenizer"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// faultFlags collects repeated --fault values.
+type faultFlags []mock.Fault
+
+func (f *faultFlags) String() string {
+	parts := make([]string, len(*f))
+	for i, x := range *f {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *faultFlags) Set(s string) error {
+	x, err := mock.ParseFault(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mockllm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg              mock.Config
+		faults           faultFlags
+		mode, outputLen  string
+		tokenizerPath    string
+		ttftMs, itlMs    float64
+		jitterMs         float64
+		timerSlackUs     float64
+		prefillUsPerTok  float64
+		specDecodeTokens int
+	)
+	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "address to bind")
+	fs.IntVar(&cfg.Port, "port", 8000, "port to listen on (0 picks a free one)")
+	fs.StringVar(&cfg.Model, "model", "mock-llm", "served model name")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", 4096, "context length, reported and enforced on prompt + max_tokens")
+	fs.StringVar(&tokenizerPath, "tokenizer", "", "tokenizer.json to count and (de)tokenize with (default: the built-in reversible tokenizer)")
+	fs.StringVar(&mode, "mode", "per-stream", "timing model: per-stream (own schedule per stream) or decode-step (one global step clock)")
+	fs.Float64Var(&ttftMs, "ttft-ms", 50, "base time to first token, ms")
+	fs.Float64Var(&prefillUsPerTok, "prefill-us-per-token", 0, "added to TTFT per prompt token, µs")
+	fs.Float64Var(&itlMs, "itl-ms", 20, "gap between tokens (per-stream) or decode step period (decode-step), ms")
+	fs.Float64Var(&jitterMs, "jitter-ms", 0, "uniform [0, J) ms added to every TTFT and token gap (per-stream) or step (decode-step)")
+	fs.Float64Var(&timerSlackUs, "timer-slack-us", 0, "let the token clock sleep up to this long past a due token to batch wake-ups, µs (0 = exact)")
+	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "streams generating at once; the rest wait FIFO (0 = no cap)")
+	fs.StringVar(&outputLen, "output-len", "fixed", "fixed: exactly max_tokens; uniform: drawn in [min_tokens, max_tokens] unless ignore_eos")
+	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 0, "output length when a request sets no max_tokens (0 = max-model-len - prompt, as vLLM)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for output lengths, jitter and faults")
+	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", 16, "length of embedding and pooling vectors")
+	fs.IntVar(&specDecodeTokens, "spec-decode-tokens", 0, "report speculative-decoding counters on /metrics for this many draft tokens (0 = off)")
+	fs.Float64Var(&cfg.SpecDecodeAcceptance, "spec-decode-acceptance", 0.7, "per-position acceptance rate behind the spec-decode counters")
+	fs.Var(&faults, "fault", "inject a fault, repeatable: KIND:prob=P|every=N[,at=TOKEN][,ms=MS]; kinds: http500 http429 http503 reset-before-headers reset-mid-stream stall malformed-chunk slow-headers close")
+	fs.StringVar(&cfg.TruthLog, "truth-log", "", "write the ground-truth log (request arrivals, token send times) to this file")
+	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mockllm: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var err error
+	if cfg.Mode, err = mock.ParseMode(mode); err != nil {
+		fmt.Fprintln(stderr, "mockllm:", err)
+		return 2
+	}
+	if cfg.OutputLen, err = mock.ParseOutputLen(outputLen); err != nil {
+		fmt.Fprintln(stderr, "mockllm:", err)
+		return 2
+	}
+	if tokenizerPath != "" {
+		if cfg.Tokenizer, err = loadTokenizer(tokenizerPath); err != nil {
+			fmt.Fprintln(stderr, "mockllm:", err)
+			return 2
+		}
+	}
+	cfg.TTFT = msDuration(ttftMs)
+	cfg.ITL = msDuration(itlMs)
+	cfg.Jitter = msDuration(jitterMs)
+	cfg.PrefillPerToken = time.Duration(prefillUsPerTok * float64(time.Microsecond))
+	cfg.TimerSlack = time.Duration(timerSlackUs * float64(time.Microsecond))
+	cfg.SpecDecodeTokens = specDecodeTokens
+	cfg.Faults = faults
+	cfg.Summary = stderr
+
+	// The token writer and every event loop spend their idle time blocked
+	// in epoll_wait, each holding a P. With GOMAXPROCS = 1 (what Go picks
+	// under `taskset -c 0`) a thread returning from that wait must wait
+	// for sysmon to take the P back from the other, which costs up to
+	// 10 ms of lateness; one P each keeps wake-ups immediate, while the
+	// kernel still runs them all on the allowed CPUs.
+	if need := cfg.EventLoops + 2; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	srv, err := mock.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "mockllm:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "mockllm listening on http://%s\n", srv.Addr())
+	<-sigs
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(stderr, "mockllm:", err)
+		return 1
+	}
+	st := srv.Stats()
+	fmt.Fprintf(stderr, "mockllm: %d requests, %d scheduled, %d tokens, %d faults, %d error responses\n",
+		st.Requests, st.Scheduled, st.Tokens, st.Faults, st.Errors)
+	return 0
+}
+
+// loadTokenizer loads a tokenizer.json, .tiktoken file, or a directory
+// holding one, for --tokenizer: the server then counts, tokenizes and
+// detokenizes as the real model's server would.
+func loadTokenizer(path string) (datasets.Tokenizer, error) {
+	tok, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: %w", path, err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,205 @@
+package mock
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stampede-bench/stampede/datasets"
+)
+
+// Mode selects the timing model of token generation.
+type Mode int
+
+const (
+	// PerStream gives every stream its own schedule: the first token at
+	// TTFT + prefill after the request arrived, then one token every ITL.
+	PerStream Mode = iota
+	// DecodeStep runs one global step clock, as a continuous-batching
+	// engine does: every running stream gets its next token on the same
+	// step, MaxNumSeqs streams run at most, and the rest wait FIFO.
+	DecodeStep
+)
+
+// String returns the --mode spelling of m.
+func (m Mode) String() string {
+	switch m {
+	case PerStream:
+		return "per-stream"
+	case DecodeStep:
+		return "decode-step"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode reads a --mode value.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "per-stream":
+		return PerStream, nil
+	case "decode-step":
+		return DecodeStep, nil
+	}
+	return 0, fmt.Errorf("--mode %q: want per-stream or decode-step", s)
+}
+
+// OutputLen selects how many tokens a generation request gets.
+type OutputLen int
+
+const (
+	// OutputFixed generates exactly max_tokens tokens (finish_reason
+	// "length"), as a model that never emits EOS.
+	OutputFixed OutputLen = iota
+	// OutputUniform draws the length uniformly from [min_tokens, max_tokens]
+	// (seeded per request) unless the request sets ignore_eos; a draw below
+	// max_tokens ends with finish_reason "stop".
+	OutputUniform
+)
+
+// ParseOutputLen reads an --output-len value.
+func ParseOutputLen(s string) (OutputLen, error) {
+	switch s {
+	case "fixed":
+		return OutputFixed, nil
+	case "uniform":
+		return OutputUniform, nil
+	}
+	return 0, fmt.Errorf("--output-len %q: want fixed or uniform", s)
+}
+
+// Config is everything the mock server can be told. The zero value plus a
+// Port is usable: Start fills the defaults documented on each field.
+type Config struct {
+	// Host is the address to bind; default 127.0.0.1.
+	Host string
+	// Port to listen on; 0 picks a free port (see Server.Addr).
+	Port int
+	// Model is the served model name; default "mock-llm".
+	Model string
+	// MaxModelLen is the context length reported by /v1/models and
+	// /tokenize and enforced on prompt + max_tokens; default 4096.
+	MaxModelLen int
+	// Version is what /version reports; default "0.0.0-mockllm".
+	Version string
+	// Tokenizer counts prompt tokens and serves /tokenize and /detokenize;
+	// nil uses the built-in reversible tokenizer (see NewMockTokenizer).
+	Tokenizer datasets.Tokenizer
+
+	// Mode is the timing model.
+	Mode Mode
+	// TTFT is the base time to first token.
+	TTFT time.Duration
+	// PrefillPerToken is added to TTFT once per prompt token.
+	PrefillPerToken time.Duration
+	// ITL is the gap between tokens (PerStream; 0 sends them back to back)
+	// or the step period (DecodeStep, at least 10µs).
+	ITL time.Duration
+	// Jitter, when positive, adds a uniform [0, Jitter) delay to every TTFT
+	// and token gap (PerStream) or step period (DecodeStep), seeded by Seed.
+	Jitter time.Duration
+	// TimerSlack lets the writer sleep up to this much past the next due
+	// token, so tokens due close together go out in one wake-up: fewer
+	// wake-ups (less CPU when tokens are sparse) for up to TimerSlack more
+	// lateness. 0 wakes exactly on time.
+	TimerSlack time.Duration
+	// MaxNumSeqs caps the streams generating at once; the rest wait FIFO.
+	// 0 means no cap.
+	MaxNumSeqs int
+	// OutputLen chooses between exact and drawn output lengths.
+	OutputLen OutputLen
+	// DefaultMaxTokens is the output length of a request that sets neither
+	// max_tokens nor max_completion_tokens. 0 means what vLLM does: the
+	// rest of the context, MaxModelLen - prompt tokens.
+	DefaultMaxTokens int
+	// Seed makes every draw (output lengths, jitter, faults) repeatable.
+	// Draws are keyed by the request's x-request-id when it has one, so a
+	// rerun gives a request the same draws whatever its arrival order.
+	Seed uint64
+
+	// EmbeddingDim is the length of /v1/embeddings and /pooling vectors;
+	// default 16.
+	EmbeddingDim int
+	// SpecDecodeTokens, when positive, makes /metrics report speculative
+	// decoding counters as if every decode step drafted this many tokens.
+	SpecDecodeTokens int
+	// SpecDecodeAcceptance is the per-position acceptance probability the
+	// counters are derived from (position i is accepted at rate^(i+1));
+	// default 0.7.
+	SpecDecodeAcceptance float64
+
+	// Faults are injected into generation requests; the first that matches
+	// a request applies.
+	Faults []Fault
+
+	// TruthLog, when set, is the file the ground-truth log is written to.
+	TruthLog string
+	// Summary, when set, receives the timing summary on Close.
+	Summary io.Writer
+
+	// EventLoops is the number of gnet event loops that accept and parse
+	// requests; default 1.
+	EventLoops int
+}
+
+func (c *Config) setDefaults() {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Model == "" {
+		c.Model = "mock-llm"
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = 4096
+	}
+	if c.Version == "" {
+		c.Version = "0.0.0-mockllm"
+	}
+	if c.EmbeddingDim == 0 {
+		c.EmbeddingDim = 16
+	}
+	if c.SpecDecodeAcceptance == 0 {
+		c.SpecDecodeAcceptance = 0.7
+	}
+	if c.EventLoops == 0 {
+		c.EventLoops = 1
+	}
+	if c.Tokenizer == nil {
+		c.Tokenizer = NewMockTokenizer()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("--port %d: want 0..65535", c.Port)
+	case c.MaxModelLen < 1:
+		return fmt.Errorf("--max-model-len %d: want a positive token count", c.MaxModelLen)
+	case c.TTFT < 0:
+		return fmt.Errorf("--ttft-ms %v: want >= 0", c.TTFT)
+	case c.PrefillPerToken < 0:
+		return fmt.Errorf("--prefill-us-per-token %v: want >= 0", c.PrefillPerToken)
+	case c.ITL < 0:
+		return fmt.Errorf("--itl-ms %v: want >= 0", c.ITL)
+	case c.Mode == DecodeStep && c.ITL < 10*time.Microsecond:
+		return fmt.Errorf("--itl-ms %v: decode-step mode needs a step period of at least 10µs", c.ITL)
+	case c.Jitter < 0:
+		return fmt.Errorf("--jitter-ms %v: want >= 0", c.Jitter)
+	case c.TimerSlack < 0:
+		return fmt.Errorf("--timer-slack-us %v: want >= 0", c.TimerSlack)
+	case c.MaxNumSeqs < 0:
+		return fmt.Errorf("--max-num-seqs %d: want >= 0 (0 = no cap)", c.MaxNumSeqs)
+	case c.DefaultMaxTokens < 0:
+		return fmt.Errorf("--default-max-tokens %d: want >= 0", c.DefaultMaxTokens)
+	case c.EmbeddingDim < 1:
+		return fmt.Errorf("--embedding-dim %d: want >= 1", c.EmbeddingDim)
+	case c.SpecDecodeTokens < 0:
+		return fmt.Errorf("--spec-decode-tokens %d: want >= 0", c.SpecDecodeTokens)
+	case c.SpecDecodeAcceptance < 0 || c.SpecDecodeAcceptance > 1:
+		return fmt.Errorf("--spec-decode-acceptance %v: want 0..1", c.SpecDecodeAcceptance)
+	case c.EventLoops < 1:
+		return fmt.Errorf("--event-loops %d: want >= 1", c.EventLoops)
+	case c.Mode != PerStream && c.Mode != DecodeStep:
+		return fmt.Errorf("mode %v: want per-stream or decode-step", c.Mode)
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package mock
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The truth log records when the mock really did things, for judging a
+// client's timestamps. It is a text file, one record per line, fields
+// separated by one space, all times CLOCK_MONOTONIC nanoseconds:
+//
+//	# mockllm truth log v1 (CLOCK_MONOTONIC ns)
+//	R <seq> <arrival_ns> <request_id>
+//	T <seq> <index> <sent_ns> <intended_ns>
+//
+// An R line is a request on the generation schedule (completions, chat,
+// embeddings, pooling, rerank): seq numbers them from 1 in arrival order,
+// arrival_ns is when the event loop first saw the request's bytes, and
+// request_id is its x-request-id header ("-" when absent) with bytes
+// <= 0x20, 0x7f and '%' written as %XX. A T line is one streamed token
+// event handed to write(2): index counts from 0 within the stream (a chat
+// stream's role chunk goes out in the same write as token 0; a batched
+// completions prompt writes all its choices' chunks for one index in one
+// write; the usage chunk and [DONE] share the last token's write), sent_ns
+// is read right before write(2), and intended_ns is when the timing model
+// meant to send it. A response sent whole (embeddings, pooling, rerank,
+// non-streaming completions and chat) gets one T line with index 0. T lines follow their R line;
+// lines of different requests interleave.
+const truthHeader = "# mockllm truth log v1 (CLOCK_MONOTONIC ns)\n"
+
+// TruthRequest is one request of a truth log.
+type TruthRequest struct {
+	Seq       uint64
+	RequestID string // "" when the request had no x-request-id
+	ArrivalNs int64
+	Tokens    []TruthToken
+}
+
+// TruthToken is one token event of a truth log.
+type TruthToken struct {
+	Index      int
+	SentNs     int64
+	IntendedNs int64
+}
+
+// truthWriter appends records to a buffered file. Only the writer
+// goroutine uses it; a nil *truthWriter records nothing.
+type truthWriter struct {
+	f    *os.File
+	bw   *bufio.Writer
+	line []byte
+	err  error
+}
+
+func createTruthLog(path string) (*truthWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--truth-log: %w", err)
+	}
+	t := &truthWriter{f: f, bw: bufio.NewWriterSize(f, 1<<20)}
+	_, t.err = t.bw.WriteString(truthHeader)
+	return t, nil
+}
+
+func (t *truthWriter) request(st *stream) {
+	if t == nil {
+		return
+	}
+	b := append(t.line[:0], "R "...)
+	b = strconv.AppendUint(b, st.seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, st.arrivalNs, 10)
+	b = append(b, ' ')
+	if st.requestID == "" {
+		b = append(b, '-')
+	} else {
+		b = appendEscapedID(b, st.requestID)
+	}
+	t.write(append(b, '\n'))
+}
+
+func (t *truthWriter) token(st *stream, k int, sentNs, intendedNs int64) {
+	if t == nil {
+		return
+	}
+	b := append(t.line[:0], "T "...)
+	b = strconv.AppendUint(b, st.seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(k), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, sentNs, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, intendedNs, 10)
+	t.write(append(b, '\n'))
+}
+
+func (t *truthWriter) write(b []byte) {
+	t.line = b
+	if t.err == nil {
+		_, t.err = t.bw.Write(b)
+	}
+}
+
+func (t *truthWriter) close() error {
+	err := t.err
+	if ferr := t.bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("truth log %s: %w", t.f.Name(), err)
+	}
+	return nil
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+func appendEscapedID(dst []byte, id string) []byte {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c <= ' ' || c == 0x7f || c == '%' {
+			dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func unescapeID(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("truncated escape in request id %q", s)
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("malformed escape in request id %q", s)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+// ReadTruthLog reads a truth log written by the mock server. Requests come
+// back in the order of their R lines, each with its tokens in file order.
+func ReadTruthLog(path string) ([]TruthRequest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var reqs []TruthRequest
+	bySeq := make(map[uint64]int)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fields := strings.Split(line, " ")
+		bad := func(what string) error {
+			return fmt.Errorf("truth log %s:%d: %s in %q", path, lineNo, what, line)
+		}
+		switch {
+		case fields[0] == "R" && len(fields) == 4:
+			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
+			arrival, err2 := strconv.ParseInt(fields[2], 10, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, bad("malformed number")
+			}
+			id := ""
+			if fields[3] != "-" {
+				if id, err = unescapeID(fields[3]); err != nil {
+					return nil, bad(err.Error())
+				}
+			}
+			if _, dup := bySeq[seq]; dup {
+				return nil, bad("repeated request")
+			}
+			bySeq[seq] = len(reqs)
+			reqs = append(reqs, TruthRequest{Seq: seq, RequestID: id, ArrivalNs: arrival})
+		case fields[0] == "T" && len(fields) == 5:
+			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
+			index, err2 := strconv.Atoi(fields[2])
+			sent, err3 := strconv.ParseInt(fields[3], 10, 64)
+			intended, err4 := strconv.ParseInt(fields[4], 10, 64)
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				return nil, bad("malformed number")
+			}
+			i, ok := bySeq[seq]
+			if !ok {
+				return nil, bad("token of a request with no R line")
+			}
+			reqs[i].Tokens = append(reqs[i].Tokens, TruthToken{Index: index, SentNs: sent, IntendedNs: intended})
+		default:
+			return nil, bad("unknown record")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("truth log %s: %w", path, err)
+	}
+	return reqs, nil
+}

@@ -1,0 +1,461 @@
+package mock
+
+import "sync"
+
+// writer is the token clock. One goroutine keeps the schedule of every
+// stream the event loops hand it and writes each token to its socket
+// itself at the intended time, so the only work between the timer firing
+// and write(2) is encoding the chunk. The event loops keep
+// accepting, parsing and answering everything that is not on the schedule.
+type writer struct {
+	s     *Server
+	cfg   *Config
+	clock monoClock
+	wake  *wakeup
+
+	mu       sync.Mutex
+	incoming []*stream // handed over by the event loops
+	stopping bool
+
+	// Everything below is owned by the writer goroutine.
+	batch      []*stream
+	due        dueHeap   // per-stream mode
+	active     int       // per-stream mode: admitted, unfinished streams
+	running    []*stream // decode-step mode
+	waiting    fifo
+	nextStepNs int64 // decode-step mode: 0 while idle
+	steps      uint64
+	out        []byte
+	enc        encoder
+	truth      *truthWriter
+	timing     *timing
+	done       chan struct{}
+}
+
+func newWriter(s *Server) (*writer, error) {
+	wk, err := newWakeup()
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{
+		s: s, cfg: &s.cfg, clock: s.clock, wake: wk,
+		timing: newTiming(),
+		done:   make(chan struct{}),
+	}
+	if s.cfg.TruthLog != "" {
+		if w.truth, err = createTruthLog(s.cfg.TruthLog); err != nil {
+			wk.close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// submit hands st to the writer; any event loop may call it.
+func (w *writer) submit(st *stream) {
+	w.mu.Lock()
+	w.incoming = append(w.incoming, st)
+	w.mu.Unlock()
+	w.wake.notify()
+}
+
+// stop makes run return after flushing the truth log, and waits for it.
+func (w *writer) stop() error {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.wake.notify()
+	<-w.done
+	w.wake.close()
+	if w.truth != nil {
+		return w.truth.close()
+	}
+	return nil
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		w.batch, w.incoming = w.incoming, w.batch[:0]
+		stopping := w.stopping
+		w.mu.Unlock()
+		if stopping {
+			return
+		}
+		now := w.clock.nowNs()
+		for i, st := range w.batch {
+			w.accept(st, now)
+			w.batch[i] = nil
+		}
+		var next int64
+		if w.cfg.Mode == DecodeStep {
+			next = w.runSteps()
+		} else {
+			next = w.runDue()
+		}
+		if next != 0 {
+			next += int64(w.cfg.TimerSlack)
+		}
+		w.wake.arm(next)
+		// A submit after the swap above may have armed the timer to fire
+		// at once before arm overwrote it; look again before sleeping.
+		w.mu.Lock()
+		pending := len(w.incoming) > 0 || w.stopping
+		w.mu.Unlock()
+		if !pending {
+			w.wake.wait()
+		}
+	}
+}
+
+// accept takes a new stream onto the schedule at now.
+func (w *writer) accept(st *stream, now int64) {
+	w.truth.request(st)
+	w.s.stats.promptTokens.Add(uint64(st.promptTotal))
+	if st.fault != nil && st.fault.Kind == FaultSlowHeaders {
+		st.headersDueNs = st.arrivalNs + int64(st.fault.Delay)
+	}
+	w.s.stats.waiting.Add(1)
+	if w.cfg.Mode == DecodeStep {
+		w.waiting.push(st)
+		if w.nextStepNs == 0 {
+			w.nextStepNs = now
+		}
+		return
+	}
+	if w.cfg.MaxNumSeqs > 0 && w.active >= w.cfg.MaxNumSeqs {
+		w.waiting.push(st)
+		return
+	}
+	w.startPerStream(st, st.arrivalNs)
+}
+
+// prefillNs is the time from admission to a stream's first token.
+func (w *writer) prefillNs(st *stream) int64 {
+	d := int64(w.cfg.TTFT) + int64(w.cfg.PrefillPerToken)*int64(st.promptTotal)
+	return d + w.jitterNs(st.key, 0)
+}
+
+// jitterNs draws the uniform [0, Jitter) delay of event i of a key.
+func (w *writer) jitterNs(key, i uint64) int64 {
+	if w.cfg.Jitter <= 0 {
+		return 0
+	}
+	return int64(unitFloat(mix(w.cfg.Seed, key, saltJitter+i<<8)) * float64(w.cfg.Jitter))
+}
+
+// startPerStream admits st at startNs (its arrival, or when a queued
+// stream got a free slot): its first token is due TTFT + prefill later.
+func (w *writer) startPerStream(st *stream, startNs int64) {
+	w.s.stats.waiting.Add(-1)
+	w.s.stats.running.Add(1)
+	w.active++
+	st.readyNs = startNs + w.prefillNs(st)
+	st.dueNs = st.readyNs
+	if st.streaming && !st.headersSent {
+		// Delayed headers are the stream's first event.
+		st.dueNs = st.headersDueNs
+	}
+	w.due.push(dueEntry{dueNs: st.dueNs, st: st})
+}
+
+// runDue handles every per-stream event that is due and returns the time
+// of the next one, or 0 if none is scheduled.
+func (w *writer) runDue() int64 {
+	for w.due.Len() > 0 {
+		e := w.due.top()
+		if now := w.clock.nowNs(); e.dueNs > now {
+			return e.dueNs
+		}
+		if w.perStreamEvent(e.st, e.dueNs) {
+			w.due.pop()
+			w.finish(e.st)
+		} else {
+			w.due.replaceTop(e.st.dueNs)
+		}
+	}
+	return 0
+}
+
+// perStreamEvent performs st's event intended for dueNs and sets its next
+// due time; it returns true when the stream is over.
+func (w *writer) perStreamEvent(st *stream, dueNs int64) (done bool) {
+	if st.conn.isDead() {
+		return true
+	}
+	if st.streaming && !st.headersSent {
+		if !w.sendHeaders(st) {
+			return true
+		}
+		if dueNs < st.readyNs {
+			st.dueNs = st.readyNs
+			return false
+		}
+	}
+	k := st.next
+	if st.fault != nil && st.fault.Kind == FaultStall && k == st.faultAt && !st.stalled {
+		st.stalled = true
+		st.dueNs = dueNs + int64(st.fault.Delay)
+		return false
+	}
+	if w.emit(st, k, dueNs) {
+		return true
+	}
+	st.dueNs = dueNs + int64(w.cfg.ITL) + w.jitterNs(st.key, uint64(k+1))
+	return false
+}
+
+// runSteps runs every decode step that is due and returns the time of the
+// next one, or 0 when no stream is running or waiting.
+func (w *writer) runSteps() int64 {
+	for w.nextStepNs != 0 {
+		now := w.clock.nowNs()
+		if w.nextStepNs > now {
+			return w.nextStepNs
+		}
+		stepNs := w.nextStepNs
+		w.step(stepNs)
+		w.steps++
+		if len(w.running) == 0 && w.waiting.len() == 0 {
+			w.nextStepNs = 0
+			return 0
+		}
+		period := int64(w.cfg.ITL) + w.jitterNs(0, w.steps)
+		w.nextStepNs = stepNs + period
+		if now = w.clock.nowNs(); w.nextStepNs < now-period {
+			// The step took longer than a whole period: start the next
+			// one now instead of replaying the missed ones back to back.
+			w.s.stats.stepOverruns.Add(1)
+			w.nextStepNs = now
+		}
+	}
+	return 0
+}
+
+// step is one decode step at stepNs: admit waiting streams while there is
+// room, then give every running stream that is past its prefill its next
+// token.
+func (w *writer) step(stepNs int64) {
+	for w.waiting.len() > 0 && (w.cfg.MaxNumSeqs == 0 || len(w.running) < w.cfg.MaxNumSeqs) {
+		st := w.waiting.pop()
+		w.s.stats.waiting.Add(-1)
+		w.s.stats.running.Add(1)
+		st.admitStepNs = stepNs
+		st.readyNs = stepNs + w.prefillNs(st)
+		w.running = append(w.running, st)
+	}
+	for i := 0; i < len(w.running); {
+		st := w.running[i]
+		if !w.stepStream(st, stepNs) {
+			i++
+			continue
+		}
+		last := len(w.running) - 1
+		w.running[i] = w.running[last]
+		w.running[last] = nil
+		w.running = w.running[:last]
+		w.finish(st)
+	}
+}
+
+// stepStream gives st its share of the step at stepNs; it returns true
+// when the stream is over.
+func (w *writer) stepStream(st *stream, stepNs int64) (done bool) {
+	if st.conn.isDead() {
+		return true
+	}
+	if st.streaming && !st.headersSent {
+		if stepNs < st.headersDueNs {
+			return false
+		}
+		if !w.sendHeaders(st) {
+			return true
+		}
+	}
+	// The admitting step is the prefill step: the first token comes on a
+	// later one, and not before TTFT + prefill have passed.
+	if stepNs <= st.admitStepNs || stepNs < st.readyNs {
+		return false
+	}
+	k := st.next
+	if st.fault != nil && st.fault.Kind == FaultStall && k == st.faultAt && !st.stalled {
+		st.stalled = true
+		st.stallNs = stepNs + int64(st.fault.Delay)
+	}
+	if stepNs < st.stallNs {
+		return false
+	}
+	return w.emit(st, k, stepNs)
+}
+
+func (w *writer) sendHeaders(st *stream) bool {
+	w.out = st.appendHeaders(w.out[:0])
+	_, ok := st.conn.send(w.out, &w.clock)
+	st.headersSent = true
+	return ok
+}
+
+// emit sends token k of st (or the whole response, for a pooled request or
+// the last token of a non-streaming one), intended for intendedNs. It
+// returns true when the stream is over.
+func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
+	cn := st.conn
+	if f := st.fault; f != nil && k == st.faultAt {
+		switch f.Kind {
+		case FaultResetMidStream:
+			cn.reset()
+			return true
+		case FaultMalformedChunk:
+			w.out = appendMalformedChunk(w.out[:0])
+			cn.send(w.out, &w.clock)
+			cn.close()
+			return true
+		}
+	}
+	switch {
+	case st.kind == kindPooled:
+		sentNs, _ := cn.send(st.pooled, &w.clock)
+		w.record(st, 0, sentNs, intendedNs)
+		return true
+	case st.streaming:
+		w.out = w.enc.appendToken(w.out[:0], st, k)
+	case st.last(k):
+		w.out = w.enc.appendFullResponse(w.out[:0], st)
+	default:
+		st.next++
+		return false
+	}
+	sentNs, ok := cn.send(w.out, &w.clock)
+	if !ok {
+		return true
+	}
+	w.s.stats.tokens.Add(uint64(len(st.promptTokens)))
+	if st.streaming {
+		w.record(st, k, sentNs, intendedNs)
+	} else {
+		// The whole response goes out at once; it counts as event 0.
+		w.s.stats.tokens.Add(uint64(len(st.promptTokens) * (st.outTokens - 1)))
+		w.record(st, 0, sentNs, intendedNs)
+	}
+	st.next++
+	return st.last(k)
+}
+
+// record notes that token k of st went to the kernel at sentNs.
+func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
+	w.truth.token(st, k, sentNs, intendedNs)
+	w.timing.lateness(sentNs - intendedNs)
+	if k == 0 {
+		w.timing.ttft(sentNs - st.arrivalNs)
+	} else {
+		w.timing.itl(sentNs - st.lastSentNs)
+	}
+	st.lastSentNs = sentNs
+}
+
+// finish takes st off the schedule and gives its connection back to the
+// event loop.
+func (w *writer) finish(st *stream) {
+	w.s.stats.running.Add(-1)
+	w.s.stats.finished.Add(1)
+	st.conn.endResponse(st.closeAfter)
+	st.conn = nil
+	if w.cfg.Mode == PerStream {
+		w.active--
+		if w.waiting.len() > 0 {
+			w.startPerStream(w.waiting.pop(), w.clock.nowNs())
+		}
+	}
+}
+
+// dueHeap is a binary min-heap of streams by due time. The time is kept
+// in the entry, so ordering 10,000 streams touches one 160 KB array
+// rather than every stream's struct.
+type dueHeap []dueEntry
+
+type dueEntry struct {
+	dueNs int64
+	st    *stream
+}
+
+func (h dueHeap) Len() int { return len(h) }
+
+// top returns the earliest entry; the heap must not be empty.
+func (h dueHeap) top() dueEntry { return h[0] }
+
+func (h *dueHeap) push(e dueEntry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+// pop removes the earliest entry.
+func (h *dueHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = dueEntry{}
+	*h = old[:n]
+	if n > 0 {
+		h.down(0)
+	}
+}
+
+// replaceTop gives the earliest entry a new due time and restores order,
+// one sift instead of a pop and a push.
+func (h dueHeap) replaceTop(dueNs int64) {
+	h[0].dueNs = dueNs
+	h.down(0)
+}
+
+func (h dueHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if h[parent].dueNs <= h[i].dueNs {
+			return
+		}
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
+	}
+}
+
+func (h dueHeap) down(i int) {
+	for {
+		least := i
+		if l := 2*i + 1; l < len(h) && h[l].dueNs < h[least].dueNs {
+			least = l
+		}
+		if r := 2*i + 2; r < len(h) && h[r].dueNs < h[least].dueNs {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// fifo is a queue of waiting streams.
+type fifo struct {
+	items []*stream
+	head  int
+}
+
+func (q *fifo) len() int { return len(q.items) - q.head }
+
+func (q *fifo) push(st *stream) {
+	if q.head > 0 && q.head*2 >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, st)
+}
+
+func (q *fifo) pop() *stream {
+	st := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	return st
+}
