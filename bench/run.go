@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
@@ -177,9 +178,19 @@ func (r *run) loadTokenizer(ctx context.Context) error {
 		name = r.modelID
 	}
 	r.tokenizerID = name
-	tok, err := tokenizer.FromPretrained(name, tokenizer.ResolveOptions{})
+	path, err := tokenizer.Resolve(name, tokenizer.ResolveOptions{})
+	var tok *tokenizer.Tokenizer
+	if err == nil {
+		tok, err = tokenizer.Load(path)
+	}
 	if err == nil {
 		r.tok = tok
+		// The chat template lives beside the tokenizer (tokenizer_config.json
+		// or chat_template.jinja); a tokenizer without one leaves the
+		// datasets that need it to say so.
+		if tmpl, terr := chattemplate.Load(path); terr == nil {
+			r.chatTemplate = tmpl.UserTurn
+		}
 		return nil
 	}
 	fmt.Fprintf(r.stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
@@ -203,7 +214,28 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	if r.tok != nil {
 		tok = r.tok
 	}
+	var kwargs map[string]any
+	if len(c.ChatTemplateKwargs) > 0 {
+		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
+			return &UsageError{Msg: fmt.Sprintf("argument --chat-template-kwargs: %v", err)}
+		}
+	}
 	switch c.DatasetName {
+	case "spec_bench":
+		r.requests, err = datasets.SampleSpecBench(tok, datasets.SpecBenchOptions{
+			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.SpecBenchOutputLen,
+			Category: c.SpecBenchCategory, ChatTemplate: r.chatTemplate,
+			DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
+		})
+	case "speed_bench":
+		r.requests, err = datasets.SampleSpeedBench(tok, datasets.SpeedBenchOptions{
+			Path: c.DatasetPath, Subset: c.SpeedBenchDatasetSubset, NumPrompts: c.NumPrompts,
+			OutputLen: c.SpeedBenchOutputLen, Category: c.SpeedBenchCategory,
+			SkipChatTemplate: c.SkipChatTemplate, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
+			DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
+		})
 	case "random":
 		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
 		if perr != nil {
@@ -222,22 +254,16 @@ func (r *run) sampleDataset(ctx context.Context) error {
 			Globals: r.globals,
 		})
 	case "custom":
-		var kwargs map[string]any
-		if len(c.ChatTemplateKwargs) > 0 {
-			if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-				return &UsageError{Msg: fmt.Sprintf("argument --chat-template-kwargs: %v", err)}
-			}
-		}
 		r.requests, err = datasets.SampleCustom(tok, datasets.CustomOptions{
 			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
-			SkipChatTemplate: c.SkipChatTemplate, ChatTemplateKwargs: kwargs,
+			SkipChatTemplate: c.SkipChatTemplate, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
 			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
 			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
 		})
 	case "sonnet":
 		r.requests, err = datasets.SampleSonnet(tok, datasets.SonnetOptions{
 			Path: c.DatasetPath, NumPrompts: c.NumPrompts, InputLen: c.SonnetInputLen,
-			OutputLen: c.SonnetOutputLen, PrefixLen: c.SonnetPrefixLen,
+			OutputLen: c.SonnetOutputLen, PrefixLen: c.SonnetPrefixLen, ChatTemplate: r.chatTemplate,
 			SendFormatted: c.Backend != "openai-chat", RequestIDPrefix: c.RequestIDPrefix,
 			Seed: int64(c.Seed), Globals: r.globals,
 		})
@@ -338,7 +364,11 @@ func datasetError(name string, err error) error {
 	if errors.As(err, &pe) {
 		return &ValidationError{Type: pe.Type, Msg: pe.Msg}
 	}
-	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s: %v", name, err)}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "dataset ") {
+		msg = fmt.Sprintf("dataset %s: %s", name, msg)
+	}
+	return &ValidationError{Type: "ValueError", Msg: msg}
 }
 
 // encodeRequests builds every request's HTTP bytes before the clock

@@ -19,6 +19,7 @@ var builtBackends = []string{
 var builtDatasets = []string{
 	"random", "sharegpt", "custom", "sonnet", "prefix_repetition",
 	"timed_trace", "burstgpt", "random-mm", "random-rerank", "custom_image", "custom_audio",
+	"spec_bench", "speed_bench",
 }
 
 // BackendBuilt reports whether stampede implements --backend name.

@@ -11,9 +11,9 @@ import (
 
 // ChatTemplate renders a single user turn the way Hugging Face's
 // apply_chat_template([{"role": "user", "content": prompt}],
-// add_generation_prompt=True, tokenize=False, **kwargs) does. stampede has
-// no Jinja engine; a caller that can render the model's template (or a
-// fixed one for a known model family) supplies it.
+// add_generation_prompt=True, tokenize=False, **kwargs) does: the
+// tokenizer's own template, rendered by datasets/chattemplate. It is nil
+// when the tokenizer ships no template.
 type ChatTemplate func(prompt string, kwargs map[string]any) (string, error)
 
 // CustomOptions are the `custom` dataset's inputs.
@@ -58,7 +58,7 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
 	if tok != nil && !o.SkipChatTemplate && o.ChatTemplate == nil {
-		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (stampede does not run the model's Jinja template); pass --skip-chat-template to send the prompts as they are")
+		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
 	}
 	rows, columns, err := readJSONL(o.Path)
 	if err != nil {

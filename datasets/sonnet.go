@@ -50,7 +50,7 @@ func SampleSonnet(tok Tokenizer, o SonnetOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset sonnet: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.ChatTemplate == nil {
-		return nil, fmt.Errorf("dataset sonnet: the model's chat template is required to measure prompts, and none is available (stampede does not run Jinja templates); use --dataset-name random or custom with --skip-chat-template")
+		return nil, fmt.Errorf("dataset sonnet: the model's chat template is required to measure prompts, and the tokenizer has none (no chat_template in tokenizer_config.json or chat_template.jinja beside it); point --tokenizer at a model directory or Hugging Face name whose tokenizer_config.json has one")
 	}
 	lines := o.Lines
 	if lines == nil {

@@ -42,7 +42,7 @@ func SampleSpecBench(tok Tokenizer, o SpecBenchOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset spec_bench: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.ChatTemplate == nil {
-		return nil, fmt.Errorf("dataset spec_bench: no chat template is available to render prompts (stampede does not run the model's Jinja template), and vLLM applies it to every spec_bench prompt; --skip-chat-template does not apply to spec_bench")
+		return nil, fmt.Errorf("dataset spec_bench: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it), and vLLM applies it to every spec_bench prompt; --skip-chat-template does not apply to spec_bench")
 	}
 	if o.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")

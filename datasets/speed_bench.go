@@ -55,7 +55,7 @@ func SampleSpeedBench(tok Tokenizer, o SpeedBenchOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset speed_bench: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if !o.SkipChatTemplate && o.ChatTemplate == nil {
-		return nil, fmt.Errorf("dataset speed_bench: no chat template is available to render prompts (stampede does not run the model's Jinja template); pass --skip-chat-template to send the prompts as they are")
+		return nil, fmt.Errorf("dataset speed_bench: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
 	}
 	if !slices.Contains(SpeedBenchSubsets, o.Subset) {
 		return nil, fmt.Errorf("--speed-bench-dataset-subset %q: want one of %s", o.Subset, strings.Join(SpeedBenchSubsets, ", "))

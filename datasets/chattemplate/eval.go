@@ -362,14 +362,17 @@ func (n *scopeNode) render(s *state) error {
 	return err
 }
 
+// render signals the enclosing for loop through errBreak or errContinue,
+// which forNode.render consumes.
 func (n *loopControlNode) render(s *state) error {
-	if _, ok := s.scope.lookup("loop"); !ok {
-		return &Error{off: n.off, Msg: map[bool]error{true: errBreak, false: errContinue}[n.isBreak].Error()}
-	}
+	signal := errContinue
 	if n.isBreak {
-		return errBreak
+		signal = errBreak
 	}
-	return errContinue
+	if _, ok := s.scope.lookup("loop"); !ok {
+		return &Error{off: n.off, Msg: signal.Error()}
+	}
+	return signal
 }
 
 func (x *constExpr) eval(*state) (any, error) { return x.v, nil }

@@ -184,8 +184,9 @@ func (lx *lexer) emitText(text string, off int) {
 	}
 }
 
-// closeTag consumes the end delimiter at p ("-" or "+" already checked by
-// the caller through sign) and the whitespace it governs.
+// afterClose moves past a tag whose closing delimiter ends just before p,
+// consuming the whitespace its sign governs: all of it after "-", none
+// after "+", otherwise the one newline trim_blocks drops (trim).
 func (lx *lexer) afterClose(p int, sign byte, trim bool) {
 	switch {
 	case sign == '-':

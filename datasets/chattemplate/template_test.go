@@ -258,3 +258,22 @@ func TestLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestContentPartsFromGo(t *testing.T) {
+	tmpl, err := Load("testdata/models/gemma3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []any{
+		[]map[string]any{{"type": "image"}, {"type": "text", "text": "  What is this?  "}},
+		[]any{map[string]string{"type": "image"}, map[string]any{"type": "text", "text": "What is this?"}},
+	} {
+		got, err := tmpl.Render([]Message{{Role: "user", Content: content}}, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "<bos><start_of_turn>user\n<start_of_image>What is this?<end_of_turn>\n<start_of_turn>model\n"; got != want {
+			t.Errorf("content %#v: got %q, want %q", content, got, want)
+		}
+	}
+}

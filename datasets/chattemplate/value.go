@@ -540,7 +540,7 @@ func contains(container, item any) (bool, error) {
 	return false, nil
 }
 
-// FromGo converts ordinary Go data (as encoding/json produces it, plus
+// fromGo converts ordinary Go data (as encoding/json produces it, plus
 // the other integer and slice types) into template values. Go maps have
 // no order; their keys are taken in sorted order.
 func fromGo(v any) any {
