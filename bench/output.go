@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -23,8 +22,21 @@ var detailedKeys = []string{
 	"input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors",
 }
 
-//lint:ignore ST1005 the text is Python's, which users and scripts match.
-var errMetadataFormat = errors.New("Invalid metadata format. Please use KEY=VALUE format.")
+// errMetadataFormat is Python's ValueError for a --metadata item without
+// "=".
+var errMetadataFormat = &ValidationError{Type: "ValueError", Msg: "Invalid metadata format. Please use KEY=VALUE format."}
+
+// CheckMetadata reports the first --metadata item without "=". Python
+// builds the result dict, and so raises this, after every run, whether or
+// not the result is saved.
+func CheckMetadata(items []string) error {
+	for _, item := range items {
+		if !strings.Contains(item, "=") {
+			return errMetadataFormat
+		}
+	}
+	return nil
+}
 
 // Result is the result JSON of one run, keys in Python's order.
 type Result struct {

@@ -302,8 +302,10 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 
 // WriteBanner prints the lines Python prints just before the main run
 // starts: the traffic shape (rate or ramp-up, burstiness, concurrency cap)
-// or the self-timing notice, then the probe rate when probes are sent.
-// Values are Python's str(): "inf", "10.0", "None".
+// or the self-timing notice, the multi-process fork's "num_workers: M"
+// line when --max-connections-per-worker is given (spec §i), then the
+// probe rate when probes are sent. Values are Python's str(): "inf",
+// "10.0", "None".
 func WriteBanner(w io.Writer, p *ReportParams) error {
 	var b strings.Builder
 	if !p.SelfTimed {
@@ -326,6 +328,9 @@ func WriteBanner(w io.Writer, p *ReportParams) error {
 		fmt.Fprintf(&b, "Maximum request concurrency: %s\n", concurrency)
 	} else {
 		b.WriteString("Self timing is set, using the timestamps from the trace file.\n")
+	}
+	if p.Workers > 0 {
+		fmt.Fprintf(&b, "num_workers: %d\n", p.Workers)
 	}
 	if p.ProbeRequestRate > 0 {
 		fmt.Fprintf(&b, "Probe request rate: %s req/s\n", pyfmt.FloatRepr(p.ProbeRequestRate))

@@ -329,6 +329,11 @@ func TestWriteBanner(t *testing.T) {
 				"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n"},
 		{ReportParams{SelfTimed: true, Burstiness: 1},
 			"Self timing is set, using the timestamps from the trace file.\n"},
+		// The multi-process fork prints its worker count right after the
+		// concurrency cap.
+		{ReportParams{RequestRate: 100, Burstiness: 1, MaxConcurrency: 3600, Workers: 25, ProbeRequestRate: 1},
+			"Traffic request rate: 100.0\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: 3600\n" +
+				"num_workers: 25\nProbe request rate: 1.0 req/s\n"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer

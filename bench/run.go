@@ -21,18 +21,23 @@ import (
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/pyfmt"
 	"github.com/stampede-bench/stampede/sse"
 )
 
 // Run is one `vllm bench serve` run, in Python's order (spec §c): model
-// discovery, tokenizer, dataset, the initial test request or ready check,
-// warm-ups, profiler start, banner, /metrics before, the main run through
-// the engine, /metrics after, the result block, profiler stop, and the
-// result file. Lines Python prints go to stdout; the progress bar, warnings
-// and stampede's own health line go to stderr.
+// discovery, tokenizer, dataset, the ready check (the test request is sent
+// only with --ready-check-timeout-sec > 0, as in Python), warm-ups,
+// profiler start, banner, /metrics before, the main run through the
+// engine, /metrics after, the result block, profiler stop, and the result
+// file. Lines Python prints go to stdout; the progress bar, log lines,
+// warnings and stampede's own health line go to stderr. An exception
+// Python raises during the run comes back as a *ValidationError of the
+// same type, at the same point of the output.
 //
-// Cancelling ctx (Ctrl-C) stops sending; what was measured is still
-// printed and saved.
+// Cancelling ctx (Ctrl-C) during the main run stops sending; what was
+// measured is still printed and saved, and Run returns nil. Cancelling it
+// before the main run returns ctx's error.
 func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
@@ -78,6 +83,13 @@ type run struct {
 	requests []datasets.Request
 	wire     []engine.Request
 	testWire []byte // request #0 without an id, for the test run and warm-ups
+
+	// endpointErr is the URL-suffix check's verdict on --endpoint for
+	// --backend. Python makes that check inside each request function,
+	// outside its error handling, so a mismatch ends the run at the first
+	// request sent (ready check, warm-up or main run), after the lines
+	// printed up to there; stampede reports it at the same point.
+	endpointErr error
 }
 
 // target is where benchmark requests go, split for the engine.
@@ -93,20 +105,15 @@ func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Python checks the URL suffix when the first request is made, outside
-	// its error handling, so a mismatch ends the run before anything is
-	// measured; checking first says the same without the wait.
-	if err := CheckEndpoint(cfg.Backend, cfg.APIURL); err != nil {
-		return nil, err
-	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if t.tls != nil {
 		transport.TLSClientConfig = t.tls
 	}
 	return &run{
 		cfg: cfg, stdout: stdout, stderr: stderr,
-		target:  t,
-		control: &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+		target:      t,
+		control:     &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+		endpointErr: CheckEndpoint(cfg.Backend, cfg.APIURL),
 	}, nil
 }
 
@@ -454,7 +461,7 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		CPUs:             []int(c.CPUs),
 		ConnectTimeout:   seconds(c.ConnectTimeoutSec),
 		RequestTimeout:   seconds(c.RequestTimeoutSec),
-		CancelGrace:      seconds(c.CancelGraceSec),
+		CancelGrace:      cancelGrace(c.CancelGraceSec),
 		KernelTimestamps: !c.NoKernelTimestamps,
 	}
 	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
@@ -468,10 +475,23 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// cancelGrace is --cancel-grace-sec for the engine, which reads a zero
+// grace as "use the default": 0 (or less) asks for in-flight requests to
+// be cancelled at once, so it becomes the shortest grace there is.
+func cancelGrace(sec float64) time.Duration {
+	if sec <= 0 {
+		return time.Nanosecond
+	}
+	return seconds(sec)
+}
+
 // sendCopies sends n copies of the test request at once (under the
 // concurrency cap) and returns the first failure's text, "" if all
 // succeeded.
 func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (string, error) {
+	if r.endpointErr != nil {
+		return "", r.endpointErr
+	}
 	reqs := make([]engine.Request, n)
 	for i := range reqs {
 		reqs[i] = engine.Request{Index: i, Wire: r.testWire, PromptLen: r.requests[0].PromptLen}
@@ -495,6 +515,11 @@ func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (str
 	return "", nil
 }
 
+// readyCheckOverrun is how long a ready-check attempt may outlive the
+// --ready-check-timeout-sec deadline before it is cut off; its outcome is
+// discarded either way.
+const readyCheckOverrun = 50 * time.Millisecond
+
 // initialTest is spec §c "Ready check": with --ready-check-timeout-sec T >
 // 0 the test request is retried until it succeeds or T runs out.
 func (r *run) initialTest(ctx context.Context) error {
@@ -512,17 +537,28 @@ func (r *run) initialTest(ctx context.Context) error {
 		if remaining <= 0 {
 			break
 		}
-		failure, err := r.sendCopies(ctx, 1, remaining)
+		// The attempt may run a little past the deadline, so that one
+		// still running at the deadline always ends after it and is
+		// recognised below, whatever the timer granularity.
+		failure, err := r.sendCopies(ctx, 1, remaining+readyCheckOverrun)
 		if err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			// The attempt was still running when the time ran out: Python
+			// stops waiting for it without logging, and the error stays
+			// the previous attempt's or the time-out message.
+			break
 		}
 		if failure == "" {
 			fmt.Fprintln(r.stdout, "Initial test run completed.")
 			return nil
 		}
 		lastErr = failure
-		lines := strings.Split(strings.TrimSpace(failure), "\n")
-		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", lines[len(lines)-1])
+		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", lastErrorLine(failure))
 		wait := min(5*time.Second, time.Until(deadline))
 		if wait <= 0 {
 			break
@@ -540,6 +576,14 @@ func (r *run) initialTest(ctx context.Context) error {
 		"arguments are correctly specified. Error: " + lastErr}
 }
 
+// lastErrorLine is the line of a failure's text the ready check logs,
+// Python's str(error).rstrip().rsplit("\n", 1)[-1]: for a traceback, the
+// exception itself.
+func lastErrorLine(failure string) string {
+	failure = strings.TrimRightFunc(failure, pyfmt.IsSpace)
+	return failure[strings.LastIndexByte(failure, '\n')+1:]
+}
+
 // warmUp is spec §c "Warm-up": the results are discarded.
 func (r *run) warmUp(ctx context.Context) error {
 	n := r.cfg.NumWarmups
@@ -548,6 +592,11 @@ func (r *run) warmUp(ctx context.Context) error {
 	}
 	fmt.Fprintf(r.stdout, "Warming up with %d requests...\n", n)
 	if _, err := r.sendCopies(ctx, n, 0); err != nil {
+		return err
+	}
+	// Interrupted warm-ups end the run: there is nothing measured to
+	// report yet.
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	fmt.Fprintln(r.stdout, "Warmup run completed.")
@@ -587,6 +636,12 @@ func (r *run) benchmark(ctx context.Context) error {
 
 	probes, err := r.newProbeLoop()
 	if err != nil {
+		return err
+	}
+	if r.endpointErr != nil {
+		return r.endpointErr
+	}
+	if err := checkArrivals(c); err != nil {
 		return err
 	}
 	runner, err := engine.Start(ctx, ec)
@@ -644,6 +699,31 @@ func (r *run) benchmark(ctx context.Context) error {
 	return r.save(summary, &res.Data, params)
 }
 
+// checkArrivals makes the assertions Python's get_request makes when the
+// main run starts, after the banner: a positive burstiness, and unless the
+// trace times itself, a positive rate for every request. Rates never fall
+// during a ramp-up (its start is at most its end), so the first request's
+// rate is the one to check. The engine reads zero values as its defaults,
+// so they must not reach it.
+func checkArrivals(c *Config) error {
+	if !(c.Burstiness > 0) {
+		return &ValidationError{Type: "AssertionError",
+			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", pyfmt.FloatRepr(c.Burstiness))}
+	}
+	if c.SelfTimed {
+		return nil
+	}
+	first := c.RequestRate
+	if c.RampUpStrategy != "" {
+		first = float64(*c.RampUpStartRPS)
+	}
+	if !(first > 0) {
+		return &ValidationError{Type: "AssertionError",
+			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", pyfmt.FloatRepr(first))}
+	}
+	return nil
+}
+
 func (r *run) computeOptions() metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
@@ -696,6 +776,9 @@ func (r *run) reportParams(workers int) *ReportParams {
 // save writes the result JSON with --save-result or --append-result (and
 // its PyTorch side file), and the timeline with --plot-timeline.
 func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
+	if err := CheckMetadata(p.Metadata); err != nil {
+		return err
+	}
 	if !p.SaveResult && !p.AppendResult && !p.PlotTimeline {
 		return nil
 	}

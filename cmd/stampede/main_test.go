@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/bench"
 )
@@ -83,5 +86,66 @@ func TestRunPassesConfig(t *testing.T) {
 	}
 	if got == nil || got.NumPrompts != 7 || got.APIURL != "http://h:1/v1/completions" {
 		t.Errorf("config %+v", got)
+	}
+}
+
+// TestRunInterrupted: a run stopped by a signal exits 128 + the signal's
+// number, whether it got to print its result (no error) or was cut short
+// before the measured part.
+func TestRunInterrupted(t *testing.T) {
+	tests := []struct {
+		name   string
+		sig    syscall.Signal
+		runErr error
+		code   int
+		stderr string
+	}{
+		{name: "result printed", sig: syscall.SIGINT, code: 130},
+		{name: "terminated", sig: syscall.SIGTERM, code: 143},
+		{name: "before the run", sig: syscall.SIGINT, runErr: fmt.Errorf("ready check: %w", context.Canceled), code: 130,
+			stderr: "stampede serve: interrupted by interrupt\n"},
+		{name: "save failed", sig: syscall.SIGINT, runErr: errors.New("saving results to r.json: disk full"), code: 130,
+			stderr: "stampede serve: saving results to r.json: disk full\n"},
+		{name: "python error", sig: syscall.SIGINT, runErr: &bench.ValidationError{Type: "RuntimeError", Msg: "Failed to fetch models"}, code: 130,
+			stderr: "RuntimeError: Failed to fetch models\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			saved := runBenchmark
+			defer func() { runBenchmark = saved }()
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+				cancel(interrupted{tt.sig})
+				return tt.runErr
+			}
+			var stderr bytes.Buffer
+			if code := run(ctx, []string{"serve"}, io.Discard, &stderr); code != tt.code {
+				t.Errorf("exit code %d, want %d", code, tt.code)
+			}
+			if stderr.String() != tt.stderr {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+// TestInterruptContext sends the process a real SIGINT: the context is
+// cancelled with the signal as its cause, and the handler is gone after
+// the first signal.
+func TestInterruptContext(t *testing.T) {
+	ctx, stop := interruptContext(context.Background(), syscall.SIGUSR1)
+	defer stop()
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("context not cancelled by the signal")
+	}
+	var intr interrupted
+	if !errors.As(context.Cause(ctx), &intr) || intr.sig != syscall.SIGUSR1 {
+		t.Errorf("cause %v, want interrupted by SIGUSR1", context.Cause(ctx))
 	}
 }

@@ -1,0 +1,569 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/datasets/tokenizer"
+)
+
+// These tests run whole benchmarks through Run against the in-process mock
+// server and hold the output to the contract (spec §c, §e, §f): which
+// lines are printed, in which order and on which stream, the result JSON's
+// keys in Python's insertion order, and the error a failing run ends with.
+
+// tinyTokenizer is the tokenizer both the client and the mock count with,
+// so the server-side alignment finds nothing to fix.
+const tinyTokenizer = "../datasets/tokenizer/testdata/tiny/tokenizer.json"
+
+// runAgainstMock runs a benchmark with args against a mock started with
+// cfg (plus the tiny tokenizer) and returns what it printed.
+func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	tok, err := tokenizer.Load(tinyTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tokenizer = tok
+	srv, err := mock.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
+		"--disable-tqdm"}, args...), noEnv)
+	if err != nil {
+		t.Fatalf("parseArgs: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	err = Run(ctx, c, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// lineLabels reduces printed lines to what does not vary between runs: a
+// result row ("{:<40} {:<10}") to its label, any other line as it is.
+func lineLabels(out string) []string {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		if len(l) > labelWidth+valueWidth && l[labelWidth] == ' ' && strings.HasSuffix(l[:labelWidth], " ") {
+			lines[i] = strings.TrimRight(l[:labelWidth], " ")
+		}
+	}
+	return lines
+}
+
+// jsonKeys returns the top-level keys of a JSON object in file order.
+func jsonKeys(t *testing.T, data []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("result is not a JSON object: %v %v", tok, err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// sectionLabels are a percentile section's printed lines and its JSON keys.
+func sectionLabels(header, name, key string, percentiles ...string) (lines, keys []string) {
+	lines = []string{header, "Mean " + name + " (ms):", "Median " + name + " (ms):"}
+	keys = []string{"mean_" + key + "_ms", "median_" + key + "_ms", "std_" + key + "_ms"}
+	for _, p := range percentiles {
+		lines = append(lines, "P"+p+" "+name+" (ms):")
+		keys = append(keys, "p"+p+"_"+key+"_ms")
+	}
+	return lines, keys
+}
+
+func TestRunGenerationOutput(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, err := runAgainstMock(t, context.Background(),
+		mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond},
+		"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "4",
+		"--max-concurrency", "2", "--request-rate", "1000", "--goodput", "ttft:10000",
+		"--percentile-metrics", "ttft,tpot,itl,e2el,client_queue_time,e2el_including_client_queue",
+		"--metric-percentiles", "50,99.9", "--ready-check-timeout-sec", "5", "--num-warmups", "2",
+		"--label", "lab", "--metadata", "gpu=none", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+
+	want := []string{
+		"Model not specified, fetching first model from server...",
+		"First model name: mock-llm, first model id: mock-llm",
+		TemperatureWarning,
+		"Starting initial single prompt test run...",
+		"Waiting for endpoint to become up in 5 seconds",
+		"Initial test run completed.",
+		"Warming up with 2 requests...",
+		"Warmup run completed.",
+		"Starting main benchmark run...",
+		"Traffic request rate: 1000.0",
+		"Burstiness factor: 1.0 (Poisson process)",
+		"Maximum request concurrency: 2",
+		"tip: install termplotlib and gnuplot to plot the metrics",
+		"============ Serving Benchmark Result ============",
+		"Successful requests:",
+		"Failed requests:",
+		"Maximum request concurrency:",
+		"Request rate configured (RPS):",
+		"Benchmark duration (s):",
+		"Total input tokens:",
+		"Total generated tokens:",
+		"Request throughput (req/s):",
+		"Request goodput (req/s):",
+		"Output token throughput (tok/s):",
+		"Peak output token throughput (tok/s):",
+		"Peak concurrent requests:",
+		"Total token throughput (tok/s):",
+	}
+	wantKeys := []string{
+		"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+		"gpu",
+		"request_rate", "burstiness", "max_concurrency",
+		"duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+		"request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"latencies", "queue_times", "max_output_tokens_per_s", "max_concurrent_requests", "rtfx",
+	}
+	for _, sec := range [][3]string{
+		{"---------------Time to First Token----------------", "TTFT", "ttft"},
+		{"-----Time per Output Token (excl. 1st token)------", "TPOT", "tpot"},
+		{"---------------Inter-token Latency----------------", "ITL", "itl"},
+		{"----------------End-to-end Latency----------------", "E2EL", "e2el"},
+		{"---------------Client-side Queueing---------------", "Client Queue Time", "client_queue_time"},
+		{"--------Queue-inclusive End-to-end Latency--------", "E2EL incl. Client Queue", "e2el_including_client_queue"},
+	} {
+		lines, keys := sectionLabels(sec[0], sec[1], sec[2], "50", "99.9")
+		want = append(want, lines...)
+		wantKeys = append(wantKeys, keys...)
+	}
+	want = append(want, strings.Repeat("=", 50))
+	if got := lineLabels(stdout); !slices.Equal(got, want) {
+		t.Errorf("stdout lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "Successful requests:") && l != "Successful requests:                     4         " {
+			t.Errorf("row %q, want 4 successful requests in a 51-column row", l)
+		}
+	}
+	for _, notOnStdout := range []string{"Sampling input_len", "stampede:"} {
+		if strings.Contains(stdout, notOnStdout) || !strings.Contains(stderr, notOnStdout) {
+			t.Errorf("%q belongs on stderr\nstdout:\n%s\nstderr:\n%s", notOnStdout, stdout, stderr)
+		}
+	}
+
+	saved, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonKeys(t, saved); !slices.Equal(got, wantKeys) {
+		t.Errorf("result keys:\n%q\nwant:\n%q", got, wantKeys)
+	}
+	if bytes.HasSuffix(saved, []byte("\n")) {
+		t.Error("the result file ends with a newline; json.dump writes none")
+	}
+	var res map[string]any
+	if err := json.Unmarshal(saved, &res); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{
+		"label": "lab", "backend": "openai", "model_id": "mock-llm", "tokenizer_id": tinyTokenizer,
+		"num_prompts": 4.0, "gpu": "none", "request_rate": 1000.0, "max_concurrency": 2.0,
+		"completed": 4.0, "failed": 0.0, "total_output_tokens": 16.0,
+	} {
+		if res[key] != want {
+			t.Errorf("result %s = %v, want %v", key, res[key], want)
+		}
+	}
+	if !bytes.Contains(saved, []byte(`"request_rate": 1000.0, "burstiness": 1.0,`)) {
+		t.Errorf("rates not written as Python floats: %s", saved)
+	}
+}
+
+func TestRunPoolingOutput(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{},
+		"--backend", "openai-embeddings", "--endpoint", "/v1/embeddings", "--model", "mock-llm",
+		"--dataset-name", "random", "--num-prompts", "3", "--random-input-len", "16",
+		"--save-result", "--save-detailed", "--result-dir", dir)
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	want := []string{
+		"Starting initial single prompt test run...",
+		"Skipping endpoint ready check.",
+		"Starting main benchmark run...",
+		"Traffic request rate: inf",
+		"Burstiness factor: 1.0 (Poisson process)",
+		"Maximum request concurrency: None",
+		"============ Serving Benchmark Result ============",
+		"Successful requests:",
+		"Failed requests:",
+		"Benchmark duration (s):",
+		"Total input tokens:",
+		"Request throughput (req/s):",
+		"Input throughput (inputs/s):",
+		"Total token throughput (tok/s):",
+		"----------------End-to-end Latency----------------",
+		"Mean E2EL (ms):",
+		"Median E2EL (ms):",
+		"P99 E2EL (ms):",
+		strings.Repeat("=", 50),
+	}
+	if got := lineLabels(stdout); !slices.Equal(got, want) {
+		t.Errorf("stdout lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The default name: {backend}-{rate}qps-{model base}-{date}.json.
+	files, err := filepath.Glob(filepath.Join(dir, "openai-embeddings-infqps-mock-llm-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("result files %v (%v), want one openai-embeddings-infqps-mock-llm-<date>.json", files, err)
+	}
+	saved, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKeys := []string{
+		"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+		"request_rate", "burstiness", "max_concurrency",
+		"duration", "completed", "total_input_tokens", "total_input_sequences", "request_throughput",
+		"input_sequence_throughput", "total_token_throughput", "input_lens", "latencies", "queue_times", "errors",
+		"mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms",
+	}
+	if got := jsonKeys(t, saved); !slices.Equal(got, wantKeys) {
+		t.Errorf("result keys:\n%q\nwant:\n%q", got, wantKeys)
+	}
+	if !bytes.Contains(saved, []byte(`"label": null,`)) || !bytes.Contains(saved, []byte(`"request_rate": "inf",`)) {
+		t.Errorf("label or request_rate not as Python writes them: %s", saved)
+	}
+}
+
+// TestRunWorkersRampUpAppend covers the multi-process fork's banner line
+// and first row, ramp-up events in the result, and --append-result
+// writing one JSON document per line.
+func TestRunWorkersRampUpAppend(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4",
+		"--random-input-len", "16", "--random-output-len", "2", "--max-connections-per-worker", "2",
+		"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "100", "--ramp-up-end-rps", "102",
+		"--append-result", "--result-dir", dir, "--result-filename", "runs.jsonl"}
+	for run := 0; run < 2; run++ {
+		stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}, args...)
+		if err != nil {
+			t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		banner := "Traffic ramp-up strategy: linear.\n" +
+			"Will increase RPS from 100 to 102 RPS over the duration of the benchmark.\n" +
+			"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\nnum_workers: 2\n"
+		if !strings.Contains(stdout, "Starting main benchmark run...\n"+banner) {
+			t.Errorf("stdout lacks the banner\n%s\nafter the main-run line:\n%s", banner, stdout)
+		}
+		block := "============ Serving Benchmark Result ============\n" +
+			"Number of worker processes:              2         \n" +
+			"Successful requests:                     4         \n"
+		if !strings.Contains(stdout, block) {
+			t.Errorf("stdout lacks\n%s\n%s", block, stdout)
+		}
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "runs.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(saved), "\n")
+	if len(docs) != 2 {
+		t.Fatalf("appended file has %d lines, want 2:\n%s", len(docs), saved)
+	}
+	for _, doc := range docs {
+		keys := jsonKeys(t, []byte(doc))
+		i := slices.Index(keys, "max_concurrency")
+		if i < 0 || !slices.Equal(keys[i:i+4], []string{"max_concurrency", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps"}) {
+			t.Errorf("ramp-up keys do not follow max_concurrency: %q", keys)
+		}
+		if j := slices.Index(keys, "rps_change_events"); j < 0 || keys[j-1] != "rtfx" {
+			t.Errorf("rps_change_events missing or not right after rtfx: %q", keys)
+		}
+		var res struct {
+			Events []struct {
+				RPS       int    `json:"rps"`
+				Timestamp string `json:"timestamp"`
+			} `json:"rps_change_events"`
+		}
+		if err := json.Unmarshal([]byte(doc), &res); err != nil {
+			t.Fatal(err)
+		}
+		var rps []int
+		for _, e := range res.Events {
+			rps = append(rps, e.RPS)
+			if _, err := time.Parse("2006-01-02T15:04:05.999999", e.Timestamp); err != nil {
+				t.Errorf("event timestamp %q is not an isoformat() local time: %v", e.Timestamp, err)
+			}
+		}
+		if !slices.Equal(rps, []int{100, 101, 102}) {
+			t.Errorf("rps_change_events rates %v, want [100 101 102]", rps)
+		}
+	}
+}
+
+// TestRunFailures: a run that raises in Python ends with the same
+// exception, after the same stdout lines, and without a result block.
+func TestRunFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		mock mock.Config
+		args []string
+		// stdoutEnd is how stdout ends when the exception is raised.
+		stdoutEnd string
+		errType   string
+		errMsg    string
+		// notOnStderr must not have been logged.
+		notOnStderr string
+	}{
+		{
+			name: "endpoint suffix, main run",
+			args: []string{"--backend", "openai-chat"},
+			stdoutEnd: "Starting initial single prompt test run...\nSkipping endpoint ready check.\n" +
+				"Starting main benchmark run...\nTraffic request rate: inf\n" +
+				"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n",
+			errType: "ValueError",
+			errMsg:  "OpenAI Chat Completions API URL must end with one of: {'chat/completions', 'profile'}.",
+		},
+		{
+			name:      "endpoint suffix, warm-up",
+			args:      []string{"--backend", "openai-chat", "--num-warmups", "1"},
+			stdoutEnd: "Skipping endpoint ready check.\nWarming up with 1 requests...\n",
+			errType:   "ValueError",
+			errMsg:    "OpenAI Chat Completions API URL must end with one of: {'chat/completions', 'profile'}.",
+		},
+		{
+			name: "zero request rate",
+			args: []string{"--request-rate", "0"},
+			stdoutEnd: "Starting main benchmark run...\nTraffic request rate: 0.0\n" +
+				"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n",
+			errType: "AssertionError",
+			errMsg:  "Obtained non-positive request rate 0.0.",
+		},
+		{
+			name:      "negative request rate",
+			args:      []string{"--request-rate", "-2.5"},
+			stdoutEnd: "Traffic request rate: -2.5\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n",
+			errType:   "AssertionError",
+			errMsg:    "Obtained non-positive request rate -2.5.",
+		},
+		{
+			name:      "linear ramp-up from zero",
+			args:      []string{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "0", "--ramp-up-end-rps", "5"},
+			stdoutEnd: "Will increase RPS from 0 to 5 RPS over the duration of the benchmark.\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n",
+			errType:   "AssertionError",
+			errMsg:    "Obtained non-positive request rate 0.0.",
+		},
+		{
+			name:      "zero burstiness",
+			args:      []string{"--request-rate", "5", "--burstiness", "0"},
+			stdoutEnd: "Traffic request rate: 5.0\nBurstiness factor: 0.0 (Gamma distribution)\nMaximum request concurrency: None\n",
+			errType:   "AssertionError",
+			errMsg:    "A positive burstiness factor is expected, but given 0.0.",
+		},
+		{
+			name:      "test request rejected",
+			args:      []string{"--served-model-name", "no-such-model", "--ready-check-timeout-sec", "1"},
+			stdoutEnd: "Starting initial single prompt test run...\nWaiting for endpoint to become up in 1 seconds\n",
+			errType:   "ValueError",
+			errMsg:    "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: Not Found",
+		},
+		{
+			name:        "test request still running at the deadline",
+			mock:        mock.Config{TTFT: 5 * time.Second},
+			args:        []string{"--ready-check-timeout-sec", "1"},
+			stdoutEnd:   "Waiting for endpoint to become up in 1 seconds\n",
+			errType:     "ValueError",
+			errMsg:      "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: Endpoint readiness timed out after 1s.",
+			notOnStderr: "Endpoint is not ready",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "2",
+				"--random-input-len", "16", "--random-output-len", "2"}, tt.args...)
+			stdout, stderr, err := runAgainstMock(t, context.Background(), tt.mock, args...)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Type != tt.errType || ve.Msg != tt.errMsg {
+				t.Fatalf("Run error %#v (%v), want %s: %s", err, err, tt.errType, tt.errMsg)
+			}
+			if !strings.HasSuffix(stdout, tt.stdoutEnd) {
+				t.Errorf("stdout:\n%s\nwant it to end with:\n%s", stdout, tt.stdoutEnd)
+			}
+			if strings.Contains(stdout, "Serving Benchmark Result") {
+				t.Errorf("a failed run printed a result block:\n%s", stdout)
+			}
+			if tt.notOnStderr != "" && strings.Contains(stderr, tt.notOnStderr) {
+				t.Errorf("stderr logs %q:\n%s", tt.notOnStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestRunInterrupted: cancelling the run (Ctrl-C) mid-way stops it early,
+// and what was measured is still printed and saved.
+func TestRunInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	stdout, stderr, err := runAgainstMock(t, ctx, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
+		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
+		"--random-output-len", "500", "--cancel-grace-sec", "0",
+		"--save-result", "--result-dir", dir, "--result-filename", "r.json")
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	// Each stream would take 10 s to finish.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("interrupted run took %v", d)
+	}
+	if !strings.Contains(stderr, "Interrupted: stopped sending") {
+		t.Errorf("stderr does not say the run was interrupted:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "============ Serving Benchmark Result ============\n") ||
+		!strings.HasSuffix(stdout, strings.Repeat("=", 50)+"\n") {
+		t.Errorf("no result block after the interrupt:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.json")); err != nil {
+		t.Errorf("result not saved after the interrupt: %v", err)
+	}
+}
+
+// TestRunBadMetadata: Python raises for a --metadata item without "="
+// when it builds the result dict after the run, saved or not; the result
+// block is printed by then, and nothing is saved.
+func TestRunBadMetadata(t *testing.T) {
+	for _, save := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "2",
+			"--random-input-len", "16", "--random-output-len", "2", "--metadata", "site=lab", "gpu",
+			"--result-dir", dir, "--result-filename", "r.json"}
+		if save {
+			args = append(args, "--save-result")
+		}
+		stdout, _, err := runAgainstMock(t, context.Background(), mock.Config{}, args...)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Type != "ValueError" || ve.Msg != "Invalid metadata format. Please use KEY=VALUE format." {
+			t.Fatalf("save %v: Run error %v, want Python's ValueError for the metadata", save, err)
+		}
+		if !strings.HasSuffix(stdout, strings.Repeat("=", 50)+"\n") {
+			t.Errorf("save %v: the result block is not printed before the error:\n%s", save, stdout)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "r.json")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("save %v: result file written despite the error (%v)", save, err)
+		}
+	}
+}
+
+// TestRunInterruptedBeforeMainRun: Ctrl-C during the ready check or the
+// warm-ups ends the run there, with the context's error and without a
+// main run or result block.
+func TestRunInterruptedBeforeMainRun(t *testing.T) {
+	for _, phase := range [][]string{
+		{"--ready-check-timeout-sec", "30"},
+		{"--num-warmups", "2"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		args := append([]string{"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "2",
+			"--random-input-len", "16", "--random-output-len", "2", "--cancel-grace-sec", "0"}, phase...)
+		start := time.Now()
+		stdout, _, err := runAgainstMock(t, ctx, mock.Config{TTFT: 10 * time.Second}, args...)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%v: Run error %v, want context.Canceled", phase, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: interrupted run took %v", phase, d)
+		}
+		for _, notPrinted := range []string{"Initial test run completed.", "Warmup run completed.", "Starting main benchmark run..."} {
+			if strings.Contains(stdout, notPrinted) {
+				t.Errorf("%v: stdout has %q after the interrupt:\n%s", phase, notPrinted, stdout)
+			}
+		}
+	}
+}
+
+func TestLastErrorLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Not Found", "Not Found"},
+		{"", ""},
+		{"Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad\n", "ValueError: bad"},
+		{"  indented only  \n\n", "  indented only"},
+		{"first\n  second\t\r\n", "  second"},
+	}
+	for _, tt := range tests {
+		if got := lastErrorLine(tt.in); got != tt.want {
+			t.Errorf("lastErrorLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRunModelNames: --served-model-name is what requests ask for while
+// the result names --model; --lora-modules replaces it per request (here
+// round-robin over one adapter the server has and one it lacks), but not
+// for the test request and warm-ups.
+func TestRunModelNames(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{},
+		"--model", "org/local-checkpoint", "--served-model-name", "mock-llm",
+		"--lora-modules", "mock-llm", "missing-adapter", "--lora-assignment", "round-robin",
+		"--ready-check-timeout-sec", "5", "--num-warmups", "1",
+		"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "2",
+		"--save-result", "--save-detailed", "--result-dir", dir)
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	for _, want := range []string{
+		"Initial test run completed.\n",
+		"Failed requests during benchmark run detected (capping to 10):\nError 0: Not Found\nError 1: Not Found\n" +
+			"tip: install termplotlib and gnuplot to plot the metrics\n",
+		"Successful requests:                     2         \nFailed requests:                         2         \n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	// The default name takes the model's last path element.
+	files, _ := filepath.Glob(filepath.Join(dir, "openai-infqps-local-checkpoint-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("result files %v, want one openai-infqps-local-checkpoint-<date>.json", files)
+	}
+	saved, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		ModelID string   `json:"model_id"`
+		Errors  []string `json:"errors"`
+	}
+	if err := json.Unmarshal(saved, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ModelID != "org/local-checkpoint" || !slices.Equal(res.Errors, []string{"", "Not Found", "", "Not Found"}) {
+		t.Errorf("model_id %q, errors %q; want org/local-checkpoint and the adapter's requests failed", res.ModelID, res.Errors)
+	}
+}
