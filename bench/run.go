@@ -660,7 +660,9 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	params.Probe = probes.account(res)
 	if res.Cancelled {
-		fmt.Fprintln(r.stderr, "Interrupted: stopped sending; the results below cover what was measured.")
+		unsent := dropUnsent(&res.Data)
+		fmt.Fprintf(r.stderr, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
+			len(res.Data.Results), unsent)
 	}
 
 	if after, ok := scrapeServerMetrics(context.WithoutCancel(ctx), r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
@@ -675,7 +677,7 @@ func (r *run) benchmark(ctx context.Context) error {
 		params.RPSChangeEvents = append(params.RPSChangeEvents, RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
 	}
 
-	summary, err := metrics.Compute(&res.Data, r.computeOptions())
+	summary, err := metrics.Compute(&res.Data, r.computeOptions(res.Data.Results))
 	if err != nil {
 		return err
 	}
@@ -724,7 +726,24 @@ func checkArrivals(c *Config) error {
 	return nil
 }
 
-func (r *run) computeOptions() metrics.ComputeOptions {
+// dropUnsent removes the requests an interrupt kept from being sent: they
+// measured nothing, and counting them as failures would bury the requests
+// that did fail. It returns how many it removed.
+func dropUnsent(d *metrics.RunData) int {
+	kept := d.Results[:0]
+	for _, rr := range d.Results {
+		if rr.Sent() {
+			kept = append(kept, rr)
+		}
+	}
+	n := len(d.Results) - len(kept)
+	d.Results = kept
+	return n
+}
+
+// computeOptions are the metric settings for results (in request order,
+// each carrying its dataset index).
+func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
 		Pooling:     c.TaskType == Pooling,
@@ -733,10 +752,10 @@ func (r *run) computeOptions() metrics.ComputeOptions {
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
 	if c.Backend == "openai-audio" {
-		o.InputAudioSeconds = make([]float64, len(r.requests))
-		for i, req := range r.requests {
-			if req.Audio != nil {
-				o.InputAudioSeconds[i] = req.Audio.DurationSec
+		o.InputAudioSeconds = make([]float64, len(results))
+		for i, rr := range results {
+			if audio := r.requests[rr.Index].Audio; audio != nil {
+				o.InputAudioSeconds[i] = audio.DurationSec
 			}
 		}
 	}

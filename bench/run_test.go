@@ -567,3 +567,30 @@ func TestRunModelNames(t *testing.T) {
 		t.Errorf("model_id %q, errors %q; want org/local-checkpoint and the adapter's requests failed", res.ModelID, res.Errors)
 	}
 }
+
+// TestRunInterruptedLeavesOutUnsent: requests an interrupt kept from being
+// sent measured nothing, so they are neither successes nor failures; the
+// request in flight when the grace ran out is a failure, "cancelled".
+func TestRunInterruptedLeavesOutUnsent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel)
+	stdout, stderr, err := runAgainstMock(t, ctx, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
+		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
+		"--random-output-len", "500", "--max-concurrency", "1", "--cancel-grace-sec", "0")
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	for _, want := range []string{
+		"Successful requests:                     0         \n",
+		"Failed requests:                         1         \n",
+		"Error 0: cancelled\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "(3 never sent are left out)") {
+		t.Errorf("stderr does not count the unsent requests:\n%s", stderr)
+	}
+}
