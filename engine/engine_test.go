@@ -56,8 +56,12 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 	if got := peakInFlight(res.Data.Results); got < 4 || got > 5 {
 		t.Errorf("client had at most %d requests in flight; want the cap of 5 used", got)
 	}
-	if got := srv.Accepted.Load(); got > 5 {
-		t.Errorf("server accepted %d connections; at most 5 (the cap) needed", got)
+	// Each shard keeps its own connections, up to its share of the cap
+	// (⌈5/3⌉ = 2): when one shard frees a slot and another takes the next
+	// request, the taker may need a connection of its own while the
+	// finisher's sits idle. So 6, not 5, bounds the connections.
+	if got := srv.Accepted.Load(); got > 6 {
+		t.Errorf("server accepted %d connections; at most 6 (3 shards × 2 slots) needed", got)
 	}
 	if res.Shards != 3 || len(res.Health.Shards) != 3 {
 		t.Errorf("shards %d (health %d); want 3", res.Shards, len(res.Health.Shards))

@@ -41,7 +41,6 @@ type conn struct {
 	// The request in flight.
 	req        *Request
 	written    int  // bytes of req.Wire written so far
-	wantOut    bool // EPOLLOUT interest registered
 	gotBytes   bool // any response byte arrived
 	resent     bool // already sent again once after a keep-alive race
 	status     int  // response status code, 0 until the head arrived
@@ -71,7 +70,11 @@ var (
 // OnHead implements httpwire.Handler.
 func (c *conn) OnHead(h *httpwire.Head, tsNs int64) {
 	c.status = h.StatusCode
-	c.reason = append(c.reason[:0], h.Reason...)
+	if h.StatusCode != 200 {
+		// The reason is only ever the failure text of a non-200 answer;
+		// not copying "OK" saves each new connection an allocation.
+		c.reason = append(c.reason[:0], h.Reason...)
+	}
 	c.keepAlive = h.KeepAlive
 }
 

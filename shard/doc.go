@@ -12,7 +12,10 @@
 // httpwire.Parser (HTTP/1.1 framing), sse.Parser (events) and sse.Decoder
 // (OpenAI chunks) into metrics.Stream; every token event parsed from one
 // read carries that read's kernel receive stamp (SO_TIMESTAMPING, software
-// RX), or the loop's clock when the kernel gave none.
+// RX), or the loop's clock when the kernel gave none. Because the stamps
+// are the kernel's, the loop may read late without recording late: while
+// reads carry stamps it pauses briefly between busy turns, so each wake-up
+// serves a batch of events (see coalesceNap).
 //
 // https:// targets use TLSTransport instead, a goroutine per connection over
 // crypto/tls feeding the same parsers and recorder. All system calls live in

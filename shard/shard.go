@@ -49,6 +49,9 @@ type Health struct {
 	CPUTime       time.Duration // user+system time of the loop's thread
 	Preempted     int64         // times another thread took the loop's CPU
 	LongestTurn   time.Duration // longest pass over one epoll_wait's events
+	Waits         int64         // epoll_wait calls that returned events
+	Events        int64         // events they returned
+	Naps          int64         // pauses to let events accumulate (coalesceNap)
 	Reads         int64         // reads that returned bytes
 	StampedReads  int64         // of those, reads that carried a kernel timestamp
 	Connections   int64         // connections opened
@@ -70,15 +73,20 @@ type Shard struct {
 	family  int
 	keeper  stampKeeper
 
-	conns   map[int32]*conn // by fd
-	nextTag uint32          // tags connections' epoll registrations
-	idle    *conn           // stack of idle keep-alive connections
-	busy    int             // requests in flight on this shard
+	// conns holds the open connections by fd: descriptors are small and
+	// dense, and a slice index is cheaper per event than a map look-up.
+	conns   []*conn
+	nextTag uint32 // tags connections' epoll registrations
+	idle    *conn  // stack of idle keep-alive connections
+	busy    int    // requests in flight on this shard
 	timers  deadlines
 	clock   stampClock
 
 	// startBudget bounds the requests started in one loop turn.
 	startBudget int
+	// stamped: the last read carried a kernel receive stamp, so a later
+	// read of the same bytes would record the same times (see coalesceNap).
+	stamped bool
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -102,6 +110,26 @@ const maxStartsPerTurn = 256
 
 // maxEvents bounds the ready events taken from one epoll_wait.
 const maxEvents = 1024
+
+// coalesceNap is how long the loop pauses after a turn that found fewer
+// than maxEvents ready, before it looks again, while reads carry kernel
+// receive stamps and no released request waits for a start budget.
+//
+// A server's decode step reaches the client as a stream of segments over
+// tens of milliseconds (one write per stream), and a loop that keeps up
+// with them finds two or three ready per epoll_wait: it sleeps and wakes
+// once per few events, and on these machines that switch in and out cost
+// more CPU than reading the events. Pausing lets the kernel queue a batch:
+// each wake-up then serves tens of events. The pause cannot change what is
+// recorded, because every token's time is the kernel's stamp of its
+// arrival, not the time the loop reads it; without stamps (the loop's
+// clock stands in) the loop never pauses. The one exception is two token
+// chunks of one stream less than a pause apart: queued together, the
+// kernel merges them and the older takes the newer's stamp (see readOnce),
+// but a server's tokens for one stream are a decode step apart, which is
+// milliseconds. What the pause does delay, by at most its length, is
+// reacting: starting a released request, noticing a deadline.
+const coalesceNap = 200 * time.Microsecond
 
 // stampSwitchWait bounds how long New waits for the kernel to switch
 // receive timestamps on (it takes microseconds to a few milliseconds).
@@ -132,7 +160,6 @@ func New(cfg Config) (*Shard, error) {
 		wake:    wake,
 		rx:      newReceiver(readBufferSize),
 		decoder: sse.NewDecoder(cfg.Kind),
-		conns:   make(map[int32]*conn),
 	}
 	s.sa, s.family = sockaddr(cfg.Addr)
 	s.keeper = stampKeeper{fd: -1}
@@ -214,6 +241,10 @@ func (s *Shard) loop() {
 			s.abortAllWith(err.Error())
 			return
 		}
+		if len(events) > 0 {
+			s.health.Waits++
+			s.health.Events += int64(len(events))
+		}
 		turnStart := s.cfg.Clock.Now()
 		s.clock.refresh(turnStart)
 		for i := range events {
@@ -226,6 +257,10 @@ func (s *Shard) loop() {
 		s.takeWork()
 		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
 			s.health.LongestTurn = d
+		}
+		if s.stamped && len(events) > 0 && len(events) < maxEvents && s.startBudget > 0 {
+			s.health.Naps++
+			nap(coalesceNap)
 		}
 	}
 }
@@ -253,7 +288,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		s.wake.drain()
 		return
 	}
-	c := s.conns[ev.Fd]
+	c := s.conn(int(ev.Fd))
 	if c == nil || c.tag != eventTag(ev) {
 		// The event belonged to a connection closed earlier in this turn.
 		return
@@ -261,7 +296,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 	switch c.state {
 	case connConnecting:
 		if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-			s.onConnected(c)
+			s.onConnected(c, ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0)
 		}
 	case connIdle:
 		// Bytes or EOF on an idle keep-alive connection: the server closed
@@ -332,25 +367,42 @@ func (s *Shard) open() (*conn, error) {
 	}
 	s.nextTag++
 	c := &conn{decoder: s.decoder, streaming: s.cfg.Streaming, fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
-	events := uint32(writable)
 	if !inProgress {
 		c.state = connBusy
-		events = readable
 	}
-	if err := s.poll.add(fd, c.tag, events); err != nil {
+	if err := s.poll.add(fd, c.tag, connEvents); err != nil {
 		closeFD(fd)
 		return nil, err
 	}
-	c.wantOut = inProgress
-	s.conns[int32(fd)] = c
+	s.setConn(fd, c)
 	s.health.Connections++
 	return c, nil
 }
 
-func (s *Shard) onConnected(c *conn) {
-	if err := connectResult(c.fd); err != nil {
-		s.fail(c, s.connectErrorText(err))
-		return
+// conn returns the open connection on fd, or nil.
+func (s *Shard) conn(fd int) *conn {
+	if uint(fd) < uint(len(s.conns)) {
+		return s.conns[fd]
+	}
+	return nil
+}
+
+func (s *Shard) setConn(fd int, c *conn) {
+	if fd >= len(s.conns) {
+		s.conns = append(s.conns, make([]*conn, fd+1-len(s.conns))...)
+	}
+	s.conns[fd] = c
+}
+
+// onConnected finishes a non-blocking connect once the socket reported
+// writable, or an error or hang-up. A failed connect always raises
+// EPOLLERR, so only then is SO_ERROR worth a system call.
+func (s *Shard) onConnected(c *conn, errOrHup bool) {
+	if errOrHup {
+		if err := connectResult(c.fd); err != nil {
+			s.fail(c, s.connectErrorText(err))
+			return
+		}
 	}
 	c.state = connBusy
 	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
@@ -361,8 +413,8 @@ func (s *Shard) connectErrorText(err error) string {
 	return "connect " + s.cfg.Addr.String() + ": " + err.Error()
 }
 
-// writeRequest writes what the socket takes and waits for EPOLLOUT for the
-// rest.
+// writeRequest writes what the socket takes; when the send buffer is full,
+// the EPOLLOUT edge that follows brings the loop back for the rest.
 func (s *Shard) writeRequest(c *conn) {
 	for c.written < len(c.req.Wire) {
 		n, err := write(c.fd, c.req.Wire[c.written:])
@@ -371,22 +423,37 @@ func (s *Shard) writeRequest(c *conn) {
 			return
 		}
 		if n == 0 {
-			if !c.wantOut {
-				c.wantOut = true
-				s.poll.modify(c.fd, c.tag, writable)
-			}
 			return
 		}
 		c.written += n
 	}
-	if c.wantOut {
-		c.wantOut = false
-		s.poll.modify(c.fd, c.tag, readable)
+}
+
+// onReadable drains c, as its edge-triggered registration requires: it
+// reads until a read comes back shorter than the buffer, which empties the
+// socket's receive queue (a segment arriving after that raises a new edge).
+// One read per event is the rule; the buffer takes a decode step's worth of
+// chunks.
+func (s *Shard) onReadable(c *conn) {
+	for s.readOnce(c) {
+		if c.state == connIdle {
+			// The response ended exactly at the end of a full buffer. Bytes
+			// behind it would belong to no request, and no new edge would
+			// report them, so look now.
+			if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+				s.closeConn(c)
+			}
+			return
+		}
+		if c.state != connBusy {
+			return
+		}
 	}
 }
 
-// onReadable reads once and feeds the bytes through httpwire → sse →
-// decoder → recorder, all stamped with the read's receive time.
+// readOnce reads once and feeds the bytes through httpwire → sse →
+// decoder → recorder, all stamped with the read's receive time. It reports
+// whether the read filled the buffer, so more bytes may be waiting.
 //
 // The stamp is that of the newest segment the read consumed. While the loop
 // keeps up, a read holds one segment (one decode step's chunk for this
@@ -395,14 +462,14 @@ func (s *Shard) writeRequest(c *conn) {
 // segments into one buffer carrying the newest stamp (tcp_try_coalesce), so
 // no read size could recover the older ones; the error is then the backlog,
 // which Health shows as long loop turns and preemptions.
-func (s *Shard) onReadable(c *conn) {
+func (s *Shard) readOnce(c *conn) (full bool) {
 	data, realtimeNs, err := s.rx.recv(c.fd)
 	if err == errWouldBlock {
-		return
+		return false
 	}
 	if err != nil {
 		s.connFailed(c, err)
-		return
+		return false
 	}
 	now := s.cfg.Clock.Now()
 	ts := now
@@ -414,24 +481,26 @@ func (s *Shard) onReadable(c *conn) {
 	ts = max(ts, c.stream.StartNs())
 	if len(data) == 0 {
 		s.onEOF(c, ts)
-		return
+		return false
 	}
 	s.health.Reads++
-	if realtimeNs != 0 {
+	s.stamped = realtimeNs != 0
+	if s.stamped {
 		s.health.StampedReads++
 	}
 	c.gotBytes = true
+	full = len(data) == len(s.rx.buf)
 	n, err := c.http.Feed(data, ts, c)
 	if err == nil {
 		err = c.handlerErr
 	}
 	if err != nil {
 		s.fail(c, c.failureText(err))
-		return
+		return false
 	}
 	if c.status != 0 && c.status != 200 {
 		s.fail(c, string(c.reason))
-		return
+		return false
 	}
 	if c.done {
 		// Bytes after the end of the response would belong to no request,
@@ -440,6 +509,7 @@ func (s *Shard) onReadable(c *conn) {
 		reusable := n == len(data) && c.http.KeepAlive() && c.written == len(c.req.Wire)
 		s.complete(c, reusable)
 	}
+	return full
 }
 
 func (s *Shard) onEOF(c *conn, ts int64) {
@@ -605,7 +675,7 @@ func (s *Shard) closeConn(c *conn) {
 		s.unlinkIdle(c)
 	}
 	s.timers.clear(c)
-	delete(s.conns, int32(c.fd))
+	s.conns[c.fd] = nil
 	closeFD(c.fd)
 	c.state = connClosed
 }
@@ -615,7 +685,7 @@ func (s *Shard) abortAll() { s.abortAllWith("cancelled") }
 // abortAllWith fails every request in flight with text.
 func (s *Shard) abortAllWith(text string) {
 	for _, c := range s.conns {
-		if c.req != nil {
+		if c != nil && c.req != nil {
 			s.cfg.Recorder.Fail(&c.stream, text)
 			s.timers.clear(c)
 			c.req = nil
@@ -627,7 +697,9 @@ func (s *Shard) abortAllWith(text string) {
 
 func (s *Shard) closeAll() {
 	for _, c := range s.conns {
-		s.closeConn(c)
+		if c != nil {
+			s.closeConn(c)
+		}
 	}
 	s.idle = nil
 	s.poll.close()

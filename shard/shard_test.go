@@ -305,3 +305,57 @@ func TestLargeRequestWrittenAcrossEPOLLOUT(t *testing.T) {
 		}
 	}
 }
+
+// A response larger than the read buffer arrives in one write: with
+// edge-triggered readiness the loop must drain it within one event (no
+// second edge comes), and the connection must then carry the next request.
+func TestResponseLargerThanReadBufferIsDrained(t *testing.T) {
+	srv := shardtest.New(t)
+	const tokens = 4000 // about 300 KB of chunked SSE, several full reads
+	data, health := runPaths(t, srv, []string{"/ok/4000", "/ok/2", "/ok/4000"},
+		run{slots: 1, limit: 1, streaming: true, stamps: true})
+	for i, want := range []int{tokens, 2, tokens} {
+		if r := data.Results[i]; !r.Success || r.ChunkEvents != want {
+			t.Errorf("request %d: success %v, events %d, error %q; want %d events", i, r.Success, r.ChunkEvents, r.Error, want)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 1 {
+		t.Errorf("server accepted %d connections; want 1 (keep-alive reuse after large responses)", got)
+	}
+	if health[0].Reads < 2*int64(tokens*70/readBufferSize) {
+		t.Errorf("%d reads; the responses should have taken several full buffers", health[0].Reads)
+	}
+}
+
+// The loop pauses between busy turns only while reads carry kernel stamps:
+// without them its own clock stamps each read, and a pause would show in
+// every token time.
+func TestPausesOnlyWithKernelStamps(t *testing.T) {
+	for _, stamps := range []bool{false, true} {
+		srv := shardtest.New(t)
+		data, health := runPaths(t, srv, repeatPath("/ok/5", 10), run{slots: 2, limit: 2, streaming: true, stamps: stamps})
+		for _, res := range data.Results {
+			if !res.Success || res.ChunkEvents != 5 {
+				t.Fatalf("stamps %v, request %d: success %v, events %d, error %q", stamps, res.Index, res.Success, res.ChunkEvents, res.Error)
+			}
+		}
+		h := health[0]
+		switch {
+		case !stamps && (h.Naps != 0 || h.StampedReads != 0):
+			t.Errorf("kernel stamps off: %d pauses, %d stamped reads; want none", h.Naps, h.StampedReads)
+		case stamps && h.Naps == 0:
+			t.Errorf("kernel stamps on: no pause in %d turns with events", h.Waits)
+		}
+		if h.Waits == 0 || h.Events < h.Waits {
+			t.Errorf("stamps %v: %d waits returned %d events", stamps, h.Waits, h.Events)
+		}
+	}
+}
+
+func repeatPath(path string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = path
+	}
+	return out
+}
