@@ -10,7 +10,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Packages whose tests exercise goroutines, shards or sockets run under -race.
 # The tokenizer's concurrent path (EncodeBatch) runs under -race on its own:
 # its golden corpus takes about a minute under the race detector.
-RACE_PKGS   ?= ./engine/... ./shard/... ./metrics/... ./cmd/... ./bench/...
+RACE_PKGS   ?= ./engine/... ./shard/... ./metrics/... ./cmd/... ./bench/... ./datasets/chattemplate/...
 BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
