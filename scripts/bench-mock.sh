@@ -8,10 +8,16 @@
 #   3. mockllm --mode decode-step: CPU per event, burst length per step.
 #
 # The first requests are spread over SPREAD (default 5 s) so that the
-# ramp-up does not swamp the server; truth-log statistics skip the ramp.
+# ramp-up does not swamp the server; truth-log statistics skip the ramp
+# and the last second, when the clients close their connections.
 #
 # Usage: scripts/bench-mock.sh   (env: CONNS, ITL_MS, TTFT_MS, SPREAD, WARMUP,
-#        DURATION, TIMER_SLACK_US, SERVER_CPU, CLIENT_CPU)
+#        DURATION, TIMER_SLACK_US, SERVER_CPU, CLIENT_CPU, MODES, MOCKLLM)
+#
+# MODES picks the runs (default "floor per-stream decode-step"); MOCKLLM runs
+# a prebuilt mockllm binary instead of building this tree's, to compare
+# builds side by side. TIMER_SLACK_US, when set, is passed as
+# --timer-slack-us; unset, the server's default applies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +27,9 @@ TTFT_MS=${TTFT_MS:-100}
 SPREAD=${SPREAD:-5s}
 WARMUP=${WARMUP:-3s}
 DURATION=${DURATION:-20s}
-TIMER_SLACK_US=${TIMER_SLACK_US:-0}
+TIMER_SLACK_US=${TIMER_SLACK_US:-}
+MODES=${MODES:-floor per-stream decode-step}
+MOCKLLM=${MOCKLLM:-}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
@@ -33,7 +41,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/mockllm" ./cmd/mockllm
+if [[ -n "$MOCKLLM" ]]; then
+	cp "$MOCKLLM" "$work/mockllm"
+else
+	go build -o "$work/mockllm" ./cmd/mockllm
+fi
 go build -o "$work/mockbench" ./cmd/mockllm/internal/mockbench
 
 # start_server NAME CMD... runs CMD pinned to SERVER_CPU and waits for its
@@ -64,33 +76,55 @@ run_load() {
 
 cpu_per_event() { sed -n 's/.*cpu_per_event_us=\([0-9.]*\).*/\1/p' <<<"$1"; }
 
+want() { [[ " $MODES " == *" $1 "* ]]; }
+
+slack=()
+if [[ -n "$TIMER_SLACK_US" ]]; then slack=(--timer-slack-us "$TIMER_SLACK_US"); fi
+
+ratio() {
+	if [[ -n "$1" && -n "$2" ]]; then
+		awk -v a="$1" -v b="$2" 'BEGIN{printf " (%.2f× floor)", a/b}'
+	fi
+}
+
 echo "== load: $CONNS streams, one token every ${ITL_MS} ms each; server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU"
-echo "== floor (plain write(2) loop)"
-start_server floor "$work/mockbench" floor --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS"
-floor=$(run_load)
-echo "$floor"
-stop_server
-cat "$work/floor.err"
+floor="" perstream="" decodestep=""
+if want floor; then
+	echo "== floor (plain write(2) loop)"
+	start_server floor "$work/mockbench" floor --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS"
+	floor=$(run_load)
+	echo "$floor"
+	stop_server
+	cat "$work/floor.err"
+fi
 
-echo "== mockllm --mode per-stream"
-start_server perstream "$work/mockllm" --port 0 --mode per-stream --timer-slack-us "$TIMER_SLACK_US" --max-model-len 1000000 --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS" \
-	--truth-log "$work/perstream.truth"
-perstream=$(run_load)
-echo "$perstream"
-stop_server
-cat "$work/perstream.err"
-"$work/mockbench" truthstats --skip "$SPREAD" --file "$work/perstream.truth" | grep -v '^burst\|^tokens_per_step'
+if want per-stream; then
+	echo "== mockllm --mode per-stream"
+	start_server perstream "$work/mockllm" --port 0 --mode per-stream "${slack[@]}" --max-model-len 1000000 --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS" \
+		--truth-log "$work/perstream.truth"
+	perstream=$(run_load)
+	echo "$perstream"
+	stop_server
+	cat "$work/perstream.err"
+	"$work/mockbench" truthstats --skip "$SPREAD" --tail 1s --file "$work/perstream.truth" | grep -v '^burst\|^tokens_per_step'
+fi
 
-echo "== mockllm --mode decode-step"
-start_server decodestep "$work/mockllm" --port 0 --mode decode-step --timer-slack-us "$TIMER_SLACK_US" --max-model-len 1000000 --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS" \
-	--truth-log "$work/decodestep.truth"
-decodestep=$(run_load)
-echo "$decodestep"
-stop_server
-cat "$work/decodestep.err"
-"$work/mockbench" truthstats --skip "$SPREAD" --file "$work/decodestep.truth"
+if want decode-step; then
+	echo "== mockllm --mode decode-step"
+	start_server decodestep "$work/mockllm" --port 0 --mode decode-step "${slack[@]}" --max-model-len 1000000 --itl-ms "$ITL_MS" --ttft-ms "$TTFT_MS" \
+		--truth-log "$work/decodestep.truth"
+	decodestep=$(run_load)
+	echo "$decodestep"
+	stop_server
+	cat "$work/decodestep.err"
+	"$work/mockbench" truthstats --skip "$SPREAD" --tail 1s --file "$work/decodestep.truth"
+fi
 
 f=$(cpu_per_event "$floor")
 p=$(cpu_per_event "$perstream")
 d=$(cpu_per_event "$decodestep")
-echo "== CPU per event: floor ${f} µs, per-stream ${p} µs ($(awk -v a="$p" -v b="$f" 'BEGIN{printf "%.2f", a/b}')× floor), decode-step ${d} µs ($(awk -v a="$d" -v b="$f" 'BEGIN{printf "%.2f", a/b}')× floor)"
+line="== CPU per event:"
+if want floor; then line+=" floor ${f} µs"; fi
+if want per-stream; then line+=" per-stream ${p} µs$(ratio "$p" "$f")"; fi
+if want decode-step; then line+=" decode-step ${d} µs$(ratio "$d" "$f")"; fi
+echo "$line"

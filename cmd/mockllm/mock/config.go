@@ -97,10 +97,12 @@ type Config struct {
 	// Jitter, when positive, adds a uniform [0, Jitter) delay to every TTFT
 	// and token gap (PerStream) or step period (DecodeStep), seeded by Seed.
 	Jitter time.Duration
-	// TimerSlack lets the writer sleep up to this much past the next due
-	// token, so tokens due close together go out in one wake-up: fewer
-	// wake-ups (less CPU when tokens are sparse) for up to TimerSlack more
-	// lateness. 0 wakes exactly on time.
+	// TimerSlack (PerStream) lets the writer send a token up to this much
+	// past its due time, so that tokens due close together go out in one
+	// wake-up: at most one wake-up per TimerSlack while tokens are dense,
+	// for up to TimerSlack more lateness. 0 wakes exactly on time for
+	// every token. In DecodeStep mode a step's tokens share one wake-up
+	// anyway, and steps start on time.
 	TimerSlack time.Duration
 	// MaxNumSeqs caps the streams generating at once; the rest wait FIFO.
 	// 0 means no cap.

@@ -2,6 +2,7 @@ package mock
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -27,7 +28,8 @@ type conn struct {
 
 	mu sync.Mutex
 	// dead: the connection is closed or closing; nothing more is written.
-	dead bool
+	// Set only under mu; read without it by isDead.
+	dead atomic.Bool
 	// slow: the socket once refused part of a write, so gnet's outbound
 	// buffer holds bytes; later writes queue behind them via AsyncWrite.
 	slow bool
@@ -44,7 +46,7 @@ type conn struct {
 func (cn *conn) send(b []byte, clock *monoClock) (sentNs int64, ok bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if cn.dead {
+	if cn.dead.Load() {
 		return 0, false
 	}
 	if cn.slow {
@@ -61,7 +63,7 @@ func (cn *conn) send(b []byte, clock *monoClock) (sentNs int64, ok bool) {
 			n = 0
 		default:
 			// EPIPE, ECONNRESET: the peer is gone; gnet sees it on read.
-			cn.dead = true
+			cn.dead.Store(true)
 			return sentNs, false
 		}
 		if n < len(b) {
@@ -76,24 +78,21 @@ func (cn *conn) send(b []byte, clock *monoClock) (sentNs int64, ok bool) {
 // Called with mu held.
 func (cn *conn) queue(b []byte) bool {
 	if err := cn.gc.AsyncWrite(append([]byte(nil), b...), nil); err != nil {
-		cn.dead = true
+		cn.dead.Store(true)
 		return false
 	}
 	return true
 }
 
-func (cn *conn) isDead() bool {
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	return cn.dead
-}
+// isDead reports whether the connection is gone, without taking mu.
+func (cn *conn) isDead() bool { return cn.dead.Load() }
 
 // close closes the connection after what has been written.
 func (cn *conn) close() {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if !cn.dead {
-		cn.dead = true
+	if !cn.dead.Load() {
+		cn.dead.Store(true)
 		_ = cn.gc.Close()
 	}
 }
@@ -102,8 +101,8 @@ func (cn *conn) close() {
 func (cn *conn) reset() {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if !cn.dead {
-		cn.dead = true
+	if !cn.dead.Load() {
+		cn.dead.Store(true)
 		_ = cn.gc.SetLinger(0)
 		_ = cn.gc.Close()
 	}
@@ -124,7 +123,7 @@ func (cn *conn) endResponse(closeAfter bool) {
 	}
 	cn.mu.Lock()
 	cn.busy = false
-	wake := cn.pendingInput && !cn.dead
+	wake := cn.pendingInput && !cn.dead.Load()
 	cn.pendingInput = false
 	cn.mu.Unlock()
 	if wake {
@@ -141,11 +140,11 @@ func (cn *conn) acceptInput() bool {
 		cn.pendingInput = true
 		return false
 	}
-	return !cn.dead
+	return !cn.dead.Load()
 }
 
 func (cn *conn) markDead() {
 	cn.mu.Lock()
-	cn.dead = true
+	cn.dead.Store(true)
 	cn.mu.Unlock()
 }

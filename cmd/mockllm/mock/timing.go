@@ -35,24 +35,19 @@ func recordClamped(h *hdrhistogram.Histogram, v int64) {
 	_ = h.RecordValue(min(max(v, 1), maxTrackedNs))
 }
 
-func (t *timing) ttft(ns int64) {
+// token records one token event under one lock: its lateness, and its
+// TTFT (first token) or its gap since the stream's previous token.
+func (t *timing) token(latenessNs, sinceNs int64, first bool) {
 	t.mu.Lock()
-	recordClamped(t.ttftNs, ns)
-	t.mu.Unlock()
-}
-
-func (t *timing) itl(ns int64) {
-	t.mu.Lock()
-	recordClamped(t.itlNs, ns)
-	t.mu.Unlock()
-}
-
-func (t *timing) lateness(ns int64) {
-	t.mu.Lock()
-	if ns < 0 {
+	if latenessNs < 0 {
 		t.negativeLag++
 	}
-	recordClamped(t.latenessNs, ns)
+	recordClamped(t.latenessNs, latenessNs)
+	if first {
+		recordClamped(t.ttftNs, sinceNs)
+	} else {
+		recordClamped(t.itlNs, sinceNs)
+	}
 	t.mu.Unlock()
 }
 

@@ -1,6 +1,10 @@
 package mock
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+	"time"
+)
 
 // writer is the token clock. One goroutine keeps the schedule of every
 // stream the event loops hand it and writes each token to its socket
@@ -24,12 +28,17 @@ type writer struct {
 	running    []*stream // decode-step mode
 	waiting    fifo
 	nextStepNs int64 // decode-step mode: 0 while idle
-	steps      uint64
-	out        []byte
-	enc        encoder
-	truth      *truthWriter
-	timing     *timing
-	done       chan struct{}
+	// fireNs is when the timer fires next (0: disarmed), as last armed;
+	// periodNs its period (0: once).
+	fireNs, periodNs int64
+	yieldNs          int64  // last pass through the scheduler
+	arms             uint64 // timer settings by setTimer
+	steps            uint64
+	out              []byte
+	enc              encoder
+	truth            *truthWriter
+	timing           *timing
+	done             chan struct{}
 }
 
 func newWriter(s *Server) (*writer, error) {
@@ -55,16 +64,19 @@ func newWriter(s *Server) (*writer, error) {
 func (w *writer) submit(st *stream) {
 	w.mu.Lock()
 	w.incoming = append(w.incoming, st)
-	w.mu.Unlock()
+	// Waking under mu orders it before the writer's next look at
+	// incoming, so the writer knows its timer was reset whenever it takes
+	// a submitted stream.
 	w.wake.notify()
+	w.mu.Unlock()
 }
 
 // stop makes run return after flushing the truth log, and waits for it.
 func (w *writer) stop() error {
 	w.mu.Lock()
 	w.stopping = true
-	w.mu.Unlock()
 	w.wake.notify()
+	w.mu.Unlock()
 	<-w.done
 	w.wake.close()
 	if w.truth != nil {
@@ -83,6 +95,9 @@ func (w *writer) run() {
 		if stopping {
 			return
 		}
+		// Every stream taken came with a notify, which re-armed the timer
+		// to fire at once.
+		timerReset := len(w.batch) > 0
 		now := w.clock.nowNs()
 		for i, st := range w.batch {
 			w.accept(st, now)
@@ -94,19 +109,90 @@ func (w *writer) run() {
 		} else {
 			next = w.runDue()
 		}
-		if next != 0 {
-			next += int64(w.cfg.TimerSlack)
-		}
-		w.wake.arm(next)
+		w.setTimer(next, timerReset)
 		// A submit after the swap above may have armed the timer to fire
-		// at once before arm overwrote it; look again before sleeping.
+		// at once before setTimer overwrote it; look again before sleeping.
 		w.mu.Lock()
 		pending := len(w.incoming) > 0 || w.stopping
 		w.mu.Unlock()
 		if !pending {
+			w.yieldNow()
 			w.wake.wait()
+			w.timerWoke()
 		}
 	}
+}
+
+// yieldInterval is how often the writer passes through the scheduler.
+// sysmon preempts a goroutine that has not done so for 10 ms, or takes
+// its P away in the middle of a system call, and then polls every 20 µs
+// for the next millisecond; a blocking read(2) does not count. Each pass
+// also wakes an idle P's thread, which is why it is not done every sleep.
+const yieldInterval = 2 * time.Millisecond
+
+// yieldNow passes through the scheduler if yieldInterval has gone by.
+func (w *writer) yieldNow() {
+	if now := w.clock.nowNs(); now-w.yieldNs >= int64(yieldInterval) {
+		runtime.Gosched()
+		w.yieldNs = now
+	}
+}
+
+// setTimer makes sure the timer fires at nextNs (0: nothing is
+// scheduled) or, in per-stream mode, up to TimerSlack after it. There the
+// timer is periodic with the slack as its period: everything due between
+// two ticks goes out in one wake-up, and while tokens are at most a slack
+// apart the next tick already falls in the window, so no system call is
+// needed. reset says the timer was re-armed behind the writer's back.
+func (w *writer) setTimer(nextNs int64, reset bool) {
+	if nextNs == 0 {
+		if w.fireNs != 0 || reset {
+			w.wake.arm(0)
+			w.fireNs = 0
+		}
+		return
+	}
+	var period int64
+	if w.cfg.Mode == PerStream {
+		period = int64(w.cfg.TimerSlack)
+	}
+	if !reset {
+		w.timerPassed(w.clock.nowNs())
+		if w.fireNs >= nextNs && w.fireNs <= nextNs+period {
+			return
+		}
+	}
+	w.fireNs, w.periodNs = nextNs, period
+	w.arms++
+	w.wake.armEvery(nextNs, period)
+}
+
+// timerWoke notes that the writer woke from the timer. The clock is not
+// trusted to tell whether a one-shot timer has gone off: a reading taken
+// right after the expiry may still fall a hair before it, and believing
+// the timer still armed would leave the writer asleep for good. A
+// periodic timer keeps ticking, so there a misjudged tick costs at most
+// one period of lateness.
+func (w *writer) timerWoke() {
+	if w.periodNs == 0 {
+		w.fireNs = 0
+		return
+	}
+	w.timerPassed(w.clock.nowNs())
+}
+
+// timerPassed brings fireNs up to date at nowNs: a periodic timer's next
+// expiry is its first tick after nowNs; a one-shot timer that has gone
+// off is disarmed.
+func (w *writer) timerPassed(nowNs int64) {
+	if w.fireNs == 0 || w.fireNs > nowNs {
+		return
+	}
+	if w.periodNs == 0 {
+		w.fireNs = 0
+		return
+	}
+	w.fireNs += ((nowNs-w.fireNs)/w.periodNs + 1) * w.periodNs
 }
 
 // accept takes a new stream onto the schedule at now.
@@ -345,12 +431,11 @@ func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
 // record notes that token k of st went to the kernel at sentNs.
 func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
 	w.truth.token(st, k, sentNs, intendedNs)
-	w.timing.lateness(sentNs - intendedNs)
+	since := sentNs - st.lastSentNs
 	if k == 0 {
-		w.timing.ttft(sentNs - st.arrivalNs)
-	} else {
-		w.timing.itl(sentNs - st.lastSentNs)
+		since = sentNs - st.arrivalNs
 	}
+	w.timing.token(sentNs-intendedNs, since, k == 0)
 	st.lastSentNs = sentNs
 }
 

@@ -251,6 +251,7 @@ func truthStats(args []string) error {
 	fs := flag.NewFlagSet("truthstats", flag.ExitOnError)
 	file := fs.String("file", "", "truth log")
 	skip := fs.Duration("skip", 0, "ignore tokens intended within this long of the first one (the ramp-up)")
+	tail := fs.Duration("tail", 0, "ignore tokens intended within this long of the last one (the clients closing)")
 	fs.Parse(args)
 	reqs, err := mock.ReadTruthLog(*file)
 	if err != nil {
@@ -262,15 +263,16 @@ func truthStats(args []string) error {
 		lastNs int64
 	}
 	steps := map[int64]*step{}
-	first := int64(1<<63 - 1)
+	first, last := int64(1<<63-1), int64(-1<<63)
 	for _, r := range reqs {
 		for _, tok := range r.Tokens {
 			first = min(first, tok.IntendedNs)
+			last = max(last, tok.IntendedNs)
 		}
 	}
 	for _, r := range reqs {
 		for _, tok := range r.Tokens {
-			if tok.IntendedNs < first+int64(*skip) {
+			if tok.IntendedNs < first+int64(*skip) || tok.IntendedNs > last-int64(*tail) {
 				continue
 			}
 			lateness = append(lateness, tok.SentNs-tok.IntendedNs)
@@ -290,7 +292,7 @@ func truthStats(args []string) error {
 			sizes = append(sizes, int64(s.tokens))
 		}
 	}
-	fmt.Printf("requests=%d tokens=%d (after skipping the first %v)\n", len(reqs), len(lateness), *skip)
+	fmt.Printf("requests=%d tokens=%d (after skipping the first %v and the last %v)\n", len(reqs), len(lateness), *skip, *tail)
 	printPercentiles("lateness_us", lateness, 1e3)
 	if len(bursts) > 0 {
 		printPercentiles("burst_ms", bursts, 1e6)
