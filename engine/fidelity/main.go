@@ -172,7 +172,11 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 		sent[r.RequestID] = r.Tokens
 		arrivalOf[r.RequestID] = r.ArrivalNs
 	}
-	var tokenErr, ttftErr []int64
+	// startToArrival is the part of a TTFT that is neither the client's
+	// stamping nor the server's timing model: from the client's start
+	// (just before its write) to when the mock's event loop first saw the
+	// request's bytes — loopback plus the mock's own delay in reading.
+	var tokenErr, ttftErr, startToArrival []int64
 	events, failed, unmatched := 0, 0, 0
 	for _, r := range res.Data.Results {
 		if !r.Success {
@@ -180,6 +184,9 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 			continue
 		}
 		server := sent[requestID(r.Index)]
+		if arrival, ok := arrivalOf[requestID(r.Index)]; ok {
+			startToArrival = append(startToArrival, arrival-(res.MonotonicStartNs+r.StartNs))
+		}
 		stamps := clientStamps(res.MonotonicStartNs, r)
 		events += len(stamps)
 		for k, ts := range stamps {
@@ -206,6 +213,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
 	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))
+	fmt.Printf("start → server arrival µs (in every TTFT; loopback + the mock reading the request): %s\n", summary(startToArrival))
 	perEvent := 0.0
 	if events > 0 {
 		perEvent = float64(cpu.Microseconds()) / float64(events)
