@@ -14,7 +14,9 @@ import (
 
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
+	"github.com/valyala/fastjson"
 )
 
 // Side probes (--probe-request-rate r, spec §c "Probes"). While the main
@@ -157,7 +159,8 @@ type prober struct {
 	l    *probeLoop
 	ctx  context.Context // cancelled on Ctrl-C: connects in progress give up
 	rec  *metrics.Recorder
-	resp probeResponse
+	resp shard.Response
+	json fastjson.Parser // pooling answers' bodies
 	buf  []byte
 	sent int
 
@@ -176,8 +179,7 @@ func newProber(ctx context.Context, l *probeLoop) *prober {
 		rec: metrics.NewRecorder(metrics.Options{}),
 		buf: make([]byte, probeReadBytes),
 	}
-	p.resp.decoder = sse.NewDecoder(l.kind)
-	p.resp.streaming = l.streaming
+	p.resp.Init(sse.NewDecoder(l.kind), l.streaming)
 	return p
 }
 
@@ -241,13 +243,17 @@ func (p *prober) send() {
 	r := &p.resp
 	startNs := p.now()
 	// A probe is sent as soon as the loop reaches it, so it has no queue time.
-	p.rec.Begin(&r.stream, p.sent, 1, startNs, startNs)
+	p.rec.Begin(r.Stream(), p.sent, 1, startNs, startNs)
 	p.sent++
-	r.resetResponse()
+	r.Reset()
 	deadline := p.l.origin.Add(time.Duration(startNs) + p.l.requestTimeout)
 	text, ok := p.exchange(deadline, startNs)
-	r.end(p.rec, text, ok)
-	if !ok || !r.keepAlive {
+	if ok {
+		r.End(p.rec, &p.json, 1)
+	} else {
+		p.rec.Fail(r.Stream(), text)
+	}
+	if !ok || !r.KeepAlive() {
 		p.closeConn()
 	}
 }
@@ -272,7 +278,7 @@ func (p *prober) exchange(deadline time.Time, startNs int64) (failure string, ok
 			return text, ok
 		}
 		p.closeConn()
-		p.resp.resetResponse()
+		p.resp.Reset()
 	}
 }
 
@@ -290,7 +296,7 @@ func (p *prober) roundTrip(startNs int64) (failure string, ok, retry bool) {
 		ts := max(p.now(), startNs)
 		if n > 0 {
 			gotBytes = true
-			if failure, ok, finished := r.consume(p.buf[:n], ts); finished {
+			if _, failure, ok, decided := r.Consume(p.buf[:n], ts); decided {
 				return failure, ok, false
 			}
 		}
@@ -298,12 +304,12 @@ func (p *prober) roundTrip(startNs int64) (failure string, ok, retry bool) {
 		case err == nil:
 		case errors.Is(err, io.EOF):
 			if !gotBytes {
-				return r.failureText(errProbeClosed), false, true
+				return r.FailureText(shard.ErrClosedByPeer), false, true
 			}
-			failure, ok := r.closed(ts)
+			failure, ok := r.Closed(ts)
 			return failure, ok, false
 		default:
-			return p.errorText(err), false, !gotBytes && isConnReset(err)
+			return p.errorText(err), false, !gotBytes && shard.IsReset(err)
 		}
 	}
 }
@@ -363,13 +369,7 @@ func (p *prober) errorText(err error) string {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return "request timed out after " + p.l.requestTimeout.String()
 	}
-	return p.resp.failureText(err)
-}
-
-var errProbeClosed = errors.New("connection closed by server")
-
-func isConnReset(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return p.resp.FailureText(err)
 }
 
 func isNetTimeout(err error) bool {

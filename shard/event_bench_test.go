@@ -18,7 +18,8 @@ func newBenchConn(tb testing.TB, kind sse.Kind) (*conn, *metrics.Recorder) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(s.closeAll)
-	c := &conn{decoder: s.decoder, streaming: true, fd: -1, heapIndex: -1, state: connBusy}
+	c := &conn{fd: -1, heapIndex: -1, state: connBusy}
+	c.Init(s.decoder, true)
 	// Grow the token buffer once, as a connection's first long response
 	// would; later requests reuse it.
 	rec.Begin(&c.stream, 0, 1, 0, 0)

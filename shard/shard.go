@@ -366,7 +366,8 @@ func (s *Shard) open() (*conn, error) {
 		return nil, err
 	}
 	s.nextTag++
-	c := &conn{decoder: s.decoder, streaming: s.cfg.Streaming, fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
+	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
+	c.Init(s.decoder, s.cfg.Streaming)
 	if !inProgress {
 		c.state = connBusy
 	}
@@ -490,46 +491,29 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 	}
 	c.gotBytes = true
 	full = len(data) == len(s.rx.buf)
-	n, err := c.http.Feed(data, ts, c)
-	if err == nil {
-		err = c.handlerErr
-	}
-	if err != nil {
-		s.fail(c, c.failureText(err))
+	_, failure, ok, decided := c.Consume(data, ts)
+	switch {
+	case !decided:
+	case !ok:
+		s.fail(c, failure)
 		return false
-	}
-	if c.status != 0 && c.status != 200 {
-		s.fail(c, string(c.reason))
-		return false
-	}
-	if c.done {
-		// Bytes after the end of the response would belong to no request,
-		// and a server may answer (an error) before the whole request was
-		// written: neither connection can carry another request.
-		reusable := n == len(data) && c.http.KeepAlive() && c.written == len(c.req.Wire)
-		s.complete(c, reusable)
+	default:
+		// A server may answer (an error) before the whole request was
+		// written: that connection cannot carry another request either.
+		s.complete(c, c.KeepAlive() && c.written == len(c.req.Wire))
 	}
 	return full
 }
 
 func (s *Shard) onEOF(c *conn, ts int64) {
 	if !c.gotBytes {
-		s.connFailed(c, errClosedByPeer)
+		s.connFailed(c, ErrClosedByPeer)
 		return
 	}
-	err := c.http.CloseRead(ts, c)
-	if err == nil {
-		err = c.handlerErr
-	}
-	switch {
-	case err != nil:
-		s.fail(c, c.failureText(err))
-	case c.status != 200:
-		s.fail(c, string(c.reason))
-	case c.done:
+	if failure, ok := c.Closed(ts); ok {
 		s.complete(c, false)
-	default:
-		s.fail(c, c.failureText(errClosedByPeer))
+	} else {
+		s.fail(c, failure)
 	}
 }
 
@@ -538,7 +522,7 @@ func (s *Shard) onEOF(c *conn, ts int64) {
 // the request went out; the request is sent again once on a new one.
 func (s *Shard) connFailed(c *conn, err error) {
 	if !c.reused || c.gotBytes || c.resent {
-		s.fail(c, c.failureText(err))
+		s.fail(c, c.FailureText(err))
 		return
 	}
 	fresh, openErr := s.open()
@@ -558,39 +542,13 @@ func (s *Shard) connFailed(c *conn, err error) {
 
 // complete ends a request whose response ended normally.
 func (s *Shard) complete(c *conn, reusable bool) {
-	if !s.cfg.Streaming {
-		endPooling(&s.json, s.cfg.Recorder, c)
-	} else if err := c.sse.Flush(c); err != nil {
-		s.cfg.Recorder.Fail(&c.stream, c.failureText(err))
-	} else {
-		s.cfg.Recorder.EndStream(&c.stream)
-	}
+	c.End(s.cfg.Recorder, &s.json, c.req.NumInputSequences)
 	s.release(c)
 	if reusable {
 		s.putIdle(c)
 	} else {
 		s.closeConn(c)
 	}
-}
-
-// endPooling ends a non-streaming request: usage comes from the JSON body,
-// parsed with the caller's parser.
-func endPooling(p *fastjson.Parser, rec *metrics.Recorder, c *conn) {
-	v, err := p.ParseBytes(c.body)
-	if err != nil {
-		rec.Fail(&c.stream, "malformed JSON response body: "+err.Error())
-		return
-	}
-	prompt := int64(-1)
-	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
-		prompt = int64(u.GetFloat64())
-	}
-	c.stream.Usage(prompt, -1)
-	seqs := c.req.NumInputSequences
-	if seqs <= 0 {
-		seqs = 1
-	}
-	rec.EndPooling(&c.stream, c.bodyTs, seqs)
 }
 
 // fail ends c's request as failed with text and closes c.

@@ -313,8 +313,8 @@ func nap(d time.Duration) {
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// isReset reports whether err is the peer resetting the connection.
-func isReset(err error) bool {
+// IsReset reports whether err is the peer resetting the connection.
+func IsReset(err error) bool {
 	return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
 }
 

@@ -108,8 +108,7 @@ type tlsWorker struct {
 
 func (t *TLSTransport) work() {
 	w := &tlsWorker{t: t, buf: make([]byte, 32<<10), clock: newStampClock(t.cfg.Clock)}
-	w.c.decoder = sse.NewDecoder(t.cfg.Kind)
-	w.c.streaming = t.cfg.Streaming
+	w.c.Init(sse.NewDecoder(t.cfg.Kind), t.cfg.Streaming)
 	defer w.closeConn()
 	for !t.aborting.Load() {
 		i, arrivalNs, ok := t.cfg.Queue.take()
@@ -137,17 +136,10 @@ func (w *tlsWorker) serve(i int, arrivalNs int64) {
 
 	failText, ok := w.exchange(req, deadline)
 	t.mu.Lock()
-	switch {
-	case !ok:
+	if ok {
+		w.c.End(t.cfg.Recorder, &w.json, req.NumInputSequences)
+	} else {
 		t.cfg.Recorder.Fail(&w.c.stream, failText)
-	case !t.cfg.Streaming:
-		endPooling(&w.json, t.cfg.Recorder, &w.c)
-	default:
-		if err := w.c.sse.Flush(&w.c); err != nil {
-			t.cfg.Recorder.Fail(&w.c.stream, w.c.failureText(err))
-		} else {
-			t.cfg.Recorder.EndStream(&w.c.stream)
-		}
 	}
 	t.mu.Unlock()
 	t.cfg.Queue.finish()
@@ -178,7 +170,7 @@ func (w *tlsWorker) exchange(req *Request, deadline time.Time) (string, bool) {
 		}
 		w.t.resent.Add(1)
 		w.closeConn()
-		w.c.resetResponse()
+		w.c.Reset()
 	}
 }
 
@@ -199,38 +191,19 @@ func (w *tlsWorker) roundTrip(req *Request) (text string, ok, retry bool) {
 		ts = max(ts, c.stream.StartNs())
 		if n > 0 {
 			gotBytes = true
-			used, perr := c.http.Feed(w.buf[:n], ts, c)
-			if perr == nil {
-				perr = c.handlerErr
-			}
-			switch {
-			case perr != nil:
-				return c.failureText(perr), false, false
-			case c.status != 0 && c.status != 200:
-				return string(c.reason), false, false
-			case c.done:
-				c.keepAlive = used == n && c.http.KeepAlive()
-				return "", true, false
+			if _, failure, ok, decided := c.Consume(w.buf[:n], ts); decided {
+				return failure, ok, false
 			}
 		}
 		if err == io.EOF {
 			if !gotBytes {
-				return c.failureText(errClosedByPeer), false, true
+				return c.FailureText(ErrClosedByPeer), false, true
 			}
-			if perr := c.http.CloseRead(ts, c); perr != nil {
-				return c.failureText(perr), false, false
-			}
-			if c.status != 200 {
-				return string(c.reason), false, false
-			}
-			if c.done {
-				c.keepAlive = false
-				return "", true, false
-			}
-			return c.failureText(errClosedByPeer), false, false
+			failure, ok := c.Closed(ts)
+			return failure, ok, false
 		}
 		if err != nil {
-			return w.errorText(err), false, !gotBytes && isReset(err)
+			return w.errorText(err), false, !gotBytes && IsReset(err)
 		}
 	}
 }
@@ -242,7 +215,7 @@ func (w *tlsWorker) errorText(err error) string {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return "request timed out after " + w.t.cfg.RequestTimeout.String()
 	}
-	return w.c.failureText(err)
+	return w.c.FailureText(err)
 }
 
 // dial connects, enables receive timestamps and completes the handshake.

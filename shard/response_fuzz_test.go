@@ -1,17 +1,19 @@
-package bench
+package shard
 
 import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/metrics"
 	"github.com/stampede-bench/stampede/sse"
+	"github.com/valyala/fastjson"
 )
 
-// FuzzProbeResponse feeds arbitrary server bytes, split at an arbitrary
-// point, to a probe's answer handling and checks the outcome against spec
+// FuzzResponse feeds arbitrary server bytes, split at an arbitrary point,
+// to a Response (as the shard loops, the TLS transport and the probes read
+// answers) and checks the outcome against spec
 // §b: a success needs status 200, and a streamed success a token event
 // whose latency lies within the exchange.
-func FuzzProbeResponse(f *testing.F) {
+func FuzzResponse(f *testing.F) {
 	seeds := []string{
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			"1a\r\ndata: {\"choices\":[{\"text\":\"a\"}]}\n\n\r\n" +
@@ -35,11 +37,12 @@ func FuzzProbeResponse(f *testing.F) {
 		if chat {
 			kind = sse.Chat
 		}
-		r := probeResponse{decoder: sse.NewDecoder(kind), streaming: streaming}
+		var r Response
+		r.Init(sse.NewDecoder(kind), streaming)
 		rec := metrics.NewRecorder(metrics.Options{})
 		const startNs = 1000
 		rec.Begin(&r.stream, 0, 1, startNs, startNs)
-		r.resetResponse()
+		r.Reset()
 
 		split = min(max(split, 0), len(data))
 		failure, ok, finished := "", false, false
@@ -49,15 +52,20 @@ func FuzzProbeResponse(f *testing.F) {
 			if len(part) == 0 || finished {
 				continue
 			}
-			failure, ok, finished = r.consume(part, ts)
+			_, failure, ok, finished = r.Consume(part, ts)
 		}
 		if !finished {
-			failure, ok = r.closed(ts + 10)
+			failure, ok = r.Closed(ts + 10)
 		}
 		if !ok && failure == "" && r.status == 200 {
 			t.Fatalf("failed without a failure text on a 200 answer")
 		}
-		r.end(rec, failure, ok)
+		if ok {
+			var p fastjson.Parser
+			r.End(rec, &p, 1)
+		} else {
+			rec.Fail(&r.stream, failure)
+		}
 
 		res := metrics.Merge(1, rec).Results[0]
 		if !res.Success {

@@ -1,0 +1,228 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/sse"
+	"github.com/valyala/fastjson"
+)
+
+// Response is one benchmark request's answer as it arrives: the parse state
+// (HTTP framing, SSE events, OpenAI chunks) and the handler of its bytes,
+// recording into the request's metrics.Stream by spec §b's rules — token
+// events give TTFT and latency, usage counts, a non-200 status fails on its
+// reason phrase without reading the body. The shard loops, the TLS
+// transport and the probe loop in bench all read responses through it.
+// Parsing a read calls straight back into it without any allocation; only
+// the goroutine that owns it may touch it.
+type Response struct {
+	decoder   *sse.Decoder
+	streaming bool // false for the non-streaming pooling backends
+
+	status     int // response status code, 0 until the head arrived
+	reason     []byte
+	keepAlive  bool
+	done       bool  // the response body ended
+	bodyTs     int64 // receive time of the read being parsed
+	handlerErr error // first error raised inside a parser callback
+	body       []byte
+	stream     metrics.Stream
+	chunk      sse.Chunk
+
+	http httpwire.Parser
+	sse  sse.Parser
+}
+
+var (
+	_ httpwire.Handler = (*Response)(nil)
+	_ sse.EventHandler = (*Response)(nil)
+)
+
+// ErrClosedByPeer is the server closing the connection before the
+// response was complete.
+var ErrClosedByPeer = errors.New("connection closed by server")
+
+// Init sets the chunk decoder (one per goroutine) and whether the answers
+// are SSE streams.
+func (r *Response) Init(decoder *sse.Decoder, streaming bool) {
+	r.decoder, r.streaming = decoder, streaming
+}
+
+// Stream is the request's recording state.
+func (r *Response) Stream() *metrics.Stream { return &r.stream }
+
+// KeepAlive reports whether the connection may carry another request;
+// valid once Consume said the response ended well.
+func (r *Response) KeepAlive() bool { return r.keepAlive }
+
+// OnHead implements httpwire.Handler.
+func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
+	r.status = h.StatusCode
+	if h.StatusCode != 200 {
+		// The reason is only ever the failure text of a non-200 answer;
+		// not copying "OK" saves each new connection an allocation.
+		r.reason = append(r.reason[:0], h.Reason...)
+	}
+	r.keepAlive = h.KeepAlive
+}
+
+// OnBody implements httpwire.Handler: body bytes go to the SSE parser for
+// streams, into the body buffer for pooling responses, and nowhere for a
+// non-200 response (which fails on its status alone, as in Python).
+func (r *Response) OnBody(b []byte, tsNs int64) {
+	if r.status != 200 || r.handlerErr != nil {
+		return
+	}
+	if !r.streaming {
+		r.body = append(r.body, b...)
+		return
+	}
+	r.bodyTs = tsNs
+	if err := r.sse.Feed(b, r); err != nil {
+		r.handlerErr = err
+	}
+}
+
+// OnEnd implements httpwire.Handler.
+func (r *Response) OnEnd(tsNs int64) {
+	r.done = true
+	r.bodyTs = tsNs
+}
+
+// OnEvent implements sse.EventHandler: one SSE event is one OpenAI chunk.
+func (r *Response) OnEvent(ev *sse.Event) error {
+	if err := r.decoder.Decode(ev.Data, &r.chunk); err != nil {
+		if ev.Unterminated {
+			// Python drops a trailing unterminated piece that is not JSON.
+			return nil
+		}
+		return err
+	}
+	switch {
+	case r.chunk.Done:
+	case r.chunk.Token:
+		r.stream.Token(r.bodyTs, r.chunk.Text)
+	case r.chunk.HasUsage:
+		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
+	}
+	return nil
+}
+
+// Reset clears what a response left, for the next request on the same
+// connection or the same request sent again on a fresh one. The stream is
+// the caller's to begin.
+func (r *Response) Reset() {
+	r.status = 0
+	r.reason = r.reason[:0]
+	r.keepAlive = false
+	r.done = false
+	r.handlerErr = nil
+	r.body = r.body[:0]
+	r.http.Reset(false)
+	r.sse.Reset()
+}
+
+// Consume parses the next bytes of the answer, received at tsNs, and says
+// whether the request is decided: failed (failure is its error text — a
+// protocol error, a malformed chunk, or the reason phrase of a status other
+// than 200), or ended well (ok; KeepAlive then says whether the connection
+// may be reused: bytes after the answer belong to no request). used is how
+// many bytes of b the answer took.
+func (r *Response) Consume(b []byte, tsNs int64) (used int, failure string, ok, decided bool) {
+	used, err := r.http.Feed(b, tsNs, r)
+	if err == nil {
+		err = r.handlerErr
+	}
+	switch {
+	case err != nil:
+		return used, r.FailureText(err), false, true
+	case r.status != 0 && r.status != 200:
+		return used, string(r.reason), false, true
+	case r.done:
+		r.keepAlive = used == len(b) && r.http.KeepAlive()
+		return used, "", true, true
+	}
+	return used, "", false, false
+}
+
+// Closed decides the request when the server closed the connection at tsNs
+// after some bytes of the answer: only a body framed by the close can still
+// end well, and the connection is not reused.
+func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
+	err := r.http.CloseRead(tsNs, r)
+	if err == nil {
+		err = r.handlerErr
+	}
+	switch {
+	case err != nil:
+		return r.FailureText(err), false
+	case r.status != 200:
+		return string(r.reason), false
+	case !r.done:
+		return r.FailureText(ErrClosedByPeer), false
+	}
+	r.keepAlive = false
+	return "", true
+}
+
+// End records an answer that ended well on rec: a stream succeeds iff a
+// token event arrived (after its last unterminated event is flushed); a
+// pooling answer takes its usage from the JSON body, parsed with p, and
+// counts seqs inputs.
+func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
+	if r.streaming {
+		if err := r.sse.Flush(r); err != nil {
+			rec.Fail(&r.stream, r.FailureText(err))
+		} else {
+			rec.EndStream(&r.stream)
+		}
+		return
+	}
+	v, err := p.ParseBytes(r.body)
+	if err != nil {
+		rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
+		return
+	}
+	prompt := int64(-1)
+	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
+		prompt = int64(u.GetFloat64())
+	}
+	r.stream.Usage(prompt, -1)
+	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
+}
+
+// progressText describes how far the answer got, for error texts.
+func (r *Response) progressText() string {
+	if r.status == 0 {
+		return "before the response head"
+	}
+	n := r.stream.TokenEvents()
+	if n == 1 {
+		return "after 1 token event"
+	}
+	return "after " + strconv.Itoa(n) + " token events"
+}
+
+// FailureText turns what ended a request early into its error text, saying
+// how far the answer got.
+func (r *Response) FailureText(err error) string {
+	var pe *httpwire.ProtocolError
+	switch {
+	case errors.As(err, &pe):
+		if errors.Is(pe, io.ErrUnexpectedEOF) && r.status != 0 {
+			// "connection closed in chunked body after 12 token events"
+			return pe.What + " " + r.progressText()
+		}
+		return pe.Error()
+	case IsReset(err):
+		return "connection reset by peer " + r.progressText()
+	case err == ErrClosedByPeer:
+		return "connection closed by server " + r.progressText()
+	}
+	return fmt.Sprintf("%v (%s)", err, r.progressText())
+}
