@@ -142,12 +142,16 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		b.set("queue_times", queueTimes)
 		b.set("errors", errs)
 	} else {
+		// The per-token lists are only filled for --save-detailed: the
+		// key is dropped otherwise, and a long run holds millions of gaps.
 		itls := make([][]float64, len(rs))
 		texts := make([]string, len(rs))
 		for i := range rs {
-			itls[i] = make([]float64, len(rs[i].ITLNs))
-			for j, gap := range rs[i].ITLNs {
-				itls[i][j] = metrics.Seconds(gap)
+			if p.SaveDetailed {
+				itls[i] = make([]float64, 0, rs[i].NumITLs())
+				for gap := range rs[i].ITLs() {
+					itls[i] = append(itls[i], metrics.Seconds(gap))
+				}
 			}
 			texts[i] = rs[i].GeneratedText
 		}

@@ -25,7 +25,7 @@ const ms = int64(time.Millisecond)
 // output lengths (usage, tokenizer-counted, single-token), queue times,
 // two failures and non-ASCII text.
 func goldenRun() *metrics.RunData {
-	d := &metrics.RunData{DurationNs: 5432 * ms, ITL: metrics.NewITLHistogram()}
+	d := &metrics.RunData{DurationNs: 5432 * ms}
 	for i := range 12 {
 		start := int64(i) * 100 * ms
 		r := metrics.RequestResult{
@@ -52,7 +52,6 @@ func goldenRun() *metrics.RunData {
 			r.LatencyNs = r.TTFTNs
 			for _, gap := range r.ITLNs {
 				r.LatencyNs += gap
-				d.ITL.RecordValue(gap)
 			}
 			if i%3 != 0 {
 				r.OutputTokens = r.ChunkEvents * 2
@@ -60,6 +59,100 @@ func goldenRun() *metrics.RunData {
 			r.GeneratedText = strings.Repeat("tok ", r.ChunkEvents) + "é€"
 		}
 		d.Results = append(d.Results, r)
+	}
+	return d
+}
+
+// recordRun replays the token events of a run's results through two
+// shards' Recorders as a run without --save-detailed records them (no
+// per-request ITLNs; every gap in the recorders' arenas) and merges them:
+// the RunData the default path computes from. A failure keeps its first
+// token event, if it had a TTFT; a success sends its usage when it had
+// one and its text split into one piece per event.
+func recordRun(src *metrics.RunData) *metrics.RunData {
+	recs := []*metrics.Recorder{
+		metrics.NewRecorder(metrics.Options{KeepText: true}),
+		metrics.NewRecorder(metrics.Options{KeepText: true}),
+	}
+	var s metrics.Stream
+	for _, r := range src.Results {
+		rec := recs[r.Index%2]
+		rec.Begin(&s, r.Index, r.PromptLen, r.ArrivalNs, r.StartNs)
+		if !r.Success {
+			if r.TTFTNs != 0 {
+				s.Token(r.StartNs+r.TTFTNs, nil)
+			}
+			rec.Fail(&s, r.Error)
+			continue
+		}
+		pieces := strings.SplitAfterN(r.GeneratedText, " ", r.ChunkEvents)
+		ts := r.StartNs + r.TTFTNs
+		s.Token(ts, []byte(pieces[0]))
+		k := 1
+		for gap := range r.ITLs() {
+			ts += gap
+			s.Token(ts, []byte(pieces[k]))
+			k++
+		}
+		if r.OutputTokens != 0 {
+			s.Usage(-1, int64(r.OutputTokens))
+		}
+		rec.EndStream(&s)
+	}
+	d := metrics.Merge(len(src.Results), recs...)
+	d.DurationNs = src.DurationNs
+	return &d
+}
+
+// longRun is a default-path run long enough for numpy's blocked summation
+// to matter: 24 requests of 400 to 999 token events (about 16,000 gaps,
+// more than numpy's 8,192-value buffer), odd nanosecond gaps, one stall of
+// 5 s (longer than a packed gap holds), a stream cut after 300 events and
+// one request that never got a token. pyref.py builds the same run.
+func longRun() *metrics.RunData {
+	d := &metrics.RunData{}
+	for i := range 24 {
+		start := int64(i)*37*ms + int64(i*i*7919%1000)*1000
+		r := metrics.RequestResult{
+			Index: i, PromptLen: 200 + i, StartNs: start, ArrivalNs: start - int64(i%5)*3*ms,
+			QueueNs: int64(i%5) * 3 * ms, NumInputSequences: 1,
+			TTFTNs: 40*ms + int64(i*104729%50000)*1000 + int64(i),
+		}
+		events := 400 + i*131%600
+		switch i {
+		case 7:
+			r.Error, r.TTFTNs = "Server disconnected", 0
+			d.Results = append(d.Results, r)
+			continue
+		case 13:
+			events = 300
+		}
+		text := make([]string, events)
+		text[0] = "w "
+		for k := 1; k < events; k++ {
+			gap := 15*ms + int64((i*7919+k*104729)%20011)*1000 + int64(k*k%997)
+			if i == 11 && k == 100 {
+				gap = 5*int64(time.Second) + 123
+			}
+			r.ITLNs = append(r.ITLNs, gap)
+			text[k] = "w "
+		}
+		r.ChunkEvents = events
+		r.GeneratedText = strings.Join(text, "")
+		if i == 13 {
+			r.Error = "Connection reset by peer"
+		} else {
+			r.Success = true
+			r.LatencyNs = r.TTFTNs
+			for _, gap := range r.ITLNs {
+				r.LatencyNs += gap
+			}
+			if i%2 == 0 {
+				r.OutputTokens = events
+			}
+		}
+		d.Results = append(d.Results, r)
+		d.DurationNs = max(d.DurationNs, start+r.LatencyNs+3*ms)
 	}
 	return d
 }
@@ -107,7 +200,13 @@ func goldenCases() []goldenCase {
 			},
 		},
 		{
-			name: "generation_histogram", opts: fullOpts, params: func() ReportParams {
+			// The default path: no --save-detailed, the gaps recorded in
+			// the shards' arenas, not per request.
+			name: "generation_default", opts: func() metrics.ComputeOptions {
+				o := fullOpts
+				o.QueueInclusiveE2EL = false // an infinite --request-rate
+				return o
+			}(), params: func() ReportParams {
 				p := full
 				p.SaveDetailed = false
 				p.Probe, p.SpecDecode, p.Metadata = nil, nil, nil
@@ -118,22 +217,23 @@ func goldenCases() []goldenCase {
 				}
 				return p
 			}(),
-			run: func() *metrics.RunData {
-				d := goldenRun()
-				d.TokenEventsPerMs = make([]uint32, 6000)
-				for i := range d.Results {
-					r := &d.Results[i]
-					if r.Success {
-						ts := r.StartNs + r.TTFTNs
-						d.TokenEventsPerMs[ts/ms]++
-						for _, gap := range r.ITLNs {
-							ts += gap
-							d.TokenEventsPerMs[ts/ms]++
-						}
-					}
-					r.ITLNs = nil
-				}
-				return d
+			run: func() *metrics.RunData { return recordRun(goldenRun()) },
+		},
+		{
+			// The default path over more gaps than numpy's buffer, with a
+			// rate, burstiness, a concurrency cap, goodput, --label,
+			// --metadata and the percentiles 0,1.5,50,90,99.99,100.
+			name: "generation_long", run: func() *metrics.RunData { return recordRun(longRun()) },
+			opts: metrics.ComputeOptions{
+				Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, Goodput: map[string]float64{"ttft": 60, "e2el": 15000},
+				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
+			},
+			params: ReportParams{
+				Backend: "openai-chat", Label: strptr("long"), ModelID: "Qwen/Qwen3-0.6B", TokenizerID: "Qwen/Qwen3-0.6B",
+				NumPrompts: 24, RequestRate: 25, Burstiness: 0.7, MaxConcurrency: 16,
+				Metadata:          []string{"run=long", "gaps=16k"},
+				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
+				Goodput:           true, SaveResult: true,
 			},
 		},
 		{
@@ -159,7 +259,7 @@ func goldenCases() []goldenCase {
 				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"}, SaveResult: true,
 			},
 			run: func() *metrics.RunData {
-				return &metrics.RunData{DurationNs: 1500 * ms, ITL: metrics.NewITLHistogram(), Results: []metrics.RequestResult{
+				return &metrics.RunData{DurationNs: 1500 * ms, Results: []metrics.RequestResult{
 					{Index: 0, Error: "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"},
 					{Index: 1, Error: "Service Unavailable"},
 				}}

@@ -84,13 +84,6 @@ type Summary struct {
 	// Failures holds the errors of the first MaxReportedFailures failed
 	// requests, in request order (generation only, as Python prints them).
 	Failures []string
-
-	// ITLFromHistogram reports that ITL statistics come from RunData.ITL
-	// (approximate, see histogramSummary) rather than exact gaps.
-	ITLFromHistogram bool
-	// PeakFromBins reports that MaxOutputTokensPerS comes from
-	// RunData.TokenEventsPerMs (1-ms resolution, see peakFromBins).
-	PeakFromBins bool
 }
 
 // Compute derives a run's Summary with Python's formulas (spec §d). Times
@@ -138,17 +131,14 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 		DurationS:  Seconds(d.DurationNs),
 		OutputLens: make([]int, len(d.Results)),
 	}
-	exactITL := d.ITL == nil || everySuccessCarriesITL(d.Results)
-	var ttfts, tpots, allTPOTs, e2els, itls, queues, queueE2ELs []float64
-	if exactITL {
-		n := 0
-		for i := range d.Results {
-			if d.Results[i].Success {
-				n += len(d.Results[i].ITLNs)
-			}
+	var ttfts, tpots, allTPOTs, e2els, queues, queueE2ELs []float64
+	n := 0
+	for i := range d.Results {
+		if d.Results[i].Success {
+			n += d.Results[i].NumITLs()
 		}
-		itls = make([]float64, 0, n)
 	}
+	itls := make([]float64, 0, n)
 	var audioS float64
 	for i := range d.Results {
 		r := &d.Results[i]
@@ -169,10 +159,8 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 			tpots = append(tpots, tpot)
 		}
 		allTPOTs = append(allTPOTs, tpot)
-		if exactITL {
-			for _, gap := range r.ITLNs {
-				itls = append(itls, Seconds(gap))
-			}
+		for gap := range r.ITLs() {
+			itls = append(itls, Seconds(gap))
 		}
 		ttfts = append(ttfts, ttft)
 		e2els = append(e2els, latency)
@@ -197,23 +185,13 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 
 	s.TTFT = summarize(ttfts, opts.Percentiles)
 	s.TPOT = summarize(tpots, opts.Percentiles)
-	if exactITL {
-		s.ITL = summarize(itls, opts.Percentiles)
-	} else {
-		s.ITL = histogramSummary(d.ITL, opts.Percentiles)
-		s.ITLFromHistogram = true
-	}
+	s.ITL = summarizeInPlace(itls, opts.Percentiles)
 	s.E2EL = summarize(e2els, opts.Percentiles)
 	addQueueStats(s, opts, queues, queueE2ELs)
 
 	if s.Completed > 0 {
 		s.MaxConcurrentRequests = peakConcurrency(d.Results)
-		if !exactITL && d.TokenEventsPerMs != nil {
-			s.MaxOutputTokensPerS = peakFromBins(d.Results, d.TokenEventsPerMs)
-			s.PeakFromBins = true
-		} else {
-			s.MaxOutputTokensPerS = peakFromEvents(d.Results)
-		}
+		s.MaxOutputTokensPerS = peakFromEvents(d.Results)
 	}
 	return s
 }
@@ -269,18 +247,6 @@ func outputLen(r *RequestResult, count func(string) int) int {
 	default:
 		return 1
 	}
-}
-
-// everySuccessCarriesITL reports whether each successful result holds its
-// exact gaps: ITLNs is set, or there is no gap to hold (one token event).
-func everySuccessCarriesITL(results []RequestResult) bool {
-	for i := range results {
-		r := &results[i]
-		if r.Success && r.ITLNs == nil && r.ChunkEvents > 1 {
-			return false
-		}
-	}
-	return true
 }
 
 // goodCount counts the successful requests meeting every configured SLO:
@@ -384,28 +350,9 @@ func peakFromEvents(results []RequestResult) float64 {
 		}
 		t := Seconds(r.StartNs) + Seconds(r.TTFTNs)
 		add(t)
-		for _, gap := range r.ITLNs {
+		for gap := range r.ITLs() {
 			t += Seconds(gap)
 			add(t)
-		}
-	}
-	return float64(maxInt(perSecond))
-}
-
-// peakFromBins computes the same peak from per-millisecond event counts
-// when exact gaps were not kept: every event of millisecond k is taken to
-// occur at k ms on the run clock (the clock of StartNs) and binned as
-// Python bins an event, int(k/1000 - t0). An event can thus move to the
-// neighbouring second only when it lies within 1 ms of a bucket boundary.
-func peakFromBins(results []RequestResult, perMs []uint32) float64 {
-	t0, n := secondBuckets(results)
-	perSecond := make([]int, n)
-	for k, c := range perMs {
-		if c == 0 {
-			continue
-		}
-		if b := int(Seconds(int64(k)*1e6) - t0); b >= 0 && b < n {
-			perSecond[b] += int(c)
 		}
 	}
 	return float64(maxInt(perSecond))

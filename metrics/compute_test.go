@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,26 +31,27 @@ func fixtureRun(detailed bool) *RunData {
 				StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
 		},
 	}
-	d.ITL = NewITLHistogram()
-	d.TokenEventsPerMs = make([]uint32, 2700)
-	for _, r := range d.Results {
-		if !r.Success {
-			continue
-		}
-		ts := r.StartNs + r.TTFTNs
-		d.TokenEventsPerMs[ts/ms]++
-		for _, gap := range r.ITLNs {
-			d.ITL.RecordValue(gap)
-			ts += gap
-			d.TokenEventsPerMs[ts/ms]++
-		}
-	}
 	if !detailed {
+		var arena gapArena
 		for i := range d.Results {
-			d.Results[i].ITLNs = nil
+			r := &d.Results[i]
+			if r.Success {
+				r.Gaps = arena.appendGaps(stampsOf(r.StartNs+r.TTFTNs, r.ITLNs))
+			}
+			r.ITLNs = nil
 		}
 	}
 	return d
+}
+
+// stampsOf returns the token times of a request whose first token came at
+// firstNs and whose later tokens followed the given gaps.
+func stampsOf(firstNs int64, gapsNs []int64) []int64 {
+	stamps := []int64{firstNs}
+	for _, g := range gapsNs {
+		stamps = append(stamps, stamps[len(stamps)-1]+g)
+	}
+	return stamps
 }
 
 func words(s string) int { return len(strings.Fields(s)) }
@@ -119,39 +121,33 @@ func TestComputeGenerationExact(t *testing.T) {
 	wantStats(t, "E2EL", s.E2EL, 616.6666666666667, 500, 516.9354139756941, 500, 1284)
 	wantStats(t, "queue", *s.ClientQueueTime, 3.3333333333333335, 0, 4.714045207910317, 0, 9.799999999999999)
 	wantStats(t, "E2EL+queue", *s.E2ELInclQueue, 620, 510, 516.2040940041707, 510, 1284.2)
-	if s.ITLFromHistogram || s.PeakFromBins {
-		t.Errorf("exact run used approximations: ITL %v, peak %v", s.ITLFromHistogram, s.PeakFromBins)
-	}
 	if len(s.Failures) != 1 || s.Failures[0] != "boom" {
 		t.Errorf("failures = %q, want [boom]", s.Failures)
 	}
 }
 
-func TestComputeGenerationFromHistogram(t *testing.T) {
-	s, err := Compute(fixtureRun(false), fixtureOptions())
+// TestComputeGenerationFromArena checks that a run without per-request
+// detail, whose gaps sit in a recorder's arena, gives the very Summary of
+// the detailed run: every statistic exact, none approximated.
+func TestComputeGenerationFromArena(t *testing.T) {
+	detailed, err := Compute(fixtureRun(true), fixtureOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.ITLFromHistogram || !s.PeakFromBins {
-		t.Fatalf("run without exact gaps: ITLFromHistogram %v, PeakFromBins %v; want both",
-			s.ITLFromHistogram, s.PeakFromBins)
+	d := fixtureRun(false)
+	if d.Results[0].ITLNs != nil || d.Results[0].Gaps.Len() != 4 {
+		t.Fatalf("fixture without detail: ITLNs %v, %d arena gaps", d.Results[0].ITLNs, d.Results[0].Gaps.Len())
 	}
-	near := func(name string, got, want float64) {
-		t.Helper()
-		if math.Abs(got-want) > want*1e-3 {
-			t.Errorf("%s = %v, want %v within 0.1%%", name, got, want)
-		}
+	s, err := Compute(d, fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
-	near("ITL mean", s.ITL.MeanMs, 250)
-	near("ITL median", s.ITL.MedianMs, 100)
-	near("ITL std", s.ITL.StdMs, 214.0872096444188)
-	near("ITL p50", s.ITL.Percentiles[0].ValueMs, 100)
-	near("ITL p99", s.ITL.Percentiles[1].ValueMs, 595)
+	if !reflect.DeepEqual(s, detailed) {
+		t.Errorf("summary from the arena differs from the detailed one:\n got %+v\nwant %+v", s, detailed)
+	}
 	if s.MaxOutputTokensPerS != 7 {
-		t.Errorf("peak from bins = %v, want 7", s.MaxOutputTokensPerS)
+		t.Errorf("peak = %v, want 7", s.MaxOutputTokensPerS)
 	}
-	// Statistics that never depend on per-token detail stay exact.
-	wantStats(t, "TTFT", s.TTFT, 116.66666666666669, 100, 62.360956446232365, 100, 198)
 }
 
 func TestComputeNoTokenizerCountsOneToken(t *testing.T) {
@@ -243,14 +239,57 @@ func TestPeakConcurrencyHalfOpen(t *testing.T) {
 	}
 }
 
-func TestPeakBucketsTruncateTowardZero(t *testing.T) {
-	// t0 = 1.0004 s; an event binned at 1.000 s lies 0.4 ms before t0 and
-	// still counts in bucket 0, as Python's int(-0.0004) is 0.
-	rs := []RequestResult{{Success: true, StartNs: 1000*ms + 400_000, LatencyNs: 1500 * ms}}
-	bins := make([]uint32, 2600)
-	bins[1000] = 3
-	bins[2001] = 1 // 1.0006 s after t0: bucket 1
-	if got := peakFromBins(rs, bins); got != 3 {
-		t.Errorf("peak = %v, want 3", got)
+func TestPeakAccumulatesFloatSeconds(t *testing.T) {
+	// Python walks a request's token times as start + ttft + itl[0] + ...
+	// in float seconds: 0.1 + 0.1 + ... (ten terms) is 0.9999999999999999,
+	// so the tenth event stays in bucket 0, where integer nanoseconds would
+	// put it at exactly 1 s, in bucket 1.
+	gaps := slices.Repeat([]int64{100 * ms}, 9)
+	detailed := RequestResult{Success: true, ChunkEvents: 10, TTFTNs: 100 * ms, LatencyNs: 1000 * ms, ITLNs: gaps}
+	var arena gapArena
+	packed := detailed
+	packed.ITLNs, packed.Gaps = nil, arena.appendGaps(stampsOf(100*ms, gaps))
+	for _, r := range []RequestResult{detailed, packed} {
+		if got := peakFromEvents([]RequestResult{r}); got != 10 {
+			t.Errorf("peak = %v, want 10 (ITLNs %v, %d arena gaps)", got, r.ITLNs != nil, r.Gaps.Len())
+		}
+	}
+}
+
+// BenchmarkCompute measures the post-run statistics of 10,000 requests of
+// 200 token events each (2M gaps), from per-request ITLNs (--save-detailed)
+// and from a recorder's arena (the default).
+func BenchmarkCompute(b *testing.B) {
+	detailed := &RunData{DurationNs: int64(60e9)}
+	packed := &RunData{DurationNs: int64(60e9)}
+	var arena gapArena
+	for i := range 10000 {
+		r := RequestResult{Index: i, Success: true, PromptLen: 1000, OutputTokens: 200, ChunkEvents: 200,
+			StartNs: int64(i) * 4e6, TTFTNs: int64(50e6 + i%1000*1000)}
+		for g := range 199 {
+			r.ITLNs = append(r.ITLNs, int64(20e6+(i*31+g*17)%5000*1000))
+		}
+		r.LatencyNs = r.TTFTNs
+		for _, gap := range r.ITLNs {
+			r.LatencyNs += gap
+		}
+		detailed.Results = append(detailed.Results, r)
+		r.Gaps = arena.appendGaps(stampsOf(r.StartNs+r.TTFTNs, r.ITLNs))
+		r.ITLNs = nil
+		packed.Results = append(packed.Results, r)
+	}
+	opts := ComputeOptions{Percentiles: []float64{50, 90, 99}}
+	for _, c := range []struct {
+		name string
+		d    *RunData
+	}{{"detailed", detailed}, {"arena", packed}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compute(c.d, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -1,44 +1,32 @@
 package metrics
 
-import (
-	"sync/atomic"
-	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-)
+import "sync/atomic"
 
 // Options say how much per-request detail a run keeps beyond what the
 // statistics need.
 type Options struct {
-	// KeepDetail keeps every request's exact ITLs (RequestResult.ITLNs),
-	// for --save-detailed.
+	// KeepDetail keeps every request's exact ITLs in its own slice
+	// (RequestResult.ITLNs), failed requests' too, for --save-detailed and
+	// the per-request views. Without it the gaps of successful requests
+	// are still kept exactly, packed in the shard's arena
+	// (RequestResult.Gaps), which is all the statistics need.
 	KeepDetail bool
 	// KeepText keeps every request's generated text.
 	KeepText bool
 }
 
-// ITL histograms record nanoseconds with 3 significant digits from 1 ns up
-// to itlHighestNs; a longer gap (a stream stalled for over a day) is
-// recorded as itlHighestNs.
-const (
-	itlHighestNs = int64(24 * time.Hour)
-	itlSigFigs   = 3
-)
-
-// NewITLHistogram returns an empty histogram with the range and precision
-// every shard uses, so shards' histograms merge without loss.
-func NewITLHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, itlHighestNs, itlSigFigs)
-}
-
 // Recorder collects the results of the requests one shard runs. All methods
 // except the progress counters (Completed, Failed, TokenEvents) belong to the
 // shard's own thread; the counters may be read from any goroutine.
+//
+// Every inter-token gap of a successful request is kept exactly: in the
+// request's ITLNs when the run keeps detail, else in the recorder's gap
+// arena (four bytes a gap, see gapArena), which its results' Gaps point
+// into. Nothing is binned or approximated, so the statistics equal numpy's.
 type Recorder struct {
-	opts        Options
-	results     []RequestResult
-	itl         *hdrhistogram.Histogram
-	eventsPerMs []uint32
+	opts    Options
+	results []RequestResult
+	gaps    gapArena
 
 	completed   atomic.Int64
 	failed      atomic.Int64
@@ -47,7 +35,7 @@ type Recorder struct {
 
 // NewRecorder returns a Recorder for one shard.
 func NewRecorder(opts Options) *Recorder {
-	return &Recorder{opts: opts, itl: NewITLHistogram()}
+	return &Recorder{opts: opts}
 }
 
 // Completed returns how many requests ended successfully so far.
@@ -142,7 +130,9 @@ func (r *Recorder) EndStream(s *Stream) {
 	res := r.result(s)
 	res.Success = true
 	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
-	r.recordTokenTimes(s.stampsNs)
+	if !r.opts.KeepDetail {
+		res.Gaps = r.gaps.appendGaps(s.stampsNs)
+	}
 	r.finish(res)
 	r.completed.Add(1)
 }
@@ -216,36 +206,13 @@ func (r *Recorder) finish(res RequestResult) {
 	r.results = append(r.results, res)
 }
 
-// recordTokenTimes feeds a successful request's ITLs into the histogram and
-// its token events into the per-millisecond bins.
-func (r *Recorder) recordTokenTimes(stampsNs []int64) {
-	for i, ts := range stampsNs {
-		if i > 0 {
-			r.itl.RecordValue(min(max(ts-stampsNs[i-1], 0), itlHighestNs))
-		}
-		ms := int(max(ts, 0) / int64(time.Millisecond))
-		if ms >= len(r.eventsPerMs) {
-			r.growBins(ms)
-		}
-		r.eventsPerMs[ms]++
-	}
-}
-
-func (r *Recorder) growBins(ms int) {
-	n := max(2*len(r.eventsPerMs), ms+1, 1024)
-	bins := make([]uint32, n)
-	copy(bins, r.eventsPerMs)
-	r.eventsPerMs = bins
-}
-
 // Merge gathers the recorders of all shards into one RunData for n
-// requests: results in request order, ITL histograms merged, per-millisecond
-// token-event bins summed. A request no recorder saw is reported failed as
+// requests, results in request order; their Gaps keep pointing into the
+// recorders' arenas. A request no recorder saw is reported failed as
 // "cancelled". DurationNs is left for the caller.
 func Merge(n int, recorders ...*Recorder) RunData {
-	data := RunData{Results: make([]RequestResult, n), ITL: NewITLHistogram()}
+	data := RunData{Results: make([]RequestResult, n)}
 	seen := make([]bool, n)
-	bins := 0
 	for _, r := range recorders {
 		for _, res := range r.results {
 			if res.Index < 0 || res.Index >= n {
@@ -254,14 +221,6 @@ func Merge(n int, recorders ...*Recorder) RunData {
 			data.Results[res.Index] = res
 			seen[res.Index] = true
 		}
-		data.ITL.Merge(r.itl)
-		bins = max(bins, lastNonZero(r.eventsPerMs)+1)
-	}
-	data.TokenEventsPerMs = make([]uint32, bins)
-	for _, r := range recorders {
-		for i, v := range r.eventsPerMs[:min(bins, len(r.eventsPerMs))] {
-			data.TokenEventsPerMs[i] += v
-		}
 	}
 	for i, ok := range seen {
 		if !ok {
@@ -269,13 +228,4 @@ func Merge(n int, recorders ...*Recorder) RunData {
 		}
 	}
 	return data
-}
-
-func lastNonZero(bins []uint32) int {
-	for i := len(bins) - 1; i >= 0; i-- {
-		if bins[i] != 0 {
-			return i
-		}
-	}
-	return -1
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -46,12 +47,98 @@ func TestRecorderStreams(t *testing.T) {
 	if r := data.Results[3]; r.Success || r.Error != "cancelled" || r.Index != 3 {
 		t.Errorf("request no recorder saw: %+v", r)
 	}
-	// Only the successful request's gaps and events count.
-	if data.ITL.TotalCount() != 2 || data.ITL.Max() < 1_499_000 || data.ITL.Max() > 1_501_000 {
-		t.Errorf("ITL histogram: count %d max %d", data.ITL.TotalCount(), data.ITL.Max())
+	// A detailed run keeps the gaps in ITLNs, failures' included, and
+	// leaves the arena empty.
+	if r := data.Results[1]; r.ITLNs != nil || r.NumITLs() != 0 {
+		t.Errorf("failed one-token stream has gaps: %v", r.ITLNs)
 	}
-	if len(data.TokenEventsPerMs) != 8 || data.TokenEventsPerMs[5] != 2 || data.TokenEventsPerMs[7] != 1 || data.TokenEventsPerMs[1] != 0 {
-		t.Errorf("token events per ms: %v", data.TokenEventsPerMs)
+	if ok.Gaps.Len() != 0 || rec.gaps.n != 0 {
+		t.Errorf("detailed run filled the arena: %d gaps", rec.gaps.n)
+	}
+}
+
+// TestRecorderKeepsExactGapsByDefault checks the default run: no ITLNs, yet
+// every gap of a successful request comes back exactly, in order, through
+// the shard's arena; failed requests' gaps are not kept.
+func TestRecorderKeepsExactGapsByDefault(t *testing.T) {
+	rec := NewRecorder(Options{})
+	var s Stream
+	rec.Begin(&s, 0, 1, 0, 0)
+	for _, ts := range []int64{10, 11, 5_000_000_013, 5_000_000_013, 5_000_000_012} {
+		s.Token(ts, nil)
+	}
+	rec.EndStream(&s)
+	rec.Begin(&s, 1, 1, 0, 0)
+	s.Token(7, nil)
+	s.Token(9, nil)
+	rec.Fail(&s, "reset")
+	rec.Begin(&s, 2, 1, 0, 0)
+	s.Token(20, nil)
+	s.Token(20+math.MaxUint32-1, nil) // the largest gap stored inline
+	rec.EndStream(&s)
+	data := Merge(3, rec)
+	if got := slices.Collect(data.Results[0].ITLs()); !slices.Equal(got, []int64{1, 5_000_000_002, 0, -1}) {
+		t.Errorf("request 0 gaps %v", got)
+	}
+	if r := data.Results[1]; r.NumITLs() != 0 {
+		t.Errorf("failed request kept %d gaps", r.NumITLs())
+	}
+	if got := slices.Collect(data.Results[2].ITLs()); !slices.Equal(got, []int64{math.MaxUint32 - 1}) {
+		t.Errorf("request 2 gaps %v", got)
+	}
+	if len(rec.gaps.escapes) != 2 {
+		t.Errorf("%d escaped gaps, want 2 (the 5 s gap and the negative one)", len(rec.gaps.escapes))
+	}
+	for _, r := range data.Results {
+		if r.ITLNs != nil {
+			t.Errorf("request %d: ITLNs kept without detail", r.Index)
+		}
+	}
+}
+
+// TestGapArenaAcrossChunks fills the arena past several chunk boundaries
+// with requests of varied lengths, some escapes among them, and reads every
+// request back.
+func TestGapArenaAcrossChunks(t *testing.T) {
+	var a gapArena
+	var want [][]int64
+	var got []Gaps
+	x := uint64(1)
+	for i := 0; a.n < 3*gapChunkLen+100; i++ {
+		n := []int{1, 2, 9, 700, 40_000, 70_000}[i%6]
+		stamps := make([]int64, n)
+		for k := 1; k < n; k++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			gap := int64(x>>44) * 37 // up to ~38 ms
+			switch x >> 60 {
+			case 0:
+				gap = 4_294_967_295 + int64(x>>50) // escapes
+			case 1:
+				gap = -int64(x >> 54)
+			}
+			stamps[k] = stamps[k-1] + gap
+		}
+		gaps := make([]int64, max(n-1, 0))
+		for k := range gaps {
+			gaps[k] = stamps[k+1] - stamps[k]
+		}
+		want = append(want, gaps)
+		got = append(got, a.appendGaps(stamps))
+	}
+	if len(a.chunks) != 4 || len(a.escapes) == 0 {
+		t.Fatalf("%d chunks, %d escapes; want 4 and some", len(a.chunks), len(a.escapes))
+	}
+	for i := range want {
+		if g := slices.Collect(got[i].All()); !slices.Equal(g, want[i]) || got[i].Len() != len(want[i]) {
+			t.Fatalf("request %d: %d gaps read back differ from the %d stored", i, len(g), len(want[i]))
+		}
+	}
+	// Stopping early is honoured.
+	for v := range got[4].All() {
+		if v != want[4][0] {
+			t.Errorf("first gap %d, want %d", v, want[4][0])
+		}
+		break
 	}
 }
 
@@ -86,11 +173,10 @@ func TestMergeAcrossRecorders(t *testing.T) {
 	b.EndStream(&s)
 	b.Skip(2, 5, 42, "cancelled")
 	data := Merge(3, a, b)
-	if data.ITL.TotalCount() != 2 {
-		t.Errorf("merged ITL count %d; want 2", data.ITL.TotalCount())
-	}
-	if !slices.Equal(data.TokenEventsPerMs, []uint32{0, 2, 2}) {
-		t.Errorf("merged bins %v; want [0 2 2]", data.TokenEventsPerMs)
+	for i, want := range []int64{500_000, 1_000_000} {
+		if got := slices.Collect(data.Results[i].ITLs()); !slices.Equal(got, []int64{want}) {
+			t.Errorf("request %d gaps %v; want [%d]", i, got, want)
+		}
 	}
 	if r := data.Results[2]; r.ArrivalNs != 42 || r.PromptLen != 5 || r.Error != "cancelled" {
 		t.Errorf("skipped request: %+v", r)
@@ -109,5 +195,22 @@ func BenchmarkStreamToken(b *testing.B) {
 			rec.Begin(&s, 0, 1, 0, 0)
 		}
 		s.Token(int64(i), nil)
+	}
+}
+
+// BenchmarkStreamTokenEnd is BenchmarkStreamToken with every 1,000th event
+// ending the request, so the arena's copy of the gaps is part of the cost
+// per token event.
+func BenchmarkStreamTokenEnd(b *testing.B) {
+	rec := NewRecorder(Options{})
+	var s Stream
+	rec.Begin(&s, 0, 1, 0, 0)
+	b.ReportAllocs()
+	for i := range b.N {
+		s.Token(int64(i)*20_000, nil)
+		if i%1000 == 999 {
+			rec.EndStream(&s)
+			rec.Begin(&s, 0, 1, 0, 0)
+		}
 	}
 }

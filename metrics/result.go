@@ -1,7 +1,5 @@
 package metrics
 
-import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 // RequestResult is one benchmark request's outcome, the Go twin of Python's
 // RequestFuncOutput (spec §b). Times are nanoseconds on the run's monotonic
 // clock (StartNs, ArrivalNs) or durations in nanoseconds; the statistics in
@@ -38,8 +36,12 @@ type RequestResult struct {
 	TTFTNs    int64
 	LatencyNs int64
 	// ITLNs holds the gaps between successive token events, exactly; nil
-	// unless the run keeps per-token detail (--save-detailed).
+	// unless the run keeps per-request detail (--save-detailed).
 	ITLNs []int64
+	// Gaps holds the same gaps, as exactly, packed in the shard's arena:
+	// set for successful requests when ITLNs is not kept. Read either
+	// through ITLs and NumITLs.
+	Gaps Gaps
 	// NumInputSequences is 1 except for pooling requests over a list prompt.
 	NumInputSequences int
 }
@@ -52,13 +54,4 @@ type RunData struct {
 	// DurationNs is Python's benchmark duration: from just before the first
 	// request was scheduled until the last one finished.
 	DurationNs int64
-	// ITL holds every inter-token gap (ns) of the successful requests,
-	// merged from the shards' HdrHistograms. When every successful result
-	// carries ITLNs (detailed runs), statistics use those exact values
-	// instead, so they equal numpy's to the last digit.
-	ITL *hdrhistogram.Histogram
-	// TokenEventsPerMs[k] counts the token events of successful requests
-	// whose timestamp fell in millisecond k of the run clock; it feeds the
-	// peak output token throughput (1-second buckets from the first start).
-	TokenEventsPerMs []uint32
 }

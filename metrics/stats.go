@@ -27,48 +27,77 @@ type Percentile struct {
 // degenerates to eight interleaved running sums.
 const pwBlockSize = 128
 
+// npBufSize is numpy's default ufunc buffer size. Before numpy 2.3 (vLLM
+// pins 2.2) a reduction over a float64 array hands the add loop at most
+// this many values at a time: np.add.reduce sums the array in blocks of
+// 8,192, each block pairwise, the block sums added left to right onto the
+// identity 0.0.
+const npBufSize = 8192
+
 // pairwiseSum is numpy's pairwise_sum for float64 (numpy/_core/src/umath/
-// loops_utils.h.src), which np.add.reduce, and so np.mean and np.std, use on
-// a contiguous array: fewer than 8 values are added left to right; up to 128
-// values go into 8 accumulators r[j] += a[i+j], combined as
-// ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) before the tail is added; longer
-// arrays are split at n/2 rounded down to a multiple of 8 and the halves
-// summed recursively. Reproducing the order reproduces numpy's rounding.
-func pairwiseSum(a []float64) float64 {
+// loops_utils.h.src), the add loop of a reduction over one block: fewer
+// than 8 values are added left to right; up to 128 values go into 8
+// accumulators r[j] += a[i+j], combined as ((r0+r1)+(r2+r3))+((r4+r5)+
+// (r6+r7)) before the tail is added; longer blocks are split at n/2 rounded
+// down to a multiple of 8 and the halves summed recursively.
+//
+// With sqDev set it sums (a[i]-mean)² instead of a[i], in the same order:
+// the squared deviations np.std materialises before reducing them, computed
+// where numpy would read them, so they need no array of their own.
+func pairwiseSum(a []float64, mean float64, sqDev bool) float64 {
+	at := func(i int) float64 {
+		if sqDev {
+			d := a[i] - mean
+			return d * d
+		}
+		return a[i]
+	}
 	n := len(a)
 	switch {
 	case n < 8:
 		res := 0.0
-		for _, v := range a {
-			res += v
+		for i := range a {
+			res += at(i)
 		}
 		return res
 	case n <= pwBlockSize:
 		var r [8]float64
-		copy(r[:], a[:8])
+		for j := range r {
+			r[j] = at(j)
+		}
 		i := 8
 		for ; i < n-n%8; i += 8 {
 			for j := range r {
-				r[j] += a[i+j]
+				r[j] += at(i + j)
 			}
 		}
 		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
 		for ; i < n; i++ {
-			res += a[i]
+			res += at(i)
 		}
 		return res
 	default:
 		n2 := n / 2
 		n2 -= n2 % 8
-		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
+		return pairwiseSum(a[:n2], mean, sqDev) + pairwiseSum(a[n2:], mean, sqDev)
 	}
 }
 
-// npSum is np.add.reduce over a float64 array: the add identity 0.0 plus
-// the pairwise sum of all values.
-func npSum(a []float64) float64 {
-	return 0.0 + pairwiseSum(a)
+// npReduce is np.add.reduce over a float64 array, numpy 2.2's order: the
+// identity 0.0, plus the pairwise sum of each block of npBufSize values in
+// turn. See pairwiseSum for sqDev.
+func npReduce(a []float64, mean float64, sqDev bool) float64 {
+	res := 0.0
+	for len(a) > 0 {
+		k := min(len(a), npBufSize)
+		res += pairwiseSum(a[:k], mean, sqDev)
+		a = a[k:]
+	}
+	return res
 }
+
+// npSum is np.add.reduce (np.sum) over a float64 array.
+func npSum(a []float64) float64 { return npReduce(a, 0, false) }
 
 // npMean is np.mean: npSum / n. An empty list gives 0, as Python's
 // `np.mean(values or 0)` does.
@@ -79,19 +108,15 @@ func npMean(a []float64) float64 {
 	return npSum(a) / float64(len(a))
 }
 
-// npStd is np.std with ddof=0: the square root of the mean of squared
-// deviations from npMean, every sum pairwise as numpy does it.
+// npStd is np.std with ddof=0 as numpy's _var computes it: the mean by
+// add.reduce / n, the deviations x - mean squared element by element, their
+// add.reduce / n, its square root.
 func npStd(a []float64) float64 {
 	if len(a) == 0 {
 		return 0
 	}
 	mean := npMean(a)
-	sq := make([]float64, len(a))
-	for i, v := range a {
-		d := v - mean
-		sq[i] = d * d
-	}
-	return math.Sqrt(npSum(sq) / float64(len(a)))
+	return math.Sqrt(npReduce(a, mean, true) / float64(len(a)))
 }
 
 // npMedianSorted is np.median of ascending values: the middle value, or for
@@ -124,23 +149,17 @@ func npPercentileSorted(sorted []float64, p float64) float64 {
 	if n == 0 {
 		return 0
 	}
-	return lerpAt(func(k int) float64 { return sorted[k] }, n, p)
-}
-
-// lerpAt applies numpy's linear percentile to n ascending values read
-// through at(k), so exact lists and histograms share one formula.
-func lerpAt(at func(k int) float64, n int, p float64) float64 {
 	q := p / 100
 	h := float64(n-1) * q
 	if h >= float64(n-1) {
-		return at(n - 1)
+		return sorted[n-1]
 	}
 	if h < 0 {
-		return at(0)
+		return sorted[0]
 	}
 	i := math.Floor(h)
 	g := h - i
-	a, b := at(int(i)), at(int(i)+1)
+	a, b := sorted[int(i)], sorted[int(i)+1]
 	diff := b - a
 	if g >= 0.5 {
 		return b - float64(diff*(1-g))
@@ -151,14 +170,22 @@ func lerpAt(at func(k int) float64, n int, p float64) float64 {
 // summarize computes Stats from values in seconds; it sorts a copy and
 // leaves values (whose order the mean depends on) untouched.
 func summarize(values []float64, percentiles []float64) Stats {
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
+	return summarizeInPlace(slices.Clone(values), percentiles)
+}
+
+// summarizeInPlace is summarize for a list the caller gives up: mean and
+// standard deviation are taken in the given order, then the list is sorted
+// in place for the median and percentiles. The ITL list of a long run is
+// the largest a run builds; this spares a copy of it.
+func summarizeInPlace(values []float64, percentiles []float64) Stats {
 	st := Stats{
 		MeanMs:      npMean(values) * 1000,
-		MedianMs:    npMedianSorted(sorted) * 1000,
 		StdMs:       npStd(values) * 1000,
 		Percentiles: make([]Percentile, len(percentiles)),
 	}
+	sorted := values
+	slices.Sort(sorted)
+	st.MedianMs = npMedianSorted(sorted) * 1000
 	for i, p := range percentiles {
 		st.Percentiles[i] = Percentile{P: p, ValueMs: npPercentileSorted(sorted, p) * 1000}
 	}

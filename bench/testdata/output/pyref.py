@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Independent Python reference for the golden files in this directory.
 
-It rebuilds the generation_full, generation_no_tokenizer, pooling and
-all_failed fixtures of bench/report_test.go (same integer formulas; the
-generation_histogram case uses HdrHistogram approximations and has no
-Python twin), computes the metrics with a
-pure-Python transcription of numpy's algorithms (pairwise summation, linear
-percentile with _lerp), prints the result block with Python's own str.format
-and serialises the result dict with the json module. Run it from this
+It rebuilds every fixture of bench/report_test.go (same integer formulas),
+computes the metrics with a pure-Python transcription of numpy 2.2's
+algorithms (np.add.reduce over blocks of 8,192 values, each summed
+pairwise, the block sums added left to right; linear percentile with
+_lerp), prints the result block with Python's own str.format and
+serialises the result dict with the json module. The default-path cases
+(generation_default, generation_long: no --save-detailed) are the same
+per-request data as a detailed run; Go records them through its shards'
+recorders and must still print exactly these numbers. Run it from this
 directory; it prints nothing and exits 0 when every file matches:
 
     python3 pyref.py
+
+When numpy is importable, the transcription is also checked against
+numpy itself on every list it summarises.
 """
 import json
 import math
@@ -43,15 +48,25 @@ def pairwise(a):
     return pairwise(a[:half]) + pairwise(a[half:])
 
 
+NP_BUFSIZE = 8192  # numpy's default ufunc buffer: the add loop sees at most this many values
+
+
+def np_sum(a):
+    res = 0.0
+    for i in range(0, len(a), NP_BUFSIZE):
+        res += pairwise(a[i:i + NP_BUFSIZE])
+    return res
+
+
 def np_mean(a):
-    return (0.0 + pairwise(a)) / len(a) if a else 0.0
+    return np_sum(a) / len(a) if a else 0.0
 
 
 def np_std(a):
     if not a:
         return 0.0
     m = np_mean(a)
-    return math.sqrt((0.0 + pairwise([(v - m) * (v - m) for v in a])) / len(a))
+    return math.sqrt(np_sum([(v - m) * (v - m) for v in a]) / len(a))
 
 
 def np_median(a):
@@ -59,7 +74,7 @@ def np_median(a):
     n = len(s)
     if n == 0:
         return 0.0
-    return s[n // 2] if n % 2 else (0.0 + pairwise(s[n // 2 - 1:n // 2 + 1])) / 2
+    return s[n // 2] if n % 2 else np_sum(s[n // 2 - 1:n // 2 + 1]) / 2
 
 
 def np_percentile(a, p):
@@ -109,9 +124,58 @@ def generation_fixture():
     return outs, 5432 * MS / 1e9
 
 
+def long_fixture():
+    outs, dur = [], 0
+    for i in range(24):
+        start = i * 37 * MS + (i * i * 7919 % 1000) * 1000
+        queue = (i % 5) * 3 * MS
+        o = Out(prompt_len=200 + i, start=start / 1e9, queue=queue / 1e9)
+        if i == 7:
+            o.error = "Server disconnected"
+            outs.append(o)
+            continue
+        ttft = 40 * MS + (i * 104729 % 50000) * 1000 + i
+        events = 300 if i == 13 else 400 + i * 131 % 600
+        itl = []
+        for k in range(1, events):
+            gap = 15 * MS + ((i * 7919 + k * 104729) % 20011) * 1000 + k * k % 997
+            if i == 11 and k == 100:
+                gap = 5_000_000_000 + 123
+            itl.append(gap)
+        o.ttft, o.itl = ttft / 1e9, [g / 1e9 for g in itl]
+        if i == 13:
+            # A cut stream: Go records its first token event only.
+            o.error, o.itl = "Connection reset by peer", []
+        else:
+            o.success, o.latency = True, (ttft + sum(itl)) / 1e9
+            o.output_tokens = events if i % 2 == 0 else 0
+            o.generated_text = "w " * events
+            dur = max(dur, start + ttft + sum(itl) + 3 * MS)
+        outs.append(o)
+    return outs, dur / 1e9
+
+
 def stats(values, percentiles):
+    if HAVE_NUMPY and values:
+        check_numpy(values, percentiles)
     return (np_mean(values) * 1000, np_median(values) * 1000, np_std(values) * 1000,
             [(p, np_percentile(values, p) * 1000) for p in percentiles])
+
+
+try:
+    import numpy
+    HAVE_NUMPY = True
+except ImportError:
+    HAVE_NUMPY = False
+
+
+def check_numpy(values, percentiles):
+    """Fail loudly when the transcription and numpy part ways."""
+    got = [np_mean(values), np_median(values), np_std(values)] + [np_percentile(values, p) for p in percentiles]
+    want = [float(numpy.mean(values)), float(numpy.median(values)), float(numpy.std(values))] + \
+        [float(numpy.percentile(values, p)) for p in percentiles]
+    if got != want:
+        sys.exit(f"transcription differs from numpy {numpy.__version__} on {len(values)} values: {got} != {want}")
 
 
 def run_case(outs, dur, cfg):
@@ -226,6 +290,8 @@ def run_case(outs, dur, cfg):
         rowf("P99 probe E2EL (ms):", probe["probe_p99_e2el_ms"])
         rowf("Max probe E2EL (ms):", probe["probe_max_e2el_ms"])
         result.update(probe)
+    if cfg.get("rps_change_events"):
+        result["rps_change_events"] = [{"rps": r, "timestamp": ts} for r, ts in cfg["rps_change_events"]]
     spec = cfg.get("spec")
     if spec:
         for k in ("acceptance_rate", "acceptance_length", "num_drafts", "draft_tokens", "accepted_tokens",
@@ -300,6 +366,8 @@ def run_case(outs, dur, cfg):
     head["request_rate"] = rate if rate < float("inf") else "inf"
     head["burstiness"] = cfg["burstiness"]
     head["max_concurrency"] = mc
+    if cfg.get("ramp_up"):
+        head["ramp_up_strategy"], head["ramp_up_start_rps"], head["ramp_up_end_rps"] = cfg["ramp_up"]
     merged = {**head, **result}
     if not cfg.get("save_detailed"):
         for key in ("input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors"):
@@ -318,6 +386,20 @@ CASES = {
                "probe_p99_e2el_ms": 40.5, "probe_max_e2el_ms": 41.0},
         spec={"acceptance_rate": 400 / 600 * 100, "acceptance_length": 3.0, "num_drafts": 200,
               "draft_tokens": 600, "accepted_tokens": 400, "per_position_acceptance_rates": [0.9, 0.0, 0.3]})),
+    # The default path: the same data, no --save-detailed.
+    "generation_default": (generation_fixture, dict(
+        backend="openai", label="nightly", model="meta-llama/Llama-3.1-8B-Instruct",
+        tokenizer="meta-llama/Llama-3.1-8B-Instruct", request_rate=float("inf"), burstiness=1.0, max_concurrency=4,
+        metrics=["ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue", "bogus"],
+        percentiles=[50.0, 90.0, 99.0, 99.9, 12.5], goodput={"ttft": 150.0, "tpot": 25.0},
+        ramp_up=("linear", 1, 3),
+        rps_change_events=[(1, "2026-11-29T17:30:00.123456"), (2, "2026-11-29T17:30:02.000001"),
+                           (3, "2026-11-29T17:30:02.000001")])),
+    "generation_long": (long_fixture, dict(
+        backend="openai-chat", label="long", model="Qwen/Qwen3-0.6B", tokenizer="Qwen/Qwen3-0.6B",
+        request_rate=25.0, burstiness=0.7, max_concurrency=16, metadata=["run=long", "gaps=16k"],
+        metrics=["ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"],
+        percentiles=[0.0, 1.5, 50.0, 90.0, 99.99, 100.0], goodput={"ttft": 60.0, "e2el": 15000.0})),
     "generation_no_tokenizer": (generation_fixture, dict(
         backend="openai-chat", model="Qwen/Qwen3-0.6B", tokenizer=None, request_rate=float("inf"),
         burstiness=1.0, percentiles=[99.0], metrics=["ttft", "tpot", "itl"], workers=25,
