@@ -69,11 +69,12 @@ func goldenRun() *metrics.RunData {
 // the RunData the default path computes from. A failure keeps its first
 // token event, if it had a TTFT; a success sends its usage when it had
 // one and its text split into one piece per event.
-func recordRun(src *metrics.RunData) *metrics.RunData {
-	recs := []*metrics.Recorder{
-		metrics.NewRecorder(metrics.Options{KeepText: true}),
-		metrics.NewRecorder(metrics.Options{KeepText: true}),
-	}
+//
+// With detail set it records as --save-detailed does, each request's gaps
+// in its own ITLNs.
+func recordRun(src *metrics.RunData, detail bool) *metrics.RunData {
+	opts := metrics.Options{KeepDetail: detail, KeepText: true}
+	recs := []*metrics.Recorder{metrics.NewRecorder(opts), metrics.NewRecorder(opts)}
 	var s metrics.Stream
 	for _, r := range src.Results {
 		rec := recs[r.Index%2]
@@ -217,13 +218,13 @@ func goldenCases() []goldenCase {
 				}
 				return p
 			}(),
-			run: func() *metrics.RunData { return recordRun(goldenRun()) },
+			run: func() *metrics.RunData { return recordRun(goldenRun(), false) },
 		},
 		{
 			// The default path over more gaps than numpy's buffer, with a
 			// rate, burstiness, a concurrency cap, goodput, --label,
 			// --metadata and the percentiles 0,1.5,50,90,99.99,100.
-			name: "generation_long", run: func() *metrics.RunData { return recordRun(longRun()) },
+			name: "generation_long", run: func() *metrics.RunData { return recordRun(longRun(), false) },
 			opts: metrics.ComputeOptions{
 				Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, Goodput: map[string]float64{"ttft": 60, "e2el": 15000},
 				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
@@ -234,6 +235,22 @@ func goldenCases() []goldenCase {
 				Metadata:          []string{"run=long", "gaps=16k"},
 				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
 				Goodput:           true, SaveResult: true,
+			},
+		},
+		{
+			// generation_long's options on chat, detailed, recorded as
+			// --save-detailed records.
+			name: "generation_chat_detailed", run: func() *metrics.RunData { return recordRun(goldenRun(), true) },
+			opts: metrics.ComputeOptions{
+				Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, Goodput: map[string]float64{"ttft": 150, "e2el": 250},
+				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
+			},
+			params: ReportParams{
+				Backend: "openai-chat", Label: strptr("chat"), ModelID: "Qwen/Qwen3-0.6B", TokenizerID: "Qwen/Qwen3-0.6B",
+				NumPrompts: 12, RequestRate: 25, Burstiness: 0.7, MaxConcurrency: 3,
+				Metadata:          []string{"run=chat"},
+				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
+				Goodput:           true, SaveResult: true, SaveDetailed: true,
 			},
 		},
 		{
