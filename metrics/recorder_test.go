@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -212,5 +213,51 @@ func BenchmarkStreamTokenEnd(b *testing.B) {
 			rec.EndStream(&s)
 			rec.Begin(&s, 0, 1, 0, 0)
 		}
+	}
+}
+
+// TestDefaultAndDetailedRunsAgree records the same interleaved streams on
+// two shards once as a default run and once as a detailed one: every
+// statistic, peak included, must come out the same.
+func TestDefaultAndDetailedRunsAgree(t *testing.T) {
+	const n = 40
+	record := func(opts Options) *Summary {
+		recs := []*Recorder{NewRecorder(opts), NewRecorder(opts)}
+		ss := make([]Stream, n)
+		for i := range ss {
+			recs[i%2].Begin(&ss[i], i, 10+i, int64(i)*3_000_000, int64(i)*7_000_000)
+		}
+		for k := range 300 {
+			for i := range ss {
+				if k < 50+i*7 {
+					ts := int64(i)*7_000_000 + int64(k)*20_000_000 + int64((i*7919+k*104729)%3_000_000)
+					if i == 30 && k > 100 {
+						ts += 6_000_000_000 // from event 101 on: a stall longer than a packed gap holds
+					}
+					ss[i].Token(ts, []byte("x "))
+				}
+			}
+		}
+		for i := range ss {
+			if i == 3 {
+				recs[i%2].Fail(&ss[i], "reset")
+				continue
+			}
+			recs[i%2].EndStream(&ss[i])
+		}
+		d := Merge(n, recs...)
+		d.DurationNs = 20_000_000_000
+		s, err := Compute(&d, ComputeOptions{Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, CountTokens: words})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	def, det := record(Options{}), record(Options{KeepDetail: true})
+	if !reflect.DeepEqual(def, det) {
+		t.Errorf("default run's summary differs from the detailed run's:\n got %+v\nwant %+v", def, det)
+	}
+	if def.ITL.Percentiles[5].ValueMs < 6000 || def.MaxOutputTokensPerS == 0 {
+		t.Errorf("max ITL %v ms, peak %v: the stall or the events went missing", def.ITL.Percentiles[5].ValueMs, def.MaxOutputTokensPerS)
 	}
 }
