@@ -50,6 +50,10 @@ type tekkenFile struct {
 	} `json:"special_tokens"`
 }
 
+// maxTekkenSpecials bounds the special tokens (real files have 1,000) so
+// that a corrupt count cannot make the loader build millions of fillers.
+const maxTekkenSpecials = 1 << 16
+
 // tekkenVersions are mistral_common's TokenizerVersion values, in order.
 var tekkenVersions = []string{"v1", "v2", "v3", "v7", "v11", "v13", "v15"}
 
@@ -188,6 +192,8 @@ func parseTekken(data []byte) (*Tokenizer, error) {
 	switch {
 	case numSpecial < 1 || inner < 256:
 		return nil, fmt.Errorf("config: default_vocab_size %d with %d special tokens leaves fewer than the 256 byte tokens", vocabSize, numSpecial)
+	case numSpecial > maxTekkenSpecials:
+		return nil, fmt.Errorf("config: default_num_special_tokens %d is larger than %d", numSpecial, maxTekkenSpecials)
 	case vocabSize > maxTokenID:
 		return nil, fmt.Errorf("config: default_vocab_size %d is larger than %d", vocabSize, maxTokenID)
 	case len(f.Vocab) < inner:

@@ -418,3 +418,36 @@ func BenchmarkTekkenEncode(b *testing.B) {
 		dst = tok.Encode(dst[:0], text, true)
 	}
 }
+
+// FuzzParseTekken: tekken.json comes from the hub; no file may crash the
+// loader, and a file it accepts encodes and decodes any text.
+func FuzzParseTekken(f *testing.F) {
+	ranks := trainTekkenRanks(f, tekkenCorpus, 270)
+	dir := f.TempDir()
+	valid, err := os.ReadFile(writeTekken(f, dir, ranks, tekkenSpec{version: "v7", specials: []string{"<s>"}, numSpecial: 3, inner: 270}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	legacy, err := os.ReadFile(writeTekken(f, dir, ranks, tekkenSpec{version: "v3", numSpecial: 20, inner: 260}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{string(valid), string(legacy), "{}", `{"config":{"version":"v7","default_vocab_size":-5,"default_num_special_tokens":1}}`,
+		`{"config":{"version":"v13","default_vocab_size":16777216,"default_num_special_tokens":1},"vocab":[],"special_tokens":[]}`, "null", "[1]"} {
+		f.Add([]byte(seed), "Hello <s> wörld 😀")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		tok, err := parseTekken(data)
+		if err != nil {
+			return
+		}
+		ids := tok.Encode(nil, text, true)
+		for _, id := range ids {
+			if int(id) >= tok.VocabSize() {
+				t.Fatalf("id %d past the vocabulary of %d", id, tok.VocabSize())
+			}
+		}
+		_ = tok.Decode(ids, false)
+		_ = tok.Decode(ids, true)
+	})
+}
