@@ -39,6 +39,9 @@ type action struct {
 	convert       func(string) (string, error) // nil: value taken as given
 	choices       []string
 	help          bool
+	// own marks stampede's additions (ownGroups): an abbreviation reaches
+	// them only when it matches none of Python's option strings.
+	own bool
 }
 
 // name is how argparse names the action in messages: "--seed", "-h/--help".
@@ -52,8 +55,21 @@ type actionTable struct {
 	byName  map[string]*action
 }
 
+// ownGroups hold the options stampede adds to `vllm bench serve`'s: its
+// own and the multi-process fork's. They must never make one of Python's
+// abbreviations ambiguous.
+var ownGroups = []string{"stampede options", "multi-process client options"}
+
 func newActionTable(p *flags.Parser) *actionTable {
 	t := &actionTable{byName: map[string]*action{}}
+	own := map[*flags.Option]bool{}
+	for _, g := range p.Groups()[0].Groups() {
+		if contains(ownGroups, g.ShortDescription) {
+			for _, o := range g.Options() {
+				own[o] = true
+			}
+		}
+	}
 	for _, o := range registrationOrder(p) {
 		if o.LongName == "no-self-timed" {
 			t.addString("--no-self-timed", t.byName["--self-timed"])
@@ -61,6 +77,7 @@ func newActionTable(p *flags.Parser) *actionTable {
 			continue
 		}
 		a := newAction(o)
+		a.own = own[o]
 		t.actions = append(t.actions, a)
 		for _, s := range a.optionStrings {
 			t.addString(s, a)
@@ -393,30 +410,13 @@ func (t *actionTable) matchOption(arg string) (*optionMatch, error) {
 			return &optionMatch{action: a, option: name, explicit: &value}, nil
 		}
 	}
-	var found []*optionMatch
-	if strings.HasPrefix(arg, "--") {
-		prefix, value, hasValue := strings.Cut(arg, "=")
-		for _, s := range t.strings {
-			if strings.HasPrefix(s, prefix) {
-				m := &optionMatch{action: t.byName[s], option: s}
-				if hasValue {
-					v := value
-					m.explicit = &v
-				}
-				found = append(found, m)
-			}
-		}
-	} else {
-		short, glued := arg[:2], arg[2:]
-		for _, s := range t.strings {
-			switch {
-			case s == short:
-				v := glued
-				found = append(found, &optionMatch{action: t.byName[s], option: s, explicit: &v})
-			case strings.HasPrefix(s, arg):
-				found = append(found, &optionMatch{action: t.byName[s], option: s})
-			}
-		}
+	// argparse reports every option string the prefix matches. Python's
+	// options are matched first, so an abbreviation vLLM accepts keeps
+	// its meaning and its ambiguity message; stampede's own options are
+	// reached only by a prefix that matches none of Python's.
+	found := t.prefixMatches(arg, false)
+	if len(found) == 0 {
+		found = t.prefixMatches(arg, true)
 	}
 	switch {
 	case len(found) > 1:
@@ -432,6 +432,44 @@ func (t *actionTable) matchOption(arg string) (*optionMatch, error) {
 		return nil, nil
 	}
 	return &optionMatch{option: arg}, nil
+}
+
+// prefixMatches is argparse's _get_option_tuples over the option strings
+// of Python's actions (own false) or of stampede's (own true): "--x"
+// matches long options starting with "--x" ("--x=v" carries v); "-x..."
+// matches the short option "-x" with the rest glued on as its value, and
+// options starting with the whole token.
+func (t *actionTable) prefixMatches(arg string, own bool) []*optionMatch {
+	var found []*optionMatch
+	if strings.HasPrefix(arg, "--") {
+		prefix, value, hasValue := strings.Cut(arg, "=")
+		for _, s := range t.strings {
+			a := t.byName[s]
+			if a.own != own || !strings.HasPrefix(s, prefix) {
+				continue
+			}
+			m := &optionMatch{action: a, option: s}
+			if hasValue {
+				v := value
+				m.explicit = &v
+			}
+			found = append(found, m)
+		}
+		return found
+	}
+	short, glued := arg[:2], arg[2:]
+	for _, s := range t.strings {
+		a := t.byName[s]
+		switch {
+		case a.own != own:
+		case s == short:
+			v := glued
+			found = append(found, &optionMatch{action: a, option: s, explicit: &v})
+		case strings.HasPrefix(s, arg):
+			found = append(found, &optionMatch{action: a, option: s})
+		}
+	}
+	return found
 }
 
 // flexibleRewrite is FlexibleArgumentParser.parse_args's rewriting before

@@ -24,7 +24,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--dataset", "x"}, "ambiguous option: --dataset could match --dataset-name, --dataset-path"},
 		{[]string{"--dataset=x"}, "ambiguous option: --dataset=x could match --dataset-name, --dataset-path"},
-		{[]string{"--no"}, "ambiguous option: --no could match --no-stream, --no-oversample, --no-reranker, --no-self-timed, --no-kernel-timestamps"},
+		{[]string{"--no"}, "ambiguous option: --no could match --no-stream, --no-oversample, --no-reranker, --no-self-timed"},
+		{[]string{"--max-con", "x"}, "argument --max-concurrency: invalid int value: 'x'"},
 		{[]string{"--num-prompts", "1.5"}, "argument --num-prompts: invalid int value: '1.5'"},
 		{[]string{"--num-prompts", "0x10"}, "argument --num-prompts: invalid int value: '0x10'"},
 		{[]string{"--num-prompts", "1e3"}, "argument --num-prompts: invalid int value: '1e3'"},

@@ -41,7 +41,7 @@ type Flags struct {
 	InputLen              *int     `long:"input-len" description:"Input length; copied into --random-input-len."`
 	OutputLen             *int     `long:"output-len" description:"Output length; copied into the random, sharegpt, custom, hf, spec_bench and prefix_repetition output lengths."`
 	Tokenizer             string   `long:"tokenizer" description:"Tokenizer name or path (default: the model id)."`
-	TokenizerMode         string   `long:"tokenizer-mode" default:"auto" description:"Tokenizer mode (auto, hf, mistral, ...)."`
+	TokenizerMode         string   `long:"tokenizer-mode" default:"auto" description:"Tokenizer mode: auto (Mistral's tekken.json for a Mistral checkpoint, else tokenizer.json), hf, slow, mistral (tekken.json)."`
 	UseBeamSearch         bool     `long:"use-beam-search" description:"Accepted for compatibility; has no effect."`
 	Logprobs              *int     `long:"logprobs" description:"Logprobs per token requested from completions backends (null when not given)."`
 	RequestRate           float64  `long:"request-rate" default:"inf" description:"Request arrivals per second; inf sends every request at once."`
@@ -99,7 +99,7 @@ type Flags struct {
 // CustomDatasetFlags are the custom* datasets' options.
 type CustomDatasetFlags struct {
 	CustomOutputLen            int  `long:"custom-output-len" default:"256" description:"Output tokens per request; -1 takes each row's output_tokens."`
-	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs."`
+	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs (not supported yet)."`
 }
 
 // SpecBenchFlags are the spec_bench dataset's options.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
-	"github.com/stampede-bench/stampede/datasets/tokenizer"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
@@ -185,10 +184,11 @@ func (r *run) loadTokenizer(ctx context.Context) error {
 		name = r.modelID
 	}
 	r.tokenizerID = name
-	path, err := tokenizer.Resolve(name, tokenizer.ResolveOptions{})
-	var tok *tokenizer.Tokenizer
-	if err == nil {
-		tok, err = tokenizer.Load(path)
+	tok, path, err := loadTokenizerMode(r.cfg.TokenizerMode, name)
+	var invalid *ValidationError
+	var usage *UsageError
+	if errors.As(err, &invalid) || errors.As(err, &usage) {
+		return err
 	}
 	if err == nil {
 		r.tok = tok

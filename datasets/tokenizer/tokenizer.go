@@ -29,6 +29,9 @@ type Tokenizer struct {
 
 	// cleanUpSpaces is tokenizer_config.json's clean_up_tokenization_spaces.
 	cleanUpSpaces bool
+	// tekken is set for Mistral's tekken.json, which decodes its own way
+	// (decodeTekken).
+	tekken bool
 
 	tokens    []string // id -> token as written in the vocabulary
 	known     []bool   // id has a token
@@ -222,6 +225,9 @@ func (t *Tokenizer) encodePiece(dst []int32, text string, first bool, ws *worksp
 // beside the file sets clean_up_tokenization_spaces, the text is cleaned up
 // as transformers' decode does (" ." becomes ".", and so on).
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	if t.tekken {
+		return t.decodeTekken(ids, skipSpecial)
+	}
 	text := t.decode(ids, skipSpecial)
 	if t.cleanUpSpaces {
 		text = cleanUpSpaces(text)
