@@ -503,7 +503,11 @@ func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (str
 	if timeout > 0 {
 		ec.RequestTimeout = timeout
 	}
-	res, err := engine.Run(ctx, ec)
+	runner, err := engine.Start(ctx, ec)
+	if err != nil {
+		return "", err
+	}
+	res, err := waitRun(ctx, runner)
 	if err != nil {
 		return "", err
 	}
@@ -651,7 +655,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	probes.start(ctx)
 	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
-	res, err := runner.Wait()
+	res, err := waitRun(ctx, runner)
 	probes.stop()
 	stopBar()
 	bar.Close()
@@ -660,12 +664,12 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	params.Probe = probes.account(res)
 	if res.Cancelled {
-		unsent := dropUnsent(&res.Data)
-		fmt.Fprintf(r.stderr, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
-			len(res.Data.Results), unsent)
+		reportInterrupt(r.stderr, res)
 	}
+	afterCtx, cancelAfter := afterRunContext(ctx)
+	defer cancelAfter()
 
-	if after, ok := scrapeServerMetrics(context.WithoutCancel(ctx), r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
+	if after, ok := scrapeServerMetrics(afterCtx, r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
 		if sd := metrics.SpecDecodeDelta(before.spec, after.spec); sd != nil {
 			params.SpecDecode = sd
 		}
@@ -694,7 +698,7 @@ func (r *run) benchmark(ctx context.Context) error {
 
 	if c.Profile {
 		fmt.Fprintln(r.stdout, "Stopping profiler...")
-		if postProfile(context.WithoutCancel(ctx), r.control, c.BaseURL+"/stop_profile", c.Headers) {
+		if postProfile(afterCtx, r.control, c.BaseURL+"/stop_profile", c.Headers) {
 			fmt.Fprintln(r.stdout, "Profiler stopped")
 		}
 	}
@@ -724,6 +728,26 @@ func checkArrivals(c *Config) error {
 			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", pyfmt.FloatRepr(first))}
 	}
 	return nil
+}
+
+// reportInterrupt drops the requests an interrupt kept from being sent
+// and says on stderr what the results cover.
+func reportInterrupt(w io.Writer, res *engine.Result) {
+	unsent := dropUnsent(&res.Data)
+	if !res.Aborted {
+		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
+			len(res.Data.Results), unsent)
+		return
+	}
+	cut := 0
+	for _, rr := range res.Data.Results {
+		if !rr.Success && rr.Error == "cancelled" {
+			cut++
+		}
+	}
+	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
+		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
+		len(res.Data.Results), cut, unsent)
 }
 
 // dropUnsent removes the requests an interrupt kept from being sent: they
