@@ -109,10 +109,14 @@ func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
 	if t.tls != nil {
 		transport.TLSClientConfig = t.tls
 	}
+	var rt http.RoundTripper = transport
+	if cfg.URLAuthorization != "" {
+		rt = basicAuthTransport{base: transport, authorization: cfg.URLAuthorization}
+	}
 	return &run{
 		cfg: cfg, stdout: stdout, stderr: stderr,
 		target:      t,
-		control:     &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+		control:     &http.Client{Transport: rt, Timeout: 5 * time.Minute},
 		endpointErr: CheckEndpoint(cfg.Backend, cfg.APIURL),
 	}, nil
 }
@@ -169,7 +173,7 @@ func (r *run) discoverModel(ctx context.Context) error {
 			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
 	}
 	r.modelName, r.modelID = name, root
-	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", name, root)
+	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", TerminalText(name), TerminalText(root))
 	return nil
 }
 
@@ -435,7 +439,10 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 	hreq := httpwire.Request{
 		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
 		ContentType: contentType,
-		Body:        body,
+		// aiohttp's Basic authentication from --base-url's credentials;
+		// config.go refuses them beside an Authorization header.
+		Authorization: r.cfg.URLAuthorization,
+		Body:          body,
 	}
 	for _, h := range hs {
 		hreq.Headers = append(hreq.Headers, httpwire.Header{Key: h.Key, Value: h.Value})
@@ -562,7 +569,7 @@ func (r *run) initialTest(ctx context.Context) error {
 			return nil
 		}
 		lastErr = failure
-		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", lastErrorLine(failure))
+		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", TerminalText(lastErrorLine(failure)))
 		wait := min(5*time.Second, time.Until(deadline))
 		if wait <= 0 {
 			break

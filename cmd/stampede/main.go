@@ -141,12 +141,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // writeError prints an error raised after parsing: a Python exception as
-// "Type: message", anything else after the program name.
+// "Type: message", anything else after the program name. Messages may
+// quote a server (a reason phrase, a model list), so control characters
+// are escaped.
 func writeError(w io.Writer, err error) {
 	var invalid *bench.ValidationError
 	if errors.As(err, &invalid) {
-		fmt.Fprintf(w, "%s: %s\n", invalid.Type, invalid.Msg)
+		fmt.Fprintf(w, "%s: %s\n", invalid.Type, bench.TerminalText(invalid.Msg))
 		return
 	}
-	fmt.Fprintf(w, "%s: %v\n", bench.ProgramName, err)
+	fmt.Fprintf(w, "%s: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
 }
