@@ -101,7 +101,7 @@ func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
 
 	ex := &traceExpander{tok: tok, hash: hasher, chunk: o.ChunkHashSize, cache: map[string][]int32{}}
 	var reqs []Request
-	rd := bufio.NewReaderSize(f, 1<<16)
+	rd := bufio.NewReaderSize(newLineLimiter(f, MaxLineBytes), 1<<16)
 	for ind := 0; len(reqs) < o.NumPrompts; ind++ {
 		line, err := rd.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
