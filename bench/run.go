@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -355,7 +356,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
 	if err != nil {
-		return datasetError(c.DatasetName, err)
+		return datasetError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(r.requests) == 0 {
 		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
@@ -369,11 +370,23 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	return nil
 }
 
-// datasetError keeps a dataset's Python exception type for the exit path.
-func datasetError(name string, err error) error {
+// datasetError keeps a dataset's Python exception type for the exit path;
+// a file that cannot be opened is named with the flag it came from.
+func datasetError(name string, err error, path string) error {
 	var pe *datasets.PythonError
 	if errors.As(err, &pe) {
 		return &ValidationError{Type: pe.Type, Msg: pe.Msg}
+	}
+	var fe *fs.PathError
+	if errors.As(err, &fe) {
+		typ, where := "OSError", fe.Path
+		if errors.Is(fe.Err, fs.ErrNotExist) {
+			typ = "FileNotFoundError"
+		}
+		if fe.Path == path {
+			where = "--dataset-path " + fe.Path
+		}
+		return &ValidationError{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "dataset ") {

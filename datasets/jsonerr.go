@@ -36,15 +36,16 @@ func JSONProblem(data []byte, err error, want string) string {
 	return fmt.Sprintf("%v; want %s", err, want)
 }
 
-// jsonPosition is offset (bytes read when the parser failed) as a line
-// and column of data when data has several lines, else as a column.
+// jsonPosition is the place of the byte a parser stopped at, offset bytes
+// into data (so the byte at offset-1), as a 1-based line and column when
+// data has several lines, else as a column.
 func jsonPosition(data []byte, offset int64) string {
-	if offset < 0 || offset > int64(len(data)) {
+	if offset < 1 || offset > int64(len(data)) {
 		return fmt.Sprintf("byte %d", offset)
 	}
-	before := data[:offset]
+	before := data[:offset-1]
 	line := 1 + strings.Count(string(before), "\n")
-	col := int(offset) - strings.LastIndexByte(string(before), '\n')
+	col := len(before) - strings.LastIndexByte(string(before), '\n')
 	if line == 1 && !strings.Contains(string(data), "\n") {
 		return fmt.Sprintf("column %d", col)
 	}
