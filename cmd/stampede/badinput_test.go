@@ -89,6 +89,10 @@ func TestBadInputs(t *testing.T) {
 		{name: "timed_trace: hash_ids an object", file: "t.jsonl", data: `{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": {"a": 1}}` + "\n",
 			args: []string{"--dataset-name", "timed_trace"}, code: 1,
 			want: "ValueError: dataset timed_trace: {file} line 1: \"hash_ids\" must be a list of hash ids, got {\"a\": 1}"},
+		{name: "timed_trace: no input length", file: "t.jsonl", data: `{"timestamp": 0, "output_length": 2, "hash_ids": [1]}` + "\n",
+			args: []string{"--dataset-name", "timed_trace"}, code: 1,
+			want: "ValueError: Input length field 'input_length' not found in trace entry. Available fields: ['timestamp', 'output_length', 'hash_ids']. " +
+				"Use --label-input-length to specify the correct field name. (The flag is --timed-trace-label-input-length.) ({file} line 1)"},
 		{name: "timed_trace: a list", file: "t.jsonl", data: "[1]\n", args: []string{"--dataset-name", "timed_trace"}, code: 1,
 			want: "ValueError: dataset timed_trace: {file} line 1: want a JSON object, got \"[1]\""},
 		{name: "missing file", args: []string{"--dataset-name", "sharegpt", "--dataset-path", "no/such.json"}, code: 1,
