@@ -150,6 +150,18 @@ func TestInterruptContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// exitsWith waits for exit to be called with 128 + sig.
+	exitsWith := func(t *testing.T, exited <-chan int, sig syscall.Signal) {
+		t.Helper()
+		select {
+		case code := <-exited:
+			if code != 128+int(sig) {
+				t.Errorf("exit code %d, want %d", code, 128+int(sig))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v did not exit", sig)
+		}
+	}
 	t.Run("interrupt three times", func(t *testing.T) {
 		exited := make(chan int, 1)
 		var stderr syncBuffer
@@ -178,14 +190,7 @@ func TestInterruptContext(t *testing.T) {
 		}
 
 		send(t, syscall.SIGUSR1)
-		select {
-		case code := <-exited:
-			if code != 128+int(syscall.SIGUSR1) {
-				t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGUSR1))
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the third interrupt did not exit")
-		}
+		exitsWith(t, exited, syscall.SIGUSR1)
 		out := stderr.String()
 		if !strings.Contains(out, "Interrupt again to stop at once.") || !strings.Contains(out, "Interrupt a third time to quit without results.") {
 			t.Errorf("stderr does not tell what the next interrupt does:\n%s", out)
@@ -196,14 +201,7 @@ func TestInterruptContext(t *testing.T) {
 		ctx, stop := interruptContext(context.Background(), io.Discard, func(code int) { exited <- code }, syscall.SIGUSR1, syscall.SIGUSR2)
 		defer stop()
 		send(t, syscall.SIGUSR2)
-		select {
-		case code := <-exited:
-			if code != 128+int(syscall.SIGUSR2) {
-				t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGUSR2))
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("terminate did not exit")
-		}
+		exitsWith(t, exited, syscall.SIGUSR2)
 		if ctx.Err() != nil {
 			t.Error("terminate went through the graceful stop")
 		}
