@@ -274,6 +274,10 @@ func (c *Config) validate() error {
 	if err := c.checkAuthorization(); err != nil {
 		return err
 	}
+	// Request ids go out as x-request-id values.
+	if err := httpwire.ValidateHeader("x-request-id", c.RequestIDPrefix); err != nil {
+		return &UsageError{Msg: "argument --request-id-prefix: " + err.Error()}
+	}
 	if err := c.rewriteDataset(); err != nil {
 		return err
 	}

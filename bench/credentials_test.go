@@ -160,6 +160,8 @@ func TestHeaderValidation(t *testing.T) {
 		{args: []string{"--header", "X A=b"},
 			want: "argument --header: header \"X A\": byte ' ' is not allowed in a header name (letters, digits and !#$%&'*+-.^_`|~ only)"},
 		{args: []string{"--header", "=b"}, want: "argument --header: a header has an empty name; write NAME=VALUE"},
+		{args: []string{"--request-id-prefix", "run\t1\x1b-"},
+			want: `argument --request-id-prefix: header "x-request-id": the value has a control character (byte 0x1b at offset 5); a header value may hold visible characters, spaces and tabs only`},
 		{key: "sk-\x1bsecret",
 			want: `environment variable OPENAI_API_KEY: header "Authorization": the value has a control character (byte 0x1b at offset 10); a header value may hold visible characters, spaces and tabs only`},
 	}
