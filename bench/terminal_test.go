@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -61,4 +63,26 @@ func TestServerTextEscapedOnlyOnTheTerminal(t *testing.T) {
 	if !strings.Contains(string(saved), `"errors": ["", "Bad\u001b[2J\u0007Gateway"]`) {
 		t.Errorf("saved:\n%s", saved)
 	}
+}
+
+// FuzzTerminalText: the escaped text holds no control character but
+// newline and tab, and text without any comes back unchanged.
+func FuzzTerminalText(f *testing.F) {
+	for _, s := range []string{"Not Found", "Bad\x1b[2J\x07", "\r\n\t", "\u009b", "\xff\xfe", "café"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := TerminalText(s)
+		for _, r := range out {
+			if r != '\n' && r != '\t' && unicode.IsControl(r) {
+				t.Fatalf("TerminalText(%q) = %q keeps %U", s, out, r)
+			}
+		}
+		if !utf8.ValidString(out) {
+			t.Fatalf("TerminalText(%q) = %q is not UTF-8", s, out)
+		}
+		if !needsEscape(s) && out != s {
+			t.Fatalf("TerminalText(%q) = %q changed clean text", s, out)
+		}
+	})
 }
