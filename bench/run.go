@@ -229,7 +229,8 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	var kwargs map[string]any
 	if len(c.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-			return &UsageError{Msg: fmt.Sprintf("argument --chat-template-kwargs: %v", err)}
+			return &UsageError{Msg: "argument --chat-template-kwargs: " +
+				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
 	switch c.DatasetName {

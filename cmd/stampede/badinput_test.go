@@ -95,6 +95,8 @@ func TestBadInputs(t *testing.T) {
 				"Use --label-input-length to specify the correct field name. (The flag is --timed-trace-label-input-length.) ({file} line 1)"},
 		{name: "timed_trace: a list", file: "t.jsonl", data: "[1]\n", args: []string{"--dataset-name", "timed_trace"}, code: 1,
 			want: "ValueError: dataset timed_trace: {file} line 1: want a JSON object, got \"[1]\""},
+		{name: "chat template kwargs not an object", file: "d.jsonl", data: "{\"prompt\": \"a\"}\n", args: []string{"--dataset-name", "custom", "--chat-template-kwargs", "[1]"}, code: 2,
+			want: `stampede serve: error: argument --chat-template-kwargs: found an array; want a JSON object, such as {"enable_thinking": false}`},
 		{name: "missing file", args: []string{"--dataset-name", "sharegpt", "--dataset-path", "no/such.json"}, code: 1,
 			want: "FileNotFoundError: dataset sharegpt: --dataset-path no/such.json: no such file or directory"},
 		{name: "header with a control byte", args: []string{"--header", "X-Tenant=a\x01b"}, code: 2,
