@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
@@ -26,7 +27,14 @@ type Config struct {
 	// APIURL is where benchmark requests go: base URL + --endpoint.
 	APIURL string
 	// BaseURL is --base-url, or http://host:port (IPv6 hosts bracketed).
+	// Credentials in --base-url (user:password@) are removed from BaseURL
+	// and APIURL, so that no output shows them; URLAuthorization carries
+	// them.
 	BaseURL string
+	// URLAuthorization is the "Basic ..." Authorization value of
+	// --base-url's credentials, sent on every request as aiohttp does; ""
+	// when the URL has none.
+	URLAuthorization string
 	// Headers are the --header pairs in order (a repeated key keeps its
 	// first position and its last value); nil when none were given.
 	Headers []Header
@@ -257,9 +265,18 @@ func (c *Config) validate() error {
 	if err := c.validateRampUp(); err != nil {
 		return err
 	}
-	c.buildURLs()
+	if err := c.buildURLs(); err != nil {
+		return err
+	}
 	if err := c.parseHeaders(); err != nil {
 		return err
+	}
+	if err := c.checkAuthorization(); err != nil {
+		return err
+	}
+	// Request ids go out as x-request-id values.
+	if err := httpwire.ValidateHeader("x-request-id", c.RequestIDPrefix); err != nil {
+		return &UsageError{Msg: "argument --request-id-prefix: " + err.Error()}
 	}
 	if err := c.rewriteDataset(); err != nil {
 		return err
@@ -311,16 +328,54 @@ func (c *Config) validateRampUp() error {
 }
 
 // buildURLs is Python's URL building: plain string concatenation, no
-// slash normalisation.
-func (c *Config) buildURLs() {
+// slash normalisation; credentials in --base-url become URLAuthorization.
+func (c *Config) buildURLs() error {
 	if c.Given("base-url") {
-		c.APIURL = c.Flags.BaseURL + c.Endpoint
-		c.BaseURL = c.Flags.BaseURL
-		return
+		base, auth, err := splitURLCredentials(c.Flags.BaseURL)
+		if err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		c.APIURL = base + c.Endpoint
+		c.BaseURL = base
+		c.URLAuthorization = auth
+		return nil
 	}
 	hostPort := joinHostPort(c.Host, c.Port)
 	c.APIURL = "http://" + hostPort + c.Endpoint
 	c.BaseURL = "http://" + hostPort
+	return nil
+}
+
+// checkAuthorization refuses what aiohttp refuses on every request: an
+// explicit Authorization header ($OPENAI_API_KEY's Bearer token or a
+// --header) beside credentials in the URL. Python's run would fail every
+// request with this ValueError; stampede says so before it starts. It also
+// checks $OPENAI_API_KEY as a header value.
+func (c *Config) checkAuthorization() error {
+	if c.APIKey != "" {
+		if err := httpwire.ValidateHeader("Authorization", "Bearer "+c.APIKey); err != nil {
+			return &UsageError{Msg: "environment variable OPENAI_API_KEY: " + err.Error()}
+		}
+	}
+	if c.URLAuthorization == "" {
+		return nil
+	}
+	source := ""
+	switch {
+	case c.APIKey != "":
+		source = "$OPENAI_API_KEY sends one"
+	default:
+		for _, h := range c.Headers {
+			if strings.EqualFold(h.Key, "Authorization") {
+				source = "--header " + h.Key + "=... sends one"
+			}
+		}
+	}
+	if source == "" {
+		return nil
+	}
+	return valueErrorf("Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL "+
+		"(--base-url has user:password@, and %s; keep one of the two)", source)
 }
 
 // joinHostPort is vLLM's join_host_port: an IPv6 literal is bracketed.
@@ -338,6 +393,9 @@ func (c *Config) parseHeaders() error {
 			return valueErrorf("Invalid header format. Please use KEY=VALUE format.")
 		}
 		key, value = pyStrip(key), pyStrip(value)
+		if err := httpwire.ValidateHeader(key, value); err != nil {
+			return &UsageError{Msg: "argument --header: " + err.Error()}
+		}
 		replaced := false
 		for i := range c.Headers {
 			if c.Headers[i].Key == key {

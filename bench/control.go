@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -49,7 +50,8 @@ func fetchFirstModel(ctx context.Context, client *http.Client, url string, heade
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return "", "", fmt.Errorf("%s: %w", url, err)
+		return "", "", fmt.Errorf("%s: the answer is not an OpenAI model list: %s", url,
+			datasets.JSONProblem(body, err, `{"data": [{"id": "model-name", "root": "..."}]}`))
 	}
 	if len(list.Data) == 0 {
 		return "", "", errNoModels{}

@@ -226,7 +226,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 		if s.Failed > 0 {
 			c.line("Failed requests during benchmark run detected (capping to 10):")
 			for i, e := range s.Failures {
-				c.line("Error " + strconv.Itoa(i) + ": " + e)
+				c.line("Error " + strconv.Itoa(i) + ": " + TerminalText(e)) // the JSON keeps e as it is
 			}
 		}
 		if s.Completed > 0 {

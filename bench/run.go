@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -108,10 +109,14 @@ func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
 	if t.tls != nil {
 		transport.TLSClientConfig = t.tls
 	}
+	var rt http.RoundTripper = transport
+	if cfg.URLAuthorization != "" {
+		rt = basicAuthTransport{base: transport, authorization: cfg.URLAuthorization}
+	}
 	return &run{
 		cfg: cfg, stdout: stdout, stderr: stderr,
 		target:      t,
-		control:     &http.Client{Transport: transport, Timeout: 5 * time.Minute},
+		control:     &http.Client{Transport: rt, Timeout: 5 * time.Minute},
 		endpointErr: CheckEndpoint(cfg.Backend, cfg.APIURL),
 	}, nil
 }
@@ -168,7 +173,7 @@ func (r *run) discoverModel(ctx context.Context) error {
 			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
 	}
 	r.modelName, r.modelID = name, root
-	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", name, root)
+	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", TerminalText(name), TerminalText(root))
 	return nil
 }
 
@@ -224,7 +229,8 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	var kwargs map[string]any
 	if len(c.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-			return &UsageError{Msg: fmt.Sprintf("argument --chat-template-kwargs: %v", err)}
+			return &UsageError{Msg: "argument --chat-template-kwargs: " +
+				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
 	switch c.DatasetName {
@@ -351,7 +357,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
 	if err != nil {
-		return datasetError(c.DatasetName, err)
+		return datasetError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(r.requests) == 0 {
 		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
@@ -365,11 +371,23 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	return nil
 }
 
-// datasetError keeps a dataset's Python exception type for the exit path.
-func datasetError(name string, err error) error {
+// datasetError keeps a dataset's Python exception type for the exit path;
+// a file that cannot be opened is named with the flag it came from.
+func datasetError(name string, err error, path string) error {
 	var pe *datasets.PythonError
 	if errors.As(err, &pe) {
 		return &ValidationError{Type: pe.Type, Msg: pe.Msg}
+	}
+	var fe *fs.PathError
+	if errors.As(err, &fe) {
+		typ, where := "OSError", fe.Path
+		if errors.Is(fe.Err, fs.ErrNotExist) {
+			typ = "FileNotFoundError"
+		}
+		if fe.Path == path {
+			where = "--dataset-path " + fe.Path
+		}
+		return &ValidationError{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "dataset ") {
@@ -435,7 +453,10 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 	hreq := httpwire.Request{
 		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
 		ContentType: contentType,
-		Body:        body,
+		// aiohttp's Basic authentication from --base-url's credentials;
+		// config.go refuses them beside an Authorization header.
+		Authorization: r.cfg.URLAuthorization,
+		Body:          body,
 	}
 	for _, h := range hs {
 		hreq.Headers = append(hreq.Headers, httpwire.Header{Key: h.Key, Value: h.Value})
@@ -503,7 +524,11 @@ func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (str
 	if timeout > 0 {
 		ec.RequestTimeout = timeout
 	}
-	res, err := engine.Run(ctx, ec)
+	runner, err := engine.Start(ctx, ec)
+	if err != nil {
+		return "", err
+	}
+	res, err := waitRun(ctx, runner)
 	if err != nil {
 		return "", err
 	}
@@ -558,7 +583,7 @@ func (r *run) initialTest(ctx context.Context) error {
 			return nil
 		}
 		lastErr = failure
-		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", lastErrorLine(failure))
+		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", TerminalText(lastErrorLine(failure)))
 		wait := min(5*time.Second, time.Until(deadline))
 		if wait <= 0 {
 			break
@@ -651,7 +676,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	probes.start(ctx)
 	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
-	res, err := runner.Wait()
+	res, err := waitRun(ctx, runner)
 	probes.stop()
 	stopBar()
 	bar.Close()
@@ -660,12 +685,12 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	params.Probe = probes.account(res)
 	if res.Cancelled {
-		unsent := dropUnsent(&res.Data)
-		fmt.Fprintf(r.stderr, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
-			len(res.Data.Results), unsent)
+		reportInterrupt(r.stderr, res)
 	}
+	afterCtx, cancelAfter := afterRunContext(ctx)
+	defer cancelAfter()
 
-	if after, ok := scrapeServerMetrics(context.WithoutCancel(ctx), r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
+	if after, ok := scrapeServerMetrics(afterCtx, r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
 		if sd := metrics.SpecDecodeDelta(before.spec, after.spec); sd != nil {
 			params.SpecDecode = sd
 		}
@@ -694,7 +719,7 @@ func (r *run) benchmark(ctx context.Context) error {
 
 	if c.Profile {
 		fmt.Fprintln(r.stdout, "Stopping profiler...")
-		if postProfile(context.WithoutCancel(ctx), r.control, c.BaseURL+"/stop_profile", c.Headers) {
+		if postProfile(afterCtx, r.control, c.BaseURL+"/stop_profile", c.Headers) {
 			fmt.Fprintln(r.stdout, "Profiler stopped")
 		}
 	}
@@ -724,6 +749,26 @@ func checkArrivals(c *Config) error {
 			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", pyfmt.FloatRepr(first))}
 	}
 	return nil
+}
+
+// reportInterrupt drops the requests an interrupt kept from being sent
+// and says on stderr what the results cover.
+func reportInterrupt(w io.Writer, res *engine.Result) {
+	unsent := dropUnsent(&res.Data)
+	if !res.Aborted {
+		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
+			len(res.Data.Results), unsent)
+		return
+	}
+	cut := 0
+	for _, rr := range res.Data.Results {
+		if !rr.Success && rr.Error == "cancelled" {
+			cut++
+		}
+	}
+	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
+		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
+		len(res.Data.Results), cut, unsent)
 }
 
 // dropUnsent removes the requests an interrupt kept from being sent: they

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -592,5 +593,61 @@ func TestRunInterruptedLeavesOutUnsent(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "(3 never sent are left out)") {
 		t.Errorf("stderr does not count the unsent requests:\n%s", stderr)
+	}
+}
+
+// TestRunSecondInterrupt: after the first Ctrl-C, a grace that would
+// outlast the test is cut short by the second (the hard stop): the block
+// is printed, the result saved, and its counts add up: every request sent
+// either completed or failed "cancelled".
+func TestRunSecondInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hard := make(chan struct{})
+	time.AfterFunc(500*time.Millisecond, func() {
+		cancel()
+		time.AfterFunc(100*time.Millisecond, func() { close(hard) })
+	})
+	stdout, stderr, err := runAgainstMock(t, WithHardStop(ctx, hard), mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
+		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "6", "--random-input-len", "16",
+		"--random-output-len", "500", "--max-concurrency", "3", "--cancel-grace-sec", "3600",
+		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "r.json")
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "Interrupted again: stopped at once") {
+		t.Errorf("stderr does not say the run was stopped at once:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "============ Serving Benchmark Result ============\n") ||
+		!strings.HasSuffix(stdout, strings.Repeat("=", 50)+"\n") {
+		t.Errorf("no result block after the second interrupt:\n%s", stdout)
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatalf("result not saved after the second interrupt: %v", err)
+	}
+	var res struct {
+		Completed, Failed int
+		Errors            []string
+	}
+	if err := json.Unmarshal(saved, &res); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := 0
+	for _, e := range res.Errors {
+		switch e {
+		case "":
+		case "cancelled":
+			cancelled++
+		default:
+			t.Errorf("error %q; want only cancelled requests", e)
+		}
+	}
+	if res.Completed+res.Failed != len(res.Errors) || res.Failed != cancelled || cancelled == 0 || len(res.Errors) > 6 {
+		t.Errorf("completed %d + failed %d vs %d requests sent, %d cancelled", res.Completed, res.Failed, len(res.Errors), cancelled)
+	}
+	if want := fmt.Sprintf("Failed requests:                         %-10d\n", res.Failed); !strings.Contains(stdout, want) {
+		t.Errorf("printed block and saved result disagree; want %q in:\n%s", want, stdout)
 	}
 }

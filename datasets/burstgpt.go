@@ -53,7 +53,8 @@ func SampleBurstGPT(tok Tokenizer, o BurstGPTOptions) ([]Request, error) {
 		return nil, err
 	}
 	if len(picked) > 0 && columns < 4 {
-		return nil, &PythonError{Type: "IndexError", Msg: "list index out of range"}
+		return nil, &PythonError{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (burstgpt reads the "+
+			"request tokens from the 3rd column and the response tokens from the 4th; %s has %d columns)", o.Path, columns)}
 	}
 	vocab := tok.VocabSize()
 	if vocab <= 0 {
@@ -110,6 +111,23 @@ func (r burstGPTRow) int(cell string) (int, error) {
 	return int(v), nil
 }
 
+// csvError says what is wrong in a CSV file, in CSV's terms rather than
+// encoding/csv's.
+func csvError(path string, err error) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("dataset burstgpt %s: %w", path, err)
+	}
+	what := pe.Err.Error()
+	switch {
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		what = `a '"' inside a field that does not start with one; quote the whole field and write the inner quote twice ("a ""b"" c")`
+	case errors.Is(pe.Err, csv.ErrQuote):
+		what = `a quoted field is not closed, or text follows its closing '"'; a quoted field ends with '"' before the next comma or line end`
+	}
+	return fmt.Errorf("dataset burstgpt %s line %d, column %d: %s", path, pe.Line, pe.Column, what)
+}
+
 // readBurstGPT is pd.read_csv plus the Model == "GPT-4" and Response
 // tokens > 0 filters; it also returns the number of columns.
 func readBurstGPT(path string) ([]burstGPTRow, int, error) {
@@ -118,14 +136,14 @@ func readBurstGPT(path string) ([]burstGPTRow, int, error) {
 		return nil, 0, fmt.Errorf("dataset burstgpt: %w", err)
 	}
 	defer f.Close()
-	rd := csv.NewReader(f)
+	rd := csv.NewReader(newLineLimiter(f, MaxLineBytes))
 	rd.FieldsPerRecord = -1
 	header, err := rd.Read()
 	if err == io.EOF {
 		return nil, 0, &PythonError{Type: "EmptyDataError", Msg: "No columns to parse from file"}
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("dataset burstgpt %s: %w", path, err)
+		return nil, 0, csvError(path, err)
 	}
 	col := func(name string) (int, error) {
 		for i, h := range header {
@@ -150,7 +168,7 @@ func readBurstGPT(path string) ([]burstGPTRow, int, error) {
 			break
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("dataset burstgpt %s: %w", path, err)
+			return nil, 0, csvError(path, err)
 		}
 		cell := func(i int) string {
 			if i < len(rec) {

@@ -65,7 +65,8 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset custom: %w", err)
 	}
 	if !columns["prompt"] {
-		return nil, valueError("JSONL file must contain a 'prompt' column.")
+		return nil, valueError(fmt.Sprintf("JSONL file must contain a 'prompt' column. (No line of %s has a \"prompt\" "+
+			"field; each line must be an object such as {\"prompt\": \"...\"}.)", o.Path))
 	}
 	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, rows)
 	n := sampleTarget(o.NumPrompts, len(rows))
@@ -82,10 +83,11 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		if tok != nil {
 			if o.OutputLen == -1 {
 				if !columns["output_tokens"] {
-					return nil, valueError("If no output length is provided the custom dataset must contain an 'output_tokens' field.")
+					return nil, valueError(fmt.Sprintf("If no output length is provided the custom dataset must contain an 'output_tokens' field. "+
+						"(No line of %s has one; add \"output_tokens\": N to each line, or pass --custom-output-len N.)", o.Path))
 				}
 				if r.ExpectedOutputLen, err = pyIntField(row.fields["output_tokens"]); err != nil {
-					return nil, err
+					return nil, withPlace(err, o.Path, row.line)
 				}
 			} else {
 				r.ExpectedOutputLen = o.OutputLen
@@ -117,7 +119,8 @@ func readJSONL(path string) ([]customRow, map[string]bool, error) {
 	for lines.next() {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(lines.text, &fields); err != nil {
-			return nil, nil, fmt.Errorf("%s line %d: want a JSON object: %w", path, lines.line, err)
+			return nil, nil, fmt.Errorf("%s line %d: %s", path, lines.line,
+				JSONProblem(lines.text, err, `one JSON object per line, such as {"prompt": "..."}`))
 		}
 		for k := range fields {
 			columns[k] = true

@@ -125,7 +125,7 @@ func readCustomImageRows(path string) ([]traceEntry, error) {
 		if !json.Valid(text) {
 			var v any
 			err := json.Unmarshal(text, &v)
-			return nil, valueError(fmt.Sprintf("Invalid JSON in custom image dataset line %d: %v", line, err))
+			return nil, valueError(fmt.Sprintf("Invalid JSON in custom image dataset line %d: %s", line, JSONProblem(text, err, "a JSON object")))
 		}
 		if text[0] != '{' {
 			return nil, valueError(fmt.Sprintf("Each custom image dataset line must contain a JSON object. Found %s on line %d.", pyTypeOfJSON(text), line))

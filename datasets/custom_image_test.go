@@ -76,7 +76,7 @@ func TestSampleCustomImageErrors(t *testing.T) {
 		python                    bool
 	}{
 		{"not jsonl", "d.json", "{}", "Only JSONL format is supported for CustomImageDataset.", true},
-		{"bad JSON", "d.jsonl", "{\"prompt\": \n", "Invalid JSON in custom image dataset line 1: unexpected end of JSON input", true},
+		{"bad JSON", "d.jsonl", "{\"prompt\": \n", "Invalid JSON in custom image dataset line 1: the JSON ends early (an unclosed bracket, brace or string?); want a JSON object", true},
 		{"not an object", "d.jsonl", "\n[1]\n", "Each custom image dataset line must contain a JSON object. Found <class 'list'> on line 2.", true},
 		{"no fields", "d.jsonl", `{"prompt": "x"}`, "Each custom image dataset line must contain either 'prompt' and 'image_files' fields, or a 'content' field. Invalid line: 1.", true},
 		{"prompt not a string", "d.jsonl", `{"prompt": 3, "image_files": ["a"]}`, "'prompt' must be a string.", true},

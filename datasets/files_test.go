@@ -190,17 +190,22 @@ func TestSampleCustom(t *testing.T) {
 	}
 }
 
+// TestSampleCustomOutputTokensErrors: Python's message, then the file
+// (and line) it is about and what would be accepted.
 func TestSampleCustomOutputTokensErrors(t *testing.T) {
 	tok := newBPETokenizer()
-	for _, tt := range []struct{ content, want string }{
-		{`{"prompt": "a"}`, "If no output length is provided the custom dataset must contain an 'output_tokens' field."},
-		{`{"prompt": "a", "output_tokens": "many"}`, "Invalid value for 'output_tokens' in custom dataset: 'many'. Must be an integer."},
-		{"{\"prompt\": \"a\", \"output_tokens\": 3}\n{\"prompt\": \"b\"}", "Invalid value for 'output_tokens' in custom dataset: 'nan'. Must be an integer."},
-		{`{"text": "a"}`, "JSONL file must contain a 'prompt' column."},
+	for _, tt := range []struct{ content, want, place string }{
+		{`{"prompt": "a"}`, "If no output length is provided the custom dataset must contain an 'output_tokens' field.",
+			"(No line of %s has one; add \"output_tokens\": N to each line, or pass --custom-output-len N.)"},
+		{`{"prompt": "a", "output_tokens": "many"}`, "Invalid value for 'output_tokens' in custom dataset: 'many'. Must be an integer.", "(%s line 1)"},
+		{"{\"prompt\": \"a\", \"output_tokens\": 3}\n{\"prompt\": \"b\"}", "Invalid value for 'output_tokens' in custom dataset: 'nan'. Must be an integer.", "(%s line 2)"},
+		{`{"text": "a"}`, "JSONL file must contain a 'prompt' column.",
+			"(No line of %s has a \"prompt\" field; each line must be an object such as {\"prompt\": \"...\"}.)"},
 	} {
-		_, err := SampleCustom(tok, CustomOptions{Path: writeFile(t, "e.jsonl", tt.content), OutputLen: -1, SkipChatTemplate: true, DisableShuffle: true})
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("%s: error %v, want %q", tt.content, err, tt.want)
+		path := writeFile(t, "e.jsonl", tt.content)
+		_, err := SampleCustom(tok, CustomOptions{Path: path, OutputLen: -1, SkipChatTemplate: true, DisableShuffle: true})
+		if want := tt.want + " " + fmt.Sprintf(tt.place, path); err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", tt.content, err, want)
 		}
 	}
 }

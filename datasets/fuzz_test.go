@@ -1,9 +1,11 @@
 package datasets
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +77,30 @@ func BenchmarkSampleRandom(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzJSONProblem: whatever bytes a file or a server holds, the
+// description of encoding/json's complaint names no Go type and never
+// panics (it slices the input at the parser's offset).
+func FuzzJSONProblem(f *testing.F) {
+	for _, s := range []string{`[1, 2]`, `{"prompt": `, "\n\nprompt: a", `{"data": {"id": 1}}`, `[{"conversations": [{"value": 1}]}]`, "", "\xff", `{"a":"\u00"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var models struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		var row map[string]json.RawMessage
+		var list []json.RawMessage
+		for _, dst := range []any{&models, &row, &list} {
+			if err := json.Unmarshal(data, dst); err != nil {
+				msg := JSONProblem(data, err, "a JSON object")
+				if strings.Contains(msg, "Go ") || strings.Contains(msg, "json.RawMessage") || strings.Contains(msg, "struct {") {
+					t.Errorf("%q: %s", data, msg)
+				}
+			}
+		}
+	})
 }

@@ -200,7 +200,8 @@ func postJSON(ctx context.Context, c *http.Client, url string, body, out any) er
 		return fmt.Errorf("POST %s: HTTP %d: %s", url, resp.StatusCode, truncate(string(data), 200))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("POST %s: malformed response %q: %w", url, truncate(string(data), 200), err)
+		return fmt.Errorf("POST %s: the server's answer %q is not what vLLM's endpoint returns: %s", url, truncate(string(data), 200),
+			JSONProblem(data, err, "a JSON object"))
 	}
 	return nil
 }

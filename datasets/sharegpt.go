@@ -39,6 +39,9 @@ type shareGPTEntry struct {
 // 4..1024 tokens, completion >= 4 tokens unless OutputLen is set, sum <=
 // 2048 (tokens counted with special tokens). Ids count accepted entries.
 // Too few accepted entries are oversampled.
+// shareGPTShape is what a ShareGPT file holds, for error messages.
+const shareGPTShape = `a JSON list of entries such as {"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", "value": "..."}]}`
+
 func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("dataset sharegpt: a tokenizer is required (drop --skip-tokenizer-init)")
@@ -52,7 +55,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 	}
 	var all []json.RawMessage
 	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, fmt.Errorf("dataset sharegpt %s: want a JSON list of entries: %w", o.Path, err)
+		return nil, fmt.Errorf("dataset sharegpt %s: %s", o.Path, JSONProblem(raw, err, shareGPTShape))
 	}
 	entries := make([]shareGPTEntry, 0, len(all))
 	for i, r := range all {
@@ -61,7 +64,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 		}
 		var e shareGPTEntry
 		if err := json.Unmarshal(r, &e); err != nil {
-			return nil, fmt.Errorf("dataset sharegpt %s: entry %d: %w", o.Path, i, err)
+			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0): %s", o.Path, i, JSONProblem(r, err, shareGPTShape))
 		}
 		if len(e.Conversations) >= 2 {
 			entries = append(entries, e)

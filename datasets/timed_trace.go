@@ -101,7 +101,7 @@ func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
 
 	ex := &traceExpander{tok: tok, hash: hasher, chunk: o.ChunkHashSize, cache: map[string][]int32{}}
 	var reqs []Request
-	rd := bufio.NewReaderSize(f, 1<<16)
+	rd := bufio.NewReaderSize(newLineLimiter(f, MaxLineBytes), 1<<16)
 	for ind := 0; len(reqs) < o.NumPrompts; ind++ {
 		line, err := rd.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
@@ -130,7 +130,7 @@ func (o *TimedTraceOptions) request(ex *traceExpander, line []byte, ind int) (Re
 		v, ok := entry.get(label)
 		if !ok {
 			return nil, valueError(fmt.Sprintf("%s field '%s' not found in trace entry. Available fields: %s. "+
-				"Use --%s to specify the correct field name.", what, label, pyStrListRepr(entry.keys), flag))
+				"Use --%s to specify the correct field name. (The flag is --timed-trace-%[4]s.)", what, label, pyStrListRepr(entry.keys), flag))
 		}
 		return v, nil
 	}
@@ -388,11 +388,12 @@ func pyStrListRepr(items []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// lineError places err at a line of path, except for a *PythonError.
+// lineError places err at a line of path; a *PythonError keeps Python's
+// text first and gains the place after it.
 func lineError(path string, line int, err error) error {
 	var pyErr *PythonError
 	if errors.As(err, &pyErr) {
-		return err
+		return withPlace(pyErr, path, line)
 	}
 	return fmt.Errorf("%s line %d: %w", path, line, err)
 }

@@ -102,8 +102,11 @@ type Result struct {
 	// ScheduleStartNs is the run time the arrival schedule counts from:
 	// request i was due at ScheduleStartNs + its offset.
 	ScheduleStartNs int64
-	Cancelled       bool
-	Health          Health
+	// Cancelled is set when ctx was cancelled or Abort called before the
+	// run ended; Aborted when Abort cut the grace short, so that the
+	// requests still in flight were failed "cancelled" at once.
+	Cancelled, Aborted bool
+	Health             Health
 }
 
 // Health tells how well the client itself kept up (DESIGN principle 6).
@@ -139,8 +142,11 @@ type Runner struct {
 	recorders []*metrics.Recorder
 	transport transport
 	done      chan struct{}
-	result    *Result
-	err       error
+	// aborted is cancelled by Abort: stop now, without the grace.
+	aborted context.Context
+	abort   context.CancelFunc
+	result  *Result
+	err     error
 }
 
 // transport is how requests go out: the shard loops, or TLS.
@@ -185,6 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		clock: shard.NewClock(),
 		done:  make(chan struct{}),
 	}
+	r.aborted, r.abort = context.WithCancel(context.Background())
 	reqs := make([]shard.Request, n)
 	for i, q := range cfg.Requests {
 		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences}
@@ -229,9 +236,21 @@ func (r *Runner) Wait() (*Result, error) {
 	return r.result, r.err
 }
 
+// Abort stops the run now: nothing more is sent, and the requests in
+// flight are failed "cancelled" at once instead of getting CancelGrace to
+// finish (a second Ctrl-C). The result still covers every request, as
+// after a cancellation. Any goroutine may call it, any number of times;
+// after the run ended it does nothing.
+func (r *Runner) Abort() { r.abort() }
+
 func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	defer close(r.done)
 	defer restoreProcs()
+	defer r.abort() // releases the context's resources
+	// An abort is a cancellation that skips the grace.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.aborted, cancel)()
 	res := &Result{Shards: len(r.recorders), Start: r.clock.Base(), MonotonicStartNs: r.clock.Monotonic(0)}
 	// The schedule and the duration count from here, after the shards are
 	// up (Python: benchmark_start_time, just before the dispatch loop).
@@ -248,6 +267,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.queue.Close()
 		r.drain(r.cfg.CancelGrace)
 		endNs = r.clock.Now()
+		res.Aborted = r.aborted.Err() != nil
 		r.transport.abort()
 	}
 	r.transport.wait()
@@ -308,12 +328,15 @@ func (r *Runner) dispatch(ctx context.Context, startNs int64, offsets []int64, r
 	return lags
 }
 
-// drain waits up to grace for the requests in flight to end.
+// drain waits up to grace for the requests in flight to end, or until
+// Abort.
 func (r *Runner) drain(grace time.Duration) {
 	deadline := time.Now().Add(grace)
 	for r.queue.InFlight() > 0 && time.Now().Before(deadline) {
 		select {
 		case <-r.queue.Done():
+			return
+		case <-r.aborted.Done():
 			return
 		case <-time.After(5 * time.Millisecond):
 		}

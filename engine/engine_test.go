@@ -344,3 +344,71 @@ func cancelAfter(t *testing.T, srv *shardtest.Server, n int64, cfg Config) (*Res
 	}
 	return res, runner
 }
+
+// TestAbortCutsTheGrace: after a cancellation whose grace would outlast
+// the test, Abort (a second Ctrl-C) ends the run: the completed request is
+// kept, the stalled ones in flight fail "cancelled", the unsent are
+// there too, and every request is accounted for. Over the shard loops and
+// over TLS.
+func TestAbortCutsTheGrace(t *testing.T) {
+	plain := shardtest.New(t)
+	tlsSrv, client := shardtest.NewTLS(t)
+	for _, tt := range []struct {
+		name string
+		srv  *shardtest.Server
+		tls  *tls.Config
+	}{{"shards", plain, nil}, {"tls", tlsSrv, client}} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.srv.Requests.Load()
+			paths := append([]string{"/ok/1", "/stall", "/stall"}, repeat("/ok/1", 5)...)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runner, err := Start(ctx, Config{
+				Address: tt.srv.Addr.String(), TLS: tt.tls, Streaming: true, Requests: requests(paths...),
+				MaxConcurrency: 3, Shards: 1, CancelGrace: time.Hour,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for done, _, _ := runner.Progress(); tt.srv.Requests.Load() < before+3 || done < 1; done, _, _ = runner.Progress() {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			runner.Abort()
+			runner.Abort() // idempotent
+			res, err := runner.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Cancelled || !res.Aborted {
+				t.Errorf("Cancelled %v Aborted %v; want both", res.Cancelled, res.Aborted)
+			}
+			if len(res.Data.Results) != len(paths) {
+				t.Fatalf("%d results for %d requests", len(res.Data.Results), len(paths))
+			}
+			var ok, cancelled, sent int
+			for _, r := range res.Data.Results {
+				switch {
+				case r.Success:
+					ok++
+				case r.Error == "cancelled":
+					cancelled++
+				default:
+					t.Errorf("request %d failed %q; want success or cancelled", r.Index, r.Error)
+				}
+				if r.Sent() {
+					sent++
+				}
+			}
+			if !res.Data.Results[0].Success || ok+cancelled != len(paths) || sent < 3 {
+				t.Errorf("first request success %v; %d ok + %d cancelled of %d, %d sent",
+					res.Data.Results[0].Success, ok, cancelled, len(paths), sent)
+			}
+			for _, i := range []int{1, 2} {
+				if r := res.Data.Results[i]; r.Success || r.Error != "cancelled" || !r.Sent() {
+					t.Errorf("stalled request %d: %+v; want sent and cancelled", i, r)
+				}
+			}
+		})
+	}
+}

@@ -80,9 +80,9 @@ func (r *Request) appendDefault(dst []byte, key, value string) []byte {
 
 // Validate reports what in r would break the request's framing: a method
 // that is not a token, a request target with spaces or control bytes, a
-// header name that is not a token, a header value with CR, LF or NUL, or a
-// user header that would contradict the body framing AppendRequest writes
-// (Content-Length, Transfer-Encoding). Errors name the header.
+// header that ValidateHeader refuses, or a user header that would
+// contradict the body framing AppendRequest writes (Content-Length,
+// Transfer-Encoding). Errors name the header.
 func (r *Request) Validate() error {
 	if r.Method == "" {
 		return fmt.Errorf("empty HTTP method")
@@ -130,28 +130,42 @@ func (r *Request) hasUserHeader(key string) bool {
 }
 
 func validateUserHeader(h Header) error {
-	if h.Key == "" {
-		return fmt.Errorf("header with value %q has an empty name", h.Value)
-	}
-	if i := firstNonToken(h.Key); i >= 0 {
-		return fmt.Errorf("header %q: byte %q is not allowed in a header name "+
-			"(letters, digits and !#$%%&'*+-.^_`|~ only)", h.Key, h.Key[i])
+	if err := ValidateHeader(h.Key, h.Value); err != nil {
+		return err
 	}
 	if equalFoldString(h.Key, "Content-Length") || equalFoldString(h.Key, "Transfer-Encoding") {
 		return fmt.Errorf("header %q cannot be set: the body's framing is derived from the request body", h.Key)
 	}
-	return validateValue(h)
+	return nil
 }
 
-// validateValue rejects the bytes that would end a header line early or that
-// servers refuse outright.
+// ValidateHeader checks one header as RFC 9110 §5 requires: the name a
+// token, the value visible characters, spaces and tabs (field-vchar, SP,
+// HTAB; bytes 0x80–0xFF are allowed as obs-text), so no control byte (CR
+// and LF would end the line early, the others servers refuse or pass on
+// to logs and terminals). Errors name the header and the offending byte's
+// position, never the value, which may be a secret.
+func ValidateHeader(key, value string) error {
+	if key == "" {
+		return fmt.Errorf("a header has an empty name; write NAME=VALUE")
+	}
+	if i := firstNonToken(key); i >= 0 {
+		return fmt.Errorf("header %q: byte %q is not allowed in a header name "+
+			"(letters, digits and !#$%%&'*+-.^_`|~ only)", key, key[i])
+	}
+	return validateValue(Header{key, value})
+}
+
+// validateValue rejects control bytes in a header value.
 func validateValue(h Header) error {
 	for i := 0; i < len(h.Value); i++ {
-		switch h.Value[i] {
-		case '\r', '\n':
-			return fmt.Errorf("header %q: value %q contains a line break; a header value must be one line", h.Key, h.Value)
-		case 0:
-			return fmt.Errorf("header %q: value %q contains a NUL byte", h.Key, h.Value)
+		if c := h.Value[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			what := "a control character"
+			if c == '\r' || c == '\n' {
+				what = "a line break"
+			}
+			return fmt.Errorf("header %q: the value has %s (byte 0x%02x at offset %d); "+
+				"a header value may hold visible characters, spaces and tabs only", h.Key, what, c, i)
 		}
 	}
 	return nil

@@ -23,7 +23,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tokenize" {
 		os.Exit(runTokenize(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	ctx, stop := interruptContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -34,25 +34,45 @@ type interrupted struct{ sig syscall.Signal }
 
 func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
 
-// interruptContext is cancelled, with an interrupted cause, by the first of
-// sigs. The first signal asks the run to stop sending and report what it
-// measured; the handler is then removed, so a second Ctrl-C ends the
-// process at once if draining takes too long.
-func interruptContext(parent context.Context, sigs ...os.Signal) (context.Context, func()) {
+// interruptContext turns signals into the three ways of stopping a run
+// (README "Stopping a run"). The first interrupt cancels the returned
+// context, with an interrupted cause: the run stops sending, gives the
+// requests in flight the grace period, then prints and saves what it
+// measured. The second closes the context's hard stop (bench.WithHardStop):
+// the run stops waiting, fails what is still in flight as "cancelled", and
+// still prints and saves. A third interrupt, or terminate at any time,
+// calls exit with 128 + the signal's number at once, writing nothing more.
+func interruptContext(parent context.Context, stderr io.Writer, exit func(code int), interrupt, terminate os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
+	hard := make(chan struct{})
+	ch := make(chan os.Signal, 3)
+	signal.Notify(ch, interrupt, terminate)
 	done := make(chan struct{})
 	go func() {
-		select {
-		case s := <-ch:
-			signal.Stop(ch)
+		for n := 1; ; n++ {
+			var s os.Signal
+			select {
+			case s = <-ch:
+			case <-done:
+				return
+			}
 			sig, _ := s.(syscall.Signal)
-			cancel(interrupted{sig})
-		case <-done:
+			switch {
+			case s == terminate || n >= 3:
+				exit(exitSignal + int(sig))
+				return
+			case n == 1:
+				fmt.Fprintf(stderr, "\n%s: interrupted: no more requests are sent; those in flight get the grace period "+
+					"(--cancel-grace-sec) to finish. Interrupt again to stop at once.\n", bench.ProgramName)
+				cancel(interrupted{sig})
+			case n == 2:
+				fmt.Fprintf(stderr, "\n%s: interrupted again: stopping at once; requests in flight are failed \"cancelled\" "+
+					"and the results so far are still reported. Interrupt a third time to quit without results.\n", bench.ProgramName)
+				close(hard)
+			}
 		}
 	}()
-	return ctx, func() {
+	return bench.WithHardStop(ctx, hard), func() {
 		signal.Stop(ch)
 		close(done)
 		cancel(context.Canceled)
@@ -121,12 +141,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // writeError prints an error raised after parsing: a Python exception as
-// "Type: message", anything else after the program name.
+// "Type: message", anything else after the program name. Messages may
+// quote a server (a reason phrase, a model list), so control characters
+// are escaped.
 func writeError(w io.Writer, err error) {
 	var invalid *bench.ValidationError
 	if errors.As(err, &invalid) {
-		fmt.Fprintf(w, "%s: %s\n", invalid.Type, invalid.Msg)
+		fmt.Fprintf(w, "%s: %s\n", invalid.Type, bench.TerminalText(invalid.Msg))
 		return
 	}
-	fmt.Fprintf(w, "%s: %v\n", bench.ProgramName, err)
+	fmt.Fprintf(w, "%s: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -130,22 +131,98 @@ func TestRunInterrupted(t *testing.T) {
 	}
 }
 
-// TestInterruptContext sends the process a real SIGINT: the context is
-// cancelled with the signal as its cause, and the handler is gone after
-// the first signal.
+// TestInterruptContext sends the process real signals (SIGUSR1 standing
+// for Ctrl-C, SIGUSR2 for SIGTERM): the first cancels the context with
+// the signal as its cause, the second closes the hard stop the run
+// watches, the third exits; terminate exits at once.
 func TestInterruptContext(t *testing.T) {
-	ctx, stop := interruptContext(context.Background(), syscall.SIGUSR1)
-	defer stop()
-	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
+	wait := func(t *testing.T, ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not happen", what)
+		}
 	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("context not cancelled by the signal")
+	send := func(t *testing.T, sig syscall.Signal) {
+		t.Helper()
+		if err := syscall.Kill(syscall.Getpid(), sig); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var intr interrupted
-	if !errors.As(context.Cause(ctx), &intr) || intr.sig != syscall.SIGUSR1 {
-		t.Errorf("cause %v, want interrupted by SIGUSR1", context.Cause(ctx))
+	// exitsWith waits for exit to be called with 128 + sig.
+	exitsWith := func(t *testing.T, exited <-chan int, sig syscall.Signal) {
+		t.Helper()
+		select {
+		case code := <-exited:
+			if code != 128+int(sig) {
+				t.Errorf("exit code %d, want %d", code, 128+int(sig))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v did not exit", sig)
+		}
 	}
+	t.Run("interrupt three times", func(t *testing.T) {
+		exited := make(chan int, 1)
+		var stderr syncBuffer
+		ctx, stop := interruptContext(context.Background(), &stderr, func(code int) { exited <- code }, syscall.SIGUSR1, syscall.SIGUSR2)
+		defer stop()
+		hard := bench.HardStop(ctx)
+
+		send(t, syscall.SIGUSR1)
+		wait(t, ctx.Done(), "cancelling the context")
+		var intr interrupted
+		if !errors.As(context.Cause(ctx), &intr) || intr.sig != syscall.SIGUSR1 {
+			t.Errorf("cause %v, want interrupted by SIGUSR1", context.Cause(ctx))
+		}
+		select {
+		case <-hard:
+			t.Fatal("the first interrupt closed the hard stop")
+		default:
+		}
+
+		send(t, syscall.SIGUSR1)
+		wait(t, hard, "the hard stop")
+		select {
+		case code := <-exited:
+			t.Fatalf("the second interrupt exited with %d", code)
+		default:
+		}
+
+		send(t, syscall.SIGUSR1)
+		exitsWith(t, exited, syscall.SIGUSR1)
+		out := stderr.String()
+		if !strings.Contains(out, "Interrupt again to stop at once.") || !strings.Contains(out, "Interrupt a third time to quit without results.") {
+			t.Errorf("stderr does not tell what the next interrupt does:\n%s", out)
+		}
+	})
+	t.Run("terminate", func(t *testing.T) {
+		exited := make(chan int, 1)
+		ctx, stop := interruptContext(context.Background(), io.Discard, func(code int) { exited <- code }, syscall.SIGUSR1, syscall.SIGUSR2)
+		defer stop()
+		send(t, syscall.SIGUSR2)
+		exitsWith(t, exited, syscall.SIGUSR2)
+		if ctx.Err() != nil {
+			t.Error("terminate went through the graceful stop")
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer the signal goroutine may write while the
+// test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
