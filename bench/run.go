@@ -463,6 +463,8 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		RequestTimeout:   seconds(c.RequestTimeoutSec),
 		CancelGrace:      cancelGrace(c.CancelGraceSec),
 		KernelTimestamps: !c.NoKernelTimestamps,
+		MaxResponseBytes: int64(c.MaxResponseBytes),
+		MaxBufferedBytes: int64(c.MaxBufferedBytes),
 	}
 	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
 		ec.Kind = sse.Chat

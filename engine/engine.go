@@ -75,6 +75,11 @@ type Config struct {
 
 	// KernelTimestamps stamps reads with the kernel's receive time.
 	KernelTimestamps bool
+	// MaxResponseBytes fails a request whose answer grows past it;
+	// MaxBufferedBytes bounds the response bytes held unparsed over all
+	// requests in flight, failing a request that grows past it (see
+	// shard.Budget). 0 means no bound.
+	MaxResponseBytes, MaxBufferedBytes int64
 	// KeepDetail keeps every request's exact ITLs; KeepText its text.
 	KeepDetail, KeepText bool
 }
@@ -195,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		Slots:          max(1, (slotsTotal+count-1)/count),
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
+		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText}
 	raiseProcs(count)
