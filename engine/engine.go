@@ -118,6 +118,9 @@ type Health struct {
 	ScheduleLagP50, ScheduleLagP99, ScheduleLagMax time.Duration
 	// LongestTurn is the longest event-loop pass of any shard.
 	LongestTurn time.Duration
+	// DeadlineLateMax is the longest a request ran past its deadline
+	// before it was failed and its connection closed (0: no deadline fired).
+	DeadlineLateMax time.Duration
 	// KernelStampCoverage is the fraction of reads that carried a kernel
 	// receive timestamp (0 without KernelTimestamps).
 	KernelStampCoverage float64
@@ -333,6 +336,7 @@ func (r *Runner) health(lags []int64) Health {
 		reads += s.Reads
 		stamped += s.StampedReads
 		h.LongestTurn = max(h.LongestTurn, s.LongestTurn)
+		h.DeadlineLateMax = max(h.DeadlineLateMax, s.DeadlineLateMax)
 	}
 	if reads > 0 {
 		h.KernelStampCoverage = float64(stamped) / float64(reads)

@@ -24,10 +24,12 @@ type Budget struct {
 
 // DefaultBudgetBytes is the default of --max-buffered-bytes. It is far
 // above what honest answers hold at once (10,000 streams each holding a
-// split 1 KiB chunk use 10 MB; 64 embedding bodies of 1 MiB received
-// halfway use 32 MiB), and it keeps a client facing 1,000 endless lines
-// within 200 MB of memory.
-const DefaultBudgetBytes = 64 << 20
+// split 1 KiB chunk use 10 MB; 32 embedding bodies of 1 MiB received
+// halfway, 16 MiB), and it keeps a client facing 1,000 endless lines near
+// 150 MB of memory: what a stream holds grows by reallocation, so the heap
+// briefly holds up to about four times the budget before the collector
+// catches up.
+const DefaultBudgetBytes = 32 << 20
 
 // NewBudget returns a budget of limit bytes; limit <= 0 means no budget
 // (nil, which every method accepts).

@@ -64,6 +64,10 @@ type Health struct {
 	// Deferred counts reads put off to a later turn: a connection with
 	// more to read waits behind the others (see turnReadBytes).
 	Deferred int64
+	// DeadlineLateMax is the longest a request ran past its deadline (or a
+	// connect past its timeout) before the loop failed it and closed its
+	// connection.
+	DeadlineLateMax time.Duration
 }
 
 // Shard is one event loop. Create it with New, run Run on its own
@@ -637,11 +641,15 @@ func (s *Shard) expireDeadlines() {
 			s.closeConn(c)
 			continue
 		}
+		deadlineNs := c.deadlineNs
 		if c.state == connConnecting && c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout) {
 			s.fail(c, s.connectErrorText(fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
-			continue
+		} else {
+			s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
 		}
-		s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
+		// Measured once the connection is closed: that is when the server
+		// learns the client gave up.
+		s.health.DeadlineLateMax = max(s.health.DeadlineLateMax, time.Duration(s.cfg.Clock.Now()-deadlineNs))
 	}
 }
 

@@ -87,6 +87,7 @@ func (f *flooder) add(st *stream) {
 	if st.conn.isDead() {
 		f.closed = append(f.closed, floodClose{st.seq, f.s.clock.nowNs()})
 		fs.ended = true
+		f.s.stats.running.Add(-1)
 		f.s.stats.finished.Add(1)
 		return
 	}
@@ -96,6 +97,7 @@ func (f *flooder) add(st *stream) {
 	if err := unix.EpollCtl(f.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev); err != nil {
 		delete(f.byFD, fd)
 		fs.ended = true
+		f.s.stats.running.Add(-1)
 		f.s.stats.finished.Add(1)
 	}
 }
@@ -166,6 +168,7 @@ func (f *flooder) endLocked(fs *floodStream) {
 	f.closed = append(f.closed, floodClose{fs.st.seq, f.s.clock.nowNs()})
 	delete(f.byFD, int32(fs.cn.fd))
 	_ = unix.EpollCtl(f.epfd, unix.EPOLL_CTL_DEL, fs.cn.fd, nil)
+	f.s.stats.running.Add(-1)
 	f.s.stats.finished.Add(1)
 }
 

@@ -205,6 +205,7 @@ func (w *writer) accept(st *stream, now int64) {
 	w.truth.request(st)
 	w.s.stats.promptTokens.Add(uint64(st.promptTotal))
 	if st.fault != nil && st.fault.Kind.hostile() {
+		w.s.stats.running.Add(1)
 		w.s.flood.add(st)
 		return
 	}
