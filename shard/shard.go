@@ -659,12 +659,19 @@ func (s *Shard) expireDeadlines() {
 // leaves it in O(1).
 
 func (s *Shard) popIdle() *conn {
-	c := s.idle
-	if c != nil {
+	for c := s.idle; c != nil; c = s.idle {
+		// A close (or stray bytes) that reached the socket since the loop
+		// last looked would fail the request, which is never sent twice:
+		// one look at the socket now saves it.
+		if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+			s.closeConn(c)
+			continue
+		}
 		s.unlinkIdle(c)
 		c.state = connBusy
+		return c
 	}
-	return c
+	return nil
 }
 
 func (s *Shard) putIdle(c *conn) {
