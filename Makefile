@@ -15,7 +15,7 @@ BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock lint fmt vet \
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile lint fmt vet \
 	staticcheck demo fuzz tokenizers tokenizer-golden clean
 
 all: build
@@ -47,6 +47,12 @@ bench-fidelity:
 # The mock server's CPU per event against a plain write(2) floor.
 bench-mock:
 	bash scripts/bench-mock.sh
+
+# Servers whose answers never end (flood, endless line, huge headers) at
+# 1,000 streams: time to honour a deadline and Ctrl-C, peak RSS, failures,
+# requests sent twice.
+bench-hostile:
+	bash scripts/bench-hostile.sh
 
 lint: fmt vet staticcheck
 

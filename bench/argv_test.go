@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/shard"
 )
 
 func usageMsg(t *testing.T, args []string) string {
@@ -104,6 +106,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults: bucket config %v", c.RandomMMBucketConfig)
 	case c.RequestTimeoutSec != 21600 || c.ConnectTimeoutSec != 30 || c.CancelGraceSec != 5 || c.Shards != 0:
 		t.Errorf("defaults: stampede options")
+	case c.MaxResponseBytes != 1<<30 || c.MaxBufferedBytes != shard.DefaultBudgetBytes:
+		t.Errorf("defaults: --max-response-bytes %d, --max-buffered-bytes %d", c.MaxResponseBytes, c.MaxBufferedBytes)
 	}
 	if !requestIDPrefix.MatchString(c.RequestIDPrefix) {
 		t.Errorf("default request id prefix %q, want bench-<8 hex>-", c.RequestIDPrefix)
@@ -304,4 +308,18 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("parseArgs(%q): untyped error %v", args, err)
 		}
 	})
+}
+
+func TestByteLimitsRejectNegative(t *testing.T) {
+	for _, flag := range []string{"--max-response-bytes", "--max-buffered-bytes"} {
+		_, err := parseArgs([]string{flag, "-1"}, noEnv)
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Msg != "argument "+flag+": invalid value -1: want a number of bytes, or 0 for no limit" {
+			t.Errorf("%s -1: %v; want a usage error naming the flag", flag, err)
+		}
+		c, err := parseArgs([]string{flag, "0"}, noEnv)
+		if err != nil || c.MaxResponseBytes < 0 || c.MaxBufferedBytes < 0 {
+			t.Errorf("%s 0 (no limit): %v", flag, err)
+		}
+	}
 }

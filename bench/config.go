@@ -299,6 +299,19 @@ func (c *Config) validate() error {
 	if c.SelectedPercentiles, err = parseFloatList(c.MetricPercentiles, false); err != nil {
 		return valueErrorf("%v", err)
 	}
+	return c.validateLimits()
+}
+
+// validateLimits checks stampede's own byte limits, which Python lacks.
+func (c *Config) validateLimits() error {
+	for _, l := range []struct {
+		flag string
+		v    int
+	}{{"--max-response-bytes", c.MaxResponseBytes}, {"--max-buffered-bytes", c.MaxBufferedBytes}} {
+		if l.v < 0 {
+			return &UsageError{Msg: fmt.Sprintf("argument %s: invalid value %d: want a number of bytes, or 0 for no limit", l.flag, l.v)}
+		}
+	}
 	return nil
 }
 

@@ -216,6 +216,8 @@ type StampedeFlags struct {
 	RequestTimeoutSec  float64 `long:"request-timeout-sec" default:"21600" description:"Seconds before a request is abandoned as failed (Python's aiohttp total timeout)."`
 	ConnectTimeoutSec  float64 `long:"connect-timeout-sec" default:"30" description:"Seconds allowed for a TCP (and TLS) connect."`
 	CancelGraceSec     float64 `long:"cancel-grace-sec" default:"5" description:"After Ctrl-C, seconds in-flight requests may finish before they are cancelled."`
+	MaxResponseBytes   int     `long:"max-response-bytes" default:"1073741824" description:"Bytes one response may have before the request fails (0: no limit); stops a server that never ends an answer."`
+	MaxBufferedBytes   int     `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
 }
 
 // CommaList is a comma-separated flag value split at parse time, empty

@@ -165,7 +165,8 @@ type prober struct {
 	sent int
 
 	conn   net.Conn
-	reused bool // conn carried an earlier probe
+	raw    net.Conn // the TCP connection under conn (conn itself without TLS)
+	reused bool     // conn carried an earlier probe
 
 	mu          sync.Mutex // guards conn's deadline against interrupt
 	cutoff      time.Time  // after a cancellation: the latest any deadline may be
@@ -258,33 +259,54 @@ func (p *prober) send() {
 	}
 }
 
-// exchange writes the probe and reads its response, redialling once when a
-// reused connection turns out to have been closed by the server before it
-// answered (a keep-alive race, not a failure of the probe).
+// exchange writes the probe and reads its response. A kept-alive
+// connection the server has closed meanwhile is replaced before the probe
+// goes out; a probe is never sent twice (Python's client does not replay
+// a POST), so one the server closes or resets just as it arrives fails.
 func (p *prober) exchange(deadline time.Time, startNs int64) (failure string, ok bool) {
-	for attempt := 0; ; attempt++ {
-		reused := p.reused
-		if p.conn == nil {
-			if text, ok := p.dial(deadline); !ok {
-				return text, false
-			}
-		}
-		p.setDeadline(deadline)
-		text, ok, retry := p.roundTrip(startNs)
-		if ok {
-			p.reused = true
-		}
-		if ok || !retry || !reused || attempt > 0 {
-			return text, ok
-		}
+	if p.conn != nil && !p.idleOpen() {
 		p.closeConn()
-		p.resp.Reset()
 	}
+	reused := p.reused
+	if p.conn == nil {
+		if text, ok := p.dial(deadline); !ok {
+			return text, false
+		}
+	}
+	p.setDeadline(deadline)
+	text, ok, early := p.roundTrip(startNs)
+	if ok {
+		p.reused = true
+	} else if early && reused && !p.wasInterrupted() {
+		text += " on a reused keep-alive connection (not sent again)"
+	}
+	return text, ok
 }
 
-// roundTrip writes the probe and feeds the answer to the parsers. retry
+// idleOpen reports whether the idle kept-alive connection can carry a
+// probe: the server has neither closed it nor sent anything on it (both
+// would already be waiting in the socket).
+func (p *prober) idleOpen() bool {
+	sc, ok := p.raw.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = err == syscall.EAGAIN
+	})
+	return open
+}
+
+// roundTrip writes the probe and feeds the answer to the parsers. early
 // says the connection failed before any response byte arrived.
-func (p *prober) roundTrip(startNs int64) (failure string, ok, retry bool) {
+func (p *prober) roundTrip(startNs int64) (failure string, ok, early bool) {
 	r := &p.resp
 	if _, err := p.conn.Write(p.l.wire); err != nil {
 		return p.errorText(err), false, true
@@ -334,6 +356,7 @@ func (p *prober) dial(deadline time.Time) (failure string, ok bool) {
 		}
 		return "connect " + t.address + ": " + err.Error(), false
 	}
+	raw := nc
 	if t.tls != nil {
 		tc := tls.Client(nc, t.tls)
 		tc.SetDeadline(deadline)
@@ -347,7 +370,7 @@ func (p *prober) dial(deadline time.Time) (failure string, ok bool) {
 		nc = tc
 	}
 	p.mu.Lock()
-	p.conn, p.reused = nc, false
+	p.conn, p.raw, p.reused = nc, raw, false
 	p.mu.Unlock()
 	return "", true
 }
@@ -357,7 +380,7 @@ func (p *prober) closeConn() {
 	defer p.mu.Unlock()
 	if p.conn != nil {
 		p.conn.Close()
-		p.conn, p.reused = nil, false
+		p.conn, p.raw, p.reused = nil, nil, false
 	}
 }
 

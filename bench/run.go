@@ -484,6 +484,8 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		RequestTimeout:   seconds(c.RequestTimeoutSec),
 		CancelGrace:      cancelGrace(c.CancelGraceSec),
 		KernelTimestamps: !c.NoKernelTimestamps,
+		MaxResponseBytes: int64(c.MaxResponseBytes),
+		MaxBufferedBytes: int64(c.MaxBufferedBytes),
 	}
 	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
 		ec.Kind = sse.Chat
@@ -874,6 +876,10 @@ func writeHealth(w io.Writer, res *engine.Result) {
 	for _, s := range h.Shards {
 		cpu += s.CPUTime
 	}
-	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads\n",
-		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage)
+	late := ""
+	if h.DeadlineLateMax > 0 {
+		late = fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
+	}
+	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s\n",
+		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, late)
 }

@@ -75,6 +75,11 @@ type Config struct {
 
 	// KernelTimestamps stamps reads with the kernel's receive time.
 	KernelTimestamps bool
+	// MaxResponseBytes fails a request whose answer grows past it;
+	// MaxBufferedBytes bounds the response bytes held unparsed over all
+	// requests in flight, failing a request that grows past it (see
+	// shard.Budget). 0 means no bound.
+	MaxResponseBytes, MaxBufferedBytes int64
 	// KeepDetail keeps every request's exact ITLs; KeepText its text.
 	KeepDetail, KeepText bool
 }
@@ -116,6 +121,9 @@ type Health struct {
 	ScheduleLagP50, ScheduleLagP99, ScheduleLagMax time.Duration
 	// LongestTurn is the longest event-loop pass of any shard.
 	LongestTurn time.Duration
+	// DeadlineLateMax is the longest a request ran past its deadline
+	// before it was failed and its connection closed (0: no deadline fired).
+	DeadlineLateMax time.Duration
 	// KernelStampCoverage is the fraction of reads that carried a kernel
 	// receive timestamp (0 without KernelTimestamps).
 	KernelStampCoverage float64
@@ -202,6 +210,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		Slots:          max(1, (slotsTotal+count-1)/count),
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
+		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText}
 	raiseProcs(count)
@@ -350,6 +359,7 @@ func (r *Runner) health(lags []int64) Health {
 		reads += s.Reads
 		stamped += s.StampedReads
 		h.LongestTurn = max(h.LongestTurn, s.LongestTurn)
+		h.DeadlineLateMax = max(h.DeadlineLateMax, s.DeadlineLateMax)
 	}
 	if reads > 0 {
 		h.KernelStampCoverage = float64(stamped) / float64(reads)

@@ -22,15 +22,16 @@ type conn struct {
 	tag   uint32 // epoll registration tag (see poller.add)
 	state connState
 	// reused: the connection carried an earlier request, so an EOF or reset
-	// before any response byte is the server closing an idle keep-alive
-	// connection under us, and the request is sent again on a new one.
+	// before any response byte is likely the server closing an idle
+	// keep-alive connection under us (the request fails all the same).
 	reused bool
+	// queued: the connection is on its shard's ready list.
+	queued bool
 
 	// The request in flight.
 	req      *Request
 	written  int  // bytes of req.Wire written so far
 	gotBytes bool // any response byte arrived
-	resent   bool // already sent again once after a keep-alive race
 
 	deadlineNs int64
 	heapIndex  int
@@ -43,6 +44,34 @@ func (c *conn) beginRequest(req *Request) {
 	c.req = req
 	c.written = 0
 	c.gotBytes = false
-	c.resent = false
 	c.Reset()
+}
+
+// connFIFO is the ready list: connections with bytes left to read, in the
+// order they are to be served. It reuses its array, so a steady state
+// allocates nothing.
+type connFIFO struct {
+	items []*conn
+	head  int
+}
+
+func (q *connFIFO) len() int { return len(q.items) - q.head }
+
+func (q *connFIFO) push(c *conn) {
+	if q.head > 0 && q.head*2 >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, c)
+}
+
+func (q *connFIFO) pop() *conn {
+	c := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return c
 }

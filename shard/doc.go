@@ -17,6 +17,15 @@
 // reads carry stamps it pauses briefly between busy turns, so each wake-up
 // serves a batch of events (see coalesceNap).
 //
+// A loop turn reads each ready connection once (one buffer) and at most
+// about 1 MiB in all; connections with more to read wait on a ready list
+// for the next turn, so a server that writes without pause cannot keep the
+// loop from its deadlines, Stop and Abort or the other connections. What
+// responses hold unparsed is charged to a run-wide Budget, and a response
+// may be bounded in bytes (Config.MaxResponseBytes). A request is never
+// sent twice: one whose reused connection fails before any response byte
+// fails.
+//
 // https:// targets use TLSTransport instead, a goroutine per connection over
 // crypto/tls feeding the same parsers and recorder. All system calls live in
 // sys_linux.go.

@@ -34,6 +34,14 @@ type Response struct {
 	stream     metrics.Stream
 	chunk      sse.Chunk
 
+	// maxBytes bounds the bytes of one answer (0: no bound); received
+	// counts them. budget is the run's memory budget for unparsed bytes,
+	// of which this answer holds held.
+	maxBytes int64
+	received int64
+	budget   *Budget
+	held     int64
+
 	http httpwire.Parser
 	sse  sse.Parser
 }
@@ -51,6 +59,12 @@ var ErrClosedByPeer = errors.New("connection closed by server")
 // are SSE streams.
 func (r *Response) Init(decoder *sse.Decoder, streaming bool) {
 	r.decoder, r.streaming = decoder, streaming
+}
+
+// SetLimits bounds each answer to maxBytes bytes (0: no bound) and charges
+// the bytes it holds unparsed to budget (nil: no budget).
+func (r *Response) SetLimits(maxBytes int64, budget *Budget) {
+	r.maxBytes, r.budget = maxBytes, budget
 }
 
 // Stream is the request's recording state.
@@ -117,6 +131,8 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 // connection or the same request sent again on a fresh one. The stream is
 // the caller's to begin.
 func (r *Response) Reset() {
+	r.giveBack()
+	r.received = 0
 	r.status = 0
 	r.reason = r.reason[:0]
 	r.keepAlive = false
@@ -134,26 +150,80 @@ func (r *Response) Reset() {
 // may be reused: bytes after the answer belong to no request). used is how
 // many bytes of b the answer took.
 func (r *Response) Consume(b []byte, tsNs int64) (used int, failure string, ok, decided bool) {
+	n := len(b)
+	over := r.maxBytes > 0 && r.received+int64(n) > r.maxBytes
+	if over {
+		// Parse what the limit allows: an answer that ends within it is
+		// still good.
+		b = b[:r.maxBytes-r.received]
+	}
 	used, err := r.http.Feed(b, tsNs, r)
+	r.received += int64(used)
 	if err == nil {
 		err = r.handlerErr
 	}
 	switch {
 	case err != nil:
+		r.giveBack()
 		return used, r.FailureText(err), false, true
 	case r.status != 0 && r.status != 200:
+		r.giveBack()
 		return used, string(r.reason), false, true
 	case r.done:
-		r.keepAlive = used == len(b) && r.http.KeepAlive()
+		r.giveBack()
+		r.keepAlive = used == n && r.http.KeepAlive()
 		return used, "", true, true
+	case over:
+		r.giveBack()
+		return used, "response exceeded --max-response-bytes (" + byteCount(r.maxBytes) + ") " + r.progressText(), false, true
+	}
+	if failure, ok := r.account(); !ok {
+		return used, failure, false, true
 	}
 	return used, "", false, false
+}
+
+// account charges the budget with the change in the bytes this answer
+// holds unparsed. It fails the answer if it grew while the total is over
+// the limit; an answer that shrank or held still never fails.
+func (r *Response) account() (failure string, ok bool) {
+	if r.budget == nil {
+		return "", true
+	}
+	held := int64(r.sse.Buffered() + len(r.body))
+	if held == r.held {
+		return "", true
+	}
+	grew := held > r.held
+	total, ok := r.budget.charge(held - r.held)
+	r.held = held
+	if ok || !grew {
+		return "", true
+	}
+	what := "an unfinished SSE event"
+	if !r.streaming {
+		what = "an unfinished body"
+	}
+	failure = "response exceeded the memory budget for unparsed bytes (--max-buffered-bytes " + byteCount(r.budget.limit) +
+		"): it held " + byteCount(held) + " of " + what + ", all requests in flight " + byteCount(total) + ", " + r.progressText()
+	r.giveBack()
+	return failure, false
+}
+
+// giveBack returns what the answer held to the budget; the request ended
+// or starts over.
+func (r *Response) giveBack() {
+	if r.held != 0 {
+		r.budget.charge(-r.held)
+		r.held = 0
+	}
 }
 
 // Closed decides the request when the server closed the connection at tsNs
 // after some bytes of the answer: only a body framed by the close can still
 // end well, and the connection is not reused.
 func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
+	r.giveBack()
 	err := r.http.CloseRead(tsNs, r)
 	if err == nil {
 		err = r.handlerErr

@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stampede-bench/stampede/metrics"
@@ -39,6 +41,9 @@ func FuzzResponse(f *testing.F) {
 		}
 		var r Response
 		r.Init(sse.NewDecoder(kind), streaming)
+		// A budget some answers exceed: it must be whole again at the end.
+		budget := NewBudget(int64(len(data)/2 + 1))
+		r.SetLimits(0, budget)
 		rec := metrics.NewRecorder(metrics.Options{})
 		const startNs = 1000
 		rec.Begin(&r.stream, 0, 1, startNs, startNs)
@@ -66,6 +71,10 @@ func FuzzResponse(f *testing.F) {
 		} else {
 			rec.Fail(&r.stream, failure)
 		}
+		r.giveBack()
+		if got := budget.Used(); got != 0 {
+			t.Fatalf("budget holds %d bytes after the answer ended", got)
+		}
 
 		res := metrics.Merge(1, rec).Results[0]
 		if !res.Success {
@@ -84,4 +93,44 @@ func FuzzResponse(f *testing.F) {
 			t.Fatalf("streamed success with %d token events, ttft %d, latency %d", res.ChunkEvents, res.TTFTNs, res.LatencyNs)
 		}
 	})
+}
+
+// Two answers sharing a budget: the one whose growth takes the total over
+// the limit fails, the other goes on, and finished events give their bytes
+// back.
+func TestBudgetChargesUnparsedBytes(t *testing.T) {
+	budget := NewBudget(100)
+	rec := metrics.NewRecorder(metrics.Options{})
+	head := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100000\r\n\r\n")
+	var a, b Response
+	for i, r := range []*Response{&a, &b} {
+		r.Init(sse.NewDecoder(sse.Completions), true)
+		r.SetLimits(0, budget)
+		r.Reset()
+		rec.Begin(&r.stream, i, 1, 0, 0)
+		if _, failure, _, decided := r.Consume(head, 1); decided {
+			t.Fatalf("head: %q", failure)
+		}
+	}
+	partial := `data: {"choices":[{"index":0,"text":"` + strings.Repeat("a", 54)
+	if _, failure, _, decided := a.Consume([]byte(partial), 2); decided {
+		t.Fatalf("a, 60 bytes held: %q", failure)
+	}
+	if got := budget.Used(); got != int64(len(partial)) {
+		t.Errorf("budget used %d; want %d", got, len(partial))
+	}
+	_, failure, ok, decided := b.Consume([]byte(partial), 3)
+	want := fmt.Sprintf("it held %d bytes of an unfinished SSE event, all requests in flight %d bytes", len(partial), 2*len(partial))
+	if !decided || ok || !strings.Contains(failure, want) {
+		t.Fatalf("b over the budget: decided %v ok %v failure %q", decided, ok, failure)
+	}
+	if got := budget.Used(); got != int64(len(partial)) {
+		t.Errorf("budget used %d after b failed; want a's %d", got, len(partial))
+	}
+	if _, failure, _, decided := a.Consume([]byte(`"}]}`+"\n\n"), 4); decided || a.stream.TokenEvents() != 1 {
+		t.Fatalf("a's event: decided %v (%q), %d token events", decided, failure, a.stream.TokenEvents())
+	}
+	if got := budget.Used(); got != 0 {
+		t.Errorf("budget used %d after a's event ended; want 0", got)
+	}
 }

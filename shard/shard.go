@@ -38,6 +38,11 @@ type Config struct {
 	ConnectTimeout   time.Duration
 	RequestTimeout   time.Duration
 	KernelTimestamps bool
+	// MaxResponseBytes fails a request whose answer grows past it (0: no
+	// bound). Budget, shared by all shards of a run, bounds the response
+	// bytes held unparsed over all of them (nil: no bound).
+	MaxResponseBytes int64
+	Budget           *Budget
 
 	Clock    Clock
 	Recorder *metrics.Recorder
@@ -45,18 +50,24 @@ type Config struct {
 
 // Health is a shard's account of itself, read after Run returns.
 type Health struct {
-	CPU           int
-	CPUTime       time.Duration // user+system time of the loop's thread
-	Preempted     int64         // times another thread took the loop's CPU
-	LongestTurn   time.Duration // longest pass over one epoll_wait's events
-	Waits         int64         // epoll_wait calls that returned events
-	Events        int64         // events they returned
-	Naps          int64         // pauses to let events accumulate (coalesceNap)
-	Reads         int64         // reads that returned bytes
-	StampedReads  int64         // of those, reads that carried a kernel timestamp
-	Connections   int64         // connections opened
-	PinError      string        // why pinning failed, if it did
-	ResentOnFresh int64         // requests sent again after a keep-alive race
+	CPU          int
+	CPUTime      time.Duration // user+system time of the loop's thread
+	Preempted    int64         // times another thread took the loop's CPU
+	LongestTurn  time.Duration // longest pass over one epoll_wait's events
+	Waits        int64         // epoll_wait calls that returned events
+	Events       int64         // events they returned
+	Naps         int64         // pauses to let events accumulate (coalesceNap)
+	Reads        int64         // reads that returned bytes
+	StampedReads int64         // of those, reads that carried a kernel timestamp
+	Connections  int64         // connections opened
+	PinError     string        // why pinning failed, if it did
+	// Deferred counts reads put off to a later turn: a connection with
+	// more to read waits behind the others (see turnReadBytes).
+	Deferred int64
+	// DeadlineLateMax is the longest a request ran past its deadline (or a
+	// connect past its timeout) before the loop failed it and closed its
+	// connection.
+	DeadlineLateMax time.Duration
 }
 
 // Shard is one event loop. Create it with New, run Run on its own
@@ -84,6 +95,11 @@ type Shard struct {
 
 	// startBudget bounds the requests started in one loop turn.
 	startBudget int
+	// turnBytes counts the bytes read in this loop turn; ready holds the
+	// connections with bytes left to read, served in turn (see
+	// turnReadBytes).
+	turnBytes int
+	ready     connFIFO
 	// stamped: the last read carried a kernel receive stamp, so a later
 	// read of the same bytes would record the same times (see coalesceNap).
 	stamped bool
@@ -107,6 +123,19 @@ const readBufferSize = 64 << 10
 // reading for a quarter of a second while earlier streams already deliver
 // tokens. Between batches the loop reads whatever arrived.
 const maxStartsPerTurn = 256
+
+// turnReadBytes bounds the bytes one loop turn reads over all connections,
+// and each connection gets at most one read (one buffer) per turn before
+// the others: a connection that filled the buffer, and the connections
+// whose events come after the bound is reached, wait on the ready list and
+// are served first thing next turn, in order. Epoll is edge-triggered, so
+// the list is what remembers them. A server that writes without pause
+// therefore cannot keep the loop from its timers, the stop and abort flags,
+// the queue of released requests and the other connections: a turn parses
+// at most about 1 MiB (a few milliseconds, even as 5,000 token events),
+// whatever servers send. Honest streams never reach it: a decode step of
+// 10,000 streams reaches the loop as a few hundred kilobytes per turn.
+const turnReadBytes = 1 << 20
 
 // maxEvents bounds the ready events taken from one epoll_wait.
 const maxEvents = 1024
@@ -226,6 +255,7 @@ func (s *Shard) loop() {
 			return
 		}
 		s.startBudget = maxStartsPerTurn
+		s.turnBytes = 0
 		s.takeWork()
 		if s.busy < s.cfg.Slots {
 			// Announce the free slot before the last look at the queue, so
@@ -253,12 +283,13 @@ func (s *Shard) loop() {
 			// event, so the concurrency cap does not idle for a whole turn.
 			s.takeWork()
 		}
+		s.serveReady()
 		s.expireDeadlines()
 		s.takeWork()
 		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
 			s.health.LongestTurn = d
 		}
-		if s.stamped && len(events) > 0 && len(events) < maxEvents && s.startBudget > 0 {
+		if s.stamped && len(events) > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.len() == 0 {
 			s.health.Naps++
 			nap(coalesceNap)
 		}
@@ -268,8 +299,9 @@ func (s *Shard) loop() {
 // timeoutMs is epoll_wait's timeout: until the earliest deadline, rounded
 // up so the deadline has passed on wake-up.
 func (s *Shard) timeoutMs() int {
-	if s.startBudget == 0 {
-		// Requests may be waiting that this turn had no budget to start.
+	if s.startBudget == 0 || s.ready.len() > 0 {
+		// Requests may be waiting that this turn had no budget to start,
+		// or connections with bytes left to read.
 		return 0
 	}
 	c := s.timers.next()
@@ -307,7 +339,12 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 			s.writeRequest(c)
 		}
 		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			s.onReadable(c)
+			if s.ready.len() > 0 || s.turnBytes >= turnReadBytes {
+				// Others wait for their turn already: queue behind them.
+				s.deferRead(c)
+			} else {
+				s.onReadable(c)
+			}
 		}
 	}
 }
@@ -368,6 +405,7 @@ func (s *Shard) open() (*conn, error) {
 	s.nextTag++
 	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
 	c.Init(s.decoder, s.cfg.Streaming)
+	c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
 	if !inProgress {
 		c.state = connBusy
 	}
@@ -430,24 +468,56 @@ func (s *Shard) writeRequest(c *conn) {
 	}
 }
 
-// onReadable drains c, as its edge-triggered registration requires: it
-// reads until a read comes back shorter than the buffer, which empties the
-// socket's receive queue (a segment arriving after that raises a new edge).
-// One read per event is the rule; the buffer takes a decode step's worth of
-// chunks.
+// onReadable reads c once. Edge-triggered registration means no new event
+// reports bytes left in the socket, so a read that filled the buffer puts
+// c on the ready list, to be read again next turn (see turnReadBytes); a
+// shorter read emptied the socket's receive queue (a segment arriving
+// after that raises a new edge).
 func (s *Shard) onReadable(c *conn) {
-	for s.readOnce(c) {
-		if c.state == connIdle {
-			// The response ended exactly at the end of a full buffer. Bytes
-			// behind it would belong to no request, and no new edge would
-			// report them, so look now.
-			if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
-				s.closeConn(c)
-			}
-			return
-		}
-		if c.state != connBusy {
-			return
+	if !s.readOnce(c) {
+		return
+	}
+	switch c.state {
+	case connBusy:
+		s.deferRead(c)
+	case connIdle:
+		// The response ended exactly at the end of a full buffer. Bytes
+		// behind it would belong to no request, and no new edge would
+		// report them, so look now.
+		s.checkIdle(c)
+	}
+}
+
+// checkIdle closes an idle connection that has bytes or an EOF waiting:
+// the server closed it, or broke protocol. Either way it cannot carry a
+// request.
+func (s *Shard) checkIdle(c *conn) {
+	if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+		s.closeConn(c)
+	}
+}
+
+// deferRead puts c at the end of the ready list, once.
+func (s *Shard) deferRead(c *conn) {
+	if !c.queued {
+		c.queued = true
+		s.ready.push(c)
+		s.health.Deferred++
+	}
+}
+
+// serveReady reads once from each connection that was on the ready list at
+// the start of the call, oldest first, until the turn's byte bound.
+func (s *Shard) serveReady() {
+	for n := s.ready.len(); n > 0 && s.turnBytes < turnReadBytes; n-- {
+		c := s.ready.pop()
+		c.queued = false
+		switch c.state {
+		case connBusy:
+			s.onReadable(c)
+			s.takeWork()
+		case connIdle:
+			s.checkIdle(c)
 		}
 	}
 }
@@ -485,6 +555,7 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 		return false
 	}
 	s.health.Reads++
+	s.turnBytes += len(data)
 	s.stamped = realtimeNs != 0
 	if s.stamped {
 		s.health.StampedReads++
@@ -517,27 +588,17 @@ func (s *Shard) onEOF(c *conn, ts int64) {
 	}
 }
 
-// connFailed handles a socket error or an early EOF. On a reused connection
-// that had not answered yet, the server closed the idle connection just as
-// the request went out; the request is sent again once on a new one.
+// connFailed handles a socket error or an early EOF: the request fails.
+// It is never sent again, even when a reused connection failed before any
+// response byte (the server may have closed it as idle just as the request
+// went out): the server may have received it, and Python's client does not
+// replay a POST either.
 func (s *Shard) connFailed(c *conn, err error) {
-	if !c.reused || c.gotBytes || c.resent {
-		s.fail(c, c.FailureText(err))
-		return
+	text := c.FailureText(err)
+	if c.reused && !c.gotBytes {
+		text += " on a reused keep-alive connection (not sent again)"
 	}
-	fresh, openErr := s.open()
-	if openErr != nil {
-		s.fail(c, s.connectErrorText(openErr))
-		return
-	}
-	s.health.ResentOnFresh++
-	req := c.req
-	// The stream (with its start time) moves to the new connection.
-	c.stream, fresh.stream = fresh.stream, c.stream
-	c.req = nil
-	s.closeConn(c)
-	s.send(fresh, req)
-	fresh.resent = true
+	s.fail(c, text)
 }
 
 // complete ends a request whose response ended normally.
@@ -565,6 +626,7 @@ func (s *Shard) fail(c *conn, text string) {
 func (s *Shard) release(c *conn) {
 	if c != nil {
 		s.timers.clear(c)
+		c.giveBack()
 		c.req = nil
 	}
 	s.busy--
@@ -579,11 +641,15 @@ func (s *Shard) expireDeadlines() {
 			s.closeConn(c)
 			continue
 		}
+		deadlineNs := c.deadlineNs
 		if c.state == connConnecting && c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout) {
 			s.fail(c, s.connectErrorText(fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
-			continue
+		} else {
+			s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
 		}
-		s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
+		// Measured once the connection is closed: that is when the server
+		// learns the client gave up.
+		s.health.DeadlineLateMax = max(s.health.DeadlineLateMax, time.Duration(s.cfg.Clock.Now()-deadlineNs))
 	}
 }
 
@@ -593,12 +659,19 @@ func (s *Shard) expireDeadlines() {
 // leaves it in O(1).
 
 func (s *Shard) popIdle() *conn {
-	c := s.idle
-	if c != nil {
+	for c := s.idle; c != nil; c = s.idle {
+		// A close (or stray bytes) that reached the socket since the loop
+		// last looked would fail the request, which is never sent twice:
+		// one look at the socket now saves it.
+		if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+			s.closeConn(c)
+			continue
+		}
 		s.unlinkIdle(c)
 		c.state = connBusy
+		return c
 	}
-	return c
+	return nil
 }
 
 func (s *Shard) putIdle(c *conn) {
@@ -646,6 +719,7 @@ func (s *Shard) abortAllWith(text string) {
 		if c != nil && c.req != nil {
 			s.cfg.Recorder.Fail(&c.stream, text)
 			s.timers.clear(c)
+			c.giveBack()
 			c.req = nil
 			s.busy--
 			s.cfg.Queue.finish()

@@ -18,6 +18,9 @@ type run struct {
 	streaming bool
 	timeout   time.Duration
 	stamps    bool
+	// maxResponse and budget are the byte limits (0, nil: none).
+	maxResponse int64
+	budget      *Budget
 }
 
 // runPaths sends one request per path through fresh shards, all released at
@@ -48,6 +51,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 			Requests: reqs, Queue: q, Slots: r.slots,
 			ConnectTimeout: 2 * time.Second, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
+			MaxResponseBytes: r.maxResponse, Budget: r.budget,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -284,16 +288,75 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// Send the second request while the server is closing the first's
-	// connection (within its 20 ms), or after: either way it must succeed.
+	// connection (within its 20 ms), or after. Either the shard saw the
+	// close first and the request goes on a new connection, or it went out
+	// on the closing one and fails: it is never sent twice.
 	time.Sleep(15 * time.Millisecond)
 	s.release(1)
-	for _, r := range s.finish(false) {
-		if !r.Success {
-			t.Errorf("request %d: %q", r.Index, r.Error)
-		}
+	results := s.finish(false)
+	if !results[0].Success {
+		t.Errorf("request 0: %q", results[0].Error)
+	}
+	if r := results[1]; !r.Success && !strings.Contains(r.Error, "on a reused keep-alive connection (not sent again)") {
+		t.Errorf("request 1: %q; want success or a failure on the reused connection", r.Error)
+	}
+	if got := srv.Requests.Load(); got > 2 {
+		t.Errorf("server saw %d requests for 2 sent", got)
+	}
+}
+
+// A reused connection reset before any response byte fails its request:
+// it is not sent again on a new connection, as Python's client does not
+// replay a POST.
+func TestReusedConnectionResetIsNotResent(t *testing.T) {
+	srv := shardtest.New(t)
+	data, _ := runPaths(t, srv, []string{"/ok/1", "/reset-head", "/ok/1"}, run{slots: 1, limit: 1, streaming: true})
+	if r := data.Results[0]; !r.Success {
+		t.Errorf("request 0: %q", r.Error)
+	}
+	want := "connection reset by peer before the response head on a reused keep-alive connection (not sent again)"
+	if r := data.Results[1]; r.Success || r.Error != want {
+		t.Errorf("request 1: success %v, error %q; want %q", r.Success, r.Error, want)
+	}
+	if r := data.Results[2]; !r.Success {
+		t.Errorf("request 2 (after the reset): %q", r.Error)
+	}
+	if got := srv.Requests.Load(); got != 3 {
+		t.Errorf("server saw %d requests; want 3, each once", got)
 	}
 	if got := srv.Accepted.Load(); got != 2 {
-		t.Errorf("server accepted %d connections; want 2 (the closed one replaced)", got)
+		t.Errorf("server accepted %d connections; want 2 (one reused, one after the reset)", got)
+	}
+}
+
+func TestReusedTLSConnectionResetIsNotResent(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := []string{"/ok/1", "/reset-head"}
+	reqs := make([]Request, len(paths))
+	for i, p := range paths {
+		reqs[i] = Request{Wire: shardtest.Wire(p)}
+	}
+	q := NewQueue(len(reqs), 1)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	tr := StartTLS(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
+		ConnectTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, Clock: clock, Recorder: rec}, tlsConfig, 1)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+		tr.Wake()
+	}
+	<-q.Done()
+	tr.Stop()
+	tr.Wait()
+	results := metrics.Merge(len(reqs), rec).Results
+	if !results[0].Success {
+		t.Errorf("request 0: %q", results[0].Error)
+	}
+	if r := results[1]; r.Success || !strings.Contains(r.Error, "on a reused keep-alive connection (not sent again)") {
+		t.Errorf("request 1: success %v, error %q; want a failure on the reused connection", r.Success, r.Error)
+	}
+	if got := srv.Requests.Load(); got != 2 {
+		t.Errorf("server saw %d requests; want 2, each once", got)
 	}
 }
 
@@ -362,4 +425,88 @@ func repeatPath(path string, n int) []string {
 		out[i] = path
 	}
 	return out
+}
+
+// A server writing without pause must not keep the shard from its other
+// connections or its deadlines: the floods fail at their deadline, the
+// streams beside them complete.
+func TestFloodDoesNotStarveOthers(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := []string{"/flood", "/flood-tokens", "/slow/50", "/ok/5", "/slow/300", "/ok/4000"}
+	data, health := runPaths(t, srv, paths, run{streaming: true, timeout: 2 * time.Second})
+	for i, p := range paths {
+		r := data.Results[i]
+		switch p {
+		case "/flood", "/flood-tokens":
+			if r.Success || r.Error != "request timed out after 2s" {
+				t.Errorf("%s: success %v, error %q; want the deadline", p, r.Success, r.Error)
+			}
+		default:
+			if !r.Success {
+				t.Errorf("%s: %q", p, r.Error)
+			}
+		}
+	}
+	if health[0].Deferred == 0 {
+		t.Errorf("no read was deferred to a later turn while three servers flooded")
+	}
+}
+
+// Abort ends the loop however fast a server writes.
+func TestAbortDuringFlood(t *testing.T) {
+	srv := shardtest.New(t)
+	s := startSingle(t, srv, []Request{{Wire: shardtest.Wire("/flood")}, {Wire: shardtest.Wire("/flood-tokens")}}, 2, time.Hour)
+	s.release(0)
+	s.release(1)
+	for srv.Requests.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	for _, r := range s.finish(true) {
+		if r.Success || r.Error != "cancelled" {
+			t.Errorf("request %d: success %v, error %q; want cancelled", r.Index, r.Success, r.Error)
+		}
+	}
+}
+
+func TestMaxResponseBytes(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := []string{"/flood", "/ok/5", "/ok/4000", "/flood-tokens"}
+	data, _ := runPaths(t, srv, paths, run{streaming: true, timeout: time.Minute, maxResponse: 64 << 10})
+	for i, p := range paths {
+		r := data.Results[i]
+		switch p {
+		case "/ok/5":
+			if !r.Success {
+				t.Errorf("%s: %q", p, r.Error)
+			}
+		default:
+			if r.Success || !strings.HasPrefix(r.Error, "response exceeded --max-response-bytes (64.0 KiB) ") {
+				t.Errorf("%s: success %v, error %q; want the byte limit", p, r.Success, r.Error)
+			}
+		}
+	}
+}
+
+// The memory budget fails the requests that hold too many unparsed bytes
+// and no other; every byte is given back when they end.
+func TestBudgetFailsEndlessLines(t *testing.T) {
+	srv := shardtest.New(t)
+	budget := NewBudget(1 << 20)
+	paths := []string{"/endless", "/ok/5", "/endless", "/endless", "/ok/4000", "/endless", "/ok/1"}
+	data, _ := runPaths(t, srv, paths, run{shards: 2, streaming: true, timeout: time.Minute, budget: budget})
+	for i, p := range paths {
+		r := data.Results[i]
+		if p != "/endless" {
+			if !r.Success {
+				t.Errorf("%s: %q", p, r.Error)
+			}
+			continue
+		}
+		if r.Success || !strings.HasPrefix(r.Error, "response exceeded the memory budget for unparsed bytes (--max-buffered-bytes 1.0 MiB): it held ") {
+			t.Errorf("%s: success %v, error %q; want the memory budget", p, r.Success, r.Error)
+		}
+	}
+	if got := budget.Used(); got != 0 {
+		t.Errorf("budget holds %d bytes after the run; want 0", got)
+	}
 }

@@ -35,8 +35,8 @@ type TLSTransport struct {
 	aborting atomic.Bool
 	wg       sync.WaitGroup
 
-	reads, stamped, connections, resent atomic.Int64
-	keeper                              stampKeeper
+	reads, stamped, connections atomic.Int64
+	keeper                      stampKeeper
 }
 
 // StartTLS starts workers goroutines (one per concurrent request) serving
@@ -91,7 +91,7 @@ func (t *TLSTransport) Wait() {
 func (t *TLSTransport) Health() Health {
 	return Health{
 		CPU: -1, Reads: t.reads.Load(), StampedReads: t.stamped.Load(),
-		Connections: t.connections.Load(), ResentOnFresh: t.resent.Load(),
+		Connections: t.connections.Load(),
 	}
 }
 
@@ -109,6 +109,7 @@ type tlsWorker struct {
 func (t *TLSTransport) work() {
 	w := &tlsWorker{t: t, buf: make([]byte, 32<<10), clock: newStampClock(t.cfg.Clock)}
 	w.c.Init(sse.NewDecoder(t.cfg.Kind), t.cfg.Streaming)
+	w.c.SetLimits(t.cfg.MaxResponseBytes, t.cfg.Budget)
 	defer w.closeConn()
 	for !t.aborting.Load() {
 		i, arrivalNs, ok := t.cfg.Queue.take()
@@ -142,44 +143,42 @@ func (w *tlsWorker) serve(i int, arrivalNs int64) {
 		t.cfg.Recorder.Fail(&w.c.stream, failText)
 	}
 	t.mu.Unlock()
+	w.c.giveBack()
 	t.cfg.Queue.finish()
 	if !ok || !w.c.keepAlive {
 		w.closeConn()
 	}
 }
 
-// exchange sends req and reads its response, redialling once when a reused
-// connection turns out to have been closed by the server. It returns ok,
-// or the failure text.
+// exchange sends req and reads its response. It returns ok, or the
+// failure text. A request is never sent twice: a reused connection that
+// the server closed just before the request went out fails it, as it does
+// in Python's client.
 func (w *tlsWorker) exchange(req *Request, deadline time.Time) (string, bool) {
-	for attempt := 0; ; attempt++ {
-		reused := w.tc != nil
-		if !reused {
-			if text, ok := w.dial(deadline); !ok {
-				return text, false
-			}
+	reused := w.tc != nil
+	if !reused {
+		if text, ok := w.dial(deadline); !ok {
+			return text, false
 		}
-		w.tc.SetDeadline(deadline)
-		if w.t.aborting.Load() {
-			// Abort may have set its past deadline before ours replaced it.
-			w.tc.SetDeadline(time.Unix(1, 0))
-		}
-		text, ok, retry := w.roundTrip(req)
-		if ok || !retry || !reused || attempt > 0 {
-			return text, ok
-		}
-		w.t.resent.Add(1)
-		w.closeConn()
-		w.c.Reset()
 	}
+	w.tc.SetDeadline(deadline)
+	if w.t.aborting.Load() {
+		// Abort may have set its past deadline before ours replaced it.
+		w.tc.SetDeadline(time.Unix(1, 0))
+	}
+	text, ok, early := w.roundTrip(req)
+	if !ok && early && reused {
+		text += " on a reused keep-alive connection (not sent again)"
+	}
+	return text, ok
 }
 
 // roundTrip writes the request and feeds the response to the parsers.
-// retry says the connection failed before any response byte.
-func (w *tlsWorker) roundTrip(req *Request) (text string, ok, retry bool) {
+// early says the connection failed before any response byte.
+func (w *tlsWorker) roundTrip(req *Request) (text string, ok, early bool) {
 	c := &w.c
 	if _, err := w.tc.Write(req.Wire); err != nil {
-		return w.errorText(err), false, true
+		return w.errorText(err), false, !w.t.aborting.Load()
 	}
 	gotBytes := false
 	for {

@@ -302,3 +302,10 @@ func parseRetry(v []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// Buffered returns how many body bytes the Parser holds for an event it
+// has not dispatched yet: the unfinished line and the current block's
+// fields. A caller bounding memory over many streams sums these.
+func (p *Parser) Buffered() int {
+	return len(p.line) + len(p.data) + len(p.name) + len(p.id)
+}

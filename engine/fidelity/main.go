@@ -223,8 +223,8 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	fmt.Printf("kernel stamp coverage %.4f; longest loop turn %v; schedule lag p50 %v p99 %v max %v\n",
 		h.KernelStampCoverage, h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax)
 	for _, s := range h.Shards {
-		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times, %d waits returned %d events, %d naps\n",
-			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted, s.Waits, s.Events, s.Naps)
+		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times, %d waits returned %d events, %d naps, %d reads deferred\n",
+			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted, s.Waits, s.Events, s.Naps, s.Deferred)
 	}
 }
 

@@ -38,6 +38,10 @@ import (
 //	/empty       200 with only [DONE]: no token event
 //	/pool        200 with a Content-Length JSON body carrying usage
 //	/slow/MS     as /ok/3 after sleeping MS milliseconds
+//	/flood       head, then SSE comments (": ping") without end, as fast as
+//	             the client reads them
+//	/flood-tokens head, then token chunks without end, as fast as read
+//	/endless     head, then one SSE line that never ends
 type Server struct {
 	ln   net.Listener
 	Addr netip.AddrPort
@@ -259,6 +263,19 @@ func (s *Server) respond(c conn, path string) bool {
 	case "empty":
 		c.Write([]byte(sseHead + "\r\n" + chunk("data: [DONE]\n\n") + "0\r\n\r\n"))
 		return true
+	case "flood":
+		flood(c, sseHead+"\r\n", chunk(strings.Repeat(": ping\n\n", 2000)))
+		return false
+	case "flood-tokens":
+		var b strings.Builder
+		for i := range 200 {
+			b.WriteString(tokenChunk(i))
+		}
+		flood(c, sseHead+"\r\n", b.String())
+		return false
+	case "endless":
+		flood(c, sseHead+"\r\n"+chunk("data: "), chunk(strings.Repeat("x", 16<<10)))
+		return false
 	case "pool":
 		body := `{"object":"list","data":[],"usage":{"prompt_tokens":7,"total_tokens":7}}`
 		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
@@ -266,6 +283,20 @@ func (s *Server) respond(c conn, path string) bool {
 	}
 	c.Write([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
 	return true
+}
+
+// flood writes head, then body over and over until the client goes away
+// (or the server stops).
+func flood(c conn, head, body string) {
+	if _, err := c.Write([]byte(head)); err != nil {
+		return
+	}
+	b := []byte(body)
+	for {
+		if _, err := c.Write(b); err != nil {
+			return
+		}
+	}
 }
 
 // Wire encodes a POST to path with a small JSON body.

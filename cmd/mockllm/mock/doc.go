@@ -56,5 +56,7 @@
 // Every random choice (output length, jitter, fault selection, token
 // words, ids) is a hash of Config.Seed and the request's draw key: the
 // x-request-id header when present, else the arrival order. Faults (see
-// ParseFault) apply to completions and chat requests only.
+// ParseFault) apply to completions and chat requests only. The hostile
+// ones (flood, endless-line, huge-headers) answer without end, as fast as
+// the client reads (see flooder).
 package mock

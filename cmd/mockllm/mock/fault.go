@@ -31,6 +31,14 @@ const (
 	// FaultConnectionClose answers normally with "Connection: close" and
 	// closes the connection after the response.
 	FaultConnectionClose
+	// The hostile kinds never end their answer; they write as fast as the
+	// client reads, until it closes the connection (see flooder).
+	// FaultFlood streams SSE comments and token events; FaultEndlessLine
+	// one SSE data line that never ends; FaultHugeHeaders a response head
+	// whose header fields never end.
+	FaultFlood
+	FaultEndlessLine
+	FaultHugeHeaders
 )
 
 var faultNames = [...]string{
@@ -43,6 +51,9 @@ var faultNames = [...]string{
 	FaultMalformedChunk:     "malformed-chunk",
 	FaultSlowHeaders:        "slow-headers",
 	FaultConnectionClose:    "close",
+	FaultFlood:              "flood",
+	FaultEndlessLine:        "endless-line",
+	FaultHugeHeaders:        "huge-headers",
 }
 
 // String returns the --fault spelling of k.
@@ -100,6 +111,11 @@ func (f Fault) String() string {
 	return b.String()
 }
 
+// hostile reports a kind whose answer never ends (see flooder).
+func (k FaultKind) hostile() bool {
+	return k == FaultFlood || k == FaultEndlessLine || k == FaultHugeHeaders
+}
+
 func (k FaultKind) midStream() bool {
 	return k == FaultResetMidStream || k == FaultStall || k == FaultMalformedChunk
 }
@@ -110,13 +126,19 @@ const defaultFaultDelay = time.Second
 // ParseFault reads one --fault value: KIND:SELECTOR[,PARAM...] where
 // SELECTOR is prob=P (0 < P <= 1) or every=N (N >= 1), and PARAM is
 // at=TOKEN_INDEX (mid-stream kinds) or ms=MILLISECONDS (stall,
-// slow-headers; default 1000). Examples: "http503:prob=0.01",
-// "stall:every=100,ms=250,at=3", "reset-mid-stream:prob=0.001".
+// slow-headers; default 1000). A hostile kind (flood, endless-line,
+// huge-headers) alone means every request. Examples: "http503:prob=0.01",
+// "stall:every=100,ms=250,at=3", "reset-mid-stream:prob=0.001", "flood".
 func ParseFault(s string) (Fault, error) {
 	f := Fault{At: -1}
 	kind, params, ok := strings.Cut(s, ":")
 	if !ok {
-		return f, fmt.Errorf("--fault %q: want KIND:prob=P or KIND:every=N", s)
+		for k, name := range faultNames {
+			if name == s && FaultKind(k).hostile() {
+				return Fault{Kind: FaultKind(k), Every: 1, At: -1}, nil
+			}
+		}
+		return f, fmt.Errorf("--fault %q: want KIND:prob=P or KIND:every=N (or flood, endless-line, huge-headers alone)", s)
 	}
 	f.Kind = -1
 	for k, name := range faultNames {

@@ -27,6 +27,9 @@ func TestParseFault(t *testing.T) {
 		{in: "slow-headers:every=1,ms=0", want: Fault{Kind: FaultSlowHeaders, Every: 1, At: -1}},
 		{in: "reset-mid-stream:prob=0.001,at=0", want: Fault{Kind: FaultResetMidStream, Prob: 0.001, At: 0}},
 		{in: "close:every=2", want: Fault{Kind: FaultConnectionClose, Every: 2, At: -1}},
+		{in: "flood", want: Fault{Kind: FaultFlood, Every: 1, At: -1}},
+		{in: "endless-line", want: Fault{Kind: FaultEndlessLine, Every: 1, At: -1}},
+		{in: "huge-headers:prob=0.5", want: Fault{Kind: FaultHugeHeaders, Prob: 0.5, At: -1}},
 		{in: "http500", err: "want KIND:prob=P"},
 		{in: "boom:prob=1", err: `unknown kind "boom"`},
 		{in: "http500:prob=0", err: "0 < prob <= 1"},
@@ -247,5 +250,63 @@ func TestFaultConnectionClose(t *testing.T) {
 	}
 	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Errorf("after the response: %d bytes, %v; want EOF", n, err)
+	}
+}
+
+// The hostile answers never end: the mock writes as long as the client
+// reads, and notes in the truth log when the client closed the connection.
+func TestFaultHostileAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		kind  string
+		check func(b string) string // what is wrong with the first bytes, or ""
+	}{
+		{"flood", func(b string) string {
+			if !strings.HasPrefix(b, streamHeaders) || strings.Count(b, ": ping\n\n") < 1000 ||
+				strings.Count(b, `"text_completion"`) < 1000 || strings.Contains(b, "[DONE]") {
+				return "want stream headers, then comments and token events without end"
+			}
+			return ""
+		}},
+		{"endless-line", func(b string) string {
+			body, ok := strings.CutPrefix(b, streamHeaders)
+			if !ok || !strings.Contains(body, "data: {") || strings.Contains(body, "\n\n") || strings.Count(body, "\r\n") < 8 {
+				return "want stream headers, then chunks of one line that never ends"
+			}
+			return ""
+		}},
+		{"huge-headers", func(b string) string {
+			if !strings.HasPrefix(b, "HTTP/1.1 200 OK\r\n") || strings.Contains(b, "\r\n\r\n") || strings.Count(b, "x-filler: ") < 100 {
+				return "want a head whose header fields never end"
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			t.Parallel()
+			f, err := ParseFault(tt.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truth := filepath.Join(t.TempDir(), "truth.log")
+			srv, _ := startServer(t, Config{Faults: []Fault{f}, TruthLog: truth})
+			c, r := rawStream(t, srv.Addr(), 3)
+			b := make([]byte, 4<<20)
+			if _, err := io.ReadFull(r, b); err != nil {
+				t.Fatalf("reading 4 MiB of the answer: %v", err)
+			}
+			if msg := tt.check(string(b)); msg != "" {
+				t.Fatalf("%s: %q...", msg, b[:min(len(b), 300)])
+			}
+			c.Close()
+			for srv.Stats().Finished < 1 {
+				time.Sleep(time.Millisecond)
+			}
+			reqs := closeAndRead(t, srv, truth)
+			if len(reqs) != 1 || reqs[0].ClosedNs <= reqs[0].ArrivalNs {
+				t.Fatalf("truth log %+v; want one request with its close after its arrival", reqs)
+			}
+		})
 	}
 }

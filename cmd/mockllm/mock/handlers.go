@@ -161,7 +161,8 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 	st.prefix = append(st.prefix, `"choices":[`...)
 	st.wordSalt = mix(s.cfg.Seed, st.key, saltWords)
 
-	if st.streaming && (st.fault == nil || st.fault.Kind != FaultSlowHeaders) {
+	// Slow headers come late; a hostile answer writes its own head.
+	if st.streaming && (st.fault == nil || (st.fault.Kind != FaultSlowHeaders && !st.fault.Kind.hostile())) {
 		ls.out = st.appendHeaders(ls.out[:0])
 		cn.send(ls.out, &s.clock)
 		st.headersSent = true

@@ -26,6 +26,7 @@ type Server struct {
 	eng    gnet.Engine
 	addr   string
 	w      *writer
+	flood  *flooder // nil unless a hostile fault is configured
 	runErr chan error
 	boot   chan gnet.Engine
 
@@ -121,7 +122,17 @@ func Start(cfg Config) (*Server, error) {
 	if s.model, err = appendJSONString(nil, cfg.Model); err != nil {
 		return nil, err
 	}
+	for _, f := range cfg.Faults {
+		if f.Kind.hostile() && s.flood == nil {
+			if s.flood, err = newFlooder(s); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if s.w, err = newWriter(s); err != nil {
+		if s.flood != nil {
+			s.flood.stop()
+		}
 		return nil, err
 	}
 	go s.w.run()
@@ -139,6 +150,9 @@ func Start(cfg Config) (*Server, error) {
 	select {
 	case s.eng = <-s.boot:
 	case err := <-s.runErr:
+		if s.flood != nil {
+			s.flood.stop()
+		}
 		_ = s.w.stop()
 		if err == nil {
 			err = errors.New("event loop exited before it started")
@@ -183,6 +197,9 @@ func (s *Server) Close() error {
 		defer cancel()
 		errStop := s.eng.Stop(ctx)
 		errRun := <-s.runErr
+		if s.flood != nil {
+			s.w.closes = s.flood.stop()
+		}
 		errWriter := s.w.stop()
 		var errSummary error
 		if s.cfg.Summary != nil {
@@ -223,6 +240,9 @@ func (e *loopEvents) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (e *loopEvents) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if cn, ok := c.Context().(*conn); ok {
 		cn.markDead()
+		if e.flood != nil {
+			e.flood.remove(cn)
+		}
 	}
 	e.stats.conns.Add(-1)
 	return gnet.None

@@ -16,6 +16,7 @@ import (
 //	# mockllm truth log v1 (CLOCK_MONOTONIC ns)
 //	R <seq> <arrival_ns> <request_id>
 //	T <seq> <index> <sent_ns> <intended_ns>
+//	C <seq> <closed_ns>
 //
 // An R line is a request on the generation schedule (completions, chat,
 // embeddings, pooling, rerank): seq numbers them from 1 in arrival order,
@@ -29,7 +30,10 @@ import (
 // is read right before write(2), and intended_ns is when the timing model
 // meant to send it. A response sent whole (embeddings, pooling, rerank,
 // non-streaming completions and chat) gets one T line with index 0. T lines follow their R line;
-// lines of different requests interleave.
+// lines of different requests interleave. A C line, at the end of the
+// log, is when the mock found the connection of a hostile answer (flood,
+// endless-line, huge-headers: answers that never end) closed by the
+// client: when the client gave up on it.
 const truthHeader = "# mockllm truth log v1 (CLOCK_MONOTONIC ns)\n"
 
 // TruthRequest is one request of a truth log.
@@ -38,6 +42,9 @@ type TruthRequest struct {
 	RequestID string // "" when the request had no x-request-id
 	ArrivalNs int64
 	Tokens    []TruthToken
+	// ClosedNs is when the client closed a hostile answer's connection
+	// (C record), 0 if the log has none.
+	ClosedNs int64
 }
 
 // TruthToken is one token event of a truth log.
@@ -95,6 +102,14 @@ func (t *truthWriter) token(st *stream, k int, sentNs, intendedNs int64) {
 	b = strconv.AppendInt(b, sentNs, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, intendedNs, 10)
+	t.write(append(b, '\n'))
+}
+
+func (t *truthWriter) closed(c floodClose) {
+	b := append(t.line[:0], "C "...)
+	b = strconv.AppendUint(b, c.seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, c.closedNs, 10)
 	t.write(append(b, '\n'))
 }
 
@@ -208,6 +223,17 @@ func ReadTruthLog(path string) ([]TruthRequest, error) {
 				return nil, bad("token of a request with no R line")
 			}
 			reqs[i].Tokens = append(reqs[i].Tokens, TruthToken{Index: index, SentNs: sent, IntendedNs: intended})
+		case fields[0] == "C" && len(fields) == 3:
+			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
+			closed, err2 := strconv.ParseInt(fields[2], 10, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, bad("malformed number")
+			}
+			i, ok := bySeq[seq]
+			if !ok {
+				return nil, bad("close of a request with no R line")
+			}
+			reqs[i].ClosedNs = closed
 		default:
 			return nil, bad("unknown record")
 		}

@@ -39,6 +39,8 @@ type writer struct {
 	truth            *truthWriter
 	timing           *timing
 	done             chan struct{}
+	// closes, set before stop, go to the truth log as C records.
+	closes []floodClose
 }
 
 func newWriter(s *Server) (*writer, error) {
@@ -80,6 +82,9 @@ func (w *writer) stop() error {
 	<-w.done
 	w.wake.close()
 	if w.truth != nil {
+		for _, c := range w.closes {
+			w.truth.closed(c)
+		}
 		return w.truth.close()
 	}
 	return nil
@@ -199,6 +204,11 @@ func (w *writer) timerPassed(nowNs int64) {
 func (w *writer) accept(st *stream, now int64) {
 	w.truth.request(st)
 	w.s.stats.promptTokens.Add(uint64(st.promptTotal))
+	if st.fault != nil && st.fault.Kind.hostile() {
+		w.s.stats.running.Add(1)
+		w.s.flood.add(st)
+		return
+	}
 	if st.fault != nil && st.fault.Kind == FaultSlowHeaders {
 		st.headersDueNs = st.arrivalNs + int64(st.fault.Delay)
 	}
