@@ -464,8 +464,11 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		CancelGrace:      cancelGrace(c.CancelGraceSec),
 		KernelTimestamps: !c.NoKernelTimestamps,
 	}
-	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
+	switch c.Backend {
+	case "openai-chat":
 		ec.Kind = sse.Chat
+	case "openai-audio":
+		ec.Kind = sse.Audio
 	}
 	if c.MaxConcurrency != nil {
 		ec.MaxConcurrency = *c.MaxConcurrency

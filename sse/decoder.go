@@ -15,6 +15,10 @@ type Kind uint8
 const (
 	Completions Kind = iota // choices[0].text
 	Chat                    // choices[0].delta.content (reasoning chunks still count)
+	// Audio is Chat's shape as the transcription and translation function
+	// reads it: usage gives only completion_tokens, its prompt_tokens is
+	// never taken (spec §b, "No prompt_tokens handling").
+	Audio
 )
 
 // String names the kind as the backends do.
@@ -24,6 +28,8 @@ func (k Kind) String() string {
 		return "completions"
 	case Chat:
 		return "chat"
+	case Audio:
+		return "audio"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -75,7 +81,7 @@ func (d *Decoder) Kind() Kind { return d.kind }
 //     object's "content" (chat) is a string or falsy; null, missing or
 //     falsy text is an empty token;
 //   - otherwise a truthy "usage" must be an object, and gives the token
-//     counts;
+//     counts (Audio: only completion_tokens);
 //   - an error object is reported in ErrMessage and is not a Decode error.
 //
 // Where a JSON key repeats, the last occurrence counts, as in a Python dict.
@@ -117,7 +123,9 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, usage.Type())
 		}
 		out.HasUsage = true
-		out.PromptTokens = count(lastField(u, "prompt_tokens"))
+		if d.kind != Audio {
+			out.PromptTokens = count(lastField(u, "prompt_tokens"))
+		}
 		out.CompletionTokens = count(lastField(u, "completion_tokens"))
 	}
 	out.ErrMessage = d.errorMessage(obj)
@@ -136,7 +144,7 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 	}
 	var text *fastjson.Value
 	switch d.kind {
-	case Chat:
+	case Chat, Audio:
 		delta := lastField(first, "delta")
 		if delta == nil {
 			return fmt.Errorf("%w: chat chunk has no \"delta\" in choices[0]", ErrMalformedChunk)
