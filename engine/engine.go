@@ -28,6 +28,9 @@ type Request struct {
 	// NumInputSequences is the number of inputs of a pooling request over a
 	// list prompt; 0 means 1.
 	NumInputSequences int
+	// PoolingUsage is where a pooling answer's usage is, by the request's
+	// encoding_format.
+	PoolingUsage shard.PoolingUsage
 	// OffsetNs is the request's send time after the start, from a timed
 	// trace; used only with Config.SelfTimed.
 	OffsetNs int64
@@ -75,8 +78,10 @@ type Config struct {
 
 	// KernelTimestamps stamps reads with the kernel's receive time.
 	KernelTimestamps bool
-	// KeepDetail keeps every request's exact ITLs; KeepText its text.
-	KeepDetail, KeepText bool
+	// KeepDetail keeps every request's exact ITLs; KeepText its text;
+	// KeepUncountedText the text of the streams whose usage gave no output
+	// token count (metrics.Options).
+	KeepDetail, KeepText, KeepUncountedText bool
 }
 
 // Defaults for the zero values of Config's timeouts.
@@ -187,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	reqs := make([]shard.Request, n)
 	for i, q := range cfg.Requests {
-		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences}
+		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage}
 	}
 	base := shard.Config{
 		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
@@ -196,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
 	raiseProcs(count)
 	if cfg.TLS != nil {
 		count = 1

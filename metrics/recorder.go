@@ -13,8 +13,15 @@ type Options struct {
 	// KeepDetail keeps every request's exact ITLs (RequestResult.ITLNs),
 	// for --save-detailed.
 	KeepDetail bool
-	// KeepText keeps every request's generated text.
+	// KeepText keeps every successful request's generated text.
 	KeepText bool
+	// KeepUncountedText keeps the generated text of a successful stream
+	// whose usage gave no completion_tokens (or 0), so that its output
+	// tokens can be counted with the tokenizer after the run, as Python
+	// does (spec §d). Token text is then copied into the connection's
+	// reusable buffer as it arrives, and becomes a string only at the end
+	// of such a request.
+	KeepUncountedText bool
 }
 
 // ITL histograms record nanoseconds with 3 significant digits from 1 ns up
@@ -37,6 +44,7 @@ func NewITLHistogram() *hdrhistogram.Histogram {
 type Recorder struct {
 	opts        Options
 	results     []RequestResult
+	messages    ServerMessages
 	itl         *hdrhistogram.Histogram
 	eventsPerMs []uint32
 
@@ -108,21 +116,21 @@ func (s *Stream) TokenEvents() int { return len(s.stampsNs) }
 
 // Token records one token event (spec §b: a chunk with non-empty choices)
 // received at tsNs with the chunk's text. text is copied only when the run
-// keeps text.
+// may keep text.
 func (s *Stream) Token(tsNs int64, text []byte) {
 	s.stampsNs = append(s.stampsNs, tsNs)
-	if s.rec.opts.KeepText {
+	if s.rec.opts.KeepText || s.rec.opts.KeepUncountedText {
 		s.text = append(s.text, text...)
 	}
 	s.rec.tokenEvents.Add(1)
 }
 
 // Usage records a usage object from a non-token chunk; negative values mean
-// the field was absent. As in Python, the last usage seen wins.
+// the field was absent. As in Python, the last usage seen wins: one
+// without completion_tokens leaves the request without a count (Python's
+// None), while an absent prompt_tokens keeps the prompt length.
 func (s *Stream) Usage(promptTokens, completionTokens int64) {
-	if completionTokens >= 0 {
-		s.outputTokens = int(completionTokens)
-	}
+	s.outputTokens = int(max(completionTokens, 0))
 	if promptTokens >= 0 {
 		s.serverPrompt = int(promptTokens)
 	}
@@ -142,6 +150,9 @@ func (r *Recorder) EndStream(s *Stream) {
 	res := r.result(s)
 	res.Success = true
 	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
+	if r.opts.KeepText || (r.opts.KeepUncountedText && s.outputTokens == 0) {
+		res.GeneratedText = string(s.text)
+	}
 	r.recordTokenTimes(s.stampsNs)
 	r.finish(res)
 	r.completed.Add(1)
@@ -164,7 +175,8 @@ func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
 
 // Fail ends s's request as failed with the given error text. TTFT and the
 // ITLs of token events that did arrive are kept, as Python keeps them on its
-// output record; latency stays 0.
+// output record; latency stays 0, and so does the text: Python assigns
+// generated_text only once the stream has ended.
 func (r *Recorder) Fail(s *Stream, errText string) {
 	res := r.result(s)
 	res.Error = errText
@@ -205,9 +217,6 @@ func (r *Recorder) result(s *Stream) RequestResult {
 		for i := range res.ITLNs {
 			res.ITLNs[i] = s.stampsNs[i+1] - s.stampsNs[i]
 		}
-	}
-	if r.opts.KeepText {
-		res.GeneratedText = string(s.text)
 	}
 	return res
 }
@@ -255,6 +264,7 @@ func Merge(n int, recorders ...*Recorder) RunData {
 			seen[res.Index] = true
 		}
 		data.ITL.Merge(r.itl)
+		data.ServerMessages.merge(&r.messages)
 		bins = max(bins, lastNonZero(r.eventsPerMs)+1)
 	}
 	data.TokenEventsPerMs = make([]uint32, bins)

@@ -61,4 +61,7 @@ type RunData struct {
 	// whose timestamp fell in millisecond k of the run clock; it feeds the
 	// peak output token throughput (1-second buckets from the first start).
 	TokenEventsPerMs []uint32
+	// ServerMessages counts the error messages servers sent inside 200
+	// streams, by text.
+	ServerMessages ServerMessages
 }

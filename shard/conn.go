@@ -45,4 +45,5 @@ func (c *conn) beginRequest(req *Request) {
 	c.gotBytes = false
 	c.resent = false
 	c.Reset()
+	c.SetPoolingUsage(req.PoolingUsage, req.PromptLen)
 }

@@ -24,6 +24,12 @@ type Response struct {
 	decoder   *sse.Decoder
 	streaming bool // false for the non-streaming pooling backends
 
+	// The request's own facts a pooling answer needs (SetPoolingUsage).
+	pooling          PoolingUsage
+	requestPromptLen int
+	metadata         []byte // the "metadata" header, for UsageInMetadata
+	hasMetadata      bool
+
 	status     int // response status code, 0 until the head arrived
 	reason     []byte
 	keepAlive  bool
@@ -43,6 +49,28 @@ var (
 	_ sse.EventHandler = (*Response)(nil)
 )
 
+// PoolingUsage says where a pooling answer's prompt token count comes
+// from. Python's _run_pooling_request chooses by the request's own
+// encoding_format (spec §b, "Non-streaming pooling"); a server that
+// answers in another form than asked fails the request as it would there.
+type PoolingUsage uint8
+
+const (
+	// UsageInBody ("float", "base64", anything else) reads the JSON body's
+	// usage.prompt_tokens.
+	UsageInBody PoolingUsage = iota
+	// UsageInMetadata ("bytes") drains the binary body and reads usage from
+	// the JSON in the "metadata" response header.
+	UsageInMetadata
+	// UsageFromRequest ("bytes_only") drains the binary body and takes the
+	// request's own prompt length.
+	UsageFromRequest
+)
+
+// MissingMetadataError is the failure text of a "bytes" answer without a
+// metadata header: Python's str() of the KeyError it raises.
+const MissingMetadataError = "'metadata'"
+
 // ErrClosedByPeer is the server closing the connection before the
 // response was complete.
 var ErrClosedByPeer = errors.New("connection closed by server")
@@ -51,6 +79,13 @@ var ErrClosedByPeer = errors.New("connection closed by server")
 // are SSE streams.
 func (r *Response) Init(decoder *sse.Decoder, streaming bool) {
 	r.decoder, r.streaming = decoder, streaming
+}
+
+// SetPoolingUsage tells a pooling Response where the next answer's usage
+// is and the request's own prompt length (for UsageFromRequest). It holds
+// until changed; streams ignore it.
+func (r *Response) SetPoolingUsage(u PoolingUsage, requestPromptLen int) {
+	r.pooling, r.requestPromptLen = u, requestPromptLen
 }
 
 // Stream is the request's recording state.
@@ -69,17 +104,24 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 		r.reason = append(r.reason[:0], h.Reason...)
 	}
 	r.keepAlive = h.KeepAlive
+	if h.StatusCode == 200 && !r.streaming && r.pooling == UsageInMetadata {
+		v := h.Header("metadata")
+		r.metadata, r.hasMetadata = append(r.metadata[:0], v...), v != nil
+	}
 }
 
 // OnBody implements httpwire.Handler: body bytes go to the SSE parser for
-// streams, into the body buffer for pooling responses, and nowhere for a
-// non-200 response (which fails on its status alone, as in Python).
+// streams, into the body buffer for pooling responses with a JSON body,
+// and nowhere for a binary pooling body or a non-200 response (which
+// fails on its status alone, as in Python).
 func (r *Response) OnBody(b []byte, tsNs int64) {
 	if r.status != 200 || r.handlerErr != nil {
 		return
 	}
 	if !r.streaming {
-		r.body = append(r.body, b...)
+		if r.pooling == UsageInBody {
+			r.body = append(r.body, b...)
+		}
 		return
 	}
 	r.bodyTs = tsNs
@@ -110,6 +152,11 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 	case r.chunk.HasUsage:
 		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
 	}
+	if r.chunk.ErrMessage != nil {
+		// Python passes over the chunk; the count tells the user why the
+		// requests it left without a token failed.
+		r.stream.ServerMessage(r.chunk.ErrMessage)
+	}
 	return nil
 }
 
@@ -123,6 +170,7 @@ func (r *Response) Reset() {
 	r.done = false
 	r.handlerErr = nil
 	r.body = r.body[:0]
+	r.metadata, r.hasMetadata = r.metadata[:0], false
 	r.http.Reset(false)
 	r.sse.Reset()
 }
@@ -172,8 +220,8 @@ func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
 
 // End records an answer that ended well on rec: a stream succeeds iff a
 // token event arrived (after its last unterminated event is flushed); a
-// pooling answer takes its usage from the JSON body, parsed with p, and
-// counts seqs inputs.
+// pooling answer takes its usage where SetPoolingUsage said (JSON parsed
+// with p), and counts seqs inputs.
 func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 	if r.streaming {
 		if err := r.sse.Flush(r); err != nil {
@@ -183,17 +231,40 @@ func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 		}
 		return
 	}
-	v, err := p.ParseBytes(r.body)
-	if err != nil {
-		rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
-		return
-	}
 	prompt := int64(-1)
-	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
-		prompt = int64(u.GetFloat64())
+	switch r.pooling {
+	case UsageFromRequest:
+		prompt = int64(r.requestPromptLen)
+	case UsageInMetadata:
+		if !r.hasMetadata {
+			rec.Fail(&r.stream, MissingMetadataError)
+			return
+		}
+		v, err := p.ParseBytes(r.metadata)
+		if err != nil {
+			rec.Fail(&r.stream, "malformed JSON in the metadata response header: "+err.Error())
+			return
+		}
+		prompt = promptTokens(v)
+	default:
+		v, err := p.ParseBytes(r.body)
+		if err != nil {
+			rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
+			return
+		}
+		prompt = promptTokens(v)
 	}
 	r.stream.Usage(prompt, -1)
 	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
+}
+
+// promptTokens is a pooling answer's usage.prompt_tokens, -1 when absent
+// or not a number.
+func promptTokens(v *fastjson.Value) int64 {
+	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
+		return int64(u.GetFloat64())
+	}
+	return -1
 }
 
 // progressText describes how far the answer got, for error texts.
