@@ -234,7 +234,7 @@ func queueFullServer(t *testing.T) *httptest.Server {
 }
 
 // TestRunServerErrorEvents: error events inside 200 streams fail their
-// requests with Python's no-token text and '' as text, and the health
+// requests with Python's no-token text and an empty text, and the health
 // output names the server's message with its count.
 func TestRunServerErrorEvents(t *testing.T) {
 	srv := queueFullServer(t)

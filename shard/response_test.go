@@ -127,7 +127,7 @@ func TestStreamErrorEvents(t *testing.T) {
 }
 
 // TestCutStreamKeepsNoText: a stream cut after token events fails with
-// generated_text '' even when the run keeps text, as in Python.
+// an empty generated_text even when the run keeps text, as in Python.
 func TestCutStreamKeepsNoText(t *testing.T) {
 	event := "data: {\"choices\":[{\"text\":\"ab\"}]}\n\n"
 	raw := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
