@@ -44,13 +44,14 @@ func NewITLHistogram() *hdrhistogram.Histogram {
 type Recorder struct {
 	opts        Options
 	results     []RequestResult
-	messages    ServerMessages
 	itl         *hdrhistogram.Histogram
 	eventsPerMs []uint32
 
 	completed   atomic.Int64
 	failed      atomic.Int64
 	tokenEvents atomic.Int64
+
+	messages ServerMessages // error messages inside 200 streams
 }
 
 // NewRecorder returns a Recorder for one shard.
@@ -148,11 +149,11 @@ func (r *Recorder) EndStream(s *Stream) {
 		return
 	}
 	res := r.result(s)
-	res.Success = true
-	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
 	if r.opts.KeepText || (r.opts.KeepUncountedText && s.outputTokens == 0) {
 		res.GeneratedText = string(s.text)
 	}
+	res.Success = true
+	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
 	r.recordTokenTimes(s.stampsNs)
 	r.finish(res)
 	r.completed.Add(1)
@@ -264,7 +265,6 @@ func Merge(n int, recorders ...*Recorder) RunData {
 			seen[res.Index] = true
 		}
 		data.ITL.Merge(r.itl)
-		data.ServerMessages.merge(&r.messages)
 		bins = max(bins, lastNonZero(r.eventsPerMs)+1)
 	}
 	data.TokenEventsPerMs = make([]uint32, bins)
@@ -277,6 +277,9 @@ func Merge(n int, recorders ...*Recorder) RunData {
 		if !ok {
 			data.Results[i] = RequestResult{Index: i, Error: "cancelled", NumInputSequences: 1}
 		}
+	}
+	for _, r := range recorders {
+		data.ServerMessages.merge(&r.messages)
 	}
 	return data
 }

@@ -49,6 +49,9 @@ type RequestResult struct {
 type RunData struct {
 	// Results holds one record per benchmark request, in request order.
 	Results []RequestResult
+	// ServerMessages counts the error messages servers sent inside 200
+	// streams, by text.
+	ServerMessages ServerMessages
 	// DurationNs is Python's benchmark duration: from just before the first
 	// request was scheduled until the last one finished.
 	DurationNs int64
@@ -61,7 +64,4 @@ type RunData struct {
 	// whose timestamp fell in millisecond k of the run clock; it feeds the
 	// peak output token throughput (1-second buckets from the first start).
 	TokenEventsPerMs []uint32
-	// ServerMessages counts the error messages servers sent inside 200
-	// streams, by text.
-	ServerMessages ServerMessages
 }
