@@ -78,10 +78,11 @@ type Config struct {
 
 	// KernelTimestamps stamps reads with the kernel's receive time.
 	KernelTimestamps bool
-	// KeepDetail keeps every request's exact ITLs; KeepText its text;
-	// KeepUncountedText the text of the streams whose usage gave no output
-	// token count (metrics.Options).
-	KeepDetail, KeepText, KeepUncountedText bool
+	// KeepDetail keeps every request's exact ITLs; KeepText its text.
+	KeepDetail, KeepText bool
+	// KeepUncountedText keeps the text of the streams whose usage gave no
+	// output token count, to be counted after the run (metrics.Options).
+	KeepUncountedText bool
 }
 
 // Defaults for the zero values of Config's timeouts.

@@ -81,13 +81,6 @@ func (r *Response) Init(decoder *sse.Decoder, streaming bool) {
 	r.decoder, r.streaming = decoder, streaming
 }
 
-// SetPoolingUsage tells a pooling Response where the next answer's usage
-// is and the request's own prompt length (for UsageFromRequest). It holds
-// until changed; streams ignore it.
-func (r *Response) SetPoolingUsage(u PoolingUsage, requestPromptLen int) {
-	r.pooling, r.requestPromptLen = u, requestPromptLen
-}
-
 // Stream is the request's recording state.
 func (r *Response) Stream() *metrics.Stream { return &r.stream }
 
@@ -216,6 +209,13 @@ func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
 	}
 	r.keepAlive = false
 	return "", true
+}
+
+// SetPoolingUsage tells a pooling Response where the next answer's usage
+// is and the request's own prompt length (for UsageFromRequest). It holds
+// until changed; streams ignore it.
+func (r *Response) SetPoolingUsage(u PoolingUsage, requestPromptLen int) {
+	r.pooling, r.requestPromptLen = u, requestPromptLen
 }
 
 // End records an answer that ended well on rec: a stream succeeds iff a
