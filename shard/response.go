@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -245,26 +246,68 @@ func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 			rec.Fail(&r.stream, "malformed JSON in the metadata response header: "+err.Error())
 			return
 		}
-		prompt = promptTokens(v)
+		var failure string
+		if prompt, failure = promptTokens(v); failure != "" {
+			rec.Fail(&r.stream, failure)
+			return
+		}
 	default:
 		v, err := p.ParseBytes(r.body)
 		if err != nil {
 			rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
 			return
 		}
-		prompt = promptTokens(v)
+		var failure string
+		if prompt, failure = promptTokens(v); failure != "" {
+			rec.Fail(&r.stream, failure)
+			return
+		}
 	}
 	r.stream.Usage(prompt, -1)
 	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
 }
 
 // promptTokens is a pooling answer's usage.prompt_tokens, -1 when absent
-// or not a number.
-func promptTokens(v *fastjson.Value) int64 {
-	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
-		return int64(u.GetFloat64())
+// or not a number. Python reads it as answer.get("usage", {}).get(
+// "prompt_tokens", 0), so an answer or a present usage that is not a JSON
+// object fails the request with the AttributeError's text.
+func promptTokens(answer *fastjson.Value) (prompt int64, failure string) {
+	o, err := answer.Object()
+	if err != nil {
+		return -1, noGetError(answer)
 	}
-	return -1
+	usage := sse.LastField(o, "usage")
+	if usage == nil {
+		return -1, ""
+	}
+	u, err := usage.Object()
+	if err != nil {
+		return -1, noGetError(usage)
+	}
+	if n := sse.LastField(u, "prompt_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		return int64(n.GetFloat64()), ""
+	}
+	return -1, ""
+}
+
+// noGetError is Python's text for calling .get on a JSON value that is not
+// an object: "'list' object has no attribute 'get'".
+func noGetError(v *fastjson.Value) string {
+	name := "NoneType"
+	switch v.Type() {
+	case fastjson.TypeArray:
+		name = "list"
+	case fastjson.TypeString:
+		name = "str"
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		name = "bool"
+	case fastjson.TypeNumber:
+		name = "int"
+		if bytes.ContainsAny(v.MarshalTo(nil), ".eE") {
+			name = "float"
+		}
+	}
+	return "'" + name + "' object has no attribute 'get'"
 }
 
 // progressText describes how far the answer got, for error texts.

@@ -110,23 +110,23 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 	if err != nil {
 		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, v.Type())
 	}
-	if choices := lastField(obj, "choices"); truthy(choices) {
+	if choices := LastField(obj, "choices"); truthy(choices) {
 		if err := d.decodeToken(choices, out); err != nil {
 			return err
 		}
 		out.Token = true
 		return nil
 	}
-	if usage := lastField(obj, "usage"); truthy(usage) {
+	if usage := LastField(obj, "usage"); truthy(usage) {
 		u, err := usage.Object()
 		if err != nil {
 			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, usage.Type())
 		}
 		out.HasUsage = true
 		if d.kind != Audio {
-			out.PromptTokens = count(lastField(u, "prompt_tokens"))
+			out.PromptTokens = count(LastField(u, "prompt_tokens"))
 		}
-		out.CompletionTokens = count(lastField(u, "completion_tokens"))
+		out.CompletionTokens = count(LastField(u, "completion_tokens"))
 	}
 	out.ErrMessage = d.errorMessage(obj)
 	return nil
@@ -145,7 +145,7 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 	var text *fastjson.Value
 	switch d.kind {
 	case Chat, Audio:
-		delta := lastField(first, "delta")
+		delta := LastField(first, "delta")
 		if delta == nil {
 			return fmt.Errorf("%w: chat chunk has no \"delta\" in choices[0]", ErrMalformedChunk)
 		}
@@ -153,9 +153,9 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 		if err != nil {
 			return fmt.Errorf("%w: choices[0].delta is a JSON %s, not an object", ErrMalformedChunk, delta.Type())
 		}
-		text = lastField(do, "content")
+		text = LastField(do, "content")
 	default:
-		text = lastField(first, "text")
+		text = LastField(first, "text")
 	}
 	if text == nil {
 		return nil
@@ -176,7 +176,7 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 // {"object": "error", "message": ...}.
 func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 	holder := obj
-	switch e := lastField(obj, "error"); {
+	switch e := LastField(obj, "error"); {
 	case e != nil && e.Type() == fastjson.TypeObject:
 		holder, _ = e.Object()
 	case e != nil && e.Type() == fastjson.TypeString:
@@ -185,7 +185,7 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 		}
 		return nil
 	default:
-		o := lastField(obj, "object")
+		o := LastField(obj, "object")
 		if o == nil || o.Type() != fastjson.TypeString {
 			return nil
 		}
@@ -193,7 +193,7 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 			return nil
 		}
 	}
-	if m := lastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
+	if m := LastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
 		if msg, _ := m.StringBytes(); len(msg) > 0 {
 			return msg
 		}
@@ -202,9 +202,9 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 	return d.errBuf
 }
 
-// lastField returns the value of the last occurrence of key in o, or nil.
+// LastField returns the value of the last occurrence of key in o, or nil.
 // fastjson's Get returns the first; Python's dict keeps the last.
-func lastField(o *fastjson.Object, key string) *fastjson.Value {
+func LastField(o *fastjson.Object, key string) *fastjson.Value {
 	var found *fastjson.Value
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		if string(k) == key {
