@@ -421,6 +421,9 @@ func NumInputSequences(backend string, req *datasets.Request) int {
 	return 1
 }
 
+// poolingUsage names shard.PoolingUsage for the run's own fields.
+type poolingUsage = shard.PoolingUsage
+
 // PoolingUsage is where Python's _run_pooling_request finds the prompt
 // tokens of req's answer: by payload.get("encoding_format", "float"),
 // which only the extra body can set ("bytes": the metadata response

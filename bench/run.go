@@ -22,7 +22,6 @@ import (
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
-	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
 )
 
@@ -85,7 +84,7 @@ type run struct {
 	wire     []engine.Request
 	testWire []byte // request #0 without an id, for the test run and warm-ups
 	// testUsage is where the test request's pooling answer has its usage.
-	testUsage shard.PoolingUsage
+	testUsage poolingUsage
 
 	// endpointErr is the URL-suffix check's verdict on --endpoint for
 	// --backend. Python makes that check inside each request function,
@@ -709,6 +708,7 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	writeHealth(r.stderr, res)
+	writeServerMessages(r.stderr, &res.Data.ServerMessages)
 
 	if c.Profile {
 		fmt.Fprintln(r.stdout, "Stopping profiler...")
@@ -849,7 +849,6 @@ func writeHealth(w io.Writer, res *engine.Result) {
 	}
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads\n",
 		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage)
-	writeServerMessages(w, &res.Data.ServerMessages)
 }
 
 // shownServerMessages is how many distinct texts the health output names.
