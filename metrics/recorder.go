@@ -20,7 +20,9 @@ type Options struct {
 	// tokens can be counted with the tokenizer after the run, as Python
 	// does (spec §d). Token text is then copied into the connection's
 	// reusable buffer as it arrives, and becomes a string only at the end
-	// of such a request.
+	// of such a request. The buffers cost each in-flight stream its text's
+	// bytes: 10,000 streams of 1,000 five-byte tokens took 54 MB more heap
+	// than without (measured; the token stamps took 105 MB).
 	KeepUncountedText bool
 }
 
