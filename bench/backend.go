@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/shard"
 )
 
 // The request side of each --backend (spec §b, vllm/benchmarks/lib/
@@ -402,15 +403,57 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 	return hs, nil
 }
 
-// NumInputSequences is _get_num_input_sequences, the pooling metrics'
-// input count for req: the prompt list's length (rerank: its documents),
+// NumInputSequences is the pooling metrics' input count for req: the
+// rerank documents; 1 for the embeddings-chat family (openai-embeddings-
+// chat, -clip, -vlm2vec), which posts one message list and passes Python's
+// default; otherwise _get_num_input_sequences, the prompt list's length,
 // else 1.
 func NumInputSequences(backend string, req *datasets.Request) int {
-	if backend == "vllm-rerank" {
+	switch backend {
+	case "vllm-rerank":
 		return len(req.PromptList) - 1
+	case "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec":
+		return 1
 	}
 	if len(req.PromptList) > 0 {
 		return len(req.PromptList)
 	}
 	return 1
+}
+
+// poolingUsage names shard.PoolingUsage for the run's own fields.
+type poolingUsage = shard.PoolingUsage
+
+// PoolingUsage is where Python's _run_pooling_request finds the prompt
+// tokens of req's answer: by payload.get("encoding_format", "float"),
+// which only the extra body can set ("bytes": the metadata response
+// header; "bytes_only": the request's own prompt length; anything else:
+// the JSON body). vllm-rerank posts no extra body, and the streaming
+// backends have no pooling answer.
+func PoolingUsage(backend string, req *datasets.Request, p BodyParams) (shard.PoolingUsage, error) {
+	api, err := lookupBackend(backend)
+	if err != nil {
+		return shard.UsageInBody, err
+	}
+	switch api.kind {
+	case embeddingsKind, infinityKind, poolingKind:
+	default:
+		return shard.UsageInBody, nil
+	}
+	extra, err := p.extraBody(req)
+	if err != nil {
+		return shard.UsageInBody, err
+	}
+	raw, ok := extra.Get("encoding_format")
+	var format string
+	if !ok || json.Unmarshal(raw, &format) != nil {
+		return shard.UsageInBody, nil
+	}
+	switch format {
+	case "bytes":
+		return shard.UsageInMetadata, nil
+	case "bytes_only":
+		return shard.UsageFromRequest, nil
+	}
+	return shard.UsageInBody, nil
 }

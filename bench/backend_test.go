@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/shard"
 )
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
@@ -174,6 +175,49 @@ func TestNumInputSequences(t *testing.T) {
 	}
 	if n := NumInputSequences("openai-embeddings", &datasets.Request{Prompt: "a"}); n != 1 {
 		t.Errorf("single: %d, want 1", n)
+	}
+	// The embeddings-chat family posts one message list and leaves
+	// Python's default of 1, whatever the prompt.
+	for _, b := range []string{"openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec"} {
+		if n := NumInputSequences(b, &datasets.Request{PromptList: []string{"a", "b", "c"}}); n != 1 {
+			t.Errorf("%s over a list of 3: %d, want 1", b, n)
+		}
+	}
+	if n := NumInputSequences("infinity-embeddings", &datasets.Request{PromptList: []string{"a", "b"}}); n != 2 {
+		t.Errorf("infinity batch: %d, want 2", n)
+	}
+}
+
+func TestPoolingUsage(t *testing.T) {
+	tests := []struct {
+		backend string
+		extra   JSONObject
+		over    string // request overrides
+		want    shard.PoolingUsage
+	}{
+		{"openai-embeddings", nil, "", shard.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"float"`), "", shard.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"base64"`), "", shard.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
+		{"openai-embeddings-chat", obj("encoding_format", `"bytes_only"`), "", shard.UsageFromRequest},
+		{"vllm-pooling", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
+		{"infinity-embeddings", obj("encoding_format", `"bytes_only"`), "", shard.UsageFromRequest},
+		{"openai-embeddings", obj("encoding_format", `"bytes"`), `{"encoding_format": "float"}`, shard.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `["bytes"]`), "", shard.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"BYTES"`), "", shard.UsageInBody},
+		// Rerank posts no extra body; streams have no pooling answer.
+		{"vllm-rerank", obj("encoding_format", `"bytes"`), "", shard.UsageInBody},
+		{"openai", obj("encoding_format", `"bytes"`), "", shard.UsageInBody},
+	}
+	for _, tt := range tests {
+		req := &datasets.Request{Prompt: "a", PromptLen: 3}
+		if tt.over != "" {
+			req.Overrides = json.RawMessage(tt.over)
+		}
+		got, err := PoolingUsage(tt.backend, req, BodyParams{ExtraBody: tt.extra})
+		if err != nil || got != tt.want {
+			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra, tt.over, got, err, tt.want)
+		}
 	}
 }
 

@@ -43,6 +43,7 @@ const probeReadBytes = 32 << 10
 type probeLoop struct {
 	target         target
 	wire           []byte
+	usage          shard.PoolingUsage
 	kind           sse.Kind
 	streaming      bool
 	interval       time.Duration
@@ -75,10 +76,15 @@ func (r *run) newProbeLoop() (*probeLoop, error) {
 	probe.Prompt, probe.PromptIDs, probe.PromptList = "Hi", nil, nil
 	probe.PromptLen, probe.ExpectedOutputLen = 1, 1
 	probe.MultiModal, probe.ChatMessages, probe.Audio = nil, nil, nil
-	wire, err := r.encode(&probe, BodyParams{
+	params := BodyParams{
 		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
 		IgnoreEOS: c.IgnoreEOS, ExtraBody: c.RequestExtraBody,
-	})
+	}
+	wire, err := r.encode(&probe, params)
+	if err != nil {
+		return nil, fmt.Errorf("probe request: %w", err)
+	}
+	usage, err := PoolingUsage(c.Backend, &probe, params)
 	if err != nil {
 		return nil, fmt.Errorf("probe request: %w", err)
 	}
@@ -87,6 +93,7 @@ func (r *run) newProbeLoop() (*probeLoop, error) {
 	return &probeLoop{
 		target:    r.target,
 		wire:      wire,
+		usage:     usage,
 		kind:      ec.Kind,
 		streaming: ec.Streaming,
 		// An infinite rate gives Python's sleep(0): probes back to back.
@@ -247,6 +254,7 @@ func (p *prober) send() {
 	p.rec.Begin(r.Stream(), p.sent, 1, startNs, startNs)
 	p.sent++
 	r.Reset()
+	r.SetPoolingUsage(p.l.usage, 1)
 	deadline := p.l.origin.Add(time.Duration(startNs) + p.l.requestTimeout)
 	text, ok := p.exchange(deadline, startNs)
 	if ok {

@@ -83,6 +83,8 @@ type run struct {
 	requests []datasets.Request
 	wire     []engine.Request
 	testWire []byte // request #0 without an id, for the test run and warm-ups
+	// testUsage is where the test request's pooling answer has its usage.
+	testUsage poolingUsage
 
 	// endpointErr is the URL-suffix check's verdict on --endpoint for
 	// --backend. Python makes that check inside each request function,
@@ -420,15 +422,23 @@ func (r *run) encodeRequests() error {
 		if err != nil {
 			return fmt.Errorf("request %d: %w", i, err)
 		}
+		usage, err := PoolingUsage(c.Backend, req, p)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
 		r.wire[i] = engine.Request{
 			Index: i, Wire: wire, PromptLen: req.PromptLen,
 			NumInputSequences: NumInputSequences(c.Backend, req),
+			PoolingUsage:      usage,
 			OffsetNs:          int64(req.TimestampSec * 1e9),
 		}
 	}
 	test := r.requests[0]
 	test.RequestID = ""
-	r.testWire, err = r.encode(&test, params)
+	if r.testWire, err = r.encode(&test, params); err != nil {
+		return err
+	}
+	r.testUsage, err = PoolingUsage(c.Backend, &test, params)
 	return err
 }
 
@@ -487,8 +497,11 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		MaxResponseBytes: int64(c.MaxResponseBytes),
 		MaxBufferedBytes: int64(c.MaxBufferedBytes),
 	}
-	if c.Backend == "openai-chat" || c.Backend == "openai-audio" {
+	switch c.Backend {
+	case "openai-chat":
 		ec.Kind = sse.Chat
+	case "openai-audio":
+		ec.Kind = sse.Audio
 	}
 	if c.MaxConcurrency != nil {
 		ec.MaxConcurrency = *c.MaxConcurrency
@@ -517,7 +530,7 @@ func (r *run) sendCopies(ctx context.Context, n int, timeout time.Duration) (str
 	}
 	reqs := make([]engine.Request, n)
 	for i := range reqs {
-		reqs[i] = engine.Request{Index: i, Wire: r.testWire, PromptLen: r.requests[0].PromptLen}
+		reqs[i] = engine.Request{Index: i, Wire: r.testWire, PromptLen: r.requests[0].PromptLen, PoolingUsage: r.testUsage}
 	}
 	ec := r.engineConfig(reqs)
 	if n == 1 {
@@ -659,7 +672,11 @@ func (r *run) benchmark(ctx context.Context) error {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
 	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline
-	ec.KeepText = c.SaveDetailed || r.tok == nil
+	// Python re-tokenizes the text of a request whose usage gave no output
+	// token count; kept only for those, it is counted after the run, off
+	// the shards' threads (metrics.Compute's CountTokens).
+	ec.KeepText = c.SaveDetailed
+	ec.KeepUncountedText = r.tok != nil
 
 	probes, err := r.newProbeLoop()
 	if err != nil {
@@ -718,6 +735,7 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	writeHealth(r.stderr, res)
+	writeServerMessages(r.stderr, &res.Data.ServerMessages)
 
 	if c.Profile {
 		fmt.Fprintln(r.stdout, "Stopping profiler...")
@@ -882,4 +900,29 @@ func writeHealth(w io.Writer, res *engine.Result) {
 	}
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s\n",
 		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, late)
+}
+
+// shownServerMessages is how many distinct texts the health output names.
+const shownServerMessages = 3
+
+// writeServerMessages names the error messages the server sent inside 200
+// streams, the most frequent first: Python's results only say that such
+// requests never received a token.
+func writeServerMessages(w io.Writer, m *metrics.ServerMessages) {
+	if m.Total() == 0 {
+		return
+	}
+	top, rest := m.Top(shownServerMessages)
+	var b strings.Builder
+	fmt.Fprintf(&b, "stampede: the server sent %d error message(s) inside 200 streams:", m.Total())
+	for i, mc := range top {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %d× %q", mc.Count, mc.Text)
+	}
+	if rest > 0 {
+		fmt.Fprintf(&b, ", %d other(s)", rest)
+	}
+	fmt.Fprintln(w, b.String())
 }

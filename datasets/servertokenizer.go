@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -39,6 +40,11 @@ type ServerTokenizer struct {
 
 	mu  sync.Mutex
 	err error
+	// wide maps the server's ids that do not fit an int32 to the negative
+	// stand-ins Encode hands out for them, wideIDs back (stand-in -1-k is
+	// wideIDs[k]); real ids are never negative.
+	wide    map[string]int32
+	wideIDs []json.Number
 }
 
 // NewServerTokenizer talks to baseURL (scheme://host:port, no path) for
@@ -69,19 +75,19 @@ func (t *ServerTokenizer) Probe(ctx context.Context) error {
 	}
 	if t.specialIDs == nil {
 		t.numSpecial = len(withSpecial)
-		t.specialIDs = append([]int32(nil), withSpecial...)
+		t.specialIDs = t.narrow(nil, withSpecial)
 		slices.Sort(t.specialIDs)
 	}
 	if t.vocabSize > 0 {
 		return nil
 	}
-	if _, err := t.detokenize(ctx, []int32{0}); err != nil {
+	if _, err := t.detokenize(ctx, tokenIDs{"0"}); err != nil {
 		return fmt.Errorf("probing %s/detokenize: %w", t.baseURL, err)
 	}
 	lo, hi := 1, maxProbeVocab // id lo-1 decodes; find the first id that does not
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if _, err := t.detokenize(ctx, []int32{int32(mid)}); err == nil {
+		if _, err := t.detokenize(ctx, tokenIDs{json.Number(strconv.Itoa(mid))}); err == nil {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -106,48 +112,105 @@ func (t *ServerTokenizer) fail(err error) {
 	t.mu.Unlock()
 }
 
+// Encode returns the server's ids; one beyond int32 (a server whose ids
+// are 64-bit hashes) comes back as a negative stand-in that Decode sends
+// back as the server wrote it, so counts and round trips stay exact.
 func (t *ServerTokenizer) Encode(dst []int32, text string, addSpecial bool) []int32 {
 	ids, err := t.tokenize(context.Background(), text, addSpecial)
 	if err != nil {
 		t.fail(err)
 		return dst
 	}
-	return append(dst, ids...)
+	return t.narrow(dst, ids)
 }
 
 // Decode ignores skipSpecial: /detokenize has no such switch and decodes
 // with the server's default.
 func (t *ServerTokenizer) Decode(ids []int32, skipSpecial bool) string {
-	s, err := t.detokenize(context.Background(), ids)
-	if err != nil {
-		t.fail(err)
-		return ""
+	wire, err := t.widen(ids)
+	if err == nil {
+		var s string
+		if s, err = t.detokenize(context.Background(), wire); err == nil {
+			return s
+		}
 	}
-	return s
+	t.fail(err)
+	return ""
+}
+
+// narrow appends ids to dst as int32s, standing in for the wide ones.
+func (t *ServerTokenizer) narrow(dst []int32, ids tokenIDs) []int32 {
+	for _, id := range ids {
+		if n, err := strconv.ParseInt(string(id), 10, 32); err == nil && n >= 0 {
+			dst = append(dst, int32(n))
+			continue
+		}
+		t.mu.Lock()
+		stand, ok := t.wide[string(id)]
+		if !ok {
+			if t.wide == nil {
+				t.wide = make(map[string]int32)
+			}
+			stand = int32(-1 - len(t.wideIDs))
+			t.wide[string(id)] = stand
+			t.wideIDs = append(t.wideIDs, id)
+		}
+		t.mu.Unlock()
+		dst = append(dst, stand)
+	}
+	return dst
+}
+
+// widen is narrow's inverse: the ids as the server wrote them.
+func (t *ServerTokenizer) widen(ids []int32) (tokenIDs, error) {
+	wire := make(tokenIDs, len(ids))
+	for i, id := range ids {
+		if id >= 0 {
+			wire[i] = json.Number(strconv.Itoa(int(id)))
+			continue
+		}
+		t.mu.Lock()
+		k := int(-1 - id)
+		ok := k < len(t.wideIDs)
+		if ok {
+			wire[i] = t.wideIDs[k]
+		}
+		t.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("decode: token id %d was not returned by %s/tokenize", id, t.baseURL)
+		}
+	}
+	return wire, nil
 }
 
 func (t *ServerTokenizer) VocabSize() int             { return t.vocabSize }
 func (t *ServerTokenizer) NumSpecialTokensToAdd() int { return t.numSpecial }
 func (t *ServerTokenizer) AllSpecialIDs() []int32     { return t.specialIDs }
 
-func (t *ServerTokenizer) tokenize(ctx context.Context, text string, addSpecial bool) ([]int32, error) {
+func (t *ServerTokenizer) tokenize(ctx context.Context, text string, addSpecial bool) (tokenIDs, error) {
 	return postTokenize(ctx, t.client, t.baseURL, t.model, text, addSpecial)
 }
 
-func (t *ServerTokenizer) detokenize(ctx context.Context, ids []int32) (string, error) {
+func (t *ServerTokenizer) detokenize(ctx context.Context, ids tokenIDs) (string, error) {
 	return postDetokenize(ctx, t.client, t.baseURL, t.model, ids)
 }
 
+// tokenIDs are token ids as a server's /tokenize wrote them. Python's ints
+// have no width, and servers differ: vLLM's ids fit 32 bits, a simulator's
+// dummy tokenizer hashes words to 64-bit ids. Kept as JSON numbers, they
+// are counted and sent back to /detokenize verbatim, whatever their size.
+type tokenIDs []json.Number
+
 // postTokenize is POST {base}/tokenize {"model", "prompt",
 // "add_special_tokens"} → "tokens".
-func postTokenize(ctx context.Context, c *http.Client, base, model, text string, addSpecial bool) ([]int32, error) {
+func postTokenize(ctx context.Context, c *http.Client, base, model, text string, addSpecial bool) (tokenIDs, error) {
 	body := struct {
 		Model            string `json:"model"`
 		Prompt           string `json:"prompt"`
 		AddSpecialTokens bool   `json:"add_special_tokens"`
 	}{model, text, addSpecial}
 	var resp struct {
-		Tokens []int32 `json:"tokens"`
+		Tokens tokenIDs `json:"tokens"`
 	}
 	if err := postJSON(ctx, c, base+"/tokenize", body, &resp); err != nil {
 		return nil, err
@@ -156,10 +219,10 @@ func postTokenize(ctx context.Context, c *http.Client, base, model, text string,
 }
 
 // postDetokenize is POST {base}/detokenize {"model", "tokens"} → "prompt".
-func postDetokenize(ctx context.Context, c *http.Client, base, model string, ids []int32) (string, error) {
+func postDetokenize(ctx context.Context, c *http.Client, base, model string, ids tokenIDs) (string, error) {
 	body := struct {
-		Model  string  `json:"model"`
-		Tokens []int32 `json:"tokens"`
+		Model  string   `json:"model"`
+		Tokens tokenIDs `json:"tokens"`
 	}{model, ids}
 	var resp struct {
 		Prompt *string `json:"prompt"`

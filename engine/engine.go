@@ -28,6 +28,9 @@ type Request struct {
 	// NumInputSequences is the number of inputs of a pooling request over a
 	// list prompt; 0 means 1.
 	NumInputSequences int
+	// PoolingUsage is where a pooling answer's usage is, by the request's
+	// encoding_format.
+	PoolingUsage shard.PoolingUsage
 	// OffsetNs is the request's send time after the start, from a timed
 	// trace; used only with Config.SelfTimed.
 	OffsetNs int64
@@ -82,6 +85,9 @@ type Config struct {
 	MaxResponseBytes, MaxBufferedBytes int64
 	// KeepDetail keeps every request's exact ITLs; KeepText its text.
 	KeepDetail, KeepText bool
+	// KeepUncountedText keeps the text of the streams whose usage gave no
+	// output token count, to be counted after the run (metrics.Options).
+	KeepUncountedText bool
 }
 
 // Defaults for the zero values of Config's timeouts.
@@ -202,7 +208,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r.aborted, r.abort = context.WithCancel(context.Background())
 	reqs := make([]shard.Request, n)
 	for i, q := range cfg.Requests {
-		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences}
+		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage}
 	}
 	base := shard.Config{
 		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
@@ -212,7 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
 	raiseProcs(count)
 	if cfg.TLS != nil {
 		count = 1

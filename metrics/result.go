@@ -51,6 +51,9 @@ type RequestResult struct {
 type RunData struct {
 	// Results holds one record per benchmark request, in request order.
 	Results []RequestResult
+	// ServerMessages counts the error messages servers sent inside 200
+	// streams, by text.
+	ServerMessages ServerMessages
 	// DurationNs is Python's benchmark duration: from just before the first
 	// request was scheduled until the last one finished.
 	DurationNs int64

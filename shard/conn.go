@@ -45,6 +45,7 @@ func (c *conn) beginRequest(req *Request) {
 	c.written = 0
 	c.gotBytes = false
 	c.Reset()
+	c.SetPoolingUsage(req.PoolingUsage, req.PromptLen)
 }
 
 // connFIFO is the ready list: connections with bytes left to read, in the

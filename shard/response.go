@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,12 @@ import (
 type Response struct {
 	decoder   *sse.Decoder
 	streaming bool // false for the non-streaming pooling backends
+
+	// The request's own facts a pooling answer needs (SetPoolingUsage).
+	pooling          PoolingUsage
+	requestPromptLen int
+	metadata         []byte // the "metadata" header, for UsageInMetadata
+	hasMetadata      bool
 
 	status     int // response status code, 0 until the head arrived
 	reason     []byte
@@ -50,6 +57,28 @@ var (
 	_ httpwire.Handler = (*Response)(nil)
 	_ sse.EventHandler = (*Response)(nil)
 )
+
+// PoolingUsage says where a pooling answer's prompt token count comes
+// from. Python's _run_pooling_request chooses by the request's own
+// encoding_format (spec §b, "Non-streaming pooling"); a server that
+// answers in another form than asked fails the request as it would there.
+type PoolingUsage uint8
+
+const (
+	// UsageInBody ("float", "base64", anything else) reads the JSON body's
+	// usage.prompt_tokens.
+	UsageInBody PoolingUsage = iota
+	// UsageInMetadata ("bytes") drains the binary body and reads usage from
+	// the JSON in the "metadata" response header.
+	UsageInMetadata
+	// UsageFromRequest ("bytes_only") drains the binary body and takes the
+	// request's own prompt length.
+	UsageFromRequest
+)
+
+// MissingMetadataError is the failure text of a "bytes" answer without a
+// metadata header: Python's str() of the KeyError it raises.
+const MissingMetadataError = "'metadata'"
 
 // ErrClosedByPeer is the server closing the connection before the
 // response was complete.
@@ -83,17 +112,24 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 		r.reason = append(r.reason[:0], h.Reason...)
 	}
 	r.keepAlive = h.KeepAlive
+	if h.StatusCode == 200 && !r.streaming && r.pooling == UsageInMetadata {
+		v := h.Header("metadata")
+		r.metadata, r.hasMetadata = append(r.metadata[:0], v...), v != nil
+	}
 }
 
 // OnBody implements httpwire.Handler: body bytes go to the SSE parser for
-// streams, into the body buffer for pooling responses, and nowhere for a
-// non-200 response (which fails on its status alone, as in Python).
+// streams, into the body buffer for pooling responses with a JSON body,
+// and nowhere for a binary pooling body or a non-200 response (which
+// fails on its status alone, as in Python).
 func (r *Response) OnBody(b []byte, tsNs int64) {
 	if r.status != 200 || r.handlerErr != nil {
 		return
 	}
 	if !r.streaming {
-		r.body = append(r.body, b...)
+		if r.pooling == UsageInBody {
+			r.body = append(r.body, b...)
+		}
 		return
 	}
 	r.bodyTs = tsNs
@@ -124,6 +160,11 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 	case r.chunk.HasUsage:
 		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
 	}
+	if r.chunk.ErrMessage != nil {
+		// Python passes over the chunk; the count tells the user why the
+		// requests it left without a token failed.
+		r.stream.ServerMessage(r.chunk.ErrMessage)
+	}
 	return nil
 }
 
@@ -139,6 +180,7 @@ func (r *Response) Reset() {
 	r.done = false
 	r.handlerErr = nil
 	r.body = r.body[:0]
+	r.metadata, r.hasMetadata = r.metadata[:0], false
 	r.http.Reset(false)
 	r.sse.Reset()
 }
@@ -240,10 +282,17 @@ func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
 	return "", true
 }
 
+// SetPoolingUsage tells a pooling Response where the next answer's usage
+// is and the request's own prompt length (for UsageFromRequest). It holds
+// until changed; streams ignore it.
+func (r *Response) SetPoolingUsage(u PoolingUsage, requestPromptLen int) {
+	r.pooling, r.requestPromptLen = u, requestPromptLen
+}
+
 // End records an answer that ended well on rec: a stream succeeds iff a
 // token event arrived (after its last unterminated event is flushed); a
-// pooling answer takes its usage from the JSON body, parsed with p, and
-// counts seqs inputs.
+// pooling answer takes its usage where SetPoolingUsage said (JSON parsed
+// with p), and counts seqs inputs.
 func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 	if r.streaming {
 		if err := r.sse.Flush(r); err != nil {
@@ -253,17 +302,82 @@ func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 		}
 		return
 	}
-	v, err := p.ParseBytes(r.body)
-	if err != nil {
-		rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
-		return
-	}
 	prompt := int64(-1)
-	if u := v.Get("usage", "prompt_tokens"); u != nil && u.Type() == fastjson.TypeNumber {
-		prompt = int64(u.GetFloat64())
+	switch r.pooling {
+	case UsageFromRequest:
+		prompt = int64(r.requestPromptLen)
+	case UsageInMetadata:
+		if !r.hasMetadata {
+			rec.Fail(&r.stream, MissingMetadataError)
+			return
+		}
+		v, err := p.ParseBytes(r.metadata)
+		if err != nil {
+			rec.Fail(&r.stream, "malformed JSON in the metadata response header: "+err.Error())
+			return
+		}
+		var failure string
+		if prompt, failure = promptTokens(v); failure != "" {
+			rec.Fail(&r.stream, failure)
+			return
+		}
+	default:
+		v, err := p.ParseBytes(r.body)
+		if err != nil {
+			rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
+			return
+		}
+		var failure string
+		if prompt, failure = promptTokens(v); failure != "" {
+			rec.Fail(&r.stream, failure)
+			return
+		}
 	}
 	r.stream.Usage(prompt, -1)
 	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
+}
+
+// promptTokens is a pooling answer's usage.prompt_tokens, -1 when absent
+// or not a number. Python reads it as answer.get("usage", {}).get(
+// "prompt_tokens", 0), so an answer or a present usage that is not a JSON
+// object fails the request with the AttributeError's text.
+func promptTokens(answer *fastjson.Value) (prompt int64, failure string) {
+	o, err := answer.Object()
+	if err != nil {
+		return -1, noGetError(answer)
+	}
+	usage := sse.LastField(o, "usage")
+	if usage == nil {
+		return -1, ""
+	}
+	u, err := usage.Object()
+	if err != nil {
+		return -1, noGetError(usage)
+	}
+	if n := sse.LastField(u, "prompt_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		return int64(n.GetFloat64()), ""
+	}
+	return -1, ""
+}
+
+// noGetError is Python's text for calling .get on a JSON value that is not
+// an object: "'list' object has no attribute 'get'".
+func noGetError(v *fastjson.Value) string {
+	name := "NoneType"
+	switch v.Type() {
+	case fastjson.TypeArray:
+		name = "list"
+	case fastjson.TypeString:
+		name = "str"
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		name = "bool"
+	case fastjson.TypeNumber:
+		name = "int"
+		if bytes.ContainsAny(v.MarshalTo(nil), ".eE") {
+			name = "float"
+		}
+	}
+	return "'" + name + "' object has no attribute 'get'"
 }
 
 // progressText describes how far the answer got, for error texts.

@@ -18,6 +18,9 @@ type Request struct {
 	Wire              []byte // the encoded HTTP request
 	PromptLen         int    // the dataset's prompt length
 	NumInputSequences int    // pooling requests over a list prompt; 0 means 1
+	// PoolingUsage is where a pooling answer's usage is, by the request's
+	// encoding_format.
+	PoolingUsage PoolingUsage
 }
 
 // Config is what one shard needs to run. Requests, Queue and Clock are

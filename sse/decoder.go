@@ -15,6 +15,10 @@ type Kind uint8
 const (
 	Completions Kind = iota // choices[0].text
 	Chat                    // choices[0].delta.content (reasoning chunks still count)
+	// Audio is Chat's shape as the transcription and translation function
+	// reads it: usage gives only completion_tokens, its prompt_tokens is
+	// never taken (spec §b, "No prompt_tokens handling").
+	Audio
 )
 
 // String names the kind as the backends do.
@@ -24,6 +28,8 @@ func (k Kind) String() string {
 		return "completions"
 	case Chat:
 		return "chat"
+	case Audio:
+		return "audio"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -75,7 +81,7 @@ func (d *Decoder) Kind() Kind { return d.kind }
 //     object's "content" (chat) is a string or falsy; null, missing or
 //     falsy text is an empty token;
 //   - otherwise a truthy "usage" must be an object, and gives the token
-//     counts;
+//     counts (Audio: only completion_tokens);
 //   - an error object is reported in ErrMessage and is not a Decode error.
 //
 // Where a JSON key repeats, the last occurrence counts, as in a Python dict.
@@ -104,21 +110,23 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 	if err != nil {
 		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, v.Type())
 	}
-	if choices := lastField(obj, "choices"); truthy(choices) {
+	if choices := LastField(obj, "choices"); truthy(choices) {
 		if err := d.decodeToken(choices, out); err != nil {
 			return err
 		}
 		out.Token = true
 		return nil
 	}
-	if usage := lastField(obj, "usage"); truthy(usage) {
+	if usage := LastField(obj, "usage"); truthy(usage) {
 		u, err := usage.Object()
 		if err != nil {
 			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, usage.Type())
 		}
 		out.HasUsage = true
-		out.PromptTokens = count(lastField(u, "prompt_tokens"))
-		out.CompletionTokens = count(lastField(u, "completion_tokens"))
+		if d.kind != Audio {
+			out.PromptTokens = count(LastField(u, "prompt_tokens"))
+		}
+		out.CompletionTokens = count(LastField(u, "completion_tokens"))
 	}
 	out.ErrMessage = d.errorMessage(obj)
 	return nil
@@ -136,8 +144,8 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 	}
 	var text *fastjson.Value
 	switch d.kind {
-	case Chat:
-		delta := lastField(first, "delta")
+	case Chat, Audio:
+		delta := LastField(first, "delta")
 		if delta == nil {
 			return fmt.Errorf("%w: chat chunk has no \"delta\" in choices[0]", ErrMalformedChunk)
 		}
@@ -145,9 +153,9 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 		if err != nil {
 			return fmt.Errorf("%w: choices[0].delta is a JSON %s, not an object", ErrMalformedChunk, delta.Type())
 		}
-		text = lastField(do, "content")
+		text = LastField(do, "content")
 	default:
-		text = lastField(first, "text")
+		text = LastField(first, "text")
 	}
 	if text == nil {
 		return nil
@@ -168,7 +176,7 @@ func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
 // {"object": "error", "message": ...}.
 func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 	holder := obj
-	switch e := lastField(obj, "error"); {
+	switch e := LastField(obj, "error"); {
 	case e != nil && e.Type() == fastjson.TypeObject:
 		holder, _ = e.Object()
 	case e != nil && e.Type() == fastjson.TypeString:
@@ -177,7 +185,7 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 		}
 		return nil
 	default:
-		o := lastField(obj, "object")
+		o := LastField(obj, "object")
 		if o == nil || o.Type() != fastjson.TypeString {
 			return nil
 		}
@@ -185,7 +193,7 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 			return nil
 		}
 	}
-	if m := lastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
+	if m := LastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
 		if msg, _ := m.StringBytes(); len(msg) > 0 {
 			return msg
 		}
@@ -194,9 +202,9 @@ func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
 	return d.errBuf
 }
 
-// lastField returns the value of the last occurrence of key in o, or nil.
+// LastField returns the value of the last occurrence of key in o, or nil.
 // fastjson's Get returns the first; Python's dict keeps the last.
-func lastField(o *fastjson.Object, key string) *fastjson.Value {
+func LastField(o *fastjson.Object, key string) *fastjson.Value {
 	var found *fastjson.Value
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		if string(k) == key {

@@ -54,7 +54,7 @@ func FuzzSSEParser(f *testing.F) {
 // plus the first chunk of each golden stream in testdata/fuzz/FuzzDecoder.
 func FuzzDecoder(f *testing.F) {
 	for _, tc := range decoderCases {
-		f.Add([]byte(tc.data), tc.kind == Chat)
+		f.Add([]byte(tc.data), tc.kind != Completions)
 	}
 	d := [2]*Decoder{NewDecoder(Completions), NewDecoder(Chat)}
 	f.Fuzz(func(t *testing.T, data []byte, chat bool) {

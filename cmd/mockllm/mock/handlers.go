@@ -1,12 +1,15 @@
 package mock
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
 
+	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/valyala/fastjson"
 )
 
@@ -206,18 +209,36 @@ func (s *Server) schedule(cn *conn, st *stream) {
 // servePooled schedules a prebuilt embeddings, pooling or rerank response
 // to go out after the prefill time of its prompt tokens.
 func (s *Server) servePooled(cn *conn, req *httpRequest, st *stream, promptTokens int, body []byte) bool {
+	return s.servePooledResponse(cn, st, promptTokens, appendJSONResponse(nil, 200, body, req.close))
+}
+
+// servePooledResponse schedules a whole prebuilt pooling response.
+func (s *Server) servePooledResponse(cn *conn, st *stream, promptTokens int, response []byte) bool {
 	st.kind = kindPooled
 	st.promptTokens = []int{promptTokens}
 	st.promptTotal = promptTokens
 	st.outTokens = 1
-	st.pooled = appendJSONResponse(nil, 200, body, req.close)
+	st.pooled = response
 	s.schedule(cn, st)
 	return true
 }
 
-// vector returns a deterministic unit vector for input i of a request.
+// vector appends a deterministic unit vector for input i of a request as
+// a JSON list.
 func (s *Server) vector(dst []byte, key uint64, i int) []byte {
 	dst = append(dst, '[')
+	for d, v := range s.vectorValues(key, i) {
+		if d > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendFloat(dst, v, 'g', 8, 64)
+	}
+	return append(dst, ']')
+}
+
+// vectorValues returns the deterministic unit vector for input i of a
+// request.
+func (s *Server) vectorValues(key uint64, i int) []float64 {
 	var norm float64
 	vals := make([]float64, s.cfg.EmbeddingDim)
 	for d := range vals {
@@ -225,13 +246,56 @@ func (s *Server) vector(dst []byte, key uint64, i int) []byte {
 		norm += vals[d] * vals[d]
 	}
 	norm = math.Sqrt(norm)
-	for d, v := range vals {
-		if d > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendFloat(dst, v/norm, 'g', 8, 64)
+	for d := range vals {
+		vals[d] /= norm
 	}
-	return append(dst, ']')
+	return vals
+}
+
+// appendBytesResponse appends vLLM's answer to encoding_format "bytes"
+// (withMetadata) or "bytes_only": the vectors as float32 in the machine's
+// byte order (little-endian here, vLLM's "native") in a chunked
+// application/octet-stream body, as its StreamingResponse sends them; for
+// "bytes" a "metadata" header holds, as json.dumps writes it, what the JSON
+// answer would say: id, created, model, where each vector lies, and usage.
+func (s *Server) appendBytesResponse(dst []byte, st *stream, idPrefix string, arrivalNs int64, inputs, tokens int, withMetadata, closeAfter bool) []byte {
+	var body []byte
+	for i := range inputs {
+		for _, v := range s.vectorValues(st.key, i) {
+			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(float32(v)))
+		}
+	}
+	dst = httpwire.AppendStatusLine(dst, 200, httpwire.ReasonPhrase(200))
+	dst = httpwire.AppendHeader(dst, "content-type", "application/octet-stream")
+	if withMetadata {
+		size := 4 * s.cfg.EmbeddingDim
+		meta := []byte(`{"id": "`)
+		meta = append(meta, idPrefix...)
+		meta = append(meta, s.hexID(st.key, st.seq)...)
+		meta = append(meta, `", "created": `...)
+		meta = strconv.AppendInt(meta, s.clock.unixSec(arrivalNs), 10)
+		meta = append(meta, `, "model": `...)
+		meta = append(meta, s.model...)
+		meta = append(meta, `, "data": [`...)
+		for i := range inputs {
+			if i > 0 {
+				meta = append(meta, ", "...)
+			}
+			meta = fmt.Appendf(meta, `{"index": %d, "embed_dtype": "float32", "endianness": "native", "start": %d, "end": %d, "shape": [%d]}`,
+				i, i*size, (i+1)*size, s.cfg.EmbeddingDim)
+		}
+		meta = fmt.Appendf(meta, `], "usage": {"prompt_tokens": %d, "total_tokens": %d}}`, tokens, tokens)
+		dst = httpwire.AppendHeader(dst, "metadata", string(meta))
+	}
+	dst = httpwire.AppendHeader(dst, "transfer-encoding", "chunked")
+	if closeAfter {
+		dst = httpwire.AppendHeader(dst, "connection", "close")
+	}
+	dst = httpwire.AppendEndOfHeaders(dst)
+	if len(body) > 0 {
+		dst = httpwire.AppendChunk(dst, body)
+	}
+	return httpwire.AppendLastChunk(dst)
 }
 
 // countInputs counts an embeddings or pooling request's "input" (or chat
@@ -268,8 +332,14 @@ func (s *Server) serveVectors(cn *conn, ls *loopState, req *httpRequest, arrival
 		return false
 	}
 	var aerr *apiError
-	if f := v.GetStringBytes("encoding_format"); f != nil && string(f) != "float" {
-		aerr = invalid("encoding_format %q is not supported by the mock server; use \"float\"", f)
+	format := "float"
+	if f := v.GetStringBytes("encoding_format"); f != nil {
+		format = string(f)
+	}
+	switch format {
+	case "float", "bytes", "bytes_only":
+	default:
+		aerr = invalid("encoding_format %q is not supported by the mock server; use \"float\", \"bytes\" or \"bytes_only\"", format)
 	}
 	var inputs, tokens int
 	if aerr == nil {
@@ -280,6 +350,10 @@ func (s *Server) serveVectors(cn *conn, ls *loopState, req *httpRequest, arrival
 		return false
 	}
 	st := s.newStream(cn, req, arrivalNs)
+	if format != "float" {
+		return s.servePooledResponse(cn, st, tokens,
+			s.appendBytesResponse(nil, st, idPrefix, arrivalNs, inputs, tokens, format == "bytes", req.close))
+	}
 	body := s.appendPrefix(nil, idPrefix, "list", arrivalNs, st)
 	body = append(body, `"data":[`...)
 	for i := 0; i < inputs; i++ {
