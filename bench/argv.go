@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
@@ -138,6 +139,7 @@ func (t *actionTable) addString(s string, a *action) {
 
 var (
 	jsonTextType     = reflect.TypeOf(JSONText(nil))
+	jsonFlagType     = reflect.TypeOf(datasets.JSONFlag(nil))
 	bucketConfigType = reflect.TypeOf(BucketConfig(nil))
 	commaListType    = reflect.TypeOf(CommaList(nil))
 	cpuListType      = reflect.TypeOf(CPUList(nil))
@@ -161,6 +163,13 @@ func newAction(o *flags.Option) *action {
 		a.nargs = nargsNone
 	case typ == jsonTextType:
 		a.typeName, a.convert = "loads", viaUnmarshaler(new(JSONText))
+	case typ == jsonFlagType:
+		// A dataset's JSON option: checked here and stored canonical.
+		a.typeName, a.convert = "loads", func(s string) (string, error) {
+			var t JSONText
+			err := t.UnmarshalFlag(s)
+			return string(t), err
+		}
 	case typ == bucketConfigType:
 		a.typeName, a.convert = "_parse_mm_bucket_config", viaUnmarshaler(new(BucketConfig))
 	case typ == commaListType:

@@ -102,7 +102,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults: asr/timed trace")
 	case string(c.RandomMMLimitMMPerPrompt) != `{"image":255,"video":1}`:
 		t.Errorf("defaults: limit-mm-per-prompt %s", c.RandomMMLimitMMPerPrompt)
-	case len(c.RandomMMBucketConfig) != 3 || c.RandomMMBucketConfig[2] != (MMBucket{720, 1280, 16, 0}):
+	case len(c.RandomMMBucketConfig) != 3 || c.RandomMMBucketConfig[2] != (MMBucket{Height: 720, Width: 1280, Frames: 16, Probability: 0}):
 		t.Errorf("defaults: bucket config %v", c.RandomMMBucketConfig)
 	case c.RequestTimeoutSec != 21600 || c.ConnectTimeoutSec != 30 || c.CancelGraceSec != 5 || c.Shards != 0:
 		t.Errorf("defaults: stampede options")
@@ -178,7 +178,7 @@ func TestParsingRules(t *testing.T) {
 		{"bucket config", []string{"--random-mm-bucket-config", `{"(256,256,1)": 1, (720, 1280, 16): '0.25'}`},
 			func(c *Config) bool {
 				return len(c.RandomMMBucketConfig) == 2 &&
-					c.RandomMMBucketConfig[0] == MMBucket{256, 256, 1, 1} && c.RandomMMBucketConfig[1] == MMBucket{720, 1280, 16, 0.25}
+					c.RandomMMBucketConfig[0] == MMBucket{Height: 256, Width: 256, Frames: 1, Probability: 1} && c.RandomMMBucketConfig[1] == MMBucket{Height: 720, Width: 1280, Frames: 16, Probability: 0.25}
 			}},
 		{"bfcl categories", []string{"--bfcl-categories", "a,,b"},
 			func(c *Config) bool { return len(c.BFCLCategories) == 2 }},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
@@ -431,27 +432,14 @@ func pyStrip(s string) string { return strings.TrimFunc(s, pyfmt.IsSpace) }
 // copied into the per-dataset flags, random datasets and timed_trace force
 // ignore_eos, and --self-timed is resolved.
 func (c *Config) rewriteDataset() error {
-	switch c.DatasetName {
-	case "random", "random-mm", "random-rerank", "prefix_repetition":
-		if c.Given("dataset-path") {
-			return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
-				"Please specify the appropriate --dataset-name (e.g., "+
-				"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
-		}
+	d := datasets.Lookup(c.DatasetName)
+	if d.Synthetic && c.Given("dataset-path") {
+		return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
+			"Please specify the appropriate --dataset-name (e.g., "+
+			"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
 	}
-	if c.InputLen != nil {
-		c.RandomInputLen = *c.InputLen
-	}
-	if c.OutputLen != nil {
-		n := *c.OutputLen
-		c.RandomOutputLen = n
-		c.SharegptOutputLen = &n
-		c.CustomOutputLen = n
-		c.HFOutputLen = &n
-		c.SpecBenchOutputLen = n
-		c.PrefixRepetitionOutputLen = n
-	}
-	if (c.DatasetName == "random" || c.DatasetName == "random-mm") && contains(OpenAICompatibleBackends, c.Backend) {
+	c.Flags.Flags.CopyLengths(c.InputLen, c.OutputLen)
+	if d.ExactOutputLen && contains(OpenAICompatibleBackends, c.Backend) {
 		c.IgnoreEOS = true
 	}
 	selfTimedGiven := c.SelfTimedOn || c.SelfTimedOff

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/stampede-bench/stampede/datasets"
 )
 
 // Flags is the `vllm bench serve` option table: one field per argparse
@@ -22,7 +23,7 @@ type Flags struct {
 	TrustRemoteCode       bool     `long:"trust-remote-code" description:"Pass trust_remote_code when loading the tokenizer or a Hugging Face dataset."`
 	Seed                  int      `long:"seed" default:"0" description:"Seed of the global and dataset random number generators."`
 	NumPrompts            int      `long:"num-prompts" default:"1000" description:"Number of requests to send (custom datasets: 0 or less sends every row)."`
-	DatasetName           string   `long:"dataset-name" default:"random" choice:"sharegpt" choice:"burstgpt" choice:"sonnet" choice:"random" choice:"random-mm" choice:"random-rerank" choice:"hf" choice:"custom" choice:"custom_audio" choice:"custom_image" choice:"prefix_repetition" choice:"spec_bench" choice:"speed_bench" choice:"timed_trace" description:"Where prompts come from."`
+	DatasetName           string   `long:"dataset-name" default:"random" description:"Where prompts come from."`
 	NoStream              bool     `long:"no-stream" description:"Load Hugging Face datasets without streaming."`
 	DatasetPath           string   `long:"dataset-path" description:"Dataset file or directory, or a Hugging Face dataset id; not allowed with the synthetic datasets."`
 	NoOversample          bool     `long:"no-oversample" description:"Do not repeat samples when the dataset has fewer than --num-prompts."`
@@ -78,114 +79,12 @@ type Flags struct {
 	TimelineITLThresholds string   `long:"timeline-itl-thresholds" default:"25,50" description:"Two inter-token latency thresholds (ms) that colour the timeline."`
 	PlotDatasetStats      bool     `long:"plot-dataset-stats" description:"Write a PNG of the dataset's token length distributions."`
 
-	CustomDatasetFlags    `group:"custom dataset options"`
-	SpecBenchFlags        `group:"spec bench dataset options"`
-	SonnetFlags           `group:"sonnet dataset options"`
-	ShareGPTFlags         `group:"sharegpt dataset options"`
-	TimedTraceFlags       `group:"timed-trace dataset options"`
-	BlazeditFlags         `group:"blazedit dataset options"`
-	ASRFlags              `group:"asr dataset options"`
-	HFFlags               `group:"hf dataset options"`
-	BFCLFlags             `group:"BFCL dataset options"`
-	PrefixRepetitionFlags `group:"prefix repetition dataset options"`
-	SpeedBenchFlags       `group:"speed bench dataset options"`
-	RandomFlags           `group:"random dataset options"`
-	RandomMMFlags         `group:"random multimodal dataset options extended from random dataset"`
-	SamplingFlags         `group:"sampling parameters"`
-	WorkerFlags           `group:"multi-process client options"`
-	StampedeFlags         `group:"stampede options"`
-}
+	// The dataset option groups, declared by the datasets that read them.
+	datasets.Flags
 
-// CustomDatasetFlags are the custom* datasets' options.
-type CustomDatasetFlags struct {
-	CustomOutputLen            int  `long:"custom-output-len" default:"256" description:"Output tokens per request; -1 takes each row's output_tokens."`
-	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs (not supported yet)."`
-}
-
-// SpecBenchFlags are the spec_bench dataset's options.
-type SpecBenchFlags struct {
-	SpecBenchOutputLen int    `long:"spec-bench-output-len" default:"256" description:"Output tokens per request."`
-	SpecBenchCategory  string `long:"spec-bench-category" description:"Only prompts of this category."`
-}
-
-// SonnetFlags are the sonnet dataset's options.
-type SonnetFlags struct {
-	SonnetInputLen  int `long:"sonnet-input-len" default:"550" description:"Prompt tokens per request."`
-	SonnetOutputLen int `long:"sonnet-output-len" default:"150" description:"Output tokens per request."`
-	SonnetPrefixLen int `long:"sonnet-prefix-len" default:"200" description:"Tokens of the prefix shared by every prompt."`
-}
-
-// ShareGPTFlags are the sharegpt dataset's options.
-type ShareGPTFlags struct {
-	SharegptOutputLen *int `long:"sharegpt-output-len" description:"Output tokens per request (default: the length of the recorded answer)."`
-}
-
-// TimedTraceFlags are the timed_trace dataset's options.
-type TimedTraceFlags struct {
-	TimedTraceChunkHashSize     int     `long:"timed-trace-chunk-hash-size" default:"16" description:"Tokens generated per hash id."`
-	TimedTraceSecMultiplier     float64 `long:"timed-trace-sec-multiplier" default:"1" description:"Factor turning trace timestamps into seconds."`
-	TimedTraceLabelTimestamp    string  `long:"timed-trace-label-timestamp" default:"timestamp" description:"JSON key of the timestamp."`
-	TimedTraceLabelInputLength  string  `long:"timed-trace-label-input-length" default:"input_length" description:"JSON key of the input length."`
-	TimedTraceLabelOutputLength string  `long:"timed-trace-label-output-length" default:"output_length" description:"JSON key of the output length."`
-	TimedTraceLabelHashIDs      string  `long:"timed-trace-label-hash-ids" default:"hash_ids" description:"JSON key of the hash id list."`
-}
-
-// BlazeditFlags are the blazedit dataset's options.
-type BlazeditFlags struct {
-	BlazeditMinDistance float64 `long:"blazedit-min-distance" default:"0.0" description:"Smallest edit distance kept."`
-	BlazeditMaxDistance float64 `long:"blazedit-max-distance" default:"1.0" description:"Largest edit distance kept."`
-}
-
-// ASRFlags are the speech-recognition datasets' options.
-type ASRFlags struct {
-	ASRMaxAudioLenSec float64 `long:"asr-max-audio-len-sec" default:"inf" description:"Drop clips longer than this many seconds."`
-	ASRMinAudioLenSec float64 `long:"asr-min-audio-len-sec" default:"0.0" description:"Drop clips shorter than this many seconds."`
-}
-
-// HFFlags are the Hugging Face datasets' options.
-type HFFlags struct {
-	HFSubset    string `long:"hf-subset" description:"Dataset subset (config) name."`
-	HFSplit     string `long:"hf-split" description:"Dataset split (default: the dataset's own)."`
-	HFName      string `long:"hf-name" description:"Hugging Face id of a dataset given as a local --dataset-path."`
-	HFOutputLen *int   `long:"hf-output-len" description:"Output tokens per request (default: the dataset's own)."`
-}
-
-// BFCLFlags are the Berkeley Function Calling Leaderboard dataset's options.
-type BFCLFlags struct {
-	BFCLCategories CommaList `long:"bfcl-categories" description:"Comma-separated categories (default: simple,live_simple,multiple)."`
-}
-
-// PrefixRepetitionFlags are the prefix_repetition dataset's options.
-type PrefixRepetitionFlags struct {
-	PrefixRepetitionPrefixLen   int `long:"prefix-repetition-prefix-len" default:"256" description:"Tokens per shared prefix."`
-	PrefixRepetitionSuffixLen   int `long:"prefix-repetition-suffix-len" default:"256" description:"Unique suffix tokens per request."`
-	PrefixRepetitionNumPrefixes int `long:"prefix-repetition-num-prefixes" default:"10" description:"Number of distinct prefixes."`
-	PrefixRepetitionOutputLen   int `long:"prefix-repetition-output-len" default:"128" description:"Output tokens per request."`
-}
-
-// SpeedBenchFlags are the speed_bench dataset's options.
-type SpeedBenchFlags struct {
-	SpeedBenchDatasetSubset string `long:"speed-bench-dataset-subset" default:"qualitative" choice:"qualitative" choice:"throughput_1k" choice:"throughput_2k" choice:"throughput_8k" choice:"throughput_16k" choice:"throughput_32k" description:"File <subset>.jsonl of the --dataset-path directory."`
-	SpeedBenchOutputLen     int    `long:"speed-bench-output-len" default:"4096" description:"Output tokens per request."`
-	SpeedBenchCategory      string `long:"speed-bench-category" description:"Only prompts of this category."`
-}
-
-// RandomFlags are the random* datasets' options.
-type RandomFlags struct {
-	RandomInputLen   int    `long:"random-input-len" default:"1024" description:"Mean input tokens per request."`
-	RandomOutputLen  int    `long:"random-output-len" default:"128" description:"Mean output tokens per request."`
-	RandomRangeRatio string `long:"random-range-ratio" default:"0.0" description:"Spread r in [0, 1) of the lengths around their mean, or JSON {\"input\": r, \"output\": r}."`
-	RandomPrefixLen  int    `long:"random-prefix-len" default:"0" description:"Tokens of a random prefix shared by every prompt."`
-	RandomBatchSize  int    `long:"random-batch-size" default:"1" description:"Inputs per request (pooling backends)."`
-	NoReranker       bool   `long:"no-reranker" description:"random-rerank: the model is not a native reranker."`
-}
-
-// RandomMMFlags are the random-mm dataset's options.
-type RandomMMFlags struct {
-	RandomMMBaseItemsPerRequest  int          `long:"random-mm-base-items-per-request" default:"1" description:"Mean media items per request."`
-	RandomMMNumMMItemsRangeRatio float64      `long:"random-mm-num-mm-items-range-ratio" default:"0.0" description:"Spread r in [0, 1] of the item count around its mean."`
-	RandomMMLimitMMPerPrompt     JSONText     `long:"random-mm-limit-mm-per-prompt" default:"{\"image\": 255, \"video\": 1}" default-mask:"{'image': 255, 'video': 1}" description:"JSON object of per-modality item caps."`
-	RandomMMBucketConfig         BucketConfig `long:"random-mm-bucket-config" default:"{(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}" description:"Python dict {(height, width, frames): probability}; frames 1 is an image."`
+	SamplingFlags `group:"sampling parameters"`
+	WorkerFlags   `group:"multi-process client options"`
+	StampedeFlags `group:"stampede options"`
 }
 
 // SamplingFlags are the sampling parameters added to generation requests.
@@ -220,21 +119,14 @@ type StampedeFlags struct {
 	MaxBufferedBytes   int     `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
 }
 
-// CommaList is a comma-separated flag value split at parse time, empty
-// items dropped (Python's --bfcl-categories).
-type CommaList []string
+// CommaList is a comma-separated flag value (Python's --bfcl-categories).
+type CommaList = datasets.CommaList
 
-// UnmarshalFlag splits s at commas.
-func (l *CommaList) UnmarshalFlag(s string) error {
-	var out CommaList
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	*l = out
-	return nil
-}
+// BucketConfig is --random-mm-bucket-config, parsed as a Python dict.
+type BucketConfig = datasets.MMBucketConfig
+
+// MMBucket is one entry of --random-mm-bucket-config.
+type MMBucket = datasets.MMBucket
 
 // CPUList is a Linux CPU list ("0-3,6"), ascending and without repeats.
 type CPUList []int
@@ -280,5 +172,6 @@ func newFlagParser(f *Flags) *flags.Parser {
 		// The table is static; a malformed tag is a programming error.
 		panic(fmt.Sprintf("flag table: %v", err))
 	}
+	p.FindOptionByLongName("dataset-name").Choices = datasets.Names()
 	return p
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/stampede-bench/stampede/datasets"
 )
 
 // The PyTorch OSS benchmark side file: with $SAVE_TO_PYTORCH_BENCHMARK_FORMAT
@@ -159,6 +161,8 @@ func addFlagFields(d *pyDict, v reflect.Value) {
 // default is None in Python until given, and "" here.
 func flagValue(v reflect.Value, hasDefault bool) any {
 	switch x := v.Interface().(type) {
+	case datasets.JSONFlag:
+		return flagValue(reflect.ValueOf(JSONText(x)), hasDefault)
 	case JSONText:
 		if len(x) == 0 {
 			return nil

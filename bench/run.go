@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -235,136 +234,25 @@ func (r *run) sampleDataset(ctx context.Context) error {
 				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
-	switch c.DatasetName {
-	case "spec_bench":
-		r.requests, err = datasets.SampleSpecBench(tok, datasets.SpecBenchOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.SpecBenchOutputLen,
-			Category: c.SpecBenchCategory, ChatTemplate: r.chatTemplate,
-			DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
-		})
-	case "speed_bench":
-		r.requests, err = datasets.SampleSpeedBench(tok, datasets.SpeedBenchOptions{
-			Path: c.DatasetPath, Subset: c.SpeedBenchDatasetSubset, NumPrompts: c.NumPrompts,
-			OutputLen: c.SpeedBenchOutputLen, Category: c.SpeedBenchCategory,
-			SkipChatTemplate: c.SkipChatTemplate, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
-			DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
-		})
-	case "random":
-		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
-		if perr != nil {
-			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
-		}
-		r.requests, err = datasets.SampleRandom(tok, datasets.RandomOptions{
-			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, OutputLen: c.RandomOutputLen,
-			RangeRatio: ratio, PrefixLen: c.RandomPrefixLen, BatchSize: c.RandomBatchSize,
-			Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
-		})
-	case "sharegpt":
-		r.requests, err = datasets.SampleShareGPT(tok, datasets.ShareGPTOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.SharegptOutputLen,
-			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			EnableMultimodalChat: c.EnableMultimodalChat, RequestIDPrefix: c.RequestIDPrefix,
-			Globals: r.globals,
-		})
-	case "custom":
-		r.requests, err = datasets.SampleCustom(tok, datasets.CustomOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
-			SkipChatTemplate: c.SkipChatTemplate, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
-			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
-		})
-	case "sonnet":
-		r.requests, err = datasets.SampleSonnet(tok, datasets.SonnetOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, InputLen: c.SonnetInputLen,
-			OutputLen: c.SonnetOutputLen, PrefixLen: c.SonnetPrefixLen, ChatTemplate: r.chatTemplate,
-			SendFormatted: c.Backend != "openai-chat", RequestIDPrefix: c.RequestIDPrefix,
-			Seed: int64(c.Seed), Globals: r.globals,
-		})
-	case "prefix_repetition":
-		r.requests, err = datasets.SamplePrefixRepetition(tok, datasets.PrefixRepetitionOptions{
-			NumPrompts: c.NumPrompts, PrefixLen: c.PrefixRepetitionPrefixLen,
-			SuffixLen: c.PrefixRepetitionSuffixLen, NumPrefixes: c.PrefixRepetitionNumPrefixes,
-			OutputLen: c.PrefixRepetitionOutputLen, Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle,
-			Globals: r.globals, Logf: logf,
-		})
-	case "random-rerank":
-		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
-		if perr != nil {
-			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
-		}
-		r.requests, err = datasets.SampleRandomRerank(tok, datasets.RandomRerankOptions{
-			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, RangeRatio: ratio,
-			BatchSize: c.RandomBatchSize, NoReranker: c.NoReranker, Seed: int64(c.Seed),
-			RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
-		})
-	case "custom_audio":
-		var clips []*datasets.Audio
-		r.requests, clips, err = datasets.SampleCustomAudio(tok, datasets.CustomAudioOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
-			EnableMultimodalChat: c.EnableMultimodalChat, SkipChatTemplate: c.SkipChatTemplate,
-			TokenizerHasChatTemplate: r.chatTemplate != nil, ChatTemplate: r.chatTemplate,
-			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
-		})
-		for i := range r.requests {
-			if i < len(clips) {
-				r.requests[i].Audio = clips[i]
-			}
-		}
-	case "timed_trace":
-		o := datasets.DefaultTimedTraceOptions()
-		o.Path, o.NumPrompts, o.RequestIDPrefix = c.DatasetPath, c.NumPrompts, c.RequestIDPrefix
-		o.ChunkHashSize, o.SecMultiplier = c.TimedTraceChunkHashSize, c.TimedTraceSecMultiplier
-		o.LabelTimestamp, o.LabelInputLength = c.TimedTraceLabelTimestamp, c.TimedTraceLabelInputLength
-		o.LabelOutputLength, o.LabelHashIDs = c.TimedTraceLabelOutputLength, c.TimedTraceLabelHashIDs
-		if o.PythonHashSeed, err = datasets.ParsePythonHashSeed(os.Getenv("PYTHONHASHSEED")); err != nil {
-			return &ValidationError{Type: "ValueError", Msg: err.Error()}
-		}
-		o.Globals, o.Logf = r.globals, logf
-		r.requests, err = datasets.SampleTimedTrace(tok, o)
-	case "burstgpt":
-		r.requests, err = datasets.SampleBurstGPT(tok, datasets.BurstGPTOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix,
-		})
-	case "random-mm":
-		ratio, perr := datasets.ParseRangeRatio(c.RandomRangeRatio)
-		if perr != nil {
-			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
-		}
-		limits, perr := datasets.ParseMMLimits(string(c.RandomMMLimitMMPerPrompt))
-		if perr != nil {
-			return &ValidationError{Type: "ValueError", Msg: perr.Error()}
-		}
-		buckets := make([]datasets.MMBucket, len(c.RandomMMBucketConfig))
-		for i, b := range c.RandomMMBucketConfig {
-			buckets[i] = datasets.MMBucket{Height: b.Height, Width: b.Width, Frames: b.Frames, Probability: b.Probability}
-		}
-		r.requests, err = datasets.SampleRandomMM(tok, datasets.RandomMMOptions{
-			NumPrompts: c.NumPrompts, InputLen: c.RandomInputLen, OutputLen: c.RandomOutputLen,
-			RangeRatio: ratio, PrefixLen: c.RandomPrefixLen, BatchSize: c.RandomBatchSize,
-			BaseItemsPerRequest: c.RandomMMBaseItemsPerRequest, NumMMItemsRangeRatio: c.RandomMMNumMMItemsRangeRatio,
-			Limits: limits, Buckets: buckets, EnableMultimodalChat: c.EnableMultimodalChat,
-			Backend: c.Backend, Seed: int64(c.Seed), RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
-		})
-	case "custom_image":
-		r.requests, err = datasets.SampleCustomImage(tok, datasets.CustomImageOptions{
-			Path: c.DatasetPath, NumPrompts: c.NumPrompts, OutputLen: c.CustomOutputLen,
-			EnableMultimodalChat: c.EnableMultimodalChat, EnsureClientSideData: c.CustomEnsureClientSideData,
-			Seed: int64(c.Seed), DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
-			RequestIDPrefix: c.RequestIDPrefix, Globals: r.globals,
-		})
-	default:
+	d := datasets.Lookup(c.DatasetName)
+	if d == nil || !d.Built() {
 		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
+	r.requests, err = d.Sample(&datasets.Env{
+		Tokenizer: tok, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
+		Globals: r.globals, Seed: int64(c.Seed), NumPrompts: c.NumPrompts,
+		RequestIDPrefix: c.RequestIDPrefix, Backend: c.Backend, Logf: logf,
+		Path: c.DatasetPath, DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
+		SkipChatTemplate: c.SkipChatTemplate, EnableMultimodalChat: c.EnableMultimodalChat,
+		Flags: &c.Flags.Flags,
+	})
 	if err != nil {
 		return datasetError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(r.requests) == 0 {
 		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
-	if c.DatasetName == "random" || c.DatasetName == "prefix_repetition" {
+	if d.AlignWithServer {
 		datasets.AlignWithServer(ctx, r.control, c.BaseURL, r.modelID, r.requests, r.stdout)
 	}
 	if c.WarnDefaultTemperature {

@@ -1,6 +1,10 @@
 package bench
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/stampede-bench/stampede/datasets"
+)
 
 // What stampede can run today. Everything `vllm bench serve` accepts
 // parses; a run that would need something listed here as not built stops
@@ -15,18 +19,14 @@ var builtBackends = []string{
 	"vllm-pooling", "vllm-rerank",
 }
 
-// builtDatasets are the --dataset-name values stampede can sample.
-var builtDatasets = []string{
-	"random", "sharegpt", "custom", "sonnet", "prefix_repetition",
-	"timed_trace", "burstgpt", "random-mm", "random-rerank", "custom_image", "custom_audio",
-	"spec_bench", "speed_bench",
-}
-
 // BackendBuilt reports whether stampede implements --backend name.
 func BackendBuilt(name string) bool { return contains(builtBackends, name) }
 
 // DatasetBuilt reports whether stampede implements --dataset-name name.
-func DatasetBuilt(name string) bool { return contains(builtDatasets, name) }
+func DatasetBuilt(name string) bool {
+	d := datasets.Lookup(name)
+	return d != nil && d.Built()
+}
 
 // unbuiltFlag is a flag whose effect is not built; value is the text
 // naming the flag in the message ("" when unused).

@@ -253,3 +253,12 @@ func legacyPermutation(rs *pyrand.RandomState, n int) ([]int, error) {
 	}
 	return perm, nil
 }
+
+var burstGPTDataset = &Dataset{
+	Name: "burstgpt",
+	Sample: func(env *Env) ([]Request, error) {
+		return SampleBurstGPT(env.Tokenizer, BurstGPTOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix,
+		})
+	},
+}

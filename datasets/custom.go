@@ -167,3 +167,21 @@ func orNaN(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// CustomFlags are the custom* datasets' options.
+type CustomFlags struct {
+	CustomOutputLen            int  `long:"custom-output-len" default:"256" copy-of:"output-len" description:"Output tokens per request; -1 takes each row's output_tokens."`
+	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs (not supported yet)."`
+}
+
+var customDataset = &Dataset{
+	Name: "custom",
+	Sample: func(env *Env) ([]Request, error) {
+		return SampleCustom(env.Tokenizer, CustomOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
+			SkipChatTemplate: env.SkipChatTemplate, ChatTemplate: env.ChatTemplate, ChatTemplateKwargs: env.ChatTemplateKwargs,
+			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
+		})
+	},
+}

@@ -374,3 +374,22 @@ func writePyReprJSON(b *strings.Builder, dec *json.Decoder) error {
 	}
 	return nil
 }
+
+var customAudioDataset = &Dataset{
+	Name: "custom_audio",
+	Sample: func(env *Env) ([]Request, error) {
+		reqs, clips, err := SampleCustomAudio(env.Tokenizer, CustomAudioOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
+			EnableMultimodalChat: env.EnableMultimodalChat, SkipChatTemplate: env.SkipChatTemplate,
+			TokenizerHasChatTemplate: env.ChatTemplate != nil, ChatTemplate: env.ChatTemplate,
+			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
+		})
+		for i := range reqs {
+			if i < len(clips) {
+				reqs[i].Audio = clips[i]
+			}
+		}
+		return reqs, err
+	},
+}

@@ -313,3 +313,15 @@ func pyValueRepr(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+var customImageDataset = &Dataset{
+	Name: "custom_image",
+	Sample: func(env *Env) ([]Request, error) {
+		return SampleCustomImage(env.Tokenizer, CustomImageOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
+			EnableMultimodalChat: env.EnableMultimodalChat, EnsureClientSideData: env.Flags.CustomEnsureClientSideData,
+			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
+		})
+	},
+}

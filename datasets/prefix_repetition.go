@@ -92,3 +92,26 @@ func SamplePrefixRepetition(tok Tokenizer, o PrefixRepetitionOptions) ([]Request
 	}
 	return reqs, nil
 }
+
+// PrefixRepetitionFlags are the prefix_repetition dataset's options.
+type PrefixRepetitionFlags struct {
+	PrefixRepetitionPrefixLen   int `long:"prefix-repetition-prefix-len" default:"256" description:"Tokens per shared prefix."`
+	PrefixRepetitionSuffixLen   int `long:"prefix-repetition-suffix-len" default:"256" description:"Unique suffix tokens per request."`
+	PrefixRepetitionNumPrefixes int `long:"prefix-repetition-num-prefixes" default:"10" description:"Number of distinct prefixes."`
+	PrefixRepetitionOutputLen   int `long:"prefix-repetition-output-len" default:"128" copy-of:"output-len" description:"Output tokens per request."`
+}
+
+var prefixRepetitionDataset = &Dataset{
+	Name:            "prefix_repetition",
+	Synthetic:       true,
+	AlignWithServer: true,
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.PrefixRepetitionFlags
+		return SamplePrefixRepetition(env.Tokenizer, PrefixRepetitionOptions{
+			NumPrompts: env.NumPrompts, PrefixLen: f.PrefixRepetitionPrefixLen,
+			SuffixLen: f.PrefixRepetitionSuffixLen, NumPrefixes: f.PrefixRepetitionNumPrefixes,
+			OutputLen: f.PrefixRepetitionOutputLen, Seed: env.Seed, DisableShuffle: env.DisableShuffle,
+			Globals: env.Globals, Logf: env.Logf,
+		})
+	},
+}

@@ -227,3 +227,41 @@ func moreOrFewer(x int) string {
 	}
 	return "fewer"
 }
+
+// RandomFlags are the random* datasets' options.
+type RandomFlags struct {
+	RandomInputLen   int    `long:"random-input-len" default:"1024" copy-of:"input-len" description:"Mean input tokens per request."`
+	RandomOutputLen  int    `long:"random-output-len" default:"128" copy-of:"output-len" description:"Mean output tokens per request."`
+	RandomRangeRatio string `long:"random-range-ratio" default:"0.0" description:"Spread r in [0, 1) of the lengths around their mean, or JSON {\"input\": r, \"output\": r}."`
+	RandomPrefixLen  int    `long:"random-prefix-len" default:"0" description:"Tokens of a random prefix shared by every prompt."`
+	RandomBatchSize  int    `long:"random-batch-size" default:"1" description:"Inputs per request (pooling backends)."`
+	NoReranker       bool   `long:"no-reranker" description:"random-rerank: the model is not a native reranker."`
+}
+
+// rangeRatio is --random-range-ratio parsed, a ValueError as in Python.
+func (f *RandomFlags) rangeRatio() (RangeRatio, error) {
+	ratio, err := ParseRangeRatio(f.RandomRangeRatio)
+	if err != nil {
+		return ratio, valueError(err.Error())
+	}
+	return ratio, nil
+}
+
+var randomDataset = &Dataset{
+	Name:            "random",
+	Synthetic:       true,
+	ExactOutputLen:  true,
+	AlignWithServer: true,
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.RandomFlags
+		ratio, err := f.rangeRatio()
+		if err != nil {
+			return nil, err
+		}
+		return SampleRandom(env.Tokenizer, RandomOptions{
+			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, OutputLen: f.RandomOutputLen,
+			RangeRatio: ratio, PrefixLen: f.RandomPrefixLen, BatchSize: f.RandomBatchSize,
+			Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
+		})
+	},
+}

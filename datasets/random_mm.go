@@ -405,3 +405,35 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// RandomMMFlags are the random-mm dataset's options.
+type RandomMMFlags struct {
+	RandomMMBaseItemsPerRequest  int            `long:"random-mm-base-items-per-request" default:"1" description:"Mean media items per request."`
+	RandomMMNumMMItemsRangeRatio float64        `long:"random-mm-num-mm-items-range-ratio" default:"0.0" description:"Spread r in [0, 1] of the item count around its mean."`
+	RandomMMLimitMMPerPrompt     JSONFlag       `long:"random-mm-limit-mm-per-prompt" default:"{\"image\":255,\"video\":1}" default-mask:"{'image': 255, 'video': 1}" description:"JSON object of per-modality item caps."`
+	RandomMMBucketConfig         MMBucketConfig `long:"random-mm-bucket-config" default:"{(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}" description:"Python dict {(height, width, frames): probability}; frames 1 is an image."`
+}
+
+var randomMMDataset = &Dataset{
+	Name:           "random-mm",
+	Synthetic:      true,
+	ExactOutputLen: true,
+	Sample: func(env *Env) ([]Request, error) {
+		f, mm := &env.Flags.RandomFlags, &env.Flags.RandomMMFlags
+		ratio, err := f.rangeRatio()
+		if err != nil {
+			return nil, err
+		}
+		limits, err := ParseMMLimits(string(mm.RandomMMLimitMMPerPrompt))
+		if err != nil {
+			return nil, valueError(err.Error())
+		}
+		return SampleRandomMM(env.Tokenizer, RandomMMOptions{
+			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, OutputLen: f.RandomOutputLen,
+			RangeRatio: ratio, PrefixLen: f.RandomPrefixLen, BatchSize: f.RandomBatchSize,
+			BaseItemsPerRequest: mm.RandomMMBaseItemsPerRequest, NumMMItemsRangeRatio: mm.RandomMMNumMMItemsRangeRatio,
+			Limits: limits, Buckets: mm.RandomMMBucketConfig, EnableMultimodalChat: env.EnableMultimodalChat,
+			Backend: env.Backend, Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
+		})
+	},
+}

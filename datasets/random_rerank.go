@@ -102,3 +102,20 @@ func SampleRandomRerank(tok Tokenizer, o RandomRerankOptions) ([]Request, error)
 	logMismatch(logf, mismatch)
 	return reqs, nil
 }
+
+var randomRerankDataset = &Dataset{
+	Name:      "random-rerank",
+	Synthetic: true,
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.RandomFlags
+		ratio, err := f.rangeRatio()
+		if err != nil {
+			return nil, err
+		}
+		return SampleRandomRerank(env.Tokenizer, RandomRerankOptions{
+			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, RangeRatio: ratio,
+			BatchSize: f.RandomBatchSize, NoReranker: f.NoReranker, Seed: env.Seed,
+			RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
+		})
+	},
+}

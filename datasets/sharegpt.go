@@ -167,3 +167,20 @@ func userChatMessages(prompt string, media ...json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal([]any{msg})
 	return b
 }
+
+// ShareGPTFlags are the sharegpt dataset's options.
+type ShareGPTFlags struct {
+	SharegptOutputLen *int `long:"sharegpt-output-len" copy-of:"output-len" description:"Output tokens per request (default: the length of the recorded answer)."`
+}
+
+var shareGPTDataset = &Dataset{
+	Name: "sharegpt",
+	Sample: func(env *Env) ([]Request, error) {
+		return SampleShareGPT(env.Tokenizer, ShareGPTOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.SharegptOutputLen,
+			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			EnableMultimodalChat: env.EnableMultimodalChat, RequestIDPrefix: env.RequestIDPrefix,
+			Globals: env.Globals,
+		})
+	},
+}

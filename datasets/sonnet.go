@@ -135,3 +135,25 @@ func splitLinesKeepEnds(data []byte) []string {
 		}
 	}
 }
+
+// SonnetFlags are the sonnet dataset's options.
+type SonnetFlags struct {
+	SonnetInputLen  int `long:"sonnet-input-len" default:"550" description:"Prompt tokens per request."`
+	SonnetOutputLen int `long:"sonnet-output-len" default:"150" description:"Output tokens per request."`
+	SonnetPrefixLen int `long:"sonnet-prefix-len" default:"200" description:"Tokens of the prefix shared by every prompt."`
+}
+
+var sonnetDataset = &Dataset{
+	Name: "sonnet",
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.SonnetFlags
+		return SampleSonnet(env.Tokenizer, SonnetOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, InputLen: f.SonnetInputLen,
+			OutputLen: f.SonnetOutputLen, PrefixLen: f.SonnetPrefixLen, ChatTemplate: env.ChatTemplate,
+			// Python sends the chat backend the raw prompt and frames it
+			// with the template for every other backend.
+			SendFormatted: env.Backend != "openai-chat", RequestIDPrefix: env.RequestIDPrefix,
+			Seed: env.Seed, Globals: env.Globals,
+		})
+	},
+}

@@ -157,3 +157,21 @@ func datasetError(dataset string, err error) error {
 	}
 	return fmt.Errorf("dataset %s: %w", dataset, err)
 }
+
+// SpecBenchFlags are the spec_bench dataset's options.
+type SpecBenchFlags struct {
+	SpecBenchOutputLen int    `long:"spec-bench-output-len" default:"256" copy-of:"output-len" description:"Output tokens per request."`
+	SpecBenchCategory  string `long:"spec-bench-category" description:"Only prompts of this category."`
+}
+
+var specBenchDataset = &Dataset{
+	Name: "spec_bench",
+	Sample: func(env *Env) ([]Request, error) {
+		return SampleSpecBench(env.Tokenizer, SpecBenchOptions{
+			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.SpecBenchOutputLen,
+			Category: env.Flags.SpecBenchCategory, ChatTemplate: env.ChatTemplate,
+			DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
+		})
+	},
+}

@@ -92,3 +92,24 @@ func SampleSpeedBench(tok Tokenizer, o SpeedBenchOptions) ([]Request, error) {
 		globals:            o.Globals,
 	})
 }
+
+// SpeedBenchFlags are the speed_bench dataset's options.
+type SpeedBenchFlags struct {
+	SpeedBenchDatasetSubset string `long:"speed-bench-dataset-subset" default:"qualitative" choice:"qualitative" choice:"throughput_1k" choice:"throughput_2k" choice:"throughput_8k" choice:"throughput_16k" choice:"throughput_32k" description:"File <subset>.jsonl of the --dataset-path directory."`
+	SpeedBenchOutputLen     int    `long:"speed-bench-output-len" default:"4096" description:"Output tokens per request."`
+	SpeedBenchCategory      string `long:"speed-bench-category" description:"Only prompts of this category."`
+}
+
+var speedBenchDataset = &Dataset{
+	Name: "speed_bench",
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.SpeedBenchFlags
+		return SampleSpeedBench(env.Tokenizer, SpeedBenchOptions{
+			Path: env.Path, Subset: f.SpeedBenchDatasetSubset, NumPrompts: env.NumPrompts,
+			OutputLen: f.SpeedBenchOutputLen, Category: f.SpeedBenchCategory,
+			SkipChatTemplate: env.SkipChatTemplate, ChatTemplate: env.ChatTemplate, ChatTemplateKwargs: env.ChatTemplateKwargs,
+			DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
+			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
+		})
+	},
+}

@@ -397,3 +397,31 @@ func lineError(path string, line int, err error) error {
 	}
 	return fmt.Errorf("%s line %d: %w", path, line, err)
 }
+
+// TimedTraceFlags are the timed_trace dataset's options.
+type TimedTraceFlags struct {
+	TimedTraceChunkHashSize     int     `long:"timed-trace-chunk-hash-size" default:"16" description:"Tokens generated per hash id."`
+	TimedTraceSecMultiplier     float64 `long:"timed-trace-sec-multiplier" default:"1" description:"Factor turning trace timestamps into seconds."`
+	TimedTraceLabelTimestamp    string  `long:"timed-trace-label-timestamp" default:"timestamp" description:"JSON key of the timestamp."`
+	TimedTraceLabelInputLength  string  `long:"timed-trace-label-input-length" default:"input_length" description:"JSON key of the input length."`
+	TimedTraceLabelOutputLength string  `long:"timed-trace-label-output-length" default:"output_length" description:"JSON key of the output length."`
+	TimedTraceLabelHashIDs      string  `long:"timed-trace-label-hash-ids" default:"hash_ids" description:"JSON key of the hash id list."`
+}
+
+var timedTraceDataset = &Dataset{
+	Name: "timed_trace",
+	Sample: func(env *Env) ([]Request, error) {
+		f := &env.Flags.TimedTraceFlags
+		o := DefaultTimedTraceOptions()
+		o.Path, o.NumPrompts, o.RequestIDPrefix = env.Path, env.NumPrompts, env.RequestIDPrefix
+		o.ChunkHashSize, o.SecMultiplier = f.TimedTraceChunkHashSize, f.TimedTraceSecMultiplier
+		o.LabelTimestamp, o.LabelInputLength = f.TimedTraceLabelTimestamp, f.TimedTraceLabelInputLength
+		o.LabelOutputLength, o.LabelHashIDs = f.TimedTraceLabelOutputLength, f.TimedTraceLabelHashIDs
+		var err error
+		if o.PythonHashSeed, err = ParsePythonHashSeed(os.Getenv("PYTHONHASHSEED")); err != nil {
+			return nil, valueError(err.Error())
+		}
+		o.Globals, o.Logf = env.Globals, env.Logf
+		return SampleTimedTrace(env.Tokenizer, o)
+	},
+}

@@ -1,4 +1,4 @@
-package bench
+package datasets
 
 import (
 	"errors"
@@ -10,23 +10,15 @@ import (
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
-// MMBucket is one entry of --random-mm-bucket-config: media items of
-// Height×Width pixels and Frames frames (1 = image, more = video) are drawn
-// with weight Probability.
-type MMBucket struct {
-	Height, Width, Frames int
-	Probability           float64
-}
-
-// BucketConfig is --random-mm-bucket-config in Python dict order.
-type BucketConfig []MMBucket
+// MMBucketConfig is --random-mm-bucket-config in Python dict order.
+type MMBucketConfig []MMBucket
 
 // UnmarshalFlag parses a Python literal dict as vLLM's
 // _parse_mm_bucket_config does: keys are (H, W, T) tuples of ints, or
 // strings that are themselves such tuple literals; values are cast with
 // float(). argparse reports any failure as "invalid
 // _parse_mm_bucket_config value", so the detail here is for callers.
-func (c *BucketConfig) UnmarshalFlag(s string) error {
+func (c *MMBucketConfig) UnmarshalFlag(s string) error {
 	lit, err := parsePyLiteral(s)
 	if err != nil {
 		return err
@@ -34,7 +26,7 @@ func (c *BucketConfig) UnmarshalFlag(s string) error {
 	if lit.kind != litDict {
 		return fmt.Errorf("bucket config must be a dict, not %s", lit.repr())
 	}
-	var out BucketConfig
+	var out MMBucketConfig
 	for i, k := range lit.keys {
 		key := k
 		if key.kind == litStr {
@@ -263,7 +255,7 @@ func (p *litParser) number() (pyLit, error) {
 		break
 	}
 	text := p.s[start:p.i]
-	if v, err := parsePyInt(text); err == nil && !strings.ContainsAny(text, " \t") {
+	if v, ok := decimalLiteral(text); ok {
 		if len(text) > 1 && text[0] == '0' && strings.Trim(text, "0_") != "" {
 			return pyLit{}, errors.New("leading zeros in decimal integer literals are not permitted")
 		}
@@ -281,6 +273,25 @@ func (p *litParser) number() (pyLit, error) {
 		return pyLit{}, p.syntaxError()
 	}
 	return pyLit{kind: litFloat, f: f}, nil
+}
+
+// decimalLiteral parses a Python decimal integer literal: digits with
+// single underscores between them (the sign is the parser's unary
+// operator).
+func decimalLiteral(text string) (int64, bool) {
+	prevDigit := false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c >= '0' && c <= '9':
+			prevDigit = true
+		case c == '_' && prevDigit && i+1 < len(text):
+			prevDigit = false
+		default:
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 10, 64)
+	return v, err == nil && prevDigit
 }
 
 // str parses a single- or double-quoted string with Python's common

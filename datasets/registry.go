@@ -1,0 +1,95 @@
+package datasets
+
+// Dataset is one --dataset-name value: the name, what the run must provide
+// or do around it, and how it samples. Each dataset declares its Dataset
+// in its own file; Registry lists them.
+type Dataset struct {
+	// Name is the --dataset-name value.
+	Name string
+	// Synthetic datasets make their prompts up; they refuse --dataset-path.
+	Synthetic bool
+	// ExactOutputLen datasets ask for exactly their output lengths: the run
+	// sends ignore_eos with the openai-compatible backends.
+	ExactOutputLen bool
+	// AlignWithServer re-tokenizes the sampled prompts with the server's
+	// /tokenize after sampling (AlignWithServer).
+	AlignWithServer bool
+	// Sample draws the requests; nil when stampede does not build the
+	// dataset yet (its flags still parse).
+	Sample func(env *Env) ([]Request, error)
+}
+
+// Built reports whether stampede can sample d.
+func (d *Dataset) Built() bool { return d.Sample != nil }
+
+// Registry is every --dataset-name choice, in the order `vllm bench serve`
+// lists them. Adding a dataset is one file declaring its *Dataset (and,
+// when it brings options, its flag group in Flags) and one row here.
+var Registry = []*Dataset{
+	shareGPTDataset,
+	burstGPTDataset,
+	sonnetDataset,
+	randomDataset,
+	randomMMDataset,
+	randomRerankDataset,
+	hfDataset,
+	customDataset,
+	customAudioDataset,
+	customImageDataset,
+	prefixRepetitionDataset,
+	specBenchDataset,
+	speedBenchDataset,
+	timedTraceDataset,
+}
+
+// Lookup returns the dataset called name, or nil.
+func Lookup(name string) *Dataset {
+	for _, d := range Registry {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Names are the --dataset-name choices in Registry order.
+func Names() []string {
+	names := make([]string, len(Registry))
+	for i, d := range Registry {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Env is what every dataset samples with: the run-wide inputs, the common
+// dataset options and every dataset's option group.
+type Env struct {
+	// Tokenizer counts and cuts prompt tokens; nil with
+	// --skip-tokenizer-init.
+	Tokenizer Tokenizer
+	// ChatTemplate renders a prompt as the tokenizer's chat template does;
+	// nil when the tokenizer has none.
+	ChatTemplate ChatTemplate
+	// ChatTemplateKwargs is --chat-template-kwargs as an object.
+	ChatTemplateKwargs map[string]any
+	// Globals are Python's process-wide generators, seeded with Seed.
+	Globals PythonGlobals
+	// Seed is --seed.
+	Seed int64
+	// NumPrompts is --num-prompts.
+	NumPrompts int
+	// RequestIDPrefix is --request-id-prefix.
+	RequestIDPrefix string
+	// Backend is --backend, for the datasets whose Python code reads it.
+	Backend string
+	// Logf writes one log line (no trailing newline needed).
+	Logf func(format string, args ...any)
+
+	// Path is --dataset-path.
+	Path string
+	// The common dataset options.
+	DisableShuffle, NoOversample, SkipChatTemplate, EnableMultimodalChat bool
+
+	// Flags are the parsed dataset option groups.
+	Flags *Flags
+}
