@@ -10,6 +10,7 @@ import (
 
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/shard"
+	"github.com/stampede-bench/stampede/sse"
 )
 
 // The request side of each --backend (spec §b, vllm/benchmarks/lib/
@@ -50,28 +51,93 @@ var (
 	rerankAPI      = backendAPI{rerankKind, "vLLM score API", []string{"rerank"}, true}
 )
 
-// backendAPIs maps every --backend choice to its request function.
-var backendAPIs = map[string]backendAPI{
-	"vllm":                      completionsAPI,
-	"openai":                    completionsAPI,
-	"openai-chat":               chatAPI,
-	"openai-audio":              audioAPI,
-	"openai-embeddings":         embeddingsAPI,
-	"openai-embeddings-chat":    embeddingsAPI,
-	"openai-embeddings-clip":    embeddingsAPI,
-	"openai-embeddings-vlm2vec": embeddingsAPI,
-	"infinity-embeddings":       infinityAPI,
-	"infinity-embeddings-clip":  infinityAPI,
-	"vllm-pooling":              poolingAPI,
-	"vllm-rerank":               rerankAPI,
+// backend is one --backend: its row in backends says everything that
+// differs between backends, so no code outside this table tests a
+// backend's name.
+type backend struct {
+	name string
+	// api is the request function: endpoint suffix, body encoder and
+	// whether it sets Content-Type.
+	api backendAPI
+	// stream is how the response stream is decoded.
+	stream sse.Kind
+	// pooling backends are measured as pooling tasks (Python's
+	// POOLING_BACKENDS): one response, no tokens streamed.
+	pooling bool
+	// multipart backends post the request's audio clip as
+	// multipart/form-data (BuildAudioRequest) instead of a JSON body.
+	multipart bool
+	// openAICompatible backends accept sampling parameters and ignore_eos
+	// (Python's OPENAI_COMPATIBLE_BACKENDS).
+	openAICompatible bool
+	// chatInput embeddings backends post a chat message list instead of
+	// "input"; each counts as one input sequence.
+	chatInput bool
+	// mediaText is what replaces the text of a request that carries
+	// media (the clip and vlm2vec variants).
+	mediaText mediaText
 }
 
-func lookupBackend(backend string) (backendAPI, error) {
-	api, ok := backendAPIs[backend]
-	if !ok {
-		return backendAPI{}, fmt.Errorf("--backend %q: not a known backend", backend)
+// mediaText is how an embeddings backend words a request with media.
+type mediaText uint8
+
+const (
+	keepText    mediaText = iota // the prompt as it is
+	blankText                    // "": the media alone is embedded (clip)
+	vlm2vecText                  // vlm2vec's instruction, media before text
+)
+
+// backends are the --backend choices, in the order Python lists them.
+// Adding a backend is one row here (and, for a new request function, its
+// backendAPI and body case).
+var backends = []backend{
+	{name: "vllm", api: completionsAPI, stream: sse.Completions, openAICompatible: true},
+	{name: "openai", api: completionsAPI, stream: sse.Completions, openAICompatible: true},
+	{name: "openai-chat", api: chatAPI, stream: sse.Chat, openAICompatible: true},
+	{name: "openai-audio", api: audioAPI, stream: sse.Audio, multipart: true},
+	{name: "openai-embeddings", api: embeddingsAPI, pooling: true},
+	{name: "openai-embeddings-chat", api: embeddingsAPI, pooling: true, chatInput: true},
+	{name: "openai-embeddings-clip", api: embeddingsAPI, pooling: true, chatInput: true, mediaText: blankText},
+	{name: "openai-embeddings-vlm2vec", api: embeddingsAPI, pooling: true, chatInput: true, mediaText: vlm2vecText},
+	{name: "infinity-embeddings", api: infinityAPI, pooling: true},
+	{name: "infinity-embeddings-clip", api: infinityAPI, pooling: true, mediaText: blankText},
+	{name: "vllm-pooling", api: poolingAPI, pooling: true},
+	{name: "vllm-rerank", api: rerankAPI, pooling: true},
+}
+
+// backendNames are the --backend choices in table order.
+func backendNames() []string {
+	names := make([]string, len(backends))
+	for i := range backends {
+		names[i] = backends[i].name
 	}
-	return api, nil
+	return names
+}
+
+// findBackend returns the row of --backend name, or nil.
+func findBackend(name string) *backend {
+	for i := range backends {
+		if backends[i].name == name {
+			return &backends[i]
+		}
+	}
+	return nil
+}
+
+func lookupBackend(name string) (*backend, error) {
+	if b := findBackend(name); b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("--backend %q: not a known backend", name)
+}
+
+// backendOf is the row of a parsed --backend; argparse allowed only the
+// table's names.
+func backendOf(name string) *backend {
+	if b := findBackend(name); b != nil {
+		return b
+	}
+	return &backend{name: name}
 }
 
 // CheckEndpoint is _validate_api_url: apiURL must end with the backend's
@@ -80,10 +146,11 @@ func lookupBackend(backend string) (backendAPI, error) {
 // 'profile' last, e.g.
 // "OpenAI Completions API URL must end with one of: {'completions', 'profile'}."
 func CheckEndpoint(backend, apiURL string) error {
-	api, err := lookupBackend(backend)
+	b, err := lookupBackend(backend)
 	if err != nil {
 		return err
 	}
+	api := b.api
 	accepted := append(append([]string(nil), api.suffixes...), "profile")
 	for _, s := range accepted {
 		if strings.HasSuffix(apiURL, s) {
@@ -122,13 +189,13 @@ type BodyParams struct {
 // vllm-rerank applies neither ignore_eos nor the extra body, as in Python.
 // openai-audio posts multipart/form-data and is not built here.
 func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]byte, error) {
-	api, err := lookupBackend(backend)
+	b, err := lookupBackend(backend)
 	if err != nil {
 		return nil, err
 	}
 	var body JSONObject
 	body.Set("model", pyString(p.model()))
-	switch api.kind {
+	switch b.api.kind {
 	case completionsKind:
 		prompt, err := promptValue(req)
 		if err != nil {
@@ -158,12 +225,12 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		body.Set("stream", []byte("true"))
 		body.Set("stream_options", []byte(`{"include_usage": true}`))
 	case embeddingsKind:
-		if err := setEmbeddingsInput(&body, backend, req); err != nil {
+		if err := setEmbeddingsInput(&body, b, req); err != nil {
 			return nil, err
 		}
 		body.Set("truncate_prompt_tokens", []byte("-1"))
 	case infinityKind:
-		if err := setInfinityInput(&body, backend, req); err != nil {
+		if err := setInfinityInput(&body, b, req); err != nil {
 			return nil, err
 		}
 	case poolingKind:
@@ -225,29 +292,20 @@ func (p BodyParams) model() string {
 
 // setEmbeddingsInput fills "input" (openai-embeddings) or "messages" (the
 // embeddings-chat family, with clip's and vlm2vec's prompt rewriting).
-func setEmbeddingsInput(body *JSONObject, backend string, req *datasets.Request) error {
-	if backend == "openai-embeddings" {
-		prompt, err := promptValue(req)
-		if err != nil {
-			return err
-		}
-		body.Set("input", prompt)
-		return nil
-	}
+func setEmbeddingsInput(body *JSONObject, b *backend, req *datasets.Request) error {
 	text, err := promptValue(req)
 	if err != nil {
 		return err
 	}
-	mediaFirst := false
-	hasMedia := len(req.MultiModal) > 0
-	switch backend {
-	case "openai-embeddings-clip":
-		if hasMedia {
+	if !b.chatInput {
+		body.Set("input", text)
+		return nil
+	}
+	if len(req.MultiModal) > 0 {
+		switch b.mediaText {
+		case blankText:
 			text = pyString("")
-		}
-	case "openai-embeddings-vlm2vec":
-		mediaFirst = true
-		if hasMedia {
+		case vlm2vecText:
 			if idx, ok := trailingIndex(req.RequestID); !ok || idx%2 == 0 {
 				text = pyString("Represent the given image.")
 			} else {
@@ -255,7 +313,7 @@ func setEmbeddingsInput(body *JSONObject, backend string, req *datasets.Request)
 			}
 		}
 	}
-	messages, err := chatMessages(req, text, mediaFirst)
+	messages, err := chatMessages(req, text, b.mediaText == vlm2vecText)
 	if err != nil {
 		return err
 	}
@@ -266,9 +324,9 @@ func setEmbeddingsInput(body *JSONObject, backend string, req *datasets.Request)
 // setInfinityInput is the Infinity server's body: the prompt as "input",
 // or, for an empty prompt (clip blanks it when media is attached), the one
 // media item's URL with its modality ("image_url" → "image").
-func setInfinityInput(body *JSONObject, backend string, req *datasets.Request) error {
-	hasMedia := len(req.MultiModal) > 0
-	blank := backend == "infinity-embeddings-clip" && hasMedia
+func setInfinityInput(body *JSONObject, b *backend, req *datasets.Request) error {
+	backend := b.name
+	blank := b.mediaText == blankText && len(req.MultiModal) > 0
 	if !blank && (req.Prompt != "" || len(req.PromptList) > 0 || len(req.PromptIDs) > 0) {
 		prompt, err := promptValue(req)
 		if err != nil {
@@ -374,7 +432,7 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 // case-sensitively as Python's dict keys do), then x-request-id when the
 // request has an id.
 func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []Header) ([]Header, error) {
-	api, err := lookupBackend(backend)
+	b, err := lookupBackend(backend)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +446,7 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 		}
 		hs = append(hs, Header{k, v})
 	}
-	if api.contentType {
+	if b.api.contentType {
 		set("Content-Type", "application/json")
 	}
 	if apiKey != "" {
@@ -409,10 +467,11 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 // default; otherwise _get_num_input_sequences, the prompt list's length,
 // else 1.
 func NumInputSequences(backend string, req *datasets.Request) int {
-	switch backend {
-	case "vllm-rerank":
+	b := backendOf(backend)
+	switch {
+	case b.api.kind == rerankKind:
 		return len(req.PromptList) - 1
-	case "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec":
+	case b.chatInput:
 		return 1
 	}
 	if len(req.PromptList) > 0 {
@@ -431,11 +490,11 @@ type poolingUsage = shard.PoolingUsage
 // the JSON body). vllm-rerank posts no extra body, and the streaming
 // backends have no pooling answer.
 func PoolingUsage(backend string, req *datasets.Request, p BodyParams) (shard.PoolingUsage, error) {
-	api, err := lookupBackend(backend)
+	b, err := lookupBackend(backend)
 	if err != nil {
 		return shard.UsageInBody, err
 	}
-	switch api.kind {
+	switch b.api.kind {
 	case embeddingsKind, infinityKind, poolingKind:
 	default:
 		return shard.UsageInBody, nil

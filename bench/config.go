@@ -117,18 +117,6 @@ const TemperatureWarning = "WARNING: vllm bench serve no longer sets temperature
 	"The default will be determined on the server side and can be model/API specific. " +
 	"For the old behavior, include --temperature=0."
 
-// OpenAICompatibleBackends are the backends that accept sampling
-// parameters and ignore_eos (Python's OPENAI_COMPATIBLE_BACKENDS).
-var OpenAICompatibleBackends = []string{"vllm", "openai", "openai-chat"}
-
-// PoolingBackends are the backends measured as pooling tasks (Python's
-// POOLING_BACKENDS).
-var PoolingBackends = []string{
-	"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
-	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
-	"vllm-pooling", "vllm-rerank",
-}
-
 // Given reports whether the option --long appeared on the command line.
 func (c *Config) Given(long string) bool { return c.given[long] }
 
@@ -433,20 +421,23 @@ func pyStrip(s string) string { return strings.TrimFunc(s, pyfmt.IsSpace) }
 // ignore_eos, and --self-timed is resolved.
 func (c *Config) rewriteDataset() error {
 	d := datasets.Lookup(c.DatasetName)
+	if d == nil {
+		return usageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
+	}
 	if d.Synthetic && c.Given("dataset-path") {
 		return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
 			"Please specify the appropriate --dataset-name (e.g., "+
 			"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
 	}
 	c.Flags.Flags.CopyLengths(c.InputLen, c.OutputLen)
-	if d.ExactOutputLen && contains(OpenAICompatibleBackends, c.Backend) {
+	if d.ExactOutputLen && backendOf(c.Backend).openAICompatible {
 		c.IgnoreEOS = true
 	}
 	selfTimedGiven := c.SelfTimedOn || c.SelfTimedOff
-	if c.DatasetName == "timed_trace" {
-		if c.Backend != "vllm" && c.Backend != "openai" {
-			return valueErrorf("timed_trace dataset passes pre-tokenized prompts (list[int])" +
-				" and requires a completions backend ('vllm' or 'openai').")
+	if d.SelfTimed {
+		if backendOf(c.Backend).api.kind != completionsKind {
+			return valueErrorf("%s dataset passes pre-tokenized prompts (list[int])"+
+				" and requires a completions backend ('vllm' or 'openai').", d.Name)
 		}
 		c.IgnoreEOS = true
 		c.SelfTimed = !c.SelfTimedOff
@@ -463,7 +454,7 @@ func (c *Config) rewriteDataset() error {
 // --extra-body over them.
 func (c *Config) buildRequestExtras() error {
 	c.TaskType = Generation
-	if contains(PoolingBackends, c.Backend) {
+	if backendOf(c.Backend).pooling {
 		c.TaskType = Pooling
 	}
 	if c.TaskType == Generation {
@@ -481,7 +472,7 @@ func (c *Config) buildRequestExtras() error {
 		floatParam("frequency_penalty", c.FrequencyPenalty)
 		floatParam("presence_penalty", c.PresencePenalty)
 		floatParam("repetition_penalty", c.RepetitionPenalty)
-		if len(c.SamplingParams) > 0 && !contains(OpenAICompatibleBackends, c.Backend) {
+		if len(c.SamplingParams) > 0 && !backendOf(c.Backend).openAICompatible {
 			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		c.WarnDefaultTemperature = c.Temperature == nil

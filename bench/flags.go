@@ -31,7 +31,7 @@ type Flags struct {
 	EnableMultimodalChat  bool     `long:"enable-multimodal-chat" description:"Send the prompt and its media as one chat message."`
 	DisableShuffle        bool     `long:"disable-shuffle" description:"Keep the dataset's order instead of shuffling it."`
 	Label                 *string  `long:"label" description:"Label of the result and prefix of its file name (default: the backend)."`
-	Backend               string   `long:"backend" default:"openai" choice:"vllm" choice:"openai" choice:"openai-chat" choice:"openai-audio" choice:"openai-embeddings" choice:"openai-embeddings-chat" choice:"openai-embeddings-clip" choice:"openai-embeddings-vlm2vec" choice:"infinity-embeddings" choice:"infinity-embeddings-clip" choice:"vllm-pooling" choice:"vllm-rerank" description:"Request protocol."`
+	Backend               string   `long:"backend" default:"openai" description:"Request protocol."`
 	BaseURL               string   `long:"base-url" description:"Server base URL; replaces --host and --port."`
 	Host                  string   `long:"host" default:"127.0.0.1" description:"Server host (IPv6 literals are bracketed)."`
 	Port                  int      `long:"port" default:"8000" description:"Server port when --base-url is not given."`
@@ -173,5 +173,6 @@ func newFlagParser(f *Flags) *flags.Parser {
 		panic(fmt.Sprintf("flag table: %v", err))
 	}
 	p.FindOptionByLongName("dataset-name").Choices = datasets.Names()
+	p.FindOptionByLongName("backend").Choices = backendNames()
 	return p
 }

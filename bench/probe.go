@@ -67,9 +67,9 @@ func (r *run) newProbeLoop() (*probeLoop, error) {
 	if !(rate > 0) {
 		return nil, nil
 	}
-	if c.Backend == "vllm-rerank" {
-		return nil, usageErrorf("--probe-request-rate is not supported with --backend vllm-rerank: " +
-			"the probe prompt \"Hi\" is not a query with documents")
+	if backendOf(c.Backend).api.kind == rerankKind {
+		return nil, usageErrorf("--probe-request-rate is not supported with --backend %s: "+
+			"the probe prompt \"Hi\" is not a query with documents", c.Backend)
 	}
 	probe := r.requests[0]
 	probe.RequestID = ""

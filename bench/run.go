@@ -21,7 +21,6 @@ import (
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
 	"github.com/stampede-bench/stampede/metrics/pyfmt"
-	"github.com/stampede-bench/stampede/sse"
 )
 
 // Run is one `vllm bench serve` run, in Python's order (spec §c): model
@@ -241,7 +240,8 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	r.requests, err = d.Sample(&datasets.Env{
 		Tokenizer: tok, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
 		Globals: r.globals, Seed: int64(c.Seed), NumPrompts: c.NumPrompts,
-		RequestIDPrefix: c.RequestIDPrefix, Backend: c.Backend, Logf: logf,
+		RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
+		Backend: c.Backend, ChatBackend: backendOf(c.Backend).api.kind == chatKind,
 		Path: c.DatasetPath, DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
 		SkipChatTemplate: c.SkipChatTemplate, EnableMultimodalChat: c.EnableMultimodalChat,
 		Flags: &c.Flags.Flags,
@@ -336,7 +336,7 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 	contentType := "application/json"
 	var body []byte
 	var err error
-	if r.cfg.Backend == "openai-audio" {
+	if backendOf(r.cfg.Backend).multipart {
 		contentType, body, err = BuildAudioRequest(req, req.Audio, p, NewAudioBoundary())
 	} else {
 		body, err = BuildRequestBody(r.cfg.Backend, req, p)
@@ -370,7 +370,7 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 	c := r.cfg
 	ec := engine.Config{
 		Network: r.target.network, Address: r.target.address, TLS: r.target.tls,
-		Kind:      sse.Completions,
+		Kind:      backendOf(c.Backend).stream,
 		Streaming: c.TaskType == Generation,
 		Requests:  reqs,
 		// Test and warm-up requests all go at once.
@@ -384,12 +384,6 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 		KernelTimestamps: !c.NoKernelTimestamps,
 		MaxResponseBytes: int64(c.MaxResponseBytes),
 		MaxBufferedBytes: int64(c.MaxBufferedBytes),
-	}
-	switch c.Backend {
-	case "openai-chat":
-		ec.Kind = sse.Chat
-	case "openai-audio":
-		ec.Kind = sse.Audio
 	}
 	if c.MaxConcurrency != nil {
 		ec.MaxConcurrency = *c.MaxConcurrency
@@ -704,7 +698,7 @@ func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOpt
 		ClientQueue: c.MaxConcurrency != nil,
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
-	if c.Backend == "openai-audio" {
+	if backendOf(c.Backend).multipart {
 		o.InputAudioSeconds = make([]float64, len(results))
 		for i, rr := range results {
 			if audio := r.requests[rr.Index].Audio; audio != nil {

@@ -11,16 +11,8 @@ import (
 // with a usage error naming the flag and value, instead of measuring
 // something other than what Python would.
 
-// builtBackends are the --backend values stampede sends requests for.
-var builtBackends = []string{
-	"vllm", "openai", "openai-chat", "openai-audio",
-	"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
-	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
-	"vllm-pooling", "vllm-rerank",
-}
-
 // BackendBuilt reports whether stampede implements --backend name.
-func BackendBuilt(name string) bool { return contains(builtBackends, name) }
+func BackendBuilt(name string) bool { return findBackend(name) != nil }
 
 // DatasetBuilt reports whether stampede implements --dataset-name name.
 func DatasetBuilt(name string) bool {

@@ -14,6 +14,10 @@ type Dataset struct {
 	// AlignWithServer re-tokenizes the sampled prompts with the server's
 	// /tokenize after sampling (AlignWithServer).
 	AlignWithServer bool
+	// SelfTimed datasets are traces: prompts are token-id lists (so they
+	// need a completions backend) with their own send times, used unless
+	// --no-self-timed, and their output lengths are exact (ignore_eos).
+	SelfTimed bool
 	// Sample draws the requests; nil when stampede does not build the
 	// dataset yet (its flags still parse).
 	Sample func(env *Env) ([]Request, error)
@@ -82,6 +86,9 @@ type Env struct {
 	RequestIDPrefix string
 	// Backend is --backend, for the datasets whose Python code reads it.
 	Backend string
+	// ChatBackend is set when the backend posts the Chat Completions API,
+	// whose server applies the chat template itself.
+	ChatBackend bool
 	// Logf writes one log line (no trailing newline needed).
 	Logf func(format string, args ...any)
 

@@ -150,9 +150,9 @@ var sonnetDataset = &Dataset{
 		return SampleSonnet(env.Tokenizer, SonnetOptions{
 			Path: env.Path, NumPrompts: env.NumPrompts, InputLen: f.SonnetInputLen,
 			OutputLen: f.SonnetOutputLen, PrefixLen: f.SonnetPrefixLen, ChatTemplate: env.ChatTemplate,
-			// Python sends the chat backend the raw prompt and frames it
-			// with the template for every other backend.
-			SendFormatted: env.Backend != "openai-chat", RequestIDPrefix: env.RequestIDPrefix,
+			// The chat backend gets the raw prompt (its server applies the
+			// template); every other backend the framed one.
+			SendFormatted: !env.ChatBackend, RequestIDPrefix: env.RequestIDPrefix,
 			Seed: env.Seed, Globals: env.Globals,
 		})
 	},

@@ -95,6 +95,7 @@ func SampleSpeedBench(tok Tokenizer, o SpeedBenchOptions) ([]Request, error) {
 
 // SpeedBenchFlags are the speed_bench dataset's options.
 type SpeedBenchFlags struct {
+	//lint:ignore SA5008 the flag layer (go-flags) reads one choice tag per value
 	SpeedBenchDatasetSubset string `long:"speed-bench-dataset-subset" default:"qualitative" choice:"qualitative" choice:"throughput_1k" choice:"throughput_2k" choice:"throughput_8k" choice:"throughput_16k" choice:"throughput_32k" description:"File <subset>.jsonl of the --dataset-path directory."`
 	SpeedBenchOutputLen     int    `long:"speed-bench-output-len" default:"4096" description:"Output tokens per request."`
 	SpeedBenchCategory      string `long:"speed-bench-category" description:"Only prompts of this category."`

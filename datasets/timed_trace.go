@@ -409,7 +409,8 @@ type TimedTraceFlags struct {
 }
 
 var timedTraceDataset = &Dataset{
-	Name: "timed_trace",
+	Name:      "timed_trace",
+	SelfTimed: true,
 	Sample: func(env *Env) ([]Request, error) {
 		f := &env.Flags.TimedTraceFlags
 		o := DefaultTimedTraceOptions()

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// TestBackendTable checks the backend rows against Python's own lists
+// (vllm/benchmarks/lib/endpoint_request_func.py and serve.py): the choices
+// in order, POOLING_BACKENDS, OPENAI_COMPATIBLE_BACKENDS, and the stream
+// formats of the generation backends.
+func TestBackendTable(t *testing.T) {
+	wantChoices := []string{"vllm", "openai", "openai-chat", "openai-audio",
+		"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
+		"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
+		"vllm-pooling", "vllm-rerank"}
+	if got := backendNames(); !slices.Equal(got, wantChoices) {
+		t.Errorf("backend choices = %q, want %q", got, wantChoices)
+	}
+	if got := newFlagParser(&Flags{}).FindOptionByLongName("backend").Choices; !slices.Equal(got, wantChoices) {
+		t.Errorf("--backend choices = %q, want %q", got, wantChoices)
+	}
+	pooling := wantChoices[4:]
+	openAI := []string{"vllm", "openai", "openai-chat"}
+	streams := map[string]sse.Kind{"vllm": sse.Completions, "openai": sse.Completions, "openai-chat": sse.Chat, "openai-audio": sse.Audio}
+	for _, name := range wantChoices {
+		b := findBackend(name)
+		if b.pooling != slices.Contains(pooling, name) {
+			t.Errorf("%s: pooling = %v", name, b.pooling)
+		}
+		if b.openAICompatible != slices.Contains(openAI, name) {
+			t.Errorf("%s: openAICompatible = %v", name, b.openAICompatible)
+		}
+		if k, ok := streams[name]; ok && b.stream != k {
+			t.Errorf("%s: stream kind %v, want %v", name, b.stream, k)
+		}
+		if b.multipart != (name == "openai-audio") {
+			t.Errorf("%s: multipart = %v", name, b.multipart)
+		}
+	}
+	if findBackend("tgi") != nil || BackendBuilt("tgi") {
+		t.Error("an unknown backend has a row")
+	}
+}
