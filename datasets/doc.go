@@ -1,10 +1,13 @@
 // Package datasets builds the benchmark's requests from every
 // --dataset-name source (spec §g). Tokenizers live in datasets/tokenizer.
 //
-// Each dataset is one function, Sample<Name>(tok, options) ([]Request,
-// error), that reproduces Python's <Name>Dataset.sample for the same seed
-// and tokenizer: the same prompts in the same order, the same lengths and
-// ids. The random draws go through package pyrand, which ports CPython's
+// Each dataset is one file that declares a *Dataset (its --dataset-name,
+// what the run must do around it, and Sample(env)) and the struct of its
+// option group; Registry lists the datasets and Flags the option groups,
+// which the command line fills. Sample calls the file's
+// Sample<Name>(tok, options), which reproduces Python's
+// <Name>Dataset.sample for the same seed and tokenizer: the same prompts in
+// the same order, the same lengths and ids. The random draws go through package pyrand, which ports CPython's
 // random and numpy's generators bit for bit; the process-wide generators
 // Python shares between datasets and the scheduler are passed explicitly
 // as PythonGlobals.
