@@ -14,6 +14,9 @@ import (
 // destination, named after Python's dest in Go case, grouped as argparse
 // groups them. go-flags reads the tags for the help text, the defaults and
 // the choices; argv.go applies Python's command-line rules in front of it.
+// The dataset option groups are declared by the datasets (datasets.Flags),
+// and the --dataset-name and --backend choices come from their registries
+// (datasets.Registry, backends).
 //
 // A pointer field is nil when Python's value would be None. A string field
 // whose Python default is None is "" when not given.
