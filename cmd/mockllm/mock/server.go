@@ -34,6 +34,7 @@ type Server struct {
 	loops   map[gnet.EventLoop]*loopState
 
 	stats     counters
+	load      loadMetrics
 	genSeq    atomic.Uint64 // generation requests, for every=N faults
 	schedSeq  atomic.Uint64 // scheduled requests, for the truth log
 	closeOnce sync.Once
@@ -117,6 +118,7 @@ func Start(cfg Config) (*Server, error) {
 		boot:   make(chan gnet.Engine, 1),
 		loops:  make(map[gnet.EventLoop]*loopState),
 	}
+	s.load.init()
 	s.created = time.Now().Unix()
 	var err error
 	if s.model, err = appendJSONString(nil, cfg.Model); err != nil {

@@ -58,6 +58,7 @@ type stream struct {
 	stallNs      int64 // decode-step mode: no token before this time
 	stalled      bool  // the stall fault has been applied
 	lastSentNs   int64
+	kvHeld       int64 // tokens it holds in the modelled KV cache
 }
 
 // word returns the generated text of token k.

@@ -246,6 +246,7 @@ func (w *writer) jitterNs(key, i uint64) int64 {
 func (w *writer) startPerStream(st *stream, startNs int64) {
 	w.s.stats.waiting.Add(-1)
 	w.s.stats.running.Add(1)
+	w.s.load.admitted(st, startNs)
 	w.active++
 	st.readyNs = startNs + w.prefillNs(st)
 	st.dueNs = st.readyNs
@@ -337,6 +338,7 @@ func (w *writer) step(stepNs int64) {
 		st := w.waiting.pop()
 		w.s.stats.waiting.Add(-1)
 		w.s.stats.running.Add(1)
+		w.s.load.admitted(st, stepNs)
 		st.admitStepNs = stepNs
 		st.readyNs = stepNs + w.prefillNs(st)
 		w.running = append(w.running, st)
@@ -427,11 +429,13 @@ func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
 		return true
 	}
 	w.s.stats.tokens.Add(uint64(len(st.promptTokens)))
+	w.s.load.generated(st, len(st.promptTokens))
 	if st.streaming {
 		w.record(st, k, sentNs, intendedNs)
 	} else {
 		// The whole response goes out at once; it counts as event 0.
 		w.s.stats.tokens.Add(uint64(len(st.promptTokens) * (st.outTokens - 1)))
+		w.s.load.generated(st, len(st.promptTokens)*(st.outTokens-1))
 		w.record(st, 0, sentNs, intendedNs)
 	}
 	st.next++
@@ -446,6 +450,11 @@ func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
 		since = sentNs - st.arrivalNs
 	}
 	w.timing.token(sentNs-intendedNs, since, k == 0)
+	if k == 0 {
+		w.s.load.ttft.observe(since)
+	} else {
+		w.s.load.itl.observe(since)
+	}
 	st.lastSentNs = sentNs
 }
 
@@ -454,6 +463,7 @@ func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
 func (w *writer) finish(st *stream) {
 	w.s.stats.running.Add(-1)
 	w.s.stats.finished.Add(1)
+	w.s.load.finished(st, w.clock.nowNs())
 	st.conn.endResponse(st.closeAfter)
 	st.conn = nil
 	if w.cfg.Mode == PerStream {
