@@ -28,6 +28,7 @@ const (
 	nargsOne                     // the default: exactly one
 	nargsZeroOrMore              // "*"
 	nargsOneOrMore               // "+"
+	nargsZeroOrOne               // "?": the value is optional
 )
 
 // action is one argparse action: an option with all its spellings.
@@ -184,6 +185,8 @@ func newAction(o *flags.Option) *action {
 		case "+":
 			a.nargs = nargsOneOrMore
 		}
+	case field.Tag.Get("nargs") == "?":
+		a.typeName, a.nargs = "str", nargsZeroOrOne
 	case typ.Kind() == reflect.Int:
 		a.typeName, a.convert = "int", func(s string) (string, error) {
 			v, err := parsePyInt(s)
@@ -315,7 +318,7 @@ func takeValues(m *optionMatch, args []string, next int, isValue func(int) bool)
 	for a.nargs != nargsNone && isValue(next) {
 		raw = append(raw, args[next])
 		next++
-		if a.nargs == nargsOne {
+		if a.nargs == nargsOne || a.nargs == nargsZeroOrOne {
 			break
 		}
 	}
@@ -373,6 +376,10 @@ func (as *assignment) store() error {
 	f := as.flag()
 	if as.action.nargs == nargsNone {
 		return f.Set(nil)
+	}
+	if as.action.nargs == nargsZeroOrOne && len(as.values) == 0 {
+		// argparse's const: the option given without its value.
+		return f.Set(&f.OptionalValue[0])
 	}
 	for i := range as.values {
 		if err := f.Set(&as.values[i]); err != nil {

@@ -301,7 +301,7 @@ func (c *Config) validateLimits() error {
 			return &UsageError{Msg: fmt.Sprintf("argument %s: invalid value %d: want a number of bytes, or 0 for no limit", l.flag, l.v)}
 		}
 	}
-	return nil
+	return c.validateReportFlags()
 }
 
 func (c *Config) validateRampUp() error {

@@ -153,6 +153,8 @@ func helpInvocation(o *flags.Option) string {
 		metavar = "{" + strings.Join(o.Choices, ",") + "}"
 	}
 	switch o.Field().Tag.Get("nargs") {
+	case "?":
+		return names + " [" + metavar + "]"
 	case "*":
 		return names + " [" + metavar + " ...]"
 	case "+":

@@ -90,6 +90,9 @@ type run struct {
 	// request sent (ready check, warm-up or main run), after the lines
 	// printed up to there; stampede reports it at the same point.
 	endpointErr error
+
+	// serverMetrics is what --server-metrics scraped; nil without it.
+	serverMetrics *ServerMetrics
 }
 
 // target is where benchmark requests go, split for the engine.
@@ -553,7 +556,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline
+	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline || c.Report != ""
 	// Python re-tokenizes the text of a request whose usage gave no output
 	// token count; kept only for those, it is counted after the run, off
 	// the shards' threads (metrics.Compute's CountTokens).
@@ -570,8 +573,10 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := checkArrivals(c); err != nil {
 		return err
 	}
+	scraper := r.startServerMetrics(ctx)
 	runner, err := engine.Start(ctx, ec)
 	if err != nil {
+		scraper.abort()
 		return err
 	}
 	probes.start(ctx)
@@ -590,6 +595,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	afterCtx, cancelAfter := afterRunContext(ctx)
 	defer cancelAfter()
+	r.serverMetrics = scraper.finish(afterCtx, res)
 
 	if after, ok := scrapeServerMetrics(afterCtx, r.control, c.BaseURL+"/metrics", c.Headers); ok && beforeOK {
 		if sd := metrics.SpecDecodeDelta(before.spec, after.spec); sd != nil {
@@ -616,6 +622,8 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
 		return err
 	}
+	r.compareServerMetrics(summary)
+	WriteServerVsClient(r.stdout, r.serverMetrics)
 	writeHealth(r.stderr, res)
 	writeServerMessages(r.stderr, &res.Data.ServerMessages)
 
@@ -625,7 +633,10 @@ func (r *run) benchmark(ctx context.Context) error {
 			fmt.Fprintln(r.stdout, "Profiler stopped")
 		}
 	}
-	return r.save(summary, &res.Data, params)
+	if err := r.save(summary, &res.Data, params); err != nil {
+		return err
+	}
+	return r.writeReport(summary, res, params)
 }
 
 // checkArrivals makes the assertions Python's get_request makes when the
@@ -763,6 +774,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		if err := r.savePyTorch(name, res); err != nil {
 			return err
 		}
+		r.saveServerMetrics(name)
 	}
 	r.plotTimeline(name, s, d)
 	return nil

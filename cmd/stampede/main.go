@@ -5,6 +5,7 @@
 //	stampede serve [options]
 //	stampede [options]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
+//	stampede report RESULT.json... -o FILE.html
 package main
 
 import (
@@ -22,6 +23,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tokenize" {
 		os.Exit(runTokenize(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		os.Exit(runReport(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

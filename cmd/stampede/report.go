@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench"
+)
+
+const reportUsage = `usage: stampede report RESULT.json [RESULT.json ...] -o FILE.html [--title TITLE]
+
+Writes one self-contained HTML report from saved results (--save-result,
+with --save-detailed for the distributions and the timeline) and the
+sidecars beside them (RESULT.stampede.json: server metrics, health, TTFT
+breakdown). Several results are compared: their CDFs are overlaid.
+`
+
+// runReport is `stampede report`: it returns the exit status.
+func runReport(args []string, stdout, stderr io.Writer) int {
+	var files []string
+	out, title := "", ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		value := func(name string) (string, bool) {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v, true
+			}
+			if a == name {
+				if i+1 >= len(args) {
+					return "", false
+				}
+				i++
+				return args[i], true
+			}
+			return "", false
+		}
+		switch {
+		case a == "-h" || a == "--help":
+			fmt.Fprint(stdout, reportUsage)
+			return exitOK
+		case a == "-o" || strings.HasPrefix(a, "-o=") || a == "--output" || strings.HasPrefix(a, "--output="):
+			name := "-o"
+			if strings.HasPrefix(a, "--output") {
+				name = "--output"
+			}
+			v, ok := value(name)
+			if !ok {
+				return reportUsageError(stderr, "argument -o/--output: expected one argument")
+			}
+			out = v
+		case a == "--title" || strings.HasPrefix(a, "--title="):
+			v, ok := value("--title")
+			if !ok {
+				return reportUsageError(stderr, "argument --title: expected one argument")
+			}
+			title = v
+		case strings.HasPrefix(a, "-") && a != "-":
+			return reportUsageError(stderr, "unrecognized arguments: "+a)
+		default:
+			files = append(files, a)
+		}
+	}
+	if len(files) == 0 {
+		return reportUsageError(stderr, "the following arguments are required: RESULT.json")
+	}
+	if out == "" {
+		return reportUsageError(stderr, "the following arguments are required: -o/--output FILE.html")
+	}
+	var runs []*bench.ReportRun
+	for _, f := range files {
+		rs, err := bench.LoadReportRuns(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s report: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
+			return exitError
+		}
+		runs = append(runs, rs...)
+	}
+	w, err := os.Create(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		return exitError
+	}
+	if err := bench.WriteReport(w, runs, bench.ReportOptions{Title: title, Generated: time.Now()}); err != nil {
+		w.Close()
+		os.Remove(out)
+		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		return exitError
+	}
+	if err := w.Close(); err != nil {
+		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "Report saved to: %s\n", out)
+	return exitOK
+}
+
+func reportUsageError(w io.Writer, msg string) int {
+	fmt.Fprintf(w, "usage: stampede report RESULT.json [RESULT.json ...] -o FILE.html [--title TITLE]\nstampede report: error: %s\n", msg)
+	return exitUsage
+}
