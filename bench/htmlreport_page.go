@@ -76,10 +76,10 @@ func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
 	for _, r := range runs {
 		writeServerVsClientTable(&b, r, len(runs) > 1)
 	}
-	writeDistributions(&b, runs, reqs)
 	for i, r := range runs {
 		writeOverTime(&b, r, reqs[i], i, len(runs) > 1)
 	}
+	writeDistributions(&b, runs, reqs)
 	for _, r := range runs {
 		writeBreakdown(&b, r, len(runs) > 1)
 		writeHealthTable(&b, r, len(runs) > 1)
@@ -100,6 +100,10 @@ func section(b *strings.Builder, id, title string) {
 
 func writeSummaryTable(b *strings.Builder, runs []*ReportRun) {
 	section(b, "summary", "Summary")
+	if len(runs) == 1 {
+		writeSingleSummary(b, runs[0])
+		return
+	}
 	var labels []string
 	values := make([]map[string]string, len(runs))
 	for i, r := range runs {
@@ -124,6 +128,51 @@ func writeSummaryTable(b *strings.Builder, runs []*ReportRun) {
 		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</tbody></table>\n")
+}
+
+// writeSingleSummary lays one run's block out as two tables: the counts
+// and throughputs, and the latencies as a metric × statistic matrix.
+func writeSingleSummary(b *strings.Builder, r *ReportRun) {
+	b.WriteString(`<div class="row"><table class="summary"><tbody>`)
+	var latency [][2]string
+	for _, row := range r.summaryRows() {
+		if strings.HasSuffix(row[0], "(ms)") {
+			latency = append(latency, row)
+			continue
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>\n", html.EscapeString(row[0]), html.EscapeString(row[1]))
+	}
+	b.WriteString("</tbody></table>\n")
+	// Rows "Mean TTFT (ms)", "P99 TTFT (ms)": the statistic, then the metric.
+	var stats, metricsOrder []string
+	cell := map[[2]string]string{}
+	for _, row := range latency {
+		stat, rest, _ := strings.Cut(row[0], " ")
+		metric := strings.TrimSuffix(rest, " (ms)")
+		if !slices.Contains(stats, stat) {
+			stats = append(stats, stat)
+		}
+		if !slices.Contains(metricsOrder, metric) {
+			metricsOrder = append(metricsOrder, metric)
+		}
+		cell[[2]string{metric, stat}] = row[1]
+	}
+	if len(metricsOrder) > 0 {
+		b.WriteString(`<table class="summary"><thead><tr><th>ms</th>`)
+		for _, st := range stats {
+			fmt.Fprintf(b, "<th class=\"num\">%s</th>", html.EscapeString(st))
+		}
+		b.WriteString("</tr></thead><tbody>\n")
+		for _, m := range metricsOrder {
+			fmt.Fprintf(b, "<tr><td>%s</td>", html.EscapeString(m))
+			for _, st := range stats {
+				fmt.Fprintf(b, "<td class=\"num\">%s</td>", html.EscapeString(cell[[2]string{m, st}]))
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</tbody></table>")
+	}
+	b.WriteString("</div>\n")
 }
 
 func shortName(name string) string {
@@ -154,17 +203,18 @@ func writeServerVsClientTable(b *strings.Builder, r *ReportRun, many bool) {
 		fmt.Fprintf(b, "<p class=\"meta\">%s has no TTFT, ITL or E2E histogram to compare with.</p>\n", html.EscapeString(s.URL))
 		return
 	}
-	b.WriteString(`<table class="summary"><thead><tr><th>Percentile</th><th>Server (ms)</th><th>Client (ms)</th><th>Client − server (ms)</th><th>Server histogram</th></tr></thead><tbody>` + "\n")
+	b.WriteString(`<table class="summary"><thead><tr><th>Percentile</th><th>Server (ms)</th><th>Client (ms)</th><th>Client − server (ms)</th><th>Server's bucket (ms)</th><th>Server histogram</th></tr></thead><tbody>` + "\n")
 	for _, row := range s.VsClient {
-		fmt.Fprintf(b, "<tr><td>P%s %s</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td><code>%s</code></td></tr>\n",
-			trimFloat(row.P), strings.ToUpper(row.Metric), row.ServerMs, row.ClientMs, row.DiffMs, html.EscapeString(row.Histogram))
+		fmt.Fprintf(b, "<tr><td>P%s %s</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%s – %s</td><td><code>%s</code></td></tr>\n",
+			trimFloat(row.P), strings.ToUpper(row.Metric), row.ServerMs, row.ClientMs, row.DiffMs,
+			trimFloat(row.BucketLoMs), trimFloat(row.BucketHiMs), html.EscapeString(row.Histogram))
 	}
 	b.WriteString("</tbody></table>\n")
 	win := ""
 	if s.Window != nil {
 		win = fmt.Sprintf(" over %.1f s", s.Window.ToS-s.Window.FromS)
 	}
-	fmt.Fprintf(b, "<p class=\"meta\">Server percentiles are interpolated in its histogram's growth%s (%d scrapes of %s every %gs); the bucket bounds limit their precision. The difference is the network and the client.</p>\n",
+	fmt.Fprintf(b, "<p class=\"meta\">Server percentiles are interpolated in its histogram's growth%s (%d scrapes of %s every %gs); each is only known to lie in its bucket, so a difference smaller than the bucket says nothing. The difference is the network and the client.</p>\n",
 		win, s.Scrapes, html.EscapeString(s.URL), s.IntervalSec)
 }
 
@@ -637,6 +687,8 @@ h2 { font-size: 15px; font-weight: 600; margin: 22px 0 8px; border-bottom: 1px s
 table.summary { border-collapse: collapse; margin: 4px 0 8px; }
 table.summary th, table.summary td { padding: 2px 12px 2px 4px; border-bottom: 1px solid #eee; text-align: left; }
 table.summary td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.row { display: flex; flex-wrap: wrap; gap: 8px 40px; align-items: flex-start; }
+table.summary th.num { text-align: right; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 6px 12px; }
 .stack figure { margin: 0 0 4px; }
 figure.chart { margin: 0; }

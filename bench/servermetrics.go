@@ -111,8 +111,12 @@ type ServerClientRow struct {
 	P         float64 `json:"p"`
 	Histogram string  `json:"histogram"`
 	ServerMs  float64 `json:"server_ms"`
-	ClientMs  float64 `json:"client_ms"`
-	DiffMs    float64 `json:"diff_ms"`
+	// BucketLoMs and BucketHiMs bound the histogram bucket the server's
+	// figure was interpolated in: the figure is only known to lie there.
+	BucketLoMs float64 `json:"bucket_lo_ms"`
+	BucketHiMs float64 `json:"bucket_hi_ms"`
+	ClientMs   float64 `json:"client_ms"`
+	DiffMs     float64 `json:"diff_ms"`
 }
 
 // JSONFloat is a float that encodes ±Inf and NaN as null.
@@ -481,6 +485,23 @@ func histogramQuantile(q float64, bounds []float64, cum []float64) float64 {
 	return lo + (bounds[i]-lo)*(rank-below)/inBucket
 }
 
+// bucketOf is the bounds of the bucket histogramQuantile interpolates q
+// in (the highest finite bound twice for the +Inf bucket).
+func bucketOf(q float64, bounds, cum []float64) (lo, hi float64) {
+	n := len(cum)
+	i := min(sort.SearchFloat64s(cum, q*cum[n-1]), n-1)
+	if math.IsInf(bounds[i], 1) {
+		if n >= 2 {
+			return bounds[n-2], bounds[n-2]
+		}
+		return math.NaN(), math.NaN()
+	}
+	if i > 0 {
+		lo = bounds[i-1]
+	}
+	return lo, bounds[i]
+}
+
 // mergedDelta sums the window deltas of every label set of the first of
 // names the server has (label sets whose bounds differ from the first's
 // are left out).
@@ -542,8 +563,9 @@ func (m *ServerMetrics) compareWithClient(client []clientPercentiles) {
 			if math.IsNaN(server) {
 				continue
 			}
+			lo, hi := bucketOf(p/100, bounds, cum)
 			m.VsClient = append(m.VsClient, ServerClientRow{Metric: c.metric, P: p, Histogram: name,
-				ServerMs: server, ClientMs: c.ms[i], DiffMs: c.ms[i] - server})
+				ServerMs: server, BucketLoMs: lo * 1000, BucketHiMs: hi * 1000, ClientMs: c.ms[i], DiffMs: c.ms[i] - server})
 		}
 	}
 }
@@ -562,9 +584,10 @@ func WriteServerVsClient(w io.Writer, m *ServerMetrics) {
 		return
 	}
 	fmt.Fprintf(w, "%s\n", centerTitle(" Server vs client ", 50, '='))
-	fmt.Fprintf(w, "%-14s %11s %11s %11s\n", "Percentile", "Server (ms)", "Client (ms)", "Diff (ms)")
+	fmt.Fprintf(w, "%-10s %11s %11s %11s  %s\n", "Percentile", "Server (ms)", "Client (ms)", "Diff (ms)", "Server bucket (ms)")
 	for _, r := range m.VsClient {
-		fmt.Fprintf(w, "%-14s %11.2f %11.2f %11.2f\n", fmt.Sprintf("P%s %s", trimFloat(r.P), strings.ToUpper(r.Metric)), r.ServerMs, r.ClientMs, r.DiffMs)
+		fmt.Fprintf(w, "%-10s %11.2f %11.2f %11.2f  %s–%s\n", fmt.Sprintf("P%s %s", trimFloat(r.P), strings.ToUpper(r.Metric)),
+			r.ServerMs, r.ClientMs, r.DiffMs, trimFloat(r.BucketLoMs), trimFloat(r.BucketHiMs))
 	}
 	fmt.Fprintf(w, "Server figures: histogram deltas over %.1f s (%d scrapes of %s); bucket bounds limit their precision.\n",
 		m.Window.ToS-m.Window.FromS, m.Scrapes, m.URL)

@@ -153,7 +153,7 @@ func TestBuildServerMetrics(t *testing.T) {
 	}
 	r := m.VsClient[0]
 	// Rank 3 of 6 lies in the first bucket, which holds 4: 0.1 * 3/4.
-	if math.Abs(r.ServerMs-75) > 1e-9 || math.Abs(r.DiffMs-5) > 1e-9 {
+	if math.Abs(r.ServerMs-75) > 1e-9 || math.Abs(r.DiffMs-5) > 1e-9 || r.BucketLoMs != 0 || r.BucketHiMs != 100 {
 		t.Errorf("row %+v, want server 75 ms, diff 5 ms", r)
 	}
 	var b strings.Builder
