@@ -87,7 +87,6 @@ func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
 	if err := writeReportTimeline(&b, runs, reqs, opts); err != nil {
 		return err
 	}
-	b.WriteString(`<p class="meta">Sweeps: a <code>stampede sweep</code> result (throughput against latency, Pareto front) is not drawn yet.</p>` + "\n")
 	b.WriteString("<script>\n" + reportSelfCheck + "</script>\n</body>\n</html>\n")
 	bw := bufio.NewWriter(w)
 	bw.WriteString(b.String())
