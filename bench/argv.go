@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // This file applies the command-line rules of vLLM's FlexibleArgumentParser
@@ -182,7 +182,7 @@ func newAction(o *flags.Option) *action {
 		}
 	case typ.Kind() == reflect.Float64:
 		a.typeName, a.convert = "float", func(s string) (string, error) {
-			v, err := pyfmt.ParseFloat(s)
+			v, err := py.ParseFloat(s)
 			return strconv.FormatFloat(v, 'g', -1, 64), err
 		}
 	default:
@@ -298,7 +298,7 @@ func takeValues(m *optionMatch, args []string, next int, isValue func(int) bool)
 	a := m.action
 	if m.explicit != nil {
 		if a.nargs == nargsNone {
-			return nil, 0, argError(a, "ignored explicit argument %s", pyfmt.StrRepr(*m.explicit))
+			return nil, 0, argError(a, "ignored explicit argument %s", py.StrRepr(*m.explicit))
 		}
 		return []string{*m.explicit}, next, nil
 	}
@@ -328,16 +328,16 @@ func (a *action) check(raw []string) ([]string, error) {
 		if a.convert != nil {
 			c, err := a.convert(v)
 			if err != nil {
-				return nil, argError(a, "invalid %s value: %s", a.typeName, pyfmt.StrRepr(v))
+				return nil, argError(a, "invalid %s value: %s", a.typeName, py.StrRepr(v))
 			}
 			values[k] = c
 		}
 		if len(a.choices) > 0 && !contains(a.choices, values[k]) {
 			quoted := make([]string, len(a.choices))
 			for j, c := range a.choices {
-				quoted[j] = pyfmt.StrRepr(c)
+				quoted[j] = py.StrRepr(c)
 			}
-			return nil, argError(a, "invalid choice: %s (choose from %s)", pyfmt.StrRepr(v), strings.Join(quoted, ", "))
+			return nil, argError(a, "invalid choice: %s (choose from %s)", py.StrRepr(v), strings.Join(quoted, ", "))
 		}
 	}
 	return values, nil

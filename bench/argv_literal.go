@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // MMBucket is one entry of --random-mm-bucket-config: media items of
@@ -106,7 +106,7 @@ func (v pyLit) float() (float64, error) {
 	case litFloat:
 		return v.f, nil
 	case litStr:
-		return pyfmt.ParseFloat(v.s)
+		return py.ParseFloat(v.s)
 	}
 	return 0, errors.New("float() argument must be a string or a real number")
 }
@@ -125,9 +125,9 @@ func (v pyLit) repr() string {
 		}
 		return strconv.FormatInt(v.i, 10)
 	case litFloat:
-		return pyfmt.FloatRepr(v.f)
+		return py.FloatRepr(v.f)
 	case litStr:
-		return pyfmt.StrRepr(v.s)
+		return py.StrRepr(v.s)
 	case litTuple, litList:
 		parts := make([]string, len(v.items))
 		for i, it := range v.items {
@@ -276,7 +276,7 @@ func (p *litParser) number() (pyLit, error) {
 		}
 		return pyLit{kind: litInt, i: v}, nil
 	}
-	f, err := pyfmt.ParseFloat(text)
+	f, err := py.ParseFloat(text)
 	if err != nil || strings.ContainsAny(strings.ToLower(text), "in") {
 		return pyLit{}, p.syntaxError()
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The openai-audio request body: async_request_openai_audio posts an
@@ -180,7 +180,7 @@ func writePyRepr(b *strings.Builder, n *jsonNode) {
 	case jsonNumber:
 		b.WriteString(pyNumberStr(n.raw))
 	case jsonString:
-		b.WriteString(pyfmt.StrRepr(n.str))
+		b.WriteString(py.StrRepr(n.str))
 	case jsonArray:
 		b.WriteByte('[')
 		for i, it := range n.items {
@@ -196,7 +196,7 @@ func writePyRepr(b *strings.Builder, n *jsonNode) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pyfmt.StrRepr(m.key))
+			b.WriteString(py.StrRepr(m.key))
 			b.WriteString(": ")
 			writePyRepr(b, m.value)
 		}

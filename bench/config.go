@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Config is one `stampede serve` run: every flag (Flags, with Python's
@@ -353,7 +353,7 @@ func (c *Config) parseHeaders() error {
 }
 
 // pyStrip is Python's str.strip() with no argument.
-func pyStrip(s string) string { return strings.TrimFunc(s, pyfmt.IsSpace) }
+func pyStrip(s string) string { return strings.TrimFunc(s, py.IsSpace) }
 
 // rewriteDataset is main_async's dataset checks and flag copying: the
 // synthetic datasets refuse --dataset-path, --input-len/--output-len are
@@ -453,9 +453,9 @@ func parseFloatList(s string, strip bool) ([]float64, error) {
 		if strip {
 			p = pyStrip(p)
 		}
-		v, err := pyfmt.ParseFloat(p)
+		v, err := py.ParseFloat(p)
 		if err != nil {
-			return nil, fmt.Errorf("could not convert string to float: %s", pyfmt.StrRepr(p))
+			return nil, fmt.Errorf("could not convert string to float: %s", py.StrRepr(p))
 		}
 		out[i] = v
 	}
@@ -472,7 +472,7 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		var v float64
 		var err error
 		if len(parts) == 2 {
-			v, err = pyfmt.ParseFloat(parts[1])
+			v, err = py.ParseFloat(parts[1])
 		}
 		if len(parts) != 2 || err != nil {
 			return nil, &ValidationError{Type: "ArgumentTypeError", Msg: "Invalid format found for service level objectives. " +
@@ -495,12 +495,12 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		if !contains(goodputMetrics, slo.Metric) {
 			return nil, valueErrorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ",
-				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
+				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
 		if slo.ValueMs < 0 {
 			return nil, valueErrorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
-				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
+				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
 	}
 	return slos, nil

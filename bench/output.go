@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // DateLayout is the result's "date" key and file-name stamp, Python's
@@ -79,7 +79,7 @@ func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now ti
 		if !ok {
 			return nil, errMetadataFormat
 		}
-		res.set(strings.TrimFunc(key, pyfmt.IsSpace), strings.TrimFunc(value, pyfmt.IsSpace))
+		res.set(strings.TrimFunc(key, py.IsSpace), strings.TrimFunc(value, py.IsSpace))
 	}
 
 	if p.RequestRate < math.Inf(1) {
@@ -249,7 +249,7 @@ func ResultFilename(p *ReportParams, date string) (string, error) {
 			label, p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS, conc, base, date)
 	} else {
 		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json",
-			label, pyfmt.FloatRepr(p.RequestRate), conc, base, date)
+			label, py.FloatRepr(p.RequestRate), conc, base, date)
 	}
 	if p.ResultFilename != "" {
 		name = p.ResultFilename

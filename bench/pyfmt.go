@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // This file reproduces the few pieces of Python's formatting that
@@ -36,7 +36,7 @@ func pyCenter(s string, fill byte, width int) string {
 }
 
 // pyFixed2 is "{:.2f}".
-func pyFixed2(f float64) string { return pyfmt.Fixed(f, 2) }
+func pyFixed2(f float64) string { return py.Fixed(f, 2) }
 
 // pyPercentileWord is the percentile's text in labels and keys, Python's
 // `str(int(p)) if int(p) == p else str(p)`: "99", "99.9", "12.5".
@@ -47,7 +47,7 @@ func pyPercentileWord(p float64) string {
 		}
 		return strconv.FormatFloat(p, 'f', 0, 64)
 	}
-	return pyfmt.FloatRepr(p)
+	return py.FloatRepr(p)
 }
 
 // pyDict is a Python dict of JSON values: keys keep their first insertion
@@ -188,7 +188,7 @@ func appendPyJSONFloat(dst []byte, f float64) []byte {
 	case math.IsNaN(f):
 		return append(dst, "NaN"...)
 	}
-	return pyfmt.AppendFloatRepr(dst, f)
+	return py.AppendFloatRepr(dst, f)
 }
 
 // appendPyJSONString writes s as json's ensure_ascii encoder does: `"` and
