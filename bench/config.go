@@ -410,7 +410,7 @@ func (c *Config) buildRequestExtras() error {
 	if c.TaskType == Generation {
 		floatParam := func(key string, v *float64) {
 			if v != nil {
-				c.SamplingParams = append(c.SamplingParams, JSONMember{key, appendPyJSONFloat(nil, *v)})
+				c.SamplingParams = append(c.SamplingParams, JSONMember{key, py.AppendJSONFloat(nil, *v)})
 			}
 		}
 		floatParam("top_p", c.TopP)

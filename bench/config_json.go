@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // JSONMember is one key of a JSONObject.
@@ -52,33 +54,14 @@ func (o *JSONObject) Merge(other JSONObject) {
 }
 
 // MarshalJSON writes the object compactly, keys in order.
-func (o JSONObject) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeJSONString(&b, m.Key)
-		b.WriteByte(':')
-		if len(m.Value) == 0 {
-			b.WriteString("null")
-		} else {
-			b.Write(m.Value)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (o JSONObject) MarshalJSON() ([]byte, error) { return o.encode(",", ":", false), nil }
 
 // encodePy writes the object as Python's json.dumps does: ", " and ": "
 // separators, keys with ensure_ascii escaping. Values are written as
 // stored, so a request body holds them already in json.dumps form.
-//
-// It repeats MarshalJSON's loop rather than sharing it: writeJSONString
-// hands its buffer to encoding/json, which would move this buffer to the
-// heap, and request bodies are built once per request.
-func (o JSONObject) encodePy() []byte {
+func (o JSONObject) encodePy() []byte { return o.encode(", ", ": ", true) }
+
+func (o JSONObject) encode(itemSep, keySep string, ensureASCII bool) []byte {
 	n := 2
 	for _, m := range o {
 		n += len(m.Key) + len(m.Value) + 6
@@ -88,10 +71,10 @@ func (o JSONObject) encodePy() []byte {
 	b.WriteByte('{')
 	for i, m := range o {
 		if i > 0 {
-			b.WriteString(", ")
+			b.WriteString(itemSep)
 		}
-		appendPyJSONString(&b, m.Key)
-		b.WriteString(": ")
+		py.AppendJSONString(&b, m.Key, ensureASCII)
+		b.WriteString(keySep)
 		if len(m.Value) == 0 {
 			b.WriteString("null")
 		} else {
@@ -228,13 +211,13 @@ func (n *jsonNode) encode(b *bytes.Buffer) { n.write(b, false) }
 func (n *jsonNode) encodePy(b *bytes.Buffer) { n.write(b, true) }
 
 func (n *jsonNode) write(b *bytes.Buffer, python bool) {
-	itemSep, keySep, str := ",", ":", writeJSONString
+	itemSep, keySep := ",", ":"
 	if python {
-		itemSep, keySep, str = ", ", ": ", appendPyJSONString
+		itemSep, keySep = ", ", ": "
 	}
 	switch n.kind {
 	case jsonString:
-		str(b, n.str)
+		py.AppendJSONString(b, n.str, python)
 	case jsonNumber:
 		if python {
 			b.WriteString(respellJSONNumber(n.raw))
@@ -256,7 +239,7 @@ func (n *jsonNode) write(b *bytes.Buffer, python bool) {
 			if i > 0 {
 				b.WriteString(itemSep)
 			}
-			str(b, m.key)
+			py.AppendJSONString(b, m.key, python)
 			b.WriteString(keySep)
 			m.value.write(b, python)
 		}
@@ -264,13 +247,6 @@ func (n *jsonNode) write(b *bytes.Buffer, python bool) {
 	default:
 		b.WriteString(n.raw)
 	}
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
 }
 
 // maxJSONDepth bounds nesting so hostile input cannot exhaust the stack;
@@ -586,5 +562,5 @@ func respellJSONNumber(raw string) string {
 		return raw
 	}
 	var buf [32]byte
-	return string(appendPyJSONFloat(buf[:0], f))
+	return string(py.AppendJSONFloat(buf[:0], f))
 }

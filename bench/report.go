@@ -145,17 +145,17 @@ func (c consoleWriter) line(s string) {
 }
 
 func (c consoleWriter) header(title string, fill byte) {
-	c.line(pyCenter(title, fill, blockWidth))
+	c.line(py.FormatCenter(title, fill, blockWidth))
 }
 
 // row is "{:<40} {:<10}".format(label, value) for an int or string.
 func (c consoleWriter) row(label string, value any) {
-	c.line(pyLeft(label, labelWidth) + " " + pyLeft(fmt.Sprint(value), valueWidth))
+	c.line(py.Left(label, labelWidth) + " " + py.Left(fmt.Sprint(value), valueWidth))
 }
 
 // rowF is "{:<40} {:<10.2f}".format(label, value).
 func (c consoleWriter) rowF(label string, value float64) {
-	c.line(pyLeft(label, labelWidth) + " " + pyLeft(pyFixed2(value), valueWidth))
+	c.line(py.Left(label, labelWidth) + " " + py.Left(py.Fixed(value, 2), valueWidth))
 }
 
 // fields prints side-report rows: integers as "{:<10}", floats as
