@@ -88,7 +88,7 @@ func pytorchRecords(c *Config, res *Result) []*py.Object {
 		if !ok {
 			continue
 		}
-		if tp, ok := extra.Get("tensor_parallel_size"); ok && !pyTruthy(args.Value("tensor_parallel_size")) {
+		if tp, ok := extra.Get("tensor_parallel_size"); ok && !py.Truthy(args.Value("tensor_parallel_size")) {
 			args.Set("tensor_parallel_size", tp)
 		}
 		benchmark := py.NewObject()
@@ -110,25 +110,6 @@ func pytorchRecords(c *Config, res *Result) []*py.Object {
 		records = append(records, record)
 	}
 	return records
-}
-
-// pyTruthy is Python's bool() for the values a namespace holds.
-func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case int:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	}
-	return true
 }
 
 // flagsNamespace is vars(args) for stampede's flags (see the file comment).

@@ -8,13 +8,10 @@ import (
 )
 
 // writeJSON is Python's json.dumps(v, **o) over template values: py's
-// encoder, told that a tuple is a list, how Python names the types it
-// refuses, and how deep a value may nest.
+// encoder, told how Python names the types it refuses and how deep a
+// value may nest.
 func writeJSON(b *bytes.Buffer, v any, o py.JSONOptions) error {
 	o.Default = func(v any) (any, error) {
-		if t, ok := v.(tuple); ok {
-			return []any(t), nil
-		}
 		return nil, fmt.Errorf("object of type %s is not JSON serializable", typeName(v))
 	}
 	o.TypeName = typeName

@@ -6,7 +6,6 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -34,7 +33,7 @@ import (
 // truth testing, iteration or length.
 type undefined struct{ hint string }
 
-type tuple []any
+type tuple = py.Tuple
 
 // iterator is what Python's reversed() returns and jinja2's reverse
 // filter passes on: it iterates, but is always true, has no len() and
@@ -147,25 +146,10 @@ func typeName(v any) string {
 
 // truthy is Python's bool(v).
 func truthy(v any) bool {
-	switch v := v.(type) {
-	case nil, undefined:
+	if _, ok := v.(undefined); ok {
 		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	case []any:
-		return len(v) > 0
-	case tuple:
-		return len(v) > 0
-	case *dict:
-		return v.Len() > 0
 	}
-	return true
+	return py.Truthy(v)
 }
 
 // pyStr is Python's str(v); Undefined renders as "".
@@ -175,17 +159,6 @@ func pyStr(v any) string {
 		return v
 	case undefined:
 		return ""
-	case nil:
-		return "None"
-	case bool:
-		if v {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return py.FloatRepr(v)
 	}
 	return pyRepr(v)
 }
@@ -197,28 +170,16 @@ func pyRepr(v any) string {
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v any) {
+func writeRepr(b *strings.Builder, v any) { py.AppendRepr(b, v, writeObjectRepr) }
+
+// writeObjectRepr writes repr() of the jinja2 objects py does not know.
+func writeObjectRepr(b *strings.Builder, v any) {
 	switch v := v.(type) {
-	case string:
-		b.WriteString(py.StrRepr(v))
 	case undefined:
 		b.WriteString("Undefined")
-	case []any:
-		b.WriteByte('[')
-		writeReprItems(b, v)
-		b.WriteByte(']')
-	case tuple:
-		b.WriteByte('(')
-		writeReprItems(b, v)
-		if len(v) == 1 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(')')
-	case *dict:
-		writeDictRepr(b, v)
 	case *namespace:
 		b.WriteString("<Namespace ")
-		writeDictRepr(b, v.attrs)
+		writeRepr(b, v.attrs)
 		b.WriteByte('>')
 	case *loopInfo:
 		fmt.Fprintf(b, "<LoopContext %d/%d>", v.index+1, len(v.items))
@@ -229,30 +190,8 @@ func writeRepr(b *strings.Builder, v any) {
 	case *macro:
 		fmt.Fprintf(b, "<Macro '%s'>", v.name)
 	default:
-		b.WriteString(pyStr(v))
+		fmt.Fprintf(b, "%v", v)
 	}
-}
-
-func writeReprItems(b *strings.Builder, items []any) {
-	for i, it := range items {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		writeRepr(b, it)
-	}
-}
-
-func writeDictRepr(b *strings.Builder, d *dict) {
-	b.WriteByte('{')
-	for i, k := range d.Keys() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		writeRepr(b, k)
-		b.WriteString(": ")
-		writeRepr(b, d.Value(k))
-	}
-	b.WriteByte('}')
 }
 
 // pyEqual is Python's ==. Undefined equals only Undefined.

@@ -45,8 +45,8 @@ var DefaultJSON = JSONOptions{EnsureASCII: true, ItemSep: ", ", KeySep: ": "}
 
 // Dumps is json.dumps(v) with default arguments. v and everything in it
 // may be nil, bool, int, int64, float64, string, RawJSON, []int,
-// []float64, [][]float64, []string, []any, a *Dict with str, int, float,
-// bool or None keys, or []*Object.
+// []float64, [][]float64, []string, []any, Tuple, a *Dict with str,
+// int, float, bool or None keys, or []*Object.
 func Dumps(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := AppendJSON(&b, v, &DefaultJSON); err != nil {
@@ -102,6 +102,8 @@ func (o *JSONOptions) write(b *bytes.Buffer, v any, depth int) error {
 	case []string:
 		return o.list(b, len(v), depth, func(i int) error { AppendJSONString(b, v[i], o.EnsureASCII); return nil })
 	case []any:
+		return o.list(b, len(v), depth, func(i int) error { return o.write(b, v[i], depth+1) })
+	case Tuple:
 		return o.list(b, len(v), depth, func(i int) error { return o.write(b, v[i], depth+1) })
 	case []*Object:
 		return o.list(b, len(v), depth, func(i int) error { return o.write(b, v[i], depth+1) })
