@@ -545,7 +545,9 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 		nested := dottedValue(value)
 		keys := strings.Split(path, ".")
 		for k := len(keys) - 1; k >= 0; k-- {
-			nested = &jsonNode{kind: jsonObject, members: []jsonNodeMember{{keys[k], nested}}}
+			object := &jsonNode{kind: jsonObject}
+			object.set(keys[k], nested)
+			nested = object
 		}
 		if dicts[key] == nil {
 			dicts[key] = &jsonNode{kind: jsonObject}
@@ -607,20 +609,20 @@ func dottedValue(s string) *jsonNode {
 // reported as a duplicate.
 func mergeDict(dst, src *jsonNode) []string {
 	var dups []string
-	for _, m := range src.members {
-		old := dst.get(m.key)
+	for key, value := range src.members.All() {
+		old := dst.get(key)
 		switch {
-		case old != nil && m.value.kind == jsonObject && old.kind == jsonObject:
-			for _, d := range mergeDict(old, m.value) {
-				dups = append(dups, m.key+"."+d)
+		case old != nil && value.kind == jsonObject && old.kind == jsonObject:
+			for _, d := range mergeDict(old, value) {
+				dups = append(dups, key+"."+d)
 			}
-		case old != nil && m.value.kind == jsonArray && old.kind == jsonArray:
-			old.items = append(old.items, m.value.items...)
+		case old != nil && value.kind == jsonArray && old.kind == jsonArray:
+			old.items = append(old.items, value.items...)
 		default:
 			if old != nil {
-				dups = append(dups, m.key)
+				dups = append(dups, key)
 			}
-			dst.set(m.key, m.value)
+			dst.set(key, value)
 		}
 	}
 	return dups

@@ -192,13 +192,13 @@ func writePyRepr(b *strings.Builder, n *jsonNode) {
 		b.WriteByte(']')
 	case jsonObject:
 		b.WriteByte('{')
-		for i, m := range n.members {
+		for i, key := range n.members.Keys() {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(py.StrRepr(m.key))
+			b.WriteString(py.StrRepr(key))
 			b.WriteString(": ")
-			writePyRepr(b, m.value)
+			writePyRepr(b, n.members.Value(key))
 		}
 		b.WriteByte('}')
 	}

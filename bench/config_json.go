@@ -109,10 +109,10 @@ func (t JSONText) Object() (obj JSONObject, ok bool) {
 	if err != nil || n.kind != jsonObject {
 		return nil, false
 	}
-	for _, m := range n.members {
+	for key, value := range n.members.All() {
 		var b bytes.Buffer
-		m.value.encode(&b)
-		obj = append(obj, JSONMember{Key: m.key, Value: b.Bytes()})
+		value.encode(&b)
+		obj = append(obj, JSONMember{Key: key, Value: b.Bytes()})
 	}
 	return obj, true
 }
@@ -156,12 +156,7 @@ type jsonNode struct {
 	raw     string
 	str     string
 	items   []*jsonNode
-	members []jsonNodeMember
-}
-
-type jsonNodeMember struct {
-	key   string
-	value *jsonNode
+	members py.Dict[string, *jsonNode]
 }
 
 // truthy is Python's bool() of the decoded value.
@@ -179,28 +174,13 @@ func (n *jsonNode) truthy() bool {
 	case jsonArray:
 		return len(n.items) > 0
 	}
-	return len(n.members) > 0
+	return n.members.Len() > 0
 }
 
 // set stores value under key with dict semantics.
-func (n *jsonNode) set(key string, value *jsonNode) {
-	for i := range n.members {
-		if n.members[i].key == key {
-			n.members[i].value = value
-			return
-		}
-	}
-	n.members = append(n.members, jsonNodeMember{key, value})
-}
+func (n *jsonNode) set(key string, value *jsonNode) { n.members.Set(key, value) }
 
-func (n *jsonNode) get(key string) *jsonNode {
-	for _, m := range n.members {
-		if m.key == key {
-			return m.value
-		}
-	}
-	return nil
-}
+func (n *jsonNode) get(key string) *jsonNode { return n.members.Value(key) }
 
 // encode writes n compactly, numbers as written.
 func (n *jsonNode) encode(b *bytes.Buffer) { n.write(b, false) }
@@ -235,13 +215,15 @@ func (n *jsonNode) write(b *bytes.Buffer, python bool) {
 		b.WriteByte(']')
 	case jsonObject:
 		b.WriteByte('{')
-		for i, m := range n.members {
-			if i > 0 {
+		first := true
+		for key, value := range n.members.All() {
+			if !first {
 				b.WriteString(itemSep)
 			}
-			py.AppendJSONString(b, m.key, python)
+			first = false
+			py.AppendJSONString(b, key, python)
 			b.WriteString(keySep)
-			m.value.write(b, python)
+			value.write(b, python)
 		}
 		b.WriteByte('}')
 	default:

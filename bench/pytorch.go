@@ -77,9 +77,9 @@ func WritePyTorchBenchmark(path string, c *Config, res *Result) (written bool, e
 func pytorchRecords(c *Config, res *Result) []*py.Object {
 	args := flagsNamespace(c)
 	extra := py.NewObject()
-	for _, k := range res.dict.Keys() {
+	for k, v := range res.dict.All() {
 		if !contains(pytorchMetrics, k) && !contains(pytorchIgnored, k) {
-			extra.Set(k, res.dict.Value(k))
+			extra.Set(k, v)
 		}
 	}
 	var records []*py.Object

@@ -290,16 +290,16 @@ func dictMethod(d *dict, name string) *function {
 			if err := noArgs(name, args, kw); err != nil {
 				return nil, err
 			}
-			return append([]any{}, d.Keys()...), nil
+			return d.Keys(), nil
 		})
 	case "values":
 		return method(name, func(args []any, kw []kwarg) (any, error) {
 			if err := noArgs(name, args, kw); err != nil {
 				return nil, err
 			}
-			out := make([]any, d.Len())
-			for i, k := range d.Keys() {
-				out[i] = d.Value(k)
+			out := make([]any, 0, d.Len())
+			for _, v := range d.All() {
+				out = append(out, v)
 			}
 			return out, nil
 		})
@@ -330,9 +330,9 @@ func dictMethod(d *dict, name string) *function {
 }
 
 func dictItems(d *dict) []any {
-	out := make([]any, d.Len())
-	for i, k := range d.Keys() {
-		out[i] = tuple{k, d.Value(k)}
+	out := make([]any, 0, d.Len())
+	for k, v := range d.All() {
+		out = append(out, tuple{k, v})
 	}
 	return out
 }

@@ -93,9 +93,7 @@ func mappingArgs(fname string, args []any, kw []kwarg) (*dict, error) {
 	if len(args) == 1 {
 		switch src := args[0].(type) {
 		case *dict:
-			for _, k := range src.Keys() {
-				d.Set(k, src.Value(k))
-			}
+			d.Update(src)
 		default:
 			pairs, err := iterate(src)
 			if err != nil {

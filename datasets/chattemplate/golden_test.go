@@ -142,8 +142,8 @@ func TestGoldenModels(t *testing.T) {
 			kwargs := map[string]any{}
 			if kw, ok := dictGet(c, "kwargs"); ok {
 				d := kw.(*dict)
-				for _, k := range d.Keys() {
-					kwargs[k.(string)] = d.Value(k)
+				for k, v := range d.All() {
+					kwargs[k.(string)] = v
 				}
 			}
 			got, err := tmpl.render(msgs.([]any), agp.(bool), kwargs)
@@ -161,8 +161,8 @@ func renderSource(source string, vars *dict) (string, error) {
 	}
 	tmpl.now = func() time.Time { return fixedNow }
 	m := make(map[string]any, vars.Len())
-	for _, k := range vars.Keys() {
-		m[k.(string)] = vars.Value(k)
+	for k, v := range vars.All() {
+		m[k.(string)] = v
 	}
 	return tmpl.execute(m)
 }

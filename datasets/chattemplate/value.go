@@ -228,9 +228,9 @@ func pyEqual(a, b any) bool {
 		if !ok || a.Len() != bd.Len() {
 			return false
 		}
-		for _, k := range a.Keys() {
+		for k, av := range a.All() {
 			bv, ok := bd.Get(k)
-			if !ok || !pyEqual(a.Value(k), bv) {
+			if !ok || !pyEqual(av, bv) {
 				return false
 			}
 		}
@@ -362,7 +362,7 @@ func iterate(v any) ([]any, error) {
 	case *iterator:
 		return v.items, nil
 	case *dict:
-		return append([]any(nil), v.Keys()...), nil
+		return v.Keys(), nil
 	case string:
 		out := make([]any, 0, len(v))
 		for _, r := range v {

@@ -40,3 +40,63 @@ func TestDictOrder(t *testing.T) {
 		t.Errorf("copy keys %q", c.Keys())
 	}
 }
+
+func TestDictZeroValue(t *testing.T) {
+	var d Dict[string, int]
+	if d.Len() != 0 || d.Has("a") || d.Value("a") != 0 {
+		t.Error("the zero dict is not empty")
+	}
+	d.Delete("a")
+	d.Set("b", 2)
+	d.Set("a", 1)
+	d.Set("b", 3)
+	if !slices.Equal(d.Keys(), []string{"b", "a"}) || d.Value("b") != 3 {
+		t.Errorf("keys %q, b = %d", d.Keys(), d.Value("b"))
+	}
+}
+
+// TestDictIndex takes a dict past linearMax, where it starts an index,
+// and checks order, replacement and deletion against a plain model.
+func TestDictIndex(t *testing.T) {
+	var d Dict[int, int]
+	var keys []int
+	model := map[int]int{}
+	for step := range 200 {
+		k := (step * 7) % 23
+		switch {
+		case step%5 == 4:
+			d.Delete(k)
+			if i := slices.Index(keys, k); i >= 0 {
+				keys = slices.Delete(keys, i, i+1)
+			}
+			delete(model, k)
+		default:
+			d.Set(k, step)
+			if _, ok := model[k]; !ok {
+				keys = append(keys, k)
+			}
+			model[k] = step
+		}
+		if !slices.Equal(d.Keys(), keys) {
+			t.Fatalf("step %d: keys %v, want %v", step, d.Keys(), keys)
+		}
+		for _, k := range keys {
+			if v, ok := d.Get(k); !ok || v != model[k] {
+				t.Fatalf("step %d: Get(%d) = %d, %v, want %d", step, k, v, ok, model[k])
+			}
+		}
+		if d.Has(100) {
+			t.Fatal("an absent key is found")
+		}
+	}
+	var seen []int
+	for k, v := range d.All() {
+		if v != model[k] {
+			t.Errorf("All: %d → %d, want %d", k, v, model[k])
+		}
+		seen = append(seen, k)
+	}
+	if !slices.Equal(seen, keys) {
+		t.Errorf("All order %v, want %v", seen, keys)
+	}
+}
