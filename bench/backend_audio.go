@@ -143,14 +143,14 @@ func audioFormFields(req *datasets.Request, p BodyParams) ([]formField, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range extra {
-		n, err := parsePyJSON(string(m.Value))
+	for key, value := range extra.All() {
+		n, err := parsePyJSON(string(value))
 		if err != nil {
-			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
+			return nil, fmt.Errorf("extra body key %q: %w", key, err)
 		}
 		var s strings.Builder
 		writePyStr(&s, n)
-		set(m.Key, s.String())
+		set(key, s.String())
 	}
 	return fields, nil
 }

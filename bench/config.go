@@ -410,24 +410,24 @@ func (c *Config) buildRequestExtras() error {
 	if c.TaskType == Generation {
 		floatParam := func(key string, v *float64) {
 			if v != nil {
-				c.SamplingParams = append(c.SamplingParams, JSONMember{key, py.AppendJSONFloat(nil, *v)})
+				c.SamplingParams.Set(key, py.AppendJSONFloat(nil, *v))
 			}
 		}
 		floatParam("top_p", c.TopP)
 		if c.TopK != nil {
-			c.SamplingParams = append(c.SamplingParams, JSONMember{"top_k", []byte(strconv.Itoa(*c.TopK))})
+			c.SamplingParams.Set("top_k", []byte(strconv.Itoa(*c.TopK)))
 		}
 		floatParam("min_p", c.MinP)
 		floatParam("temperature", c.Temperature)
 		floatParam("frequency_penalty", c.FrequencyPenalty)
 		floatParam("presence_penalty", c.PresencePenalty)
 		floatParam("repetition_penalty", c.RepetitionPenalty)
-		if len(c.SamplingParams) > 0 && !contains(OpenAICompatibleBackends, c.Backend) {
+		if c.SamplingParams.Len() > 0 && !contains(OpenAICompatibleBackends, c.Backend) {
 			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		c.WarnDefaultTemperature = c.Temperature == nil
 	}
-	c.RequestExtraBody = append(JSONObject(nil), c.SamplingParams...)
+	c.RequestExtraBody = c.SamplingParams.clone()
 	if c.ExtraBody == nil {
 		return nil
 	}

@@ -13,45 +13,20 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// JSONMember is one key of a JSONObject.
-type JSONMember struct {
-	Key   string
-	Value json.RawMessage
-}
-
-// JSONObject is a JSON object that keeps its keys in Python dict order:
-// first insertion fixes a key's position, a later value for the same key
-// replaces the value in place. Request bodies built from it list keys as
-// vLLM's client would.
-type JSONObject []JSONMember
-
-// Get returns the value stored under key.
-func (o JSONObject) Get(key string) (json.RawMessage, bool) {
-	for _, m := range o {
-		if m.Key == key {
-			return m.Value, true
-		}
-	}
-	return nil, false
-}
-
-// Set stores value under key, in place when the key exists, else at the end.
-func (o *JSONObject) Set(key string, value json.RawMessage) {
-	for i := range *o {
-		if (*o)[i].Key == key {
-			(*o)[i].Value = value
-			return
-		}
-	}
-	*o = append(*o, JSONMember{Key: key, Value: value})
+// JSONObject is a JSON object whose values are JSON text, in Python dict
+// order: first insertion fixes a key's position, a later value for the
+// same key replaces the value in place. Request bodies built from it list
+// keys as vLLM's client would. Like a map, a copy shares its entries;
+// clone makes one that does not.
+type JSONObject struct {
+	py.Dict[string, json.RawMessage]
 }
 
 // Merge sets every member of other over o, Python's {**o, **other}.
-func (o *JSONObject) Merge(other JSONObject) {
-	for _, m := range other {
-		o.Set(m.Key, m.Value)
-	}
-}
+func (o *JSONObject) Merge(other JSONObject) { o.Update(&other.Dict) }
+
+// clone returns a copy of o that changes apart from it.
+func (o *JSONObject) clone() JSONObject { return JSONObject{o.Copy()} }
 
 // MarshalJSON writes the object compactly, keys in order.
 func (o JSONObject) MarshalJSON() ([]byte, error) { return o.encode(",", ":", false), nil }
@@ -63,22 +38,24 @@ func (o JSONObject) encodePy() []byte { return o.encode(", ", ": ", true) }
 
 func (o JSONObject) encode(itemSep, keySep string, ensureASCII bool) []byte {
 	n := 2
-	for _, m := range o {
-		n += len(m.Key) + len(m.Value) + 6
+	for key, value := range o.All() {
+		n += len(key) + len(value) + 6
 	}
 	var b bytes.Buffer
 	b.Grow(n)
 	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
+	first := true
+	for key, value := range o.All() {
+		if !first {
 			b.WriteString(itemSep)
 		}
-		py.AppendJSONString(&b, m.Key, ensureASCII)
+		first = false
+		py.AppendJSONString(&b, key, ensureASCII)
 		b.WriteString(keySep)
-		if len(m.Value) == 0 {
+		if len(value) == 0 {
 			b.WriteString("null")
 		} else {
-			b.Write(m.Value)
+			b.Write(value)
 		}
 	}
 	b.WriteByte('}')
@@ -107,12 +84,12 @@ func (t *JSONText) UnmarshalFlag(s string) error {
 func (t JSONText) Object() (obj JSONObject, ok bool) {
 	n, err := parsePyJSON(string(t))
 	if err != nil || n.kind != jsonObject {
-		return nil, false
+		return obj, false
 	}
 	for key, value := range n.members.All() {
 		var b bytes.Buffer
 		value.encode(&b)
-		obj = append(obj, JSONMember{Key: key, Value: b.Bytes()})
+		obj.Set(key, b.Bytes())
 	}
 	return obj, true
 }

@@ -319,7 +319,8 @@ func dictMethod(d *dict, name string) *function {
 		})
 	case "copy":
 		return method(name, func(args []any, kw []kwarg) (any, error) {
-			return d.Copy(), nil
+			c := d.Copy()
+			return &c, nil
 		})
 	case "update", "pop", "popitem", "setdefault", "clear":
 		return method(name, func([]any, []kwarg) (any, error) {

@@ -1,6 +1,10 @@
 package py
 
-import "iter"
+import (
+	"iter"
+	"maps"
+	"slices"
+)
 
 // Dict is a Python dict: keys keep the position of their first insertion,
 // and setting an existing key replaces its value in place, as d[k] = v,
@@ -128,11 +132,10 @@ func (d *Dict[K, V]) All() iter.Seq2[K, V] {
 	}
 }
 
-// Copy is d.copy(): a new dict with the same keys, order and values.
-func (d *Dict[K, V]) Copy() *Dict[K, V] {
-	c := NewDict[K, V](len(d.items))
-	c.Update(d)
-	return c
+// Copy is d.copy(): a dict with the same keys, order and values that
+// changes apart from d.
+func (d *Dict[K, V]) Copy() Dict[K, V] {
+	return Dict[K, V]{items: slices.Clone(d.items), index: maps.Clone(d.index)}
 }
 
 // each calls f with every key and value in order, as any, until f

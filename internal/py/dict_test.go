@@ -99,4 +99,15 @@ func TestDictIndex(t *testing.T) {
 	if !slices.Equal(seen, keys) {
 		t.Errorf("All order %v, want %v", seen, keys)
 	}
+
+	c := d.Copy()
+	c.Delete(keys[0])
+	c.Set(100, 1)
+	c.Set(keys[1], -1)
+	if !slices.Equal(d.Keys(), keys) || d.Has(100) || d.Value(keys[1]) != model[keys[1]] {
+		t.Error("changing a copy of an indexed dict changed the original")
+	}
+	if !c.Has(100) || c.Has(keys[0]) || c.Value(keys[1]) != -1 {
+		t.Error("the copy did not change")
+	}
 }
