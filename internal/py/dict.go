@@ -23,7 +23,7 @@ type entry[K comparable, V any] struct {
 }
 
 // linearMax is the size up to which a search in order beats hashing.
-const linearMax = 8
+const linearMax = 16
 
 // Object is a dict with str keys, the shape of a JSON object.
 type Object = Dict[string, any]

@@ -55,12 +55,13 @@ func TestDictZeroValue(t *testing.T) {
 	}
 }
 
-// TestDictIndex takes a dict past linearMax, where it starts an index,
+// TestDictIndex takes a dict past linearMax, where it keeps an index,
 // and checks order, replacement and deletion against a plain model.
 func TestDictIndex(t *testing.T) {
 	var d Dict[int, int]
 	var keys []int
 	model := map[int]int{}
+	indexed := false
 	for step := range 200 {
 		k := (step * 7) % 23
 		switch {
@@ -88,6 +89,10 @@ func TestDictIndex(t *testing.T) {
 		if d.Has(100) {
 			t.Fatal("an absent key is found")
 		}
+		indexed = indexed || d.index != nil
+	}
+	if !indexed {
+		t.Fatal("the dict never grew an index")
 	}
 	var seen []int
 	for k, v := range d.All() {
