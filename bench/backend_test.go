@@ -14,7 +14,7 @@ func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 func obj(pairs ...string) JSONObject {
 	var o JSONObject
 	for i := 0; i < len(pairs); i += 2 {
-		o = append(o, JSONMember{pairs[i], json.RawMessage(pairs[i+1])})
+		o.Set(pairs[i], json.RawMessage(pairs[i+1]))
 	}
 	return o
 }

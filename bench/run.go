@@ -19,8 +19,8 @@ import (
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // Run is one `vllm bench serve` run, in Python's order (spec §c): model
@@ -502,7 +502,7 @@ func (r *run) initialTest(ctx context.Context) error {
 // Python's str(error).rstrip().rsplit("\n", 1)[-1]: for a traceback, the
 // exception itself.
 func lastErrorLine(failure string) string {
-	failure = strings.TrimRightFunc(failure, pyfmt.IsSpace)
+	failure = strings.TrimRightFunc(failure, py.IsSpace)
 	return failure[strings.LastIndexByte(failure, '\n')+1:]
 }
 
@@ -637,7 +637,7 @@ func (r *run) benchmark(ctx context.Context) error {
 func checkArrivals(c *Config) error {
 	if !(c.Burstiness > 0) {
 		return &ValidationError{Type: "AssertionError",
-			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", pyfmt.FloatRepr(c.Burstiness))}
+			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", py.FloatRepr(c.Burstiness))}
 	}
 	if c.SelfTimed {
 		return nil
@@ -648,7 +648,7 @@ func checkArrivals(c *Config) error {
 	}
 	if !(first > 0) {
 		return &ValidationError{Type: "AssertionError",
-			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", pyfmt.FloatRepr(first))}
+			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", py.FloatRepr(first))}
 	}
 	return nil
 }

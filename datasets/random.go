@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // RandomOptions are the `random` dataset's inputs (spec §g).
@@ -62,7 +62,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
 			"the minimum possible total input tokens (prefix + sampled) is %d. Increase --random-input-len and/or --random-prefix-len, "+
 			"or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1.",
-			ns, pyfmt.FloatRepr(o.RangeRatio.Input), minTotal))
+			ns, py.FloatRepr(o.RangeRatio.Input), minTotal))
 	}
 	if o.Seed < 0 {
 		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
