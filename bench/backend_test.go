@@ -195,7 +195,7 @@ func TestPoolingUsage(t *testing.T) {
 		over    string // request overrides
 		want    shard.PoolingUsage
 	}{
-		{"openai-embeddings", nil, "", shard.UsageInBody},
+		{"openai-embeddings", JSONObject{}, "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"float"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"base64"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
@@ -216,7 +216,7 @@ func TestPoolingUsage(t *testing.T) {
 		}
 		got, err := PoolingUsage(tt.backend, req, BodyParams{ExtraBody: tt.extra})
 		if err != nil || got != tt.want {
-			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra, tt.over, got, err, tt.want)
+			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra.encodePy(), tt.over, got, err, tt.want)
 		}
 	}
 }
