@@ -173,8 +173,10 @@ func splitField(line []byte, part string) (name, value []byte, err *ProtocolErro
 		}
 	}
 	value = trimOWS(line[colon+1:])
-	if i := bytes.IndexAny(value, "\r\x00"); i >= 0 {
-		return nil, nil, protocolErrorf(part, "header %s: invalid byte %q in value", quoteBytes(name), value[i])
+	for _, c := range value {
+		if c == '\r' || c == 0 {
+			return nil, nil, protocolErrorf(part, "header %s: invalid byte %q in value", quoteBytes(name), c)
+		}
 	}
 	return name, value, nil
 }

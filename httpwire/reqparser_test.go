@@ -323,22 +323,45 @@ func FuzzRequestParser(f *testing.F) {
 	})
 }
 
-func BenchmarkRequestParser(b *testing.B) {
-	for _, bc := range []struct {
+// benchRequests are BenchmarkRequestParser's inputs. A step > 0 hands the
+// parser a buffer that grows by step bytes a call, as a large body arriving
+// over many reads does.
+func benchRequests() []struct {
+	name string
+	in   string
+	step int
+} {
+	const head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\nx-request-id: bench-1\r\n"
+	chunk := func(size, n int) string {
+		return strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", size, strings.Repeat("x", size)), n) + "0\r\n\r\n"
+	}
+	return []struct {
 		name string
 		in   string
+		step int
 	}{
-		{"content-length", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\nx-request-id: bench-1\r\nContent-Length: 120\r\n\r\n" + strings.Repeat("x", 120)},
-		{"chunked", "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nx-request-id: bench-1\r\nTransfer-Encoding: chunked\r\n\r\n" +
-			strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", 40, strings.Repeat("x", 40)), 3) + "0\r\n\r\n"},
-	} {
+		{"content-length", head + "Content-Length: 120\r\n\r\n" + strings.Repeat("x", 120), 0},
+		{"chunked", head + "Transfer-Encoding: chunked\r\n\r\n" + chunk(40, 3), 0},
+		{"chunked-256KiB-in-16KiB-reads", head + "Transfer-Encoding: chunked\r\n\r\n" + chunk(4096, 64), 16 << 10},
+	}
+}
+
+func BenchmarkRequestParser(b *testing.B) {
+	for _, bc := range benchRequests() {
 		b.Run(bc.name, func(b *testing.B) {
 			in := []byte(bc.in)
 			var p RequestParser
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in)))
 			for b.Loop() {
-				if n, err := p.Parse(in); n != len(in) || err != nil {
+				n, err := 0, error(nil)
+				for end := bc.step; n == 0 && err == nil && bc.step > 0; end += bc.step {
+					n, err = p.Parse(in[:min(end, len(in))])
+				}
+				if bc.step == 0 {
+					n, err = p.Parse(in)
+				}
+				if n != len(in) || err != nil {
 					b.Fatal(n, err)
 				}
 				if len(p.Request().Header("x-request-id")) == 0 {
