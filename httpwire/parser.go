@@ -416,28 +416,20 @@ func unhex(c byte) int {
 
 // feedChunkEnd consumes one byte of the line end after a chunk's data.
 func (p *Parser) feedChunkEnd(c byte) (int, *ProtocolError) {
-	done, err := chunkDataEnd(c, &p.sawCR)
-	if err != nil {
-		return 0, err
-	}
-	if done {
+	switch {
+	case c == '\r' && !p.sawCR:
+		p.sawCR = true
+	case c == '\n':
+		p.sawCR = false
 		p.state = stateChunkSize
+	default:
+		return 0, missingChunkCRLF(c)
 	}
 	return 1, nil
 }
 
-// chunkDataEnd checks one byte of the CRLF (or bare LF) after a chunk's data;
-// sawCR carries the CR from one byte to the next. done is true at the LF.
-func chunkDataEnd(c byte, sawCR *bool) (done bool, err *ProtocolError) {
-	switch {
-	case c == '\r' && !*sawCR:
-		*sawCR = true
-		return false, nil
-	case c == '\n':
-		*sawCR = false
-		return true, nil
-	}
-	return false, protocolErrorf(PartChunked, "missing CRLF after chunk data (found %q)", c)
+func missingChunkCRLF(c byte) *ProtocolError {
+	return protocolErrorf(PartChunked, "missing CRLF after chunk data (found %q)", c)
 }
 
 // feedTrailer reads trailer lines up to the blank line that ends the body.

@@ -173,14 +173,16 @@ func (p *RequestParser) parse(b []byte) (int, *ProtocolError) {
 			if p.off == len(b) {
 				return 0, nil
 			}
-			done, err := chunkDataEnd(b[p.off], &p.sawCR)
-			if err != nil {
-				return 0, err.withStatus(400)
+			switch c := b[p.off]; {
+			case c == '\r' && !p.sawCR:
+				p.sawCR = true
+			case c == '\n':
+				p.sawCR = false
+				p.state = reqChunkSize
+			default:
+				return 0, missingChunkCRLF(c).withStatus(400)
 			}
 			p.off++
-			if done {
-				p.state = reqChunkSize
-			}
 		case reqTrailer:
 			line, ok, err := p.chunkLine(b, PartTrailer)
 			if !ok {
