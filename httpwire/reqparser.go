@@ -82,10 +82,11 @@ type RequestParser struct {
 	// may move between calls (an append that grows it).
 	methodEnd, targetEnd   int
 	fieldsStart, fieldsEnd int
-	remaining              int64 // bytes left in the current chunk
-	sawCR                  bool  // reqChunkEnd: the CR of the CRLF has been consumed
-	trailerBytes           int
-	body                   []byte // the decoded chunked body
+
+	remaining    int64  // bytes left in the current chunk
+	sawCR        bool   // reqChunkEnd: the CR of the CRLF has been consumed
+	trailerBytes int    // size of the trailer lines so far
+	body         []byte // the decoded chunked body
 }
 
 // Reset makes the parser ready for a new request, keeping its body buffer.
