@@ -39,7 +39,7 @@ test-race:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
 
-# Token-timestamp fidelity: mock on CPU 0 with its truth log, client on CPU 1
+# Token-timestamp fidelity (cmd/fidelity): mock on CPU 0 with its truth log, client on CPU 1
 # (QUICK=1 runs only the 10,000-stream decode-step case). Run it idle.
 bench-fidelity:
 	bash scripts/bench-fidelity.sh

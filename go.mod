@@ -3,17 +3,20 @@ module github.com/stampede-bench/stampede
 go 1.26.0
 
 require (
-	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
-	github.com/dlclark/regexp2/v2 v2.13.0 // indirect
-	github.com/jessevdk/go-flags v1.6.1 // indirect
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/dlclark/regexp2/v2 v2.13.0
+	github.com/jessevdk/go-flags v1.6.1
+	github.com/panjf2000/gnet/v2 v2.9.7
+	github.com/valyala/fastjson v1.6.10
+	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.44.0
+)
+
+require (
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect
-	github.com/panjf2000/gnet/v2 v2.9.7 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fastjson v1.6.10 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
