@@ -13,7 +13,7 @@ import (
 
 // runStreams sends n streaming completions, the i-th after i*stagger, and
 // waits for all of them; each carries x-request-id "r<i>".
-func runStreams(t *testing.T, base string, n int, stagger time.Duration, body string) {
+func runStreams(t testing.TB, base string, n int, stagger time.Duration, body string) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -36,7 +36,7 @@ func runStreams(t *testing.T, base string, n int, stagger time.Duration, body st
 }
 
 // closeAndRead stops the server and reads its truth log.
-func closeAndRead(t *testing.T, srv *Server, path string) []TruthRequest {
+func closeAndRead(t testing.TB, srv *Server, path string) []TruthRequest {
 	t.Helper()
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
