@@ -23,7 +23,40 @@ func (n unicodeNormalizer) normalize(s string) string {
 	if isASCII(s) || n.form.IsNormalString(s) {
 		return s
 	}
-	return n.form.String(s)
+	return normalizeForm(n.form, s)
+}
+
+// normalizeForm is form.String(s) as Hugging Face's normalizers compute
+// it: the code points their tables leave unassigned (see unnormalized)
+// stay as they are, and, being starters that compose with nothing, cut
+// the text into pieces that are normalized on their own. Go's tables would
+// decompose them, reorder them among the marks around them or compose
+// across them.
+func normalizeForm(form norm.Form, s string) string {
+	cut := -1
+	for i, r := range s {
+		if r >= 0x300 && inRanges(unnormalized, r) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		return form.String(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/4)
+	start := 0
+	for i, r := range s[cut:] {
+		i += cut
+		if r < 0x300 || !inRanges(unnormalized, r) {
+			continue
+		}
+		b.WriteString(form.String(s[start:i]))
+		b.WriteRune(r)
+		start = i + utf8.RuneLen(r)
+	}
+	b.WriteString(form.String(s[start:]))
+	return b.String()
 }
 
 func isASCII(s string) bool {
@@ -154,7 +187,7 @@ func (n bertNormalizer) normalize(s string) string {
 	}
 	out := b.String()
 	if n.stripAccents {
-		out = norm.NFD.String(out)
+		out = normalizeForm(norm.NFD, out)
 		out = strings.Map(func(r rune) rune {
 			if isNonspacingMark(r) {
 				return -1
@@ -216,8 +249,11 @@ func isNonspacingMark(r rune) bool {
 
 // inOlderUnicode reports whether r is one of the code points Hugging
 // Face's tables leave unassigned (see unicodeskew.go).
-func inOlderUnicode(r rune) bool {
-	_, found := slices.BinarySearchFunc(olderUnicode, r, func(rg [2]rune, r rune) int {
+func inOlderUnicode(r rune) bool { return inRanges(olderUnicode, r) }
+
+// inRanges reports whether r lies in one of the sorted inclusive ranges.
+func inRanges(ranges [][2]rune, r rune) bool {
+	_, found := slices.BinarySearchFunc(ranges, r, func(rg [2]rune, r rune) int {
 		switch {
 		case rg[1] < r:
 			return -1
