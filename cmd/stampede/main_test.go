@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stampede-bench/stampede/bench"
 )
@@ -139,11 +138,7 @@ func TestInterruptContext(t *testing.T) {
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("context not cancelled by the signal")
-	}
+	<-ctx.Done() // a signal that never cancels hangs until go test's -timeout
 	var intr interrupted
 	if !errors.As(context.Cause(ctx), &intr) || intr.sig != syscall.SIGUSR1 {
 		t.Errorf("cause %v, want interrupted by SIGUSR1", context.Cause(ctx))
