@@ -466,9 +466,9 @@ func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats
 // and what was measured is still printed and saved.
 func TestRunInterrupted(t *testing.T) {
 	dir := t.TempDir()
-	// Cancel once the main run's streams are generating: the ready check
-	// is one request, the main run four.
-	mainRunning := func(s mock.Stats) bool { return s.Scheduled >= 2 && s.Tokens > 0 }
+	// Cancel once the main run's streams are generating (the ready check
+	// is skipped: no --ready-check-timeout-sec).
+	mainRunning := func(s mock.Stats) bool { return s.Tokens > 0 }
 	stdout, stderr, err, _ := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
 		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
 		"--random-output-len", "500", "--cancel-grace-sec", "0",
@@ -617,10 +617,10 @@ func TestRunModelNames(t *testing.T) {
 // sent measured nothing, so they are neither successes nor failures; the
 // request in flight when the grace ran out is a failure, "cancelled".
 func TestRunInterruptedLeavesOutUnsent(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	time.AfterFunc(500*time.Millisecond, cancel)
-	stdout, stderr, err := runAgainstMock(t, ctx, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
+	// Cancel once the first main request is generating (the ready check
+	// is skipped: no --ready-check-timeout-sec).
+	mainRunning := func(s mock.Stats) bool { return s.Tokens > 0 }
+	stdout, stderr, err, _ := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
 		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
 		"--random-output-len", "500", "--max-concurrency", "1", "--cancel-grace-sec", "0")
 	if err != nil {
