@@ -81,7 +81,21 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 	return metrics.Merge(len(reqs), recs...), health
 }
 
+// holdStamps switches the kernel's receive timestamps on and keeps them on
+// until the test ends, waiting as long as the switch takes: the shard's
+// own wait is bounded (stampSwitchWait), and a loaded machine may run its
+// deferred work later than that.
+func holdStamps(t *testing.T) {
+	t.Helper()
+	k, err := openStampKeeper(time.Hour) // returns once a datagram comes back stamped
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.close)
+}
+
 func TestStreamsAndKeepAliveReuse(t *testing.T) {
+	holdStamps(t)
 	srv := shardtest.New(t)
 	paths := make([]string, 20)
 	for i := range paths {
