@@ -216,11 +216,13 @@ func isBertControl(r rune) bool {
 }
 
 // isCJKIdeograph is BERT's "Chinese character" test: the CJK Unified
-// Ideographs blocks and their compatibility blocks.
+// Ideographs blocks and their compatibility blocks, as Hugging Face spells
+// them: its Extension E range starts at U+2B920, not U+2B820, so
+// U+2B820-U+2B91F stay in their words.
 func isCJKIdeograph(r rune) bool {
 	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) ||
 		(r >= 0x20000 && r <= 0x2A6DF) || (r >= 0x2A700 && r <= 0x2B73F) ||
-		(r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
+		(r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B920 && r <= 0x2CEAF) ||
 		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
 }
 
