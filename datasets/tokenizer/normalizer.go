@@ -228,7 +228,9 @@ func isCJKIdeograph(r rune) bool {
 
 // stripAccentsNormalizer drops combining marks of every kind (Mn, Mc, Me),
 // unlike BertNormalizer's accent stripping, which drops Mn only. It does not
-// decompose first; tokenizer.json pairs it with NFD or NFKD for that.
+// decompose first; tokenizer.json pairs it with NFD or NFKD for that. Its
+// marks are Hugging Face's (strippedMarks), whose tables are neither Go's
+// nor BERT's.
 type stripAccentsNormalizer struct{}
 
 func (stripAccentsNormalizer) normalize(s string) string {
@@ -236,7 +238,7 @@ func (stripAccentsNormalizer) normalize(s string) string {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.M, r) && !inOlderUnicode(r) {
+		if r >= utf8.RuneSelf && inRanges(strippedMarks, r) {
 			return -1
 		}
 		return r

@@ -83,6 +83,17 @@ for (let cp = 0x80; cp <= 0x10ffff; cp++) {
   }
 }
 
+// StripAccents drops what its own table calls a combining mark, which is
+// neither Go's M nor BERT's Mn (U+1CF2 and U+1CF3 were marks once): the
+// whole set, asked of the normalizer itself.
+const { stripAccentsNormalizer } = require('tokenizers');
+const hfStrip = stripAccentsNormalizer();
+const stripped = [];
+for (let cp = 0x80; cp <= 0x10ffff; cp++) {
+  if (cp >= 0xd800 && cp <= 0xdfff) continue;
+  if (hfStrip.normalizeString('a' + String.fromCodePoint(cp)) === 'a') stripped.push(cp);
+}
+
 // Collapse into ranges.
 function collapse(cps) {
   const ranges = [];
@@ -113,6 +124,13 @@ out += `}
 var unnormalized = [][2]rune{
 `;
 for (const [lo, hi] of collapse(normSkew)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
+out += `}
+
+// strippedMarks lists, as inclusive ranges, the code points Hugging Face's
+// StripAccents removes: its combining marks, as of its tables.
+var strippedMarks = [][2]rune{
+`;
+for (const [lo, hi] of collapse(stripped)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
 out += '}\n';
 writeFileSync(join(here, '..', '..', 'unicodeskew.go'), out);
-console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized`);
+console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized; ${stripped.length} stripped marks`);
