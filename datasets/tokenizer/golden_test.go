@@ -129,16 +129,6 @@ func TestTokenizerFilesPresent(t *testing.T) {
 	t.Skipf("no tokenizer files in %s; run scripts/fetch-tokenizers.sh", tokenizersDir())
 }
 
-// newerUnicodePending names the families whose random-planes cases may
-// still differ from Hugging Face: its regex engine uses Unicode 16 tables,
-// which know letters (U+13460-U+143FF, among others) that Go 1.26's
-// unicode package (15.0) leaves unassigned, so \w splits differ around
-// them. Their differences are
-// logged, not failed, until the regex classes carry Hugging Face's tables;
-// every other case of these families, and every case of the others, must
-// match.
-var newerUnicodePending = map[string]bool{"bert_whitespace": true}
-
 func TestGolden(t *testing.T) {
 	dir := filepath.Join("testdata", "golden")
 	if d := os.Getenv("STAMPEDE_GOLDEN_DIR"); d != "" {
@@ -173,12 +163,6 @@ func TestGolden(t *testing.T) {
 					}
 				}
 				key := family + "/" + c.Label
-				if newerUnicodePending[family] && strings.HasPrefix(c.Label, "random-planes-") {
-					if got := tok.Encode(nil, c.Text, true); !slices.Equal(got, c.SpecialIDs) {
-						t.Logf("%s: pending (newer Unicode letters): Encode(%+q)\n got %v\nwant %v", key, c.Text, got, c.SpecialIDs)
-					}
-					continue
-				}
 				if got := tok.Encode(nil, c.Text, false); !slices.Equal(got, c.IDs) {
 					failures++
 					t.Errorf("%s: Encode(%q)\n got %v\nwant %v", key, c.Text, got, c.IDs)

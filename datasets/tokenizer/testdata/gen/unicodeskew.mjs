@@ -94,6 +94,50 @@ for (let cp = 0x80; cp <= 0x10ffff; cp++) {
   if (hfStrip.normalizeString('a' + String.fromCodePoint(cp)) === 'a') stripped.push(cp);
 }
 
+// Whitespace splits on \w and \s as Hugging Face's regex defines them,
+// whose tables are newer than Go's. Each code point c goes through a
+// Whitespace pre-tokenizer between two "!": a word character makes three
+// tokens ("!", c, "!"), a space two, anything else one unknown word.
+// goclasses prints Go's side; the tables keep the differences both ways.
+const { execFileSync } = await import('node:child_process');
+const goClasses = JSON.parse(execFileSync('go', ['run', './datasets/tokenizer/testdata/gen/goclasses'], { cwd: join(here, '..', '..', '..', '..'), encoding: 'utf8' }));
+const wsTok = (() => {
+  const json = JSON.parse(readFileSync(join(tokDir, 'bert.json'), 'utf8'));
+  // A vocabulary of "!" alone: every other character is unknown, so only
+  // the split shows in the count.
+  json.normalizer = null;
+  json.post_processor = null;
+  json.added_tokens = [];
+  json.model.vocab = { '[UNK]': 0, '!': 1 };
+  json.pre_tokenizer = { type: 'Whitespace' };
+  const path = join(tmpdir(), `stampede-unicodeskew-ws-${process.pid}.json`);
+  writeFileSync(path, JSON.stringify(json));
+  return Tokenizer.fromFile(path);
+})();
+const hfWord = new Set(), hfSpace = new Set();
+const all = [];
+for (let cp = 0x80; cp <= 0x10ffff; cp++) if (cp < 0xd800 || cp > 0xdfff) all.push(cp);
+for (let i = 0; i < all.length; i += 20000) {
+  const batch = all.slice(i, i + 20000);
+  const encs = await wsTok.encodeBatch(batch.map((cp) => '!' + String.fromCodePoint(cp) + '!'), { addSpecialTokens: false });
+  encs.forEach((e, k) => {
+    const n = e.getIds().length;
+    if (n === 3) hfWord.add(batch[k]); else if (n === 2) hfSpace.add(batch[k]);
+  });
+}
+function inGo(ranges, cp) {
+  let lo = 0, hi = ranges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (ranges[mid][1] < cp) lo = mid + 1; else if (ranges[mid][0] > cp) hi = mid - 1; else return true;
+  }
+  return false;
+}
+const classSkew = {};
+for (const [name, hf] of [['word', hfWord], ['space', hfSpace]]) {
+  classSkew[name] = { hfOnly: all.filter((cp) => hf.has(cp) && !inGo(goClasses[name], cp)), goOnly: all.filter((cp) => !hf.has(cp) && inGo(goClasses[name], cp)) };
+}
+
 // Collapse into ranges.
 function collapse(cps) {
   const ranges = [];
@@ -126,11 +170,23 @@ var unnormalized = [][2]rune{
 for (const [lo, hi] of collapse(normSkew)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
 out += `}
 
-// strippedMarks lists, as inclusive ranges, the code points Hugging Face's
+// The Whitespace pre-tokenizer's \\w and \\s as Hugging Face's regex
+// tables have them, against Go's: code points only they put in the class
+// (newerWord, newerSpace) and code points only Go does (olderWord,
+// olderSpace).
+`;
+for (const [name, goName] of [['Word', 'word'], ['Space', 'space']]) {
+  out += `var newer${name} = [][2]rune{\n`;
+  for (const [lo, hi] of collapse(classSkew[goName].hfOnly)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
+  out += `}\n\nvar older${name} = [][2]rune{\n`;
+  for (const [lo, hi] of collapse(classSkew[goName].goOnly)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
+  out += '}\n\n';
+}
+out += `// strippedMarks lists, as inclusive ranges, the code points Hugging Face's
 // StripAccents removes: its combining marks, as of its tables.
 var strippedMarks = [][2]rune{
 `;
 for (const [lo, hi] of collapse(stripped)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
 out += '}\n';
 writeFileSync(join(here, '..', '..', 'unicodeskew.go'), out);
-console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized; ${stripped.length} stripped marks`);
+console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized; ${stripped.length} stripped marks; word +${classSkew.word.hfOnly.length}/-${classSkew.word.goOnly.length}, space +${classSkew.space.hfOnly.length}/-${classSkew.space.goOnly.length}`);
