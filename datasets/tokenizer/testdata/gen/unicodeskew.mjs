@@ -138,6 +138,36 @@ for (const [name, hf] of [['word', hfWord], ['space', hfSpace]]) {
   classSkew[name] = { hfOnly: all.filter((cp) => hf.has(cp) && !inGo(goClasses[name], cp)), goOnly: all.filter((cp) => !hf.has(cp) && inGo(goClasses[name], cp)) };
 }
 
+// Split patterns go through Oniguruma, whose category tables are newer
+// than Go's too. The candidates are the code points where Node's tables
+// (newer still) and Go's disagree; each goes through a Split on \p{X}
+// between two separators outside X: isolated, it makes three tokens.
+const categories = ['L', 'Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'M', 'N', 'P', 'S'];
+function splitTok(pattern) {
+  const json = JSON.parse(readFileSync(join(tokDir, 'bert.json'), 'utf8'));
+  json.normalizer = null;
+  json.post_processor = null;
+  json.added_tokens = [];
+  json.model.vocab = { '[UNK]': 0, '!': 1, 'a': 2 };
+  json.pre_tokenizer = { type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false };
+  const path = join(tmpdir(), `stampede-unicodeskew-split-${process.pid}.json`);
+  writeFileSync(path, JSON.stringify(json));
+  return Tokenizer.fromFile(path);
+}
+for (const cat of categories) {
+  const js = new RegExp(`\\p{${cat === 'L' || cat === 'M' || cat === 'N' || cat === 'P' || cat === 'S' ? cat : 'gc=' + cat}}`, 'u');
+  const cands = all.filter((cp) => js.test(String.fromCodePoint(cp)) !== inGo(goClasses[cat], cp));
+  const sep = cat[0] === 'L' ? '!' : 'a';
+  const t = splitTok(`\\p{${cat}}`);
+  const hf = new Set();
+  for (let i = 0; i < cands.length; i += 20000) {
+    const batch = cands.slice(i, i + 20000);
+    const encs = await t.encodeBatch(batch.map((cp) => sep + String.fromCodePoint(cp) + sep), { addSpecialTokens: false });
+    encs.forEach((e, k) => { if (e.getIds().length === 3) hf.add(batch[k]); });
+  }
+  classSkew[cat] = { hfOnly: cands.filter((cp) => hf.has(cp) && !inGo(goClasses[cat], cp)), goOnly: cands.filter((cp) => !hf.has(cp) && inGo(goClasses[cat], cp)) };
+}
+
 // Collapse into ranges.
 function collapse(cps) {
   const ranges = [];
@@ -182,11 +212,32 @@ for (const [name, goName] of [['Word', 'word'], ['Space', 'space']]) {
   for (const [lo, hi] of collapse(classSkew[goName].goOnly)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
   out += '}\n\n';
 }
-out += `// strippedMarks lists, as inclusive ranges, the code points Hugging Face's
+out += `// The general categories as Oniguruma's tables have them, against
+// Go's, for the split patterns: code points only Oniguruma puts in the
+// category, and code points only Go does.
+var newerCategory = map[string][][2]rune{
+`;
+for (const cat of categories) {
+  out += `\t"${cat}": {`;
+  for (const [lo, hi] of collapse(classSkew[cat].hfOnly)) out += `{${hex(lo)}, ${hex(hi)}}, `;
+  out += '},\n';
+}
+out += `}
+
+var olderCategory = map[string][][2]rune{
+`;
+for (const cat of categories) {
+  out += `\t"${cat}": {`;
+  for (const [lo, hi] of collapse(classSkew[cat].goOnly)) out += `{${hex(lo)}, ${hex(hi)}}, `;
+  out += '},\n';
+}
+out += `}
+
+// strippedMarks lists, as inclusive ranges, the code points Hugging Face's
 // StripAccents removes: its combining marks, as of its tables.
 var strippedMarks = [][2]rune{
 `;
 for (const [lo, hi] of collapse(stripped)) out += `\t{${hex(lo)}, ${hex(hi)}},\n`;
 out += '}\n';
 writeFileSync(join(here, '..', '..', 'unicodeskew.go'), out);
-console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized; ${stripped.length} stripped marks; word +${classSkew.word.hfOnly.length}/-${classSkew.word.goOnly.length}, space +${classSkew.space.hfOnly.length}/-${classSkew.space.goOnly.length}`);
+console.error(`${skew.length} code points in ${ranges.length} ranges; ${normSkew.length} unnormalized; ${stripped.length} stripped marks; word +${classSkew.word.hfOnly.length}/-${classSkew.word.goOnly.length}, space +${classSkew.space.hfOnly.length}/-${classSkew.space.goOnly.length}; ${categories.map((c) => `${c} +${classSkew[c].hfOnly.length}/-${classSkew[c].goOnly.length}`).join(', ')}`);

@@ -1,8 +1,9 @@
 // Command goclasses prints, for unicodeskew.mjs, the non-ASCII code points
-// that Go's tables put in the classes the tokenizer's Whitespace
-// pre-tokenizer tests: \w (Alphabetic, M, Nd, Pc, Join_Control, as Rust's
-// regex defines it) and \s (White_Space). Each class is one line of JSON: a
-// list of inclusive [lo, hi] ranges.
+// that Go's tables put in the classes the tokenizer tests: \w (Alphabetic,
+// M, Nd, Pc, Join_Control, as Rust's regex defines it) and \s (White_Space)
+// for the Whitespace pre-tokenizer, and the general categories the split
+// patterns name. It prints one JSON object: class name to a list of
+// inclusive [lo, hi] ranges.
 //
 //	go run ./datasets/tokenizer/testdata/gen/goclasses
 package main
@@ -23,6 +24,14 @@ func main() {
 				r == 0x200C || r == 0x200D
 		}},
 		{"space", unicode.IsSpace},
+	}
+	// The general categories the split patterns name (\p{L}, \p{Lu}, ...).
+	for _, name := range []string{"L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "N", "P", "S"} {
+		table := unicode.Categories[name]
+		classes = append(classes, struct {
+			name string
+			in   func(rune) bool
+		}{name, func(r rune) bool { return unicode.Is(table, r) }})
 	}
 	out := map[string][][2]rune{}
 	for _, c := range classes {
