@@ -424,7 +424,7 @@ func TestRunFailures(t *testing.T) {
 // runAgainstMockCancelled is runAgainstMock with the run cancelled (as by
 // Ctrl-C) once the mock's counters satisfy when; it also returns the
 // mock's counters as they stood when Run returned.
-func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats) bool, args ...string) (stdout, stderr string, err error, atReturn mock.Stats) {
+func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats) bool, args ...string) (stdout, stderr string, atReturn mock.Stats, err error) {
 	t.Helper()
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	tok, err := tokenizer.Load(tinyTokenizer)
@@ -459,7 +459,7 @@ func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats
 	err = Run(ctx, c, &out, &errOut)
 	atReturn = srv.Stats()
 	close(returned)
-	return out.String(), errOut.String(), err, atReturn
+	return out.String(), errOut.String(), atReturn, err
 }
 
 // TestRunInterrupted: cancelling the run (Ctrl-C) mid-way stops it early,
@@ -469,7 +469,7 @@ func TestRunInterrupted(t *testing.T) {
 	// Cancel once the main run's streams are generating (the ready check
 	// is skipped: no --ready-check-timeout-sec).
 	mainRunning := func(s mock.Stats) bool { return s.Tokens > 0 }
-	stdout, stderr, err, _ := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
+	stdout, stderr, _, err := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
 		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
 		"--random-output-len", "500", "--cancel-grace-sec", "0",
 		"--save-result", "--result-dir", dir, "--result-filename", "r.json")
@@ -535,7 +535,7 @@ func TestRunInterruptedBeforeMainRun(t *testing.T) {
 		// Cancel once the first request (the ready check) reached the
 		// mock, which answers it only after 10 s.
 		arrived := func(s mock.Stats) bool { return s.Scheduled >= 1 }
-		stdout, _, err, atReturn := runAgainstMockCancelled(t, mock.Config{TTFT: 10 * time.Second}, arrived, args...)
+		stdout, _, atReturn, err := runAgainstMockCancelled(t, mock.Config{TTFT: 10 * time.Second}, arrived, args...)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%v: Run error %v, want context.Canceled", phase, err)
 		}
@@ -620,7 +620,7 @@ func TestRunInterruptedLeavesOutUnsent(t *testing.T) {
 	// Cancel once the first main request is generating (the ready check
 	// is skipped: no --ready-check-timeout-sec).
 	mainRunning := func(s mock.Stats) bool { return s.Tokens > 0 }
-	stdout, stderr, err, _ := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
+	stdout, stderr, _, err := runAgainstMockCancelled(t, mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}, mainRunning,
 		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16",
 		"--random-output-len", "500", "--max-concurrency", "1", "--cancel-grace-sec", "0")
 	if err != nil {
