@@ -43,20 +43,23 @@ func normalizeForm(form norm.Form, s string) string {
 	if cut < 0 {
 		return form.String(s)
 	}
-	var b strings.Builder
-	b.Grow(len(s) + len(s)/4)
+	// Each piece is normalized on its own into tmp: AppendString onto the
+	// text so far would normalize across the cut.
+	b := make([]byte, 0, len(s)+len(s)/4)
+	var tmp []byte
 	start := 0
 	for i, r := range s[cut:] {
 		i += cut
 		if r < 0x300 || !inRanges(unnormalized, r) {
 			continue
 		}
-		b.WriteString(form.String(s[start:i]))
-		b.WriteRune(r)
+		tmp = form.AppendString(tmp[:0], s[start:i])
+		b = append(b, tmp...)
+		b = utf8.AppendRune(b, r)
 		start = i + utf8.RuneLen(r)
 	}
-	b.WriteString(form.String(s[start:]))
-	return b.String()
+	tmp = form.AppendString(tmp[:0], s[start:])
+	return string(append(b, tmp...))
 }
 
 func isASCII(s string) bool {
