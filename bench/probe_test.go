@@ -177,8 +177,11 @@ func TestProbeStopFinishesSleep(t *testing.T) {
 	l := testProbeLoop(srv.Addr.String(), "/ok/1", true, interval)
 	runStart := time.Now()
 	l.start(context.Background())
-	time.Sleep(20 * time.Millisecond)
+	for srv.Requests.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
 	l.stop()
+	// A lower bound, which load cannot break: stop waits out the sleep.
 	if waited := time.Since(l.origin); waited < interval {
 		t.Errorf("stop returned %v after the first probe started, want after its %v sleep", waited, interval)
 	}
