@@ -33,6 +33,7 @@ func repeat(path string, n int) []string {
 }
 
 func TestRunHoldsConcurrencyCap(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	srv := shardtest.New(t)
 	res, err := Run(context.Background(), Config{
 		Address: srv.Addr.String(), Kind: sse.Completions, Streaming: true,
@@ -206,6 +207,7 @@ func TestShardCount(t *testing.T) {
 }
 
 func TestRunOverTLS(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	srv, client := shardtest.NewTLS(t)
 	paths := append(repeat("/ok/4", 12), "/500", "/reset-mid", "/pool")
 	res, err := Run(context.Background(), Config{

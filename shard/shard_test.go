@@ -81,21 +81,8 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 	return metrics.Merge(len(reqs), recs...), health
 }
 
-// holdStamps switches the kernel's receive timestamps on and keeps them on
-// until the test ends, waiting as long as the switch takes: the shard's
-// own wait is bounded (stampSwitchWait), and a loaded machine may run its
-// deferred work later than that.
-func holdStamps(t *testing.T) {
-	t.Helper()
-	k, err := openStampKeeper(time.Hour) // returns once a datagram comes back stamped
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.close)
-}
-
 func TestStreamsAndKeepAliveReuse(t *testing.T) {
-	holdStamps(t)
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	srv := shardtest.New(t)
 	paths := make([]string, 20)
 	for i := range paths {
@@ -340,6 +327,7 @@ func TestResponseLargerThanReadBufferIsDrained(t *testing.T) {
 // without them its own clock stamps each read, and a pause would show in
 // every token time.
 func TestPausesOnlyWithKernelStamps(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the stamped run must have stamps from its first read
 	for _, stamps := range []bool{false, true} {
 		srv := shardtest.New(t)
 		data, health := runPaths(t, srv, repeatPath("/ok/5", 10), run{slots: 2, limit: 2, streaming: true, stamps: stamps})
