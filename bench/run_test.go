@@ -102,7 +102,7 @@ func TestRunGenerationOutput(t *testing.T) {
 		"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "4",
 		"--max-concurrency", "2", "--request-rate", "1000", "--goodput", "ttft:10000",
 		"--percentile-metrics", "ttft,tpot,itl,e2el,client_queue_time,e2el_including_client_queue",
-		"--metric-percentiles", "50,99.9", "--ready-check-timeout-sec", "5", "--num-warmups", "2",
+		"--metric-percentiles", "50,99.9", "--ready-check-timeout-sec", "600", "--num-warmups", "2",
 		"--label", "lab", "--metadata", "gpu=none", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
 	if err != nil {
 		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
@@ -113,7 +113,7 @@ func TestRunGenerationOutput(t *testing.T) {
 		"First model name: mock-llm, first model id: mock-llm",
 		TemperatureWarning,
 		"Starting initial single prompt test run...",
-		"Waiting for endpoint to become up in 5 seconds",
+		"Waiting for endpoint to become up in 600 seconds",
 		"Initial test run completed.",
 		"Warming up with 2 requests...",
 		"Warmup run completed.",
@@ -576,7 +576,7 @@ func TestRunModelNames(t *testing.T) {
 	stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{},
 		"--model", "org/local-checkpoint", "--served-model-name", "mock-llm",
 		"--lora-modules", "mock-llm", "missing-adapter", "--lora-assignment", "round-robin",
-		"--ready-check-timeout-sec", "5", "--num-warmups", "1",
+		"--ready-check-timeout-sec", "600", "--num-warmups", "1",
 		"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "2",
 		"--save-result", "--save-detailed", "--result-dir", dir)
 	if err != nil {
