@@ -57,8 +57,9 @@ func (c *wordCache) get(dst []int32, word string) ([]int32, bool) {
 func (c *wordCache) put(word string, ids []int32) {
 	sh := c.shard(word)
 	sh.mu.Lock()
-	if len(sh.words) < cacheShardWords {
-		sh.words[strings.Clone(word)] = slices.Clone(ids)
+	if len(sh.words) >= cacheShardWords {
+		clear(sh.words)
 	}
+	sh.words[strings.Clone(word)] = slices.Clone(ids)
 	sh.mu.Unlock()
 }
