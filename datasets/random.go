@@ -89,6 +89,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 	fixes := make([]*lengthFix, n)
 	for i := range fixes {
 		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
+		fixes[i].dropIDs = true
 	}
 	// Every prompt is a window of the same cycle of allowed ids, starting
 	// at offset + index. Taken in the order of their starts, neighbouring
@@ -117,7 +118,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 		mismatch += f.mismatch
 		reqs[i] = Request{
 			Prompt:            f.prompt,
-			PromptLen:         len(f.ids),
+			PromptLen:         f.count,
 			ExpectedOutputLen: int(outputLens[i]),
 			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
 		}
