@@ -101,7 +101,15 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "stampede dataset: -o %s: %v\n", out, err)
 		return exitError
 	}
-	fmt.Fprintf(stderr, "stampede dataset: %d requests sampled in %.3f s, written to %s\n", len(reqs), sampled.Seconds(), out)
+	text := 0
+	for i := range reqs {
+		text += len(reqs[i].Prompt)
+		for _, p := range reqs[i].PromptList {
+			text += len(p)
+		}
+	}
+	fmt.Fprintf(stderr, "stampede dataset: %d requests (%d bytes of prompt text) sampled in %.3f s, written to %s\n",
+		len(reqs), text, sampled.Seconds(), out)
 	return exitOK
 }
 

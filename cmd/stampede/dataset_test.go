@@ -23,7 +23,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 	if code := runDataset(context.Background(), append(sample, "-o", out), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "40 requests sampled") {
+	if !strings.Contains(stderr.String(), "40 requests (") {
 		t.Errorf("stderr %q does not report the sampling", stderr.String())
 	}
 
