@@ -90,6 +90,9 @@ type run struct {
 	// request sent (ready check, warm-up or main run), after the lines
 	// printed up to there; stampede reports it at the same point.
 	endpointErr error
+	// skipAlign leaves out the server-tokenizer alignment of sampled
+	// prompts (`stampede dataset` without --base-url).
+	skipAlign bool
 }
 
 // target is where benchmark requests go, split for the engine.
@@ -252,7 +255,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	if len(r.requests) == 0 {
 		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
-	if d.AlignWithServer {
+	if d.AlignWithServer && !r.skipAlign {
 		datasets.AlignWithServer(ctx, r.control, c.BaseURL, r.modelID, r.requests, r.stdout)
 	}
 	if c.WarnDefaultTemperature {

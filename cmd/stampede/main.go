@@ -24,7 +24,12 @@ func main() {
 		os.Exit(runTokenize(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == "dataset" {
+		code = runDataset(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
