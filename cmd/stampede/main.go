@@ -4,6 +4,9 @@
 //
 //	stampede serve [options]
 //	stampede [options]
+//	stampede compare A.json B.json [...]
+//	stampede sweep [options] --sweep FLAG=V1,V2,... [--sweep-cooldown-sec S] [--resume] [--num-runs N]
+//	stampede slo [options] --goodput KEY:MS ... [--slo-attainment F] [--slo-over max-concurrency|request-rate]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
 package main
 
@@ -22,6 +25,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tokenize" {
 		os.Exit(runTokenize(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		os.Exit(runCompare(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
