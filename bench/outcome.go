@@ -46,25 +46,25 @@ type PointMetrics struct {
 
 // pointFigure names one PointMetrics figure for tables and summaries.
 type pointFigure struct {
-	name string
-	get  func(*PointMetrics) float64
+	name, key string // for people; as in PointMetrics' JSON
+	get       func(*PointMetrics) float64
 }
 
 // pointFigures are the figures in table order; goodput and attainment
 // are NaN without --goodput.
 var pointFigures = []pointFigure{
-	{"req/s", func(m *PointMetrics) float64 { return m.RequestThroughput }},
-	{"out tok/s", func(m *PointMetrics) float64 { return m.OutputThroughput }},
-	{"TTFT p50", func(m *PointMetrics) float64 { return m.TTFTP50 }},
-	{"TTFT p99", func(m *PointMetrics) float64 { return m.TTFTP99 }},
-	{"TPOT p50", func(m *PointMetrics) float64 { return m.TPOTP50 }},
-	{"TPOT p99", func(m *PointMetrics) float64 { return m.TPOTP99 }},
-	{"ITL p50", func(m *PointMetrics) float64 { return m.ITLP50 }},
-	{"ITL p99", func(m *PointMetrics) float64 { return m.ITLP99 }},
-	{"E2EL p50", func(m *PointMetrics) float64 { return m.E2ELP50 }},
-	{"E2EL p99", func(m *PointMetrics) float64 { return m.E2ELP99 }},
-	{"goodput", func(m *PointMetrics) float64 { return orNaN(m.RequestGoodput) }},
-	{"failed", func(m *PointMetrics) float64 { return float64(m.Failed) }},
+	{"req/s", "request_throughput", func(m *PointMetrics) float64 { return m.RequestThroughput }},
+	{"out tok/s", "output_throughput", func(m *PointMetrics) float64 { return m.OutputThroughput }},
+	{"TTFT p50", "p50_ttft_ms", func(m *PointMetrics) float64 { return m.TTFTP50 }},
+	{"TTFT p99", "p99_ttft_ms", func(m *PointMetrics) float64 { return m.TTFTP99 }},
+	{"TPOT p50", "p50_tpot_ms", func(m *PointMetrics) float64 { return m.TPOTP50 }},
+	{"TPOT p99", "p99_tpot_ms", func(m *PointMetrics) float64 { return m.TPOTP99 }},
+	{"ITL p50", "p50_itl_ms", func(m *PointMetrics) float64 { return m.ITLP50 }},
+	{"ITL p99", "p99_itl_ms", func(m *PointMetrics) float64 { return m.ITLP99 }},
+	{"E2EL p50", "p50_e2el_ms", func(m *PointMetrics) float64 { return m.E2ELP50 }},
+	{"E2EL p99", "p99_e2el_ms", func(m *PointMetrics) float64 { return m.E2ELP99 }},
+	{"goodput", "request_goodput", func(m *PointMetrics) float64 { return orNaN(m.RequestGoodput) }},
+	{"failed", "failed", func(m *PointMetrics) float64 { return float64(m.Failed) }},
 }
 
 func orNaN(p *float64) float64 {

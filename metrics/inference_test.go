@@ -14,14 +14,14 @@ type inferenceGolden struct {
 		A, B []float64
 		U, P float64
 	}
-	TQuantile []struct{ P, DF, Q float64 } `json:"t_quantile"`
+	TQuantile []struct{ P, DF, Q float64 }   `json:"t_quantile"`
 	TCDF      []struct{ T, DF, CDF float64 } `json:"t_cdf"`
 	Welch     []struct {
 		A, B []float64
 		P    float64
 	}
 	Spread []struct {
-		Xs                         []float64
+		Xs                       []float64
 		Mean, StdDev, Lo, Hi, CV float64
 	}
 }
