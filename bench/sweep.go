@@ -149,8 +149,9 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 	return points, nil
 }
 
-// Sweep runs the grid and returns its summary, also printed to stdout
-// at the end and saved after every point. An interrupt stops it after
+// Sweep runs the grid and returns its summary, printed to stdout at the
+// end and saved after every point; the runs' own blocks go to stderr, so
+// stdout is the table alone. An interrupt stops it after
 // the run it cut short, which is not counted.
 func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*SweepResult, error) {
 	if o.NumRuns < 1 {
@@ -196,12 +197,12 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*Swee
 				break
 			}
 			first = false
-			fmt.Fprintf(stdout, "Sweep point %s", p.name)
+			fmt.Fprintf(stderr, "Sweep point %s", p.name)
 			if o.NumRuns > 1 {
-				fmt.Fprintf(stdout, ", run %d of %d", k+1, o.NumRuns)
+				fmt.Fprintf(stderr, ", run %d of %d", k+1, o.NumRuns)
 			}
-			fmt.Fprintln(stdout)
-			out, err := RunOnce(ctx, cfg, stdout, stderr)
+			fmt.Fprintln(stderr)
+			out, err := RunOnce(ctx, cfg, stderr, stderr)
 			if err != nil {
 				return res, err
 			}

@@ -98,8 +98,8 @@ func TestSweepShowsQueueing(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(csv), "max-concurrency,request_throughput,") || strings.Count(string(csv), "\n") != 4 {
 		t.Errorf("sweep.csv:\n%s %v", csv, err)
 	}
-	if !strings.Contains(out.String(), "Sweep Summary") {
-		t.Errorf("no summary table on stdout")
+	if !strings.HasPrefix(out.String(), "=") || !strings.Contains(out.String(), "Sweep Summary") {
+		t.Errorf("stdout is not the summary table:\n%s", out.String())
 	}
 }
 
@@ -114,7 +114,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := &cancelOn{marker: "Sweep point max-concurrency=4,request-rate=inf", cancel: cancel}
-	_, err := Sweep(ctx, opts, w, &bytes.Buffer{})
+	_, err := Sweep(ctx, opts, &bytes.Buffer{}, w)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted sweep: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 
 	opts.Resume = true
 	var out bytes.Buffer
-	res, err := Sweep(context.Background(), opts, &out, &bytes.Buffer{})
+	res, err := Sweep(context.Background(), opts, &bytes.Buffer{}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,5 +157,30 @@ func TestParseSweepAxis(t *testing.T) {
 		if _, err := ParseSweepAxis(bad); !errors.As(err, &usage) || !strings.Contains(usage.Msg, "FLAG=V1,V2") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// --num-runs keeps every run's result JSON and prints the spread.
+func TestRunRepeatedKeepsEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	args := append(startMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}),
+		"--random-output-len", "4", "--num-prompts", "16", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
+	cfg, err := ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := RunRepeated(context.Background(), cfg, 3, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k <= 3; k++ {
+		if _, err := os.Stat(filepath.Join(dir, "r.run"+string(rune('0'+k))+".json")); err != nil {
+			t.Errorf("run %d: %v", k, err)
+		}
+	}
+	s := out.String()
+	if strings.Count(s, "Serving Benchmark Result") != 3 || !strings.Contains(s, "Repeated runs (3 of 3)") ||
+		!strings.Contains(s, "95% CI") || strings.Index(s, "Repeated runs") < strings.LastIndex(s, "Serving Benchmark Result") {
+		t.Errorf("output:\n%s", s)
 	}
 }

@@ -15,8 +15,8 @@ const sweepUsage = `usage: stampede sweep [serve options] --sweep FLAG=V1,V2,...
 
 Runs the serve options once per point of the grid (several --sweep flags
 make the product), each point a normal run saving its result JSON in
---result-dir, and prints a summary table, also saved there as sweep.csv
-and sweep.json.
+--result-dir (its block on stderr), and prints a summary table on stdout,
+also saved there as sweep.csv and sweep.json.
 
   --sweep FLAG=V1,V2,...   a serve flag and its values, such as max-concurrency=8,32,128
   --sweep-cooldown-sec S   pause between runs (default 0)
