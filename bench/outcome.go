@@ -18,6 +18,11 @@ type Outcome struct {
 	ResultPath string
 	// Cancelled is set when an interrupt cut the run short.
 	Cancelled bool
+	// SteadyState is the run's steady-state window and metrics, for the
+	// sidecar's "steady_state" and the --steady-state block; nil with
+	// SteadyStateErr saying why when the run has none.
+	SteadyState    *metrics.SteadyState
+	SteadyStateErr error
 }
 
 // PointMetrics are the headline figures of one run: the columns of a

@@ -631,6 +631,10 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
 		return err
 	}
+	r.steadyState(r.outcome)
+	if err := r.writeSteadyStateBlock(r.outcome); err != nil {
+		return err
+	}
 	writeHealth(r.stderr, res)
 	writeServerMessages(r.stderr, &res.Data.ServerMessages)
 
