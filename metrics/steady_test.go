@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 // lanes builds a closed-loop run: lane j starts at j·stagger and sends
 // perLane requests back to back, each lasting dur with TTFT ttft.
 func lanes(n int, stagger, dur, ttft int64, perLane int) *RunData {
