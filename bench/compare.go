@@ -100,6 +100,9 @@ type Comparison struct {
 // sampleFamilies are the metric families with per-request samples.
 var sampleFamilies = []string{"ttft", "tpot", "itl", "e2el"}
 
+// sampleMedianKey names the row of a family's per-request median.
+func sampleMedianKey(family string) string { return "sample_median_" + family + "_ms" }
+
 // familyOf is the sample family a result key belongs to, "" for none.
 func familyOf(key string) string {
 	for _, f := range sampleFamilies {
@@ -288,6 +291,14 @@ func (r *resultRun) readSamples(lists map[string]json.RawMessage) error {
 
 // values are the side's values of key, one per run that has it.
 func (s *CompareSide) values(key string) []float64 {
+	for _, f := range sampleFamilies {
+		if key == sampleMedianKey(f) {
+			if v := s.samples(f); len(v) > 0 {
+				return []float64{median(v)}
+			}
+			return nil
+		}
+	}
 	var out []float64
 	for _, r := range s.runs {
 		if v, ok := r.values[key]; ok {
@@ -348,6 +359,18 @@ func Compare(sides []*CompareSide, opts CompareOptions) *Comparison {
 			mw := metrics.MannWhitneyU(a, b)
 			perRequest[pair{f, i}] = &mw
 			shift[pair{f, i}] = relChange(median(a), median(b))
+		}
+	}
+	// A family with per-request samples but no statistic in the files
+	// (E2EL outside --percentile-metrics) gets a row of the samples'
+	// median, so its test shows.
+	for _, f := range sampleFamilies {
+		has := false
+		for _, k := range keys {
+			has = has || familyOf(k) == f
+		}
+		if !has && len(sides[0].samples(f)) > 0 {
+			keys = append(keys, sampleMedianKey(f))
 		}
 	}
 	for _, k := range keys {
