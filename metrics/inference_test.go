@@ -126,3 +126,21 @@ func TestSpreadOfMatchesNumpy(t *testing.T) {
 		t.Errorf("SpreadOf one value = %+v", one)
 	}
 }
+
+// BenchmarkMannWhitneyU is the cost of comparing two runs' ITLs of a
+// million tokens each.
+func BenchmarkMannWhitneyU(b *testing.B) {
+	const n = 1 << 20
+	a, c := make([]float64, n), make([]float64, n)
+	x := uint64(1)
+	for i := range a {
+		x = x*6364136223846793005 + 1442695040888963407
+		a[i] = float64(x>>40) / 1e3
+		x = x*6364136223846793005 + 1442695040888963407
+		c[i] = float64(x>>40)/1e3 + 1
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		MannWhitneyU(a, c)
+	}
+}
