@@ -37,29 +37,39 @@ import (
 // measured is still printed and saved, and Run returns nil. Cancelling it
 // before the main run returns ctx's error.
 func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	_, err := RunOnce(ctx, cfg, stdout, stderr)
+	return err
+}
+
+// RunOnce is Run returning what the run measured: the one run behind
+// serve, each repeat of --num-runs, each sweep point and each SLO probe.
+// The outcome is nil when the run ended before its main part; it is set
+// alongside an error raised after the measurement (a failed save).
+func RunOnce(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (*Outcome, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.discoverModel(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.loadTokenizer(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.sampleDataset(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.encodeRequests(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.initialTest(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.warmUp(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return r.benchmark(ctx)
+	err = r.benchmark(ctx)
+	return r.outcome, err
 }
 
 // run carries one Run's state between its phases.
@@ -83,6 +93,9 @@ type run struct {
 	testWire []byte // request #0 without an id, for the test run and warm-ups
 	// testUsage is where the test request's pooling answer has its usage.
 	testUsage poolingUsage
+
+	// outcome is what the main run measured, once computed.
+	outcome *Outcome
 
 	// endpointErr is the URL-suffix check's verdict on --endpoint for
 	// --backend. Python makes that check inside each request function,
@@ -606,10 +619,12 @@ func (r *run) benchmark(ctx context.Context) error {
 		params.RPSChangeEvents = append(params.RPSChangeEvents, RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
 	}
 
-	summary, err := metrics.Compute(&res.Data, r.computeOptions(res.Data.Results))
+	opts := r.computeOptions(res.Data.Results)
+	summary, err := metrics.Compute(&res.Data, opts)
 	if err != nil {
 		return err
 	}
+	r.outcome = &Outcome{Summary: summary, Data: &res.Data, Params: params, Options: opts, Cancelled: res.Cancelled}
 	if err := WriteWarnings(r.stderr, summary); err != nil {
 		return err
 	}
@@ -617,6 +632,10 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
+		return err
+	}
+	r.steadyState(r.outcome)
+	if err := r.writeSteadyStateBlock(r.outcome); err != nil {
 		return err
 	}
 	writeHealth(r.stderr, res)
@@ -760,6 +779,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		return err
 	}
 	if p.SaveResult || p.AppendResult {
+		r.outcome.ResultPath = name
 		if err := SaveResult(name, res, p.AppendResult); err != nil {
 			return fmt.Errorf("saving results to %s: %w", name, err)
 		}
