@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -148,7 +149,7 @@ func SpreadOfPoints(runs []PointMetrics) map[string]metrics.Spread {
 // degrees of freedom) and the coefficient of variation over the runs.
 func WriteSpread(w io.Writer, title string, runs []PointMetrics) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s\n", pyCenter(" "+title+" ", '=', blockWidth))
+	fmt.Fprintf(bw, "%s\n", py.FormatCenter(" "+title+" ", '=', blockWidth))
 	if len(runs) < 2 {
 		fmt.Fprintln(bw, "(fewer than two finished runs: no spread)")
 		return bw.Flush()

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // `stampede slo` finds the most load a server takes while meeting its
@@ -301,7 +303,7 @@ func (s *sloSearch) run(ctx context.Context, load float64) (*PointMetrics, strin
 func (s *sloSearch) writeAnswer() {
 	bw := bufio.NewWriter(s.stdout)
 	defer bw.Flush()
-	fmt.Fprintln(bw, pyCenter(" SLO Capacity ", '=', blockWidth))
+	fmt.Fprintln(bw, py.FormatCenter(" SLO Capacity ", '=', blockWidth))
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	a := s.res.Answer
 	switch {

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -387,7 +388,7 @@ func (r *SweepResult) records(forPeople bool) [][]string {
 // then the headline figures (latencies in ms).
 func (r *SweepResult) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, pyCenter(" Sweep Summary ", '=', blockWidth))
+	fmt.Fprintln(bw, py.FormatCenter(" Sweep Summary ", '=', blockWidth))
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, rec := range r.records(true) {
 		fmt.Fprintln(tw, strings.Join(rec, "\t")+"\t")
