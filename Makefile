@@ -15,7 +15,7 @@ BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile lint fmt vet \
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile bench-cli lint fmt vet \
 	staticcheck demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
@@ -39,10 +39,16 @@ test-race:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
 
-# Token-timestamp fidelity: mock on CPU 0 with its truth log, client on CPU 1
+# Token-timestamp fidelity (cmd/fidelity): mock on CPU 0 with its truth log, client on CPU 1
 # (QUICK=1 runs only the 10,000-stream decode-step case). Run it idle.
 bench-fidelity:
 	bash scripts/bench-fidelity.sh
+
+# Issue 15's figures through the CLI, each next to its target: tokenizer
+# load, 100,000 random prompts sampled (PROMPTS=...), CPU per event and RSS
+# at 10,000 streams. Run it idle.
+bench-cli:
+	bash scripts/bench-cli.sh
 
 # The mock server's CPU per event against a plain write(2) floor.
 bench-mock:

@@ -10,7 +10,7 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/stampede-bench/stampede/datasets"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // This file applies the command-line rules of vLLM's FlexibleArgumentParser
@@ -194,7 +194,7 @@ func newAction(o *flags.Option) *action {
 		}
 	case typ.Kind() == reflect.Float64:
 		a.typeName, a.convert = "float", func(s string) (string, error) {
-			v, err := pyfmt.ParseFloat(s)
+			v, err := py.ParseFloat(s)
 			return strconv.FormatFloat(v, 'g', -1, 64), err
 		}
 	default:
@@ -310,7 +310,7 @@ func takeValues(m *optionMatch, args []string, next int, isValue func(int) bool)
 	a := m.action
 	if m.explicit != nil {
 		if a.nargs == nargsNone {
-			return nil, 0, argError(a, "ignored explicit argument %s", pyfmt.StrRepr(*m.explicit))
+			return nil, 0, argError(a, "ignored explicit argument %s", py.StrRepr(*m.explicit))
 		}
 		return []string{*m.explicit}, next, nil
 	}
@@ -340,16 +340,16 @@ func (a *action) check(raw []string) ([]string, error) {
 		if a.convert != nil {
 			c, err := a.convert(v)
 			if err != nil {
-				return nil, argError(a, "invalid %s value: %s", a.typeName, pyfmt.StrRepr(v))
+				return nil, argError(a, "invalid %s value: %s", a.typeName, py.StrRepr(v))
 			}
 			values[k] = c
 		}
 		if len(a.choices) > 0 && !contains(a.choices, values[k]) {
 			quoted := make([]string, len(a.choices))
 			for j, c := range a.choices {
-				quoted[j] = pyfmt.StrRepr(c)
+				quoted[j] = py.StrRepr(c)
 			}
-			return nil, argError(a, "invalid choice: %s (choose from %s)", pyfmt.StrRepr(v), strings.Join(quoted, ", "))
+			return nil, argError(a, "invalid choice: %s (choose from %s)", py.StrRepr(v), strings.Join(quoted, ", "))
 		}
 	}
 	return values, nil
@@ -561,7 +561,9 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 		nested := dottedValue(value)
 		keys := strings.Split(path, ".")
 		for k := len(keys) - 1; k >= 0; k-- {
-			nested = &jsonNode{kind: jsonObject, members: []jsonNodeMember{{keys[k], nested}}}
+			object := &jsonNode{kind: jsonObject}
+			object.set(keys[k], nested)
+			nested = object
 		}
 		if dicts[key] == nil {
 			dicts[key] = &jsonNode{kind: jsonObject}
@@ -623,20 +625,20 @@ func dottedValue(s string) *jsonNode {
 // reported as a duplicate.
 func mergeDict(dst, src *jsonNode) []string {
 	var dups []string
-	for _, m := range src.members {
-		old := dst.get(m.key)
+	for key, value := range src.members.All() {
+		old := dst.get(key)
 		switch {
-		case old != nil && m.value.kind == jsonObject && old.kind == jsonObject:
-			for _, d := range mergeDict(old, m.value) {
-				dups = append(dups, m.key+"."+d)
+		case old != nil && value.kind == jsonObject && old.kind == jsonObject:
+			for _, d := range mergeDict(old, value) {
+				dups = append(dups, key+"."+d)
 			}
-		case old != nil && m.value.kind == jsonArray && old.kind == jsonArray:
-			old.items = append(old.items, m.value.items...)
+		case old != nil && value.kind == jsonArray && old.kind == jsonArray:
+			old.items = append(old.items, value.items...)
 		default:
 			if old != nil {
-				dups = append(dups, m.key)
+				dups = append(dups, key)
 			}
-			dst.set(m.key, m.value)
+			dst.set(key, value)
 		}
 	}
 	return dups

@@ -10,7 +10,7 @@ import (
 // This file holds the Python value rules argparse applies through its int
 // type function and vLLM's human_readable_int. Messages must read exactly
 // as Python's, so these follow CPython, not strconv; float() and the repr
-// forms messages print are in metrics/pyfmt.
+// forms messages print are in internal/py.
 
 var errNotANumber = errors.New("not a number")
 

@@ -258,12 +258,12 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range extra {
-		v, err := pyJSONRaw(m.Value)
+	for key, value := range extra.All() {
+		v, err := pyJSONRaw(value)
 		if err != nil {
-			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
+			return nil, fmt.Errorf("extra body key %q: %w", key, err)
 		}
-		body.Set(m.Key, v)
+		body.Set(key, v)
 	}
 	return body.encodePy(), nil
 }
@@ -272,11 +272,11 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 // **req.Overrides}: an override replaces a key in place, new keys follow.
 // Values are JSON text as given, not yet in json.dumps form.
 func (p BodyParams) extraBody(req *datasets.Request) (JSONObject, error) {
-	extra := append(JSONObject(nil), p.ExtraBody...)
+	extra := p.ExtraBody.clone()
 	if len(req.Overrides) > 0 {
 		overrides, ok := JSONText(req.Overrides).Object()
 		if !ok {
-			return nil, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
+			return JSONObject{}, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
 		}
 		extra.Merge(overrides)
 	}

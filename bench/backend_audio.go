@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The openai-audio request body: async_request_openai_audio posts an
@@ -143,14 +143,14 @@ func audioFormFields(req *datasets.Request, p BodyParams) ([]formField, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range extra {
-		n, err := parsePyJSON(string(m.Value))
+	for key, value := range extra.All() {
+		n, err := parsePyJSON(string(value))
 		if err != nil {
-			return nil, fmt.Errorf("extra body key %q: %w", m.Key, err)
+			return nil, fmt.Errorf("extra body key %q: %w", key, err)
 		}
 		var s strings.Builder
 		writePyStr(&s, n)
-		set(m.Key, s.String())
+		set(key, s.String())
 	}
 	return fields, nil
 }
@@ -180,7 +180,7 @@ func writePyRepr(b *strings.Builder, n *jsonNode) {
 	case jsonNumber:
 		b.WriteString(pyNumberStr(n.raw))
 	case jsonString:
-		b.WriteString(pyfmt.StrRepr(n.str))
+		b.WriteString(py.StrRepr(n.str))
 	case jsonArray:
 		b.WriteByte('[')
 		for i, it := range n.items {
@@ -192,13 +192,13 @@ func writePyRepr(b *strings.Builder, n *jsonNode) {
 		b.WriteByte(']')
 	case jsonObject:
 		b.WriteByte('{')
-		for i, m := range n.members {
+		for i, key := range n.members.Keys() {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pyfmt.StrRepr(m.key))
+			b.WriteString(py.StrRepr(key))
 			b.WriteString(": ")
-			writePyRepr(b, m.value)
+			writePyRepr(b, n.members.Value(key))
 		}
 		b.WriteByte('}')
 	}

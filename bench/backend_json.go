@@ -1,12 +1,16 @@
 package bench
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/stampede-bench/stampede/internal/py"
+)
 
 // pyString is json.dumps(s).
 func pyString(s string) []byte {
 	var b bytes.Buffer
 	b.Grow(len(s) + 2)
-	appendPyJSONString(&b, s)
+	py.AppendJSONString(&b, s, true)
 	return b.Bytes()
 }
 
@@ -18,7 +22,7 @@ func pyStringList(ss []string) []byte {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		appendPyJSONString(&b, s)
+		py.AppendJSONString(&b, s, true)
 	}
 	b.WriteByte(']')
 	return b.Bytes()

@@ -14,7 +14,7 @@ func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 func obj(pairs ...string) JSONObject {
 	var o JSONObject
 	for i := 0; i < len(pairs); i += 2 {
-		o = append(o, JSONMember{pairs[i], json.RawMessage(pairs[i+1])})
+		o.Set(pairs[i], json.RawMessage(pairs[i+1]))
 	}
 	return o
 }
@@ -195,7 +195,7 @@ func TestPoolingUsage(t *testing.T) {
 		over    string // request overrides
 		want    shard.PoolingUsage
 	}{
-		{"openai-embeddings", nil, "", shard.UsageInBody},
+		{"openai-embeddings", JSONObject{}, "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"float"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"base64"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
@@ -216,7 +216,7 @@ func TestPoolingUsage(t *testing.T) {
 		}
 		got, err := PoolingUsage(tt.backend, req, BodyParams{ExtraBody: tt.extra})
 		if err != nil || got != tt.want {
-			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra, tt.over, got, err, tt.want)
+			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra.encodePy(), tt.over, got, err, tt.want)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/httpwire"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Config is one `stampede serve` run: every flag (Flags, with Python's
@@ -413,7 +413,7 @@ func (c *Config) parseHeaders() error {
 }
 
 // pyStrip is Python's str.strip() with no argument.
-func pyStrip(s string) string { return strings.TrimFunc(s, pyfmt.IsSpace) }
+func pyStrip(s string) string { return strings.TrimFunc(s, py.IsSpace) }
 
 // rewriteDataset is main_async's dataset checks and flag copying: the
 // synthetic datasets refuse --dataset-path, --input-len/--output-len are
@@ -460,24 +460,24 @@ func (c *Config) buildRequestExtras() error {
 	if c.TaskType == Generation {
 		floatParam := func(key string, v *float64) {
 			if v != nil {
-				c.SamplingParams = append(c.SamplingParams, JSONMember{key, appendPyJSONFloat(nil, *v)})
+				c.SamplingParams.Set(key, py.AppendJSONFloat(nil, *v))
 			}
 		}
 		floatParam("top_p", c.TopP)
 		if c.TopK != nil {
-			c.SamplingParams = append(c.SamplingParams, JSONMember{"top_k", []byte(strconv.Itoa(*c.TopK))})
+			c.SamplingParams.Set("top_k", []byte(strconv.Itoa(*c.TopK)))
 		}
 		floatParam("min_p", c.MinP)
 		floatParam("temperature", c.Temperature)
 		floatParam("frequency_penalty", c.FrequencyPenalty)
 		floatParam("presence_penalty", c.PresencePenalty)
 		floatParam("repetition_penalty", c.RepetitionPenalty)
-		if len(c.SamplingParams) > 0 && !backendOf(c.Backend).openAICompatible {
+		if c.SamplingParams.Len() > 0 && !backendOf(c.Backend).openAICompatible {
 			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		c.WarnDefaultTemperature = c.Temperature == nil
 	}
-	c.RequestExtraBody = append(JSONObject(nil), c.SamplingParams...)
+	c.RequestExtraBody = c.SamplingParams.clone()
 	if c.ExtraBody == nil {
 		return nil
 	}
@@ -503,9 +503,9 @@ func parseFloatList(s string, strip bool) ([]float64, error) {
 		if strip {
 			p = pyStrip(p)
 		}
-		v, err := pyfmt.ParseFloat(p)
+		v, err := py.ParseFloat(p)
 		if err != nil {
-			return nil, fmt.Errorf("could not convert string to float: %s", pyfmt.StrRepr(p))
+			return nil, fmt.Errorf("could not convert string to float: %s", py.StrRepr(p))
 		}
 		out[i] = v
 	}
@@ -522,7 +522,7 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		var v float64
 		var err error
 		if len(parts) == 2 {
-			v, err = pyfmt.ParseFloat(parts[1])
+			v, err = py.ParseFloat(parts[1])
 		}
 		if len(parts) != 2 || err != nil {
 			return nil, &ValidationError{Type: "ArgumentTypeError", Msg: "Invalid format found for service level objectives. " +
@@ -545,12 +545,12 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 		if !contains(goodputMetrics, slo.Metric) {
 			return nil, valueErrorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ",
-				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
+				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
 		if slo.ValueMs < 0 {
 			return nil, valueErrorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
-				slo.Metric, pyfmt.FloatRepr(slo.ValueMs))
+				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
 	}
 	return slos, nil

@@ -9,93 +9,53 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// JSONMember is one key of a JSONObject.
-type JSONMember struct {
-	Key   string
-	Value json.RawMessage
-}
-
-// JSONObject is a JSON object that keeps its keys in Python dict order:
-// first insertion fixes a key's position, a later value for the same key
-// replaces the value in place. Request bodies built from it list keys as
-// vLLM's client would.
-type JSONObject []JSONMember
-
-// Get returns the value stored under key.
-func (o JSONObject) Get(key string) (json.RawMessage, bool) {
-	for _, m := range o {
-		if m.Key == key {
-			return m.Value, true
-		}
-	}
-	return nil, false
-}
-
-// Set stores value under key, in place when the key exists, else at the end.
-func (o *JSONObject) Set(key string, value json.RawMessage) {
-	for i := range *o {
-		if (*o)[i].Key == key {
-			(*o)[i].Value = value
-			return
-		}
-	}
-	*o = append(*o, JSONMember{Key: key, Value: value})
+// JSONObject is a JSON object whose values are JSON text, in Python dict
+// order: first insertion fixes a key's position, a later value for the
+// same key replaces the value in place. Request bodies built from it list
+// keys as vLLM's client would. Like a map, a copy shares its entries;
+// clone makes one that does not.
+type JSONObject struct {
+	py.Dict[string, json.RawMessage]
 }
 
 // Merge sets every member of other over o, Python's {**o, **other}.
-func (o *JSONObject) Merge(other JSONObject) {
-	for _, m := range other {
-		o.Set(m.Key, m.Value)
-	}
-}
+func (o *JSONObject) Merge(other JSONObject) { o.Update(&other.Dict) }
+
+// clone returns a copy of o that changes apart from it.
+func (o *JSONObject) clone() JSONObject { return JSONObject{o.Copy()} }
 
 // MarshalJSON writes the object compactly, keys in order.
-func (o JSONObject) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeJSONString(&b, m.Key)
-		b.WriteByte(':')
-		if len(m.Value) == 0 {
-			b.WriteString("null")
-		} else {
-			b.Write(m.Value)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (o JSONObject) MarshalJSON() ([]byte, error) { return o.encode(",", ":", false), nil }
 
 // encodePy writes the object as Python's json.dumps does: ", " and ": "
 // separators, keys with ensure_ascii escaping. Values are written as
 // stored, so a request body holds them already in json.dumps form.
-//
-// It repeats MarshalJSON's loop rather than sharing it: writeJSONString
-// hands its buffer to encoding/json, which would move this buffer to the
-// heap, and request bodies are built once per request.
-func (o JSONObject) encodePy() []byte {
+func (o JSONObject) encodePy() []byte { return o.encode(", ", ": ", true) }
+
+func (o JSONObject) encode(itemSep, keySep string, ensureASCII bool) []byte {
 	n := 2
-	for _, m := range o {
-		n += len(m.Key) + len(m.Value) + 6
+	for key, value := range o.All() {
+		n += len(key) + len(value) + 6
 	}
 	var b bytes.Buffer
 	b.Grow(n)
 	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteString(", ")
+	first := true
+	for key, value := range o.All() {
+		if !first {
+			b.WriteString(itemSep)
 		}
-		appendPyJSONString(&b, m.Key)
-		b.WriteString(": ")
-		if len(m.Value) == 0 {
+		first = false
+		py.AppendJSONString(&b, key, ensureASCII)
+		b.WriteString(keySep)
+		if len(value) == 0 {
 			b.WriteString("null")
 		} else {
-			b.Write(m.Value)
+			b.Write(value)
 		}
 	}
 	b.WriteByte('}')
@@ -124,12 +84,12 @@ func (t *JSONText) UnmarshalFlag(s string) error {
 func (t JSONText) Object() (obj JSONObject, ok bool) {
 	n, err := parsePyJSON(string(t))
 	if err != nil || n.kind != jsonObject {
-		return nil, false
+		return obj, false
 	}
-	for _, m := range n.members {
+	for key, value := range n.members.All() {
 		var b bytes.Buffer
-		m.value.encode(&b)
-		obj = append(obj, JSONMember{Key: m.key, Value: b.Bytes()})
+		value.encode(&b)
+		obj.Set(key, b.Bytes())
 	}
 	return obj, true
 }
@@ -173,12 +133,7 @@ type jsonNode struct {
 	raw     string
 	str     string
 	items   []*jsonNode
-	members []jsonNodeMember
-}
-
-type jsonNodeMember struct {
-	key   string
-	value *jsonNode
+	members py.Dict[string, *jsonNode]
 }
 
 // truthy is Python's bool() of the decoded value.
@@ -196,28 +151,13 @@ func (n *jsonNode) truthy() bool {
 	case jsonArray:
 		return len(n.items) > 0
 	}
-	return len(n.members) > 0
+	return n.members.Len() > 0
 }
 
 // set stores value under key with dict semantics.
-func (n *jsonNode) set(key string, value *jsonNode) {
-	for i := range n.members {
-		if n.members[i].key == key {
-			n.members[i].value = value
-			return
-		}
-	}
-	n.members = append(n.members, jsonNodeMember{key, value})
-}
+func (n *jsonNode) set(key string, value *jsonNode) { n.members.Set(key, value) }
 
-func (n *jsonNode) get(key string) *jsonNode {
-	for _, m := range n.members {
-		if m.key == key {
-			return m.value
-		}
-	}
-	return nil
-}
+func (n *jsonNode) get(key string) *jsonNode { return n.members.Value(key) }
 
 // encode writes n compactly, numbers as written.
 func (n *jsonNode) encode(b *bytes.Buffer) { n.write(b, false) }
@@ -228,13 +168,13 @@ func (n *jsonNode) encode(b *bytes.Buffer) { n.write(b, false) }
 func (n *jsonNode) encodePy(b *bytes.Buffer) { n.write(b, true) }
 
 func (n *jsonNode) write(b *bytes.Buffer, python bool) {
-	itemSep, keySep, str := ",", ":", writeJSONString
+	itemSep, keySep := ",", ":"
 	if python {
-		itemSep, keySep, str = ", ", ": ", appendPyJSONString
+		itemSep, keySep = ", ", ": "
 	}
 	switch n.kind {
 	case jsonString:
-		str(b, n.str)
+		py.AppendJSONString(b, n.str, python)
 	case jsonNumber:
 		if python {
 			b.WriteString(respellJSONNumber(n.raw))
@@ -252,25 +192,20 @@ func (n *jsonNode) write(b *bytes.Buffer, python bool) {
 		b.WriteByte(']')
 	case jsonObject:
 		b.WriteByte('{')
-		for i, m := range n.members {
-			if i > 0 {
+		first := true
+		for key, value := range n.members.All() {
+			if !first {
 				b.WriteString(itemSep)
 			}
-			str(b, m.key)
+			first = false
+			py.AppendJSONString(b, key, python)
 			b.WriteString(keySep)
-			m.value.write(b, python)
+			value.write(b, python)
 		}
 		b.WriteByte('}')
 	default:
 		b.WriteString(n.raw)
 	}
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
 }
 
 // maxJSONDepth bounds nesting so hostile input cannot exhaust the stack;
@@ -586,5 +521,5 @@ func respellJSONNumber(raw string) string {
 		return raw
 	}
 	var buf [32]byte
-	return string(appendPyJSONFloat(buf[:0], f))
+	return string(py.AppendJSONFloat(buf[:0], f))
 }

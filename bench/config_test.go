@@ -251,7 +251,7 @@ func TestPoolingBackendSamplingRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(c.RequestExtraBody)
-	if c.TaskType != Pooling || len(c.SamplingParams) != 0 || string(body) != `{"a":1}` || c.WarnDefaultTemperature {
+	if c.TaskType != Pooling || c.SamplingParams.Len() != 0 || string(body) != `{"a":1}` || c.WarnDefaultTemperature {
 		t.Errorf("pooling: task %v sampling %v body %s warn %v", c.TaskType, c.SamplingParams, body, c.WarnDefaultTemperature)
 	}
 	if strings.Join(c.SelectedPercentileMetrics, ",") != "e2el" {
@@ -337,7 +337,10 @@ func TestJSONObject(t *testing.T) {
 	var o JSONObject
 	o.Set("b", json.RawMessage(`1`))
 	o.Set("a", json.RawMessage(`2`))
-	o.Merge(JSONObject{{"b", json.RawMessage(`"x"`)}, {"c", nil}})
+	var other JSONObject
+	other.Set("b", json.RawMessage(`"x"`))
+	other.Set("c", nil)
+	o.Merge(other)
 	got, _ := json.Marshal(o)
 	if string(got) != `{"b":"x","a":2,"c":null}` {
 		t.Errorf("JSONObject = %s", got)

@@ -120,6 +120,7 @@ type StampedeFlags struct {
 	CancelGraceSec     float64 `long:"cancel-grace-sec" default:"5" description:"After Ctrl-C, seconds in-flight requests may finish before they are cancelled."`
 	MaxResponseBytes   int     `long:"max-response-bytes" default:"1073741824" description:"Bytes one response may have before the request fails (0: no limit); stops a server that never ends an answer."`
 	MaxBufferedBytes   int     `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
+	SteadyState        bool    `long:"steady-state" description:"After the result block, print the metrics of the steady-state window: in-flight requests at 95% of --max-concurrency (or of the run's level for a rate)."`
 
 	// The server's metrics and the HTML report.
 	ReportFlags

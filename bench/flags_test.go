@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 14 {
-		t.Errorf("%d additive options, want 14 (3 from the multi-process fork, 11 of stampede's)", additive)
+	if additive != 15 {
+		t.Errorf("%d additive options, want 15 (3 from the multi-process fork, 12 of stampede's)", additive)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -98,47 +99,6 @@ func ParseReportRun(name string, result, sidecar []byte) (*ReportRun, error) {
 		}
 	}
 	return r, nil
-}
-
-// pyJSONToStandard turns Python's NaN, Infinity and -Infinity outside
-// strings into null, so encoding/json reads the document.
-func pyJSONToStandard(b []byte) []byte {
-	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			out = append(out, c)
-			switch c {
-			case '\\':
-				if i+1 < len(b) {
-					i++
-					out = append(out, b[i])
-				}
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inString = true
-		case bytes.HasPrefix(b[i:], []byte("NaN")):
-			out, i = append(out, "null"...), i+2
-			continue
-		case bytes.HasPrefix(b[i:], []byte("-Infinity")):
-			out, i = append(out, "null"...), i+8
-			continue
-		case bytes.HasPrefix(b[i:], []byte("Infinity")):
-			out, i = append(out, "null"...), i+7
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 func (r *ReportRun) number(key string) (float64, bool) {
@@ -362,7 +322,7 @@ func (r *ReportRun) summaryRows() [][2]string {
 		if integer {
 			rows = append(rows, [2]string{label, fmt.Sprintf("%.0f", v)})
 		} else {
-			rows = append(rows, [2]string{label, pyFixed2(v)})
+			rows = append(rows, [2]string{label, py.Fixed(v, 2)})
 		}
 	}
 	add("Successful requests", "completed", true)

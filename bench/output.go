@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // DateLayout is the result's "date" key and file-name stamp, Python's
@@ -40,13 +40,13 @@ func CheckMetadata(items []string) error {
 
 // Result is the result JSON of one run, keys in Python's order.
 type Result struct {
-	dict *pyDict
+	dict *py.Object
 	// Date is the "date" value, also used in the file name.
 	Date string
 }
 
 // MarshalJSON encodes the result exactly as Python's json.dump does.
-func (r *Result) MarshalJSON() ([]byte, error) { return pyJSON(r.dict) }
+func (r *Result) MarshalJSON() ([]byte, error) { return py.Dumps(r.dict) }
 
 // BuildResult assembles the result JSON as Python's main_async does (spec
 // §f): setup keys, --metadata items (each may replace a setup key in
@@ -56,61 +56,61 @@ func (r *Result) MarshalJSON() ([]byte, error) { return pyJSON(r.dict) }
 // A malformed --metadata item is an error here, after the run, as in
 // Python.
 func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now time.Time) (*Result, error) {
-	res := newPyDict()
+	res := py.NewObject()
 	date := now.Format(DateLayout)
-	res.set("date", date)
-	res.set("endpoint_type", p.Backend)
-	res.set("backend", p.Backend)
+	res.Set("date", date)
+	res.Set("endpoint_type", p.Backend)
+	res.Set("backend", p.Backend)
 	if p.Label != nil {
-		res.set("label", *p.Label)
+		res.Set("label", *p.Label)
 	} else {
-		res.set("label", nil)
+		res.Set("label", nil)
 	}
-	res.set("model_id", p.ModelID)
+	res.Set("model_id", p.ModelID)
 	if p.TokenizerID != "" {
-		res.set("tokenizer_id", p.TokenizerID)
+		res.Set("tokenizer_id", p.TokenizerID)
 	} else {
-		res.set("tokenizer_id", nil)
+		res.Set("tokenizer_id", nil)
 	}
-	res.set("num_prompts", p.NumPrompts)
+	res.Set("num_prompts", p.NumPrompts)
 
 	for _, item := range p.Metadata {
 		key, value, ok := strings.Cut(item, "=")
 		if !ok {
 			return nil, errMetadataFormat
 		}
-		res.set(strings.TrimFunc(key, pyfmt.IsSpace), strings.TrimFunc(value, pyfmt.IsSpace))
+		res.Set(strings.TrimFunc(key, py.IsSpace), strings.TrimFunc(value, py.IsSpace))
 	}
 
 	if p.RequestRate < math.Inf(1) {
-		res.set("request_rate", p.RequestRate)
+		res.Set("request_rate", p.RequestRate)
 	} else {
-		res.set("request_rate", "inf")
+		res.Set("request_rate", "inf")
 	}
-	res.set("burstiness", p.Burstiness)
+	res.Set("burstiness", p.Burstiness)
 	if p.MaxConcurrency != 0 {
-		res.set("max_concurrency", p.MaxConcurrency)
+		res.Set("max_concurrency", p.MaxConcurrency)
 	} else {
-		res.set("max_concurrency", nil)
+		res.Set("max_concurrency", nil)
 	}
 	if p.RampUpStrategy != "" {
-		res.set("ramp_up_strategy", p.RampUpStrategy)
-		res.set("ramp_up_start_rps", p.RampUpStartRPS)
-		res.set("ramp_up_end_rps", p.RampUpEndRPS)
+		res.Set("ramp_up_strategy", p.RampUpStrategy)
+		res.Set("ramp_up_start_rps", p.RampUpStartRPS)
+		res.Set("ramp_up_end_rps", p.RampUpEndRPS)
 	}
 
-	res.update(benchmarkResult(s, d, p))
+	res.Update(benchmarkResult(s, d, p))
 
 	if !p.SaveDetailed {
 		for _, k := range detailedKeys {
-			res.del(k)
+			res.Delete(k)
 		}
 	}
 	return &Result{dict: res, Date: date}, nil
 }
 
 // benchmarkResult is the dict Python's benchmark() returns.
-func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *pyDict {
+func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *py.Object {
 	rs := d.Results
 	perRequest := func(f func(r *metrics.RequestResult) float64) []float64 {
 		out := make([]float64, len(rs))
@@ -128,19 +128,19 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 	latencies := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.LatencyNs) })
 	queueTimes := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.QueueNs) })
 
-	b := newPyDict()
-	b.set("duration", s.DurationS)
-	b.set("completed", s.Completed)
+	b := py.NewObject()
+	b.Set("duration", s.DurationS)
+	b.Set("completed", s.Completed)
 	if s.Pooling {
-		b.set("total_input_tokens", s.TotalInput)
-		b.set("total_input_sequences", s.TotalInputSequences)
-		b.set("request_throughput", s.RequestThroughput)
-		b.set("input_sequence_throughput", s.InputSequenceThroughput)
-		b.set("total_token_throughput", s.TotalTokenThroughput)
-		b.set("input_lens", inputLens)
-		b.set("latencies", latencies)
-		b.set("queue_times", queueTimes)
-		b.set("errors", errs)
+		b.Set("total_input_tokens", s.TotalInput)
+		b.Set("total_input_sequences", s.TotalInputSequences)
+		b.Set("request_throughput", s.RequestThroughput)
+		b.Set("input_sequence_throughput", s.InputSequenceThroughput)
+		b.Set("total_token_throughput", s.TotalTokenThroughput)
+		b.Set("input_lens", inputLens)
+		b.Set("latencies", latencies)
+		b.Set("queue_times", queueTimes)
+		b.Set("errors", errs)
 	} else {
 		// The per-token lists are only filled for --save-detailed: the
 		// key is dropped otherwise, and a long run holds millions of gaps.
@@ -155,47 +155,47 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 			}
 			texts[i] = rs[i].GeneratedText
 		}
-		b.set("failed", s.Failed)
-		b.set("total_input_tokens", s.TotalInput)
-		b.set("total_output_tokens", s.TotalOutput)
-		b.set("request_throughput", s.RequestThroughput)
+		b.Set("failed", s.Failed)
+		b.Set("total_input_tokens", s.TotalInput)
+		b.Set("total_output_tokens", s.TotalOutput)
+		b.Set("request_throughput", s.RequestThroughput)
 		if p.Goodput {
-			b.set("request_goodput", s.RequestGoodput)
+			b.Set("request_goodput", s.RequestGoodput)
 		} else {
-			b.set("request_goodput", nil)
+			b.Set("request_goodput", nil)
 		}
-		b.set("output_throughput", s.OutputThroughput)
-		b.set("total_token_throughput", s.TotalTokenThroughput)
-		b.set("input_lens", inputLens)
-		b.set("output_lens", s.OutputLens)
-		b.set("ttfts", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.TTFTNs) }))
-		b.set("itls", itls)
-		b.set("latencies", latencies)
-		b.set("start_times", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.StartNs) }))
-		b.set("queue_times", queueTimes)
-		b.set("generated_texts", texts)
-		b.set("errors", errs)
-		b.set("max_output_tokens_per_s", s.MaxOutputTokensPerS)
-		b.set("max_concurrent_requests", s.MaxConcurrentRequests)
-		b.set("rtfx", s.RTFx)
+		b.Set("output_throughput", s.OutputThroughput)
+		b.Set("total_token_throughput", s.TotalTokenThroughput)
+		b.Set("input_lens", inputLens)
+		b.Set("output_lens", s.OutputLens)
+		b.Set("ttfts", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.TTFTNs) }))
+		b.Set("itls", itls)
+		b.Set("latencies", latencies)
+		b.Set("start_times", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.StartNs) }))
+		b.Set("queue_times", queueTimes)
+		b.Set("generated_texts", texts)
+		b.Set("errors", errs)
+		b.Set("max_output_tokens_per_s", s.MaxOutputTokensPerS)
+		b.Set("max_concurrent_requests", s.MaxConcurrentRequests)
+		b.Set("rtfx", s.RTFx)
 	}
 
 	setFields := func(fs []sideField) {
 		for _, f := range fs {
-			b.set(f.key, f.value)
+			b.Set(f.key, f.value)
 		}
 	}
 	if p.Probe != nil {
 		setFields(probeFields(p.Probe))
 	}
 	if len(p.RPSChangeEvents) > 0 {
-		events := make([]*pyDict, len(p.RPSChangeEvents))
+		events := make([]*py.Object, len(p.RPSChangeEvents))
 		for i, e := range p.RPSChangeEvents {
-			events[i] = newPyDict()
-			events[i].set("rps", e.RPS)
-			events[i].set("timestamp", e.Timestamp)
+			events[i] = py.NewObject()
+			events[i].Set("rps", e.RPS)
+			events[i].Set("timestamp", e.Timestamp)
 		}
-		b.set("rps_change_events", events)
+		b.Set("rps_change_events", events)
 	}
 	if sd := p.SpecDecode; sd != nil {
 		setFields(specDecodeFields(sd))
@@ -203,17 +203,17 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		if rates == nil {
 			rates = []float64{}
 		}
-		b.set("spec_decode_per_position_acceptance_rates", rates)
+		b.Set("spec_decode_per_position_acceptance_rates", rates)
 	}
 	if p.Diffusion != nil {
 		setFields(diffusionFields(p.Diffusion))
 	}
 	for _, sec := range sections(s, p) {
-		b.set("mean_"+sec.key+"_ms", sec.stats.MeanMs)
-		b.set("median_"+sec.key+"_ms", sec.stats.MedianMs)
-		b.set("std_"+sec.key+"_ms", sec.stats.StdMs)
+		b.Set("mean_"+sec.key+"_ms", sec.stats.MeanMs)
+		b.Set("median_"+sec.key+"_ms", sec.stats.MedianMs)
+		b.Set("std_"+sec.key+"_ms", sec.stats.StdMs)
 		for _, pc := range sec.stats.Percentiles {
-			b.set("p"+pyPercentileWord(pc.P)+"_"+sec.key+"_ms", pc.ValueMs)
+			b.Set("p"+pyPercentileWord(pc.P)+"_"+sec.key+"_ms", pc.ValueMs)
 		}
 	}
 	return b
@@ -249,7 +249,7 @@ func ResultFilename(p *ReportParams, date string) (string, error) {
 			label, p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS, conc, base, date)
 	} else {
 		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json",
-			label, pyfmt.FloatRepr(p.RequestRate), conc, base, date)
+			label, py.FloatRepr(p.RequestRate), conc, base, date)
 	}
 	if p.ResultFilename != "" {
 		name = p.ResultFilename

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Progress is a progress bar in tqdm's default format, the one Python's
@@ -224,7 +226,7 @@ func formatInterval(s float64) string {
 
 // pyRightFixed2 is "{:N.2f}": two decimals, right-aligned in width.
 func pyRightFixed2(f float64, width int) string {
-	s := pyFixed2(f)
+	s := py.Fixed(f, 2)
 	return strings.Repeat(" ", max(width-len(s), 0)) + s
 }
 

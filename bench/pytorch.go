@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The PyTorch OSS benchmark side file: with $SAVE_TO_PYTORCH_BENCHMARK_FORMAT
@@ -74,73 +75,54 @@ func WritePyTorchBenchmark(path string, c *Config, res *Result) (written bool, e
 // pytorchRecords builds the records. As in Python, every record shares one
 // args dict and one extra_info dict; a tensor_parallel_size given through
 // --metadata is copied into args.
-func pytorchRecords(c *Config, res *Result) []*pyDict {
+func pytorchRecords(c *Config, res *Result) []*py.Object {
 	args := flagsNamespace(c)
-	extra := newPyDict()
-	for _, k := range res.dict.keys {
+	extra := py.NewObject()
+	for k, v := range res.dict.All() {
 		if !contains(pytorchMetrics, k) && !contains(pytorchIgnored, k) {
-			extra.set(k, res.dict.vals[k])
+			extra.Set(k, v)
 		}
 	}
-	var records []*pyDict
+	var records []*py.Object
 	for _, name := range pytorchMetrics {
-		value, ok := res.dict.vals[name]
+		value, ok := res.dict.Get(name)
 		if !ok {
 			continue
 		}
-		if tp, ok := extra.vals["tensor_parallel_size"]; ok && !pyTruthy(args.vals["tensor_parallel_size"]) {
-			args.set("tensor_parallel_size", tp)
+		if tp, ok := extra.Get("tensor_parallel_size"); ok && !py.Truthy(args.Value("tensor_parallel_size")) {
+			args.Set("tensor_parallel_size", tp)
 		}
-		benchmark := newPyDict()
-		benchmark.set("name", "vLLM benchmark")
-		benchmarkExtra := newPyDict()
-		benchmarkExtra.set("args", args)
-		benchmark.set("extra_info", benchmarkExtra)
-		model := newPyDict()
-		model.set("name", args.vals["model"])
-		metric := newPyDict()
-		metric.set("name", name)
-		metric.set("benchmark_values", []any{value})
-		metric.set("extra_info", extra)
+		benchmark := py.NewObject()
+		benchmark.Set("name", "vLLM benchmark")
+		benchmarkExtra := py.NewObject()
+		benchmarkExtra.Set("args", args)
+		benchmark.Set("extra_info", benchmarkExtra)
+		model := py.NewObject()
+		model.Set("name", args.Value("model"))
+		metric := py.NewObject()
+		metric.Set("name", name)
+		metric.Set("benchmark_values", []any{value})
+		metric.Set("extra_info", extra)
 
-		record := newPyDict()
-		record.set("benchmark", benchmark)
-		record.set("model", model)
-		record.set("metric", metric)
+		record := py.NewObject()
+		record.Set("benchmark", benchmark)
+		record.Set("model", model)
+		record.Set("metric", metric)
 		records = append(records, record)
 	}
 	return records
 }
 
-// pyTruthy is Python's bool() for the values a namespace holds.
-func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case int:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	}
-	return true
-}
-
 // flagsNamespace is vars(args) for stampede's flags (see the file comment).
-func flagsNamespace(c *Config) *pyDict {
-	d := newPyDict()
+func flagsNamespace(c *Config) *py.Object {
+	d := py.NewObject()
 	addFlagFields(d, reflect.ValueOf(&c.Flags).Elem())
-	d.set("self_timed", c.SelfTimed)
-	d.del("no_self_timed")
+	d.Set("self_timed", c.SelfTimed)
+	d.Delete("no_self_timed")
 	return d
 }
 
-func addFlagFields(d *pyDict, v reflect.Value) {
+func addFlagFields(d *py.Object, v reflect.Value) {
 	t := v.Type()
 	for i := range t.NumField() {
 		field := t.Field(i)
@@ -153,7 +135,7 @@ func addFlagFields(d *pyDict, v reflect.Value) {
 			continue
 		}
 		_, hasDefault := field.Tag.Lookup("default")
-		d.set(strings.ReplaceAll(long, "-", "_"), flagValue(v.Field(i), hasDefault))
+		d.Set(strings.ReplaceAll(long, "-", "_"), flagValue(v.Field(i), hasDefault))
 	}
 }
 
@@ -171,11 +153,11 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 		if err != nil {
 			return nil // cannot happen: the flag parsed it
 		}
-		return pyRawJSON(v)
+		return py.RawJSON(v)
 	case BucketConfig:
-		d := newPyDict()
+		d := py.NewObject()
 		for _, bucket := range x {
-			d.set(fmt.Sprintf("(%d, %d, %d)", bucket.Height, bucket.Width, bucket.Frames), bucket.Probability)
+			d.Set(fmt.Sprintf("(%d, %d, %d)", bucket.Height, bucket.Width, bucket.Frames), bucket.Probability)
 		}
 		return d
 	case CPUList:
@@ -222,8 +204,15 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 // its InfEncoder, which writes every infinite float (either sign) as the
 // string "inf". Everything else is encoded as in the result JSON.
 func appendPyTorchJSON(b *bytes.Buffer, v any) error {
-	return appendPyJSONWith(b, v, appendInfEncoderFloat)
+	return py.AppendJSON(b, v, &infEncoder)
 }
+
+// infEncoder is json.dumps's defaults with InfEncoder's float.
+var infEncoder = func() py.JSONOptions {
+	o := py.DefaultJSON
+	o.Float = appendInfEncoderFloat
+	return o
+}()
 
 // appendInfEncoderFloat is InfEncoder's float: "inf" (a JSON string) for
 // either infinity, json.dumps's float otherwise.
@@ -231,7 +220,7 @@ func appendInfEncoderFloat(dst []byte, f float64) []byte {
 	if math.IsInf(f, 0) {
 		return append(dst, `"inf"`...)
 	}
-	return appendPyJSONFloat(dst, f)
+	return py.AppendJSONFloat(dst, f)
 }
 
 // pySplitExt is os.path.splitext on POSIX: the extension is the last "."

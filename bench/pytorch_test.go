@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -83,8 +84,8 @@ func TestGoldenPyTorch(t *testing.T) {
 		if r.Benchmark.Name != "vLLM benchmark" || r.Model.Name == nil || *r.Model.Name != "meta-llama/Llama-3.1-8B-Instruct" {
 			t.Errorf("record %s: benchmark %q model %v", r.Metric.Name, r.Benchmark.Name, r.Model.Name)
 		}
-		if len(r.Metric.Values) != 1 || r.Metric.Values[0] != res.dict.vals[r.Metric.Name] {
-			t.Errorf("record %s: values %v, want [%v]", r.Metric.Name, r.Metric.Values, res.dict.vals[r.Metric.Name])
+		if len(r.Metric.Values) != 1 || r.Metric.Values[0] != res.dict.Value(r.Metric.Name) {
+			t.Errorf("record %s: values %v, want [%v]", r.Metric.Name, r.Metric.Values, res.dict.Value(r.Metric.Name))
 		}
 		args := r.Benchmark.ExtraInfo.Args
 		if args["tensor_parallel_size"] != "8" || args["max_concurrency"] != float64(4) ||
@@ -133,8 +134,8 @@ func TestPyTorchMatchesPythonJSON(t *testing.T) {
 
 func TestPyTorchNoRecords(t *testing.T) {
 	// A pooling result selects e2el only: no record, no file.
-	res := &Result{dict: newPyDict()}
-	res.dict.set("mean_e2el_ms", 1.5)
+	res := &Result{dict: py.NewObject()}
+	res.dict.Set("mean_e2el_ms", 1.5)
 	path := filepath.Join(t.TempDir(), "p.pytorch.json")
 	written, err := WritePyTorchBenchmark(path, &Config{}, res)
 	if err != nil || written {
@@ -146,11 +147,11 @@ func TestPyTorchNoRecords(t *testing.T) {
 }
 
 func TestPyTorchJSONValues(t *testing.T) {
-	d := newPyDict()
-	d.set("rate", math.Inf(1))
-	d.set("rates", []float64{1, math.Inf(1), -math.Inf(1)})
-	d.set("raw", pyRawJSON(`{"a": 1.0}`))
-	d.set("nested", []any{nil, "x", int64(3), []string{"a"}})
+	d := py.NewObject()
+	d.Set("rate", math.Inf(1))
+	d.Set("rates", []float64{1, math.Inf(1), -math.Inf(1)})
+	d.Set("raw", py.RawJSON(`{"a": 1.0}`))
+	d.Set("nested", []any{nil, "x", int64(3), []string{"a"}})
 	var b bytes.Buffer
 	if err := appendPyTorchJSON(&b, d); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // ReportParams is what the console block and the result JSON need to know
@@ -145,17 +145,17 @@ func (c consoleWriter) line(s string) {
 }
 
 func (c consoleWriter) header(title string, fill byte) {
-	c.line(pyCenter(title, fill, blockWidth))
+	c.line(py.FormatCenter(title, fill, blockWidth))
 }
 
 // row is "{:<40} {:<10}".format(label, value) for an int or string.
 func (c consoleWriter) row(label string, value any) {
-	c.line(pyLeft(label, labelWidth) + " " + pyLeft(fmt.Sprint(value), valueWidth))
+	c.line(py.Left(label, labelWidth) + " " + py.Left(fmt.Sprint(value), valueWidth))
 }
 
 // rowF is "{:<40} {:<10.2f}".format(label, value).
 func (c consoleWriter) rowF(label string, value float64) {
-	c.line(pyLeft(label, labelWidth) + " " + pyLeft(pyFixed2(value), valueWidth))
+	c.line(py.Left(label, labelWidth) + " " + py.Left(py.Fixed(value, 2), valueWidth))
 }
 
 // fields prints side-report rows: integers as "{:<10}", floats as
@@ -314,13 +314,13 @@ func WriteBanner(w io.Writer, p *ReportParams) error {
 			fmt.Fprintf(&b, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n",
 				p.RampUpStartRPS, p.RampUpEndRPS)
 		} else {
-			fmt.Fprintf(&b, "Traffic request rate: %s\n", pyfmt.FloatRepr(p.RequestRate))
+			fmt.Fprintf(&b, "Traffic request rate: %s\n", py.FloatRepr(p.RequestRate))
 		}
 		distribution := "Gamma distribution"
 		if p.Burstiness == 1 {
 			distribution = "Poisson process"
 		}
-		fmt.Fprintf(&b, "Burstiness factor: %s (%s)\n", pyfmt.FloatRepr(p.Burstiness), distribution)
+		fmt.Fprintf(&b, "Burstiness factor: %s (%s)\n", py.FloatRepr(p.Burstiness), distribution)
 		concurrency := "None"
 		if p.MaxConcurrency != 0 {
 			concurrency = strconv.Itoa(p.MaxConcurrency)
@@ -333,7 +333,7 @@ func WriteBanner(w io.Writer, p *ReportParams) error {
 		fmt.Fprintf(&b, "num_workers: %d\n", p.Workers)
 	}
 	if p.ProbeRequestRate > 0 {
-		fmt.Fprintf(&b, "Probe request rate: %s req/s\n", pyfmt.FloatRepr(p.ProbeRequestRate))
+		fmt.Fprintf(&b, "Probe request rate: %s req/s\n", py.FloatRepr(p.ProbeRequestRate))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

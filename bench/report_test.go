@@ -423,10 +423,10 @@ func TestBuildResultKeys(t *testing.T) {
 		"max_concurrency duration completed failed total_input_tokens total_output_tokens request_throughput " +
 		"request_goodput output_throughput total_token_throughput latencies queue_times " +
 		"max_output_tokens_per_s max_concurrent_requests rtfx mean_ttft_ms median_ttft_ms std_ttft_ms p99_ttft_ms"
-	if got := strings.Join(res.dict.keys, " "); got != want {
+	if got := strings.Join(res.dict.Keys(), " "); got != want {
 		t.Errorf("keys:\n got %s\nwant %s", got, want)
 	}
-	if v := res.dict.vals["date"]; v != "20261129-173005" {
+	if v := res.dict.Value("date"); v != "20261129-173005" {
 		t.Errorf("date = %v", v)
 	}
 }

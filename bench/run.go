@@ -19,8 +19,8 @@ import (
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // Run is one `vllm bench serve` run, in Python's order (spec §c): model
@@ -37,29 +37,39 @@ import (
 // measured is still printed and saved, and Run returns nil. Cancelling it
 // before the main run returns ctx's error.
 func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	_, err := RunOnce(ctx, cfg, stdout, stderr)
+	return err
+}
+
+// RunOnce is Run returning what the run measured: the one run behind
+// serve, each repeat of --num-runs, each sweep point and each SLO probe.
+// The outcome is nil when the run ended before its main part; it is set
+// alongside an error raised after the measurement (a failed save).
+func RunOnce(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (*Outcome, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.discoverModel(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.loadTokenizer(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.sampleDataset(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.encodeRequests(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.initialTest(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.warmUp(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return r.benchmark(ctx)
+	err = r.benchmark(ctx)
+	return r.outcome, err
 }
 
 // run carries one Run's state between its phases.
@@ -84,12 +94,18 @@ type run struct {
 	// testUsage is where the test request's pooling answer has its usage.
 	testUsage poolingUsage
 
+	// outcome is what the main run measured, once computed.
+	outcome *Outcome
+
 	// endpointErr is the URL-suffix check's verdict on --endpoint for
 	// --backend. Python makes that check inside each request function,
 	// outside its error handling, so a mismatch ends the run at the first
 	// request sent (ready check, warm-up or main run), after the lines
 	// printed up to there; stampede reports it at the same point.
 	endpointErr error
+	// skipAlign leaves out the server-tokenizer alignment of sampled
+	// prompts (`stampede dataset` without --base-url).
+	skipAlign bool
 
 	// serverMetrics is what --server-metrics scraped; nil without it.
 	serverMetrics *ServerMetrics
@@ -255,7 +271,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	if len(r.requests) == 0 {
 		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
-	if d.AlignWithServer {
+	if d.AlignWithServer && !r.skipAlign {
 		datasets.AlignWithServer(ctx, r.control, c.BaseURL, r.modelID, r.requests, r.stdout)
 	}
 	if c.WarnDefaultTemperature {
@@ -505,7 +521,7 @@ func (r *run) initialTest(ctx context.Context) error {
 // Python's str(error).rstrip().rsplit("\n", 1)[-1]: for a traceback, the
 // exception itself.
 func lastErrorLine(failure string) string {
-	failure = strings.TrimRightFunc(failure, pyfmt.IsSpace)
+	failure = strings.TrimRightFunc(failure, py.IsSpace)
 	return failure[strings.LastIndexByte(failure, '\n')+1:]
 }
 
@@ -609,10 +625,12 @@ func (r *run) benchmark(ctx context.Context) error {
 		params.RPSChangeEvents = append(params.RPSChangeEvents, RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
 	}
 
-	summary, err := metrics.Compute(&res.Data, r.computeOptions(res.Data.Results))
+	opts := r.computeOptions(res.Data.Results)
+	summary, err := metrics.Compute(&res.Data, opts)
 	if err != nil {
 		return err
 	}
+	r.outcome = &Outcome{Summary: summary, Data: &res.Data, Params: params, Options: opts, Cancelled: res.Cancelled}
 	if err := WriteWarnings(r.stderr, summary); err != nil {
 		return err
 	}
@@ -620,6 +638,10 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
+		return err
+	}
+	r.steadyState(r.outcome)
+	if err := r.writeSteadyStateBlock(r.outcome); err != nil {
 		return err
 	}
 	r.compareServerMetrics(summary)
@@ -648,7 +670,7 @@ func (r *run) benchmark(ctx context.Context) error {
 func checkArrivals(c *Config) error {
 	if !(c.Burstiness > 0) {
 		return &ValidationError{Type: "AssertionError",
-			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", pyfmt.FloatRepr(c.Burstiness))}
+			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", py.FloatRepr(c.Burstiness))}
 	}
 	if c.SelfTimed {
 		return nil
@@ -659,7 +681,7 @@ func checkArrivals(c *Config) error {
 	}
 	if !(first > 0) {
 		return &ValidationError{Type: "AssertionError",
-			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", pyfmt.FloatRepr(first))}
+			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", py.FloatRepr(first))}
 	}
 	return nil
 }
@@ -768,6 +790,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		return err
 	}
 	if p.SaveResult || p.AppendResult {
+		r.outcome.ResultPath = name
 		if err := SaveResult(name, res, p.AppendResult); err != nil {
 			return fmt.Errorf("saving results to %s: %w", name, err)
 		}

@@ -10,8 +10,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // --plot-timeline: vLLM draws every request as a row of segments with
@@ -82,7 +82,7 @@ type timelineRequest struct {
 
 // timelineLabels are vLLM's legend texts: f"{threshold:.0f}ms".
 func timelineLabels(thresholdsMs [2]float64) [4]string {
-	a, b := pyfmt.Fixed(thresholdsMs[0], 0), pyfmt.Fixed(thresholdsMs[1], 0)
+	a, b := py.Fixed(thresholdsMs[0], 0), py.Fixed(thresholdsMs[1], 0)
 	return [4]string{"TTFT", "ITL < " + a + "ms", a + "ms ≤ ITL < " + b + "ms", "ITL ≥ " + b + "ms"}
 }
 

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // --tokenizer-mode, as vLLM's tokenizer registry reads it: "auto" is
@@ -66,5 +66,5 @@ func loadTokenizerMode(mode, name string) (tok *tokenizer.Tokenizer, path string
 		return nil, "", usageErrorf("--tokenizer-mode %s is not supported yet", mode)
 	}
 	return nil, "", &ValidationError{Type: "ValueError",
-		Msg: fmt.Sprintf("No tokenizer registered for tokenizer_mode=%s.", pyfmt.StrRepr(mode))}
+		Msg: fmt.Sprintf("No tokenizer registered for tokenizer_mode=%s.", py.StrRepr(mode))}
 }

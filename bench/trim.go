@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
 )
 
 // Steady-state trimming is the --warmup-time / --cooldown-time extension
@@ -38,8 +38,8 @@ func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *ReportParams
 		c.line("tip: install termplotlib and gnuplot to plot the metrics")
 	}
 	c.header(trimmedTitle, '=')
-	c.row("Warm-up Time:", pyfmt.FloatRepr(t.WarmupS))
-	c.row("Cool-down Time:", pyfmt.FloatRepr(t.CooldownS))
+	c.row("Warm-up Time:", py.FloatRepr(t.WarmupS))
+	c.row("Cool-down Time:", py.FloatRepr(t.CooldownS))
 	c.row("Total counted tokens at filtering:", t.Tokens)
 	c.rowF("Benchmark duration (s):", t.DurationS)
 	if !pooling {
@@ -78,7 +78,7 @@ func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *Report
 	})
 	if err != nil {
 		_, err = fmt.Fprintf(r.stderr, "WARNING: no steady-state result for --warmup-time %s --cooldown-time %s: %v\n",
-			pyfmt.FloatRepr(c.WarmupTime), pyfmt.FloatRepr(c.CooldownTime), err)
+			py.FloatRepr(c.WarmupTime), py.FloatRepr(c.CooldownTime), err)
 		return err
 	}
 	if t.Requests == 0 {

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Audio is one request's clip for the openai-audio backend: Python's
@@ -344,7 +344,7 @@ func writePyReprJSON(b *strings.Builder, dec *json.Decoder) error {
 				if err != nil {
 					return err
 				}
-				b.WriteString(pyfmt.StrRepr(key.(string)))
+				b.WriteString(py.StrRepr(key.(string)))
 				b.WriteString(": ")
 			}
 			if err := writePyReprJSON(b, dec); err != nil {
@@ -356,7 +356,7 @@ func writePyReprJSON(b *strings.Builder, dec *json.Decoder) error {
 		}
 		b.WriteByte(byte(end))
 	case string:
-		b.WriteString(pyfmt.StrRepr(v))
+		b.WriteString(py.StrRepr(v))
 	case json.Number:
 		s, err := pyStrOfJSON(json.RawMessage(v))
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // CustomImageOptions are the `custom_image` dataset's inputs.
@@ -306,7 +306,7 @@ func pyTypeOfJSON(raw []byte) string {
 func pyValueRepr(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return pyfmt.StrRepr(s)
+		return py.StrRepr(s)
 	}
 	if str, err := pyStrOfJSON(raw); err == nil {
 		return str

@@ -31,6 +31,10 @@ type lengthFix struct {
 	done      bool
 	mismatch  int
 	need      int // random ids needed before the next round
+	// count is len(ids) once done; with dropIDs the ids themselves are
+	// let go then, for callers that keep only the prompt and its length.
+	count   int
+	dropIDs bool
 }
 
 func newLengthFix(ids []int32, target int) *lengthFix {
@@ -40,20 +44,28 @@ func newLengthFix(ids []int32, target int) *lengthFix {
 func (f *lengthFix) advance(tok Tokenizer) {
 	for !f.done && f.need == 0 {
 		f.prompt = tok.Decode(f.ids, false)
-		f.ids = tok.Encode(nil, f.prompt, false)
+		// The ids are decoded: their array takes the new ones.
+		f.ids = tok.Encode(f.ids[:0], f.prompt, false)
 		n := len(f.ids)
 		switch {
 		case f.triesLeft <= 0:
 			f.mismatch = n - f.target
-			f.done = true
+			f.stop()
 		case n == f.target:
-			f.done = true
+			f.stop()
 		case n < f.target:
 			f.need = f.target - n
 		default:
 			f.ids = f.ids[:f.target]
 			f.triesLeft--
 		}
+	}
+}
+
+func (f *lengthFix) stop() {
+	f.done, f.count = true, len(f.ids)
+	if f.dropIDs {
+		f.ids = nil
 	}
 }
 

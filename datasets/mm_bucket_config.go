@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // MMBucketConfig is --random-mm-bucket-config in Python dict order.
@@ -98,7 +98,7 @@ func (v pyLit) float() (float64, error) {
 	case litFloat:
 		return v.f, nil
 	case litStr:
-		return pyfmt.ParseFloat(v.s)
+		return py.ParseFloat(v.s)
 	}
 	return 0, errors.New("float() argument must be a string or a real number")
 }
@@ -117,9 +117,9 @@ func (v pyLit) repr() string {
 		}
 		return strconv.FormatInt(v.i, 10)
 	case litFloat:
-		return pyfmt.FloatRepr(v.f)
+		return py.FloatRepr(v.f)
 	case litStr:
-		return pyfmt.StrRepr(v.s)
+		return py.StrRepr(v.s)
 	case litTuple, litList:
 		parts := make([]string, len(v.items))
 		for i, it := range v.items {
@@ -268,7 +268,7 @@ func (p *litParser) number() (pyLit, error) {
 		}
 		return pyLit{kind: litInt, i: v}, nil
 	}
-	f, err := pyfmt.ParseFloat(text)
+	f, err := py.ParseFloat(text)
 	if err != nil || strings.ContainsAny(strings.ToLower(text), "in") {
 		return pyLit{}, p.syntaxError()
 	}

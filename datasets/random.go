@@ -1,12 +1,17 @@
 package datasets
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // RandomOptions are the `random` dataset's inputs (spec §g).
@@ -62,7 +67,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
 			"the minimum possible total input tokens (prefix + sampled) is %d. Increase --random-input-len and/or --random-prefix-len, "+
 			"or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1.",
-			ns, pyfmt.FloatRepr(o.RangeRatio.Input), minTotal))
+			ns, py.FloatRepr(o.RangeRatio.Input), minTotal))
 	}
 	if o.Seed < 0 {
 		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
@@ -84,10 +89,27 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	fixes := make([]*lengthFix, n)
-	for i := range fixes {
-		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
+	// Every prompt is a window of the same cycle of allowed ids, starting
+	// at offset + index. Taken in the order of their starts, neighbouring
+	// windows share nearly all their words, which the tokenizer's word
+	// cache then finds merged already. Each worker builds a window's ids
+	// just before its rounds, so only the windows still waiting for random
+	// padding keep ids. The order of this work changes nothing else: the
+	// padding is still drawn in request order.
+	byStart := make([]int, n)
+	for i := range byStart {
+		byStart[i] = i
 	}
+	start := func(i int) int64 { return (offsets[i] + int64(i)) % int64(len(allowed)) }
+	slices.SortStableFunc(byStart, func(a, b int) int { return cmp.Compare(start(a), start(b)) })
+	fixes := make([]*lengthFix, n)
+	parallelEach(n, o.Workers, func(k int) {
+		i := byStart[k]
+		f := tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
+		f.dropIDs = true
+		f.advance(tok)
+		fixes[i] = f
+	})
 	if err := fixLengths(tok, fixes, draw, o.Workers); err != nil {
 		return nil, fmt.Errorf("dataset random: %w", err)
 	}
@@ -98,7 +120,7 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 		mismatch += f.mismatch
 		reqs[i] = Request{
 			Prompt:            f.prompt,
-			PromptLen:         len(f.ids),
+			PromptLen:         f.count,
 			ExpectedOutputLen: int(outputLens[i]),
 			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
 		}
@@ -157,6 +179,24 @@ func randomPrefix(tok Tokenizer, rng *pyrand.Generator, allowed []int32, prefixL
 			"This is expected due to the imperfect nature of the sampling procedure", abs(fix.mismatch), moreOrFewer(fix.mismatch))
 	}
 	return fix.ids, nil
+}
+
+// parallelEach calls fn(k) for every k in [0, n), in increasing order of k
+// per goroutine, on workers goroutines (<= 0: one per usable CPU).
+func parallelEach(n, workers int, fn func(k int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				fn(k)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // tokenSequence is generate_token_sequence before its length fix: the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // MMBucket is one entry of --random-mm-bucket-config: media items of
@@ -120,7 +120,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.Backend != "" && !containsString(randomMMBackends, o.Backend) {
-		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", pyfmt.StrRepr(o.Backend)))
+		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend)))
 	}
 	if o.BatchSize != 0 && o.BatchSize != 1 {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
@@ -146,7 +146,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		switch {
 		case b.Frames > 1:
 			return nil, fmt.Errorf("--random-mm-bucket-config: video buckets are not supported yet (%s has probability %s); give video buckets (T > 1) probability 0",
-				bucketKeyRepr(b), pyfmt.FloatRepr(b.Probability))
+				bucketKeyRepr(b), py.FloatRepr(b.Probability))
 		case b.Height <= 0 || b.Width <= 0:
 			return nil, fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
 		}
@@ -267,7 +267,7 @@ func newMMPlan(base int, ratio float64, limits []MMLimit, buckets []MMBucket, lo
 	parts := make([]string, len(p.limits))
 	total := 0
 	for i, l := range p.limits {
-		parts[i] = pyfmt.StrRepr(l.Modality) + ": " + strconv.Itoa(l.Limit)
+		parts[i] = py.StrRepr(l.Modality) + ": " + strconv.Itoa(l.Limit)
 		total += l.Limit
 	}
 	logf("Updated mm-limit-per-prompt: {%s}", strings.Join(parts, ", "))
@@ -392,7 +392,7 @@ func bucketKeyRepr(b MMBucket) string {
 func bucketsRepr(buckets []MMBucket) string {
 	parts := make([]string, len(buckets))
 	for i, b := range buckets {
-		parts[i] = bucketKeyRepr(b) + ": " + pyfmt.FloatRepr(b.Probability)
+		parts[i] = bucketKeyRepr(b) + ": " + py.FloatRepr(b.Probability)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // RangeRatio is --random-range-ratio resolved into its input and output
@@ -19,7 +19,7 @@ type RangeRatio struct {
 // first, else json.loads(s), which must give {"input": r1, "output": r2}.
 // Ranges are checked later, when sampling, as in Python.
 func ParseRangeRatio(s string) (RangeRatio, error) {
-	if f, err := pyfmt.ParseFloat(s); err == nil {
+	if f, err := py.ParseFloat(s); err == nil {
 		return RangeRatio{f, f}, nil
 	}
 	var obj map[string]json.RawMessage
@@ -47,7 +47,7 @@ func ParseRangeRatio(s string) (RangeRatio, error) {
 			if json.Unmarshal(p.raw, &text) != nil {
 				return RangeRatio{}, fmt.Errorf("--random-range-ratio %q: %q must be a number, got %s", s, p.name, p.raw)
 			}
-			f, err := pyfmt.ParseFloat(text)
+			f, err := py.ParseFloat(text)
 			if err != nil {
 				return RangeRatio{}, fmt.Errorf("--random-range-ratio %q: %q must be a number, got %s", s, p.name, p.raw)
 			}

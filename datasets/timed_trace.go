@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // TimedTraceOptions are the `timed_trace` dataset's inputs. The zero value
@@ -88,7 +88,7 @@ func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
 	}
 	if o.Logf != nil {
 		o.Logf(`timed-trace: chunk_size: %d, sec_multiplier: %s, label_ts: "%s", label_input_length: "%s", label_output_length: "%s", label_hash_ids: "%s"`,
-			o.ChunkHashSize, pyfmt.FloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
+			o.ChunkHashSize, py.FloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
 	}
 	if o.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
@@ -334,9 +334,9 @@ func traceInt(raw json.RawMessage, label string) (int, error) {
 func traceFloat(raw json.RawMessage, label string) (float64, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		v, err := pyfmt.ParseFloat(s)
+		v, err := py.ParseFloat(s)
 		if err != nil {
-			return 0, valueError(fmt.Sprintf("could not convert string to float: %s", pyfmt.StrRepr(s)))
+			return 0, valueError(fmt.Sprintf("could not convert string to float: %s", py.StrRepr(s)))
 		}
 		return v, nil
 	}
@@ -370,7 +370,7 @@ func pyStrOfJSON(raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
 		}
-		return pyfmt.FloatRepr(f), nil
+		return py.FloatRepr(f), nil
 	case text == "-0":
 		return "0", nil
 	case text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9'):
@@ -383,7 +383,7 @@ func pyStrOfJSON(raw json.RawMessage) (string, error) {
 func pyStrListRepr(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = pyfmt.StrRepr(s)
+		parts[i] = py.StrRepr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }

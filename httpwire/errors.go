@@ -6,22 +6,29 @@ import (
 	"strconv"
 )
 
-// Parts of a response a ProtocolError can point at.
+// Parts of a message a ProtocolError can point at.
 const (
-	PartStatusLine = "status line"
-	PartHead       = "response head" // the header block as a whole, or header lines
-	PartBody       = "body"          // a Content-Length or close-delimited body
-	PartChunked    = "chunked body"  // chunk-size lines, chunk data and its CRLF
-	PartTrailer    = "trailer"       // the trailer fields after the last chunk
+	PartStatusLine  = "status line"
+	PartHead        = "response head" // the header block as a whole, or header lines
+	PartRequestLine = "request line"
+	PartRequestHead = "request head" // a request's header block, or its header lines
+	PartBody        = "body"         // a Content-Length or close-delimited body
+	PartChunked     = "chunked body" // chunk-size lines, chunk data and its CRLF
+	PartTrailer     = "trailer"      // the trailer fields after the last chunk
 )
 
-// ProtocolError is a response that breaks HTTP/1.1 framing, or a connection
+// ProtocolError is a message that breaks HTTP/1.1 framing, or a connection
 // that closed in the middle of one. Its text names the violation, e.g.
 // `malformed chunk size "zz"`; Part says where it was found.
 type ProtocolError struct {
 	Part string // one of the Part* constants
 	What string // the violation, e.g. `malformed chunk size "zz"`
 	Err  error  // the underlying cause (io.ErrUnexpectedEOF for early closes), or nil
+	// Status is, for a request, the status a server answers it with before
+	// closing the connection: 400, 413 (body too large), 431 (head too
+	// large), 501 (a transfer coding other than chunked) or 505 (an HTTP
+	// version other than 1.0 and 1.1). It is 0 for a response.
+	Status int
 }
 
 func (e *ProtocolError) Error() string {

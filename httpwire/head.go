@@ -24,8 +24,13 @@ type Head struct {
 // case-insensitive), without surrounding whitespace, or nil if the head has
 // no such field. Like the Head's other slices, the value is valid only during
 // Handler.OnHead.
-func (h *Head) Header(name string) []byte {
-	for rest := h.fields; len(rest) > 0; {
+func (h *Head) Header(name string) []byte { return lookupField(h.fields, name) }
+
+// lookupField returns the value of the first line of fields named name (ASCII
+// case-insensitive) without surrounding whitespace, or nil. The lines were
+// checked when the head was parsed.
+func lookupField(fields []byte, name string) []byte {
+	for rest := fields; len(rest) > 0; {
 		var line []byte
 		line, rest = cutLine(rest)
 		colon := bytes.IndexByte(line, ':')
@@ -124,9 +129,9 @@ func parseField(line []byte, h *Head, f *headFraming) *ProtocolError {
 	}
 	switch {
 	case equalFoldBytes(name, "content-length"):
-		return parseContentLength(value, f)
+		return parseContentLength(value, f, PartHead)
 	case equalFoldBytes(name, "transfer-encoding"):
-		return parseTransferEncoding(value, f)
+		return parseTransferEncoding(value, f, PartHead)
 	case equalFoldBytes(name, "connection"):
 		for rest := value; len(rest) > 0; {
 			var opt []byte
@@ -168,23 +173,25 @@ func splitField(line []byte, part string) (name, value []byte, err *ProtocolErro
 		}
 	}
 	value = trimOWS(line[colon+1:])
-	if i := bytes.IndexAny(value, "\r\x00"); i >= 0 {
-		return nil, nil, protocolErrorf(part, "header %s: invalid byte %q in value", quoteBytes(name), value[i])
+	for _, c := range value {
+		if c == '\r' || c == 0 {
+			return nil, nil, protocolErrorf(part, "header %s: invalid byte %q in value", quoteBytes(name), c)
+		}
 	}
 	return name, value, nil
 }
 
 // parseContentLength accepts one or more Content-Length values (repeated
 // fields or a comma-separated list, RFC 9110 §8.6) only if they all agree.
-func parseContentLength(value []byte, f *headFraming) *ProtocolError {
+func parseContentLength(value []byte, f *headFraming, part string) *ProtocolError {
 	for rest := value; ; {
 		elem, after, more := bytes.Cut(rest, []byte(","))
 		n, ok := parseDecimal(trimOWS(elem))
 		if !ok {
-			return protocolErrorf(PartHead, "malformed Content-Length %s", quoteBytes(value))
+			return protocolErrorf(part, "malformed Content-Length %s", quoteBytes(value))
 		}
 		if f.contentLength >= 0 && f.contentLength != n {
-			return protocolErrorf(PartHead, "conflicting Content-Length values %d and %d", f.contentLength, n)
+			return protocolErrorf(part, "conflicting Content-Length values %d and %d", f.contentLength, n)
 		}
 		f.contentLength = n
 		if !more {
@@ -197,7 +204,7 @@ func parseContentLength(value []byte, f *headFraming) *ProtocolError {
 // parseTransferEncoding accepts exactly one coding, chunked: the client does
 // not ask for compression, and any other coding (gzip, deflate, ...) could
 // only be undone by decompressing, which this package does not do.
-func parseTransferEncoding(value []byte, f *headFraming) *ProtocolError {
+func parseTransferEncoding(value []byte, f *headFraming, part string) *ProtocolError {
 	for rest := value; len(rest) > 0; {
 		var coding []byte
 		coding, rest = cutListElement(rest)
@@ -205,15 +212,15 @@ func parseTransferEncoding(value []byte, f *headFraming) *ProtocolError {
 		case len(coding) == 0:
 			// Empty list elements are allowed by RFC 9110 §5.6.1.
 		case !equalFoldBytes(coding, "chunked"):
-			return protocolErrorf(PartHead, "unsupported Transfer-Encoding %s (only chunked is accepted)", quoteBytes(value))
+			return protocolErrorf(part, "unsupported Transfer-Encoding %s (only chunked is accepted)", quoteBytes(value))
 		case f.chunked:
-			return protocolErrorf(PartHead, "Transfer-Encoding %s applies chunked more than once", quoteBytes(value))
+			return protocolErrorf(part, "Transfer-Encoding %s applies chunked more than once", quoteBytes(value))
 		default:
 			f.chunked = true
 		}
 	}
 	if !f.chunked {
-		return protocolErrorf(PartHead, "unsupported Transfer-Encoding %s (only chunked is accepted)", quoteBytes(value))
+		return protocolErrorf(part, "unsupported Transfer-Encoding %s (only chunked is accepted)", quoteBytes(value))
 	}
 	return nil
 }

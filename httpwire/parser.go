@@ -423,9 +423,13 @@ func (p *Parser) feedChunkEnd(c byte) (int, *ProtocolError) {
 		p.sawCR = false
 		p.state = stateChunkSize
 	default:
-		return 0, protocolErrorf(PartChunked, "missing CRLF after chunk data (found %q)", c)
+		return 0, missingChunkCRLF(c)
 	}
 	return 1, nil
+}
+
+func missingChunkCRLF(c byte) *ProtocolError {
+	return protocolErrorf(PartChunked, "missing CRLF after chunk data (found %q)", c)
 }
 
 // feedTrailer reads trailer lines up to the blank line that ends the body.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // GoodputMetrics are the per-request metrics a --goodput SLO may name, in
@@ -34,7 +34,7 @@ func ParseGoodput(pairs []string) (map[string]float64, error) {
 		if len(parts) != 2 {
 			return nil, errGoodputFormat
 		}
-		v, err := pyfmt.ParseFloat(parts[1])
+		v, err := py.ParseFloat(parts[1])
 		if err != nil {
 			return nil, errGoodputFormat
 		}
@@ -49,13 +49,13 @@ func ParseGoodput(pairs []string) (map[string]float64, error) {
 			//lint:ignore ST1005 the text is Python's, which users and scripts match.
 			return nil, fmt.Errorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of "+
-				"['ttft', 'tpot', 'e2el']. ", name, pyfmt.FloatRepr(v))
+				"['ttft', 'tpot', 'e2el']. ", name, py.FloatRepr(v))
 		}
 		if v < 0 {
 			//lint:ignore ST1005 the text is Python's, which users and scripts match.
 			return nil, fmt.Errorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
-				name, pyfmt.FloatRepr(v))
+				name, py.FloatRepr(v))
 		}
 	}
 	return slo, nil
@@ -77,7 +77,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 	pieces := strings.Split(s, ",")
 	out := make([]float64, 0, len(pieces))
 	for _, piece := range pieces {
-		p, err := pyfmt.ParseFloat(piece)
+		p, err := py.ParseFloat(piece)
 		if err != nil {
 			return nil, fmt.Errorf("--metric-percentiles: could not convert string to float: '%s'", piece)
 		}
@@ -91,7 +91,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 
 func checkPercentile(p float64) error {
 	if !(p >= 0 && p <= 100) {
-		return fmt.Errorf("--metric-percentiles: percentile %s is outside [0, 100]", pyfmt.FloatRepr(p))
+		return fmt.Errorf("--metric-percentiles: percentile %s is outside [0, 100]", py.FloatRepr(p))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The server's Prometheus text (GET /metrics, before and after the run)
@@ -42,15 +42,15 @@ type promSample struct {
 // comments skipped, name = first whitespace-separated field cut at "{".
 func promSamples(text []byte, prefix string, yield func(promSample)) (found bool) {
 	for _, raw := range strings.Split(string(text), "\n") {
-		line := strings.TrimFunc(raw, pyfmt.IsSpace)
+		line := strings.TrimFunc(raw, py.IsSpace)
 		if line == "" || line[0] == '#' || !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		// line.split(None, 1): parts[0] up to the first whitespace run,
 		// parts[-1] the rest, or the whole line when it has no whitespace.
 		first, value := line, line
-		if i := strings.IndexFunc(line, pyfmt.IsSpace); i >= 0 {
-			first, value = line[:i], strings.TrimLeftFunc(line[i:], pyfmt.IsSpace)
+		if i := strings.IndexFunc(line, py.IsSpace); i >= 0 {
+			first, value = line[:i], strings.TrimLeftFunc(line[i:], py.IsSpace)
 		}
 		name, _, _ := strings.Cut(first, "{")
 		if !strings.HasSuffix(name, "_total") {
@@ -64,7 +64,7 @@ func promSamples(text []byte, prefix string, yield func(promSample)) (found bool
 
 // promInt is Python's int(float(text)); ok is false where Python raises.
 func promInt(text string) (int64, bool) {
-	f, err := pyfmt.ParseFloat(text)
+	f, err := py.ParseFloat(text)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<63 {
 		return 0, false
 	}
@@ -98,7 +98,7 @@ func ParseSpecDecode(text []byte) (c SpecDecodeCounters, ok bool) {
 			if !closed {
 				return
 			}
-			pos, err := strconv.Atoi(strings.TrimFunc(posText, pyfmt.IsSpace))
+			pos, err := strconv.Atoi(strings.TrimFunc(posText, py.IsSpace))
 			if err != nil {
 				return
 			}

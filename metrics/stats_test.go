@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stampede-bench/stampede/metrics/pyfmt"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Expected values were computed by hand from numpy's algorithms (pairwise
@@ -97,7 +97,7 @@ func TestSummaryStatistics(t *testing.T) {
 				if p.P != tt.percentiles[i] {
 					t.Errorf("percentile %d is P%v, want P%v", i, p.P, tt.percentiles[i])
 				}
-				check("P"+pyfmt.FloatRepr(p.P), p.ValueMs, tt.pcts[i])
+				check("P"+py.FloatRepr(p.P), p.ValueMs, tt.pcts[i])
 			}
 		})
 	}

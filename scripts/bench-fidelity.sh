@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Timestamp fidelity benchmark: the mock server pinned to CPU 0 logs when
 # every token left (its truth log); the client, pinned to CPU 1, stamps
-# every token; engine/fidelity matches the two and reports the per-token
+# every token; cmd/fidelity matches the two and reports the per-token
 # and TTFT error (client stamp − server send time), client CPU per event
 # and peak RSS, with kernel receive timestamps on and off.
 #
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 BIN=${BIN:-bin}
 mkdir -p "$BIN"
-go build -o "$BIN/" ./cmd/mockllm ./engine/fidelity
+go build -o "$BIN/" ./cmd/mockllm ./cmd/fidelity
 
 run() {
 	taskset -c 1 "$BIN/fidelity" -mockllm "$BIN/mockllm" -server-cpu 0 -client-cpu 1 "$@" 2>/dev/null

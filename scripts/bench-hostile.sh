@@ -2,7 +2,7 @@
 # Hostile servers: stampede against the mock's answers that never end
 # (flood, endless-line, huge-headers), N streams at once (default 1,000),
 # the mock pinned to CPU 0 and stampede to CPU 1. For each fault, one run
-# with --request-timeout-sec 3 and one stopped by SIGINT; engine/hostile
+# with --request-timeout-sec 3 and one stopped by SIGINT; cmd/hostile
 # reports from the mock's truth log how long after its deadline (or the
 # signal) the client closed each connection, the client's peak RSS, the
 # failures it counted and the requests the mock saw twice.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 BIN=${BIN:-bin}
 mkdir -p "$BIN"
-go build -o "$BIN/" ./cmd/stampede ./cmd/mockllm ./engine/hostile
+go build -o "$BIN/" ./cmd/stampede ./cmd/mockllm ./cmd/hostile
 
 cpus=()
 if [[ $(nproc) -ge 2 ]]; then

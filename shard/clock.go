@@ -12,6 +12,7 @@ import (
 type Clock struct {
 	base       time.Time
 	baseMonoNs int64
+	baseErrNs  int64 // baseMonoNs is off by at most this much
 }
 
 // clockSamples is how many readings the clock's samplers take to keep
@@ -31,7 +32,7 @@ func NewClock() Clock {
 		base := time.Now()
 		m2 := monotonicNs()
 		if w := m2 - m1; bestWidth < 0 || w < bestWidth {
-			best, bestWidth = Clock{base: base, baseMonoNs: m1 + w/2}, w
+			best, bestWidth = Clock{base: base, baseMonoNs: m1 + w/2, baseErrNs: w - w/2}, w
 		}
 	}
 	return best

@@ -4,6 +4,9 @@
 //
 //	stampede serve [options]
 //	stampede [options]
+//	stampede compare A.json B.json [...]
+//	stampede sweep [options] --sweep FLAG=V1,V2,... [--sweep-cooldown-sec S] [--resume] [--num-runs N]
+//	stampede slo [options] --goodput KEY:MS ... [--slo-attainment F] [--slo-over max-concurrency|request-rate]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
 //	stampede report RESULT.json... -o FILE.html
 package main
@@ -28,7 +31,12 @@ func main() {
 		os.Exit(runReport(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == "dataset" {
+		code = runDataset(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
@@ -97,10 +105,27 @@ const (
 
 // run is the command without the process around it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "serve" {
-		args = args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			args = args[1:]
+		case "compare":
+			return runCompare(args[1:], stdout, stderr)
+		case "sweep":
+			return runSweep(ctx, args[1:], stdout, stderr)
+		case "slo":
+			return runSLO(ctx, args[1:], stdout, stderr)
+		}
 	}
-	cfg, err := bench.ParseArgs(args)
+	own, args, err := bench.SplitOwnFlags(args, []bench.OwnFlag{{Name: "num-runs", Value: true}})
+	numRuns := 1
+	if err == nil && own["num-runs"] != nil {
+		numRuns, err = bench.ParseNumRuns(own["num-runs"][0])
+	}
+	var cfg *bench.Config
+	if err == nil {
+		cfg, err = bench.ParseArgs(args)
+	}
 	var help *bench.HelpRequested
 	var usage *bench.UsageError
 	switch {
@@ -119,7 +144,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "WARNING: %s\n", w)
 	}
-	err = runBenchmark(ctx, cfg, stdout, stderr)
+	if numRuns > 1 {
+		err = bench.RunRepeated(ctx, cfg, numRuns, stdout, stderr)
+	} else {
+		err = runBenchmark(ctx, cfg, stdout, stderr)
+	}
+	return exitCode(ctx, err, stderr)
+}
+
+// exitCode reports a finished run's error and returns the exit code: the
+// signal's when one stopped the run.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var usage *bench.UsageError
 	var intr interrupted
 	if errors.As(context.Cause(ctx), &intr) {
 		// What the run measured has been printed and saved by now; an

@@ -18,7 +18,7 @@ func getAttr(obj any, name string) (any, error) {
 		if m := dictMethod(o, name); m != nil {
 			return m, nil
 		}
-		if v, ok := o.vals[name]; ok {
+		if v, ok := o.Get(name); ok {
 			return v, nil
 		}
 	case string:
@@ -26,7 +26,7 @@ func getAttr(obj any, name string) (any, error) {
 			return m, nil
 		}
 	case *namespace:
-		if v, ok := o.attrs.vals[name]; ok {
+		if v, ok := o.attrs.Get(name); ok {
 			return v, nil
 		}
 	case *loopInfo:
@@ -73,7 +73,7 @@ func getItem(obj, key any) (any, error) {
 	switch o := obj.(type) {
 	case *dict:
 		if hashable(key) {
-			if v, ok := o.get(key); ok {
+			if v, ok := dictGet(o, key); ok {
 				return v, nil
 			}
 		}
@@ -290,16 +290,16 @@ func dictMethod(d *dict, name string) *function {
 			if err := noArgs(name, args, kw); err != nil {
 				return nil, err
 			}
-			return append([]any{}, d.keys...), nil
+			return d.Keys(), nil
 		})
 	case "values":
 		return method(name, func(args []any, kw []kwarg) (any, error) {
 			if err := noArgs(name, args, kw); err != nil {
 				return nil, err
 			}
-			out := make([]any, len(d.keys))
-			for i, k := range d.keys {
-				out[i] = d.vals[k]
+			out := make([]any, 0, d.Len())
+			for _, v := range d.All() {
+				out = append(out, v)
 			}
 			return out, nil
 		})
@@ -312,18 +312,15 @@ func dictMethod(d *dict, name string) *function {
 			if !hashable(a[0]) {
 				return nil, fmt.Errorf("unhashable type: '%s'", typeName(a[0]))
 			}
-			if v, ok := d.get(a[0]); ok {
+			if v, ok := dictGet(d, a[0]); ok {
 				return v, nil
 			}
 			return a[1], nil
 		})
 	case "copy":
 		return method(name, func(args []any, kw []kwarg) (any, error) {
-			c := newDict(len(d.keys))
-			for _, k := range d.keys {
-				c.set(k, d.vals[k])
-			}
-			return c, nil
+			c := d.Copy()
+			return &c, nil
 		})
 	case "update", "pop", "popitem", "setdefault", "clear":
 		return method(name, func([]any, []kwarg) (any, error) {
@@ -334,9 +331,9 @@ func dictMethod(d *dict, name string) *function {
 }
 
 func dictItems(d *dict) []any {
-	out := make([]any, len(d.keys))
-	for i, k := range d.keys {
-		out[i] = tuple{k, d.vals[k]}
+	out := make([]any, 0, d.Len())
+	for k, v := range d.All() {
+		out = append(out, tuple{k, v})
 	}
 	return out
 }

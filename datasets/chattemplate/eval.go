@@ -204,7 +204,7 @@ func (s *state) assign(t target, v any, off int) error {
 	if !ok {
 		return &Error{off: off, Msg: fmt.Sprintf("cannot assign attribute on non-namespace object '%s'", t.names[0])}
 	}
-	ns.attrs.set(t.attr, v)
+	ns.attrs.Set(t.attr, v)
 	return nil
 }
 
@@ -423,7 +423,7 @@ func (x *dictExpr) eval(s *state) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.set(dictKey(k), v)
+		d.Set(dictKey(k), v)
 	}
 	return d, nil
 }

@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // filterFunc applies a filter to its subject v with the call's
@@ -209,36 +212,36 @@ func filterToJSON(_ *state, v any, args []any, kw []kwarg) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := jsonOptions{ensureASCII: truthy(a[0]), sortKeys: truthy(a[3])}
+	opts := py.JSONOptions{EnsureASCII: truthy(a[0]), SortKeys: truthy(a[3])}
 	switch ind := a[1].(type) {
 	case nil:
 	case string:
-		opts.indent, opts.pretty = ind, true
+		opts.Indent, opts.Pretty = ind, true
 	default:
 		n, ok := intValue(ind)
 		if !ok {
 			return nil, fmt.Errorf("indent must be an int or a str, not %s", typeName(ind))
 		}
-		opts.indent, opts.pretty = strings.Repeat(" ", int(max(0, min(n, 64)))), true
+		opts.Indent, opts.Pretty = strings.Repeat(" ", int(max(0, min(n, 64)))), true
 	}
-	opts.itemSep, opts.keySep = ", ", ": "
-	if opts.pretty {
-		opts.itemSep = ","
+	opts.ItemSep, opts.KeySep = ", ", ": "
+	if opts.Pretty {
+		opts.ItemSep = ","
 	}
 	if a[2] != nil {
 		seps, err := iterate(a[2])
 		if err != nil || len(seps) != 2 {
 			return nil, errors.New("separators must be an (item_separator, key_separator) pair")
 		}
-		if opts.itemSep, err = stringArg("tojson", seps[0]); err != nil {
+		if opts.ItemSep, err = stringArg("tojson", seps[0]); err != nil {
 			return nil, err
 		}
-		if opts.keySep, err = stringArg("tojson", seps[1]); err != nil {
+		if opts.KeySep, err = stringArg("tojson", seps[1]); err != nil {
 			return nil, err
 		}
 	}
-	var b strings.Builder
-	if err := writeJSON(&b, v, opts, 0); err != nil {
+	var b bytes.Buffer
+	if err := writeJSON(&b, v, opts); err != nil {
 		return nil, err
 	}
 	return b.String(), nil
@@ -287,7 +290,7 @@ func floatToInt(f float64) (any, error) {
 }
 
 func parsePyInt(s string, base int) (int64, error) {
-	s = strings.ReplaceAll(strings.TrimFunc(s, isPySpace), "_", "")
+	s = strings.ReplaceAll(strings.TrimFunc(s, py.IsSpace), "_", "")
 	sign := ""
 	if s != "" && (s[0] == '-' || s[0] == '+') {
 		sign, s = s[:1], s[1:]
@@ -301,7 +304,7 @@ func parsePyInt(s string, base int) (int64, error) {
 }
 
 func parsePyFloat(s string) (float64, error) {
-	s = strings.TrimFunc(s, isPySpace)
+	s = strings.TrimFunc(s, py.IsSpace)
 	switch strings.ToLower(strings.TrimLeft(s, "+-")) {
 	case "inf", "infinity", "nan":
 	default:
@@ -730,7 +733,7 @@ func filterCenter(_ *state, v any, args []any, kw []kwarg) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("width must be an int, not %s", typeName(a[0]))
 	}
-	return pyCenter(pyStr(v), int(min(w, maxOutput))), nil
+	return py.Center(pyStr(v), int(min(w, maxOutput))), nil
 }
 
 func filterAttr(_ *state, v any, args []any, kw []kwarg) (any, error) {

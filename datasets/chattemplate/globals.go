@@ -93,9 +93,7 @@ func mappingArgs(fname string, args []any, kw []kwarg) (*dict, error) {
 	if len(args) == 1 {
 		switch src := args[0].(type) {
 		case *dict:
-			for _, k := range src.keys {
-				d.set(k, src.vals[k])
-			}
+			d.Update(src)
 		default:
 			pairs, err := iterate(src)
 			if err != nil {
@@ -106,12 +104,12 @@ func mappingArgs(fname string, args []any, kw []kwarg) (*dict, error) {
 				if err != nil || len(kv) != 2 || !hashable(kv[0]) {
 					return nil, fmt.Errorf("%s: sequence elements must be (key, value) pairs", fname)
 				}
-				d.set(dictKey(kv[0]), kv[1])
+				d.Set(dictKey(kv[0]), kv[1])
 			}
 		}
 	}
 	for _, k := range kw {
-		d.set(k.name, k.val)
+		d.Set(k.name, k.val)
 	}
 	return d, nil
 }

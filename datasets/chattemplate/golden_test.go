@@ -65,7 +65,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				d.set(k.(string), v)
+				d.Set(k.(string), v)
 			}
 			_, err := dec.Token()
 			return d, err
@@ -91,7 +91,7 @@ func readOrdered(t *testing.T, path string) any {
 }
 
 func str(d *dict, key string) string {
-	v, _ := d.get(key)
+	v, _ := dictGet(d, key)
 	s, _ := v.(string)
 	return s
 }
@@ -100,7 +100,7 @@ func str(d *dict, key string) string {
 // an error where jinja2 raised one.
 func expectOutcome(t *testing.T, golden *dict, got string, err error) {
 	t.Helper()
-	if want, ok := golden.get("error"); ok {
+	if want, ok := dictGet(golden, "error"); ok {
 		if err == nil {
 			t.Fatalf("rendered %q, jinja2 failed with %s\ntemplate: %q", got, want, str(golden, "template"))
 		}
@@ -123,7 +123,7 @@ func TestGoldenModels(t *testing.T) {
 	for _, c := range readOrdered(t, "testdata/golden.json").([]any) {
 		golden := c.(*dict)
 		model, conv := str(golden, "model"), str(golden, "conversation")
-		agp, _ := golden.get("add_generation_prompt")
+		agp, _ := dictGet(golden, "add_generation_prompt")
 		t.Run(fmt.Sprintf("%s/%s/agp=%v", model, conv, agp), func(t *testing.T) {
 			tmpl, ok := templates[model]
 			if !ok {
@@ -138,12 +138,12 @@ func TestGoldenModels(t *testing.T) {
 			if !ok {
 				t.Fatalf("conversation %q not in conversations.json", conv)
 			}
-			msgs, _ := c.get("messages")
+			msgs, _ := dictGet(c, "messages")
 			kwargs := map[string]any{}
-			if kw, ok := c.get("kwargs"); ok {
+			if kw, ok := dictGet(c, "kwargs"); ok {
 				d := kw.(*dict)
-				for _, k := range d.keys {
-					kwargs[k.(string)] = d.vals[k]
+				for k, v := range d.All() {
+					kwargs[k.(string)] = v
 				}
 			}
 			got, err := tmpl.render(msgs.([]any), agp.(bool), kwargs)
@@ -160,9 +160,9 @@ func renderSource(source string, vars *dict) (string, error) {
 		return "", err
 	}
 	tmpl.now = func() time.Time { return fixedNow }
-	m := make(map[string]any, len(vars.keys))
-	for _, k := range vars.keys {
-		m[k.(string)] = vars.vals[k]
+	m := make(map[string]any, vars.Len())
+	for k, v := range vars.All() {
+		m[k.(string)] = v
 	}
 	return tmpl.execute(m)
 }
@@ -171,7 +171,7 @@ func TestGoldenConstructs(t *testing.T) {
 	for _, c := range readOrdered(t, "testdata/constructs.json").([]any) {
 		golden := c.(*dict)
 		t.Run(str(golden, "name"), func(t *testing.T) {
-			vars, _ := golden.get("vars")
+			vars, _ := dictGet(golden, "vars")
 			got, err := renderSource(str(golden, "template"), vars.(*dict))
 			expectOutcome(t, golden, got, err)
 		})
@@ -183,8 +183,8 @@ func TestGoldenConstructs(t *testing.T) {
 // whitespace-control variant.
 func TestGoldenRandom(t *testing.T) {
 	file := readOrdered(t, "testdata/random.json").(*dict)
-	vars, _ := file.get("vars")
-	cases, _ := file.get("cases")
+	vars, _ := dictGet(file, "vars")
+	cases, _ := dictGet(file, "cases")
 	for i, c := range cases.([]any) {
 		golden := c.(*dict)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The lexer follows jinja2's as Hugging Face configures it:
@@ -166,13 +168,13 @@ func indexTagOpen(s string, from int) int {
 // stripBeforeTag applies "-" and lstrip_blocks to the data before a tag.
 func (lx *lexer) stripBeforeTag(text string, sign byte, lstrip bool) string {
 	if sign == '-' {
-		return strings.TrimRightFunc(text, isPySpace)
+		return strings.TrimRightFunc(text, py.IsSpace)
 	}
 	if sign == '+' || !lstrip {
 		return text
 	}
 	lpos := strings.LastIndexByte(text, '\n') + 1
-	if (lpos > 0 || lx.lineStarting) && lpos < len(text) && strings.TrimLeftFunc(text[lpos:], isPySpace) == "" {
+	if (lpos > 0 || lx.lineStarting) && lpos < len(text) && strings.TrimLeftFunc(text[lpos:], py.IsSpace) == "" {
 		return text[:lpos]
 	}
 	return text
@@ -192,7 +194,7 @@ func (lx *lexer) afterClose(p int, sign byte, trim bool) {
 	case sign == '-':
 		for p < len(lx.src) {
 			r, n := utf8.DecodeRuneInString(lx.src[p:])
-			if !isPySpace(r) {
+			if !py.IsSpace(r) {
 				break
 			}
 			p += n
@@ -275,7 +277,7 @@ func (lx *lexer) raw(open, p int) error {
 func skipSpace(s string, p int) int {
 	for p < len(s) {
 		r, n := utf8.DecodeRuneInString(s[p:])
-		if !isPySpace(r) {
+		if !py.IsSpace(r) {
 			break
 		}
 		p += n
@@ -532,10 +534,4 @@ func unescape(b *strings.Builder, s string) (int, error) {
 	}
 	b.WriteByte('\\')
 	return 1, nil
-}
-
-// isPySpace is Python's str.isspace for one character (it also counts
-// the ASCII separators 0x1c..0x1f, which unicode.IsSpace does not).
-func isPySpace(r rune) bool {
-	return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Python str semantics that Go's strings package does not share.
@@ -13,7 +15,7 @@ import (
 func pyStrip(s, chars string, whitespace, left, right bool) string {
 	cut := func(r rune) bool { return strings.ContainsRune(chars, r) }
 	if whitespace {
-		cut = isPySpace
+		cut = py.IsSpace
 	}
 	if left {
 		s = strings.TrimLeftFunc(s, cut)
@@ -61,41 +63,41 @@ func pyCapitalize(s string) string {
 // splits (limit < 0: no limit).
 func pySplitWhitespace(s string, limit int, fromRight bool) []string {
 	if limit < 0 {
-		return strings.FieldsFunc(s, isPySpace)
+		return strings.FieldsFunc(s, py.IsSpace)
 	}
 	fields := []string{}
 	if fromRight {
-		rest := strings.TrimRightFunc(s, isPySpace)
+		rest := strings.TrimRightFunc(s, py.IsSpace)
 		for rest != "" {
 			if len(fields) == limit {
 				fields = append(fields, rest)
 				break
 			}
-			i := strings.LastIndexFunc(rest, isPySpace)
+			i := strings.LastIndexFunc(rest, py.IsSpace)
 			fields = append(fields, rest[i+1:])
 			if i < 0 {
 				break
 			}
-			rest = strings.TrimRightFunc(rest[:i], isPySpace)
+			rest = strings.TrimRightFunc(rest[:i], py.IsSpace)
 		}
 		for i, j := 0, len(fields)-1; i < j; i, j = i+1, j-1 {
 			fields[i], fields[j] = fields[j], fields[i]
 		}
 		return fields
 	}
-	rest := strings.TrimLeftFunc(s, isPySpace)
+	rest := strings.TrimLeftFunc(s, py.IsSpace)
 	for rest != "" {
 		if len(fields) == limit {
 			fields = append(fields, rest)
 			break
 		}
-		i := strings.IndexFunc(rest, isPySpace)
+		i := strings.IndexFunc(rest, py.IsSpace)
 		if i < 0 {
 			fields = append(fields, rest)
 			break
 		}
 		fields = append(fields, rest[:i])
-		rest = strings.TrimLeftFunc(rest[i:], isPySpace)
+		rest = strings.TrimLeftFunc(rest[i:], py.IsSpace)
 	}
 	return fields
 }
@@ -175,7 +177,7 @@ func pyIsClass(s, name string) bool {
 				return false
 			}
 		case "isspace":
-			if !isPySpace(r) {
+			if !py.IsSpace(r) {
 				return false
 			}
 		case "isalpha":
@@ -202,18 +204,6 @@ func pyIsClass(s, name string) bool {
 		return cased
 	}
 	return true
-}
-
-// pyCenter is str.center(width): CPython puts the odd padding character
-// on the left when both the padding and the width are odd.
-func pyCenter(s string, width int) string {
-	n := len([]rune(s))
-	pad := width - n
-	if pad <= 0 {
-		return s
-	}
-	left := pad/2 + (pad & width & 1)
-	return strings.Repeat(" ", left) + s + strings.Repeat(" ", pad-left)
 }
 
 // pyFormat is str.format with plain, numbered and named fields ({},

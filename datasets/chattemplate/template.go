@@ -62,15 +62,15 @@ type Message struct {
 
 func (m Message) value() *dict {
 	d := newDict(2 + len(m.Extra))
-	d.set("role", m.Role)
-	d.set("content", fromGo(m.Content))
+	d.Set("role", m.Role)
+	d.Set("content", fromGo(m.Content))
 	keys := make([]string, 0, len(m.Extra))
 	for k := range m.Extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		d.set(k, fromGo(m.Extra[k]))
+		d.Set(k, fromGo(m.Extra[k]))
 	}
 	return d
 }
@@ -148,8 +148,8 @@ func (t *Template) Render(messages []Message, addGenerationPrompt bool, kwargs m
 // method value satisfies datasets.ChatTemplate.
 func (t *Template) UserTurn(prompt string, kwargs map[string]any) (string, error) {
 	msg := newDict(2)
-	msg.set("role", "user")
-	msg.set("content", prompt)
+	msg.Set("role", "user")
+	msg.Set("content", prompt)
 	return t.render([]any{msg}, true, kwargs)
 }
 

@@ -133,7 +133,7 @@ func TestMessagesFromGo(t *testing.T) {
 	golden := map[string]*dict{}
 	for _, c := range readOrdered(t, "testdata/golden.json").([]any) {
 		g := c.(*dict)
-		agp, _ := g.get("add_generation_prompt")
+		agp, _ := dictGet(g, "add_generation_prompt")
 		golden[fmt.Sprintf("%s/%s/%v", str(g, "model"), str(g, "conversation"), agp)] = g
 	}
 	for _, model := range []string{"qwen3", "kimi_k2", "deepseek_v3", "synthetic_chatml"} {

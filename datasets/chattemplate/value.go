@@ -6,10 +6,10 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Template values mirror the Python objects jinja2 works on:
@@ -33,7 +33,7 @@ import (
 // truth testing, iteration or length.
 type undefined struct{ hint string }
 
-type tuple []any
+type tuple = py.Tuple
 
 // iterator is what Python's reversed() returns and jinja2's reverse
 // filter passes on: it iterates, but is always true, has no len() and
@@ -44,27 +44,13 @@ type iterator struct {
 }
 
 // dict is an insertion-ordered mapping. Keys are comparable Go values
-// (string, int64, float64, bool, nil).
-type dict struct {
-	keys []any
-	vals map[any]any
-}
+// (string, int64, float64, bool, nil), numbers folded by dictKey.
+type dict = py.Dict[any, any]
 
-func newDict(capacity int) *dict {
-	return &dict{keys: make([]any, 0, capacity), vals: make(map[any]any, capacity)}
-}
+func newDict(capacity int) *dict { return py.NewDict[any, any](capacity) }
 
-func (d *dict) set(k, v any) {
-	if _, ok := d.vals[k]; !ok {
-		d.keys = append(d.keys, k)
-	}
-	d.vals[k] = v
-}
-
-func (d *dict) get(k any) (any, bool) {
-	v, ok := d.vals[dictKey(k)]
-	return v, ok
-}
+// dictGet is d.get(k), finding 1, 1.0 and True under one key.
+func dictGet(d *dict, k any) (any, bool) { return d.Get(dictKey(k)) }
 
 // dictKey folds numeric keys the way Python's hashing does (1 == 1.0 ==
 // True), so lookups by any of them find the same entry.
@@ -160,25 +146,10 @@ func typeName(v any) string {
 
 // truthy is Python's bool(v).
 func truthy(v any) bool {
-	switch v := v.(type) {
-	case nil, undefined:
+	if _, ok := v.(undefined); ok {
 		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	case []any:
-		return len(v) > 0
-	case tuple:
-		return len(v) > 0
-	case *dict:
-		return len(v.keys) > 0
 	}
-	return true
+	return py.Truthy(v)
 }
 
 // pyStr is Python's str(v); Undefined renders as "".
@@ -188,17 +159,6 @@ func pyStr(v any) string {
 		return v
 	case undefined:
 		return ""
-	case nil:
-		return "None"
-	case bool:
-		if v {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return formatFloat(v)
 	}
 	return pyRepr(v)
 }
@@ -210,28 +170,16 @@ func pyRepr(v any) string {
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v any) {
+func writeRepr(b *strings.Builder, v any) { py.AppendRepr(b, v, writeObjectRepr) }
+
+// writeObjectRepr writes repr() of the jinja2 objects py does not know.
+func writeObjectRepr(b *strings.Builder, v any) {
 	switch v := v.(type) {
-	case string:
-		writeStringRepr(b, v)
 	case undefined:
 		b.WriteString("Undefined")
-	case []any:
-		b.WriteByte('[')
-		writeReprItems(b, v)
-		b.WriteByte(']')
-	case tuple:
-		b.WriteByte('(')
-		writeReprItems(b, v)
-		if len(v) == 1 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(')')
-	case *dict:
-		writeDictRepr(b, v)
 	case *namespace:
 		b.WriteString("<Namespace ")
-		writeDictRepr(b, v.attrs)
+		writeRepr(b, v.attrs)
 		b.WriteByte('>')
 	case *loopInfo:
 		fmt.Fprintf(b, "<LoopContext %d/%d>", v.index+1, len(v.items))
@@ -242,90 +190,8 @@ func writeRepr(b *strings.Builder, v any) {
 	case *macro:
 		fmt.Fprintf(b, "<Macro '%s'>", v.name)
 	default:
-		b.WriteString(pyStr(v))
+		fmt.Fprintf(b, "%v", v)
 	}
-}
-
-func writeReprItems(b *strings.Builder, items []any) {
-	for i, it := range items {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		writeRepr(b, it)
-	}
-}
-
-func writeDictRepr(b *strings.Builder, d *dict) {
-	b.WriteByte('{')
-	for i, k := range d.keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		writeRepr(b, k)
-		b.WriteString(": ")
-		writeRepr(b, d.vals[k])
-	}
-	b.WriteByte('}')
-}
-
-// writeStringRepr quotes s as Python's repr does: single quotes unless s
-// holds a single quote and no double quote; non-printable characters as
-// \xNN, \uNNNN or \UNNNNNNNN.
-func writeStringRepr(b *strings.Builder, s string) {
-	quote := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		quote = '"'
-	}
-	b.WriteByte(quote)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(quote):
-			b.WriteByte('\\')
-			b.WriteByte(quote)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(b, `\x%02x`, r)
-		case r < 0x7f || unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(b, `\U%08x`, r)
-		}
-	}
-	b.WriteByte(quote)
-}
-
-// formatFloat is Python's repr(float): the shortest digits that round
-// trip, positional for exponents in [-4, 16), scientific otherwise.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // pyEqual is Python's ==. Undefined equals only Undefined.
@@ -359,12 +225,12 @@ func pyEqual(a, b any) bool {
 		return ok && seqEqual(a, bt)
 	case *dict:
 		bd, ok := b.(*dict)
-		if !ok || len(a.keys) != len(bd.keys) {
+		if !ok || a.Len() != bd.Len() {
 			return false
 		}
-		for _, k := range a.keys {
-			bv, ok := bd.vals[k]
-			if !ok || !pyEqual(a.vals[k], bv) {
+		for k, av := range a.All() {
+			bv, ok := bd.Get(k)
+			if !ok || !pyEqual(av, bv) {
 				return false
 			}
 		}
@@ -476,7 +342,7 @@ func pyLen(v any) (int, error) {
 	case tuple:
 		return len(v), nil
 	case *dict:
-		return len(v.keys), nil
+		return v.Len(), nil
 	case *loopInfo:
 		return len(v.items), nil
 	}
@@ -496,7 +362,7 @@ func iterate(v any) ([]any, error) {
 	case *iterator:
 		return v.items, nil
 	case *dict:
-		return append([]any(nil), v.keys...), nil
+		return v.Keys(), nil
 	case string:
 		out := make([]any, 0, len(v))
 		for _, r := range v {
@@ -523,7 +389,7 @@ func contains(container, item any) (bool, error) {
 		if !hashable(item) {
 			return false, fmt.Errorf("unhashable type: '%s'", typeName(item))
 		}
-		_, ok := c.get(item)
+		_, ok := dictGet(c, item)
 		return ok, nil
 	case *namespace:
 		return false, fmt.Errorf("argument of type 'Namespace' is not iterable")
@@ -579,7 +445,7 @@ func fromGo(v any) any {
 		sort.Strings(keys)
 		d := newDict(len(keys))
 		for _, k := range keys {
-			d.set(k, fromGo(v[k]))
+			d.Set(k, fromGo(v[k]))
 		}
 		return d
 	case Message:
@@ -625,7 +491,7 @@ func fromReflect(rv reflect.Value) any {
 		sort.Strings(keys)
 		d := newDict(len(keys))
 		for _, k := range keys {
-			d.set(k, fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface()))
+			d.Set(k, fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface()))
 		}
 		return d
 	case reflect.Pointer, reflect.Interface:

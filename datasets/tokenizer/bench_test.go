@@ -92,7 +92,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func BenchmarkLoad(b *testing.B) {
-	for _, file := range []string{"llama3.json", "gemma3.json", "bert.json"} {
+	for _, file := range []string{"llama3.json", "qwen3.json", "gemma3.json", "bert.json"} {
 		b.Run(strings.TrimSuffix(file, ".json"), func(b *testing.B) {
 			path := filepath.Join(tokenizersDir(), file)
 			if _, err := os.Stat(path); err != nil {

@@ -7,8 +7,13 @@ import "unicode/utf8"
 // themselves and the other 68 bytes to U+0100 upwards, in byte order.
 var (
 	byteToRune [256]rune
-	runeToByte = map[rune]byte{}
+	// runeByte is the inverse, +1, with 0 for a rune outside the alphabet
+	// (which lies below byteRuneLimit): decoding the whole vocabulary at
+	// load looks up a million runes.
+	runeByte [byteRuneLimit]uint16
 )
+
+const byteRuneLimit = 256 + 68
 
 func init() {
 	next := rune(256)
@@ -20,7 +25,7 @@ func init() {
 			byteToRune[b] = next
 			next++
 		}
-		runeToByte[byteToRune[b]] = byte(b)
+		runeByte[byteToRune[b]] = uint16(b) + 1
 	}
 }
 
@@ -31,11 +36,10 @@ func init() {
 func byteLevelDecode(dst []byte, token string) (out []byte, ok bool) {
 	start := len(dst)
 	for _, r := range token {
-		b, in := runeToByte[r]
-		if !in {
+		if r < 0 || r >= byteRuneLimit || runeByte[r] == 0 {
 			return append(dst[:start], token...), false
 		}
-		dst = append(dst, b)
+		dst = append(dst, byte(runeByte[r]-1))
 	}
 	return dst, true
 }

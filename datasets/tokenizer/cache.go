@@ -10,7 +10,9 @@ import (
 // wordCache remembers the merged ids of words, as Hugging Face's BPE cache
 // does: ordinary text repeats its words, and a lookup is several times
 // cheaper than merging. It is sharded so concurrent encoders rarely meet on
-// a lock, and it stops growing when full rather than evicting.
+// a lock, and a full shard starts over rather than tracking recency: text
+// whose vocabulary drifts (random prompts taken in window order) keeps
+// finding its recent words, and ordinary text refills the common ones.
 type wordCache struct {
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
@@ -57,8 +59,9 @@ func (c *wordCache) get(dst []int32, word string) ([]int32, bool) {
 func (c *wordCache) put(word string, ids []int32) {
 	sh := c.shard(word)
 	sh.mu.Lock()
-	if len(sh.words) < cacheShardWords {
-		sh.words[strings.Clone(word)] = slices.Clone(ids)
+	if len(sh.words) >= cacheShardWords {
+		clear(sh.words)
 	}
+	sh.words[strings.Clone(word)] = slices.Clone(ids)
 	sh.mu.Unlock()
 }

@@ -15,6 +15,8 @@ var scannerSeeds = []string{
 	"I'm you'LL we'VE he'd it's", "'s'S 'x", "12345 1,234.5 ٣٤٥", "a\r\n\r\nb\t\t c",
 	"!!!\n\n///", " !x", " \u00a0\u3000x", "e\u0301\u0301 \u0301x", "ǅungla ǅ", "ΣΑΣ σας", "東京タワー", "👨‍👩‍👧 🇫🇷",
 	"abc\u200bdef", "CamelCaseWORDSand lower", "x'LL'd'", "\t\n\v\f\r\u0085\u2028\u2029 end",
+	// Unicode 16 letters, numbers, marks and symbols Go's tables lack.
+	"a\U00013460\U000143FAb \u1C89\u1C8Ax \U00010D40\U00010D49 \u0897\U00010D69 \U0001CC00!\U00011380's",
 }
 
 // FuzzScanners proves every hand-written scanner equal to regexp2 running

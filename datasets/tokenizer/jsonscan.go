@@ -2,7 +2,9 @@ package tokenizer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -63,6 +65,7 @@ func (s *jsonScanner) readStringBytes() ([]byte, error) {
 		return nil, err
 	}
 	start := s.pos
+	s.skipPlain()
 	for s.pos < len(s.data) {
 		switch c := s.data[s.pos]; {
 		case c == '"':
@@ -77,6 +80,32 @@ func (s *jsonScanner) readStringBytes() ([]byte, error) {
 		}
 	}
 	return nil, s.errorf("unterminated string")
+}
+
+// Word-at-a-time byte tests: the high bit of a byte of the result is set
+// when that byte of x is zero (hasZero) or below n (hasLess, n <= 0x80).
+// A borrow can also set a bit above a byte that tests true, never below
+// one, so the lowest set bit is exact.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+func hasZero(x uint64) uint64    { return (x - lowBits) & ^x & highBits }
+func hasLess(x, n uint64) uint64 { return (x - n*lowBits) & ^x & highBits }
+
+// skipPlain advances inside a string over the bytes that need no attention
+// (not '"', '\\' or a control character), eight at a time: most of
+// tokenizer.json is such bytes, in short strings.
+func (s *jsonScanner) skipPlain() {
+	for s.pos+8 <= len(s.data) {
+		w := binary.LittleEndian.Uint64(s.data[s.pos:])
+		if m := hasLess(w, 0x20) | hasZero(w^('"'*lowBits)) | hasZero(w^('\\'*lowBits)); m != 0 {
+			s.pos += bits.TrailingZeros64(m) / 8
+			return
+		}
+		s.pos += 8
+	}
 }
 
 func (s *jsonScanner) readEscapedString(start int) ([]byte, error) {
@@ -187,7 +216,7 @@ func (s *jsonScanner) skipValue() ([]byte, error) {
 	for s.pos < len(s.data) {
 		switch c := s.data[s.pos]; {
 		case c == '"':
-			if _, err := s.readString(); err != nil {
+			if _, err := s.readStringBytes(); err != nil {
 				return nil, err
 			}
 		case c == '{' || c == '[':
@@ -280,51 +309,85 @@ func (s *jsonScanner) eachElement(fn func(i int) error) error {
 	}
 }
 
-// readVocab reads {"token": id, ...}.
+// readVocab reads {"token": id, ...}. The object is copied into one string
+// and the keys without escapes are sliced out of it: one allocation instead
+// of one per token, which the garbage collector would otherwise trace.
 func (s *jsonScanner) readVocab() (map[string]int32, error) {
+	s.skipSpace()
+	base := s.pos
+	if _, err := s.skipValue(); err != nil {
+		return nil, err
+	}
+	text := string(s.data[base:s.pos])
+	s.pos = base
 	// Sizing the map up front saves rehashing it as it grows; an entry
 	// takes about 24 bytes of tokenizer.json, and the vocabulary rarely a
 	// third of the file.
 	vocab := make(map[string]int32, len(s.data)/72)
-	err := s.eachField(func(key string) error {
+	if err := s.expect('{'); err != nil {
+		return nil, err
+	}
+	if s.peek() == '}' {
+		s.pos++
+		return vocab, nil
+	}
+	for {
+		s.skipSpace()
+		at := s.pos + 1
+		raw, err := s.readStringBytes()
+		if err != nil {
+			return nil, err
+		}
+		key := string(raw)
+		if len(raw) == s.pos-1-at { // no escapes: raw is the text itself
+			key = text[at-base : at-base+len(raw)]
+		}
+		if err := s.expect(':'); err != nil {
+			return nil, err
+		}
 		id, err := s.readInt()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		vocab[key] = id
-		return nil
-	})
-	return vocab, err
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return vocab, nil
+		default:
+			return nil, s.errorf("expected ',' or '}' after field %q", key)
+		}
+	}
 }
 
-// readMerges reads merges written as "a b" strings or ["a", "b"] pairs. The
-// slices passed to fn are only valid during the call.
-func (s *jsonScanner) readMerges(fn func(rank int, a, b []byte) error) error {
-	var pair [][]byte
-	return s.eachElement(func(rank int) error {
-		if s.peek() == '"' {
-			line, err := s.readStringBytes()
-			if err != nil {
-				return err
-			}
-			a, b, ok := bytes.Cut(line, []byte{' '})
-			if !ok || bytes.IndexByte(b, ' ') >= 0 {
-				return fmt.Errorf("merge %d %q is not a pair of tokens", rank, line)
-			}
-			return fn(rank, a, b)
-		}
-		pair = pair[:0]
-		err := s.eachElement(func(int) error {
-			str, err := s.readStringBytes()
-			pair = append(pair, str)
-			return err
-		})
+// readMerge reads one merge, written as an "a b" string or an ["a", "b"]
+// pair, at the cursor. a and b alias the input or pair's storage, so they
+// are valid until the next call.
+func (s *jsonScanner) readMerge(rank int, pair *[][]byte) (a, b []byte, err error) {
+	if s.peek() == '"' {
+		line, err := s.readStringBytes()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		if len(pair) != 2 {
-			return fmt.Errorf("merge %d %q is not a pair of tokens", rank, pair)
+		a, b, ok := bytes.Cut(line, []byte{' '})
+		if !ok || bytes.IndexByte(b, ' ') >= 0 {
+			return nil, nil, fmt.Errorf("merge %d %q is not a pair of tokens", rank, line)
 		}
-		return fn(rank, pair[0], pair[1])
+		return a, b, nil
+	}
+	*pair = (*pair)[:0]
+	err = s.eachElement(func(int) error {
+		str, err := s.readStringBytes()
+		*pair = append(*pair, str)
+		return err
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(*pair) != 2 {
+		return nil, nil, fmt.Errorf("merge %d %q is not a pair of tokens", rank, *pair)
+	}
+	return (*pair)[0], (*pair)[1], nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // object is a JSON object whose fields are decoded on demand, which suits
@@ -332,7 +334,7 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 	// side by side.
 	var mergeErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { m.merges, mergeErr = parseMerges(mf.merges, vocab, m.prefix) })
+	wg.Go(func() { m.merges, mergeErr = parseMerges(mf.merges, vocab, t.tokens, m.prefix) })
 	defer wg.Wait()
 	for b := range 256 {
 		m.fallbackIDs[b] = -1
@@ -345,13 +347,25 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 		// Re-key the vocabulary by the bytes each token stands for. Tokens
 		// with runes outside the byte alphabet can never be produced from
 		// byte-mapped text, so they are left out (they still decode).
-		m.vocab = make(map[string]int32, len(vocab))
-		var buf []byte
+		// The keys are cut from one string, as readVocab does.
+		type entry struct{ end, id int32 }
+		entries := make([]entry, 0, len(vocab))
+		var arena []byte
 		for tok, id := range vocab {
+			start := len(arena)
 			var ok bool
-			if buf, ok = byteLevelDecode(buf[:0], tok); ok {
-				m.vocab[string(buf)] = id
+			if arena, ok = byteLevelDecode(arena, tok); ok {
+				entries = append(entries, entry{int32(len(arena)), id})
+			} else {
+				arena = arena[:start]
 			}
+		}
+		text := string(arena)
+		m.vocab = make(map[string]int32, len(entries))
+		start := int32(0)
+		for _, e := range entries {
+			m.vocab[text[start:e.end]] = e.id
+			start = e.end
 		}
 		for b := range 256 {
 			m.byteIDs[b] = -1
@@ -368,32 +382,134 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 	return nil
 }
 
+// mergeChunk is how many merges one goroutine resolves at a time.
+var mergeChunk = 1 << 14 // a variable for tests
+
 // parseMerges reads the merges list. A later duplicate of a pair overrides
-// the earlier one, as in Hugging Face.
-func parseMerges(raw []byte, vocab map[string]int32, prefix string) (map[uint64]mergeRule, error) {
+// the earlier one, as in Hugging Face. tokens is the vocabulary by id.
+//
+// Resolving a merge to ids takes hash lookups in a vocabulary larger than
+// the caches, which is most of the time of loading: one quick pass finds
+// where each chunk of merges starts, the chunks are resolved on all cores,
+// and the table is filled with them in rank order as they come in.
+func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix string) (map[uint64]mergeRule, error) {
 	merges := make(map[uint64]mergeRule, len(raw)/16) // ~16 bytes a merge
 	if isNull(raw) {
 		return merges, nil
 	}
+	var starts []int
 	s := &jsonScanner{data: raw}
-	var merged []byte
-	err := s.readMerges(func(rank int, a, b []byte) error {
-		aID, okA := vocab[string(a)]
-		bID, okB := vocab[string(b)]
-		if !okA || !okB {
-			return fmt.Errorf("merge %d (%q %q) uses a token missing from the vocabulary", rank, a, b)
+	n := 0
+	err := s.eachElement(func(i int) error {
+		if i%mergeChunk == 0 {
+			s.skipSpace()
+			starts = append(starts, s.pos)
 		}
-		b = bytes.TrimPrefix(b, []byte(prefix))
-		merged = append(append(merged[:0], a...), b...)
-		newID, ok := vocab[string(merged)]
-		if !ok {
-			return fmt.Errorf("merge %d makes %q, which is missing from the vocabulary", rank, merged)
-		}
-		merges[pairKey(aID, bID)] = mergeRule{rank: int32(rank), newID: newID}
-		return nil
+		n++
+		_, err := s.skipValue()
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("merges: %w", err)
 	}
+	type chunk struct {
+		rules []resolvedMerge
+		err   error
+		done  chan struct{}
+	}
+	chunks := make([]chunk, len(starts))
+	for i := range chunks {
+		chunks[i].done = make(chan struct{})
+	}
+	var next atomic.Int32
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(chunks) {
+					return
+				}
+				c := &chunks[i]
+				first := i * mergeChunk
+				c.rules, c.err = resolveMerges(raw, starts[i], first, min(mergeChunk, n-first), vocab, tokens, prefix)
+				close(c.done)
+			}
+		}()
+	}
+	for i := range chunks {
+		c := &chunks[i]
+		<-c.done
+		if c.err != nil {
+			// Let the other chunks finish before returning the first error.
+			for j := i + 1; j < len(chunks); j++ {
+				<-chunks[j].done
+			}
+			return nil, fmt.Errorf("merges: %w", c.err)
+		}
+		for _, r := range c.rules {
+			merges[r.key] = r.rule
+		}
+		c.rules = nil
+	}
 	return merges, nil
+}
+
+// resolvedMerge is a merge as the model's table holds it.
+type resolvedMerge struct {
+	key  uint64
+	rule mergeRule
+}
+
+// resolveMerges resolves the count merges from raw[pos:], the first of rank
+// first, to ids.
+//
+// Trained and converted files list merges in the order their results were
+// added to the vocabulary, so the merged token is nearly always the previous
+// merge's or the next id: checking those two first against tokens saves a
+// third of the hash lookups.
+func resolveMerges(raw []byte, pos, first, count int, vocab map[string]int32, tokens []string, prefix string) ([]resolvedMerge, error) {
+	s := &jsonScanner{data: raw, pos: pos}
+	out := make([]resolvedMerge, 0, count)
+	var pair [][]byte
+	var merged []byte
+	last := int32(-1)
+	for rank := first; rank < first+count; rank++ {
+		if rank > first {
+			if err := s.expect(','); err != nil {
+				return nil, err
+			}
+		}
+		a, b, err := s.readMerge(rank, &pair)
+		if err != nil {
+			return nil, err
+		}
+		aID, okA := vocab[string(a)]
+		bID, okB := vocab[string(b)]
+		if !okA || !okB {
+			return nil, fmt.Errorf("merge %d (%q %q) uses a token missing from the vocabulary", rank, a, b)
+		}
+		b = bytes.TrimPrefix(b, []byte(prefix))
+		newID, ok := int32(-1), false
+		for _, id := range [2]int32{last, last + 1} {
+			if id >= 0 && int(id) < len(tokens) && isConcat(tokens[id], a, b) {
+				newID, ok = id, true
+				break
+			}
+		}
+		if !ok {
+			merged = append(append(merged[:0], a...), b...)
+			if newID, ok = vocab[string(merged)]; !ok {
+				return nil, fmt.Errorf("merge %d makes %q, which is missing from the vocabulary", rank, merged)
+			}
+		}
+		last = newID
+		out = append(out, resolvedMerge{pairKey(aID, bID), mergeRule{rank: int32(rank), newID: newID}})
+	}
+	return out, nil
+}
+
+// isConcat reports whether tok is a followed by b. A token found so is the
+// one the vocabulary maps a+b to: tokens holds each id's own key.
+func isConcat(tok string, a, b []byte) bool {
+	return len(tok) == len(a)+len(b) && tok[:len(a)] == string(a) && tok[len(a):] == string(b)
 }

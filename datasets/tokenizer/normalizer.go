@@ -23,7 +23,43 @@ func (n unicodeNormalizer) normalize(s string) string {
 	if isASCII(s) || n.form.IsNormalString(s) {
 		return s
 	}
-	return n.form.String(s)
+	return normalizeForm(n.form, s)
+}
+
+// normalizeForm is form.String(s) as Hugging Face's normalizers compute
+// it: the code points their tables leave unassigned (see unnormalized)
+// stay as they are, and, being starters that compose with nothing, cut
+// the text into pieces that are normalized on their own. Go's tables would
+// decompose them, reorder them among the marks around them or compose
+// across them.
+func normalizeForm(form norm.Form, s string) string {
+	cut := -1
+	for i, r := range s {
+		if r >= 0x300 && inRanges(unnormalized, r) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		return form.String(s)
+	}
+	// Each piece is normalized on its own into tmp: AppendString onto the
+	// text so far would normalize across the cut.
+	b := make([]byte, 0, len(s)+len(s)/4)
+	var tmp []byte
+	start := 0
+	for i, r := range s[cut:] {
+		i += cut
+		if r < 0x300 || !inRanges(unnormalized, r) {
+			continue
+		}
+		tmp = form.AppendString(tmp[:0], s[start:i])
+		b = append(b, tmp...)
+		b = utf8.AppendRune(b, r)
+		start = i + utf8.RuneLen(r)
+	}
+	tmp = form.AppendString(tmp[:0], s[start:])
+	return string(append(b, tmp...))
 }
 
 func isASCII(s string) bool {
@@ -154,7 +190,7 @@ func (n bertNormalizer) normalize(s string) string {
 	}
 	out := b.String()
 	if n.stripAccents {
-		out = norm.NFD.String(out)
+		out = normalizeForm(norm.NFD, out)
 		out = strings.Map(func(r rune) rune {
 			if isNonspacingMark(r) {
 				return -1
@@ -183,17 +219,21 @@ func isBertControl(r rune) bool {
 }
 
 // isCJKIdeograph is BERT's "Chinese character" test: the CJK Unified
-// Ideographs blocks and their compatibility blocks.
+// Ideographs blocks and their compatibility blocks, as Hugging Face spells
+// them: its Extension E range starts at U+2B920, not U+2B820, so
+// U+2B820-U+2B91F stay in their words.
 func isCJKIdeograph(r rune) bool {
 	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) ||
 		(r >= 0x20000 && r <= 0x2A6DF) || (r >= 0x2A700 && r <= 0x2B73F) ||
-		(r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
+		(r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B920 && r <= 0x2CEAF) ||
 		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
 }
 
 // stripAccentsNormalizer drops combining marks of every kind (Mn, Mc, Me),
 // unlike BertNormalizer's accent stripping, which drops Mn only. It does not
-// decompose first; tokenizer.json pairs it with NFD or NFKD for that.
+// decompose first; tokenizer.json pairs it with NFD or NFKD for that. Its
+// marks are Hugging Face's (strippedMarks), whose tables are neither Go's
+// nor BERT's.
 type stripAccentsNormalizer struct{}
 
 func (stripAccentsNormalizer) normalize(s string) string {
@@ -201,7 +241,7 @@ func (stripAccentsNormalizer) normalize(s string) string {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.M, r) && !inOlderUnicode(r) {
+		if r >= utf8.RuneSelf && inRanges(strippedMarks, r) {
 			return -1
 		}
 		return r
@@ -216,8 +256,11 @@ func isNonspacingMark(r rune) bool {
 
 // inOlderUnicode reports whether r is one of the code points Hugging
 // Face's tables leave unassigned (see unicodeskew.go).
-func inOlderUnicode(r rune) bool {
-	_, found := slices.BinarySearchFunc(olderUnicode, r, func(rg [2]rune, r rune) int {
+func inOlderUnicode(r rune) bool { return inRanges(olderUnicode, r) }
+
+// inRanges reports whether r lies in one of the sorted inclusive ranges.
+func inRanges(ranges [][2]rune, r rune) bool {
+	_, found := slices.BinarySearchFunc(ranges, r, func(rg [2]rune, r rune) int {
 		switch {
 		case rg[1] < r:
 			return -1

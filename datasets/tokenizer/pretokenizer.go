@@ -230,8 +230,8 @@ func (whitespacePreTokenizer) appendPieces(dst []piece, p piece, ws *workspace) 
 		switch {
 		case isWordChar(r):
 			in = isWordChar
-		case !unicode.IsSpace(r):
-			in = func(r rune) bool { return !isWordChar(r) && !unicode.IsSpace(r) }
+		case !isRegexSpace(r):
+			in = func(r rune) bool { return !isWordChar(r) && !isRegexSpace(r) }
 		default:
 			i += n
 			continue
@@ -243,13 +243,25 @@ func (whitespacePreTokenizer) appendPieces(dst []piece, p piece, ws *workspace) 
 	return dst
 }
 
-// isWordChar is \w in Rust's regex: Alphabetic, M, Nd, Pc and Join_Control.
+// isWordChar is \w in Rust's regex: Alphabetic, M, Nd, Pc and Join_Control,
+// as of its tables, which are newer than Go's (see newerWord).
 func isWordChar(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r == '_' || (r >= '0' && r <= '9') || (r|0x20) >= 'a' && (r|0x20) <= 'z'
 	}
-	return unicode.IsLetter(r) || unicode.In(r, unicode.M, unicode.Nd, unicode.Nl, unicode.Pc, unicode.Other_Alphabetic) ||
-		r == 0x200C || r == 0x200D
+	if unicode.IsLetter(r) || unicode.In(r, unicode.M, unicode.Nd, unicode.Nl, unicode.Pc, unicode.Other_Alphabetic) ||
+		r == 0x200C || r == 0x200D {
+		return !inRanges(olderWord, r)
+	}
+	return inRanges(newerWord, r)
+}
+
+// isRegexSpace is \s in Rust's regex (White_Space), as of its tables.
+func isRegexSpace(r rune) bool {
+	if unicode.IsSpace(r) {
+		return !inRanges(olderSpace, r)
+	}
+	return r >= utf8.RuneSelf && inRanges(newerSpace, r)
 }
 
 // bertPreTokenizer splits on whitespace (dropping it) and isolates each

@@ -22,7 +22,7 @@ func compileRegex(pattern string) (*regexp2.Regexp, error) {
 		// regex but regexp2 would read "&&" as two literal ampersands.
 		return nil, fmt.Errorf("pattern %q uses character-class intersection (&&), which is not supported", pattern)
 	}
-	re, err := regexp2.Compile(pattern, regexp2.None)
+	re, err := regexp2.Compile(withNewerCategories(pattern), regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
 	}
@@ -87,4 +87,63 @@ func (m runeMatcher) appendMatches(dst []span, s string) []span {
 		i += n
 	}
 	return dst
+}
+
+// withNewerCategories rewrites the \p{X} classes of pattern to hold the
+// code points Oniguruma's tables put in X and Go's do not (newerCategory):
+// \p{L} becomes [\p{L}\x{1C89}-\x{1C8A}...], or inside a bracket class
+// \p{L}\x{1C89}-\x{1C8A}.... \P{X} outside a bracket class becomes
+// [^\p{X}...]; inside one it is left as it is.
+func withNewerCategories(pattern string) string {
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch {
+		case c == '\\' && i+1 < len(pattern):
+			if p := pattern[i+1]; (p == 'p' || p == 'P') && i+2 < len(pattern) && pattern[i+2] == '{' {
+				if end := strings.IndexByte(pattern[i+3:], '}'); end >= 0 {
+					name := pattern[i+3 : i+3+end]
+					extra := newerCategory[name]
+					if len(extra) > 0 && (p == 'p' || !inClass) {
+						if !inClass {
+							b.WriteByte('[')
+							if p == 'P' {
+								b.WriteByte('^')
+							}
+						}
+						b.WriteString(`\p{` + name + `}`)
+						for _, rg := range extra {
+							fmt.Fprintf(&b, `\x{%X}-\x{%X}`, rg[0], rg[1])
+						}
+						if !inClass {
+							b.WriteByte(']')
+						}
+						i += 3 + end
+						continue
+					}
+				}
+			}
+			b.WriteString(pattern[i : i+2])
+			i++
+			continue
+		case c == '[' && !inClass:
+			inClass = true
+			b.WriteByte(c)
+			// A ']' right after '[' or '[^' is a literal.
+			if i+1 < len(pattern) && pattern[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			if i+1 < len(pattern) && pattern[i+1] == ']' {
+				b.WriteByte(']')
+				i++
+			}
+			continue
+		case c == ']' && inClass:
+			inClass = false
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -76,14 +77,29 @@ func isLetter(r rune) bool {
 	if r < utf8.RuneSelf {
 		return (r|0x20) >= 'a' && (r|0x20) <= 'z'
 	}
-	return unicode.IsLetter(r)
+	return unicode.IsLetter(r) || inRanges(newerLetters, r)
+}
+
+// The categories as Oniguruma's tables have them: Go's plus the code
+// points newer than Go's tables (see newerCategory).
+var (
+	newerLetters = newerCategory["L"]
+	newerNumbers = newerCategory["N"]
+	newerUpper   = slices.Concat(newerCategory["Lu"], newerCategory["Lt"], newerCategory["Lm"], newerCategory["Lo"], newerCategory["M"])
+	newerLower   = slices.Concat(newerCategory["Ll"], newerCategory["Lm"], newerCategory["Lo"], newerCategory["M"])
+)
+
+func init() {
+	for _, t := range [][][2]rune{newerUpper, newerLower} {
+		slices.SortFunc(t, func(a, b [2]rune) int { return int(a[0] - b[0]) })
+	}
 }
 
 func isNumber(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= '0' && r <= '9'
 	}
-	return unicode.IsNumber(r)
+	return unicode.IsNumber(r) || inRanges(newerNumbers, r)
 }
 
 func isSpace(r rune) bool {
@@ -193,14 +209,14 @@ func isO200kUpper(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= 'A' && r <= 'Z'
 	}
-	return r >= 0 && (unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M))
+	return r >= 0 && (unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M) || inRanges(newerUpper, r))
 }
 
 func isO200kLower(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= 'a' && r <= 'z'
 	}
-	return r >= 0 && (unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo, unicode.M))
+	return r >= 0 && (unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo, unicode.M) || inRanges(newerLower, r))
 }
 
 // o200kWord tries upper*lower+ at i (the first alternative after its

@@ -50,23 +50,37 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestTimerSlackBatches: with a slack far above the token gap, tokens go
-// out in batches, each at least on time and at most a slack late.
+// out in batches: none before it is due, each after the one before, and
+// most only once the next one is due too (one wake-up sends them all). How
+// late a batch leaves is BenchmarkTimerSlackLateness's question.
 func TestTimerSlackBatches(t *testing.T) {
 	truth := t.TempDir() + "/truth.log"
 	const slack = 30 * time.Millisecond
 	srv, base := startServer(t, Config{ITL: time.Millisecond, TimerSlack: slack, TruthLog: truth})
 	runStreams(t, base, 1, 0, `{"prompt":"a","max_tokens":40,"stream":true}`)
-	toks := closeAndRead(t, srv, truth)[0].Tokens
-	sameWrite := 0
-	for k, tok := range toks {
-		if tok.SentNs < tok.IntendedNs {
-			t.Errorf("token %d sent early", k)
-		}
-		if k > 0 && toks[k].SentNs-toks[k-1].SentNs < int64(100*time.Microsecond) {
-			sameWrite++
+	r := closeAndRead(t, srv, truth)[0]
+	if len(r.Tokens) != 40 {
+		t.Fatalf("%d tokens, want 40", len(r.Tokens))
+	}
+	checkCausal(t, r)
+	if held := heldForNext(r.Tokens); held < 20 {
+		t.Errorf("only %d of 40 tokens left after the next one was due: no batching", held)
+	}
+}
+
+// BenchmarkTimerSlackLateness reports how late TestTimerSlackBatches's
+// tokens leave (1 ms apart, 30 ms slack): a batch should leave within the
+// slack of its first token's due time.
+func BenchmarkTimerSlackLateness(b *testing.B) {
+	const slack = 30 * time.Millisecond
+	var late []int64
+	for b.Loop() {
+		truth := b.TempDir() + "/truth.log"
+		srv, base := startServer(b, Config{ITL: time.Millisecond, TimerSlack: slack, TruthLog: truth})
+		runStreams(b, base, 1, 0, `{"prompt":"a","max_tokens":40,"stream":true}`)
+		for _, tok := range closeAndRead(b, srv, truth)[0].Tokens {
+			late = append(late, tok.SentNs-tok.IntendedNs)
 		}
 	}
-	if sameWrite < 20 {
-		t.Errorf("only %d of 40 tokens followed the previous one within 100µs: no batching", sameWrite)
-	}
+	reportLateness(b, late, slack)
 }

@@ -5,10 +5,11 @@ import (
 	"sync/atomic"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/stampede-bench/stampede/httpwire"
 	"golang.org/x/sys/unix"
 )
 
-// conn is one client connection. Its event loop owns in and body and
+// conn is one client connection. Its event loop owns in and reqs and
 // parses requests from them; writes may come from the loop (immediate
 // answers) or the writer (scheduled ones), never both for one response.
 // All writes go straight to the socket with write(2) under mu, so their
@@ -22,7 +23,8 @@ type conn struct {
 	in   []byte     // unparsed request bytes
 	// inSinceNs is when the first of the bytes in in was seen.
 	inSinceNs int64
-	body      []byte // decoded chunked request body
+	// reqs reads requests from in, remembering how far it got.
+	reqs httpwire.RequestParser
 	// continued: "100 Continue" went out for the request being received.
 	continued bool
 

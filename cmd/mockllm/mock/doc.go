@@ -7,7 +7,7 @@
 //
 // # Structure
 //
-// gnet event loops accept connections, parse HTTP/1.1 requests (parseRequest)
+// gnet event loops accept connections, parse HTTP/1.1 requests (httpwire)
 // and their JSON bodies (fastjson), and answer everything that needs no
 // schedule at once: /v1/models, /health, /version, /metrics, /tokenize,
 // /detokenize, the profile endpoints and errors. A request that generates

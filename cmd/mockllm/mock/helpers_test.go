@@ -14,7 +14,7 @@ import (
 )
 
 // startServer starts a mock server on a free port for one test.
-func startServer(t *testing.T, cfg Config) (*Server, string) {
+func startServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
 	srv, err := Start(cfg)
 	if err != nil {
@@ -80,7 +80,7 @@ type sseStream struct {
 
 // readSSE reads a streaming body the way vllm bench serve does: split on
 // blank lines, skip comments, strip "data: ", stop caring at [DONE].
-func readSSE(t *testing.T, body io.Reader) sseStream {
+func readSSE(t testing.TB, body io.Reader) sseStream {
 	t.Helper()
 	var s sseStream
 	r := bufio.NewReader(body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
+	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/valyala/fastjson"
 	"golang.org/x/sys/unix"
 )
@@ -283,27 +284,31 @@ func (s *Server) loopState(el gnet.EventLoop) *loopState {
 // requests or hands one to the writer.
 func (s *Server) serve(cn *conn, ls *loopState) {
 	for len(cn.in) > 0 {
-		n, err := parseRequest(cn.in, &ls.req, &cn.body)
+		n, err := cn.reqs.Parse(cn.in)
 		if err != nil {
-			var rerr *requestError
-			errors.As(err, &rerr)
+			// The request's framing can no longer be trusted: answer
+			// and close.
+			var perr *httpwire.ProtocolError
+			errors.As(err, &perr)
 			s.stats.errors.Add(1)
-			ls.out = appendErrorResponse(ls.out[:0], rerr.status, errorType(rerr.status), rerr.msg, true)
+			ls.out = appendErrorResponse(ls.out[:0], perr.Status, errorType(perr.Status), perr.Error(), true)
 			cn.send(ls.out, &s.clock)
 			cn.close()
 			cn.in = cn.in[:0]
+			cn.reqs.Reset()
 			return
 		}
 		if n == 0 {
 			// curl sends a large body only after "100 Continue" (or a
 			// second's wait).
-			if ls.req.expectContinue && !cn.continued {
+			if cn.reqs.Request().ExpectContinue && !cn.continued {
 				cn.continued = true
 				cn.send(continueResponse, &s.clock)
 			}
 			return
 		}
 		cn.continued = false
+		ls.req.set(cn.reqs.Request())
 		s.stats.requests.Add(1)
 		scheduled := s.route(cn, ls, &ls.req, cn.inSinceNs)
 		rest := copy(cn.in, cn.in[n:])

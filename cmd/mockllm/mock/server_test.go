@@ -310,7 +310,6 @@ func TestMalformedRequest(t *testing.T) {
 	}
 	defer c.Close()
 	io.WriteString(c, "HELLO\r\n\r\n")
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	raw, err := io.ReadAll(c)
 	if err != nil {
 		t.Fatal(err)
@@ -527,7 +526,6 @@ func TestPipelined(t *testing.T) {
 	body := `{"prompt":"a","max_tokens":3,"stream":true}`
 	req := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	io.WriteString(c, req+"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	raw, err := io.ReadAll(c)
 	if err != nil {
 		t.Fatal(err)
@@ -550,7 +548,6 @@ func TestExpectContinue(t *testing.T) {
 	defer c.Close()
 	body := `{"prompt":"a","max_tokens":1}`
 	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: %d\r\n\r\n", len(body))
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 64)
 	n, err := io.ReadAtLeast(c, buf, len(continueResponse))
 	if err != nil || string(buf[:n]) != string(continueResponse) {

@@ -13,16 +13,15 @@ func TestProcessCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for start := time.Now(); ; {
+	// Spinning costs CPU time however busy the machine is; a reading that
+	// never moves keeps the loop going until go test's -timeout.
+	for {
 		now, err := processCPU(os.Getpid())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if now >= before+10*time.Millisecond {
 			break
-		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("CPU time stayed at %v after 5s of spinning", now)
 		}
 	}
 	if _, err := processCPU(-1); err == nil {

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -22,11 +21,11 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/cmd/mockllm/mockproc"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
@@ -116,31 +115,8 @@ func run(o options) error {
 // startMock runs the mock server under taskset and returns its address.
 func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
 	itlMs := 1000 / o.tokPerSec
-	args := []string{o.mockllm, "--port", "0", "--mode", o.mode, "--ttft-ms", "50",
-		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath}
-	if o.serverCPU >= 0 {
-		args = append([]string{"taskset", "-c", strconv.Itoa(o.serverCPU)}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", o.mockllm, err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("mockllm did not report its address: %w", err)
-	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(line), "http://")
-	if !ok {
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("unexpected mockllm banner %q", line)
-	}
-	return cmd, addr, nil
+	return mockproc.Start(o.mockllm, o.serverCPU, os.Stderr, "--mode", o.mode, "--ttft-ms", "50",
+		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath)
 }
 
 func buildRequests(o options, addr string) []engine.Request {

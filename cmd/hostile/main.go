@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/cmd/mockllm/mockproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -191,30 +191,7 @@ func monoNs() int64 {
 
 // startMock runs the mock with the hostile fault on every request.
 func startMock(o options, mode, truthPath string) (*exec.Cmd, string, error) {
-	args := []string{o.mockllm, "--port", "0", "--fault", mode, "--truth-log", truthPath}
-	if o.serverCPU >= 0 {
-		args = append([]string{"taskset", "-c", strconv.Itoa(o.serverCPU)}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stderr = io.Discard
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", o.mockllm, err)
-	}
-	line, err := bufio.NewReader(pipe).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("mockllm did not report its address: %w", err)
-	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(line), "http://")
-	if !ok {
-		cmd.Process.Kill()
-		return nil, "", fmt.Errorf("unexpected mockllm banner %q", line)
-	}
-	return cmd, addr, nil
+	return mockproc.Start(o.mockllm, o.serverCPU, io.Discard, "--fault", mode, "--truth-log", truthPath)
 }
 
 // waitRunning polls the mock's /metrics until n answers are running, the

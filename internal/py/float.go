@@ -1,4 +1,4 @@
-package pyfmt
+package py
 
 import (
 	"bytes"

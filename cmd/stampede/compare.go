@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/stampede-bench/stampede/bench"
+)
+
+const compareUsage = `usage: stampede compare [--alpha P] [--min-effect F] [--json] A.json B.json [C.json ...]
+
+Compares result JSON files (vllm bench serve's or stampede's) metric by
+metric against the first. An argument may join several files with commas
+(repeated runs of one setting). Differences are tested per request
+(Mann-Whitney U) when both files hold per-request samples (--save-detailed;
+E2EL always), at run level (Welch's t) when both sides have two or more runs.
+
+  --alpha P        significance level (default 0.05)
+  --min-effect F   smallest relative change called a difference (default 0.02)
+  --json           print the comparison as JSON instead of a table
+`
+
+// parseInterleaved parses fs's flags wherever they stand among the
+// positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// runCompare is `stampede compare`: 0 when compared, 1 when a file cannot
+// be read, 2 on bad arguments.
+func runCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stampede compare", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var opts bench.CompareOptions
+	fs.Float64Var(&opts.Alpha, "alpha", 0.05, "")
+	fs.Float64Var(&opts.MinEffect, "min-effect", 0.02, "")
+	asJSON := fs.Bool("json", false, "")
+	usageError := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "stampede compare: "+format+"\n\n%s", append(a, compareUsage)...)
+		return exitUsage
+	}
+	files, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, compareUsage)
+		return exitOK
+	case err != nil:
+		return usageError("%v", err)
+	case len(files) < 2:
+		return usageError("needs two or more result files, got %d", len(files))
+	case !(opts.Alpha > 0 && opts.Alpha < 1):
+		return usageError("--alpha %g: a significance level is between 0 and 1 (such as 0.05)", opts.Alpha)
+	case !(opts.MinEffect >= 0):
+		return usageError("--min-effect %g: a relative change is 0 or more (such as 0.02 for 2%%)", opts.MinEffect)
+	}
+	if opts.MinEffect == 0 {
+		opts.MinEffect = 1e-300 // 0 means the default to bench.Compare
+	}
+	var sides []*bench.CompareSide
+	for _, f := range files {
+		s, err := bench.LoadCompareSide(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "stampede compare: %v\n", err)
+			return exitError
+		}
+		sides = append(sides, s)
+	}
+	c := bench.Compare(sides, opts)
+	if *asJSON {
+		b, err := json.MarshalIndent(c, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "stampede compare: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	if err := c.Write(stdout); err != nil {
+		return exitError
+	}
+	return exitOK
+}

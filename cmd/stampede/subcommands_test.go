@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The run-based subcommands refuse bad arguments with exit 2 and a
+// message naming the flag, before any run starts.
+func TestSubcommandUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"serve", "--num-runs", "0"}, "argument --num-runs: invalid value \"0\""},
+		{[]string{"--num-runs"}, "argument --num-runs: expected one argument"},
+		{[]string{"sweep", "--model", "m"}, "required: --sweep FLAG=V1,V2"},
+		{[]string{"sweep", "--sweep", "max-concurrency"}, "expected FLAG=V1,V2"},
+		{[]string{"sweep", "--sweep", "nope=1,2"}, "sweep point nope=1: unrecognized arguments: --nope 1"},
+		{[]string{"sweep", "--sweep", "max-concurrency=1", "--sweep-cooldown-sec", "-1"}, "argument --sweep-cooldown-sec"},
+		{[]string{"slo", "--model", "m"}, "--goodput KEY:VALUE"},
+		{[]string{"slo", "--goodput", "ttft:100", "--slo-over", "num-prompts"}, "argument --slo-over: invalid choice"},
+		{[]string{"slo", "--goodput", "ttft:100", "--slo-attainment", "99"}, "argument --slo-attainment"},
+		{[]string{"compare", "a.json"}, "needs two or more result files"},
+		{[]string{"compare", "--alpha", "2", "a.json", "b.json"}, "--alpha 2"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tt.args, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tt.msg) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.msg)
+		}
+	}
+}
+
+func TestSubcommandHelp(t *testing.T) {
+	for _, sub := range []string{"sweep", "slo", "compare"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{sub, "--help"}, &stdout, &stderr); code != 0 ||
+			!strings.HasPrefix(stdout.String(), "usage: stampede "+sub) {
+			t.Errorf("%s --help: exit %d, stdout %q", sub, code, stdout.String())
+		}
+	}
+}
+
+func TestCompareCommand(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	os.WriteFile(a, []byte(`{"request_throughput": 10.0, "latencies": [0.1, 0.2, 0.3]}`), 0o666)
+	os.WriteFile(b, []byte(`{"request_throughput": 12.5, "latencies": [0.1, 0.2, 0.3]}`), 0o666)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"compare", a, b, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"delta_pct": 25`) {
+		t.Errorf("JSON lacks the +25%% change:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"compare", a, filepath.Join(dir, "missing.json")}, &stdout, &stderr); code != exitError {
+		t.Errorf("missing file: exit %d, want 1", code)
+	}
+}

@@ -1,0 +1,226 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// SteadyFraction is how full the run must be to count as steady: 95 % of
+// the target in-flight level.
+const SteadyFraction = 0.95
+
+// SteadyTarget says what level of in-flight requests a run aims at.
+type SteadyTarget struct {
+	// MaxConcurrency is the run's concurrency cap; 0 when none.
+	MaxConcurrency int
+	// RequestRate is the offered rate; +Inf sends everything at once.
+	RequestRate float64
+}
+
+// SteadyState is the run's steady-state window and the metrics of the
+// requests wholly inside it. It is stampede's addition (the sidecar's
+// "steady_state"); Python's block and JSON are unchanged. Times are
+// seconds on the run clock; latencies in ms.
+type SteadyState struct {
+	// Basis is "max_concurrency" (the target is the cap) or
+	// "in_flight_level" (a rate: the target is the run's own level).
+	Basis string `json:"basis"`
+	// TargetInFlight is the in-flight level aimed at; Threshold is
+	// SteadyFraction of it.
+	TargetInFlight float64 `json:"target_in_flight"`
+	Threshold      float64 `json:"threshold"`
+	// StartS and EndS bound the window; DurationS is their difference.
+	StartS    float64 `json:"start_s"`
+	EndS      float64 `json:"end_s"`
+	DurationS float64 `json:"duration_s"`
+	// Requests is how many requests started and finished inside; the
+	// rest of the fields are computed over them alone.
+	Requests             int     `json:"requests"`
+	Completed            int     `json:"completed"`
+	Failed               int     `json:"failed"`
+	TotalInputTokens     int     `json:"total_input_tokens"`
+	TotalOutputTokens    int     `json:"total_output_tokens"`
+	RequestThroughput    float64 `json:"request_throughput"`
+	OutputThroughput     float64 `json:"output_throughput"`
+	TotalTokenThroughput float64 `json:"total_token_throughput"`
+	// RequestGoodput is null without --goodput.
+	RequestGoodput *float64   `json:"request_goodput"`
+	TTFT           SteadyStat `json:"ttft_ms"`
+	TPOT           SteadyStat `json:"tpot_ms"`
+	ITL            SteadyStat `json:"itl_ms"`
+	E2EL           SteadyStat `json:"e2el_ms"`
+
+	// Summary is the full metric set over the window's requests, for
+	// printing; its durations and throughputs are the window's.
+	Summary *Summary `json:"-"`
+}
+
+// SteadyStat is one latency's statistics in JSON form.
+type SteadyStat struct {
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	Std    float64 `json:"std"`
+	// Percentiles maps "p99" and the like to values.
+	Percentiles map[string]float64 `json:"percentiles"`
+}
+
+// ErrNoSteadyState is returned when a run has no steady part: everything
+// sent at once without a cap, or too few requests inside the window.
+var ErrNoSteadyState = errors.New("no steady state")
+
+// ComputeSteadyState finds the window where the run was as full as it
+// aims to be and computes the metrics of the requests inside it.
+//
+// In-flight requests are counted over time from each sent request's
+// start to its end (start + latency; a failure without latency ends where
+// it started). The target level is the concurrency cap (at most the
+// number of requests) with --max-concurrency; with a finite rate and no
+// cap it is the run's own level, the median in-flight count seen as each
+// request starts: by Little's law the level settles once requests finish
+// at the rate they are sent, so reaching it means the achieved rate has
+// settled. The window runs from the first instant the in-flight count
+// reaches SteadyFraction of the target to the last instant it is still
+// there, i.e. from the end of the ramp-up to the start of the drain;
+// momentary dips inside (one request ending just before the next starts)
+// do not end it. Requests that started at or after the window's start and
+// ended at or before its end are kept, and Compute's formulas run over
+// them: the latencies and counts are theirs. The throughputs (and
+// goodput) count instead the requests that finished inside the window,
+// wherever they started, over the window's duration: counting only the
+// requests wholly inside would leave out those straddling the start and
+// under-read every rate by about one request latency over the window.
+func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*SteadyState, error) {
+	if err := checkRunInput(d, opts.Percentiles); err != nil {
+		return nil, err
+	}
+	type event struct {
+		at    int64
+		delta int
+	}
+	var events []event
+	var starts []int64
+	for i := range d.Results {
+		r := &d.Results[i]
+		if !r.Sent() {
+			continue
+		}
+		events = append(events, event{r.StartNs, 1}, event{r.StartNs + r.LatencyNs, -1})
+		starts = append(starts, r.StartNs)
+	}
+	// Ends before starts at one instant: a slot handed from a finished
+	// request to the next is not counted twice.
+	slices.SortFunc(events, func(a, b event) int {
+		if a.at != b.at {
+			return int(sign(a.at - b.at))
+		}
+		return a.delta - b.delta
+	})
+	s := &SteadyState{}
+	switch {
+	case target.MaxConcurrency > 0:
+		s.Basis = "max_concurrency"
+		s.TargetInFlight = float64(min(target.MaxConcurrency, len(starts)))
+	case !math.IsInf(target.RequestRate, 1):
+		s.Basis = "in_flight_level"
+		var level []int
+		n := 0
+		for _, e := range events {
+			n += e.delta
+			if e.delta > 0 {
+				level = append(level, n)
+			}
+		}
+		if len(level) > 0 {
+			slices.Sort(level)
+			s.TargetInFlight = float64(level[len(level)/2])
+		}
+	default:
+		return nil, fmt.Errorf("%w: every request was sent at once without --max-concurrency", ErrNoSteadyState)
+	}
+	s.Threshold = SteadyFraction * s.TargetInFlight
+	var from, to int64 = -1, -1
+	n := 0
+	for _, e := range events {
+		n += e.delta
+		if float64(n) >= s.Threshold && s.TargetInFlight > 0 {
+			if from < 0 {
+				from = e.at
+			}
+			to = -2 // open: closes at the next drop below
+		} else if to == -2 {
+			to = e.at
+		}
+	}
+	if from < 0 || to < 0 || to <= from {
+		return nil, fmt.Errorf("%w: the in-flight count never held %.4g (%.0f%% of %.4g)", ErrNoSteadyState, s.Threshold, 100*SteadyFraction, s.TargetInFlight)
+	}
+	inside := &RunData{DurationNs: to - from}
+	for i := range d.Results {
+		r := &d.Results[i]
+		if r.Sent() && r.StartNs >= from && r.StartNs+r.LatencyNs <= to {
+			inside.Results = append(inside.Results, *r)
+		}
+	}
+	if len(inside.Results) < 2 {
+		return nil, fmt.Errorf("%w: %d request(s) started and finished inside the window", ErrNoSteadyState, len(inside.Results))
+	}
+	o := opts
+	o.InputAudioSeconds = nil
+	sum, err := Compute(inside, o)
+	if err != nil {
+		return nil, err
+	}
+	finished := &RunData{DurationNs: to - from}
+	for i := range d.Results {
+		r := &d.Results[i]
+		if end := r.StartNs + r.LatencyNs; r.Sent() && end > from && end <= to {
+			finished.Results = append(finished.Results, *r)
+		}
+	}
+	rates, err := Compute(finished, o)
+	if err != nil {
+		return nil, err
+	}
+	sum.RequestThroughput, sum.OutputThroughput = rates.RequestThroughput, rates.OutputThroughput
+	sum.TotalTokenThroughput, sum.RequestGoodput = rates.TotalTokenThroughput, rates.RequestGoodput
+	s.StartS, s.EndS, s.DurationS = Seconds(from), Seconds(to), Seconds(to-from)
+	s.Requests = len(inside.Results)
+	s.Completed, s.Failed = sum.Completed, sum.Failed
+	s.TotalInputTokens, s.TotalOutputTokens = sum.TotalInput, sum.TotalOutput
+	s.RequestThroughput, s.OutputThroughput, s.TotalTokenThroughput = sum.RequestThroughput, sum.OutputThroughput, sum.TotalTokenThroughput
+	if len(opts.Goodput) > 0 {
+		g := sum.RequestGoodput
+		s.RequestGoodput = &g
+	}
+	s.TTFT, s.TPOT, s.ITL, s.E2EL = steadyStat(&sum.TTFT), steadyStat(&sum.TPOT), steadyStat(&sum.ITL), steadyStat(&sum.E2EL)
+	s.Summary = sum
+	return s, nil
+}
+
+func sign(x int64) int64 {
+	switch {
+	case x < 0:
+		return -1
+	case x > 0:
+		return 1
+	}
+	return 0
+}
+
+func steadyStat(st *Stats) SteadyStat {
+	out := SteadyStat{Mean: st.MeanMs, Median: st.MedianMs, Std: st.StdMs, Percentiles: map[string]float64{}}
+	for _, p := range st.Percentiles {
+		out.Percentiles["p"+trimFloat(p.P)] = p.ValueMs
+	}
+	return out
+}
+
+// trimFloat writes 99 as "99" and 99.9 as "99.9".
+func trimFloat(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%g", f)
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The figures of issue 15, each next to its target, through the CLI and the
+# Go benchmarks: tokenizer load, random prompts (sampling alone, via
+# `stampede dataset`), and the per-event client CPU and RSS at 10,000
+# streams (scripts/bench-fidelity.sh, QUICK). Run it on an idle machine;
+# on a shared one compare the CPU figures, not wall time.
+#
+#   scripts/bench-cli.sh                 # everything (~2 minutes idle)
+#   PROMPTS=20000 scripts/bench-cli.sh   # fewer random prompts
+#   SKIP_FIDELITY=1 scripts/bench-cli.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-bin}
+PROMPTS=${PROMPTS:-100000}
+TOKDIR=${STAMPEDE_TOKENIZERS_DIR:-testdata/tokenizers}
+mkdir -p "$BIN"
+go build -o "$BIN/" ./cmd/stampede
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+row() { printf '%-52s %-34s %s\n' "$1" "$2" "$3"; }
+row "figure" "measured" "target"
+
+# 1. Tokenizer load: CPU per load (and wall) from the Go benchmark.
+if [[ -f $TOKDIR/llama3.json ]]; then
+	STAMPEDE_TOKENIZERS_DIR=$(cd "$TOKDIR" && pwd) go test -run '^$' -bench 'Load/(llama3|qwen3)$' -benchtime 10x -count 1 \
+		./datasets/tokenizer/ >"$tmp/load" 2>&1 || { cat "$tmp/load"; exit 1; }
+	while read -r name _ ns _ cpu _; do
+		row "tokenizer load ${name#BenchmarkLoad/}" "$(awk -v n="$ns" -v c="$cpu" 'BEGIN{printf "%.0f ms wall, %.0f ms CPU", n/1e6, c}')" "<= 100 ms"
+	done < <(grep '^BenchmarkLoad/' "$tmp/load")
+
+	# RSS of the process holding the Llama-3 tokenizer alone.
+	echo '"x"' | /usr/bin/time -f '%M' -o "$tmp/tokrss" "$BIN/stampede" tokenize --tokenizer "$TOKDIR/llama3.json" >/dev/null
+	row "RSS with the Llama-3 tokenizer loaded" "$(awk '{printf "%.1f MB", $1/1024}' "$tmp/tokrss")" "(part of <= 64 MB at 10k streams)"
+
+	# 2. Random prompts: sampling alone.
+	/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$BIN/stampede" dataset --model m --tokenizer "$TOKDIR/llama3.json" \
+		--dataset-name random --random-input-len 1024 --num-prompts "$PROMPTS" --seed 0 -o "$tmp/prompts.jsonl" 2>"$tmp/log"
+	read -r wall user sys rss <"$tmp/time"
+	text=$(sed -n 's/.*(\([0-9]*\) bytes of prompt text).*/\1/p' "$tmp/log")
+	row "$PROMPTS x 1,024-token random prompts" "$(awk -v w="$wall" -v u="$user" -v s="$sys" 'BEGIN{printf "%.1f s wall, %.1f s CPU (%.1fx)", w, u+s, (u+s)/w}')" "<= 10 s wall (100,000 prompts)"
+	# A completions body is the prompt JSON-escaped plus ~200 bytes of
+	# fields: the bound is 2 × (text + body) per prompt.
+	row "  RSS per prompt (sampling)" "$(awk -v r="$rss" -v n="$PROMPTS" 'BEGIN{printf "%.1f KB", r*1024/n/1000}')" \
+		"$(awk -v t="$text" -v n="$PROMPTS" 'BEGIN{printf "<= %.1f KB (2 x (text + body))", 2*(2*t/n+200)/1000}')"
+else
+	echo "bench-cli: $TOKDIR/llama3.json absent (make tokenizers); tokenizer and prompt figures skipped" >&2
+fi
+
+# 3 and 4. Per-event CPU and RSS at 10,000 streams, decode-step.
+if [[ -z ${SKIP_FIDELITY:-} ]]; then
+	QUICK=1 bash scripts/bench-fidelity.sh >"$tmp/fid" 2>&1 || { cat "$tmp/fid"; exit 1; }
+	line=$(grep 'client CPU' "$tmp/fid" | head -1)
+	row "client CPU per token event, 10k streams" "$(sed -n 's/.*= \([0-9.]*\) µs\/event.*/\1 µs/p' <<<"$line")" "<= 7 µs (kernel included)"
+	row "peak RSS, 10k streams (no tokenizer loaded)" "$(sed -n 's/.*peak RSS \([0-9.]* MB\).*/\1/p' <<<"$line")" "<= 64 MB with the tokenizer"
+fi
