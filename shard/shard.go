@@ -68,6 +68,15 @@ type Health struct {
 	// connect past its timeout) before the loop failed it and closed its
 	// connection.
 	DeadlineLateMax time.Duration
+	// Sent counts requests whose last byte went out; TxStamped those of
+	// them timed by the kernel's transmit stamp (the others by the clock
+	// right after the write).
+	Sent      int64
+	TxStamped int64
+	// EarlyWrites counts requests written right after connect(2) returned,
+	// the handshake already complete (a local server), without waiting for
+	// the loop to hear of it.
+	EarlyWrites int64
 }
 
 // Shard is one event loop. Create it with New, run Run on its own
@@ -78,6 +87,7 @@ type Shard struct {
 	poll    *poller
 	wake    wakeup
 	rx      *receiver
+	stamps  *stampReader
 	decoder *sse.Decoder
 	json    fastjson.Parser
 	sa      unix.Sockaddr
@@ -188,6 +198,7 @@ func New(cfg Config) (*Shard, error) {
 		poll:    poll,
 		wake:    wake,
 		rx:      newReceiver(readBufferSize),
+		stamps:  newStampReader(),
 		decoder: sse.NewDecoder(cfg.Kind),
 	}
 	s.sa, s.family = sockaddr(cfg.Addr)
@@ -332,9 +343,19 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		}
 	case connIdle:
 		// Bytes or EOF on an idle keep-alive connection: the server closed
-		// it (or broke protocol). Either way it cannot carry a request.
-		s.closeConn(c)
+		// it (or broke protocol). Either way it cannot carry a request. A
+		// late transmit stamp raises EPOLLERR too, and an event of the
+		// request before can arrive after it ended: look before closing.
+		if c.txStamps {
+			s.readTxStamps(c)
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			s.checkIdle(c)
+		}
 	case connBusy:
+		if ev.Events&unix.EPOLLERR != 0 && c.txPending {
+			s.readTxStamps(c)
+		}
 		if ev.Events&unix.EPOLLOUT != 0 && c.written < len(c.req.Wire) {
 			s.writeRequest(c)
 		}
@@ -367,7 +388,8 @@ func (s *Shard) start(i int, arrivalNs int64) {
 	startNs := s.cfg.Clock.Now()
 	s.busy++
 	c := s.popIdle()
-	if c == nil {
+	fresh := c == nil
+	if fresh {
 		var err error
 		if c, err = s.open(); err != nil {
 			var st metrics.Stream
@@ -378,6 +400,9 @@ func (s *Shard) start(i int, arrivalNs int64) {
 		}
 	}
 	s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
+	if fresh && c.state == connBusy {
+		c.stream.Connected(s.cfg.Clock.Now())
+	}
 	s.send(c, req)
 }
 
@@ -391,19 +416,55 @@ func (s *Shard) send(c *conn, req *Request) {
 		deadlineNs = min(deadlineNs, s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout))
 	}
 	s.timers.set(c, deadlineNs)
-	if c.state == connBusy {
+	switch c.state {
+	case connBusy:
+		s.writeRequest(c)
+	case connConnecting:
+		s.writeEarly(c)
+	}
+}
+
+// writeEarly tries c's request on a connection whose connect(2) is still
+// reported in progress. Against a local server the handshake has usually
+// completed inside connect(2) already, and the request goes out now rather
+// than after the loop's next epoll_wait, which comes only after every
+// other request this turn starts. On a socket still in its handshake the
+// write takes nothing (EAGAIN) and EPOLLOUT reports the connect as before;
+// a write error is the connect's.
+func (s *Shard) writeEarly(c *conn) {
+	now := s.cfg.Clock.Now()
+	n, err := write(c.fd, c.req.Wire)
+	if err != nil {
+		s.fail(c, s.connectErrorText(err))
+		return
+	}
+	if n == 0 {
+		return
+	}
+	s.health.EarlyWrites++
+	s.established(c, now)
+	s.wrote(c, n)
+	if c.written < len(c.req.Wire) {
 		s.writeRequest(c)
 	}
 }
 
+// established marks c's connect complete at nowNs: the connect phase of its
+// request ends, and the request deadline replaces the connect deadline.
+func (s *Shard) established(c *conn, nowNs int64) {
+	c.state = connBusy
+	c.stream.Connected(nowNs)
+	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+}
+
 // open dials a new connection; it is connConnecting until onConnected.
 func (s *Shard) open() (*conn, error) {
-	fd, inProgress, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
+	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
 	if err != nil {
 		return nil, err
 	}
 	s.nextTag++
-	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
+	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting, txStamps: txStamps}
 	c.Init(s.decoder, s.cfg.Streaming)
 	c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
 	if !inProgress {
@@ -443,8 +504,7 @@ func (s *Shard) onConnected(c *conn, errOrHup bool) {
 			return
 		}
 	}
-	c.state = connBusy
-	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+	s.established(c, s.cfg.Clock.Now())
 	s.writeRequest(c)
 }
 
@@ -464,7 +524,49 @@ func (s *Shard) writeRequest(c *conn) {
 		if n == 0 {
 			return
 		}
-		c.written += n
+		s.wrote(c, n)
+	}
+}
+
+// wrote accounts n more bytes of c's request written.
+func (s *Shard) wrote(c *conn, n int) {
+	c.written += n
+	c.sentBytes += uint32(n)
+	if c.written == len(c.req.Wire) {
+		s.requestSent(c)
+	}
+}
+
+// requestSent records when c's request left: the clock right after the
+// write that completed it, replaced by the kernel's transmit stamp of its
+// last byte where the socket makes them. On loopback (and any device that
+// transmits at once) the stamp is on the error queue when write returns;
+// otherwise it is read when EPOLLERR reports it, or at the latest with the
+// response's first byte.
+func (s *Shard) requestSent(c *conn) {
+	c.stream.Sent(s.cfg.Clock.Now())
+	s.health.Sent++
+	if c.txStamps {
+		c.txKey = c.sentBytes - 1
+		c.txPending = true
+		s.readTxStamps(c)
+	}
+}
+
+// readTxStamps drains c's error queue of transmit stamps, recording the
+// one of its request's last byte. Stamps of earlier bytes (a request
+// written in pieces, a request before) are dropped.
+func (s *Shard) readTxStamps(c *conn) {
+	for {
+		st, ok := s.stamps.next(c.fd)
+		if !ok {
+			return
+		}
+		if c.txPending && st.realtimeNs != 0 && st.key == c.txKey {
+			c.txPending = false
+			c.stream.Sent(s.clock.runTime(st.realtimeNs, s.cfg.Clock.Now()))
+			s.health.TxStamped++
+		}
 	}
 }
 
@@ -559,6 +661,14 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 	s.stamped = realtimeNs != 0
 	if s.stamped {
 		s.health.StampedReads++
+	}
+	if !c.gotBytes {
+		if c.txPending {
+			// The answer came back, so the request's transmit stamp is
+			// on the error queue by now.
+			s.readTxStamps(c)
+		}
+		c.stream.FirstByte(ts)
 	}
 	c.gotBytes = true
 	full = len(data) == len(s.rx.buf)
