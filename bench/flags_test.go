@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 11 {
-		t.Errorf("%d additive options, want 11 (3 from the multi-process fork, 8 of stampede's)", additive)
+	if additive != 12 {
+		t.Errorf("%d additive options, want 12 (3 from the multi-process fork, 9 of stampede's)", additive)
 	}
 }
 

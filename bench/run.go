@@ -90,6 +90,9 @@ type run struct {
 	// request sent (ready check, warm-up or main run), after the lines
 	// printed up to there; stampede reports it at the same point.
 	endpointErr error
+
+	// sidecar is the main run's extras, saved beside its result.
+	sidecar *Sidecar
 }
 
 // target is where benchmark requests go, split for the engine.
@@ -717,6 +720,13 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
 		return err
 	}
+	breakdown := metrics.ComputeBreakdown(res.Data.Results, c.SelectedPercentiles)
+	if c.Breakdown {
+		if err := WriteBreakdown(r.stdout, breakdown); err != nil {
+			return err
+		}
+	}
+	r.sidecar = newSidecar(res, breakdown, c.SaveDetailed)
 	writeHealth(r.stderr, res)
 
 	if c.Profile {
@@ -863,6 +873,11 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		if err := r.savePyTorch(name, res); err != nil {
 			return err
 		}
+		if r.sidecar != nil {
+			if err := SaveSidecar(SidecarPath(name), r.sidecar, p.AppendResult); err != nil {
+				return err
+			}
+		}
 	}
 	r.plotTimeline(name, s, d)
 	return nil
@@ -880,6 +895,15 @@ func writeHealth(w io.Writer, res *engine.Result) {
 	if h.DeadlineLateMax > 0 {
 		late = fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
 	}
-	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s\n",
-		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, late)
+	tx := ""
+	if h.Sent > 0 {
+		tx = fmt.Sprintf(", kernel TX stamps on %.1f%% of requests", 100*share(h.TxStamped, h.Sent))
+	}
+	shared := ""
+	if h.SharedStamps > 0 {
+		shared = fmt.Sprintf(", %d token events (%.1f%%) shared a read with the event before (their ITL of 0 is not a measurement)",
+			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
+	}
+	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
+		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, tx, shared, late)
 }

@@ -127,6 +127,13 @@ type Health struct {
 	// KernelStampCoverage is the fraction of reads that carried a kernel
 	// receive timestamp (0 without KernelTimestamps).
 	KernelStampCoverage float64
+	// Sent counts requests whose last byte went out; TxStamped those timed
+	// by the kernel's transmit stamp.
+	Sent, TxStamped int64
+	// TokenEvents counts token events; SharedStamps those that carried the
+	// same receive stamp as the event before them in their stream (one
+	// read), so that the ITL between them, 0, measured nothing.
+	TokenEvents, SharedStamps int64
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -360,6 +367,12 @@ func (r *Runner) health(lags []int64) Health {
 		stamped += s.StampedReads
 		h.LongestTurn = max(h.LongestTurn, s.LongestTurn)
 		h.DeadlineLateMax = max(h.DeadlineLateMax, s.DeadlineLateMax)
+		h.Sent += s.Sent
+		h.TxStamped += s.TxStamped
+	}
+	for _, rec := range r.recorders {
+		h.TokenEvents += rec.TokenEvents()
+		h.SharedStamps += rec.SharedStamps()
 	}
 	if reads > 0 {
 		h.KernelStampCoverage = float64(stamped) / float64(reads)

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// SidecarVersion is the version of the sidecar's schema. Fields are only
+// ever added within a version; a change of meaning or a removal raises it.
+const SidecarVersion = 1
+
+// Sidecar is stampede's own account of a run, saved beside the result JSON
+// as <result name without .json>.stampede.json whenever a result is saved
+// (README, "The sidecar file"). Python's result JSON stays Python's.
+type Sidecar struct {
+	Version   int               `json:"version"`
+	Health    SidecarHealth     `json:"health"`
+	Breakdown *SidecarBreakdown `json:"breakdown"`
+}
+
+// SidecarHealth is the health line's figures: how well the client kept up,
+// and how far its stamps can be trusted.
+type SidecarHealth struct {
+	Shards            int     `json:"shards"`
+	ClientCPUSeconds  float64 `json:"client_cpu_s"`
+	LongestLoopTurnMs float64 `json:"longest_loop_turn_ms"`
+	ScheduleLagP50Ms  float64 `json:"schedule_lag_p50_ms"`
+	ScheduleLagP99Ms  float64 `json:"schedule_lag_p99_ms"`
+	ScheduleLagMaxMs  float64 `json:"schedule_lag_max_ms"`
+	DeadlineLateMaxMs float64 `json:"deadline_late_max_ms"`
+	// KernelRxStampCoverage is the share of reads that carried a kernel
+	// receive stamp; KernelTxStampCoverage the share of sent requests
+	// whose last byte the kernel stamped.
+	KernelRxStampCoverage float64 `json:"kernel_rx_stamp_coverage"`
+	KernelTxStampCoverage float64 `json:"kernel_tx_stamp_coverage"`
+	RequestsSent          int64   `json:"requests_sent"`
+	TokenEvents           int64   `json:"token_events"`
+	// SharedStampEvents counts token events that shared the kernel stamp
+	// of the event before them in their stream (one read): the ITL of 0
+	// between them measured nothing. SharedStampShare is their share of
+	// TokenEvents.
+	SharedStampEvents int64   `json:"shared_stamp_events"`
+	SharedStampShare  float64 `json:"shared_stamp_share"`
+}
+
+// SidecarBreakdown is where TTFT went: the statistics of each phase over
+// the successful requests with a breakdown, and with --save-detailed each
+// such request's phases, exactly, in nanoseconds.
+type SidecarBreakdown struct {
+	Requests       int           `json:"requests"`
+	NewConnections int           `json:"new_connections"`
+	Phases         SidecarPhases `json:"phases"`
+	// PerRequest is kept with --save-detailed, in request order.
+	PerRequest []SidecarRequestBreakdown `json:"per_request,omitempty"`
+}
+
+// SidecarPhases holds one summary per phase. connect + send_delay +
+// server_ttfb + first_token = ttft for every request (not for their
+// means' percentiles); queue_wait precedes the start.
+type SidecarPhases struct {
+	QueueWait  SidecarStats `json:"queue_wait"`
+	Connect    SidecarStats `json:"connect"`
+	SendDelay  SidecarStats `json:"send_delay"`
+	ServerTTFB SidecarStats `json:"server_ttfb"`
+	FirstToken SidecarStats `json:"first_token"`
+	TTFT       SidecarStats `json:"ttft"`
+}
+
+// SidecarStats is one phase's summary in milliseconds; Percentiles follow
+// --metric-percentiles.
+type SidecarStats struct {
+	MeanMs      float64             `json:"mean_ms"`
+	MedianMs    float64             `json:"median_ms"`
+	StdMs       float64             `json:"std_ms"`
+	Percentiles []SidecarPercentile `json:"percentiles"`
+}
+
+// SidecarPercentile is one percentile P (0..100) of a phase.
+type SidecarPercentile struct {
+	P       float64 `json:"p"`
+	ValueMs float64 `json:"value_ms"`
+}
+
+// SidecarRequestBreakdown is one request's phases in nanoseconds.
+type SidecarRequestBreakdown struct {
+	Index         int   `json:"index"`
+	NewConnection bool  `json:"new_connection"`
+	QueueWaitNs   int64 `json:"queue_wait_ns"`
+	ConnectNs     int64 `json:"connect_ns"`
+	SendDelayNs   int64 `json:"send_delay_ns"`
+	ServerTTFBNs  int64 `json:"server_ttfb_ns"`
+	FirstTokenNs  int64 `json:"first_token_ns"`
+	TTFTNs        int64 `json:"ttft_ns"`
+}
+
+// newSidecar gathers a run's extras. b is nil when no request has a
+// breakdown; detailed keeps every request's phases.
+func newSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
+	return &Sidecar{Version: SidecarVersion, Health: sidecarHealth(res), Breakdown: sidecarBreakdown(res.Data.Results, b, detailed)}
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func share(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+func sidecarHealth(res *engine.Result) SidecarHealth {
+	h := res.Health
+	var cpu time.Duration
+	for _, s := range h.Shards {
+		cpu += s.CPUTime
+	}
+	return SidecarHealth{
+		Shards: res.Shards, ClientCPUSeconds: cpu.Seconds(), LongestLoopTurnMs: durMs(h.LongestTurn),
+		ScheduleLagP50Ms: durMs(h.ScheduleLagP50), ScheduleLagP99Ms: durMs(h.ScheduleLagP99), ScheduleLagMaxMs: durMs(h.ScheduleLagMax),
+		DeadlineLateMaxMs:     durMs(h.DeadlineLateMax),
+		KernelRxStampCoverage: h.KernelStampCoverage,
+		KernelTxStampCoverage: share(h.TxStamped, h.Sent),
+		RequestsSent:          h.Sent,
+		TokenEvents:           h.TokenEvents,
+		SharedStampEvents:     h.SharedStamps,
+		SharedStampShare:      share(h.SharedStamps, h.TokenEvents),
+	}
+}
+
+func sidecarStats(s metrics.Stats) SidecarStats {
+	out := SidecarStats{MeanMs: s.MeanMs, MedianMs: s.MedianMs, StdMs: s.StdMs, Percentiles: []SidecarPercentile{}}
+	for _, p := range s.Percentiles {
+		out.Percentiles = append(out.Percentiles, SidecarPercentile{P: p.P, ValueMs: p.ValueMs})
+	}
+	return out
+}
+
+func sidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
+	if b == nil {
+		return nil
+	}
+	out := &SidecarBreakdown{
+		Requests: b.Requests, NewConnections: b.NewConnections,
+		Phases: SidecarPhases{
+			QueueWait: sidecarStats(b.QueueWait), Connect: sidecarStats(b.Connect), SendDelay: sidecarStats(b.Send),
+			ServerTTFB: sidecarStats(b.Server), FirstToken: sidecarStats(b.FirstToken), TTFT: sidecarStats(b.TTFT),
+		},
+	}
+	if !detailed {
+		return out
+	}
+	out.PerRequest = make([]SidecarRequestBreakdown, 0, b.Requests)
+	for _, r := range results {
+		if !r.Success || !r.Breakdown.Known {
+			continue
+		}
+		out.PerRequest = append(out.PerRequest, SidecarRequestBreakdown{
+			Index: r.Index, NewConnection: r.Breakdown.NewConn, QueueWaitNs: r.QueueNs,
+			ConnectNs: r.Breakdown.ConnectNs, SendDelayNs: r.Breakdown.SendNs, ServerTTFBNs: r.Breakdown.ServerNs,
+			FirstTokenNs: r.Breakdown.FirstTokenNs, TTFTNs: r.TTFTNs,
+		})
+	}
+	return out
+}
+
+// SidecarPath is the sidecar's name for the result file resultPath.
+func SidecarPath(resultPath string) string {
+	return strings.TrimSuffix(resultPath, ".json") + ".stampede.json"
+}
+
+// SaveSidecar writes sc to path as one line of JSON: truncating the file,
+// or with --append-result appending a line, as the result file gets one.
+func SaveSidecar(path string, sc *Sidecar, appendResult bool) error {
+	body, err := json.Marshal(sc)
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendResult {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o666)
+	if err != nil {
+		return fmt.Errorf("sidecar file: %w", err)
+	}
+	_, err = f.Write(append(body, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sidecar file %s: %w", path, err)
+	}
+	return nil
+}
+
+// breakdownTitle heads the --breakdown block.
+const breakdownTitle = " TTFT Breakdown (stampede) "
+
+// WriteBreakdown prints the --breakdown block after Python's block: how
+// many requests it covers, then each phase's mean, median and selected
+// percentiles in Python's row format. Without any breakdown (a transport
+// that records none) it says so in one line.
+func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
+	c := consoleWriter{bufio.NewWriter(w)}
+	c.header(breakdownTitle, '=')
+	if b == nil {
+		c.line("No request recorded a breakdown.")
+		c.line(strings.Repeat("=", blockWidth))
+		return c.w.Flush()
+	}
+	c.row("Requests with a breakdown:", b.Requests)
+	c.row("Of them on a new connection:", b.NewConnections)
+	for _, sec := range []metricSection{
+		{"", "Queue Wait", "Queue wait (before start)", &b.QueueWait},
+		{"", "Connect", "Connect (start to established)", &b.Connect},
+		{"", "Send Delay", "Send delay (to request sent)", &b.Send},
+		{"", "Server TTFB", "Server time to first byte", &b.Server},
+		{"", "First Token", "First byte to first token", &b.FirstToken},
+		{"", "TTFT", "Time to First Token", &b.TTFT},
+	} {
+		c.section(sec)
+	}
+	c.line(strings.Repeat("=", blockWidth))
+	return c.w.Flush()
+}
