@@ -904,6 +904,9 @@ func writeHealth(w io.Writer, res *engine.Result) {
 		shared = fmt.Sprintf(", %d token events (%.1f%%) shared a read with the event before (their ITL of 0 is not a measurement)",
 			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
 	}
+	if trouble := connectTrouble(h); trouble != "" {
+		late += "; " + trouble
+	}
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
 		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, tx, shared, late)
 }

@@ -49,6 +49,14 @@ type SidecarHealth struct {
 	// TokenEvents.
 	SharedStampEvents int64   `json:"shared_stamp_events"`
 	SharedStampShare  float64 `json:"shared_stamp_share"`
+	// Connect trouble: handshakes over 1 s (and of them, those with a
+	// retransmission), connections reset or closed by the server before
+	// any response byte, and connections opened to replace one the
+	// server closed.
+	SlowConnects          int64 `json:"slow_connects"`
+	SlowConnectsRetrans   int64 `json:"slow_connects_retransmitted"`
+	DroppedBeforeResponse int64 `json:"dropped_before_response"`
+	Reconnects            int64 `json:"reconnects"`
 }
 
 // SidecarBreakdown is where TTFT went: the statistics of each phase over
@@ -132,6 +140,10 @@ func sidecarHealth(res *engine.Result) SidecarHealth {
 		TokenEvents:           h.TokenEvents,
 		SharedStampEvents:     h.SharedStamps,
 		SharedStampShare:      share(h.SharedStamps, h.TokenEvents),
+		SlowConnects:          h.SlowConnects,
+		SlowConnectsRetrans:   h.SynRetransmits,
+		DroppedBeforeResponse: h.DroppedBeforeResponse,
+		Reconnects:            h.Reconnects,
 	}
 }
 
@@ -230,4 +242,27 @@ func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
 	}
 	c.line(strings.Repeat("=", blockWidth))
 	return c.w.Flush()
+}
+
+// connectTrouble names, for the health line, what went wrong opening and
+// keeping connections, with its likely cause and remedy; "" when nothing
+// did.
+func connectTrouble(h engine.Health) string {
+	var parts []string
+	if h.SlowConnects > 0 {
+		cause := "the network or the server's accept queue is slow"
+		if h.SynRetransmits > 0 {
+			cause = fmt.Sprintf("%d needed a retransmitted handshake: the server's accept queue (somaxconn) overflowed or the network dropped packets", h.SynRetransmits)
+		}
+		parts = append(parts, fmt.Sprintf("%d connections took > 1 s to open (%s); their TTFT holds that wait: "+
+			"use --ramp-up-strategy or a lower --max-concurrency, or raise the server's listen backlog", h.SlowConnects, cause))
+	}
+	if h.DroppedBeforeResponse > 0 {
+		parts = append(parts, fmt.Sprintf("%d connections were reset or closed by the server before any response byte "+
+			"(a connection limit, an overloaded server, or a keep-alive timeout racing a request)", h.DroppedBeforeResponse))
+	}
+	if h.Reconnects > 0 {
+		parts = append(parts, fmt.Sprintf("%d reconnects after the server closed a connection (each adds a connect to a TTFT)", h.Reconnects))
+	}
+	return strings.Join(parts, "; ")
 }

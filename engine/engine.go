@@ -134,6 +134,8 @@ type Health struct {
 	// same receive stamp as the event before them in their stream (one
 	// read), so that the ITL between them, 0, measured nothing.
 	TokenEvents, SharedStamps int64
+	// Connect trouble summed over the shards (see shard.Health).
+	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -369,6 +371,10 @@ func (r *Runner) health(lags []int64) Health {
 		h.DeadlineLateMax = max(h.DeadlineLateMax, s.DeadlineLateMax)
 		h.Sent += s.Sent
 		h.TxStamped += s.TxStamped
+		h.SlowConnects += s.SlowConnects
+		h.SynRetransmits += s.SynRetransmits
+		h.DroppedBeforeResponse += s.DroppedBeforeResponse
+		h.Reconnects += s.Reconnects
 	}
 	for _, rec := range r.recorders {
 		h.TokenEvents += rec.TokenEvents()

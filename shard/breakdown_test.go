@@ -137,3 +137,18 @@ func TestSharedStampsCounted(t *testing.T) {
 		t.Errorf("shared stamps counted %d, ITLs of 0: %d", got, zero)
 	}
 }
+
+// A server that closes after each answer makes every later request
+// reconnect; one that resets before answering is counted as dropping the
+// connection before a response.
+func TestConnectTroubleCounted(t *testing.T) {
+	srv := shardtest.New(t)
+	reqs := []Request{{Wire: shardtest.Wire("/close/2")}, {Wire: shardtest.Wire("/close/2")}, {Wire: shardtest.Wire("/reset-head")}, {Wire: shardtest.Wire("/ok/2")}}
+	_, h := runWires(t, srv, reqs, 1)
+	if h.Connections != 4 || h.Reconnects != 3 {
+		t.Errorf("%d connections, %d reconnects; want 4, 3", h.Connections, h.Reconnects)
+	}
+	if h.DroppedBeforeResponse != 1 {
+		t.Errorf("dropped before a response %d, want 1", h.DroppedBeforeResponse)
+	}
+}

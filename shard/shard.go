@@ -77,7 +77,22 @@ type Health struct {
 	// the handshake already complete (a local server), without waiting for
 	// the loop to hear of it.
 	EarlyWrites int64
+	// Connect trouble. SlowConnects counts handshakes that took longer
+	// than slowConnect, SynRetransmits those of them the kernel had to
+	// retransmit for (a SYN, or the handshake's ACK, dropped: typically a
+	// server whose accept queue overflowed). DroppedBeforeResponse counts
+	// connections the server reset or closed before any response byte;
+	// Reconnects, connections opened to replace one the server closed.
+	SlowConnects          int64
+	SynRetransmits        int64
+	DroppedBeforeResponse int64
+	Reconnects            int64
 }
+
+// slowConnect is the handshake time past which a connect counts as slow:
+// the kernel's first SYN retransmission comes after 1 s, so a handshake
+// that needed one always takes longer.
+const slowConnect = time.Second
 
 // Shard is one event loop. Create it with New, run Run on its own
 // goroutine, and end it with Stop (after the last request finished) or
@@ -99,9 +114,12 @@ type Shard struct {
 	conns   []*conn
 	nextTag uint32 // tags connections' epoll registrations
 	idle    *conn  // stack of idle keep-alive connections
-	busy    int    // requests in flight on this shard
-	timers  deadlines
-	clock   stampClock
+	// lost counts connections the server closed or reset whose successors
+	// have not been opened yet (see Health.Reconnects).
+	lost   int
+	busy   int // requests in flight on this shard
+	timers deadlines
+	clock  stampClock
 
 	// startBudget bounds the requests started in one loop turn.
 	startBudget int
@@ -452,6 +470,12 @@ func (s *Shard) writeEarly(c *conn) {
 // established marks c's connect complete at nowNs: the connect phase of its
 // request ends, and the request deadline replaces the connect deadline.
 func (s *Shard) established(c *conn, nowNs int64) {
+	if nowNs-c.stream.StartNs() > int64(slowConnect) {
+		s.health.SlowConnects++
+		if handshakeRetransmits(c.fd) > 0 {
+			s.health.SynRetransmits++
+		}
+	}
 	c.state = connBusy
 	c.stream.Connected(nowNs)
 	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
@@ -476,6 +500,10 @@ func (s *Shard) open() (*conn, error) {
 	}
 	s.setConn(fd, c)
 	s.health.Connections++
+	if s.lost > 0 {
+		s.lost--
+		s.health.Reconnects++
+	}
 	return c, nil
 }
 
@@ -595,6 +623,7 @@ func (s *Shard) onReadable(c *conn) {
 // request.
 func (s *Shard) checkIdle(c *conn) {
 	if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+		s.lost++
 		s.closeConn(c)
 	}
 }
@@ -708,6 +737,10 @@ func (s *Shard) connFailed(c *conn, err error) {
 	if c.reused && !c.gotBytes {
 		text += " on a reused keep-alive connection (not sent again)"
 	}
+	if !c.gotBytes && (IsReset(err) || err == ErrClosedByPeer) {
+		s.health.DroppedBeforeResponse++
+	}
+	s.lost++
 	s.fail(c, text)
 }
 
@@ -718,6 +751,7 @@ func (s *Shard) complete(c *conn, reusable bool) {
 	if reusable {
 		s.putIdle(c)
 	} else {
+		s.lost++
 		s.closeConn(c)
 	}
 }
@@ -774,6 +808,7 @@ func (s *Shard) popIdle() *conn {
 		// last looked would fail the request, which is never sent twice:
 		// one look at the socket now saves it.
 		if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+			s.lost++
 			s.closeConn(c)
 			continue
 		}
