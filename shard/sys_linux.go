@@ -156,9 +156,6 @@ func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, 
 		unix.Close(fd)
 		return -1, false, false, err
 	}
-	if kernelStamps {
-		enableRxTimestamps(fd)
-	}
 	err = unix.Connect(fd, sa)
 	switch err {
 	case nil:
@@ -169,7 +166,11 @@ func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, 
 		return -1, false, false, err
 	}
 	if kernelStamps {
-		txStamps = enableTxTimestamps(fd)
+		// Receive stamps matter from the response on, so one call after
+		// connect(2) sets both.
+		if txStamps = enableTxTimestamps(fd); !txStamps {
+			enableRxTimestamps(fd)
+		}
 	}
 	return fd, inProgress, txStamps, nil
 }

@@ -177,6 +177,10 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	// (just before its write) to when the mock's event loop first saw the
 	// request's bytes — loopback plus the mock's own delay in reading.
 	var tokenErr, ttftErr, startToArrival []int64
+	// The client's TTFT breakdown, and the mock's arrival seen from the
+	// client's transmit stamp: sent → arrival is loopback plus the mock's
+	// own delay in reading the request.
+	var connect, sendDelay, serverTTFB, sentToArrival []int64
 	events, failed, unmatched := 0, 0, 0
 	for _, r := range res.Data.Results {
 		if !r.Success {
@@ -186,6 +190,14 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 		server := sent[requestID(r.Index)]
 		if arrival, ok := arrivalOf[requestID(r.Index)]; ok {
 			startToArrival = append(startToArrival, arrival-(res.MonotonicStartNs+r.StartNs))
+			if b := r.Breakdown; b.Known {
+				sentToArrival = append(sentToArrival, arrival-(res.MonotonicStartNs+r.StartNs+b.ConnectNs+b.SendNs))
+			}
+		}
+		if b := r.Breakdown; b.Known {
+			connect = append(connect, b.ConnectNs)
+			sendDelay = append(sendDelay, b.SendNs)
+			serverTTFB = append(serverTTFB, b.ServerNs)
 		}
 		stamps := clientStamps(res.MonotonicStartNs, r)
 		events += len(stamps)
@@ -214,12 +226,15 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
 	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))
 	fmt.Printf("start → server arrival µs (in every TTFT; loopback + the mock reading the request): %s\n", summary(startToArrival))
+	h := res.Health
+	fmt.Printf("breakdown µs: connect %s\n              send delay %s\n              server TTFB %s\n", summary(connect), summary(sendDelay), summary(serverTTFB))
+	fmt.Printf("request sent → server arrival µs (loopback + the mock reading it): %s\n", summary(sentToArrival))
+	fmt.Printf("kernel TX stamps on %d of %d requests; %d of %d token events shared a read's stamp\n", h.TxStamped, h.Sent, h.SharedStamps, h.TokenEvents)
 	perEvent := 0.0
 	if events > 0 {
 		perEvent = float64(cpu.Microseconds()) / float64(events)
 	}
 	fmt.Printf("client CPU %v = %.2f µs/event; peak RSS %.1f MB\n", cpu.Round(time.Millisecond), perEvent, float64(maxRSSKiB)/1024)
-	h := res.Health
 	fmt.Printf("kernel stamp coverage %.4f; longest loop turn %v; schedule lag p50 %v p99 %v max %v\n",
 		h.KernelStampCoverage, h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax)
 	for _, s := range h.Shards {
