@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 12 {
-		t.Errorf("%d additive options, want 12 (3 from the multi-process fork, 9 of stampede's)", additive)
+	if additive != 13 {
+		t.Errorf("%d additive options, want 13 (3 from the multi-process fork, 10 of stampede's)", additive)
 	}
 }
 

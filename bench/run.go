@@ -663,6 +663,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline
 	ec.KeepText = c.SaveDetailed || r.tok == nil
+	ec.WarmConnections = c.WarmConnections
 
 	probes, err := r.newProbeLoop()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard"
 )
 
 // SidecarVersion is the version of the sidecar's schema. Fields are only
@@ -57,6 +58,18 @@ type SidecarHealth struct {
 	SlowConnectsRetrans   int64 `json:"slow_connects_retransmitted"`
 	DroppedBeforeResponse int64 `json:"dropped_before_response"`
 	Reconnects            int64 `json:"reconnects"`
+	// WarmConnections is what --warm-connections did; null without it.
+	WarmConnections *SidecarWarm `json:"warm_connections"`
+}
+
+// SidecarWarm is the warm-up's account: connections opened and left idle
+// for the run, connects that failed, rounds that came back slow (and
+// halved the next), and the longest handshake.
+type SidecarWarm struct {
+	Opened             int     `json:"opened"`
+	Failed             int     `json:"failed"`
+	SlowRounds         int     `json:"slow_rounds"`
+	LongestHandshakeMs float64 `json:"longest_handshake_ms"`
 }
 
 // SidecarBreakdown is where TTFT went: the statistics of each phase over
@@ -144,7 +157,15 @@ func sidecarHealth(res *engine.Result) SidecarHealth {
 		SlowConnectsRetrans:   h.SynRetransmits,
 		DroppedBeforeResponse: h.DroppedBeforeResponse,
 		Reconnects:            h.Reconnects,
+		WarmConnections:       sidecarWarm(h.Warm),
 	}
+}
+
+func sidecarWarm(w shard.WarmStats) *SidecarWarm {
+	if w == (shard.WarmStats{}) {
+		return nil
+	}
+	return &SidecarWarm{Opened: w.Opened, Failed: w.Failed, SlowRounds: w.Slowed, LongestHandshakeMs: durMs(w.Longest)}
 }
 
 func sidecarStats(s metrics.Stats) SidecarStats {
@@ -255,7 +276,7 @@ func connectTrouble(h engine.Health) string {
 			cause = fmt.Sprintf("%d needed a retransmitted handshake: the server's accept queue (somaxconn) overflowed or the network dropped packets", h.SynRetransmits)
 		}
 		parts = append(parts, fmt.Sprintf("%d connections took > 1 s to open (%s); their TTFT holds that wait: "+
-			"use --ramp-up-strategy or a lower --max-concurrency, or raise the server's listen backlog", h.SlowConnects, cause))
+			"use --ramp-up-strategy or --warm-connections, or raise the server's listen backlog", h.SlowConnects, cause))
 	}
 	if h.DroppedBeforeResponse > 0 {
 		parts = append(parts, fmt.Sprintf("%d connections were reset or closed by the server before any response byte "+

@@ -113,3 +113,30 @@ func TestConnectTroubleText(t *testing.T) {
 		t.Error("names retransmits that were not counted")
 	}
 }
+
+// --warm-connections opens the connections before the clock starts: no
+// request of the run opens one.
+func TestWarmConnectionsRun(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond},
+		"--dataset-name", "random", "--num-prompts", "9", "--random-input-len", "16", "--random-output-len", "2",
+		"--max-concurrency", "3", "--warm-connections", "--save-result", "--result-dir", dir, "--result-filename", "w.json")
+	if err != nil {
+		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "w.stampede.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc Sidecar
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		t.Fatal(err)
+	}
+	// Each shard opens its share of the 3, rounded up.
+	if w := sc.Health.WarmConnections; w == nil || w.Opened < 3 || w.Opened > 3+sc.Health.Shards-1 || w.Failed != 0 {
+		t.Errorf("warm-up %+v over %d shards, want 3 opened (one more per shard at most)", w, sc.Health.Shards)
+	}
+	if b := sc.Breakdown; b == nil || b.Requests != 9 || b.NewConnections != 0 {
+		t.Errorf("breakdown %+v: want 9 requests, none on a new connection", b)
+	}
+}

@@ -152,3 +152,48 @@ func TestConnectTroubleCounted(t *testing.T) {
 		t.Errorf("dropped before a response %d, want 1", h.DroppedBeforeResponse)
 	}
 }
+
+// With a warm-up, the connections are open before the first request: no
+// request opens one, and the server accepts exactly the warm-up's.
+func TestWarmConnections(t *testing.T) {
+	srv := shardtest.New(t)
+	const n = 40
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/ok/2")}
+	}
+	q := NewQueue(n, 0)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	var warmed sync.WaitGroup
+	warmed.Add(1)
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
+		Requests: reqs, Queue: q, Slots: n, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
+		KernelTimestamps: true, Clock: clock, Recorder: rec, Warm: n, Warmed: &warmed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(sh.Run)
+	warmed.Wait()
+	for i := range reqs {
+		q.Release(i, clock.Now())
+		sh.WakeIfSleeping()
+	}
+	<-q.Done()
+	sh.Stop()
+	wg.Wait()
+	h := sh.Health()
+	if h.Warm.Opened != n || h.Warm.Failed != 0 || h.Connections != n {
+		t.Errorf("warm-up %+v, %d connections; want %d opened, no other", h.Warm, h.Connections, n)
+	}
+	for _, res := range metrics.Merge(n, rec).Results {
+		checkBreakdown(t, res)
+		if res.Breakdown.NewConn {
+			t.Errorf("request %d opened a connection after the warm-up", res.Index)
+		}
+	}
+	if got := srv.Accepted.Load(); got != n {
+		t.Errorf("server accepted %d connections, want %d", got, n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,12 @@ type Config struct {
 
 	Clock    Clock
 	Recorder *metrics.Recorder
+
+	// Warm is how many keep-alive connections to open before taking any
+	// request (see warm.go); Warmed, if set, is told Done when they are
+	// open (or the shard gave up on them).
+	Warm   int
+	Warmed *sync.WaitGroup
 }
 
 // Health is a shard's account of itself, read after Run returns.
@@ -87,6 +94,8 @@ type Health struct {
 	SynRetransmits        int64
 	DroppedBeforeResponse int64
 	Reconnects            int64
+	// Warm is what the warm-up did (zero without one).
+	Warm WarmStats
 }
 
 // slowConnect is the handshake time past which a connect counts as slow:
@@ -269,6 +278,12 @@ func (s *Shard) Run() {
 		}
 	}
 	s.clock = newStampClock(s.cfg.Clock)
+	if s.cfg.Warm > 0 {
+		s.warm(s.cfg.Warm)
+	}
+	if s.cfg.Warmed != nil {
+		s.cfg.Warmed.Done()
+	}
 	s.loop()
 	s.closeAll()
 	s.health.CPUTime, s.health.Preempted = threadUsage()
