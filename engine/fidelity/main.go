@@ -45,6 +45,7 @@ type options struct {
 	kernelStamps bool
 	cpuProfile   string
 	showLate     time.Duration
+	warm         bool
 }
 
 func main() {
@@ -59,6 +60,7 @@ func main() {
 	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
+	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
@@ -93,7 +95,7 @@ func run(o options) error {
 	res, err := engine.Run(context.Background(), engine.Config{
 		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
-		KernelTimestamps: o.kernelStamps, KeepDetail: true,
+		KernelTimestamps: o.kernelStamps, KeepDetail: true, WarmConnections: o.warm,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
@@ -221,7 +223,11 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	if !o.kernelStamps {
 		stampsOn = "off"
 	}
-	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn)
+	warm := ""
+	if o.warm {
+		warm = ", warm connections"
+	}
+	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s%s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn, warm)
 	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
 	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))
