@@ -83,12 +83,13 @@ type SidecarBreakdown struct {
 	PerRequest []SidecarRequestBreakdown `json:"per_request,omitempty"`
 }
 
-// SidecarPhases holds one summary per phase. connect + send_delay +
-// server_ttfb + first_token = ttft for every request (not for their
+// SidecarPhases holds one summary per phase. connect + tls_handshake +
+// send_delay + server_ttfb + first_token = ttft for every request (not for their
 // means' percentiles); queue_wait precedes the start.
 type SidecarPhases struct {
 	QueueWait  SidecarStats `json:"queue_wait"`
 	Connect    SidecarStats `json:"connect"`
+	TLS        SidecarStats `json:"tls_handshake"`
 	SendDelay  SidecarStats `json:"send_delay"`
 	ServerTTFB SidecarStats `json:"server_ttfb"`
 	FirstToken SidecarStats `json:"first_token"`
@@ -116,6 +117,7 @@ type SidecarRequestBreakdown struct {
 	NewConnection bool  `json:"new_connection"`
 	QueueWaitNs   int64 `json:"queue_wait_ns"`
 	ConnectNs     int64 `json:"connect_ns"`
+	TLSNs         int64 `json:"tls_handshake_ns"`
 	SendDelayNs   int64 `json:"send_delay_ns"`
 	ServerTTFBNs  int64 `json:"server_ttfb_ns"`
 	FirstTokenNs  int64 `json:"first_token_ns"`
@@ -183,7 +185,7 @@ func sidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats
 	out := &SidecarBreakdown{
 		Requests: b.Requests, NewConnections: b.NewConnections,
 		Phases: SidecarPhases{
-			QueueWait: sidecarStats(b.QueueWait), Connect: sidecarStats(b.Connect), SendDelay: sidecarStats(b.Send),
+			QueueWait: sidecarStats(b.QueueWait), Connect: sidecarStats(b.Connect), TLS: sidecarStats(b.TLS), SendDelay: sidecarStats(b.Send),
 			ServerTTFB: sidecarStats(b.Server), FirstToken: sidecarStats(b.FirstToken), TTFT: sidecarStats(b.TTFT),
 		},
 	}
@@ -197,7 +199,7 @@ func sidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats
 		}
 		out.PerRequest = append(out.PerRequest, SidecarRequestBreakdown{
 			Index: r.Index, NewConnection: r.Breakdown.NewConn, QueueWaitNs: r.QueueNs,
-			ConnectNs: r.Breakdown.ConnectNs, SendDelayNs: r.Breakdown.SendNs, ServerTTFBNs: r.Breakdown.ServerNs,
+			ConnectNs: r.Breakdown.ConnectNs, TLSNs: r.Breakdown.TLSNs, SendDelayNs: r.Breakdown.SendNs, ServerTTFBNs: r.Breakdown.ServerNs,
 			FirstTokenNs: r.Breakdown.FirstTokenNs, TTFTNs: r.TTFTNs,
 		})
 	}
@@ -251,14 +253,19 @@ func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
 	}
 	c.row("Requests with a breakdown:", b.Requests)
 	c.row("Of them on a new connection:", b.NewConnections)
-	for _, sec := range []metricSection{
+	secs := []metricSection{
 		{"", "Queue Wait", "Queue wait (before start)", &b.QueueWait},
 		{"", "Connect", "Connect (start to established)", &b.Connect},
+	}
+	if b.TLSConnections > 0 {
+		secs = append(secs, metricSection{"", "TLS Handshake", "TLS handshake", &b.TLS})
+	}
+	for _, sec := range append(secs, []metricSection{
 		{"", "Send Delay", "Send delay (to request sent)", &b.Send},
 		{"", "Server TTFB", "Server time to first byte", &b.Server},
 		{"", "First Token", "First byte to first token", &b.FirstToken},
 		{"", "TTFT", "Time to First Token", &b.TTFT},
-	} {
+	}...) {
 		c.section(sec)
 	}
 	c.line(strings.Repeat("=", blockWidth))

@@ -74,7 +74,7 @@ func TestSidecarAndBreakdownBlock(t *testing.T) {
 		t.Fatalf("result ttfts %v (%v)", result.TTFTs, err)
 	}
 	for _, r := range b.PerRequest {
-		if sum := r.ConnectNs + r.SendDelayNs + r.ServerTTFBNs + r.FirstTokenNs; sum != r.TTFTNs {
+		if sum := r.ConnectNs + r.TLSNs + r.SendDelayNs + r.ServerTTFBNs + r.FirstTokenNs; sum != r.TTFTNs {
 			t.Errorf("request %d: phases add up to %d, TTFT %d", r.Index, sum, r.TTFTNs)
 		}
 		if got := float64(r.TTFTNs) / 1e9; got != result.TTFTs[r.Index] {

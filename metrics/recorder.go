@@ -76,6 +76,7 @@ type Stream struct {
 	// the new connection established (0 on a reused one), the request's
 	// last byte sent, the response's first byte received.
 	connectedNs int64
+	handshakeNs int64 // the TLS handshake completed (0: no TLS, or reused)
 	sentNs      int64
 	firstByteNs int64
 }
@@ -102,12 +103,16 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.text = s.text[:0]
 	s.outputTokens = 0
 	s.serverPrompt = -1
-	s.connectedNs, s.sentNs, s.firstByteNs = 0, 0, 0
+	s.connectedNs, s.handshakeNs, s.sentNs, s.firstByteNs = 0, 0, 0, 0
 }
 
 // Connected records when the request's new connection was established
 // (the connect phase ends). A request on a reused connection never calls it.
 func (s *Stream) Connected(tsNs int64) { s.connectedNs = tsNs }
+
+// Handshaken records when the TLS handshake on the request's new
+// connection completed (the TLS phase ends).
+func (s *Stream) Handshaken(tsNs int64) { s.handshakeNs = tsNs }
 
 // Sent records when the request's last byte left: the kernel's transmit
 // stamp, or the clock right after the write that completed the request.
@@ -289,13 +294,18 @@ func (s *Stream) breakdown(firstNs int64) Breakdown {
 	if s.connectedNs != 0 {
 		established = hold(s.connectedNs, s.startNs, firstNs)
 	}
-	firstByte := hold(s.firstByteNs, established, firstNs)
-	sent := hold(s.sentNs, established, firstByte)
+	secured := established
+	if s.handshakeNs != 0 {
+		secured = hold(s.handshakeNs, established, firstNs)
+	}
+	firstByte := hold(s.firstByteNs, secured, firstNs)
+	sent := hold(s.sentNs, secured, firstByte)
 	return Breakdown{
 		Known:        true,
 		NewConn:      s.connectedNs != 0,
 		ConnectNs:    established - s.startNs,
-		SendNs:       sent - established,
+		TLSNs:        secured - established,
+		SendNs:       sent - secured,
 		ServerNs:     firstByte - sent,
 		FirstTokenNs: firstNs - firstByte,
 	}

@@ -49,7 +49,7 @@ type RequestResult struct {
 }
 
 // Breakdown is where one request's TTFT went, in phases that add up to it
-// exactly: ConnectNs + SendNs + ServerNs + FirstTokenNs = TTFTNs. Queue wait
+// exactly: ConnectNs + TLSNs + SendNs + ServerNs + FirstTokenNs = TTFTNs. Queue wait
 // (RequestResult.QueueNs) comes before the start and is not part of TTFT.
 type Breakdown struct {
 	// Known: the transport recorded the phases (the request's last byte
@@ -60,7 +60,10 @@ type Breakdown struct {
 	NewConn bool
 	// ConnectNs is start → connection established (as the loop learned it).
 	ConnectNs int64
-	// SendNs is established (or start) → the request's last byte sent
+	// TLSNs is established → TLS handshake complete (0 without TLS or on
+	// a reused connection).
+	TLSNs int64
+	// SendNs is established (or handshake complete, or start) → the request's last byte sent
 	// (the kernel's transmit stamp where it gives one).
 	SendNs int64
 	// ServerNs is the server's time to first byte: request sent → the

@@ -52,10 +52,10 @@ func checkBreakdown(t *testing.T, res metrics.RequestResult) {
 	if !b.Known {
 		t.Fatalf("request %d: breakdown not recorded", res.Index)
 	}
-	if b.ConnectNs < 0 || b.SendNs < 0 || b.ServerNs < 0 || b.FirstTokenNs < 0 {
+	if b.ConnectNs < 0 || b.TLSNs < 0 || b.SendNs < 0 || b.ServerNs < 0 || b.FirstTokenNs < 0 {
 		t.Errorf("request %d: negative phase in %+v", res.Index, b)
 	}
-	if sum := b.ConnectNs + b.SendNs + b.ServerNs + b.FirstTokenNs; sum != res.TTFTNs {
+	if sum := b.ConnectNs + b.TLSNs + b.SendNs + b.ServerNs + b.FirstTokenNs; sum != res.TTFTNs {
 		t.Errorf("request %d: phases %+v add up to %d, TTFT is %d", res.Index, b, sum, res.TTFTNs)
 	}
 	if !b.NewConn && b.ConnectNs != 0 {
@@ -195,5 +195,34 @@ func TestWarmConnections(t *testing.T) {
 	}
 	if got := srv.Accepted.Load(); got != n {
 		t.Errorf("server accepted %d connections, want %d", got, n)
+	}
+}
+
+// Over TLS the handshake is a phase of its own: on the new connection it
+// is positive, on the reused one 0, and the phases still add up.
+func TestBreakdownTLS(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	reqs := []Request{{Wire: shardtest.Wire("/ok/2")}, {Wire: shardtest.Wire("/slow/20")}}
+	q := NewQueue(len(reqs), 1)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	tr := StartTLS(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
+		ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, KernelTimestamps: true, Clock: clock, Recorder: rec}, tlsConfig, 1)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+		tr.Wake()
+	}
+	<-q.Done()
+	tr.Stop()
+	tr.Wait()
+	results := metrics.Merge(len(reqs), rec).Results
+	for _, res := range results {
+		checkBreakdown(t, res)
+	}
+	if b := results[0].Breakdown; !b.NewConn || b.TLSNs <= 0 {
+		t.Errorf("first request: %+v; want a new connection with a TLS handshake", b)
+	}
+	if b := results[1].Breakdown; b.NewConn || b.TLSNs != 0 || b.ServerNs < int64(20*time.Millisecond) {
+		t.Errorf("second request: %+v; want the reused connection, no handshake, the server's 20 ms sleep in its TTFB", b)
 	}
 }
