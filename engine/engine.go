@@ -287,8 +287,16 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.aborted, cancel)()
-	// Warm connections open before the clock of the schedule starts.
-	r.warmed.Wait()
+	// Warm connections open before the clock of the schedule starts; a
+	// cancellation cuts the warm-up short (the run then cancels at once).
+	warmed := make(chan struct{})
+	go func() { r.warmed.Wait(); close(warmed) }()
+	select {
+	case <-warmed:
+	case <-ctx.Done():
+		r.transport.abort()
+		<-warmed
+	}
 	res := &Result{Shards: len(r.recorders), Start: r.clock.Base(), MonotonicStartNs: r.clock.Monotonic(0)}
 	// The schedule and the duration count from here, after the shards are
 	// up (Python: benchmark_start_time, just before the dispatch loop).

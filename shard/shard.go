@@ -123,12 +123,13 @@ type Shard struct {
 	conns   []*conn
 	nextTag uint32 // tags connections' epoll registrations
 	idle    *conn  // stack of idle keep-alive connections
+	busy    int    // requests in flight on this shard
+	timers  deadlines
+	clock   stampClock
+
 	// lost counts connections the server closed or reset whose successors
 	// have not been opened yet (see Health.Reconnects).
-	lost   int
-	busy   int // requests in flight on this shard
-	timers deadlines
-	clock  stampClock
+	lost int
 
 	// startBudget bounds the requests started in one loop turn.
 	startBudget int
