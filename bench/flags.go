@@ -121,6 +121,8 @@ type StampedeFlags struct {
 	MaxResponseBytes   int     `long:"max-response-bytes" default:"1073741824" description:"Bytes one response may have before the request fails (0: no limit); stops a server that never ends an answer."`
 	MaxBufferedBytes   int     `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
 	SteadyState        bool    `long:"steady-state" description:"After the result block, print the metrics of the steady-state window: in-flight requests at 95% of --max-concurrency (or of the run's level for a rate)."`
+	WarmConnections    bool    `long:"warm-connections" description:"Before the clock starts, open min(max-concurrency, num-prompts) keep-alive connections, paced so the server's accept queue keeps up; TTFT then holds no connect, as for a long-running client. Python opens connections as requests start."`
+	Breakdown          bool    `long:"breakdown" description:"After the result block, print where TTFT went: queue wait, connect, send delay, server time to first byte, first token (always saved in the .stampede.json sidecar)."`
 
 	// The server's metrics and the HTML report.
 	ReportFlags

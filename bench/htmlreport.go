@@ -55,11 +55,21 @@ func LoadReportRuns(path string) ([]*ReportRun, error) {
 	var runs []*ReportRun
 	lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
 	if len(lines) > 1 && bytes.HasPrefix(bytes.TrimSpace(lines[1]), []byte("{")) {
+		// --append-result: one result per line, and the sidecar gets one
+		// line per result too.
+		sides := bytes.Split(bytes.TrimSpace(sidecar), []byte("\n"))
+		if len(sides) != len(lines) {
+			sides = nil
+		}
 		for i, line := range lines {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			r, err := ParseReportRun(fmt.Sprintf("%s #%d", path, i+1), line, nil)
+			var side []byte
+			if sides != nil {
+				side = sides[i]
+			}
+			r, err := ParseReportRun(fmt.Sprintf("%s #%d", path, i+1), line, side)
 			if err != nil {
 				return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
 			}

@@ -560,7 +560,7 @@ func writeBreakdown(b *strings.Builder, r *ReportRun, many bool) {
 		return
 	}
 	section(b, "breakdown", "TTFT breakdown"+runHeading(r, many))
-	order := []string{"queue_wait", "connect", "send_delay", "server_ttfb", "first_token", "ttft"}
+	order := []string{"queue_wait", "connect", "tls_handshake", "send_delay", "server_ttfb", "first_token", "ttft"}
 	c := &svgChart{ID: "breakdown", Title: "Mean time per phase", XLabel: "phase (" + strings.Join(order, ", ") + ")", YLabel: "ms", X0: -0.5, X1: float64(len(order)) - 0.5}
 	b.WriteString(`<table class="summary"><thead><tr><th>Phase</th><th>Mean (ms)</th><th>Median (ms)</th><th>Std (ms)</th></tr></thead><tbody>`)
 	for i, name := range order {

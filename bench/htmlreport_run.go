@@ -38,9 +38,7 @@ func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Resul
 	if err != nil {
 		return err
 	}
-	sidecar, err := json.Marshal(map[string]any{
-		"version": 1, "server_metrics": r.serverMetrics, "health": reportHealth(res),
-	})
+	sidecar, err := json.Marshal(r.sidecar)
 	if err != nil {
 		return err
 	}
@@ -62,20 +60,4 @@ func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Resul
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// reportHealth is the health line's figures, under the sidecar's names.
-func reportHealth(res *engine.Result) map[string]any {
-	h := res.Health
-	var cpu time.Duration
-	for _, s := range h.Shards {
-		cpu += s.CPUTime
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	return map[string]any{
-		"shards": res.Shards, "client_cpu_s": cpu.Seconds(), "longest_loop_turn_ms": ms(h.LongestTurn),
-		"schedule_lag_p50_ms": ms(h.ScheduleLagP50), "schedule_lag_p99_ms": ms(h.ScheduleLagP99),
-		"schedule_lag_max_ms": ms(h.ScheduleLagMax), "deadline_late_max_ms": ms(h.DeadlineLateMax),
-		"kernel_rx_stamp_coverage": h.KernelStampCoverage,
-	}
 }

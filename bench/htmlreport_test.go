@@ -74,7 +74,7 @@ func TestReportFromMockRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc serverMetricsSidecar
+	var sc Sidecar
 	if err := json.Unmarshal(side, &sc); err != nil {
 		t.Fatal(err)
 	}

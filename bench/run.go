@@ -107,6 +107,9 @@ type run struct {
 	// prompts (`stampede dataset` without --base-url).
 	skipAlign bool
 
+	// sidecar is the main run's extras, saved beside its result.
+	sidecar *Sidecar
+
 	// serverMetrics is what --server-metrics scraped; nil without it.
 	serverMetrics *ServerMetrics
 }
@@ -578,6 +581,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	// the shards' threads (metrics.Compute's CountTokens).
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = r.tok != nil
+	ec.WarmConnections = c.WarmConnections
 
 	probes, err := r.newProbeLoop()
 	if err != nil {
@@ -640,11 +644,20 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
 		return err
 	}
+	breakdown := metrics.ComputeBreakdown(res.Data.Results, c.SelectedPercentiles)
+	if c.Breakdown {
+		if err := WriteBreakdown(r.stdout, breakdown); err != nil {
+			return err
+		}
+	}
+	r.sidecar = newSidecar(res, breakdown, c.SaveDetailed)
 	r.steadyState(r.outcome)
+	r.sidecar.SteadyState = r.outcome.SteadyState
 	if err := r.writeSteadyStateBlock(r.outcome); err != nil {
 		return err
 	}
 	r.compareServerMetrics(summary)
+	r.sidecar.ServerMetrics = r.serverMetrics
 	WriteServerVsClient(r.stdout, r.serverMetrics)
 	writeHealth(r.stderr, res)
 	writeServerMessages(r.stderr, &res.Data.ServerMessages)
@@ -797,7 +810,11 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		if err := r.savePyTorch(name, res); err != nil {
 			return err
 		}
-		r.saveServerMetrics(name)
+		if r.sidecar != nil {
+			if err := SaveSidecar(SidecarPath(name), r.sidecar, p.AppendResult); err != nil {
+				return err
+			}
+		}
 	}
 	r.plotTimeline(name, s, d)
 	return nil
@@ -815,8 +832,20 @@ func writeHealth(w io.Writer, res *engine.Result) {
 	if h.DeadlineLateMax > 0 {
 		late = fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
 	}
-	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s\n",
-		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, late)
+	tx := ""
+	if h.Sent > 0 {
+		tx = fmt.Sprintf(", kernel TX stamps on %.1f%% of requests", 100*share(h.TxStamped, h.Sent))
+	}
+	shared := ""
+	if h.SharedStamps > 0 {
+		shared = fmt.Sprintf(", %d token events (%.1f%%) shared a read with the event before (their ITL of 0 is not a measurement)",
+			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
+	}
+	if trouble := connectTrouble(h); trouble != "" {
+		late += "; " + trouble
+	}
+	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
+		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, tx, shared, late)
 }
 
 // shownServerMessages is how many distinct texts the health output names.

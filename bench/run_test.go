@@ -235,7 +235,7 @@ func TestRunPoolingOutput(t *testing.T) {
 		t.Errorf("stdout lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The default name: {backend}-{rate}qps-{model base}-{date}.json.
-	files, err := filepath.Glob(filepath.Join(dir, "openai-embeddings-infqps-mock-llm-*.json"))
+	files, err := filepath.Glob(filepath.Join(dir, "openai-embeddings-infqps-mock-llm-*[0-9].json"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("result files %v (%v), want one openai-embeddings-infqps-mock-llm-<date>.json", files, err)
 	}
@@ -594,7 +594,7 @@ func TestRunModelNames(t *testing.T) {
 		}
 	}
 	// The default name takes the model's last path element.
-	files, _ := filepath.Glob(filepath.Join(dir, "openai-infqps-local-checkpoint-*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "openai-infqps-local-checkpoint-*[0-9].json"))
 	if len(files) != 1 {
 		t.Fatalf("result files %v, want one openai-infqps-local-checkpoint-<date>.json", files)
 	}

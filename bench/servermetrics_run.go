@@ -1,11 +1,7 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
 
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
@@ -76,48 +72,4 @@ func (r *run) compareServerMetrics(s *metrics.Summary) {
 		client = append(client, c)
 	}
 	r.serverMetrics.compareWithClient(client)
-}
-
-// SidecarPath is the sidecar file beside a result file: the result's
-// name without its extension, plus ".stampede.json".
-func SidecarPath(resultPath string) string {
-	root, _ := pySplitExt(resultPath)
-	return root + ".stampede.json"
-}
-
-// serverMetricsSidecar is the part of the sidecar --server-metrics
-// writes: {"version": 1, "server_metrics": {...}}.
-type serverMetricsSidecar struct {
-	Version       int            `json:"version"`
-	ServerMetrics *ServerMetrics `json:"server_metrics"`
-}
-
-// saveServerMetrics writes the scraped series into the sidecar beside
-// the result; a failure only warns, as the timeline's does.
-func (r *run) saveServerMetrics(resultPath string) {
-	if r.serverMetrics == nil {
-		return
-	}
-	path := SidecarPath(resultPath)
-	if err := writeJSONFile(path, serverMetricsSidecar{Version: 1, ServerMetrics: r.serverMetrics}); err != nil {
-		fmt.Fprintf(r.stderr, "WARNING: server metrics not saved: %v\n", err)
-	}
-}
-
-func writeJSONFile(path string, v any) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(v); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }

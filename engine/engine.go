@@ -88,6 +88,13 @@ type Config struct {
 	// KeepUncountedText keeps the text of the streams whose usage gave no
 	// output token count, to be counted after the run (metrics.Options).
 	KeepUncountedText bool
+	// WarmConnections opens min(MaxConcurrency, len(Requests)) keep-alive
+	// connections (each shard its share, rounded up) before the schedule
+	// starts, paced so the server's accept
+	// queue keeps up (see shard/warm.go): TTFT then holds no connect, as
+	// for a long-running client. Not Python's behaviour; the TLS transport
+	// ignores it.
+	WarmConnections bool
 }
 
 // Defaults for the zero values of Config's timeouts.
@@ -133,6 +140,17 @@ type Health struct {
 	// KernelStampCoverage is the fraction of reads that carried a kernel
 	// receive timestamp (0 without KernelTimestamps).
 	KernelStampCoverage float64
+	// Sent counts requests whose last byte went out; TxStamped those timed
+	// by the kernel's transmit stamp.
+	Sent, TxStamped int64
+	// TokenEvents counts token events; SharedStamps those that carried the
+	// same receive stamp as the event before them in their stream (one
+	// read), so that the ITL between them, 0, measured nothing.
+	TokenEvents, SharedStamps int64
+	// Connect trouble summed over the shards (see shard.Health).
+	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
+	// Warm sums the shards' warm-ups (Longest is the longest of them).
+	Warm shard.WarmStats
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -155,7 +173,9 @@ type Runner struct {
 	clock     shard.Clock
 	recorders []*metrics.Recorder
 	transport transport
-	done      chan struct{}
+	// warmed is done when every shard's warm-up ended.
+	warmed sync.WaitGroup
+	done   chan struct{}
 	// aborted is cancelled by Abort: stop now, without the grace.
 	aborted context.Context
 	abort   context.CancelFunc
@@ -218,6 +238,13 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
+	if cfg.WarmConnections && cfg.TLS == nil {
+		// Each shard may carry up to its Slots of the requests in flight,
+		// so each gets its share rounded up.
+		base.Warm = min(base.Slots, (min(slotsTotal, n)+count-1)/count)
+		base.Warmed = &r.warmed
+		r.warmed.Add(count)
+	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
 	raiseProcs(count)
 	if cfg.TLS != nil {
@@ -266,6 +293,16 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.aborted, cancel)()
+	// Warm connections open before the clock of the schedule starts; a
+	// cancellation cuts the warm-up short (the run then cancels at once).
+	warmed := make(chan struct{})
+	go func() { r.warmed.Wait(); close(warmed) }()
+	select {
+	case <-warmed:
+	case <-ctx.Done():
+		r.transport.abort()
+		<-warmed
+	}
 	res := &Result{Shards: len(r.recorders), Start: r.clock.Base(), MonotonicStartNs: r.clock.Monotonic(0)}
 	// The schedule and the duration count from here, after the shards are
 	// up (Python: benchmark_start_time, just before the dispatch loop).
@@ -366,6 +403,20 @@ func (r *Runner) health(lags []int64) Health {
 		stamped += s.StampedReads
 		h.LongestTurn = max(h.LongestTurn, s.LongestTurn)
 		h.DeadlineLateMax = max(h.DeadlineLateMax, s.DeadlineLateMax)
+		h.Sent += s.Sent
+		h.TxStamped += s.TxStamped
+		h.SlowConnects += s.SlowConnects
+		h.SynRetransmits += s.SynRetransmits
+		h.DroppedBeforeResponse += s.DroppedBeforeResponse
+		h.Reconnects += s.Reconnects
+		h.Warm.Opened += s.Warm.Opened
+		h.Warm.Failed += s.Warm.Failed
+		h.Warm.Slowed += s.Warm.Slowed
+		h.Warm.Longest = max(h.Warm.Longest, s.Warm.Longest)
+	}
+	for _, rec := range r.recorders {
+		h.TokenEvents += rec.TokenEvents()
+		h.SharedStamps += rec.SharedStamps()
 	}
 	if reads > 0 {
 		h.KernelStampCoverage = float64(stamped) / float64(reads)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -431,5 +432,34 @@ func TestAbortCutsTheGrace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A cancellation during the warm-up ends the run: nothing is sent, and
+// every request is reported cancelled.
+func TestWarmUpCancelled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // accepts nothing: handshakes still complete in the backlog
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{Index: i, Wire: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), PromptLen: 1}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, Config{Address: ln.Addr().String(), Streaming: true, Requests: reqs,
+		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{-1}, WarmConnections: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled {
+		t.Error("run not marked cancelled")
+	}
+	for _, r := range res.Data.Results {
+		if r.Success || r.Error != "cancelled" {
+			t.Errorf("request %d: success %v, error %q; want cancelled", r.Index, r.Success, r.Error)
+		}
 	}
 }

@@ -41,7 +41,8 @@ type Recorder struct {
 	failed      atomic.Int64
 	tokenEvents atomic.Int64
 
-	messages ServerMessages // error messages inside 200 streams
+	messages     ServerMessages // error messages inside 200 streams
+	sharedStamps int64
 }
 
 // NewRecorder returns a Recorder for one shard.
@@ -58,6 +59,13 @@ func (r *Recorder) Failed() int64 { return r.failed.Load() }
 // TokenEvents returns how many token events arrived so far, on any request.
 func (r *Recorder) TokenEvents() int64 { return r.tokenEvents.Load() }
 
+// SharedStamps returns how many token events carried the same receive
+// time as the event before them in their stream: they reached the client
+// in one read (the client was away longer than the gap, or the server
+// wrote them together), so the ITL of 0 between them says nothing about
+// the server. Read it after the shard's run.
+func (r *Recorder) SharedStamps() int64 { return r.sharedStamps }
+
 // Stream is the state of one in-flight request. A connection owns one and
 // reuses it for every request it carries, so the token timestamp and text
 // buffers stop growing after the longest response: recording a token event
@@ -73,6 +81,14 @@ type Stream struct {
 	text         []byte
 	outputTokens int
 	serverPrompt int // usage.prompt_tokens, -1 until seen
+
+	// The breakdown's instants (run time, 0 until known; see Breakdown):
+	// the new connection established (0 on a reused one), the request's
+	// last byte sent, the response's first byte received.
+	connectedNs int64
+	handshakeNs int64 // the TLS handshake completed (0: no TLS, or reused)
+	sentNs      int64
+	firstByteNs int64
 }
 
 // firstStampsCap is the token-stamp capacity a Stream starts with. Grown
@@ -97,6 +113,31 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.text = s.text[:0]
 	s.outputTokens = 0
 	s.serverPrompt = -1
+	s.connectedNs, s.handshakeNs, s.sentNs, s.firstByteNs = 0, 0, 0, 0
+}
+
+// Connected records when the request's new connection was established
+// (the connect phase ends). A request on a reused connection never calls it.
+func (s *Stream) Connected(tsNs int64) { s.connectedNs = tsNs }
+
+// Handshaken records when the TLS handshake on the request's new
+// connection completed (the TLS phase ends).
+func (s *Stream) Handshaken(tsNs int64) { s.handshakeNs = tsNs }
+
+// Sent records when the request's last byte left: the kernel's transmit
+// stamp, or the clock right after the write that completed the request.
+// A later call (the kernel's stamp replacing the fallback) wins.
+func (s *Stream) Sent(tsNs int64) { s.sentNs = tsNs }
+
+// SentNs returns what Sent recorded, 0 before.
+func (s *Stream) SentNs() int64 { return s.sentNs }
+
+// FirstByte records when the response's first byte arrived; only the
+// first call counts.
+func (s *Stream) FirstByte(tsNs int64) {
+	if s.firstByteNs == 0 {
+		s.firstByteNs = tsNs
+	}
 }
 
 // StartNs returns when the request's bytes started going out.
@@ -109,6 +150,12 @@ func (s *Stream) TokenEvents() int { return len(s.stampsNs) }
 // received at tsNs with the chunk's text. text is copied only when the run
 // may keep text.
 func (s *Stream) Token(tsNs int64, text []byte) {
+	if n := len(s.stampsNs); n > 0 && s.stampsNs[n-1] == tsNs {
+		// Parsed from the same read as the event before: the two share
+		// one kernel stamp, and the gap of 0 between them is not a
+		// measurement (see SharedStamps).
+		s.rec.sharedStamps++
+	}
 	s.stampsNs = append(s.stampsNs, tsNs)
 	if s.rec.opts.KeepText || s.rec.opts.KeepUncountedText {
 		s.text = append(s.text, text...)
@@ -160,6 +207,7 @@ func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
 	res.Success = true
 	res.TTFTNs = endNs - s.startNs
 	res.LatencyNs = res.TTFTNs
+	res.Breakdown = s.breakdown(endNs)
 	res.PromptLen = max(s.serverPrompt, 0)
 	res.NumInputSequences = numInputSequences
 	r.finish(res)
@@ -204,6 +252,7 @@ func (r *Recorder) result(s *Stream) RequestResult {
 	}
 	if len(s.stampsNs) > 0 {
 		res.TTFTNs = s.stampsNs[0] - s.startNs
+		res.Breakdown = s.breakdown(s.stampsNs[0])
 	}
 	if r.opts.KeepDetail && len(s.stampsNs) > 1 {
 		res.ITLNs = make([]int64, len(s.stampsNs)-1)
@@ -243,4 +292,35 @@ func Merge(n int, recorders ...*Recorder) RunData {
 		data.ServerMessages.merge(&r.messages)
 	}
 	return data
+}
+
+// breakdown splits start → firstNs (the first token event, or a pooling
+// answer's end) into its phases. Each instant is held between the one
+// before and firstNs, so the phases are never negative and add up to TTFT
+// exactly: the clocks behind them (the loop's clock, kernel stamps mapped
+// onto it) can disagree by their sampling error, never by more.
+func (s *Stream) breakdown(firstNs int64) Breakdown {
+	if s.sentNs == 0 || s.firstByteNs == 0 {
+		return Breakdown{}
+	}
+	hold := func(t, lo, hi int64) int64 { return min(max(t, lo), hi) }
+	established := s.startNs
+	if s.connectedNs != 0 {
+		established = hold(s.connectedNs, s.startNs, firstNs)
+	}
+	secured := established
+	if s.handshakeNs != 0 {
+		secured = hold(s.handshakeNs, established, firstNs)
+	}
+	firstByte := hold(s.firstByteNs, secured, firstNs)
+	sent := hold(s.sentNs, secured, firstByte)
+	return Breakdown{
+		Known:        true,
+		NewConn:      s.connectedNs != 0,
+		ConnectNs:    established - s.startNs,
+		TLSNs:        secured - established,
+		SendNs:       sent - secured,
+		ServerNs:     firstByte - sent,
+		FirstTokenNs: firstNs - firstByte,
+	}
 }

@@ -261,3 +261,52 @@ func TestDefaultAndDetailedRunsAgree(t *testing.T) {
 		t.Errorf("max ITL %v ms, peak %v: the stall or the events went missing", def.ITL.Percentiles[5].ValueMs, def.MaxOutputTokensPerS)
 	}
 }
+
+// The phases of a request's breakdown add up to its TTFT exactly, even
+// when the instants behind them disagree (a stamp mapped onto the run's
+// clock a little before the instant it follows).
+func TestBreakdownAddsUpToTTFT(t *testing.T) {
+	rec := NewRecorder(Options{})
+	var s Stream
+	rec.Begin(&s, 0, 1, 100, 1000)
+	s.Connected(1500)
+	s.Sent(1400) // before established: held at it
+	s.FirstByte(3000)
+	s.FirstByte(3500) // only the first counts
+	s.Token(3200, nil)
+	s.Token(3200, nil)
+	s.Token(4000, nil)
+	rec.EndStream(&s)
+	res := rec.results[0]
+	b := res.Breakdown
+	want := Breakdown{Known: true, NewConn: true, ConnectNs: 500, SendNs: 0, ServerNs: 1500, FirstTokenNs: 200}
+	if b != want {
+		t.Errorf("breakdown %+v, want %+v", b, want)
+	}
+	if sum := b.ConnectNs + b.SendNs + b.ServerNs + b.FirstTokenNs; sum != res.TTFTNs {
+		t.Errorf("phases add up to %d, TTFT %d", sum, res.TTFTNs)
+	}
+	if rec.SharedStamps() != 1 {
+		t.Errorf("shared stamps %d, want 1", rec.SharedStamps())
+	}
+	st := ComputeBreakdown(rec.results, []float64{99})
+	if st == nil || st.Requests != 1 || st.NewConnections != 1 || st.Server.MeanMs != 1500/1e6 {
+		t.Errorf("breakdown stats %+v", st)
+	}
+
+	// A reused connection: no connect phase; no first byte: no breakdown.
+	rec.Begin(&s, 1, 1, 0, 5000)
+	s.Sent(5100)
+	s.FirstByte(6000)
+	s.Token(6000, nil)
+	rec.EndStream(&s)
+	if b := rec.results[1].Breakdown; b.NewConn || b.ConnectNs != 0 || b.SendNs != 100 || b.ServerNs != 900 || b.FirstTokenNs != 0 {
+		t.Errorf("reused: %+v", b)
+	}
+	rec.Begin(&s, 2, 1, 0, 7000)
+	s.Token(7100, nil)
+	rec.EndStream(&s)
+	if rec.results[2].Breakdown.Known {
+		t.Errorf("breakdown known without send and first-byte times: %+v", rec.results[2].Breakdown)
+	}
+}

@@ -42,8 +42,35 @@ type RequestResult struct {
 	// set for successful requests when ITLNs is not kept. Read either
 	// through ITLs and NumITLs.
 	Gaps Gaps
+	// Breakdown splits TTFT into where its time went.
+	Breakdown Breakdown
 	// NumInputSequences is 1 except for pooling requests over a list prompt.
 	NumInputSequences int
+}
+
+// Breakdown is where one request's TTFT went, in phases that add up to it
+// exactly: ConnectNs + TLSNs + SendNs + ServerNs + FirstTokenNs = TTFTNs. Queue wait
+// (RequestResult.QueueNs) comes before the start and is not part of TTFT.
+type Breakdown struct {
+	// Known: the transport recorded the phases (the request's last byte
+	// went out and a response byte came back).
+	Known bool
+	// NewConn: the request opened its connection; ConnectNs is 0 on a
+	// reused one.
+	NewConn bool
+	// ConnectNs is start → connection established (as the loop learned it).
+	ConnectNs int64
+	// TLSNs is established → TLS handshake complete (0 without TLS or on
+	// a reused connection).
+	TLSNs int64
+	// SendNs is established (or handshake complete, or start) → the request's last byte sent
+	// (the kernel's transmit stamp where it gives one).
+	SendNs int64
+	// ServerNs is the server's time to first byte: request sent → the
+	// response's first byte received (kernel receive stamps).
+	ServerNs int64
+	// FirstTokenNs is the response's first byte → its first token event.
+	FirstTokenNs int64
 }
 
 // RunData is everything a run measured, gathered from all shards after the

@@ -33,6 +33,15 @@ type conn struct {
 	written  int  // bytes of req.Wire written so far
 	gotBytes bool // any response byte arrived
 
+	// Transmit stamps (see Shard.requestSent): txStamps says the socket
+	// makes them; sentBytes counts the bytes written on the connection, as
+	// the kernel's stamp keys do (mod 2³²); txPending says the stamp of
+	// byte txKey, the request's last, is still to be read.
+	txStamps  bool
+	txPending bool
+	txKey     uint32
+	sentBytes uint32
+
 	deadlineNs int64
 	heapIndex  int
 	idlePrev   *conn
@@ -44,6 +53,7 @@ func (c *conn) beginRequest(req *Request) {
 	c.req = req
 	c.written = 0
 	c.gotBytes = false
+	c.txPending = false
 	c.Reset()
 	c.SetPoolingUsage(req.PoolingUsage, req.PromptLen)
 }

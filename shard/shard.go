@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,12 @@ type Config struct {
 
 	Clock    Clock
 	Recorder *metrics.Recorder
+
+	// Warm is how many keep-alive connections to open before taking any
+	// request (see warm.go); Warmed, if set, is told Done when they are
+	// open (or the shard gave up on them).
+	Warm   int
+	Warmed *sync.WaitGroup
 }
 
 // Health is a shard's account of itself, read after Run returns.
@@ -71,7 +78,33 @@ type Health struct {
 	// connect past its timeout) before the loop failed it and closed its
 	// connection.
 	DeadlineLateMax time.Duration
+	// Sent counts requests whose last byte went out; TxStamped those of
+	// them timed by the kernel's transmit stamp (the others by the clock
+	// right after the write).
+	Sent      int64
+	TxStamped int64
+	// EarlyWrites counts requests written right after connect(2) returned,
+	// the handshake already complete (a local server), without waiting for
+	// the loop to hear of it.
+	EarlyWrites int64
+	// Connect trouble. SlowConnects counts handshakes that took longer
+	// than slowConnect, SynRetransmits those of them the kernel had to
+	// retransmit for (a SYN, or the handshake's ACK, dropped: typically a
+	// server whose accept queue overflowed). DroppedBeforeResponse counts
+	// connections the server reset or closed before any response byte;
+	// Reconnects, connections opened to replace one the server closed.
+	SlowConnects          int64
+	SynRetransmits        int64
+	DroppedBeforeResponse int64
+	Reconnects            int64
+	// Warm is what the warm-up did (zero without one).
+	Warm WarmStats
 }
+
+// slowConnect is the handshake time past which a connect counts as slow:
+// the kernel's first SYN retransmission comes after 1 s, so a handshake
+// that needed one always takes longer.
+const slowConnect = time.Second
 
 // Shard is one event loop. Create it with New, run Run on its own
 // goroutine, and end it with Stop (after the last request finished) or
@@ -81,6 +114,7 @@ type Shard struct {
 	poll    *poller
 	wake    wakeup
 	rx      *receiver
+	stamps  *stampReader
 	decoder *sse.Decoder
 	json    fastjson.Parser
 	sa      unix.Sockaddr
@@ -95,6 +129,10 @@ type Shard struct {
 	busy    int    // requests in flight on this shard
 	timers  deadlines
 	clock   stampClock
+
+	// lost counts connections the server closed or reset whose successors
+	// have not been opened yet (see Health.Reconnects).
+	lost int
 
 	// startBudget bounds the requests started in one loop turn.
 	startBudget int
@@ -191,6 +229,7 @@ func New(cfg Config) (*Shard, error) {
 		poll:    poll,
 		wake:    wake,
 		rx:      newReceiver(readBufferSize),
+		stamps:  newStampReader(),
 		decoder: sse.NewDecoder(cfg.Kind),
 	}
 	s.sa, s.family = sockaddr(cfg.Addr)
@@ -243,6 +282,12 @@ func (s *Shard) Run() {
 		}
 	}
 	s.clock = newStampClock(s.cfg.Clock)
+	if s.cfg.Warm > 0 {
+		s.warm(s.cfg.Warm)
+	}
+	if s.cfg.Warmed != nil {
+		s.cfg.Warmed.Done()
+	}
 	s.loop()
 	s.closeAll()
 	s.health.CPUTime, s.health.Preempted = threadUsage()
@@ -335,9 +380,19 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		}
 	case connIdle:
 		// Bytes or EOF on an idle keep-alive connection: the server closed
-		// it (or broke protocol). Either way it cannot carry a request.
-		s.closeConn(c)
+		// it (or broke protocol). Either way it cannot carry a request. A
+		// late transmit stamp raises EPOLLERR too, and an event of the
+		// request before can arrive after it ended: look before closing.
+		if c.txStamps {
+			s.readTxStamps(c)
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			s.checkIdle(c)
+		}
 	case connBusy:
+		if ev.Events&unix.EPOLLERR != 0 && c.txPending {
+			s.readTxStamps(c)
+		}
 		if ev.Events&unix.EPOLLOUT != 0 && c.written < len(c.req.Wire) {
 			s.writeRequest(c)
 		}
@@ -370,7 +425,8 @@ func (s *Shard) start(i int, arrivalNs int64) {
 	startNs := s.cfg.Clock.Now()
 	s.busy++
 	c := s.popIdle()
-	if c == nil {
+	fresh := c == nil
+	if fresh {
 		var err error
 		if c, err = s.open(); err != nil {
 			var st metrics.Stream
@@ -381,6 +437,9 @@ func (s *Shard) start(i int, arrivalNs int64) {
 		}
 	}
 	s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
+	if fresh && c.state == connBusy {
+		c.stream.Connected(s.cfg.Clock.Now())
+	}
 	s.send(c, req)
 }
 
@@ -394,19 +453,61 @@ func (s *Shard) send(c *conn, req *Request) {
 		deadlineNs = min(deadlineNs, s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout))
 	}
 	s.timers.set(c, deadlineNs)
-	if c.state == connBusy {
+	switch c.state {
+	case connBusy:
+		s.writeRequest(c)
+	case connConnecting:
+		s.writeEarly(c)
+	}
+}
+
+// writeEarly tries c's request on a connection whose connect(2) is still
+// reported in progress. Against a local server the handshake has usually
+// completed inside connect(2) already, and the request goes out now rather
+// than after the loop's next epoll_wait, which comes only after every
+// other request this turn starts. On a socket still in its handshake the
+// write takes nothing (EAGAIN) and EPOLLOUT reports the connect as before;
+// a write error is the connect's.
+func (s *Shard) writeEarly(c *conn) {
+	now := s.cfg.Clock.Now()
+	n, err := write(c.fd, c.req.Wire)
+	if err != nil {
+		s.fail(c, s.connectErrorText(err))
+		return
+	}
+	if n == 0 {
+		return
+	}
+	s.health.EarlyWrites++
+	s.established(c, now)
+	s.wrote(c, n)
+	if c.written < len(c.req.Wire) {
 		s.writeRequest(c)
 	}
 }
 
+// established marks c's connect complete at nowNs: the connect phase of its
+// request ends, and the request deadline replaces the connect deadline.
+func (s *Shard) established(c *conn, nowNs int64) {
+	if nowNs-c.stream.StartNs() > int64(slowConnect) {
+		s.health.SlowConnects++
+		if handshakeRetransmits(c.fd) > 0 {
+			s.health.SynRetransmits++
+		}
+	}
+	c.state = connBusy
+	c.stream.Connected(nowNs)
+	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+}
+
 // open dials a new connection; it is connConnecting until onConnected.
 func (s *Shard) open() (*conn, error) {
-	fd, inProgress, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
+	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
 	if err != nil {
 		return nil, err
 	}
 	s.nextTag++
-	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting}
+	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting, txStamps: txStamps}
 	c.Init(s.decoder, s.cfg.Streaming)
 	c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
 	if !inProgress {
@@ -418,6 +519,10 @@ func (s *Shard) open() (*conn, error) {
 	}
 	s.setConn(fd, c)
 	s.health.Connections++
+	if s.lost > 0 {
+		s.lost--
+		s.health.Reconnects++
+	}
 	return c, nil
 }
 
@@ -446,8 +551,7 @@ func (s *Shard) onConnected(c *conn, errOrHup bool) {
 			return
 		}
 	}
-	c.state = connBusy
-	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+	s.established(c, s.cfg.Clock.Now())
 	s.writeRequest(c)
 }
 
@@ -467,7 +571,53 @@ func (s *Shard) writeRequest(c *conn) {
 		if n == 0 {
 			return
 		}
-		c.written += n
+		s.wrote(c, n)
+	}
+}
+
+// wrote accounts n more bytes of c's request written.
+func (s *Shard) wrote(c *conn, n int) {
+	c.written += n
+	c.sentBytes += uint32(n)
+	if c.written == len(c.req.Wire) {
+		s.requestSent(c)
+	}
+}
+
+// requestSent records when c's request left: the clock right after the
+// write that completed it, replaced by the kernel's transmit stamp of its
+// last byte where the socket makes them. On loopback (and any device that
+// transmits at once) the stamp is on the error queue when write returns;
+// otherwise it is read when EPOLLERR reports it, or at the latest with the
+// response's first byte.
+func (s *Shard) requestSent(c *conn) {
+	c.stream.Sent(s.cfg.Clock.Now())
+	s.health.Sent++
+	if c.txStamps {
+		c.txKey = c.sentBytes - 1
+		c.txPending = true
+		s.readTxStamps(c)
+	}
+}
+
+// readTxStamps reads c's error queue up to the transmit stamp of its
+// request's last byte, and records it; stamps of earlier bytes (a request
+// written in pieces, a request before) are dropped. Without a stamp
+// pending it drains the queue. Stopping at the stamp saves the read that
+// would find the queue empty, in the common case one system call per
+// request; what a later write queues raises a new EPOLLERR edge.
+func (s *Shard) readTxStamps(c *conn) {
+	for {
+		st, ok := s.stamps.next(c.fd)
+		if !ok {
+			return
+		}
+		if c.txPending && st.realtimeNs != 0 && st.key == c.txKey {
+			c.txPending = false
+			c.stream.Sent(s.clock.runTime(st.realtimeNs, s.cfg.Clock.Now()))
+			s.health.TxStamped++
+			return
+		}
 	}
 }
 
@@ -496,6 +646,7 @@ func (s *Shard) onReadable(c *conn) {
 // request.
 func (s *Shard) checkIdle(c *conn) {
 	if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+		s.lost++
 		s.closeConn(c)
 	}
 }
@@ -563,6 +714,14 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 	if s.stamped {
 		s.health.StampedReads++
 	}
+	if !c.gotBytes {
+		if c.txPending {
+			// The answer came back, so the request's transmit stamp is
+			// on the error queue by now.
+			s.readTxStamps(c)
+		}
+		c.stream.FirstByte(ts)
+	}
 	c.gotBytes = true
 	full = len(data) == len(s.rx.buf)
 	_, failure, ok, decided := c.Consume(data, ts)
@@ -601,6 +760,10 @@ func (s *Shard) connFailed(c *conn, err error) {
 	if c.reused && !c.gotBytes {
 		text += " on a reused keep-alive connection (not sent again)"
 	}
+	if !c.gotBytes && (IsReset(err) || err == ErrClosedByPeer) {
+		s.health.DroppedBeforeResponse++
+	}
+	s.lost++
 	s.fail(c, text)
 }
 
@@ -611,6 +774,7 @@ func (s *Shard) complete(c *conn, reusable bool) {
 	if reusable {
 		s.putIdle(c)
 	} else {
+		s.lost++
 		s.closeConn(c)
 	}
 }
@@ -667,6 +831,7 @@ func (s *Shard) popIdle() *conn {
 		// last looked would fail the request, which is never sent twice:
 		// one look at the socket now saves it.
 		if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+			s.lost++
 			s.closeConn(c)
 			continue
 		}

@@ -144,27 +144,134 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 // kernel software receive timestamps) and starts connecting it. inProgress
 // reports that the connection completes later (wait for EPOLLOUT, then
 // connectResult).
-func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress bool, err error) {
+//
+// With kernelStamps, the socket also stamps each write's last byte as it
+// leaves (txStamps reports that it does; see enableTxTimestamps).
+func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, txStamps bool, err error) {
 	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
-		return -1, false, err
+		return -1, false, false, err
 	}
 	if err = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 		unix.Close(fd)
-		return -1, false, err
-	}
-	if kernelStamps {
-		enableRxTimestamps(fd)
+		return -1, false, false, err
 	}
 	err = unix.Connect(fd, sa)
 	switch err {
 	case nil:
-		return fd, false, nil
 	case unix.EINPROGRESS:
-		return fd, true, nil
+		inProgress = true
+	default:
+		unix.Close(fd)
+		return -1, false, false, err
 	}
-	unix.Close(fd)
-	return -1, false, err
+	if kernelStamps {
+		// Receive stamps matter from the response on, so one call after
+		// connect(2) sets both.
+		if txStamps = enableTxTimestamps(fd); !txStamps {
+			enableRxTimestamps(fd)
+		}
+	}
+	return fd, inProgress, txStamps, nil
+}
+
+// enableTxTimestamps adds software transmit stamps to fd's receive stamps:
+// the kernel stamps the last byte of each write as it hands the segment to
+// the device, and queues the stamp on the socket's error queue (OPT_TSONLY:
+// the stamp alone, no copy of the bytes) with the byte's offset in the
+// stream as its key (OPT_ID). For TCP the offset counts from the first data
+// byte only when the option is set after connect(2) started the handshake;
+// before, the kernel refuses it. It reports whether the kernel took it.
+func enableTxTimestamps(fd int) bool {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW,
+		unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|
+			unix.SOF_TIMESTAMPING_OPT_ID|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
+}
+
+// txStamp is one transmit stamp from a socket's error queue.
+type txStamp struct {
+	key        uint32 // offset of the stamped byte in the stream (OPT_ID)
+	realtimeNs int64
+}
+
+// stampReader reads transmit stamps from sockets' error queues. Its msghdr
+// is built once, so a read allocates nothing.
+type stampReader struct {
+	buf [1]byte
+	oob [256]byte
+	iov unix.Iovec
+	msg unix.Msghdr
+}
+
+func newStampReader() *stampReader {
+	r := &stampReader{}
+	r.iov.Base = &r.buf[0]
+	r.iov.SetLen(len(r.buf))
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	return r
+}
+
+// next takes the next message off fd's error queue. ok is false when the
+// queue is empty (or the socket failed: the normal read path reports
+// that). A message that is not a software transmit stamp comes back with
+// stamp.realtimeNs 0.
+func (r *stampReader) next(fd int) (stamp txStamp, ok bool) {
+	r.msg.Control = &r.oob[0]
+	r.msg.SetControllen(len(r.oob))
+	_, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&r.msg)),
+		unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+	if errno != 0 {
+		return txStamp{}, false
+	}
+	return parseTxStamp(r.oob[:r.msg.Controllen]), true
+}
+
+// parseTxStamp reads an error-queue message's control data: a
+// SCM_TIMESTAMPING(_NEW) timespec and the sock_extended_err that says
+// which stamp it is and of which byte. Anything but a software transmit
+// stamp yields realtimeNs 0.
+func parseTxStamp(oob []byte) txStamp {
+	const hdr = unix.SizeofCmsghdr
+	var st txStamp
+	var ts int64
+	isSend := false
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			break
+		}
+		switch {
+		case h.Level == unix.SOL_SOCKET && (h.Type == unix.SO_TIMESTAMPING_NEW || h.Type == unix.SCM_TIMESTAMPING) && l >= hdr+16:
+			t := (*[2]int64)(unsafe.Pointer(&oob[hdr]))
+			ts = t[0]*1e9 + t[1]
+		case (h.Level == unix.SOL_IP && h.Type == unix.IP_RECVERR || h.Level == unix.SOL_IPV6 && h.Type == unix.IPV6_RECVERR) &&
+			l >= hdr+int(unsafe.Sizeof(unix.SockExtendedErr{})):
+			e := (*unix.SockExtendedErr)(unsafe.Pointer(&oob[hdr]))
+			isSend = e.Errno == uint32(unix.ENOMSG) && e.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && e.Info == unix.SCM_TSTAMP_SND
+			st.key = e.Data
+		}
+		next := cmsgAlign(l)
+		if next >= len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	if isSend && ts > 0 {
+		st.realtimeNs = ts
+	}
+	return st
+}
+
+// handshakeRetransmits returns how many times the kernel retransmitted on
+// fd so far (TCP_INFO's total_retrans; during a handshake, SYNs), or -1.
+func handshakeRetransmits(fd int) int {
+	info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return -1
+	}
+	return int(info.Total_retrans)
 }
 
 // enableRxTimestamps asks for software receive timestamps on fd. Failure

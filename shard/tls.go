@@ -180,6 +180,8 @@ func (w *tlsWorker) roundTrip(req *Request) (text string, ok, early bool) {
 	if _, err := w.tc.Write(req.Wire); err != nil {
 		return w.errorText(err), false, !w.t.aborting.Load()
 	}
+	// No transmit stamps through crypto/tls: the clock after the write.
+	c.stream.Sent(w.t.cfg.Clock.Now())
 	gotBytes := false
 	for {
 		n, err := w.tc.Read(w.buf)
@@ -189,6 +191,9 @@ func (w *tlsWorker) roundTrip(req *Request) (text string, ok, early bool) {
 		}
 		ts = max(ts, c.stream.StartNs())
 		if n > 0 {
+			if !gotBytes {
+				c.stream.FirstByte(ts)
+			}
 			gotBytes = true
 			if _, failure, ok, decided := c.Consume(w.buf[:n], ts); decided {
 				return failure, ok, false
@@ -233,6 +238,7 @@ func (w *tlsWorker) dial(deadline time.Time) (string, bool) {
 		return "connect " + t.addr + ": " + err.Error(), false
 	}
 	t.connections.Add(1)
+	w.c.stream.Connected(t.cfg.Clock.Now())
 	raw, err := newStampedConn(nc.(*net.TCPConn), t.cfg.KernelTimestamps, &t.reads, &t.stamped)
 	if err != nil {
 		nc.Close()
@@ -247,6 +253,7 @@ func (w *tlsWorker) dial(deadline time.Time) (string, bool) {
 		}
 		return "TLS handshake with " + t.addr + ": " + err.Error(), false
 	}
+	w.c.stream.Handshaken(t.cfg.Clock.Now())
 	w.raw, w.tc = raw, tc
 	t.live.Store(tc, struct{}{})
 	if t.aborting.Load() {

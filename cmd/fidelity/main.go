@@ -44,6 +44,7 @@ type options struct {
 	kernelStamps bool
 	cpuProfile   string
 	showLate     time.Duration
+	warm         bool
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
+	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
@@ -92,7 +94,7 @@ func run(o options) error {
 	res, err := engine.Run(context.Background(), engine.Config{
 		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
-		KernelTimestamps: o.kernelStamps, KeepDetail: true,
+		KernelTimestamps: o.kernelStamps, KeepDetail: true, WarmConnections: o.warm,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
@@ -153,6 +155,10 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	// (just before its write) to when the mock's event loop first saw the
 	// request's bytes — loopback plus the mock's own delay in reading.
 	var tokenErr, ttftErr, startToArrival []int64
+	// The client's TTFT breakdown, and the mock's arrival seen from the
+	// client's transmit stamp: sent → arrival is loopback plus the mock's
+	// own delay in reading the request.
+	var connect, sendDelay, serverTTFB, sentToArrival []int64
 	events, failed, unmatched := 0, 0, 0
 	for _, r := range res.Data.Results {
 		if !r.Success {
@@ -162,6 +168,14 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 		server := sent[requestID(r.Index)]
 		if arrival, ok := arrivalOf[requestID(r.Index)]; ok {
 			startToArrival = append(startToArrival, arrival-(res.MonotonicStartNs+r.StartNs))
+			if b := r.Breakdown; b.Known {
+				sentToArrival = append(sentToArrival, arrival-(res.MonotonicStartNs+r.StartNs+b.ConnectNs+b.SendNs))
+			}
+		}
+		if b := r.Breakdown; b.Known {
+			connect = append(connect, b.ConnectNs)
+			sendDelay = append(sendDelay, b.SendNs)
+			serverTTFB = append(serverTTFB, b.ServerNs)
 		}
 		stamps := clientStamps(res.MonotonicStartNs, r)
 		events += len(stamps)
@@ -185,17 +199,24 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	if !o.kernelStamps {
 		stampsOn = "off"
 	}
-	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn)
+	warm := ""
+	if o.warm {
+		warm = ", warm connections"
+	}
+	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s%s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn, warm)
 	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
 	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))
 	fmt.Printf("start → server arrival µs (in every TTFT; loopback + the mock reading the request): %s\n", summary(startToArrival))
+	h := res.Health
+	fmt.Printf("breakdown µs: connect %s\n              send delay %s\n              server TTFB %s\n", summary(connect), summary(sendDelay), summary(serverTTFB))
+	fmt.Printf("request sent → server arrival µs (loopback + the mock reading it): %s\n", summary(sentToArrival))
+	fmt.Printf("kernel TX stamps on %d of %d requests; %d of %d token events shared a read's stamp\n", h.TxStamped, h.Sent, h.SharedStamps, h.TokenEvents)
 	perEvent := 0.0
 	if events > 0 {
 		perEvent = float64(cpu.Microseconds()) / float64(events)
 	}
 	fmt.Printf("client CPU %v = %.2f µs/event; peak RSS %.1f MB\n", cpu.Round(time.Millisecond), perEvent, float64(maxRSSKiB)/1024)
-	h := res.Health
 	fmt.Printf("kernel stamp coverage %.4f; longest loop turn %v; schedule lag p50 %v p99 %v max %v\n",
 		h.KernelStampCoverage, h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax)
 	for _, s := range h.Shards {

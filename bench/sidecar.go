@@ -1,0 +1,302 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard"
+)
+
+// SidecarVersion is the version of the sidecar's schema. Fields are only
+// ever added within a version; a change of meaning or a removal raises it.
+const SidecarVersion = 1
+
+// Sidecar is stampede's own account of a run, saved beside the result JSON
+// as <result name without .json>.stampede.json whenever a result is saved
+// (README, "The sidecar file"). Python's result JSON stays Python's.
+type Sidecar struct {
+	Version   int               `json:"version"`
+	Health    SidecarHealth     `json:"health"`
+	Breakdown *SidecarBreakdown `json:"breakdown"`
+	// SteadyState is the window where in-flight requests held at 95 % of
+	// the target, and the metrics over it (metrics.ComputeSteadyState);
+	// null when the run had none.
+	SteadyState *metrics.SteadyState `json:"steady_state"`
+	// ServerMetrics is what --server-metrics scraped; absent without it.
+	ServerMetrics *ServerMetrics `json:"server_metrics,omitempty"`
+}
+
+// SidecarHealth is the health line's figures: how well the client kept up,
+// and how far its stamps can be trusted.
+type SidecarHealth struct {
+	Shards            int     `json:"shards"`
+	ClientCPUSeconds  float64 `json:"client_cpu_s"`
+	LongestLoopTurnMs float64 `json:"longest_loop_turn_ms"`
+	ScheduleLagP50Ms  float64 `json:"schedule_lag_p50_ms"`
+	ScheduleLagP99Ms  float64 `json:"schedule_lag_p99_ms"`
+	ScheduleLagMaxMs  float64 `json:"schedule_lag_max_ms"`
+	DeadlineLateMaxMs float64 `json:"deadline_late_max_ms"`
+	// KernelRxStampCoverage is the share of reads that carried a kernel
+	// receive stamp; KernelTxStampCoverage the share of sent requests
+	// whose last byte the kernel stamped.
+	KernelRxStampCoverage float64 `json:"kernel_rx_stamp_coverage"`
+	KernelTxStampCoverage float64 `json:"kernel_tx_stamp_coverage"`
+	RequestsSent          int64   `json:"requests_sent"`
+	TokenEvents           int64   `json:"token_events"`
+	// SharedStampEvents counts token events that shared the kernel stamp
+	// of the event before them in their stream (one read): the ITL of 0
+	// between them measured nothing. SharedStampShare is their share of
+	// TokenEvents.
+	SharedStampEvents int64   `json:"shared_stamp_events"`
+	SharedStampShare  float64 `json:"shared_stamp_share"`
+	// Connect trouble: handshakes over 1 s (and of them, those with a
+	// retransmission), connections reset or closed by the server before
+	// any response byte, and connections opened to replace one the
+	// server closed.
+	SlowConnects          int64 `json:"slow_connects"`
+	SlowConnectsRetrans   int64 `json:"slow_connects_retransmitted"`
+	DroppedBeforeResponse int64 `json:"dropped_before_response"`
+	Reconnects            int64 `json:"reconnects"`
+	// WarmConnections is what --warm-connections did; null without it.
+	WarmConnections *SidecarWarm `json:"warm_connections"`
+}
+
+// SidecarWarm is the warm-up's account: connections opened and left idle
+// for the run, connects that failed, rounds that came back slow (and
+// halved the next), and the longest handshake.
+type SidecarWarm struct {
+	Opened             int     `json:"opened"`
+	Failed             int     `json:"failed"`
+	SlowRounds         int     `json:"slow_rounds"`
+	LongestHandshakeMs float64 `json:"longest_handshake_ms"`
+}
+
+// SidecarBreakdown is where TTFT went: the statistics of each phase over
+// the successful requests with a breakdown, and with --save-detailed each
+// such request's phases, exactly, in nanoseconds.
+type SidecarBreakdown struct {
+	Requests       int           `json:"requests"`
+	NewConnections int           `json:"new_connections"`
+	Phases         SidecarPhases `json:"phases"`
+	// PerRequest is kept with --save-detailed, in request order.
+	PerRequest []SidecarRequestBreakdown `json:"per_request,omitempty"`
+}
+
+// SidecarPhases holds one summary per phase. connect + tls_handshake +
+// send_delay + server_ttfb + first_token = ttft for every request (not for their
+// means' percentiles); queue_wait precedes the start.
+type SidecarPhases struct {
+	QueueWait  SidecarStats `json:"queue_wait"`
+	Connect    SidecarStats `json:"connect"`
+	TLS        SidecarStats `json:"tls_handshake"`
+	SendDelay  SidecarStats `json:"send_delay"`
+	ServerTTFB SidecarStats `json:"server_ttfb"`
+	FirstToken SidecarStats `json:"first_token"`
+	TTFT       SidecarStats `json:"ttft"`
+}
+
+// SidecarStats is one phase's summary in milliseconds; Percentiles follow
+// --metric-percentiles.
+type SidecarStats struct {
+	MeanMs      float64             `json:"mean_ms"`
+	MedianMs    float64             `json:"median_ms"`
+	StdMs       float64             `json:"std_ms"`
+	Percentiles []SidecarPercentile `json:"percentiles"`
+}
+
+// SidecarPercentile is one percentile P (0..100) of a phase.
+type SidecarPercentile struct {
+	P       float64 `json:"p"`
+	ValueMs float64 `json:"value_ms"`
+}
+
+// SidecarRequestBreakdown is one request's phases in nanoseconds.
+type SidecarRequestBreakdown struct {
+	Index         int   `json:"index"`
+	NewConnection bool  `json:"new_connection"`
+	QueueWaitNs   int64 `json:"queue_wait_ns"`
+	ConnectNs     int64 `json:"connect_ns"`
+	TLSNs         int64 `json:"tls_handshake_ns"`
+	SendDelayNs   int64 `json:"send_delay_ns"`
+	ServerTTFBNs  int64 `json:"server_ttfb_ns"`
+	FirstTokenNs  int64 `json:"first_token_ns"`
+	TTFTNs        int64 `json:"ttft_ns"`
+}
+
+// newSidecar gathers a run's extras. b is nil when no request has a
+// breakdown; detailed keeps every request's phases.
+func newSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
+	return &Sidecar{Version: SidecarVersion, Health: sidecarHealth(res), Breakdown: sidecarBreakdown(res.Data.Results, b, detailed)}
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func share(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+func sidecarHealth(res *engine.Result) SidecarHealth {
+	h := res.Health
+	var cpu time.Duration
+	for _, s := range h.Shards {
+		cpu += s.CPUTime
+	}
+	return SidecarHealth{
+		Shards: res.Shards, ClientCPUSeconds: cpu.Seconds(), LongestLoopTurnMs: durMs(h.LongestTurn),
+		ScheduleLagP50Ms: durMs(h.ScheduleLagP50), ScheduleLagP99Ms: durMs(h.ScheduleLagP99), ScheduleLagMaxMs: durMs(h.ScheduleLagMax),
+		DeadlineLateMaxMs:     durMs(h.DeadlineLateMax),
+		KernelRxStampCoverage: h.KernelStampCoverage,
+		KernelTxStampCoverage: share(h.TxStamped, h.Sent),
+		RequestsSent:          h.Sent,
+		TokenEvents:           h.TokenEvents,
+		SharedStampEvents:     h.SharedStamps,
+		SharedStampShare:      share(h.SharedStamps, h.TokenEvents),
+		SlowConnects:          h.SlowConnects,
+		SlowConnectsRetrans:   h.SynRetransmits,
+		DroppedBeforeResponse: h.DroppedBeforeResponse,
+		Reconnects:            h.Reconnects,
+		WarmConnections:       sidecarWarm(h.Warm),
+	}
+}
+
+func sidecarWarm(w shard.WarmStats) *SidecarWarm {
+	if w == (shard.WarmStats{}) {
+		return nil
+	}
+	return &SidecarWarm{Opened: w.Opened, Failed: w.Failed, SlowRounds: w.Slowed, LongestHandshakeMs: durMs(w.Longest)}
+}
+
+func sidecarStats(s metrics.Stats) SidecarStats {
+	out := SidecarStats{MeanMs: s.MeanMs, MedianMs: s.MedianMs, StdMs: s.StdMs, Percentiles: []SidecarPercentile{}}
+	for _, p := range s.Percentiles {
+		out.Percentiles = append(out.Percentiles, SidecarPercentile{P: p.P, ValueMs: p.ValueMs})
+	}
+	return out
+}
+
+func sidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
+	if b == nil {
+		return nil
+	}
+	out := &SidecarBreakdown{
+		Requests: b.Requests, NewConnections: b.NewConnections,
+		Phases: SidecarPhases{
+			QueueWait: sidecarStats(b.QueueWait), Connect: sidecarStats(b.Connect), TLS: sidecarStats(b.TLS), SendDelay: sidecarStats(b.Send),
+			ServerTTFB: sidecarStats(b.Server), FirstToken: sidecarStats(b.FirstToken), TTFT: sidecarStats(b.TTFT),
+		},
+	}
+	if !detailed {
+		return out
+	}
+	out.PerRequest = make([]SidecarRequestBreakdown, 0, b.Requests)
+	for _, r := range results {
+		if !r.Success || !r.Breakdown.Known {
+			continue
+		}
+		out.PerRequest = append(out.PerRequest, SidecarRequestBreakdown{
+			Index: r.Index, NewConnection: r.Breakdown.NewConn, QueueWaitNs: r.QueueNs,
+			ConnectNs: r.Breakdown.ConnectNs, TLSNs: r.Breakdown.TLSNs, SendDelayNs: r.Breakdown.SendNs, ServerTTFBNs: r.Breakdown.ServerNs,
+			FirstTokenNs: r.Breakdown.FirstTokenNs, TTFTNs: r.TTFTNs,
+		})
+	}
+	return out
+}
+
+// SidecarPath is the sidecar's name for the result file resultPath.
+func SidecarPath(resultPath string) string {
+	return strings.TrimSuffix(resultPath, ".json") + ".stampede.json"
+}
+
+// SaveSidecar writes sc to path as one line of JSON: truncating the file,
+// or with --append-result appending a line, as the result file gets one.
+func SaveSidecar(path string, sc *Sidecar, appendResult bool) error {
+	body, err := json.Marshal(sc)
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendResult {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o666)
+	if err != nil {
+		return fmt.Errorf("sidecar file: %w", err)
+	}
+	_, err = f.Write(append(body, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sidecar file %s: %w", path, err)
+	}
+	return nil
+}
+
+// breakdownTitle heads the --breakdown block.
+const breakdownTitle = " TTFT Breakdown (stampede) "
+
+// WriteBreakdown prints the --breakdown block after Python's block: how
+// many requests it covers, then each phase's mean, median and selected
+// percentiles in Python's row format. Without any breakdown (a transport
+// that records none) it says so in one line.
+func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
+	c := consoleWriter{bufio.NewWriter(w)}
+	c.header(breakdownTitle, '=')
+	if b == nil {
+		c.line("No request recorded a breakdown.")
+		c.line(strings.Repeat("=", blockWidth))
+		return c.w.Flush()
+	}
+	c.row("Requests with a breakdown:", b.Requests)
+	c.row("Of them on a new connection:", b.NewConnections)
+	secs := []metricSection{
+		{"", "Queue Wait", "Queue wait (before start)", &b.QueueWait},
+		{"", "Connect", "Connect (start to established)", &b.Connect},
+	}
+	if b.TLSConnections > 0 {
+		secs = append(secs, metricSection{"", "TLS Handshake", "TLS handshake", &b.TLS})
+	}
+	for _, sec := range append(secs, []metricSection{
+		{"", "Send Delay", "Send delay (to request sent)", &b.Send},
+		{"", "Server TTFB", "Server time to first byte", &b.Server},
+		{"", "First Token", "First byte to first token", &b.FirstToken},
+		{"", "TTFT", "Time to First Token", &b.TTFT},
+	}...) {
+		c.section(sec)
+	}
+	c.line(strings.Repeat("=", blockWidth))
+	return c.w.Flush()
+}
+
+// connectTrouble names, for the health line, what went wrong opening and
+// keeping connections, with its likely cause and remedy; "" when nothing
+// did.
+func connectTrouble(h engine.Health) string {
+	var parts []string
+	if h.SlowConnects > 0 {
+		cause := "the network or the server's accept queue is slow"
+		if h.SynRetransmits > 0 {
+			cause = fmt.Sprintf("%d needed a retransmitted handshake: the server's accept queue (somaxconn) overflowed or the network dropped packets", h.SynRetransmits)
+		}
+		parts = append(parts, fmt.Sprintf("%d connections took > 1 s to open (%s); their TTFT holds that wait: "+
+			"use --ramp-up-strategy or --warm-connections, or raise the server's listen backlog", h.SlowConnects, cause))
+	}
+	if h.DroppedBeforeResponse > 0 {
+		parts = append(parts, fmt.Sprintf("%d connections were reset or closed by the server before any response byte "+
+			"(a connection limit, an overloaded server, or a keep-alive timeout racing a request)", h.DroppedBeforeResponse))
+	}
+	if h.Reconnects > 0 {
+		parts = append(parts, fmt.Sprintf("%d reconnects after the server closed a connection (each adds a connect to a TTFT)", h.Reconnects))
+	}
+	return strings.Join(parts, "; ")
+}
