@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -561,9 +562,9 @@ func writeBreakdown(b *strings.Builder, r *ReportRun, many bool) {
 	}
 	section(b, "breakdown", "TTFT breakdown"+runHeading(r, many))
 	order := []string{"queue_wait", "connect", "tls_handshake", "send_delay", "server_ttfb", "first_token", "ttft"}
-	c := &svgChart{ID: "breakdown", Title: "Mean time per phase", XLabel: "phase (" + strings.Join(order, ", ") + ")", YLabel: "ms", X0: -0.5, X1: float64(len(order)) - 0.5}
 	b.WriteString(`<table class="summary"><thead><tr><th>Phase</th><th>Mean (ms)</th><th>Median (ms)</th><th>Std (ms)</th></tr></thead><tbody>`)
-	for i, name := range order {
+	means := map[string]float64{}
+	for _, name := range order {
 		p, _ := phases[name].(map[string]any)
 		if p == nil {
 			continue
@@ -571,11 +572,35 @@ func writeBreakdown(b *strings.Builder, r *ReportRun, many bool) {
 		mean, _ := p["mean_ms"].(float64)
 		median, _ := p["median_ms"].(float64)
 		std, _ := p["std_ms"].(float64)
+		means[name] = mean
 		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td></tr>", name, mean, median, std)
-		c.Lines = append(c.Lines, svgLine{Name: name, Color: chartColor(i), X: []float64{float64(i)}, Y: []float64{mean}, Bars: true, BarW: 0.7})
 	}
 	b.WriteString("</tbody></table>\n")
-	c.render(b)
+	// The mean TTFT as one bar split into its phases (which add up to it).
+	parts := []string{"connect", "tls_handshake", "send_delay", "server_ttfb", "first_token"}
+	total := 0.0
+	for _, p := range parts {
+		total += max(means[p], 0)
+	}
+	if total <= 0 {
+		return
+	}
+	const w, barW, x0 = 900, 860.0, 20.0
+	fmt.Fprintf(b, `<figure class="chart" id="breakdown"><svg viewBox="0 0 %d 64" width="%d" height="64" role="img" aria-label="Mean TTFT by phase">`, w, w)
+	fmt.Fprintf(b, `<text class="title" x="%g" y="14">Mean TTFT by phase (%.3f ms)</text>`, x0, total)
+	x := x0
+	for i, p := range parts {
+		pw := max(means[p], 0) / total * barW
+		if pw <= 0 {
+			continue
+		}
+		fmt.Fprintf(b, `<path class="mark" fill="%s" d="M%.1f 22h%.1fv20h-%.1fZ"><title>%s %.3f ms</title></path>`, chartColor(i), x, pw, pw, p, means[p])
+		if pw > 70 {
+			fmt.Fprintf(b, `<text x="%.1f" y="56">%s %.2f ms</text>`, x+2, p, means[p])
+		}
+		x += pw
+	}
+	b.WriteString("</svg></figure>\n")
 }
 
 // writeHealthTable lists the sidecar's client health figures.
@@ -592,8 +617,14 @@ func writeHealthTable(b *strings.Builder, r *ReportRun, many bool) {
 	sort.Strings(keys)
 	b.WriteString(`<table class="summary"><tbody>`)
 	for _, k := range keys {
-		v, _ := json.Marshal(h[k])
-		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>", html.EscapeString(k), html.EscapeString(string(v)))
+		var text string
+		if f, ok := h[k].(float64); ok {
+			text = strconv.FormatFloat(f, 'g', 6, 64)
+		} else {
+			v, _ := json.Marshal(h[k])
+			text = string(v)
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>", html.EscapeString(k), html.EscapeString(text))
 	}
 	b.WriteString("</tbody></table>\n")
 }
