@@ -422,6 +422,9 @@ func writeOverTime(b *strings.Builder, r *ReportRun, q *reportRequests, idx int,
 		c.Shade, c.ShadeLabel = shade, "steady-state window"
 		return c
 	}
+	if shade != nil {
+		fmt.Fprintf(b, "<p class=\"meta\"><span class=\"swatch\" style=\"background:#fff3c4\"></span>Shaded: the steady-state window, %.2f–%.2f s.</p>\n", shade[0], shade[1])
+	}
 	b.WriteString(`<div class="grid">`)
 	if q != nil && q.starts != nil {
 		centres, done, tokens, inflight := overTime(q, lo, hi)
