@@ -890,13 +890,23 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 // principle 6) on one line, after the block so the block stays Python's.
 func writeHealth(w io.Writer, res *engine.Result) {
 	h := res.Health
-	var cpu time.Duration
+	var cpu, hsCPU, hsTime time.Duration
+	var handshakes, resumed int64
 	for _, s := range h.Shards {
 		cpu += s.CPUTime
+		hsCPU += s.TLSHandshakeCPU
+		hsTime += s.TLSHandshakeTime
+		handshakes += s.TLSHandshakes
+		resumed += s.TLSResumed
 	}
 	late := ""
+	if handshakes > 0 {
+		n := time.Duration(handshakes)
+		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2fs of the CPU, %s CPU and %s each on average",
+			handshakes, resumed, hsCPU.Seconds(), (hsCPU / n).Round(time.Microsecond), (hsTime / n).Round(time.Microsecond))
+	}
 	if h.DeadlineLateMax > 0 {
-		late = fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
+		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
 	}
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s\n",
 		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, late)

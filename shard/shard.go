@@ -71,6 +71,11 @@ type Health struct {
 	// connect past its timeout) before the loop failed it and closed its
 	// connection.
 	DeadlineLateMax time.Duration
+
+	// TLS handshakes (TLSTransport only): how many, how many resumed a
+	// session, and their CPU and elapsed time summed over connections.
+	TLSHandshakes, TLSResumed         int64
+	TLSHandshakeCPU, TLSHandshakeTime time.Duration
 }
 
 // Shard is one event loop. Create it with New, run Run on its own

@@ -13,6 +13,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"math"
@@ -45,6 +46,7 @@ type options struct {
 	kernelStamps bool
 	cpuProfile   string
 	showLate     time.Duration
+	tls          bool
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.IntVar(&o.tokens, "tokens", 100, "tokens per stream")
 	flag.StringVar(&o.mode, "mode", "decode-step", "mock timing model: decode-step or per-stream")
 	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
+	flag.BoolVar(&o.tls, "tls", false, "run the mock with --tls and the client over https://")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
 	flag.Parse()
@@ -88,6 +91,10 @@ func run(o options) error {
 		defer f.Close()
 		pprof.StartCPUProfile(f)
 	}
+	var tlsConfig *tls.Config
+	if o.tls {
+		tlsConfig = &tls.Config{InsecureSkipVerify: true}
+	}
 	var before, after unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &before)
 	res, err := engine.Run(context.Background(), engine.Config{
@@ -95,6 +102,7 @@ func run(o options) error {
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
 		KernelTimestamps: o.kernelStamps, KeepDetail: true,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
+		TLS: tlsConfig,
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
 	pprof.StopCPUProfile()
@@ -118,6 +126,9 @@ func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
 	itlMs := 1000 / o.tokPerSec
 	args := []string{o.mockllm, "--port", "0", "--mode", o.mode, "--ttft-ms", "50",
 		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath}
+	if o.tls {
+		args = append(args, "--tls")
+	}
 	if o.serverCPU >= 0 {
 		args = append([]string{"taskset", "-c", strconv.Itoa(o.serverCPU)}, args...)
 	}
@@ -135,7 +146,7 @@ func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
 		cmd.Process.Kill()
 		return nil, "", fmt.Errorf("mockllm did not report its address: %w", err)
 	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(line), "http://")
+	_, addr, ok := strings.Cut(strings.TrimSpace(line), "://")
 	if !ok {
 		cmd.Process.Kill()
 		return nil, "", fmt.Errorf("unexpected mockllm banner %q", line)

@@ -1,0 +1,139 @@
+package shard
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"math/big"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// tlsPair connects a crypto/tls server to a client whose reads go through
+// stampedConn, and returns both ends after the handshake.
+func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Conn) {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan *tls.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			accepted <- nil
+			return
+		}
+		sc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+		sc.Handshake()
+		accepted <- sc
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var reads, stamped atomic.Int64
+	raw, err = newStampedConn(nc.(*net.TCPConn), true, &reads, &stamped)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	client = tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
+	if err := client.Handshake(); err != nil {
+		tb.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		tb.Fatal("accept failed")
+	}
+	tb.Cleanup(func() { server.Close(); client.Close() })
+	return server, raw, client
+}
+
+// TestTLSRecordStamps: two records that arrived in separate segments and
+// waited in the socket together get their own segments' stamps, the
+// earlier record the earlier one, not both the stamp of the read that
+// happened to bring them.
+func TestTLSRecordStamps(t *testing.T) {
+	keeper, err := openStampKeeper(stampSwitchWait)
+	if err != nil {
+		t.Skip("no kernel receive timestamps:", err)
+	}
+	defer keeper.close()
+	server, raw, client := tlsPair(t)
+	go func() {
+		server.Write([]byte("first"))
+		time.Sleep(20 * time.Millisecond) // a segment of its own
+		server.Write([]byte("second"))
+	}()
+	time.Sleep(100 * time.Millisecond) // both wait in the socket
+	buf := make([]byte, 64)
+	var stamps []int64
+	for _, want := range []string{"first", "second"} {
+		n, err := client.Read(buf)
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
+		}
+		if raw.stampNs == 0 {
+			t.Fatal("read carried no kernel stamp")
+		}
+		stamps = append(stamps, raw.stampNs)
+	}
+	if stamps[0] >= stamps[1] {
+		t.Errorf("record stamps %d, %d: the first record must carry the earlier segment's stamp", stamps[0], stamps[1])
+	}
+}
+
+// tlsEvents streams n token events as one TLS record each from server.
+func tlsEvents(server *tls.Conn, n int, wire []byte) {
+	for range n {
+		if _, err := server.Write(wire); err != nil {
+			return
+		}
+	}
+}
+
+// BenchmarkTLSEventPath measures one token event from a TLS record on a
+// loopback socket to the recorder: recvmsg of header and body with the
+// kernel stamp, decryption, de-chunking, SSE parsing, recording. The
+// server's sealing and writing runs on another goroutine and counts in
+// allocs/op too.
+func BenchmarkTLSEventPath(b *testing.B) {
+	server, raw, client := tlsPair(b)
+	cn, rec := newBenchConn(b, sse.Completions)
+	wire := chunkedEvent(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`)
+	buf := make([]byte, tlsReadSize)
+	go tlsEvents(server, b.N, wire)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(wire)))
+	b.ResetTimer()
+	for got := 0; got < b.N*len(wire); {
+		if got/len(wire)%4096 == 0 {
+			rec.Begin(&cn.stream, 0, 1, 0, 0)
+		}
+		n, err := client.Read(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += n
+		if _, err := cn.http.Feed(buf[:n], raw.stampNs, cn); err != nil || cn.handlerErr != nil {
+			b.Fatal(err, cn.handlerErr)
+		}
+	}
+}
+
