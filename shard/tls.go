@@ -170,6 +170,8 @@ type tlsWorker struct {
 	buf   []byte
 	json  fastjson.Parser
 	clock stampClock
+	keys  keyLog       // the connection's secrets
+	rr    recordReader // reads the server's records once rr.key is set
 }
 
 // tlsReadSize is a worker's plaintext buffer: a token event's record is a
@@ -252,19 +254,30 @@ func (w *tlsWorker) roundTrip(req *Request) (text string, ok, early bool) {
 	}
 	gotBytes := false
 	for {
-		n, err := w.tc.Read(w.buf)
+		var data []byte
+		var err error
+		if w.rr.key != nil {
+			data, err = w.rr.next(w.raw, w.tc)
+		} else {
+			var n int
+			n, err = w.tc.Read(w.buf)
+			data = w.buf[:n]
+		}
+		n := len(data)
 		ts := w.t.cfg.Clock.Now()
 		if stamp := w.raw.stampNs; stamp != 0 {
 			now := ts
 			ts = w.clock.runTime(stamp, ts)
-			if d := now - ts; d > w.t.longestDelayNs.Load() {
-				w.t.longestDelayNs.Store(d) // racy max: a lost update is one sample
+			for d, m := now-ts, w.t.longestDelayNs.Load(); d > m; m = w.t.longestDelayNs.Load() {
+				if w.t.longestDelayNs.CompareAndSwap(m, d) {
+					break
+				}
 			}
 		}
 		ts = max(ts, c.stream.StartNs())
 		if n > 0 {
 			gotBytes = true
-			if _, failure, ok, decided := c.Consume(w.buf[:n], ts); decided {
+			if _, failure, ok, decided := c.Consume(data, ts); decided {
 				return failure, ok, false
 			}
 		}
@@ -313,7 +326,10 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 		nc.Close()
 		return "connect " + t.addr + ": " + err.Error(), false
 	}
-	tc := tls.Client(raw, t.tls)
+	cfg := t.tls.Clone()
+	w.keys = keyLog{next: t.tls.KeyLogWriter}
+	cfg.KeyLogWriter = &w.keys
+	tc := tls.Client(raw, cfg)
 	tc.SetDeadline(deadline)
 	// The goroutine keeps its thread for the handshake, so that thread's
 	// CPU clock is the handshake's CPU.
@@ -338,6 +354,11 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 		return "TLS handshake with " + t.addr + ": " + err.Error(), false
 	}
 	w.raw, w.tc = raw, tc
+	w.rr.key, w.rr.n, w.rr.fed = nil, 0, 0
+	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && w.keys.server != nil {
+		// Otherwise crypto/tls reads (TLS 1.2, ChaCha20).
+		w.rr.key, _ = newTrafficKey(cs.CipherSuite, w.keys.server)
+	}
 	t.live.Store(tc, struct{}{})
 	if t.aborting.Load() {
 		tc.SetDeadline(time.Unix(1, 0))
@@ -373,6 +394,12 @@ type stampedConn struct {
 	stampNs int64 // CLOCK_REALTIME of the latest read, 0 if none
 	reads   *atomic.Int64
 	stamped *atomic.Int64
+
+	// inject, while injecting, is what Read returns instead of the
+	// socket's bytes (a record recordReader hands to crypto/tls), then
+	// errPaused.
+	inject    []byte
+	injecting bool
 
 	hdr  [5]byte // the record header being read
 	have int     // bytes of hdr read
@@ -411,6 +438,14 @@ func (s *stampedConn) recv(fd uintptr) bool {
 
 // Read implements net.Conn, honouring the connection's deadlines.
 func (s *stampedConn) Read(p []byte) (int, error) {
+	if s.injecting {
+		if len(s.inject) == 0 {
+			return 0, errPaused
+		}
+		n := copy(p, s.inject)
+		s.inject = s.inject[n:]
+		return n, nil
+	}
 	want := s.left
 	if want == 0 {
 		want = len(s.hdr) - s.have

@@ -16,8 +16,9 @@ import (
 )
 
 // tlsPair connects a crypto/tls server to a client whose reads go through
-// stampedConn, and returns both ends after the handshake.
-func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Conn) {
+// stampedConn, and returns both ends after the handshake, with the
+// client's recordReader.
+func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Conn, rr *recordReader) {
 	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -53,16 +54,22 @@ func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Con
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client = tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
+	keys := &keyLog{}
+	client = tls.Client(raw, &tls.Config{InsecureSkipVerify: true, KeyLogWriter: keys})
 	if err := client.Handshake(); err != nil {
 		tb.Fatal(err)
 	}
+	readKey, err := newTrafficKey(client.ConnectionState().CipherSuite, keys.server)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rr = &recordReader{key: readKey}
 	server = <-accepted
 	if server == nil {
 		tb.Fatal("accept failed")
 	}
 	tb.Cleanup(func() { server.Close(); client.Close() })
-	return server, raw, client
+	return server, raw, client, rr
 }
 
 // TestTLSRecordStamps: two records that arrived in separate segments and
@@ -75,19 +82,18 @@ func TestTLSRecordStamps(t *testing.T) {
 		t.Skip("no kernel receive timestamps:", err)
 	}
 	defer keeper.close()
-	server, raw, client := tlsPair(t)
+	server, raw, client, rr := tlsPair(t)
 	go func() {
 		server.Write([]byte("first"))
 		time.Sleep(20 * time.Millisecond) // a segment of its own
 		server.Write([]byte("second"))
 	}()
 	time.Sleep(100 * time.Millisecond) // both wait in the socket
-	buf := make([]byte, 64)
 	var stamps []int64
 	for _, want := range []string{"first", "second"} {
-		n, err := client.Read(buf)
-		if err != nil || string(buf[:n]) != want {
-			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
+		p, err := rr.next(raw, client)
+		if err != nil || string(p) != want {
+			t.Fatalf("read %q, %v; want %q", p, err, want)
 		}
 		if raw.stampNs == 0 {
 			t.Fatal("read carried no kernel stamp")
@@ -110,14 +116,13 @@ func tlsEvents(server *tls.Conn, n int, wire []byte) {
 
 // BenchmarkTLSEventPath measures one token event from a TLS record on a
 // loopback socket to the recorder: recvmsg of header and body with the
-// kernel stamp, decryption, de-chunking, SSE parsing, recording. The
+// kernel stamp, decryption in recordReader, de-chunking, SSE parsing, recording. The
 // server's sealing and writing runs on another goroutine and counts in
 // allocs/op too.
 func BenchmarkTLSEventPath(b *testing.B) {
-	server, raw, client := tlsPair(b)
+	server, raw, client, rr := tlsPair(b)
 	cn, rec := newBenchConn(b, sse.Completions)
 	wire := chunkedEvent(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`)
-	buf := make([]byte, tlsReadSize)
 	go tlsEvents(server, b.N, wire)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(wire)))
@@ -126,14 +131,46 @@ func BenchmarkTLSEventPath(b *testing.B) {
 		if got/len(wire)%4096 == 0 {
 			rec.Begin(&cn.stream, 0, 1, 0, 0)
 		}
-		n, err := client.Read(buf)
+		p, err := rr.next(raw, client)
 		if err != nil {
 			b.Fatal(err)
 		}
-		got += n
-		if _, err := cn.http.Feed(buf[:n], raw.stampNs, cn); err != nil || cn.handlerErr != nil {
+		got += len(p)
+		if _, err := cn.http.Feed(p, raw.stampNs, cn); err != nil || cn.handlerErr != nil {
 			b.Fatal(err, cn.handlerErr)
 		}
 	}
 }
 
+// TestTLSEventPathAllocatesNothing: reading and parsing a token event's
+// record allocates nothing once the connection's buffers are warm.
+func TestTLSEventPathAllocatesNothing(t *testing.T) {
+	server, raw, client, rr := tlsPair(t)
+	cn, _ := newBenchConn(t, sse.Completions)
+	wire := chunkedEvent(`{"choices":[{"index":0,"text":"x"}]}`)
+	const warm, runs = 64, 500
+	// The server seals every record before the count starts, so its
+	// allocations are not the client's.
+	sealed := make(chan struct{})
+	go func() {
+		tlsEvents(server, warm+runs+1, wire)
+		close(sealed)
+	}()
+	read := func() {
+		p, err := rr.next(raw, client)
+		if err != nil || len(p) != len(wire) {
+			t.Fatalf("read %d bytes, %v; want one event of %d", len(p), err, len(wire))
+		}
+		cn.http.Feed(p, raw.stampNs, cn)
+	}
+	for range warm {
+		read()
+	}
+	<-sealed
+	if allocs := testing.AllocsPerRun(runs, read); allocs != 0 {
+		t.Errorf("%.2f allocations per token event over TLS; want 0", allocs)
+	}
+	if cn.handlerErr != nil || cn.stream.TokenEvents() < warm+runs {
+		t.Errorf("events %d, error %v", cn.stream.TokenEvents(), cn.handlerErr)
+	}
+}
