@@ -174,3 +174,29 @@ func TestTLSEventPathAllocatesNothing(t *testing.T) {
 		t.Errorf("events %d, error %v", cn.stream.TokenEvents(), cn.handlerErr)
 	}
 }
+
+// FuzzRecordReader writes arbitrary bytes onto the TCP stream after a real
+// handshake (and the server's session ticket): the reader must fail
+// cleanly, never panic or hang.
+func FuzzRecordReader(f *testing.F) {
+	f.Add([]byte{23, 3, 3, 0, 4, 1, 2, 3, 4})
+	f.Add([]byte{23, 3, 3, 0xff, 0xff})
+	f.Add([]byte{20, 3, 3, 0, 1, 1, 23, 3, 3, 0, 0})
+	f.Add([]byte{22, 3, 3, 0, 2, 0, 0})
+	f.Add([]byte{23, 3})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		server, raw, client, rr := tlsPair(t)
+		nc := server.NetConn()
+		go func() {
+			nc.Write(stream)
+			nc.(*net.TCPConn).CloseWrite()
+		}()
+		raw.SetDeadline(time.Now().Add(5 * time.Second))
+		for range len(stream) + 2 {
+			if _, err := rr.next(raw, client); err != nil {
+				return
+			}
+		}
+		t.Fatal("reader kept returning records from bytes that hold none")
+	})
+}

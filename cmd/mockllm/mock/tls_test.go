@@ -118,3 +118,31 @@ func TestTLSRejectsGarbage(t *testing.T) {
 		t.Errorf("status %d after a failed handshake", resp.StatusCode)
 	}
 }
+
+// FuzzTLSReceive feeds the record layer arbitrary bytes, split in two
+// receives, after records sealed with the connection's key: it must fail
+// or pass them, never panic.
+func FuzzTLSReceive(f *testing.F) {
+	secret := make([]byte, 32)
+	seal := func(typ byte, p string) []byte {
+		k, _ := newRecordKey(tls.TLS_AES_128_GCM_SHA256, secret)
+		return appendRecord(nil, k, []byte(p), typ)
+	}
+	f.Add(seal(typeApplication, "GET / HTTP/1.1\r\n\r\n"), 3)
+	f.Add(seal(typeAlert, "\x01\x00"), 0)
+	f.Add(seal(typeHandshake, "\x18\x00\x00\x01\x01"), 7)
+	f.Add(seal(typeHandshake, "\x04\x00\x00\x00"), 7)
+	f.Add([]byte{22, 3, 1, 0, 5, 1, 0, 0, 1, 0}, 2)
+	f.Add([]byte{23, 3, 3, 0xff, 0xff}, 5)
+	f.Fuzz(func(t *testing.T, data []byte, split int) {
+		rd, _ := newRecordKey(tls.TLS_AES_128_GCM_SHA256, secret)
+		wr, _ := newRecordKey(tls.TLS_AES_128_GCM_SHA256, secret)
+		cn := &conn{fd: -1, tls: &tlsConn{rd: rd, wr: wr}}
+		s := &Server{}
+		split = min(max(split, 0), len(data))
+		if _, err := s.receive(cn, data[:split]); err != nil {
+			return
+		}
+		s.receive(cn, data[split:])
+	})
+}
