@@ -76,6 +76,9 @@ type Health struct {
 	// session, and their CPU and elapsed time summed over connections.
 	TLSHandshakes, TLSResumed         int64
 	TLSHandshakeCPU, TLSHandshakeTime time.Duration
+	// TLSPath says how the TLS connections were read (TLSPathUserspace or
+	// TLSPathCryptoTLS) and whether the kernel offers kTLS.
+	TLSPath string
 }
 
 // Shard is one event loop. Create it with New, run Run on its own

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,6 +50,8 @@ type TLSTransport struct {
 	hsCPUNs, hsTimeNs  atomic.Int64
 	longestDelayNs     atomic.Int64 // kernel arrival → worker, the longest
 	startCPU           time.Duration
+	ownRecords         atomic.Int64 // connections read by recordReader
+	ktls               string       // whether the kernel offers kTLS
 }
 
 // HandshakeTimes is one TLS connection's handshake: when it began and
@@ -85,6 +88,11 @@ func StartTLS(cfg Config, tlsConfig *tls.Config, workers int) *TLSTransport {
 		keeper:     stampKeeper{fd: -1},
 		handshakes: make([]HandshakeTimes, len(cfg.Requests)),
 		startCPU:   processCPU(),
+	}
+	if ok, why := KTLSAvailable(); ok {
+		t.ktls = "kTLS available but unused"
+	} else {
+		t.ktls = "no kTLS (" + why + ")"
 	}
 	if cfg.KernelTimestamps {
 		t.keeper, _ = openStampKeeper(stampSwitchWait)
@@ -136,7 +144,23 @@ func (t *TLSTransport) Health() Health {
 		TLSHandshakes: t.hsCount.Load(), TLSResumed: t.hsResumed.Load(),
 		TLSHandshakeCPU:  time.Duration(t.hsCPUNs.Load()),
 		TLSHandshakeTime: time.Duration(t.hsTimeNs.Load()),
+		TLSPath:          t.path(),
 	}
+}
+
+// path names the TLS path the run's connections took.
+func (t *TLSTransport) path() string {
+	own, all := t.ownRecords.Load(), t.hsCount.Load()
+	switch {
+	case all == 0:
+		return ""
+	case own == all:
+		return TLSPathUserspace + "; " + t.ktls
+	case own == 0:
+		return TLSPathCryptoTLS + "; " + t.ktls
+	}
+	return TLSPathUserspace + " on " + strconv.FormatInt(own, 10) + " of " + strconv.FormatInt(all, 10) +
+		" connections, " + TLSPathCryptoTLS + " on the rest; " + t.ktls
 }
 
 // Handshake returns the TLS handshake of the connection request i opened,
@@ -357,7 +381,9 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 	w.rr.key, w.rr.n, w.rr.fed = nil, 0, 0
 	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && w.keys.server != nil {
 		// Otherwise crypto/tls reads (TLS 1.2, ChaCha20).
-		w.rr.key, _ = newTrafficKey(cs.CipherSuite, w.keys.server)
+		if w.rr.key, _ = newTrafficKey(cs.CipherSuite, w.keys.server); w.rr.key != nil {
+			t.ownRecords.Add(1)
+		}
 	}
 	t.live.Store(tc, struct{}{})
 	if t.aborting.Load() {

@@ -200,3 +200,14 @@ func FuzzRecordReader(f *testing.F) {
 		t.Fatal("reader kept returning records from bytes that hold none")
 	})
 }
+
+func TestULPListed(t *testing.T) {
+	for _, c := range []struct {
+		list string
+		want bool
+	}{{"mptcp\n", false}, {"espintcp mptcp tls\n", true}, {"", false}, {"tlsx", false}} {
+		if got := ulpListed(c.list, "tls"); got != c.want {
+			t.Errorf("ulpListed(%q) = %v, want %v", c.list, got, c.want)
+		}
+	}
+}
