@@ -236,6 +236,11 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	for _, s := range h.Shards {
 		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times, %d waits returned %d events, %d naps, %d reads deferred\n",
 			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted, s.Waits, s.Events, s.Naps, s.Deferred)
+		if n := s.TLSHandshakes; n > 0 && events > 0 {
+			fmt.Printf("TLS (%s): %d handshakes, %d resumed, handshake CPU %v = %v per connection, handshake time %v per connection; client CPU excluding handshakes %.2f µs/event\n",
+				s.TLSPath, n, s.TLSResumed, s.TLSHandshakeCPU.Round(time.Millisecond), (s.TLSHandshakeCPU / time.Duration(n)).Round(time.Microsecond),
+				(s.TLSHandshakeTime / time.Duration(n)).Round(time.Microsecond), float64((cpu-s.TLSHandshakeCPU).Microseconds())/float64(events))
+		}
 	}
 }
 
