@@ -47,6 +47,7 @@ type TLSTransport struct {
 	// zero when it reused one.
 	handshakes         []HandshakeTimes
 	hsCount, hsResumed atomic.Int64
+	hsDone             atomic.Int64 // handshakes that succeeded
 	hsCPUNs, hsTimeNs  atomic.Int64
 	longestDelayNs     atomic.Int64 // kernel arrival → worker, the longest
 	startCPU           time.Duration
@@ -150,7 +151,7 @@ func (t *TLSTransport) Health() Health {
 
 // path names the TLS path the run's connections took.
 func (t *TLSTransport) path() string {
-	own, all := t.ownRecords.Load(), t.hsCount.Load()
+	own, all := t.ownRecords.Load(), t.hsDone.Load()
 	switch {
 	case all == 0:
 		return ""
@@ -378,7 +379,8 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 		return "TLS handshake with " + t.addr + ": " + err.Error(), false
 	}
 	w.raw, w.tc = raw, tc
-	w.rr.key, w.rr.n, w.rr.fed = nil, 0, 0
+	t.hsDone.Add(1)
+	w.rr.reset()
 	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && w.keys.server != nil {
 		// Otherwise crypto/tls reads (TLS 1.2, ChaCha20).
 		if w.rr.key, _ = newTrafficKey(cs.CipherSuite, w.keys.server); w.rr.key != nil {
@@ -406,13 +408,10 @@ func (w *tlsWorker) closeConn() {
 	w.tc, w.raw = nil, nil
 }
 
-// stampedConn is a TCP connection whose reads go through recvmsg, each
-// ending at most at the end of a TLS record: crypto/tls then never holds
-// the bytes of a record past the one it returns, and the stamp of the
-// latest read is the kernel receive time of the segment that carried the
-// last byte of the record just decrypted, however far behind the worker
-// is. That costs a second read per record (header, then body), where one
-// read could bring many records stamped with the last one's time.
+// stampedConn is a TCP connection whose reads go through recvmsg and keep
+// the kernel's receive stamp of the latest read. The reads crypto/tls makes
+// end at most at the end of a TLS record, so after the handshake it holds
+// no byte of the records recordReader reads next.
 type stampedConn struct {
 	*net.TCPConn
 	raw     syscall.RawConn
@@ -462,7 +461,8 @@ func (s *stampedConn) recv(fd uintptr) bool {
 	return true
 }
 
-// Read implements net.Conn, honouring the connection's deadlines.
+// Read implements net.Conn for crypto/tls, honouring the connection's
+// deadlines; a read ends at most at the end of a TLS record.
 func (s *stampedConn) Read(p []byte) (int, error) {
 	if s.injecting {
 		if len(s.inject) == 0 {
@@ -479,6 +479,20 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	if len(p) > want {
 		p = p[:want]
 	}
+	n, err := s.readAny(p)
+	if n > 0 {
+		if s.left > 0 {
+			s.left -= n
+		} else if s.have += copy(s.hdr[s.have:], p[:n]); s.have == len(s.hdr) {
+			s.left, s.have = int(binary.BigEndian.Uint16(s.hdr[3:])), 0
+		}
+	}
+	return n, err
+}
+
+// readAny reads what the socket holds, up to len(p), and keeps the read's
+// kernel stamp in stampNs.
+func (s *stampedConn) readAny(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -494,11 +508,6 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	n := s.n
 	if n == 0 {
 		return 0, io.EOF
-	}
-	if s.left > 0 {
-		s.left -= n
-	} else if s.have += copy(s.hdr[s.have:], p[:n]); s.have == len(s.hdr) {
-		s.left, s.have = int(binary.BigEndian.Uint16(s.hdr[3:])), 0
 	}
 	s.reads.Add(1)
 	if s.stamp != 0 {

@@ -72,10 +72,10 @@ func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Con
 	return server, raw, client, rr
 }
 
-// TestTLSRecordStamps: two records that arrived in separate segments and
-// waited in the socket together get their own segments' stamps, the
-// earlier record the earlier one, not both the stamp of the read that
-// happened to bring them.
+// TestTLSRecordStamps: a record read as it arrives carries its own
+// segment's kernel stamp; records that waited in the socket together
+// share the stamp of the read that brought them, as events of one read do
+// on plain TCP.
 func TestTLSRecordStamps(t *testing.T) {
 	keeper, err := openStampKeeper(stampSwitchWait)
 	if err != nil {
@@ -83,14 +83,8 @@ func TestTLSRecordStamps(t *testing.T) {
 	}
 	defer keeper.close()
 	server, raw, client, rr := tlsPair(t)
-	go func() {
-		server.Write([]byte("first"))
-		time.Sleep(20 * time.Millisecond) // a segment of its own
-		server.Write([]byte("second"))
-	}()
-	time.Sleep(100 * time.Millisecond) // both wait in the socket
-	var stamps []int64
-	for _, want := range []string{"first", "second"} {
+	read := func(want string) int64 {
+		t.Helper()
 		p, err := rr.next(raw, client)
 		if err != nil || string(p) != want {
 			t.Fatalf("read %q, %v; want %q", p, err, want)
@@ -98,10 +92,24 @@ func TestTLSRecordStamps(t *testing.T) {
 		if raw.stampNs == 0 {
 			t.Fatal("read carried no kernel stamp")
 		}
-		stamps = append(stamps, raw.stampNs)
+		return raw.stampNs
 	}
-	if stamps[0] >= stamps[1] {
-		t.Errorf("record stamps %d, %d: the first record must carry the earlier segment's stamp", stamps[0], stamps[1])
+	server.Write([]byte("first"))
+	first := read("first")
+	server.Write([]byte("second"))
+	second := read("second")
+	if second <= first {
+		t.Errorf("stamps %d then %d: a later segment must carry a later stamp", first, second)
+	}
+	go func() {
+		server.Write([]byte("third"))
+		time.Sleep(20 * time.Millisecond) // a segment of its own
+		server.Write([]byte("fourth"))
+	}()
+	time.Sleep(100 * time.Millisecond) // both wait in the socket
+	third, fourth := read("third"), read("fourth")
+	if third != fourth || third <= second {
+		t.Errorf("stamps %d, %d after %d: records read together share the later stamp", third, fourth, second)
 	}
 }
 

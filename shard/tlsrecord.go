@@ -32,7 +32,7 @@ const (
 	tlsHandshake   = 22
 	tlsAppData     = 23
 	tlsKeyUpdate   = 24
-	tlsInitialSize = 1 << 10
+	tlsInitialSize = 2 << 10
 )
 
 // trafficKey is one direction's TLS 1.3 traffic key.
@@ -129,12 +129,63 @@ func (k *keyLog) Write(line []byte) (int, error) {
 }
 
 // recordReader reads and decrypts the server's records of one connection.
+// It reads whatever the socket holds, one recvmsg per wake-up as the
+// shards do, and only when no whole record is buffered: so a record's
+// stamp is that of the read that brought its last byte, the segment that
+// carried it when records arrive one at a time; records that were already
+// queued together share the later stamp, as events of one read do on
+// plain TCP (and as the kernel's coalescing of queued segments would make
+// them anyway).
 type recordReader struct {
-	key  *trafficKey
-	buf  []byte // one record: header and ciphertext
-	n    int    // bytes of buf read
-	fed  uint64 // records handed to crypto/tls under the current key
-	seal []byte // a re-sealed record for crypto/tls
+	key        *trafficKey
+	buf        []byte // ciphertext; whole and partial records in [start, end)
+	start, end int
+	fed        uint64 // records handed to crypto/tls under the current key
+	seal       []byte // a re-sealed record for crypto/tls
+}
+
+// reset readies the reader for a new connection, keeping its buffer.
+func (r *recordReader) reset() {
+	r.key, r.start, r.end, r.fed = nil, 0, 0, 0
+}
+
+// record returns the next whole record, header included, reading if none
+// is buffered. It stays valid until the next call.
+func (r *recordReader) record(raw *stampedConn) ([]byte, error) {
+	for {
+		need := tlsHeaderLen
+		if avail := r.end - r.start; avail >= tlsHeaderLen {
+			size := int(binary.BigEndian.Uint16(r.buf[r.start+3:]))
+			if size > tlsMaxRecord {
+				return nil, errors.New("TLS record of " + strconv.Itoa(size) + " bytes")
+			}
+			if need = tlsHeaderLen + size; avail >= need {
+				rec := r.buf[r.start : r.start+need]
+				if r.start += need; r.start == r.end {
+					r.start, r.end = 0, 0
+				}
+				return rec, nil
+			}
+		}
+		if r.start+need > len(r.buf) {
+			if need > len(r.buf) {
+				grown := make([]byte, max(need, tlsInitialSize, 2*len(r.buf)))
+				r.end = copy(grown, r.buf[r.start:r.end])
+				r.buf = grown
+			} else {
+				r.end = copy(r.buf, r.buf[r.start:r.end])
+			}
+			r.start = 0
+		}
+		n, err := raw.readAny(r.buf[r.end:])
+		r.end += n
+		if err != nil {
+			if err == io.EOF && r.end > r.start {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
 }
 
 // errTLSAlert is a fatal alert from the server.
@@ -147,21 +198,11 @@ func (e errTLSAlert) Error() string { return "TLS alert " + strconv.Itoa(int(e))
 // valid until the next call.
 func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 	for {
-		if err := r.fill(raw, tlsHeaderLen); err != nil {
+		rec, err := r.record(raw)
+		if err != nil {
 			return nil, err
 		}
-		size := int(binary.BigEndian.Uint16(r.buf[3:]))
-		if size > tlsMaxRecord {
-			return nil, errors.New("TLS record of " + strconv.Itoa(size) + " bytes")
-		}
-		if err := r.fill(raw, tlsHeaderLen+size); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		r.n = 0
-		hdr, body := r.buf[:tlsHeaderLen], r.buf[tlsHeaderLen:tlsHeaderLen+size]
+		hdr, body := rec[:tlsHeaderLen], rec[tlsHeaderLen:]
 		switch hdr[0] {
 		case tlsAppData:
 		case tlsChangeSpec:
@@ -201,24 +242,6 @@ func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 			return nil, errors.New("TLS: unexpected content type " + strconv.Itoa(int(typ)))
 		}
 	}
-}
-
-// fill reads until buf holds n bytes.
-func (r *recordReader) fill(raw *stampedConn, n int) error {
-	if len(r.buf) < n {
-		r.buf = append(r.buf[:r.n], make([]byte, max(n, tlsInitialSize)-r.n)...)
-	}
-	for r.n < n {
-		m, err := raw.Read(r.buf[r.n:n])
-		r.n += m
-		if err != nil {
-			if err == io.EOF && r.n > 0 {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // handOver gives crypto/tls the handshake messages in msg, sealed as the

@@ -100,7 +100,7 @@ const (
 
 	handshakeKeyUpdate = 24
 
-	handshakeTimeout = 10 * time.Second
+	handshakeTimeout = time.Minute
 )
 
 // recordKey is one direction's TLS 1.3 traffic key.
