@@ -199,12 +199,13 @@ type tlsWorker struct {
 	rr    recordReader // reads the server's records once rr.key is set
 }
 
-// tlsReadSize is a worker's plaintext buffer: a token event's record is a
-// few hundred bytes, and crypto/tls hands a larger record over in pieces.
+// tlsReadSize is a worker's plaintext buffer when crypto/tls reads: a token
+// event's record is a few hundred bytes, and crypto/tls hands a larger
+// record over in pieces.
 const tlsReadSize = 4 << 10
 
 func (t *TLSTransport) work() {
-	w := &tlsWorker{t: t, buf: make([]byte, tlsReadSize), clock: newStampClock(t.cfg.Clock)}
+	w := &tlsWorker{t: t, clock: newStampClock(t.cfg.Clock)}
 	w.c.Init(sse.NewDecoder(t.cfg.Kind), t.cfg.Streaming)
 	w.c.SetLimits(t.cfg.MaxResponseBytes, t.cfg.Budget)
 	defer w.closeConn()
@@ -284,6 +285,9 @@ func (w *tlsWorker) roundTrip(req *Request) (text string, ok, early bool) {
 		if w.rr.key != nil {
 			data, err = w.rr.next(w.raw, w.tc)
 		} else {
+			if w.buf == nil {
+				w.buf = make([]byte, tlsReadSize)
+			}
 			var n int
 			n, err = w.tc.Read(w.buf)
 			data = w.buf[:n]
@@ -356,13 +360,9 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 	cfg.KeyLogWriter = &w.keys
 	tc := tls.Client(raw, cfg)
 	tc.SetDeadline(deadline)
-	// The goroutine keeps its thread for the handshake, so that thread's
-	// CPU clock is the handshake's CPU.
-	runtime.LockOSThread()
-	cpu0, start := threadCPU(), t.cfg.Clock.Now()
-	err = tc.Handshake()
-	cpu, end := threadCPU()-cpu0, t.cfg.Clock.Now()
-	runtime.UnlockOSThread()
+	start := t.cfg.Clock.Now()
+	cpu, err := handshake(tc)
+	end := t.cfg.Clock.Now()
 	*hs = HandshakeTimes{StartNs: start, EndNs: end, CPU: cpu}
 	t.hsCount.Add(1)
 	t.hsCPUNs.Add(int64(cpu))
@@ -392,6 +392,28 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 		tc.SetDeadline(time.Unix(1, 0))
 	}
 	return "", true
+}
+
+// handshake runs tc's handshake on a goroutine of its own, locked to its
+// thread so that the thread's CPU clock is the handshake's CPU. The
+// handshake's deep stack (certificate parsing, signature checks) then goes
+// with that goroutine instead of staying with the worker for the run:
+// 10,000 workers would keep tens of KiB each.
+func handshake(tc *tls.Conn) (time.Duration, error) {
+	type result struct {
+		cpu time.Duration
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu0 := threadCPU()
+		err := tc.Handshake()
+		done <- result{threadCPU() - cpu0, err}
+	}()
+	r := <-done
+	return r.cpu, r.err
 }
 
 func isTimeout(err error) bool {
