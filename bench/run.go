@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -824,13 +825,25 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 // principle 6) on one line, after the block so the block stays Python's.
 func writeHealth(w io.Writer, res *engine.Result) {
 	h := res.Health
-	var cpu time.Duration
+	var cpu, hsCPU, hsTime time.Duration
+	var handshakes, resumed int64
+	var path string
 	for _, s := range h.Shards {
+		path = cmp.Or(path, s.TLSPath)
 		cpu += s.CPUTime
+		hsCPU += s.TLSHandshakeCPU
+		hsTime += s.TLSHandshakeTime
+		handshakes += s.TLSHandshakes
+		resumed += s.TLSResumed
 	}
 	late := ""
+	if handshakes > 0 {
+		n := time.Duration(handshakes)
+		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2fs of the CPU, %s CPU and %s each on average, TLS path: %s",
+			handshakes, resumed, hsCPU.Seconds(), (hsCPU / n).Round(time.Microsecond), (hsTime / n).Round(time.Microsecond), path)
+	}
 	if h.DeadlineLateMax > 0 {
-		late = fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
+		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
 	}
 	tx := ""
 	if h.Sent > 0 {

@@ -246,11 +246,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.warmed.Add(count)
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
-	raiseProcs(count)
 	if cfg.TLS != nil {
 		count = 1
+		holdProcs()
 		r.transport, r.recorders, err = startTLS(base, cfg.TLS, cfg.Address, slotsTotal, opts)
 	} else {
+		raiseProcs(count)
 		r.transport, r.recorders, err = startShards(base, count, cpus, opts)
 	}
 	if err != nil {

@@ -8,6 +8,12 @@ import (
 	"github.com/stampede-bench/stampede/shard"
 )
 
+// holdProcs counts a TLS run among the runs holding GOMAXPROCS without
+// raising it: its workers are goroutines on the netpoller, with no locked
+// thread that needs a P of its own, and a P beyond the CPUs the process
+// may use only spins looking for work on a CPU the workers need.
+func holdProcs() { raiseProcs(-spareProcs) }
+
 // tlsSet adapts shard.TLSTransport to the engine's transport.
 type tlsSet struct{ t *shard.TLSTransport }
 

@@ -7,6 +7,8 @@
 #
 #   scripts/bench-fidelity.sh            # the full matrix (~2 minutes)
 #   QUICK=1 scripts/bench-fidelity.sh    # 10k × 5 tok/s decode-step only
+#   TLS=1 scripts/bench-fidelity.sh      # decode-step, plain then https://
+#                                        # (mock --tls) side by side
 #
 # Targets (decode-step, 10k streams): p99 token error < 0.5 ms, client CPU
 # < 10 µs/event, RSS < 64 MB. The vCPUs of shared machines stall for 10 ms
@@ -22,6 +24,14 @@ run() {
 	taskset -c 1 "$BIN/fidelity" -mockllm "$BIN/mockllm" -server-cpu 0 -client-cpu 1 "$@" 2>/dev/null
 	echo
 }
+
+if [[ -n "${TLS:-}" ]]; then
+	for args in "-streams 1000 -tok-per-s 50 -tokens 50" "-streams 10000 -tok-per-s 5 -tokens 20"; do
+		run $args -mode decode-step
+		run $args -mode decode-step -tls
+	done
+	exit 0
+fi
 
 if [[ -n "${QUICK:-}" ]]; then
 	run -streams 10000 -tok-per-s 5 -tokens 20 -mode decode-step

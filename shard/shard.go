@@ -99,6 +99,14 @@ type Health struct {
 	Reconnects            int64
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
+
+	// TLS handshakes (TLSTransport only): how many, how many resumed a
+	// session, and their CPU and elapsed time summed over connections.
+	TLSHandshakes, TLSResumed         int64
+	TLSHandshakeCPU, TLSHandshakeTime time.Duration
+	// TLSPath says how the TLS connections were read (TLSPathUserspace or
+	// TLSPathCryptoTLS) and whether the kernel offers kTLS.
+	TLSPath string
 }
 
 // slowConnect is the handshake time past which a connect counts as slow:

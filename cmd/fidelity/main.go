@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"math"
@@ -45,6 +46,7 @@ type options struct {
 	cpuProfile   string
 	showLate     time.Duration
 	warm         bool
+	tls          bool
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.IntVar(&o.tokens, "tokens", 100, "tokens per stream")
 	flag.StringVar(&o.mode, "mode", "decode-step", "mock timing model: decode-step or per-stream")
 	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
+	flag.BoolVar(&o.tls, "tls", false, "run the mock with --tls and the client over https://")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
 	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
@@ -89,6 +92,10 @@ func run(o options) error {
 		defer f.Close()
 		pprof.StartCPUProfile(f)
 	}
+	var tlsConfig *tls.Config
+	if o.tls {
+		tlsConfig = &tls.Config{InsecureSkipVerify: true}
+	}
 	var before, after unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &before)
 	res, err := engine.Run(context.Background(), engine.Config{
@@ -96,6 +103,7 @@ func run(o options) error {
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
 		KernelTimestamps: o.kernelStamps, KeepDetail: true, WarmConnections: o.warm,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
+		TLS: tlsConfig,
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
 	pprof.StopCPUProfile()
@@ -117,8 +125,12 @@ func run(o options) error {
 // startMock runs the mock server under taskset and returns its address.
 func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
 	itlMs := 1000 / o.tokPerSec
-	return mockproc.Start(o.mockllm, o.serverCPU, os.Stderr, "--mode", o.mode, "--ttft-ms", "50",
-		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath)
+	args := []string{"--mode", o.mode, "--ttft-ms", "50",
+		"--itl-ms", strconv.FormatFloat(itlMs, 'f', -1, 64), "--truth-log", truthPath}
+	if o.tls {
+		args = append(args, "--tls")
+	}
+	return mockproc.Start(o.mockllm, o.serverCPU, os.Stderr, args...)
 }
 
 func buildRequests(o options, addr string) []engine.Request {
@@ -222,6 +234,11 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	for _, s := range h.Shards {
 		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times, %d waits returned %d events, %d naps, %d reads deferred\n",
 			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted, s.Waits, s.Events, s.Naps, s.Deferred)
+		if n := s.TLSHandshakes; n > 0 && events > 0 {
+			fmt.Printf("TLS (%s): %d handshakes, %d resumed, handshake CPU %v = %v per connection, handshake time %v per connection; client CPU excluding handshakes %.2f µs/event\n",
+				s.TLSPath, n, s.TLSResumed, s.TLSHandshakeCPU.Round(time.Millisecond), (s.TLSHandshakeCPU / time.Duration(n)).Round(time.Microsecond),
+				(s.TLSHandshakeTime / time.Duration(n)).Round(time.Microsecond), float64((cpu-s.TLSHandshakeCPU).Microseconds())/float64(events))
+		}
 	}
 }
 

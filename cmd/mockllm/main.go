@@ -10,6 +10,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		timerSlackUs     float64
 		prefillUsPerTok  float64
 		specDecodeTokens int
+		useTLS           bool
+		tlsCert, tlsKey  string
 	)
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "address to bind")
 	fs.IntVar(&cfg.Port, "port", 8000, "port to listen on (0 picks a free one)")
@@ -93,6 +96,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&faults, "fault", "inject a fault, repeatable: KIND:prob=P|every=N[,at=TOKEN][,ms=MS]; kinds: http500 http429 http503 reset-before-headers reset-mid-stream stall malformed-chunk slow-headers close, and the never-ending flood endless-line huge-headers (alone: every request)")
 	fs.StringVar(&cfg.TruthLog, "truth-log", "", "write the ground-truth log (request arrivals, token send times) to this file")
 	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")
+	fs.BoolVar(&useTLS, "tls", false, "serve https:// (TLS 1.3) with a generated self-signed ECDSA P-256 certificate")
+	fs.StringVar(&tlsCert, "tls-cert", "", "serve https:// with this PEM certificate chain (with --tls-key)")
+	fs.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -117,6 +123,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mockllm:", err)
 			return 2
 		}
+	}
+	if cfg.TLS, err = tlsConfig(useTLS, tlsCert, tlsKey); err != nil {
+		fmt.Fprintln(stderr, "mockllm:", err)
+		return 2
 	}
 	cfg.TTFT = msDuration(ttftMs)
 	cfg.ITL = msDuration(itlMs)
@@ -145,7 +155,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mockllm:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "mockllm listening on http://%s\n", srv.Addr())
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "mockllm listening on %s://%s\n", scheme, srv.Addr())
 	<-sigs
 	if err := srv.Close(); err != nil {
 		fmt.Fprintln(stderr, "mockllm:", err)
@@ -155,6 +169,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "mockllm: %d requests, %d scheduled, %d tokens, %d faults, %d error responses\n",
 		st.Requests, st.Scheduled, st.Tokens, st.Faults, st.Errors)
 	return 0
+}
+
+// tlsConfig reads --tls, --tls-cert and --tls-key: nil for plain HTTP.
+func tlsConfig(selfSigned bool, certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		if !selfSigned {
+			return nil, nil
+		}
+		cert, err := mock.SelfSigned()
+		if err != nil {
+			return nil, fmt.Errorf("--tls: %w", err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+	case certFile == "" || keyFile == "":
+		return nil, errors.New("--tls-cert and --tls-key: give both, or --tls alone for a self-signed certificate")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }
 
 // loadTokenizer loads a tokenizer.json, .tiktoken file, or a directory

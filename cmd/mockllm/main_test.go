@@ -21,6 +21,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--tokenizer", "/x/tokenizer.json"}, "--tokenizer /x/tokenizer.json"},
 		{[]string{"--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key: give both"},
+		{[]string{"--tls-cert", "/x/c.pem", "--tls-key", "/x/k.pem"}, "--tls-cert /x/c.pem / --tls-key /x/k.pem"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

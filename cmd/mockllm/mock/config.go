@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"time"
@@ -141,6 +142,10 @@ type Config struct {
 	// EventLoops is the number of gnet event loops that accept and parse
 	// requests; default 1.
 	EventLoops int
+
+	// TLS, when set, makes the server speak TLS 1.3 (AES-GCM suites) with
+	// this configuration's certificates; see SelfSigned.
+	TLS *tls.Config
 }
 
 func (c *Config) setDefaults() {

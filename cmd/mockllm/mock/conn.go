@@ -40,6 +40,9 @@ type conn struct {
 	busy bool
 	// pendingInput: bytes arrived while busy; wake the loop when done.
 	pendingInput bool
+
+	// tls is the connection's TLS state; nil for plain HTTP.
+	tls *tlsConn
 }
 
 // send writes b to the socket and returns the CLOCK_MONOTONIC time read
@@ -51,6 +54,15 @@ func (cn *conn) send(b []byte, clock *monoClock) (sentNs int64, ok bool) {
 	if cn.dead.Load() {
 		return 0, false
 	}
+	if cn.tls != nil && cn.tls.wr != nil {
+		b = cn.tls.seal(b, typeApplication)
+	}
+	return cn.writeLocked(b, clock)
+}
+
+// writeLocked writes b, or queues it behind bytes gnet holds. Called with
+// mu held.
+func (cn *conn) writeLocked(b []byte, clock *monoClock) (sentNs int64, ok bool) {
 	if cn.slow {
 		return clock.nowNs(), cn.queue(b)
 	}

@@ -2,6 +2,7 @@ package mock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,7 @@ type Server struct {
 	flood  *flooder // nil unless a hostile fault is configured
 	runErr chan error
 	boot   chan gnet.Engine
+	tls    *tls.Config // nil for plain HTTP
 
 	loopsMu sync.Mutex
 	loops   map[gnet.EventLoop]*loopState
@@ -121,6 +123,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.load.init()
 	s.created = time.Now().Unix()
+	if cfg.TLS != nil {
+		s.tls = serverTLS(cfg.TLS)
+	}
 	var err error
 	if s.model, err = appendJSONString(nil, cfg.Model); err != nil {
 		return nil, err
@@ -234,8 +239,12 @@ func (e *loopEvents) OnTick() (time.Duration, gnet.Action) { return time.Hour, g
 // OnOpen attaches a conn to a new connection.
 func (e *loopEvents) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s := (*Server)(e)
-	c.SetContext(&conn{gc: c, fd: c.Fd(), loop: s.loopState(c.EventLoop())})
+	cn := &conn{gc: c, fd: c.Fd(), loop: s.loopState(c.EventLoop())}
+	c.SetContext(cn)
 	s.stats.conns.Add(1)
+	if s.tls != nil {
+		s.startHandshake(cn)
+	}
 	return nil, gnet.None
 }
 
@@ -243,6 +252,9 @@ func (e *loopEvents) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (e *loopEvents) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if cn, ok := c.Context().(*conn); ok {
 		cn.markDead()
+		if cn.tls != nil && cn.tls.hs != nil {
+			cn.tls.hs.abort()
+		}
 		if e.flood != nil {
 			e.flood.remove(cn)
 		}
@@ -258,6 +270,13 @@ func (e *loopEvents) OnTraffic(c gnet.Conn) gnet.Action {
 	now := s.clock.nowNs()
 	cn := c.Context().(*conn)
 	data, _ := c.Next(-1)
+	if cn.tls != nil {
+		var err error
+		if data, err = s.receive(cn, data); err != nil {
+			cn.close()
+			return gnet.None
+		}
+	}
 	if len(cn.in) == 0 {
 		cn.inSinceNs = now
 	}

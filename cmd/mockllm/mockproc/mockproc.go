@@ -14,7 +14,7 @@ import (
 
 // Start runs `bin --port 0 args...` (under `taskset -c cpu` when cpu ≥ 0),
 // sends its stderr to stderr, and returns the process and the host:port
-// from its first stdout line ("... http://HOST:PORT"). On error the process
+// from its first stdout line ("... http://HOST:PORT" or https://). On error the process
 // is killed.
 func Start(bin string, cpu int, stderr io.Writer, args ...string) (*exec.Cmd, string, error) {
 	argv := append([]string{bin, "--port", "0"}, args...)
@@ -35,7 +35,7 @@ func Start(bin string, cpu int, stderr io.Writer, args ...string) (*exec.Cmd, st
 		cmd.Process.Kill()
 		return nil, "", fmt.Errorf("mockllm did not report its address: %w", err)
 	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(line), "http://")
+	_, addr, ok := strings.Cut(strings.TrimSpace(line), "://")
 	if !ok {
 		cmd.Process.Kill()
 		return nil, "", fmt.Errorf("unexpected mockllm banner %q", line)

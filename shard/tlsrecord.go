@@ -1,0 +1,290 @@
+package shard
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"strconv"
+)
+
+// The server's records after a TLS 1.3 handshake are decrypted here, not
+// in crypto/tls: its read path allocates on every record it reads from
+// the socket, and holds bytes the worker cannot stamp. crypto/tls does the
+// handshake, writes the requests, and still sees every post-handshake
+// handshake message (session tickets, KeyUpdate): recordReader re-seals
+// each under the sequence number crypto/tls expects and hands it over.
+// Servers that negotiate TLS 1.2 or ChaCha20 keep crypto/tls's read path.
+
+const (
+	tlsHeaderLen   = 5
+	tlsMaxRecord   = 16384 + 256 // TLS 1.3 ciphertext limit
+	tlsChangeSpec  = 20
+	tlsAlert       = 21
+	tlsHandshake   = 22
+	tlsAppData     = 23
+	tlsKeyUpdate   = 24
+	tlsInitialSize = 2 << 10
+)
+
+// trafficKey is one direction's TLS 1.3 traffic key.
+type trafficKey struct {
+	aead   cipher.AEAD
+	iv     [12]byte
+	nonce  [12]byte
+	seq    uint64
+	secret []byte
+	hash   func() hash.Hash
+	keyLen int
+}
+
+func newTrafficKey(suite uint16, secret []byte) (*trafficKey, error) {
+	k := &trafficKey{}
+	switch suite {
+	case tls.TLS_AES_128_GCM_SHA256:
+		k.hash, k.keyLen = sha256.New, 16
+	case tls.TLS_AES_256_GCM_SHA384:
+		k.hash, k.keyLen = sha512.New384, 32
+	default:
+		return nil, errors.New("cipher suite " + tls.CipherSuiteName(suite) + " is read by crypto/tls")
+	}
+	return k, k.set(secret)
+}
+
+func (k *trafficKey) set(secret []byte) error {
+	key, err := expandLabel(k.hash, secret, "key", k.keyLen)
+	if err != nil {
+		return err
+	}
+	iv, err := expandLabel(k.hash, secret, "iv", len(k.iv))
+	if err != nil {
+		return err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return err
+	}
+	if k.aead, err = cipher.NewGCM(block); err != nil {
+		return err
+	}
+	copy(k.iv[:], iv)
+	k.secret, k.seq = secret, 0
+	return nil
+}
+
+// update moves to the next traffic secret (KeyUpdate, RFC 8446 §7.2).
+func (k *trafficKey) update() error {
+	next, err := expandLabel(k.hash, k.secret, "traffic upd", len(k.secret))
+	if err != nil {
+		return err
+	}
+	return k.set(next)
+}
+
+func (k *trafficKey) nonceFor(seq uint64) []byte {
+	k.nonce = k.iv
+	for i := range 8 {
+		k.nonce[4+i] ^= byte(seq >> (56 - 8*i))
+	}
+	return k.nonce[:]
+}
+
+// expandLabel is TLS 1.3's HKDF-Expand-Label with an empty context.
+func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
+	full := "tls13 " + label
+	info := binary.BigEndian.AppendUint16(make([]byte, 0, 4+len(full)), uint16(n))
+	info = append(info, byte(len(full)))
+	info = append(info, full...)
+	info = append(info, 0)
+	return hkdf.Expand(h, secret, string(info), n)
+}
+
+// keyLog takes a connection's secrets from crypto/tls (NSS key log lines)
+// and passes every line on to the user's KeyLogWriter, if any.
+type keyLog struct {
+	server []byte // SERVER_TRAFFIC_SECRET_0
+	next   io.Writer
+}
+
+func (k *keyLog) Write(line []byte) (int, error) {
+	if f := bytes.Fields(line); len(f) == 3 && string(f[0]) == "SERVER_TRAFFIC_SECRET_0" {
+		secret, err := hex.DecodeString(string(f[2]))
+		if err != nil {
+			return 0, err
+		}
+		k.server = secret
+	}
+	if k.next != nil {
+		return k.next.Write(line)
+	}
+	return len(line), nil
+}
+
+// recordReader reads and decrypts the server's records of one connection.
+// It reads whatever the socket holds, one recvmsg per wake-up as the
+// shards do, and only when no whole record is buffered: so a record's
+// stamp is that of the read that brought its last byte, the segment that
+// carried it when records arrive one at a time; records that were already
+// queued together share the later stamp, as events of one read do on
+// plain TCP (and as the kernel's coalescing of queued segments would make
+// them anyway).
+type recordReader struct {
+	key        *trafficKey
+	buf        []byte // ciphertext; whole and partial records in [start, end)
+	start, end int
+	fed        uint64 // records handed to crypto/tls under the current key
+	seal       []byte // a re-sealed record for crypto/tls
+}
+
+// reset readies the reader for a new connection, keeping its buffer.
+func (r *recordReader) reset() {
+	r.key, r.start, r.end, r.fed = nil, 0, 0, 0
+}
+
+// record returns the next whole record, header included, reading if none
+// is buffered. It stays valid until the next call.
+func (r *recordReader) record(raw *stampedConn) ([]byte, error) {
+	for {
+		need := tlsHeaderLen
+		if avail := r.end - r.start; avail >= tlsHeaderLen {
+			size := int(binary.BigEndian.Uint16(r.buf[r.start+3:]))
+			if size > tlsMaxRecord {
+				return nil, errors.New("TLS record of " + strconv.Itoa(size) + " bytes")
+			}
+			if need = tlsHeaderLen + size; avail >= need {
+				rec := r.buf[r.start : r.start+need]
+				if r.start += need; r.start == r.end {
+					r.start, r.end = 0, 0
+				}
+				return rec, nil
+			}
+		}
+		if r.start+need > len(r.buf) {
+			if need > len(r.buf) {
+				grown := make([]byte, max(need, tlsInitialSize, 2*len(r.buf)))
+				r.end = copy(grown, r.buf[r.start:r.end])
+				r.buf = grown
+			} else {
+				r.end = copy(r.buf, r.buf[r.start:r.end])
+			}
+			r.start = 0
+		}
+		n, err := raw.readAny(r.buf[r.end:])
+		r.end += n
+		if err != nil {
+			if err == io.EOF && r.end > r.start {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+}
+
+// errTLSAlert is a fatal alert from the server.
+type errTLSAlert byte
+
+func (e errTLSAlert) Error() string { return "TLS alert " + strconv.Itoa(int(e)) }
+
+// next returns the plaintext of the next application data record; a
+// close_notify is io.EOF. Handshake messages go to tc. The plaintext stays
+// valid until the next call.
+func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
+	for {
+		rec, err := r.record(raw)
+		if err != nil {
+			return nil, err
+		}
+		hdr, body := rec[:tlsHeaderLen], rec[tlsHeaderLen:]
+		switch hdr[0] {
+		case tlsAppData:
+		case tlsChangeSpec:
+			continue
+		default:
+			return nil, errors.New("TLS: unexpected plaintext record of type " + strconv.Itoa(int(hdr[0])))
+		}
+		k := r.key
+		p, err := k.aead.Open(body[:0], k.nonceFor(k.seq), body, hdr)
+		if err != nil {
+			return nil, errors.New("TLS: record authentication failed")
+		}
+		k.seq++
+		for len(p) > 0 && p[len(p)-1] == 0 {
+			p = p[:len(p)-1]
+		}
+		if len(p) == 0 {
+			return nil, errors.New("TLS: record without a content type")
+		}
+		typ, p := p[len(p)-1], p[:len(p)-1]
+		switch typ {
+		case tlsAppData:
+			return p, nil
+		case tlsAlert:
+			if len(p) == 2 && p[1] == 0 {
+				return nil, io.EOF
+			}
+			if len(p) == 2 {
+				return nil, errTLSAlert(p[1])
+			}
+			return nil, errors.New("TLS: malformed alert")
+		case tlsHandshake:
+			if err := r.handOver(raw, tc, p); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errors.New("TLS: unexpected content type " + strconv.Itoa(int(typ)))
+		}
+	}
+}
+
+// handOver gives crypto/tls the handshake messages in msg, sealed as the
+// record it expects next, and follows a KeyUpdate.
+func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) error {
+	k := r.key
+	size := len(msg) + 1 + k.aead.Overhead()
+	r.seal = append(r.seal[:0], tlsAppData, 3, 3, byte(size>>8), byte(size))
+	r.seal = append(r.seal, msg...)
+	r.seal = append(r.seal, tlsHandshake)
+	r.seal = k.aead.Seal(r.seal[:tlsHeaderLen], k.nonceFor(r.fed), r.seal[tlsHeaderLen:], r.seal[:tlsHeaderLen])
+	r.fed++
+	raw.inject, raw.injecting = r.seal, true
+	var one [1]byte
+	_, err := tc.Read(one[:])
+	raw.inject, raw.injecting = nil, false
+	if !errors.Is(err, errPaused) {
+		if err == nil {
+			err = errors.New("TLS: application data inside a handshake record")
+		}
+		return err
+	}
+	// A KeyUpdate is the last message of its record (RFC 8446 §5.1).
+	for len(msg) >= 4 {
+		n := 4 + int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
+		if msg[0] == tlsKeyUpdate {
+			if err := k.update(); err != nil {
+				return err
+			}
+			r.fed = 0
+			return nil
+		}
+		msg = msg[min(n, len(msg)):]
+	}
+	return nil
+}
+
+// errPaused ends a crypto/tls Read once it has consumed a handed-over
+// record; it is temporary, so crypto/tls keeps the connection usable.
+var errPaused error = pausedError{}
+
+type pausedError struct{}
+
+func (pausedError) Error() string   { return "paused" }
+func (pausedError) Timeout() bool   { return false }
+func (pausedError) Temporary() bool { return true }
