@@ -23,6 +23,9 @@ type ReportOptions struct {
 	ITLThresholdsMs [2]float64
 	// Generated stamps the page; zero leaves the stamp out.
 	Generated time.Time
+	// Sweeps are drawn as throughput against latency with their Pareto
+	// fronts, after the summary.
+	Sweeps []*ReportSweep
 }
 
 // reportTimelineBudget is how many token events the timeline keeps per
@@ -41,7 +44,7 @@ const cdfPoints = 400
 // (style, charts and the timeline's script inline; nothing is fetched
 // when it is opened).
 func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
-	if len(runs) == 0 {
+	if len(runs) == 0 && len(opts.Sweeps) == 0 {
 		return fmt.Errorf("report: no run")
 	}
 	if opts.ITLThresholdsMs == [2]float64{} {
@@ -72,6 +75,13 @@ func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
 	reqs := make([]*reportRequests, len(runs))
 	for i, r := range runs {
 		reqs[i] = r.requests()
+	}
+	writeSweeps(&b, opts.Sweeps)
+	if len(runs) == 0 {
+		b.WriteString("<p class=\"meta\">None of the sweep's result files was found beside it: only the sweep's figures are drawn.</p>\n")
+		b.WriteString("<script>\n" + reportSelfCheck + "</script>\n</body>\n</html>\n")
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	writeSummaryTable(&b, runs)
 	for _, r := range runs {

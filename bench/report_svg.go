@@ -26,6 +26,7 @@ type svgLine struct {
 	X, Y  []float64
 	Step  bool // a step function: each value holds until the next x
 	Bars  bool // bars of width BarW centred on X
+	Dots  bool // a dot per point, no line
 	BarW  float64
 	Dash  bool
 }
@@ -216,6 +217,19 @@ func (c *svgChart) render(b *strings.Builder) {
 			}
 			if d.Len() > 0 {
 				fmt.Fprintf(b, `<path class="mark bars" fill="%s" fill-opacity="0.55" d="%s"><title>%s</title></path>`, l.Color, d.String(), html.EscapeString(l.Name))
+			}
+			continue
+		}
+		if l.Dots {
+			for i := range l.X {
+				if math.IsNaN(l.Y[i]) || math.IsNaN(l.X[i]) {
+					continue
+				}
+				x, y := xOf(l.X[i]), yOf(l.Y[i])
+				fmt.Fprintf(&d, "M%.1f %.1fa3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0", x-3.5, y)
+			}
+			if d.Len() > 0 {
+				fmt.Fprintf(b, `<path class="mark dots" fill="%s" d="%s"><title>%s</title></path>`, l.Color, d.String(), html.EscapeString(l.Name))
 			}
 			continue
 		}

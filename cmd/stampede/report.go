@@ -15,7 +15,9 @@ const reportUsage = `usage: stampede report RESULT.json [RESULT.json ...] -o FIL
 Writes one self-contained HTML report from saved results (--save-result,
 with --save-detailed for the distributions and the timeline) and the
 sidecars beside them (RESULT.stampede.json: server metrics, health, TTFT
-breakdown). Several results are compared: their CDFs are overlaid.
+breakdown). Several results are compared: their CDFs are overlaid. A
+sweep.json (stampede sweep) is drawn as throughput against latency with
+its Pareto front, and its points' results found beside it are compared.
 `
 
 // runReport is `stampede report`: it returns the exit status.
@@ -70,7 +72,18 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return reportUsageError(stderr, "the following arguments are required: -o/--output FILE.html")
 	}
 	var runs []*bench.ReportRun
+	var sweeps []*bench.ReportSweep
 	for _, f := range files {
+		if bench.IsSweepFile(f) {
+			sw, rs, err := bench.LoadReportSweep(f)
+			if err != nil {
+				fmt.Fprintf(stderr, "%s report: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
+				return exitError
+			}
+			sweeps = append(sweeps, sw)
+			runs = append(runs, rs...)
+			continue
+		}
 		rs, err := bench.LoadReportRuns(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s report: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
@@ -83,7 +96,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
 		return exitError
 	}
-	if err := bench.WriteReport(w, runs, bench.ReportOptions{Title: title, Generated: time.Now()}); err != nil {
+	if err := bench.WriteReport(w, runs, bench.ReportOptions{Title: title, Generated: time.Now(), Sweeps: sweeps}); err != nil {
 		w.Close()
 		os.Remove(out)
 		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
