@@ -22,6 +22,7 @@ func benchServer() *Server {
 	s := &Server{clock: newMonoClock()}
 	s.cfg.setDefaults()
 	s.model, _ = appendJSONString(nil, s.cfg.Model)
+	s.load.init()
 	return s
 }
 
