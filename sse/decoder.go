@@ -58,13 +58,15 @@ var ErrMalformedChunk = errors.New("sse: malformed stream chunk")
 // concurrent use. It reads each chunk in a single scan that validates it and
 // keeps only the values an event needs (scan.go).
 type Decoder struct {
-	kind   Kind
-	in     []byte // the chunk being decoded
-	f      fields // what the scan kept of it
-	keyBuf []byte // an unescaped key
-	text   []byte // Chunk.Text
-	errBuf []byte // Chunk.ErrMessage
-	json   fastjson.Parser
+	kind    Kind
+	in      []byte    // the chunk being decoded
+	f       fields    // what the scan kept of it
+	err     error     // the scan's error
+	discard jsonValue // where the scan puts a value it does not keep
+	keyBuf  []byte    // an unescaped key
+	text    []byte    // Chunk.Text
+	errBuf  []byte    // Chunk.ErrMessage
+	json    fastjson.Parser
 }
 
 // NewDecoder returns a Decoder for the given response shape.

@@ -121,3 +121,28 @@ func errorClass(err error) string {
 // sameBytes reports whether a and b hold the same bytes and are both nil or
 // both not.
 func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+
+// The former path on the events of BenchmarkDecodeCompletions and
+// BenchmarkDecodeChat, for a side-by-side comparison in one binary.
+func benchmarkOracle(b *testing.B, kind Kind, render func([]string) []byte) {
+	ev := benchEvent(render, 2)
+	data := bytes.TrimSuffix(bytes.TrimPrefix(ev, []byte("data: ")), []byte("\n\n"))
+	d := &oracleDecoder{kind: kind}
+	var c Chunk
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Decode(data, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !c.Token || len(c.Text) == 0 {
+		b.Fatalf("decoded %+v, want a token with text", c)
+	}
+}
+
+func BenchmarkOracleDecodeCompletions(b *testing.B) {
+	benchmarkOracle(b, Completions, vllmCompletionsStream)
+}
+
+func BenchmarkOracleDecodeChat(b *testing.B) { benchmarkOracle(b, Chat, vllmChatStream) }

@@ -76,19 +76,26 @@ type fields struct {
 // errTooDeep is fastjson's nesting limit, which the Decoder has always had.
 var errTooDeep = fmt.Errorf("nesting exceeds %d levels", fastjson.MaxDepth)
 
-// scan validates the chunk d.in and fills d.f. It returns the first error
-// and its offset.
+// scan validates the chunk d.in and fills d.f, or returns the first error.
+// The scanning methods return the offset after what they scanned, or -1
+// after they set d.err.
 func (d *Decoder) scan() error {
 	d.f = fields{}
-	v, i, err := d.value(0, 0, roleTop)
-	if err != nil {
-		return err
+	d.err = nil
+	i := d.value(0, 0, roleTop, &d.f.top)
+	if i < 0 {
+		return d.err
 	}
-	d.f.top = v
 	if i = d.skipSpace(i); i < len(d.in) {
 		return fmt.Errorf("unexpected %q after the value at offset %d", d.in[i], i)
 	}
 	return nil
+}
+
+// fail records err and returns -1.
+func (d *Decoder) fail(err error) int {
+	d.err = err
+	return -1
 }
 
 func (d *Decoder) skipSpace(i int) int {
@@ -103,125 +110,121 @@ func (d *Decoder) skipSpace(i int) int {
 	return i
 }
 
-// value scans the value at d.in[i], whose container sits at depth, and
-// returns it with the offset after it.
-func (d *Decoder) value(i, depth int, r role) (jsonValue, int, error) {
+// value scans the value at d.in[i], whose container sits at depth, into
+// *out.
+func (d *Decoder) value(i, depth int, r role, out *jsonValue) int {
 	b := d.in
 	if depth++; depth > fastjson.MaxDepth {
-		return jsonValue{}, i, errTooDeep
+		return d.fail(errTooDeep)
 	}
 	if i == len(b) {
-		return jsonValue{}, i, errors.New("unexpected end of input")
+		return d.fail(errors.New("unexpected end of input"))
 	}
 	switch c := b[i]; c {
 	case '{':
-		return d.object(i, depth, r)
+		return d.object(i, depth, r, out)
 	case '[':
-		return d.array(i, depth, r)
+		return d.array(i, depth, r, out)
 	case '"':
-		end, esc, err := d.str(i + 1)
-		return jsonValue{t: jsonString, esc: esc, start: i + 1, end: end - 1}, end, err
+		end, esc := d.str(i + 1)
+		*out = jsonValue{t: jsonString, esc: esc, start: i + 1, end: end - 1}
+		return end
 	case 't':
-		return d.literal(i, "true", jsonTrue)
+		return d.literal(i, "true", jsonTrue, out)
 	case 'f':
-		return d.literal(i, "false", jsonFalse)
+		return d.literal(i, "false", jsonFalse, out)
 	case 'n':
-		return d.literal(i, "null", jsonNull)
+		return d.literal(i, "null", jsonNull, out)
 	default:
 		end, ok := scanNumber(b, i)
 		if !ok {
-			return jsonValue{}, i, fmt.Errorf("unexpected %q at offset %d", c, i)
+			return d.fail(fmt.Errorf("unexpected %q at offset %d", c, i))
 		}
-		return jsonValue{t: jsonNumber, start: i, end: end}, end, nil
+		*out = jsonValue{t: jsonNumber, start: i, end: end}
+		return end
 	}
 }
 
-func (d *Decoder) literal(i int, lit string, t jsonType) (jsonValue, int, error) {
-	if len(d.in)-i < len(lit) || string(d.in[i:i+len(lit)]) != lit {
-		return jsonValue{}, i, fmt.Errorf("unexpected %q at offset %d", d.in[i], i)
+func (d *Decoder) literal(i int, lit string, t jsonType, out *jsonValue) int {
+	end := i + len(lit)
+	if end > len(d.in) || string(d.in[i:end]) != lit {
+		return d.fail(fmt.Errorf("unexpected %q at offset %d", d.in[i], i))
 	}
-	return jsonValue{t: t, start: i, end: i + len(lit)}, i + len(lit), nil
+	*out = jsonValue{t: t, start: i, end: end}
+	return end
 }
 
-func (d *Decoder) object(i, depth int, r role) (jsonValue, int, error) {
+func (d *Decoder) object(i, depth int, r role, out *jsonValue) int {
 	b := d.in
-	v := jsonValue{t: jsonObject, start: i}
+	*out = jsonValue{t: jsonObject, start: i}
 	i = d.skipSpace(i + 1)
 	if i < len(b) && b[i] == '}' {
-		v.empty, v.end = true, i+1
-		return v, i + 1, nil
+		out.empty, out.end = true, i+1
+		return i + 1
 	}
 	for {
 		if i == len(b) || b[i] != '"' {
-			return v, i, fmt.Errorf("expected a key string at offset %d", i)
+			return d.fail(fmt.Errorf("expected a key string at offset %d", i))
 		}
-		end, esc, err := d.str(i + 1)
-		if err != nil {
-			return v, end, err
+		end, esc := d.str(i + 1)
+		if end < 0 {
+			return end
 		}
-		var slot *jsonValue
-		sub := roleNone
+		slot, sub := &d.discard, roleNone
 		if r != roleNone {
-			slot, sub = d.slot(r, d.key(i+1, end-1, esc))
+			if s, rs := d.slot(r, d.key(i+1, end-1, esc)); s != nil {
+				slot, sub = s, rs
+			}
 		}
 		if i = d.skipSpace(end); i == len(b) || b[i] != ':' {
-			return v, i, fmt.Errorf("expected ':' after a key at offset %d", i)
+			return d.fail(fmt.Errorf("expected ':' after a key at offset %d", i))
 		}
-		var m jsonValue
-		m, i, err = d.value(d.skipSpace(i+1), depth, sub)
-		if err != nil {
-			return v, i, err
-		}
-		if slot != nil {
-			*slot = m
+		if i = d.value(d.skipSpace(i+1), depth, sub, slot); i < 0 {
+			return i
 		}
 		if i = d.skipSpace(i); i == len(b) {
-			return v, i, errors.New("unterminated object")
+			return d.fail(errors.New("unterminated object"))
 		}
 		switch b[i] {
 		case ',':
 			i = d.skipSpace(i + 1)
 		case '}':
-			v.end = i + 1
-			return v, i + 1, nil
+			out.end = i + 1
+			return i + 1
 		default:
-			return v, i, fmt.Errorf("expected ',' or '}' at offset %d", i)
+			return d.fail(fmt.Errorf("expected ',' or '}' at offset %d", i))
 		}
 	}
 }
 
-func (d *Decoder) array(i, depth int, r role) (jsonValue, int, error) {
+func (d *Decoder) array(i, depth int, r role, out *jsonValue) int {
 	b := d.in
-	v := jsonValue{t: jsonArray, start: i}
+	*out = jsonValue{t: jsonArray, start: i}
 	i = d.skipSpace(i + 1)
 	if i < len(b) && b[i] == ']' {
-		v.empty, v.end = true, i+1
-		return v, i + 1, nil
+		out.empty, out.end = true, i+1
+		return i + 1
 	}
-	sub := roleNone
+	slot, sub := &d.discard, roleNone
 	if r == roleChoices {
-		sub = roleChoice
+		slot, sub = &d.f.first, roleChoice
 	}
-	for n := 0; ; n++ {
-		e, j, err := d.value(i, depth, sub)
-		if err != nil {
-			return v, j, err
+	for {
+		if i = d.value(i, depth, sub, slot); i < 0 {
+			return i
 		}
-		if n == 0 && r == roleChoices {
-			d.f.first = e
-			sub = roleNone
-		}
-		if i = d.skipSpace(j); i == len(b) {
-			return v, i, errors.New("unterminated array")
+		slot, sub = &d.discard, roleNone
+		if i = d.skipSpace(i); i == len(b) {
+			return d.fail(errors.New("unterminated array"))
 		}
 		switch b[i] {
 		case ',':
 			i = d.skipSpace(i + 1)
 		case ']':
-			v.end = i + 1
-			return v, i + 1, nil
+			out.end = i + 1
+			return i + 1
 		default:
-			return v, i, fmt.Errorf("expected ',' or ']' at offset %d", i)
+			return d.fail(fmt.Errorf("expected ',' or ']' at offset %d", i))
 		}
 	}
 }
@@ -294,36 +297,37 @@ var stringByte = func() (t [256]bool) {
 }()
 
 // str checks the string whose content starts at d.in[i] and returns the
-// offset after its closing quote and whether it holds an escape sequence.
+// offset after its closing quote (or -1) and whether it holds an escape
+// sequence.
 // Beyond JSON's rules it checks that the content is valid UTF-8; elsewhere
 // the grammar admits only ASCII, so a chunk that scans is valid UTF-8.
-func (d *Decoder) str(i int) (end int, esc bool, err error) {
+func (d *Decoder) str(i int) (end int, esc bool) {
 	b := d.in
 	for {
 		for i < len(b) && stringByte[b[i]] {
 			i++
 		}
 		if i == len(b) {
-			return i, esc, errors.New("unterminated string")
+			return d.fail(errors.New("unterminated string")), esc
 		}
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1, esc, nil
+			return i + 1, esc
 		case c == '\\':
 			n, ok := escapeLen(b[i:])
 			if !ok {
-				return i, esc, fmt.Errorf("invalid escape %q in a string at offset %d", b[i:min(i+6, len(b))], i)
+				return d.fail(fmt.Errorf("invalid escape %q in a string at offset %d", b[i:min(i+6, len(b))], i)), esc
 			}
 			esc = true
 			i += n
 		case c >= utf8.RuneSelf:
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n == 1 {
-				return i, esc, fmt.Errorf("invalid UTF-8 in a string at offset %d", i)
+				return d.fail(fmt.Errorf("invalid UTF-8 in a string at offset %d", i)), esc
 			}
 			i += n
 		default:
-			return i, esc, fmt.Errorf("control character %#02x in a string at offset %d", c, i)
+			return d.fail(fmt.Errorf("control character %#02x in a string at offset %d", c, i)), esc
 		}
 	}
 }
