@@ -7,13 +7,19 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The mock holds 32 streams at once and a 16-token request 170 ms, so
 // past 32 concurrent requests some wait a whole request for a slot and
 // miss a 100 ms TTFT: the capacity under ttft:100 is 32.
 func TestSLOFindsMockCapacity(t *testing.T) {
-	args := append(startMock(t, knownCapacity), "--random-output-len", "16", "--num-prompts", "200", "--goodput", "ttft:100")
+	// 25 ms per token holds a slot for 395 ms, so a request that waits for
+	// one has a TTFT of 415 ms or more; a stall of the loaded machine would
+	// have to add 180 ms to an unqueued request's 20 ms to cross the SLO.
+	capacity := knownCapacity
+	capacity.ITL = 25 * time.Millisecond
+	args := append(startMock(t, capacity), "--random-output-len", "16", "--num-prompts", "100", "--goodput", "ttft:200")
 	var out, errOut bytes.Buffer
 	res, err := SearchSLO(context.Background(), SLOOptions{Args: args, Over: SLOOverConcurrency, Attainment: 0.99, Start: 8}, &out, &errOut)
 	if err != nil {

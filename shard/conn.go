@@ -27,6 +27,10 @@ type conn struct {
 	reused bool
 	// queued: the connection is on its shard's ready list.
 	queued bool
+	// hungUp: an event reported the peer's close or reset (EPOLLRDHUP,
+	// EPOLLHUP). No later edge reports what is left to read then, the end
+	// of the stream included: the connection is read until EOF or error.
+	hungUp bool
 
 	// The request in flight.
 	req      *Request

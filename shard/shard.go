@@ -381,10 +381,18 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		// The event belonged to a connection closed earlier in this turn.
 		return
 	}
+	if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
+		c.hungUp = true
+	}
 	switch c.state {
 	case connConnecting:
 		if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 			s.onConnected(c, ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0)
+		}
+		if c.state == connBusy && c.hungUp {
+			// The server closed the connection as it was established: this
+			// event is the only one that says so.
+			s.readable(c)
 		}
 	case connIdle:
 		// Bytes or EOF on an idle keep-alive connection: the server closed
@@ -405,13 +413,18 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 			s.writeRequest(c)
 		}
 		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			if s.ready.len() > 0 || s.turnBytes >= turnReadBytes {
-				// Others wait for their turn already: queue behind them.
-				s.deferRead(c)
-			} else {
-				s.onReadable(c)
-			}
+			s.readable(c)
 		}
+	}
+}
+
+// readable reads busy c now, or puts it on the ready list when others wait
+// for their turn already.
+func (s *Shard) readable(c *conn) {
+	if s.ready.len() > 0 || s.turnBytes >= turnReadBytes {
+		s.deferRead(c)
+	} else {
+		s.onReadable(c)
 	}
 }
 
@@ -633,7 +646,10 @@ func (s *Shard) readTxStamps(c *conn) {
 // reports bytes left in the socket, so a read that filled the buffer puts
 // c on the ready list, to be read again next turn (see turnReadBytes); a
 // shorter read emptied the socket's receive queue (a segment arriving
-// after that raises a new edge).
+// after that raises a new edge). Not so once the peer hung up: its FIN or
+// reset raised the edge already seen, and what follows the bytes just read
+// (the EOF, or the reset's error) raises none. Such a connection stays on
+// the ready list until a read ends it.
 func (s *Shard) onReadable(c *conn) {
 	if !s.readOnce(c) {
 		return
@@ -686,7 +702,9 @@ func (s *Shard) serveReady() {
 
 // readOnce reads once and feeds the bytes through httpwire → sse →
 // decoder → recorder, all stamped with the read's receive time. It reports
-// whether the read filled the buffer, so more bytes may be waiting.
+// whether more may be waiting that no event will report: the read filled
+// the buffer, or it returned bytes after the peer hung up (the EOF or the
+// error is still to be read).
 //
 // The stamp is that of the newest segment the read consumed. While the loop
 // keeps up, a read holds one segment (one decode step's chunk for this
@@ -741,9 +759,9 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 	default:
 		// A server may answer (an error) before the whole request was
 		// written: that connection cannot carry another request either.
-		s.complete(c, c.KeepAlive() && c.written == len(c.req.Wire))
+		s.complete(c, c.KeepAlive() && c.written == len(c.req.Wire) && !c.hungUp)
 	}
-	return full
+	return full || c.hungUp
 }
 
 func (s *Shard) onEOF(c *conn, ts int64) {

@@ -44,9 +44,10 @@ type poller struct {
 // only to find it drained; with 10,000 streams that second poll was a few
 // percent of the loop's CPU. The price is the edge-triggered contract: a
 // reader must drain the socket (onReadable reads until a read comes back
-// short), and a writer that filled the send buffer hears of free space
-// through one EPOLLOUT edge (the kernel raises it only after a write hit
-// EAGAIN), so write interest can stay registered throughout.
+// short, or, once the peer hung up, until the EOF or the error), and a
+// writer that filled the send buffer hears of free space through one
+// EPOLLOUT edge (the kernel raises it only after a write hit EAGAIN), so
+// write interest can stay registered throughout.
 const connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
 func newPoller(maxEvents int) (*poller, error) {

@@ -54,12 +54,19 @@ type Chunk struct {
 // which `vllm bench serve` raises and fails the request.
 var ErrMalformedChunk = errors.New("sse: malformed stream chunk")
 
-// Decoder decodes OpenAI stream chunks with one reusable fastjson.Parser; one per shard/caller,
-// not safe for concurrent use.
+// Decoder decodes OpenAI stream chunks; one per shard/caller, not safe for
+// concurrent use. It reads each chunk in a single scan that validates it and
+// keeps only the values an event needs (scan.go).
 type Decoder struct {
-	kind   Kind
-	json   fastjson.Parser
-	errBuf []byte // JSON text of an error object without a message
+	kind    Kind
+	in      []byte    // the chunk being decoded
+	f       fields    // what the scan kept of it
+	err     error     // the scan's error
+	discard jsonValue // where the scan puts a value it does not keep
+	keyBuf  []byte    // an unescaped key
+	text    []byte    // Chunk.Text
+	errBuf  []byte    // Chunk.ErrMessage
+	json    fastjson.Parser
 }
 
 // NewDecoder returns a Decoder for the given response shape.
@@ -94,109 +101,136 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 		return nil
 	}
 	// Python decodes the body as strict UTF-8 and parses with strict
-	// json.loads; fastjson's parser alone is lenient on both counts, and
-	// checks only the structure, which checkLexemes completes.
-	if !utf8.Valid(data) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrMalformedChunk)
-	}
-	if err := checkLexemes(data); err != nil {
+	// json.loads; the scan checks both.
+	d.in = data
+	if err := d.scan(); err != nil {
+		if !utf8.Valid(data) {
+			return fmt.Errorf("%w: not valid UTF-8", ErrMalformedChunk)
+		}
 		return fmt.Errorf("%w: invalid JSON: %v", ErrMalformedChunk, err)
 	}
-	v, err := d.json.ParseBytes(data)
-	if err != nil {
-		return fmt.Errorf("%w: invalid JSON: %v", ErrMalformedChunk, err)
+	f := &d.f
+	if f.top.t != jsonObject {
+		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, f.top.t)
 	}
-	obj, err := v.Object()
-	if err != nil {
-		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, v.Type())
-	}
-	if choices := LastField(obj, "choices"); truthy(choices) {
-		if err := d.decodeToken(choices, out); err != nil {
+	if d.truthy(&f.choices) {
+		if err := d.decodeToken(out); err != nil {
 			return err
 		}
 		out.Token = true
 		return nil
 	}
-	if usage := LastField(obj, "usage"); truthy(usage) {
-		u, err := usage.Object()
-		if err != nil {
-			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, usage.Type())
+	if d.truthy(&f.usage) {
+		if f.usage.t != jsonObject {
+			return fmt.Errorf("%w: \"usage\" is a JSON %s, not an object", ErrMalformedChunk, f.usage.t)
 		}
 		out.HasUsage = true
 		if d.kind != Audio {
-			out.PromptTokens = count(LastField(u, "prompt_tokens"))
+			out.PromptTokens = d.count(&f.prompt)
 		}
-		out.CompletionTokens = count(LastField(u, "completion_tokens"))
+		out.CompletionTokens = d.count(&f.completion)
 	}
-	out.ErrMessage = d.errorMessage(obj)
+	out.ErrMessage = d.errorMessage()
 	return nil
 }
 
 // decodeToken reads the text of a token chunk whose "choices" is truthy.
-func (d *Decoder) decodeToken(choices *fastjson.Value, out *Chunk) error {
-	list, err := choices.Array()
-	if err != nil {
-		return fmt.Errorf("%w: \"choices\" is a JSON %s, not a list", ErrMalformedChunk, choices.Type())
+func (d *Decoder) decodeToken(out *Chunk) error {
+	f := &d.f
+	if f.choices.t != jsonArray {
+		return fmt.Errorf("%w: \"choices\" is a JSON %s, not a list", ErrMalformedChunk, f.choices.t)
 	}
-	first, err := list[0].Object()
-	if err != nil {
-		return fmt.Errorf("%w: choices[0] is a JSON %s, not an object", ErrMalformedChunk, list[0].Type())
+	if f.first.t != jsonObject {
+		return fmt.Errorf("%w: choices[0] is a JSON %s, not an object", ErrMalformedChunk, f.first.t)
 	}
-	var text *fastjson.Value
-	switch d.kind {
-	case Chat, Audio:
-		delta := LastField(first, "delta")
-		if delta == nil {
+	if d.kind != Completions {
+		if f.delta.t == jsonNone {
 			return fmt.Errorf("%w: chat chunk has no \"delta\" in choices[0]", ErrMalformedChunk)
 		}
-		do, err := delta.Object()
-		if err != nil {
-			return fmt.Errorf("%w: choices[0].delta is a JSON %s, not an object", ErrMalformedChunk, delta.Type())
+		if f.delta.t != jsonObject {
+			return fmt.Errorf("%w: choices[0].delta is a JSON %s, not an object", ErrMalformedChunk, f.delta.t)
 		}
-		text = LastField(do, "content")
-	default:
-		text = LastField(first, "text")
 	}
-	if text == nil {
-		return nil
-	}
-	if text.Type() == fastjson.TypeString {
-		out.Text, _ = text.StringBytes()
-		return nil
-	}
-	if truthy(text) {
+	switch text := &f.text; {
+	case text.t == jsonString:
+		out.Text = d.unescape(d.text[:0], text)
+		d.text = out.Text
+	case d.truthy(text):
 		// Python's `generated_text += text or ""` raises a TypeError.
-		return fmt.Errorf("%w: token text is a JSON %s, not a string", ErrMalformedChunk, text.Type())
+		return fmt.Errorf("%w: token text is a JSON %s, not a string", ErrMalformedChunk, text.t)
 	}
 	return nil
+}
+
+// unescape appends the text of string v to dst; never nil.
+func (d *Decoder) unescape(dst []byte, v *jsonValue) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, 64)
+	}
+	if !v.esc {
+		return append(dst, d.raw(v)...)
+	}
+	return appendUnescaped(dst, d.raw(v))
 }
 
 // errorMessage returns the message of an in-stream error object: vLLM's
 // {"error": {"message": ...}} (or {"error": "..."}), or the older top-level
 // {"object": "error", "message": ...}.
-func (d *Decoder) errorMessage(obj *fastjson.Object) []byte {
-	holder := obj
-	switch e := LastField(obj, "error"); {
-	case e != nil && e.Type() == fastjson.TypeObject:
-		holder, _ = e.Object()
-	case e != nil && e.Type() == fastjson.TypeString:
-		if msg, _ := e.StringBytes(); len(msg) > 0 {
-			return msg
+func (d *Decoder) errorMessage() []byte {
+	f := &d.f
+	msg := &f.errMsg
+	switch e := &f.errValue; e.t {
+	case jsonObject:
+	case jsonString:
+		if e.end > e.start {
+			d.errBuf = d.unescape(d.errBuf[:0], e)
+			return d.errBuf
 		}
 		return nil
 	default:
-		o := LastField(obj, "object")
-		if o == nil || o.Type() != fastjson.TypeString {
+		if f.object.t != jsonString {
 			return nil
 		}
-		if s, _ := o.StringBytes(); string(s) != "error" {
+		if d.errBuf = d.unescape(d.errBuf[:0], &f.object); string(d.errBuf) != "error" {
 			return nil
 		}
+		msg = &f.topMessage
 	}
-	if m := LastField(holder, "message"); m != nil && m.Type() == fastjson.TypeString {
-		if msg, _ := m.StringBytes(); len(msg) > 0 {
-			return msg
+	if msg.t == jsonString && msg.end > msg.start {
+		d.errBuf = d.unescape(d.errBuf[:0], msg)
+		return d.errBuf
+	}
+	return d.marshalErrorHolder()
+}
+
+// marshalErrorHolder returns the JSON text of an error object that carries
+// no message, in the form it has always taken: fastjson's re-encoding of the
+// object after the reads the Decoder made of it (a read unescapes a string
+// or an object's keys, which changes how fastjson writes them back). It runs
+// only for such an error, so a second parse costs nothing per token.
+func (d *Decoder) marshalErrorHolder() []byte {
+	v, err := d.json.ParseBytes(d.in)
+	if err != nil {
+		return nil // the scan accepted it; fastjson accepts what the scan does
+	}
+	obj, _ := v.Object()
+	// The reads Decode made of the top level, in order.
+	truthy(LastField(obj, "choices"))
+	if usage := LastField(obj, "usage"); truthy(usage) {
+		u, _ := usage.Object()
+		if d.kind != Audio {
+			count(LastField(u, "prompt_tokens"))
 		}
+		count(LastField(u, "completion_tokens"))
+	}
+	holder := obj
+	if e := LastField(obj, "error"); e != nil && e.Type() == fastjson.TypeObject {
+		holder, _ = e.Object()
+	} else if o := LastField(obj, "object"); o != nil {
+		o.Type()
+	}
+	if m := LastField(holder, "message"); m != nil {
+		m.Type()
 	}
 	d.errBuf = holder.MarshalTo(d.errBuf[:0])
 	return d.errBuf

@@ -2,9 +2,10 @@
 // streaming chunks that vLLM-compatible servers send inside them.
 //
 // Parser turns body bytes (as httpwire hands them over, split anywhere) into
-// events; the decoders (fastjson, one reusable parser per caller) say whether
-// an event is a token event under the rules of `vllm bench serve` and return
-// the text as bytes without allocating. The encoders serve the mock server.
+// events; the Decoder (one per caller) reads each chunk in a single scan that
+// validates it as strict JSON and keeps only the values it needs, says
+// whether the event is a token event under the rules of `vllm bench serve`
+// and returns the text as bytes without allocating. The encoders serve the mock server.
 //
 // A shard drives them per read:
 //

@@ -30,6 +30,8 @@ import (
 //	/ok/N        200, chunked SSE: N token chunks, a usage chunk, [DONE]
 //	/close/N     as /ok/N with "Connection: close"
 //	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
+//	/eof/N       as /ok/N with neither length nor chunking: the body ends
+//	             when the server closes the connection
 //	/500         500 Internal Server Error
 //	/reset-head  reset before any response byte
 //	/reset-mid   head and 2 token chunks, then a reset
@@ -241,6 +243,14 @@ func (s *Server) respond(c conn, path string) bool {
 		return false
 	case "close":
 		c.Write([]byte(sseHead + "Connection: close\r\n\r\n" + streamBody(n)))
+		return false
+	case "eof":
+		var b strings.Builder
+		for i := range n {
+			b.WriteString("data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"text\":\"t" + strconv.Itoa(i) + "\"}]}\n\n")
+		}
+		b.WriteString("data: [DONE]\n\n")
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + b.String()))
 		return false
 	case "500":
 		c.Write([]byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\noops!"))
