@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/sse"
 	"github.com/valyala/fastjson"
+	"golang.org/x/sys/unix"
 )
 
 // TLSTransport sends requests to https:// targets. crypto/tls wants a
@@ -390,7 +390,7 @@ func (w *tlsWorker) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) 
 	w.rr.reset()
 	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && w.keys.server != nil {
 		// Otherwise crypto/tls reads (TLS 1.2, ChaCha20).
-		if w.rr.key, _ = newTrafficKey(cs.CipherSuite, w.keys.server); w.rr.key != nil {
+		if w.rr.key, _ = tls13.NewKey(cs.CipherSuite, w.keys.server); w.rr.key != nil {
 			t.ownRecords.Add(1)
 		}
 	}

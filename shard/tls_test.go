@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/sse"
 )
 
@@ -59,7 +60,7 @@ func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Con
 	if err := client.Handshake(); err != nil {
 		tb.Fatal(err)
 	}
-	readKey, err := newTrafficKey(client.ConnectionState().CipherSuite, keys.server)
+	readKey, err := tls13.NewKey(client.ConnectionState().CipherSuite, keys.server)
 	if err != nil {
 		tb.Fatal(err)
 	}

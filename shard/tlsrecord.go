@@ -2,18 +2,14 @@ package shard
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
 	"strconv"
+
+	"github.com/stampede-bench/stampede/internal/tls13"
 )
 
 // The server's records after a TLS 1.3 handshake are decrypted here, not
@@ -34,78 +30,6 @@ const (
 	tlsKeyUpdate   = 24
 	tlsInitialSize = 2 << 10
 )
-
-// trafficKey is one direction's TLS 1.3 traffic key.
-type trafficKey struct {
-	aead   cipher.AEAD
-	iv     [12]byte
-	nonce  [12]byte
-	seq    uint64
-	secret []byte
-	hash   func() hash.Hash
-	keyLen int
-}
-
-func newTrafficKey(suite uint16, secret []byte) (*trafficKey, error) {
-	k := &trafficKey{}
-	switch suite {
-	case tls.TLS_AES_128_GCM_SHA256:
-		k.hash, k.keyLen = sha256.New, 16
-	case tls.TLS_AES_256_GCM_SHA384:
-		k.hash, k.keyLen = sha512.New384, 32
-	default:
-		return nil, errors.New("cipher suite " + tls.CipherSuiteName(suite) + " is read by crypto/tls")
-	}
-	return k, k.set(secret)
-}
-
-func (k *trafficKey) set(secret []byte) error {
-	key, err := expandLabel(k.hash, secret, "key", k.keyLen)
-	if err != nil {
-		return err
-	}
-	iv, err := expandLabel(k.hash, secret, "iv", len(k.iv))
-	if err != nil {
-		return err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return err
-	}
-	if k.aead, err = cipher.NewGCM(block); err != nil {
-		return err
-	}
-	copy(k.iv[:], iv)
-	k.secret, k.seq = secret, 0
-	return nil
-}
-
-// update moves to the next traffic secret (KeyUpdate, RFC 8446 §7.2).
-func (k *trafficKey) update() error {
-	next, err := expandLabel(k.hash, k.secret, "traffic upd", len(k.secret))
-	if err != nil {
-		return err
-	}
-	return k.set(next)
-}
-
-func (k *trafficKey) nonceFor(seq uint64) []byte {
-	k.nonce = k.iv
-	for i := range 8 {
-		k.nonce[4+i] ^= byte(seq >> (56 - 8*i))
-	}
-	return k.nonce[:]
-}
-
-// expandLabel is TLS 1.3's HKDF-Expand-Label with an empty context.
-func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
-	full := "tls13 " + label
-	info := binary.BigEndian.AppendUint16(make([]byte, 0, 4+len(full)), uint16(n))
-	info = append(info, byte(len(full)))
-	info = append(info, full...)
-	info = append(info, 0)
-	return hkdf.Expand(h, secret, string(info), n)
-}
 
 // keyLog takes a connection's secrets from crypto/tls (NSS key log lines)
 // and passes every line on to the user's KeyLogWriter, if any.
@@ -137,7 +61,7 @@ func (k *keyLog) Write(line []byte) (int, error) {
 // plain TCP (and as the kernel's coalescing of queued segments would make
 // them anyway).
 type recordReader struct {
-	key        *trafficKey
+	key        *tls13.Key
 	buf        []byte // ciphertext; whole and partial records in [start, end)
 	start, end int
 	fed        uint64 // records handed to crypto/tls under the current key
@@ -211,11 +135,11 @@ func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 			return nil, errors.New("TLS: unexpected plaintext record of type " + strconv.Itoa(int(hdr[0])))
 		}
 		k := r.key
-		p, err := k.aead.Open(body[:0], k.nonceFor(k.seq), body, hdr)
+		p, err := k.AEAD.Open(body[:0], k.Nonce(k.Seq), body, hdr)
 		if err != nil {
 			return nil, errors.New("TLS: record authentication failed")
 		}
-		k.seq++
+		k.Seq++
 		for len(p) > 0 && p[len(p)-1] == 0 {
 			p = p[:len(p)-1]
 		}
@@ -248,11 +172,11 @@ func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 // record it expects next, and follows a KeyUpdate.
 func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) error {
 	k := r.key
-	size := len(msg) + 1 + k.aead.Overhead()
+	size := len(msg) + 1 + k.AEAD.Overhead()
 	r.seal = append(r.seal[:0], tlsAppData, 3, 3, byte(size>>8), byte(size))
 	r.seal = append(r.seal, msg...)
 	r.seal = append(r.seal, tlsHandshake)
-	r.seal = k.aead.Seal(r.seal[:tlsHeaderLen], k.nonceFor(r.fed), r.seal[tlsHeaderLen:], r.seal[:tlsHeaderLen])
+	r.seal = k.AEAD.Seal(r.seal[:tlsHeaderLen], k.Nonce(r.fed), r.seal[tlsHeaderLen:], r.seal[:tlsHeaderLen])
 	r.fed++
 	raw.inject, raw.injecting = r.seal, true
 	var one [1]byte
@@ -268,7 +192,7 @@ func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) erro
 	for len(msg) >= 4 {
 		n := 4 + int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
 		if msg[0] == tlsKeyUpdate {
-			if err := k.update(); err != nil {
+			if err := k.Update(); err != nil {
 				return err
 			}
 			r.fed = 0

@@ -2,25 +2,22 @@ package mock
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"hash"
+	"fmt"
 	"math/big"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/stampede-bench/stampede/internal/tls13"
 )
 
 // TLS on the event loops.
@@ -103,82 +100,14 @@ const (
 	handshakeTimeout = time.Minute
 )
 
-// recordKey is one direction's TLS 1.3 traffic key.
-type recordKey struct {
-	aead   cipher.AEAD
-	iv     [12]byte
-	seq    uint64
-	secret []byte
-	hash   func() hash.Hash
-	nonce  [12]byte
-}
-
-func newRecordKey(suite uint16, secret []byte) (*recordKey, error) {
-	k := &recordKey{}
-	var keyLen int
-	switch suite {
-	case tls.TLS_AES_128_GCM_SHA256:
-		k.hash, keyLen = sha256.New, 16
-	case tls.TLS_AES_256_GCM_SHA384:
-		k.hash, keyLen = sha512.New384, 32
-	default:
-		return nil, errors.New("TLS: cipher suite " + tls.CipherSuiteName(suite) + " not supported by the mock's record layer (AES-GCM only)")
-	}
-	return k, k.set(secret, keyLen)
-}
-
-func (k *recordKey) set(secret []byte, keyLen int) error {
-	key, err := expandLabel(k.hash, secret, "key", keyLen)
+// newRecordKey is one direction's traffic key for the mock's record
+// layer, which seals and opens AES-GCM records only.
+func newRecordKey(suite uint16, secret []byte) (*tls13.Key, error) {
+	k, err := tls13.NewKey(suite, secret)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("TLS: %w: the mock's record layer supports AES-GCM only", err)
 	}
-	iv, err := expandLabel(k.hash, secret, "iv", 12)
-	if err != nil {
-		return err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return err
-	}
-	if k.aead, err = cipher.NewGCM(block); err != nil {
-		return err
-	}
-	copy(k.iv[:], iv)
-	k.secret, k.seq = secret, 0
-	return nil
-}
-
-// update moves to the next generation of traffic secret (KeyUpdate).
-func (k *recordKey) update() error {
-	next, err := expandLabel(k.hash, k.secret, "traffic upd", len(k.secret))
-	if err != nil {
-		return err
-	}
-	keyLen := 16
-	if len(k.secret) == sha512.Size384 {
-		keyLen = 32
-	}
-	return k.set(next, keyLen)
-}
-
-func (k *recordKey) nextNonce() []byte {
-	k.nonce = k.iv
-	for i := range 8 {
-		k.nonce[4+i] ^= byte(k.seq >> (56 - 8*i))
-	}
-	k.seq++
-	return k.nonce[:]
-}
-
-// expandLabel is TLS 1.3's HKDF-Expand-Label with an empty context.
-func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
-	full := "tls13 " + label
-	info := make([]byte, 0, 4+len(full))
-	info = binary.BigEndian.AppendUint16(info, uint16(n))
-	info = append(info, byte(len(full)))
-	info = append(info, full...)
-	info = append(info, 0)
-	return hkdf.Expand(h, secret, string(info), n)
+	return k, nil
 }
 
 // tlsConn is the TLS state of one connection: its handshake while it
@@ -187,12 +116,12 @@ type tlsConn struct {
 	hs *handshakeConn // the handshake; nil once the loop took over
 
 	// Loop only, after the handshake.
-	rd    *recordKey
+	rd    *tls13.Key
 	in    []byte // ciphertext not yet decrypted
 	plain []byte // decrypted application data of the latest receive
 
 	// Under conn.mu.
-	wr  *recordKey // nil until the handshake ended
+	wr  *tls13.Key // nil until the handshake ended
 	out []byte     // sealed records of the latest send
 }
 
@@ -207,8 +136,8 @@ func (t *tlsConn) seal(b []byte, contentType byte) []byte {
 	return t.out
 }
 
-func appendRecord(out []byte, k *recordKey, p []byte, contentType byte) []byte {
-	size := len(p) + 1 + k.aead.Overhead()
+func appendRecord(out []byte, k *tls13.Key, p []byte, contentType byte) []byte {
+	size := len(p) + 1 + k.AEAD.Overhead()
 	start := len(out)
 	if free := cap(out) - start; free < recordHeader+size {
 		out = append(out[:cap(out)], make([]byte, recordHeader+size-free)...)[:start]
@@ -217,7 +146,7 @@ func appendRecord(out []byte, k *recordKey, p []byte, contentType byte) []byte {
 	body := len(out)
 	out = append(out, p...)
 	out = append(out, contentType)
-	sealed := k.aead.Seal(out[body:body], k.nextNonce(), out[body:], out[start:body])
+	sealed := k.AEAD.Seal(out[body:body], k.NextNonce(), out[body:], out[start:body])
 	return out[:body+len(sealed)]
 }
 
@@ -262,7 +191,7 @@ func (s *Server) receive(cn *conn, data []byte) ([]byte, error) {
 		default:
 			return nil, errors.New("TLS: unexpected plaintext record")
 		}
-		p, err := t.rd.aead.Open(body[:0], t.rd.nextNonce(), body, hdr)
+		p, err := t.rd.AEAD.Open(body[:0], t.rd.NextNonce(), body, hdr)
 		if err != nil {
 			return nil, errors.New("TLS: bad record MAC")
 		}
@@ -296,7 +225,7 @@ func (s *Server) postHandshake(cn *conn, msg []byte) error {
 	if len(msg) != 5 || msg[0] != handshakeKeyUpdate || msg[3] != 0 || msg[4] > 1 {
 		return errors.New("TLS: unexpected post-handshake message")
 	}
-	if err := cn.tls.rd.update(); err != nil {
+	if err := cn.tls.rd.Update(); err != nil {
 		return err
 	}
 	if msg[4] == 1 { // update_requested: answer, then switch our own key
@@ -306,7 +235,7 @@ func (s *Server) postHandshake(cn *conn, msg []byte) error {
 		if !cn.dead.Load() {
 			cn.writeLocked(out, &s.clock)
 		}
-		return cn.tls.wr.update()
+		return cn.tls.wr.Update()
 	}
 	return nil
 }
@@ -379,9 +308,9 @@ func (h *handshakeConn) handshake() error {
 		}
 		if b[0] == typeApplication {
 			body := append([]byte(nil), b[recordHeader:recordHeader+size]...)
-			seq := wr.seq
-			if _, err := wr.aead.Open(body[:0], wr.nextNonce(), body, b[:recordHeader]); err != nil {
-				wr.seq = seq
+			seq := wr.Seq
+			if _, err := wr.AEAD.Open(body[:0], wr.NextNonce(), body, b[:recordHeader]); err != nil {
+				wr.Seq = seq
 			}
 		}
 		b = b[recordHeader+size:]
