@@ -42,7 +42,7 @@ type Recorder struct {
 	tokenEvents atomic.Int64
 
 	messages     ServerMessages // error messages inside 200 streams
-	sharedStamps int64
+	sharedStamps atomic.Int64   // atomic: the TLS transport's workers share one Recorder
 }
 
 // NewRecorder returns a Recorder for one shard.
@@ -64,7 +64,7 @@ func (r *Recorder) TokenEvents() int64 { return r.tokenEvents.Load() }
 // in one read (the client was away longer than the gap, or the server
 // wrote them together), so the ITL of 0 between them says nothing about
 // the server. Read it after the shard's run.
-func (r *Recorder) SharedStamps() int64 { return r.sharedStamps }
+func (r *Recorder) SharedStamps() int64 { return r.sharedStamps.Load() }
 
 // Stream is the state of one in-flight request. A connection owns one and
 // reuses it for every request it carries, so the token timestamp and text
@@ -154,7 +154,7 @@ func (s *Stream) Token(tsNs int64, text []byte) {
 		// Parsed from the same read as the event before: the two share
 		// one kernel stamp, and the gap of 0 between them is not a
 		// measurement (see SharedStamps).
-		s.rec.sharedStamps++
+		s.rec.sharedStamps.Add(1)
 	}
 	s.stampsNs = append(s.stampsNs, tsNs)
 	if s.rec.opts.KeepText || s.rec.opts.KeepUncountedText {
