@@ -26,9 +26,9 @@ import (
 // so the server-side alignment finds nothing to fix.
 const tinyTokenizer = "../datasets/tokenizer/testdata/tiny/tokenizer.json"
 
-// runAgainstMock runs a benchmark with args against a mock started with
-// cfg (plus the tiny tokenizer) and returns what it printed.
-func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...string) (stdout, stderr string, err error) {
+// startTinyMock starts a mock with the tiny tokenizer, closed when the
+// test ends; the hub stays offline.
+func startTinyMock(t *testing.T, cfg mock.Config) *mock.Server {
 	t.Helper()
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	tok, err := tokenizer.Load(tinyTokenizer)
@@ -40,7 +40,15 @@ func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// runAgainstMock runs a benchmark with args against a mock started with
+// cfg (plus the tiny tokenizer) and returns what it printed.
+func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	srv := startTinyMock(t, cfg)
 	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
 		"--disable-tqdm"}, args...), noEnv)
 	if err != nil {
@@ -427,17 +435,7 @@ func TestRunFailures(t *testing.T) {
 // mock's counters as they stood when Run returned.
 func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats) bool, args ...string) (stdout, stderr string, atReturn mock.Stats, err error) {
 	t.Helper()
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	tok, err := tokenizer.Load(tinyTokenizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Tokenizer = tok
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startTinyMock(t, cfg)
 	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
 		"--disable-tqdm"}, args...), noEnv)
 	if err != nil {

@@ -12,24 +12,13 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
-	"github.com/stampede-bench/stampede/datasets/tokenizer"
 )
 
 // startMock starts the in-process mock with the tiny tokenizer and
 // returns the serve flags that reach it.
 func startMock(t *testing.T, cfg mock.Config) []string {
 	t.Helper()
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	tok, err := tokenizer.Load(tinyTokenizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Tokenizer = tok
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := startTinyMock(t, cfg)
 	return []string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer, "--disable-tqdm",
 		"--model", "mock-llm", "--dataset-name", "random", "--random-input-len", "16"}
 }
