@@ -133,16 +133,7 @@ func parseField(line []byte, h *Head, f *headFraming) *ProtocolError {
 	case equalFoldBytes(name, "transfer-encoding"):
 		return parseTransferEncoding(value, f, PartHead)
 	case equalFoldBytes(name, "connection"):
-		for rest := value; len(rest) > 0; {
-			var opt []byte
-			opt, rest = cutListElement(rest)
-			switch {
-			case equalFoldBytes(opt, "close"):
-				f.connClose = true
-			case equalFoldBytes(opt, "keep-alive"):
-				f.connKeepAlive = true
-			}
-		}
+		f.connectionOptions(value)
 	case equalFoldBytes(name, "content-type"):
 		if h.ContentType == nil {
 			h.ContentType = value
@@ -288,3 +279,19 @@ func equalFoldBytes(b []byte, s string) bool {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// connectionOptions notes the close and keep-alive options of a
+// Connection header's comma-separated list (RFC 9110 §7.6.1); a header
+// may carry both, and later headers add to earlier ones.
+func (f *headFraming) connectionOptions(value []byte) {
+	for rest := value; len(rest) > 0; {
+		var opt []byte
+		opt, rest = cutListElement(rest)
+		switch {
+		case equalFoldBytes(opt, "close"):
+			f.connClose = true
+		case equalFoldBytes(opt, "keep-alive"):
+			f.connKeepAlive = true
+		}
+	}
+}

@@ -350,16 +350,7 @@ func (p *RequestParser) parseField(line []byte, f *headFraming) *ProtocolError {
 			return err.withStatus(501)
 		}
 	case equalFoldBytes(name, "connection"):
-		for rest := value; len(rest) > 0; {
-			var opt []byte
-			opt, rest = cutListElement(rest)
-			switch {
-			case equalFoldBytes(opt, "close"):
-				f.connClose = true
-			case equalFoldBytes(opt, "keep-alive"):
-				f.connKeepAlive = true
-			}
-		}
+		f.connectionOptions(value)
 	case equalFoldBytes(name, "expect"):
 		p.req.ExpectContinue = equalFoldBytes(value, "100-continue")
 	}
