@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,28 +72,15 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	cfg, err := bench.ParseArgs(rest)
-	var usage *bench.UsageError
-	switch {
-	case errors.As(err, &usage):
-		bench.WriteUsageError(stderr, usage)
-		return exitUsage
-	case err != nil:
-		writeError(stderr, err)
-		return exitError
+	if err != nil {
+		return failed(stderr, err)
 	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "WARNING: %s\n", w)
-	}
+	writeWarnings(stderr, cfg)
 	start := time.Now()
 	// Python's lines go to stderr: stdout may be the file.
 	reqs, err := sampleRequests(ctx, cfg, stderr, stderr)
 	if err != nil {
-		if errors.As(err, &usage) {
-			bench.WriteUsageError(stderr, usage)
-			return exitUsage
-		}
-		writeError(stderr, err)
-		return exitError
+		return failed(stderr, err)
 	}
 	sampled := time.Since(start)
 	if err := writeDataset(out, stdout, reqs); err != nil {

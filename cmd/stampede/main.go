@@ -127,23 +127,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg, err = bench.ParseArgs(args)
 	}
 	var help *bench.HelpRequested
-	var usage *bench.UsageError
 	switch {
 	case errors.As(err, &help):
 		if err := bench.WriteHelp(stdout, help.Keyword); err != nil {
 			return exitError
 		}
 		return exitOK
-	case errors.As(err, &usage):
-		bench.WriteUsageError(stderr, usage)
-		return exitUsage
 	case err != nil:
-		writeError(stderr, err)
-		return exitError
+		return failed(stderr, err)
 	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "WARNING: %s\n", w)
-	}
+	writeWarnings(stderr, cfg)
 	if numRuns > 1 {
 		err = bench.RunRepeated(ctx, cfg, numRuns, stdout, stderr)
 	} else {
@@ -155,7 +148,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitCode reports a finished run's error and returns the exit code: the
 // signal's when one stopped the run.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
-	var usage *bench.UsageError
 	var intr interrupted
 	if errors.As(context.Cause(ctx), &intr) {
 		// What the run measured has been printed and saved by now; an
@@ -170,14 +162,28 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return exitSignal + int(intr.sig)
 	}
 	if err != nil {
-		if errors.As(err, &usage) {
-			bench.WriteUsageError(stderr, usage)
-			return exitUsage
-		}
-		writeError(stderr, err)
-		return exitError
+		return failed(stderr, err)
 	}
 	return exitOK
+}
+
+// failed prints an error that ends the command and returns its exit
+// status: argparse's usage form and 2 for a usage error, 1 otherwise.
+func failed(stderr io.Writer, err error) int {
+	var usage *bench.UsageError
+	if errors.As(err, &usage) {
+		bench.WriteUsageError(stderr, usage)
+		return exitUsage
+	}
+	writeError(stderr, err)
+	return exitError
+}
+
+// writeWarnings prints the warnings parsing raised, as Python logs them.
+func writeWarnings(stderr io.Writer, cfg *bench.Config) {
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "WARNING: %s\n", w)
+	}
 }
 
 // writeError prints an error raised after parsing: a Python exception as
