@@ -183,7 +183,9 @@ func TestFaultStall(t *testing.T) {
 	}
 	// The truth log is exact where the client's clock is not (a late read
 	// of token 0 shortens the gap it sees): the stall moves token 2's due
-	// time, and no token leaves before it is due.
+	// time, and no token leaves before it is due. A loaded machine may
+	// write a token late and the schedule then counts from that write, so
+	// the gaps are lower bounds: the stall's at token 2, the ITL elsewhere.
 	r := closeAndRead(t, srv, truth)[0]
 	checkCausal(t, r)
 	toks := r.Tokens
@@ -192,8 +194,8 @@ func TestFaultStall(t *testing.T) {
 		if k == 2 {
 			want += int64(150 * time.Millisecond)
 		}
-		if got := toks[k].IntendedNs - toks[k-1].IntendedNs; got != want {
-			t.Errorf("intended gap before token %d: %v, want %v", k, time.Duration(got), time.Duration(want))
+		if got := toks[k].IntendedNs - toks[k-1].IntendedNs; got < want {
+			t.Errorf("intended gap before token %d: %v, want at least %v", k, time.Duration(got), time.Duration(want))
 		}
 	}
 }
