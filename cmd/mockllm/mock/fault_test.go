@@ -184,8 +184,8 @@ func TestFaultStall(t *testing.T) {
 	// The truth log is exact where the client's clock is not (a late read
 	// of token 0 shortens the gap it sees): the stall moves token 2's due
 	// time, and no token leaves before it is due. A loaded machine may
-	// write a token late and the schedule then counts from that write, so
-	// the gaps are lower bounds: the stall's at token 2, the ITL elsewhere.
+	// write a token late, and a schedule that counts from that write would
+	// widen the next gap, so the gaps are lower bounds: the stall's at token 2, the ITL elsewhere.
 	r := closeAndRead(t, srv, truth)[0]
 	checkCausal(t, r)
 	toks := r.Tokens
