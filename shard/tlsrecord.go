@@ -188,19 +188,27 @@ func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) erro
 		}
 		return err
 	}
-	// A KeyUpdate is the last message of its record (RFC 8446 §5.1).
-	for len(msg) >= 4 {
-		n := 4 + int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
-		if msg[0] == tlsKeyUpdate {
-			if err := k.Update(); err != nil {
-				return err
-			}
-			r.fed = 0
-			return nil
+	if hasKeyUpdate(msg) {
+		if err := k.Update(); err != nil {
+			return err
 		}
-		msg = msg[min(n, len(msg)):]
+		r.fed = 0
 	}
 	return nil
+}
+
+// hasKeyUpdate reports whether the handshake messages in msg, one after
+// another, include a KeyUpdate (the last message of its record, RFC 8446
+// §5.1). Only message types are looked at, never bytes inside a body.
+func hasKeyUpdate(msg []byte) bool {
+	for len(msg) >= 4 {
+		if msg[0] == tlsKeyUpdate {
+			return true
+		}
+		n := 4 + (int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3]))
+		msg = msg[min(n, len(msg)):]
+	}
+	return false
 }
 
 // errPaused ends a crypto/tls Read once it has consumed a handed-over
