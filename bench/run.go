@@ -584,10 +584,11 @@ func (r *run) benchmark(ctx context.Context) error {
 	ec.KeepUncountedText = r.tok != nil
 	ec.WarmConnections = c.WarmConnections
 
-	probes, err := r.newProbeLoop()
+	probe, err := r.newProbe()
 	if err != nil {
 		return err
 	}
+	ec.Probe = probe
 	if r.endpointErr != nil {
 		return r.endpointErr
 	}
@@ -600,17 +601,15 @@ func (r *run) benchmark(ctx context.Context) error {
 		scraper.abort()
 		return err
 	}
-	probes.start(ctx)
 	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
 	res, err := waitRun(ctx, runner)
-	probes.stop()
 	stopBar()
 	bar.Close()
 	if err != nil {
 		return err
 	}
-	params.Probe = probes.account(res)
+	params.Probe = metrics.ComputeProbes(res.Probes)
 	if res.Cancelled {
 		reportInterrupt(r.stderr, res)
 	}

@@ -95,6 +95,9 @@ type Config struct {
 	// for a long-running client. Not Python's behaviour; the TLS transport
 	// ignores it.
 	WarmConnections bool
+	// Probe, when set, sends side probes during the run (see Probe); their
+	// results are Result.Probes.
+	Probe *Probe
 }
 
 // Defaults for the zero values of Config's timeouts.
@@ -125,6 +128,9 @@ type Result struct {
 	// requests still in flight were failed "cancelled" at once.
 	Cancelled, Aborted bool
 	Health             Health
+	// Probes are the side probes' results in sending order, on the run
+	// clock (Config.Probe); the run's duration covers the probe loop.
+	Probes []metrics.RequestResult
 }
 
 // Health tells how well the client itself kept up (DESIGN principle 6).
@@ -173,6 +179,7 @@ type Runner struct {
 	clock     shard.Clock
 	recorders []*metrics.Recorder
 	transport transport
+	probes    *probeLoop // nil without Config.Probe
 	// warmed is done when every shard's warm-up ended.
 	warmed sync.WaitGroup
 	done   chan struct{}
@@ -258,6 +265,13 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		restoreProcs()
 		return nil, err
 	}
+	if cfg.Probe != nil {
+		var tlsConfig *tls.Config
+		if cfg.TLS != nil {
+			tlsConfig = withServerName(cfg.TLS, cfg.Address)
+		}
+		r.probes = newProbeLoop(cfg.Probe, base, tlsConfig)
+	}
 	go r.run(ctx, offsets, rates)
 	return r, nil
 }
@@ -309,6 +323,13 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	// up (Python: benchmark_start_time, just before the dispatch loop).
 	startNs := r.clock.Now()
 	res.ScheduleStartNs = startNs
+	if r.probes != nil {
+		// A cancellation gives the probe in flight the grace, an abort
+		// nothing, as the main requests get.
+		defer context.AfterFunc(ctx, func() { r.probes.interrupt(time.Now().Add(r.cfg.CancelGrace)) })()
+		defer context.AfterFunc(r.aborted, func() { r.probes.interrupt(time.Time{}) })()
+		r.probes.start(ctx)
+	}
 	lags := r.dispatch(ctx, startNs, offsets, rates, res)
 	var endNs int64
 	select {
@@ -324,6 +345,11 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.abort()
 	}
 	r.transport.wait()
+	if r.probes != nil {
+		// Python takes the duration after awaiting the probe loop.
+		res.Probes = r.probes.stop()
+		endNs = max(endNs, r.clock.Now())
+	}
 
 	// Requests never taken: failed "cancelled", as Python's would be.
 	skipped := metrics.NewRecorder(metrics.Options{})

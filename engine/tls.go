@@ -21,12 +21,7 @@ type tlsSet struct{ t *shard.TLSTransport }
 // concurrency cap, or every request when there is none). The TLS
 // configuration gets the server name from the address unless it has one.
 func startTLS(base shard.Config, cfg *tls.Config, address string, workers int, opts metrics.Options) (transport, []*metrics.Recorder, error) {
-	cfg = cfg.Clone()
-	if cfg.ServerName == "" {
-		if host, _, err := net.SplitHostPort(address); err == nil {
-			cfg.ServerName = host
-		}
-	}
+	cfg = withServerName(cfg, address)
 	base.ID, base.CPU = 0, -1
 	base.Recorder = metrics.NewRecorder(opts)
 	return tlsSet{shard.StartTLS(base, cfg, workers)}, []*metrics.Recorder{base.Recorder}, nil
@@ -37,3 +32,16 @@ func (s tlsSet) stop()                  { s.t.Stop() }
 func (s tlsSet) abort()                 { s.t.Abort() }
 func (s tlsSet) wait()                  { s.t.Wait() }
 func (s tlsSet) health() []shard.Health { return []shard.Health{s.t.Health()} }
+
+// withServerName returns cfg, or a copy naming address's host as the
+// server when cfg names none.
+func withServerName(cfg *tls.Config, address string) *tls.Config {
+	if cfg.ServerName != "" {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		cfg.ServerName = host
+	}
+	return cfg
+}

@@ -51,6 +51,7 @@ type Server struct {
 	// requests being answered at once.
 	Accepted  atomic.Int64
 	Requests  atomic.Int64
+	alternate atomic.Int64 // requests to /alternate
 	MaxActive atomic.Int64
 	active    atomic.Int64
 	stop      chan struct{}
@@ -255,6 +256,15 @@ func (s *Server) respond(c conn, path string) bool {
 	case "500":
 		c.Write([]byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\noops!"))
 		return true
+	case "alternate":
+		// Every second request to this path answers 503, the others n
+		// tokens.
+		if s.alternate.Add(1)%2 == 0 {
+			_, err := c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"))
+			return err == nil
+		}
+		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
+		return err == nil
 	case "reset-head":
 		c.reset()
 		return false
