@@ -521,7 +521,7 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 	}
 
 	var dictKeys []string
-	dicts := map[string]*jsonNode{}
+	dicts := map[string]*py.JSONValue{}
 	var duplicates []string
 	seen := map[string]bool{}
 	deleted := make([]bool, len(processed))
@@ -551,9 +551,9 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 		}
 		if strings.HasSuffix(name, "+") {
 			name = name[:len(name)-1]
-			list := &jsonNode{kind: jsonArray}
+			list := &py.JSONValue{Kind: py.JSONArray}
 			for _, item := range strings.Split(value, ",") {
-				list.items = append(list.items, &jsonNode{kind: jsonString, str: item})
+				list.Items = append(list.Items, &py.JSONValue{Kind: py.JSONString, Text: item})
 			}
 			value = pyDumps(list)
 		}
@@ -561,12 +561,12 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 		nested := dottedValue(value)
 		keys := strings.Split(path, ".")
 		for k := len(keys) - 1; k >= 0; k-- {
-			object := &jsonNode{kind: jsonObject}
-			object.set(keys[k], nested)
+			object := &py.JSONValue{Kind: py.JSONObject}
+			object.Set(keys[k], nested)
 			nested = object
 		}
 		if dicts[key] == nil {
-			dicts[key] = &jsonNode{kind: jsonObject}
+			dicts[key] = &py.JSONValue{Kind: py.JSONObject}
 			dictKeys = append(dictKeys, key)
 		}
 		for _, d := range mergeDict(dicts[key], nested) {
@@ -610,43 +610,43 @@ func dashName(arg string) string {
 
 // dottedValue is a dotted option's value: JSON if it parses, else a
 // human-readable int ("1k"), else the string itself.
-func dottedValue(s string) *jsonNode {
-	if n, err := parsePyJSON(s); err == nil {
+func dottedValue(s string) *py.JSONValue {
+	if n, err := py.Loads(s); err == nil {
 		return n
 	}
 	if v, ok := parseHumanReadableInt(s); ok {
-		return &jsonNode{kind: jsonNumber, raw: strconv.FormatInt(v, 10)}
+		return &py.JSONValue{Kind: py.JSONNumber, Raw: strconv.FormatInt(v, 10)}
 	}
-	return &jsonNode{kind: jsonString, str: s}
+	return &py.JSONValue{Kind: py.JSONString, Text: s}
 }
 
 // mergeDict is FlexibleArgumentParser's recursive_dict_update: nested
 // objects merge, lists concatenate, anything else is replaced and its key
 // reported as a duplicate.
-func mergeDict(dst, src *jsonNode) []string {
+func mergeDict(dst, src *py.JSONValue) []string {
 	var dups []string
-	for key, value := range src.members.All() {
-		old := dst.get(key)
+	for key, value := range src.Members.All() {
+		old := dst.Get(key)
 		switch {
-		case old != nil && value.kind == jsonObject && old.kind == jsonObject:
+		case old != nil && value.Kind == py.JSONObject && old.Kind == py.JSONObject:
 			for _, d := range mergeDict(old, value) {
 				dups = append(dups, key+"."+d)
 			}
-		case old != nil && value.kind == jsonArray && old.kind == jsonArray:
-			old.items = append(old.items, value.items...)
+		case old != nil && value.Kind == py.JSONArray && old.Kind == py.JSONArray:
+			old.Items = append(old.Items, value.Items...)
 		default:
 			if old != nil {
 				dups = append(dups, key)
 			}
-			dst.set(key, value)
+			dst.Set(key, value)
 		}
 	}
 	return dups
 }
 
 // pyDumps is Python's json.dumps(n) with default settings (see encodePy).
-func pyDumps(n *jsonNode) string {
+func pyDumps(n *py.JSONValue) string {
 	var b bytes.Buffer
-	n.encodePy(&b)
+	n.EncodePy(&b)
 	return b.String()
 }

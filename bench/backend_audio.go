@@ -144,80 +144,13 @@ func audioFormFields(req *datasets.Request, p BodyParams) ([]formField, error) {
 		return nil, err
 	}
 	for key, value := range extra.All() {
-		n, err := parsePyJSON(string(value))
+		n, err := py.Loads(string(value))
 		if err != nil {
 			return nil, fmt.Errorf("extra body key %q: %w", key, err)
 		}
-		var s strings.Builder
-		writePyStr(&s, n)
-		set(key, s.String())
+		set(key, n.PyStr())
 	}
 	return fields, nil
-}
-
-// writePyStr writes Python's str() of the value json.loads makes of n.
-func writePyStr(b *strings.Builder, n *jsonNode) {
-	if n.kind == jsonString {
-		b.WriteString(n.str)
-		return
-	}
-	writePyRepr(b, n)
-}
-
-// writePyRepr writes Python's repr() of the value json.loads makes of n:
-// str() for scalars other than strings, and containers with ", " and ": "
-// separators and repr'd items.
-func writePyRepr(b *strings.Builder, n *jsonNode) {
-	switch n.kind {
-	case jsonNull:
-		b.WriteString("None")
-	case jsonBool:
-		if n.raw == "true" {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case jsonNumber:
-		b.WriteString(pyNumberStr(n.raw))
-	case jsonString:
-		b.WriteString(py.StrRepr(n.str))
-	case jsonArray:
-		b.WriteByte('[')
-		for i, it := range n.items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyRepr(b, it)
-		}
-		b.WriteByte(']')
-	case jsonObject:
-		b.WriteByte('{')
-		for i, key := range n.members.Keys() {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(py.StrRepr(key))
-			b.WriteString(": ")
-			writePyRepr(b, n.members.Value(key))
-		}
-		b.WriteByte('}')
-	}
-}
-
-// pyNumberStr is str() of json.loads(raw) for a number: integers keep
-// their digits, floats print as repr, NaN and the infinities as nan, inf
-// and -inf.
-func pyNumberStr(raw string) string {
-	switch s := respellJSONNumber(raw); s {
-	case "NaN":
-		return "nan"
-	case "Infinity":
-		return "inf"
-	case "-Infinity":
-		return "-inf"
-	default:
-		return s
-	}
 }
 
 // writeFormPart writes one multipart part and the CRLF that ends it.

@@ -33,12 +33,12 @@ func pyStringList(ss []string) []byte {
 // a fraction or exponent as float repr ("1e3" → 1000.0), integers as
 // written ("-0" → 0), NaN/Infinity literals kept.
 func pyJSONRaw(raw []byte) ([]byte, error) {
-	n, err := parsePyJSON(string(raw))
+	n, err := py.Loads(string(raw))
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
 	b.Grow(len(raw) + len(raw)/8)
-	n.encodePy(&b)
+	n.EncodePy(&b)
 	return b.Bytes(), nil
 }

@@ -481,13 +481,13 @@ func (c *Config) buildRequestExtras() error {
 	if c.ExtraBody == nil {
 		return nil
 	}
-	body, err := parsePyJSON(string(c.ExtraBody))
-	if err != nil || !body.truthy() {
+	body, err := py.Loads(string(c.ExtraBody))
+	if err != nil || !body.Truthy() {
 		return nil
 	}
 	extra, ok := c.ExtraBody.Object()
 	if !ok {
-		return &ValidationError{Type: "TypeError", Msg: fmt.Sprintf("'%s' object is not a mapping", body.kind.pyTypeName(body.raw))}
+		return &ValidationError{Type: "TypeError", Msg: fmt.Sprintf("'%s' object is not a mapping", body.Kind.TypeName(body.Raw))}
 	}
 	c.RequestExtraBody.Merge(extra)
 	return nil

@@ -309,70 +309,11 @@ func pyStrOfCell(raw json.RawMessage) string {
 	if raw == nil || string(raw) == "null" {
 		return "nan"
 	}
-	if s, err := pyStrOfJSON(raw); err == nil {
-		return s
-	}
-	var b strings.Builder
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if writePyReprJSON(&b, dec) != nil {
+	n, err := py.Loads(string(raw))
+	if err != nil {
 		return string(raw)
 	}
-	return b.String()
-}
-
-// writePyReprJSON writes repr() of the next JSON value dec yields, keys in
-// document order.
-func writePyReprJSON(b *strings.Builder, dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch v := tok.(type) {
-	case json.Delim:
-		open, end := byte('['), json.Delim(']')
-		if v == '{' {
-			open, end = '{', '}'
-		}
-		b.WriteByte(open)
-		for i := 0; dec.More(); i++ {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			if open == '{' {
-				key, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				b.WriteString(py.StrRepr(key.(string)))
-				b.WriteString(": ")
-			}
-			if err := writePyReprJSON(b, dec); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil { // the closing delimiter
-			return err
-		}
-		b.WriteByte(byte(end))
-	case string:
-		b.WriteString(py.StrRepr(v))
-	case json.Number:
-		s, err := pyStrOfJSON(json.RawMessage(v))
-		if err != nil {
-			return err
-		}
-		b.WriteString(s)
-	case bool:
-		if v {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case nil:
-		b.WriteString("None")
-	}
-	return nil
+	return n.PyStr()
 }
 
 var customAudioDataset = &Dataset{

@@ -302,16 +302,13 @@ func pyTypeOfJSON(raw []byte) string {
 	}
 }
 
-// pyValueRepr is repr() of a JSON scalar as json.loads returns it.
+// pyValueRepr is repr() of a JSON value as json.loads returns it.
 func pyValueRepr(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return py.StrRepr(s)
+	n, err := py.Loads(string(raw))
+	if err != nil {
+		return string(raw)
 	}
-	if str, err := pyStrOfJSON(raw); err == nil {
-		return str
-	}
-	return string(raw)
+	return n.Repr()
 }
 
 var customImageDataset = &Dataset{

@@ -347,36 +347,18 @@ func traceFloat(raw json.RawMessage, label string) (float64, error) {
 	return v, nil
 }
 
-// pyStrOfJSON is f"{h}" for a value json.loads produced: ints print in
+// pyStrOfJSON is f"{h}" for a hash id json.loads produced: ints print in
 // decimal, floats as repr, strings as themselves, true/false/null as
 // True/False/None.
 func pyStrOfJSON(raw json.RawMessage) (string, error) {
-	text := string(raw)
-	switch {
-	case text == "true":
-		return "True", nil
-	case text == "false":
-		return "False", nil
-	case text == "null":
-		return "None", nil
-	case strings.HasPrefix(text, `"`):
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
-		}
-		return s, nil
-	case strings.ContainsAny(text, ".eE"):
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
-		}
-		return py.FloatRepr(f), nil
-	case text == "-0":
-		return "0", nil
-	case text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9'):
-		return text, nil // JSON integers are already in canonical form
+	n, err := py.Loads(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("malformed hash id %s: %w", raw, err)
 	}
-	return "", fmt.Errorf("hash id %s: want a number or a string", raw)
+	if n.Kind == py.JSONArray || n.Kind == py.JSONObject {
+		return "", fmt.Errorf("hash id %s: want a number or a string", raw)
+	}
+	return n.PyStr(), nil
 }
 
 // pyStrListRepr is repr(list_of_str).
