@@ -68,8 +68,13 @@ func main() {
 	spin := flag.Bool("spin", false, "spin forever (the -busy process)")
 	flag.Parse()
 	if *spin {
-		for {
+		// 2⁶⁴ additions: until killed.
+		n := uint64(1)
+		for n != 0 {
+			n++
 		}
+		fmt.Println(n)
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)

@@ -15,8 +15,7 @@ type monoClock struct {
 	start  time.Time
 }
 
-//
-// The pair is taken as the midpoint of two clock_gettime calls around
+// newMonoClock takes the pair as the midpoint of two clock_gettime calls around
 // time.Now, the narrowest of several tries: a pair split by a preemption
 // (tens of microseconds on a busy machine) would shift every time the
 // truth log records by as much.
