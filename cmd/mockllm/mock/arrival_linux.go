@@ -145,9 +145,11 @@ func openArrivalTap(port int) (*arrivalTap, error) {
 			return nil, fmt.Errorf("arrival tap: socket options: %w", err)
 		}
 	}
-	// A burst of 10,000 requests must not overflow the queue.
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20) != nil {
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<20)
+	// A burst of 10,000 requests must not overflow the queue, though
+	// each queued segment is charged its whole buffer (kilobytes), not
+	// the headers kept, and the tap shares the server's CPU.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 256<<20) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 256<<20)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IP)}); err != nil {
 		unix.Close(fd)
@@ -234,10 +236,17 @@ func parseSegment(pkt, oob []byte) (tapSegment, bool) {
 
 // stop ends the tap once it has read every segment queued, and returns
 // the index of what it saw. Call it once, after the last request arrived.
+// A tap that dropped segments (its queue overflowed) returns nil: a
+// missed SYN would place a reused port's bytes against the wrong
+// connection, so no stamp is trusted.
 func (t *arrivalTap) stop() *arrivalIndex {
 	t.stopping.Store(true)
 	<-t.done
+	st, err := unix.GetsockoptTpacketStats(t.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	unix.Close(t.fd)
+	if err != nil || st.Drops > 0 {
+		return nil
+	}
 	return newArrivalIndex(t.segs, t.realOffNs)
 }
 
