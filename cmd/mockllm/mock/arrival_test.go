@@ -58,7 +58,7 @@ func TestTruthArrivals(t *testing.T) {
 	t.Parallel()
 	truth := filepath.Join(t.TempDir(), "truth.log")
 	srv, base := startServer(t, Config{TruthLog: truth})
-	if srv.tap == nil {
+	if srv.tap.Load() == nil {
 		if _, err := openArrivalTap(1); err != nil {
 			t.Skipf("no arrival tap here: %v", err)
 		}

@@ -32,7 +32,9 @@ type Server struct {
 	runErr chan error
 	boot   chan gnet.Engine
 	tls    *tls.Config // nil for plain HTTP
-	tap    *arrivalTap // nil unless the truth log has arrival stamps
+	// tap is nil unless the truth log has arrival stamps; it is set once
+	// the port is known, while the loops may accept already.
+	tap atomic.Pointer[arrivalTap]
 
 	loopsMu sync.Mutex
 	loops   map[gnet.EventLoop]*loopState
@@ -176,7 +178,9 @@ func Start(cfg Config) (*Server, error) {
 		// Without CAP_NET_RAW the truth log has no arrival stamps.
 		_, port, _ := net.SplitHostPort(s.addr)
 		p, _ := strconv.Atoi(port)
-		s.tap, _ = openArrivalTap(p)
+		if tap, err := openArrivalTap(p); err == nil {
+			s.tap.Store(tap)
+		}
 	}
 	return s, nil
 }
@@ -215,8 +219,8 @@ func (s *Server) Close() error {
 		if s.flood != nil {
 			s.w.closes = s.flood.stop()
 		}
-		if s.tap != nil {
-			s.w.arrivals = s.tap.stop()
+		if tap := s.tap.Load(); tap != nil {
+			s.w.arrivals = tap.stop()
 		}
 		errWriter := s.w.stop()
 		var errSummary error
@@ -250,7 +254,7 @@ func (e *loopEvents) OnTick() (time.Duration, gnet.Action) { return time.Hour, g
 func (e *loopEvents) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s := (*Server)(e)
 	cn := &conn{gc: c, fd: c.Fd(), loop: s.loopState(c.EventLoop()), reqOffset: -1}
-	if s.tap != nil && s.tls == nil {
+	if s.tap.Load() != nil && s.tls == nil {
 		cn.peer = peerKey(c.RemoteAddr())
 	}
 	c.SetContext(cn)
