@@ -9,6 +9,10 @@
 #   QUICK=1 scripts/bench-fidelity.sh    # 10k × 5 tok/s decode-step only
 #   TLS=1 scripts/bench-fidelity.sh      # decode-step, plain then https://
 #                                        # (mock --tls) side by side
+#   TTFT=1 scripts/bench-fidelity.sh     # where TTFT goes: 1,000 and 10,000
+#                                        # released together, cold, warm
+#                                        # (-warm-connections) and with a
+#                                        # busy loop on the client's CPU
 #
 # Targets (decode-step, 10k streams): p99 token error < 0.5 ms, client CPU
 # < 10 µs/event, RSS < 64 MB. The vCPUs of shared machines stall for 10 ms
@@ -29,6 +33,15 @@ if [[ -n "${TLS:-}" ]]; then
 	for args in "-streams 1000 -tok-per-s 50 -tokens 50" "-streams 10000 -tok-per-s 5 -tokens 20"; do
 		run $args -mode decode-step
 		run $args -mode decode-step -tls
+	done
+	exit 0
+fi
+
+if [[ -n "${TTFT:-}" ]]; then
+	for args in "-streams 1000 -tok-per-s 50 -tokens 100" "-streams 10000 -tok-per-s 5 -tokens 20"; do
+		for extra in "" -warm-connections -busy "-busy -warm-connections"; do
+			run $args -mode decode-step $extra
+		done
 	done
 	exit 0
 fi

@@ -142,8 +142,11 @@ type Shard struct {
 	// have not been opened yet (see Health.Reconnects).
 	lost int
 
-	// startBudget bounds the requests started in one loop turn.
-	startBudget int
+	// startBudget bounds the requests started in one loop turn, and
+	// startsSinceNs is when the turn's first start began (0: none yet):
+	// starting stops for the turn once it has taken maxStartTime.
+	startBudget   int
+	startsSinceNs int64
 	// turnBytes counts the bytes read in this loop turn; ready holds the
 	// connections with bytes left to read, served in turn (see
 	// turnReadBytes).
@@ -166,12 +169,24 @@ type Shard struct {
 // recvmsg.
 const readBufferSize = 64 << 10
 
-// maxStartsPerTurn bounds the requests one loop turn starts. Starting one
-// on a new connection costs three system calls (socket, connect,
-// epoll_ctl); 10,000 released at once would otherwise keep the loop from
-// reading for a quarter of a second while earlier streams already deliver
-// tokens. Between batches the loop reads whatever arrived.
-const maxStartsPerTurn = 256
+// maxStartsPerTurn and maxStartTime bound the requests one loop turn
+// starts: at most maxStartsPerTurn, and none more once the turn's starts
+// have taken maxStartTime. Starting one on a new connection costs five
+// system calls (socket, connect, epoll_ctl, write, the transmit stamp's
+// recvmsg), and on loopback the connect and the write also run the
+// server's side of the handshake and the delivery on the client's CPU.
+// 10,000 released at once would otherwise keep the loop from reading for
+// a second while earlier streams already deliver tokens; between batches
+// the loop reads whatever arrived. A count alone does not bound the time:
+// a start's cost grows with the server's backlog, and on a shared CPU a
+// batch of 256 took over 100 ms. So a turn starts no more once a
+// millisecond has passed since its first start. Read between batches, a response's head
+// and first tokens are read (and stamped) before the next segment of the
+// same stream arrives, which would share their receive stamp.
+const (
+	maxStartsPerTurn = 256
+	maxStartTime     = time.Millisecond
+)
 
 // turnReadBytes bounds the bytes one loop turn reads over all connections,
 // and each connection gets at most one read (one buffer) per turn before
@@ -311,6 +326,7 @@ func (s *Shard) loop() {
 			return
 		}
 		s.startBudget = maxStartsPerTurn
+		s.startsSinceNs = 0
 		s.turnBytes = 0
 		s.takeWork()
 		if s.busy < s.cfg.Slots {
@@ -436,7 +452,13 @@ func (s *Shard) takeWork() {
 			return
 		}
 		s.startBudget--
+		if s.startsSinceNs == 0 {
+			s.startsSinceNs = s.cfg.Clock.Now()
+		}
 		s.start(i, arrivalNs)
+		if s.cfg.Clock.Now()-s.startsSinceNs >= int64(maxStartTime) {
+			s.startBudget = 0
+		}
 	}
 }
 

@@ -47,6 +47,7 @@ type options struct {
 	showLate     time.Duration
 	warm         bool
 	tls          bool
+	busy         bool
 }
 
 func main() {
@@ -63,7 +64,18 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
 	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
+	flag.BoolVar(&o.busy, "busy", false, "run a busy-loop process on the client's CPU during the run")
+	spin := flag.Bool("spin", false, "spin forever (the -busy process)")
 	flag.Parse()
+	if *spin {
+		// 2⁶⁴ additions: until killed.
+		n := uint64(1)
+		for n != 0 {
+			n++
+		}
+		fmt.Println(n)
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		os.Exit(1)
@@ -82,6 +94,14 @@ func run(o options) error {
 		return err
 	}
 	defer server.Process.Kill()
+
+	if o.busy {
+		busy, err := startBusy(o.clientCPU)
+		if err != nil {
+			return err
+		}
+		defer func() { busy.Process.Kill(); busy.Wait() }()
+	}
 
 	reqs := buildRequests(o, addr)
 	if o.cpuProfile != "" {
@@ -133,6 +153,20 @@ func startMock(o options, truthPath string) (*exec.Cmd, string, error) {
 	return mockproc.Start(o.mockllm, o.serverCPU, os.Stderr, args...)
 }
 
+// startBusy runs this program with -spin pinned to cpu: another process
+// that wants the client's CPU all the time, as a busy machine's would.
+func startBusy(cpu int) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("taskset", "-c", strconv.Itoa(cpu), self, "-spin")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("busy loop: %w", err)
+	}
+	return cmd, nil
+}
+
 func buildRequests(o options, addr string) []engine.Request {
 	body := []byte(`{"model":"mock-llm","prompt":"hello","max_tokens":` + strconv.Itoa(o.tokens) +
 		`,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
@@ -158,9 +192,11 @@ func cpuTime(ru unix.Rusage) time.Duration {
 func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.Duration, maxRSSKiB int64) {
 	sent := make(map[string][]mock.TruthToken, len(truth))
 	arrivalOf := make(map[string]int64, len(truth))
-	for _, r := range truth {
+	truthOf := make(map[string]*mock.TruthRequest, len(truth))
+	for i, r := range truth {
 		sent[r.RequestID] = r.Tokens
 		arrivalOf[r.RequestID] = r.ArrivalNs
+		truthOf[r.RequestID] = &truth[i]
 	}
 	// startToArrival is the part of a TTFT that is neither the client's
 	// stamping nor the server's timing model: from the client's start
@@ -171,6 +207,12 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	// client's transmit stamp: sent → arrival is loopback plus the mock's
 	// own delay in reading the request.
 	var connect, sendDelay, serverTTFB, sentToArrival []int64
+	// The server's true time to first byte is its kernel's receive stamp
+	// of the request (A record) to its write of the headers (H record);
+	// serverErr is stampede's server TTFB minus it. rxToLoop is the mock's
+	// own delay in reading a request, arrival stamp to its loop's clock;
+	// queueWait is release → start.
+	var serverErr, rxToLoop, queueWait []int64
 	events, failed, unmatched := 0, 0, 0
 	for _, r := range res.Data.Results {
 		if !r.Success {
@@ -184,10 +226,17 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 				sentToArrival = append(sentToArrival, arrival-(res.MonotonicStartNs+r.StartNs+b.ConnectNs+b.SendNs))
 			}
 		}
+		queueWait = append(queueWait, r.QueueNs)
 		if b := r.Breakdown; b.Known {
 			connect = append(connect, b.ConnectNs)
 			sendDelay = append(sendDelay, b.SendNs)
 			serverTTFB = append(serverTTFB, b.ServerNs)
+			if t := truthOf[requestID(r.Index)]; t != nil && t.ArrivalRxNs != 0 && t.HeadersNs != 0 {
+				serverErr = append(serverErr, b.ServerNs-(t.HeadersNs-t.ArrivalRxNs))
+			}
+		}
+		if t := truthOf[requestID(r.Index)]; t != nil && t.ArrivalRxNs != 0 {
+			rxToLoop = append(rxToLoop, t.ArrivalNs-t.ArrivalRxNs)
 		}
 		stamps := clientStamps(res.MonotonicStartNs, r)
 		events += len(stamps)
@@ -215,6 +264,9 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	if o.warm {
 		warm = ", warm connections"
 	}
+	if o.busy {
+		warm += ", busy loop on the client's CPU"
+	}
 	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s%s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn, warm)
 	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
@@ -223,6 +275,9 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	h := res.Health
 	fmt.Printf("breakdown µs: connect %s\n              send delay %s\n              server TTFB %s\n", summary(connect), summary(sendDelay), summary(serverTTFB))
 	fmt.Printf("request sent → server arrival µs (loopback + the mock reading it): %s\n", summary(sentToArrival))
+	fmt.Printf("server TTFB error µs (stampede's − the mock's arrival RX stamp → headers write): %s\n", summary(serverErr))
+	fmt.Printf("mock's arrival RX stamp → its loop reading the request µs: %s\n", summary(rxToLoop))
+	fmt.Printf("queue wait (release → start) µs: %s\n", summary(queueWait))
 	fmt.Printf("kernel TX stamps on %d of %d requests; %d of %d token events shared a read's stamp\n", h.TxStamped, h.Sent, h.SharedStamps, h.TokenEvents)
 	perEvent := 0.0
 	if events > 0 {

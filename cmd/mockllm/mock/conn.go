@@ -27,6 +27,12 @@ type conn struct {
 	reqs httpwire.RequestParser
 	// continued: "100 Continue" went out for the request being received.
 	continued bool
+	// For the truth log's arrival stamps (see arrival_linux.go): the
+	// peer's IPv4 address and port, the bytes received so far, and where
+	// in them the request being served began (-1: unknown, as over TLS).
+	peer      uint64
+	rawIn     int64
+	reqOffset int64
 
 	mu sync.Mutex
 	// dead: the connection is closed or closing; nothing more is written.

@@ -167,7 +167,7 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 	// Slow headers come late; a hostile answer writes its own head.
 	if st.streaming && (st.fault == nil || (st.fault.Kind != FaultSlowHeaders && !st.fault.Kind.hostile())) {
 		ls.out = st.appendHeaders(ls.out[:0])
-		cn.send(ls.out, &s.clock)
+		st.headersNs, _ = cn.send(ls.out, &s.clock)
 		st.headersSent = true
 	}
 	s.schedule(cn, st)
@@ -179,6 +179,7 @@ func (s *Server) newStream(cn *conn, req *httpRequest, arrivalNs int64) *stream 
 	st := &stream{conn: cn, arrivalNs: arrivalNs, closeAfter: req.close, headersDueNs: arrivalNs}
 	st.seq = s.schedSeq.Add(1)
 	st.key = st.seq
+	st.arrival = arrivalKey{seq: st.seq, peer: cn.peer, offset: cn.reqOffset, loopNs: arrivalNs}
 	if len(req.requestID) > 0 {
 		st.requestID = string(req.requestID)
 		st.key = hashKey(req.requestID)

@@ -32,6 +32,9 @@ type Server struct {
 	runErr chan error
 	boot   chan gnet.Engine
 	tls    *tls.Config // nil for plain HTTP
+	// tap is nil unless the truth log has arrival stamps; it is set once
+	// the port is known, while the loops may accept already.
+	tap atomic.Pointer[arrivalTap]
 
 	loopsMu sync.Mutex
 	loops   map[gnet.EventLoop]*loopState
@@ -171,6 +174,14 @@ func Start(cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if cfg.TruthLog != "" && s.tls == nil {
+		// Without CAP_NET_RAW the truth log has no arrival stamps.
+		_, port, _ := net.SplitHostPort(s.addr)
+		p, _ := strconv.Atoi(port)
+		if tap, err := openArrivalTap(p); err == nil {
+			s.tap.Store(tap)
+		}
+	}
 	return s, nil
 }
 
@@ -208,6 +219,9 @@ func (s *Server) Close() error {
 		if s.flood != nil {
 			s.w.closes = s.flood.stop()
 		}
+		if tap := s.tap.Load(); tap != nil {
+			s.w.arrivals = tap.stop()
+		}
 		errWriter := s.w.stop()
 		var errSummary error
 		if s.cfg.Summary != nil {
@@ -239,7 +253,10 @@ func (e *loopEvents) OnTick() (time.Duration, gnet.Action) { return time.Hour, g
 // OnOpen attaches a conn to a new connection.
 func (e *loopEvents) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s := (*Server)(e)
-	cn := &conn{gc: c, fd: c.Fd(), loop: s.loopState(c.EventLoop())}
+	cn := &conn{gc: c, fd: c.Fd(), loop: s.loopState(c.EventLoop()), reqOffset: -1}
+	if s.tap.Load() != nil && s.tls == nil {
+		cn.peer = peerKey(c.RemoteAddr())
+	}
 	c.SetContext(cn)
 	s.stats.conns.Add(1)
 	if s.tls != nil {
@@ -270,6 +287,7 @@ func (e *loopEvents) OnTraffic(c gnet.Conn) gnet.Action {
 	now := s.clock.nowNs()
 	cn := c.Context().(*conn)
 	data, _ := c.Next(-1)
+	cn.rawIn += int64(len(data))
 	if cn.tls != nil {
 		var err error
 		if data, err = s.receive(cn, data); err != nil {
@@ -329,6 +347,9 @@ func (s *Server) serve(cn *conn, ls *loopState) {
 		cn.continued = false
 		ls.req.set(cn.reqs.Request())
 		s.stats.requests.Add(1)
+		if cn.tls == nil {
+			cn.reqOffset = cn.rawIn - int64(len(cn.in))
+		}
 		scheduled := s.route(cn, ls, &ls.req, cn.inSinceNs)
 		rest := copy(cn.in, cn.in[n:])
 		cn.in = cn.in[:rest]

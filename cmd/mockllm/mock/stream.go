@@ -28,6 +28,10 @@ type stream struct {
 	key       uint64 // draw key: hash of x-request-id, else seq
 	requestID string
 	arrivalNs int64
+	// arrival locates the request's first byte for the arrival tap.
+	arrival arrivalKey
+	// headersNs is when the streaming headers were written (0: not yet).
+	headersNs int64
 
 	streaming    bool
 	includeUsage bool

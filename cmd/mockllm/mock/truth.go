@@ -15,8 +15,10 @@ import (
 //
 //	# mockllm truth log v1 (CLOCK_MONOTONIC ns)
 //	R <seq> <arrival_ns> <request_id>
+//	H <seq> <sent_ns>
 //	T <seq> <index> <sent_ns> <intended_ns>
 //	C <seq> <closed_ns>
+//	A <seq> <rx_ns>
 //
 // An R line is a request on the generation schedule (completions, chat,
 // embeddings, pooling, rerank): seq numbers them from 1 in arrival order,
@@ -29,11 +31,17 @@ import (
 // write; the usage chunk and [DONE] share the last token's write), sent_ns
 // is read right before write(2), and intended_ns is when the timing model
 // meant to send it. A response sent whole (embeddings, pooling, rerank,
-// non-streaming completions and chat) gets one T line with index 0. T lines follow their R line;
+// non-streaming completions and chat) gets one T line with index 0. An H
+// line is when a stream's response headers, its first bytes, were handed
+// to write(2) (read right before it). H and T lines follow their R line;
 // lines of different requests interleave. A C line, at the end of the
 // log, is when the mock found the connection of a hostile answer (flood,
 // endless-line, huge-headers: answers that never end) closed by the
-// client: when the client gave up on it.
+// client: when the client gave up on it. An A line, at the end too, is
+// the kernel's receive stamp of the segment that carried the request's
+// first byte (see arrival_linux.go): when it really arrived, where
+// arrival_ns is when the event loop read it. Requests over TLS, and every
+// request when the mock may not open a packet socket, have none.
 const truthHeader = "# mockllm truth log v1 (CLOCK_MONOTONIC ns)\n"
 
 // TruthRequest is one request of a truth log.
@@ -41,7 +49,12 @@ type TruthRequest struct {
 	Seq       uint64
 	RequestID string // "" when the request had no x-request-id
 	ArrivalNs int64
-	Tokens    []TruthToken
+	// HeadersNs is when a stream's headers were written (H record), 0 if
+	// the log has none; ArrivalRxNs the kernel's receive stamp of the
+	// request's arrival (A record), 0 if none.
+	HeadersNs   int64
+	ArrivalRxNs int64
+	Tokens      []TruthToken
 	// ClosedNs is when the client closed a hostile answer's connection
 	// (C record), 0 if the log has none.
 	ClosedNs int64
@@ -61,6 +74,8 @@ type truthWriter struct {
 	bw   *bufio.Writer
 	line []byte
 	err  error
+	// keys locate the requests' first bytes for their A records.
+	keys []arrivalKey
 }
 
 func createTruthLog(path string) (*truthWriter, error) {
@@ -88,6 +103,39 @@ func (t *truthWriter) request(st *stream) {
 		b = appendEscapedID(b, st.requestID)
 	}
 	t.write(append(b, '\n'))
+	if st.arrival.peer != 0 && st.arrival.offset >= 0 {
+		t.keys = append(t.keys, st.arrival)
+	}
+	if st.headersNs != 0 {
+		t.headers(st, st.headersNs)
+	}
+}
+
+// headers records when st's headers were written.
+func (t *truthWriter) headers(st *stream, sentNs int64) {
+	if t == nil {
+		return
+	}
+	b := append(t.line[:0], "H "...)
+	b = strconv.AppendUint(b, st.seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, sentNs, 10)
+	t.write(append(b, '\n'))
+}
+
+// arrivals writes the A records of the requests x has a stamp for.
+func (t *truthWriter) arrivals(x *arrivalIndex) {
+	for _, k := range t.keys {
+		rx := x.lookup(k)
+		if rx == 0 {
+			continue
+		}
+		b := append(t.line[:0], "A "...)
+		b = strconv.AppendUint(b, k.seq, 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, rx, 10)
+		t.write(append(b, '\n'))
+	}
 }
 
 func (t *truthWriter) token(st *stream, k int, sentNs, intendedNs int64) {
@@ -223,17 +271,24 @@ func ReadTruthLog(path string) ([]TruthRequest, error) {
 				return nil, bad("token of a request with no R line")
 			}
 			reqs[i].Tokens = append(reqs[i].Tokens, TruthToken{Index: index, SentNs: sent, IntendedNs: intended})
-		case fields[0] == "C" && len(fields) == 3:
+		case (fields[0] == "C" || fields[0] == "H" || fields[0] == "A") && len(fields) == 3:
 			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
-			closed, err2 := strconv.ParseInt(fields[2], 10, 64)
+			ns, err2 := strconv.ParseInt(fields[2], 10, 64)
 			if err := errors.Join(err1, err2); err != nil {
 				return nil, bad("malformed number")
 			}
 			i, ok := bySeq[seq]
 			if !ok {
-				return nil, bad("close of a request with no R line")
+				return nil, bad("record of a request with no R line")
 			}
-			reqs[i].ClosedNs = closed
+			switch fields[0] {
+			case "C":
+				reqs[i].ClosedNs = ns
+			case "H":
+				reqs[i].HeadersNs = ns
+			default:
+				reqs[i].ArrivalRxNs = ns
+			}
 		default:
 			return nil, bad("unknown record")
 		}

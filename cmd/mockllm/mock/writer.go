@@ -39,8 +39,10 @@ type writer struct {
 	truth            *truthWriter
 	timing           *timing
 	done             chan struct{}
-	// closes, set before stop, go to the truth log as C records.
-	closes []floodClose
+	// closes, set before stop, go to the truth log as C records;
+	// arrivals, its A records.
+	closes   []floodClose
+	arrivals *arrivalIndex
 }
 
 func newWriter(s *Server) (*writer, error) {
@@ -85,6 +87,7 @@ func (w *writer) stop() error {
 		for _, c := range w.closes {
 			w.truth.closed(c)
 		}
+		w.truth.arrivals(w.arrivals)
 		return w.truth.close()
 	}
 	return nil
@@ -389,8 +392,9 @@ func (w *writer) stepStream(st *stream, stepNs int64) (done bool) {
 
 func (w *writer) sendHeaders(st *stream) bool {
 	w.out = st.appendHeaders(w.out[:0])
-	_, ok := st.conn.send(w.out, &w.clock)
+	sentNs, ok := st.conn.send(w.out, &w.clock)
 	st.headersSent = true
+	w.truth.headers(st, sentNs)
 	return ok
 }
 
