@@ -131,7 +131,7 @@ func (s *Server) admitPrefix(ls *loopState, req *httpRequest, st *stream) int {
 			c.lru.MoveToFront(e)
 			continue
 		}
-		c.entries[l.chain] = c.lru.PushFront(prefixEntry{l.chain, l.tokens})
+		c.entries[l.chain] = c.lru.PushFront(prefixEntry(l))
 		c.held += l.tokens
 	}
 	for c.held > c.capacity && c.lru.Len() > 0 {
