@@ -371,6 +371,11 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.frame(contentType, body, hs)
+}
+
+// frame puts body in an HTTP request to the target with headers hs.
+func (r *run) frame(contentType string, body []byte, hs []Header) ([]byte, error) {
 	hreq := httpwire.Request{
 		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
 		ContentType: contentType,

@@ -88,6 +88,14 @@ type Config struct {
 	// KeepUncountedText keeps the text of the streams whose usage gave no
 	// output token count, to be counted after the run (metrics.Options).
 	KeepUncountedText bool
+	// Feed, when set, leaves the releases to the caller (Runner.Submit,
+	// see feed.go) instead of the arrival schedule: Requests then only
+	// sizes the run, and the rate, ramp-up and self-timing are unused.
+	Feed bool
+	// OnEnd, when set, is called with each request's result as it ends,
+	// on the thread that ran it (a shard's loop): it must be quick and
+	// safe for concurrent calls, such as a send on a buffered channel.
+	OnEnd func(*metrics.RequestResult)
 	// WarmConnections opens min(MaxConcurrency, len(Requests)) keep-alive
 	// connections (each shard its share, rounded up) before the schedule
 	// starts, paced so the server's accept
@@ -188,6 +196,10 @@ type Runner struct {
 	abort   context.CancelFunc
 	result  *Result
 	err     error
+	// reqs is what the shards send, by queue position; feed is the
+	// Submit side of a Feed run (nil otherwise).
+	reqs []shard.Request
+	feed *feed
 }
 
 // transport is how requests go out: the shard loops, or TLS.
@@ -203,6 +215,10 @@ type transport interface {
 // at once.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	cfg = withDefaults(cfg)
+	if cfg.Feed {
+		// Submit fills the positions in; the caller's slice stays as given.
+		cfg.Requests = slices.Clone(cfg.Requests)
+	}
 	offsets, rates, err := schedule(cfg)
 	if err != nil {
 		return nil, err
@@ -237,6 +253,10 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	for i, q := range cfg.Requests {
 		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage}
 	}
+	r.reqs = reqs
+	if cfg.Feed {
+		r.feed = newFeed()
+	}
 	base := shard.Config{
 		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
 		Requests: reqs, Queue: r.queue,
@@ -252,7 +272,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		base.Warmed = &r.warmed
 		r.warmed.Add(count)
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd}
 	if cfg.TLS != nil {
 		count = 1
 		holdProcs()
@@ -330,10 +350,18 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		defer context.AfterFunc(r.aborted, func() { r.probes.interrupt(time.Time{}) })()
 		r.probes.start(ctx)
 	}
-	lags := r.dispatch(ctx, startNs, offsets, rates, res)
+	var lags []int64
+	if r.feed != nil {
+		r.feed.start()
+	} else {
+		lags = r.dispatch(ctx, startNs, offsets, rates, res)
+	}
 	var endNs int64
 	select {
 	case <-r.queue.Done():
+		endNs = r.clock.Now()
+		r.transport.stop()
+	case <-r.feed.ended():
 		endNs = r.clock.Now()
 		r.transport.stop()
 	case <-ctx.Done():

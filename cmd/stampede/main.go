@@ -9,6 +9,7 @@
 //	stampede slo [options] --goodput KEY:MS ... [--slo-attainment F] [--slo-over max-concurrency|request-rate]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
 //	stampede report RESULT.json... -o FILE.html
+//	stampede multiturn --input-file FILE [--num-clients N] [--max-active-conversations K] [serve options]
 package main
 
 import (
@@ -115,6 +116,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runSweep(ctx, args[1:], stdout, stderr)
 		case "slo":
 			return runSLO(ctx, args[1:], stdout, stderr)
+		case "multiturn":
+			return runMultiturn(ctx, args[1:], stdout, stderr)
 		}
 	}
 	own, args, err := bench.SplitOwnFlags(args, []bench.OwnFlag{{Name: "num-runs", Value: true}})

@@ -92,6 +92,12 @@ type Config struct {
 	TTFT time.Duration
 	// PrefillPerToken is added to TTFT once per prompt token.
 	PrefillPerToken time.Duration
+	// PrefixCache, when set (PrefixCacheGlobal or PrefixCacheSession),
+	// models prefix caching of chat prompts: cached tokens cost no
+	// prefill (see prefixcache.go). PrefixCacheTokens is its capacity;
+	// default 1,000,000.
+	PrefixCache       string
+	PrefixCacheTokens int
 	// ITL is the gap between tokens (PerStream; 0 sends them back to back)
 	// or the step period (DecodeStep, at least 10µs).
 	ITL time.Duration
@@ -149,6 +155,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.PrefixCacheTokens == 0 {
+		c.PrefixCacheTokens = 1_000_000
+	}
 	if c.Host == "" {
 		c.Host = "127.0.0.1"
 	}
@@ -183,6 +192,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-model-len %d: want a positive token count", c.MaxModelLen)
 	case c.TTFT < 0:
 		return fmt.Errorf("--ttft-ms %v: want >= 0", c.TTFT)
+	case c.PrefixCache != PrefixCacheOff && c.PrefixCache != PrefixCacheGlobal && c.PrefixCache != PrefixCacheSession:
+		return fmt.Errorf("--prefix-cache %q: want off, global or session", c.PrefixCache)
+	case c.PrefixCacheTokens < 0:
+		return fmt.Errorf("--prefix-cache-tokens %d: want a positive token count", c.PrefixCacheTokens)
 	case c.PrefillPerToken < 0:
 		return fmt.Errorf("--prefill-us-per-token %v: want >= 0", c.PrefillPerToken)
 	case c.ITL < 0:

@@ -170,6 +170,9 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 		st.headersNs, _ = cn.send(ls.out, &s.clock)
 		st.headersSent = true
 	}
+	if s.prefix != nil && chat {
+		st.cachedTokens = s.admitPrefix(ls, req, st)
+	}
 	s.schedule(cn, st)
 	return true
 }

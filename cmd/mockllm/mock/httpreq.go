@@ -13,7 +13,9 @@ type httpRequest struct {
 	close bool
 	// requestID is the x-request-id header, if any.
 	requestID []byte
-	body      []byte
+	// session is the X-Session-ID header (the prefix cache's session key).
+	session []byte
+	body    []byte
 }
 
 // set fills req from a request httpwire read.
@@ -23,6 +25,7 @@ func (req *httpRequest) set(r *httpwire.ServerRequest) {
 		target:    r.Target,
 		close:     !r.KeepAlive,
 		requestID: r.Header("x-request-id"),
+		session:   r.Header("x-session-id"),
 		body:      r.Body,
 	}
 }

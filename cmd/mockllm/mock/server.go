@@ -28,7 +28,8 @@ type Server struct {
 	eng    gnet.Engine
 	addr   string
 	w      *writer
-	flood  *flooder // nil unless a hostile fault is configured
+	flood  *flooder     // nil unless a hostile fault is configured
+	prefix *prefixCache // nil unless Config.PrefixCache is set
 	runErr chan error
 	boot   chan gnet.Engine
 	tls    *tls.Config // nil for plain HTTP
@@ -125,6 +126,7 @@ func Start(cfg Config) (*Server, error) {
 		loops:  make(map[gnet.EventLoop]*loopState),
 	}
 	s.load.init()
+	s.prefix = newPrefixCache(cfg.PrefixCache, cfg.PrefixCacheTokens)
 	s.created = time.Now().Unix()
 	if cfg.TLS != nil {
 		s.tls = serverTLS(cfg.TLS)

@@ -39,6 +39,9 @@ type stream struct {
 	// batched completions prompt).
 	promptTokens []int
 	promptTotal  int
+	// cachedTokens of the prompt were found in the prefix cache: prefill
+	// skips them.
+	cachedTokens int
 	// outTokens is how many tokens each choice gets; finishReason is
 	// "length" when that is max_tokens, else "stop".
 	outTokens    int

@@ -232,7 +232,7 @@ func (w *writer) accept(st *stream, now int64) {
 
 // prefillNs is the time from admission to a stream's first token.
 func (w *writer) prefillNs(st *stream) int64 {
-	d := int64(w.cfg.TTFT) + int64(w.cfg.PrefillPerToken)*int64(st.promptTotal)
+	d := int64(w.cfg.TTFT) + int64(w.cfg.PrefillPerToken)*int64(st.promptTotal-st.cachedTokens)
 	return d + w.jitterNs(st.key, 0)
 }
 
