@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -457,6 +459,27 @@ func BenchmarkEncodeVideo720p16(b *testing.B) {
 	for b.Loop() {
 		if _, err := clip.encode(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestWriteVideoFixture writes a clip for scripts/check-video-opencv.py
+// when STAMPEDE_VIDEO_DUMP names a directory: seed 0, 64×48, 16 frames,
+// the clip numpy.random.default_rng(0).integers(0, 256, (16, 48, 64, 3),
+// dtype=uint8) gives.
+func TestWriteVideoFixture(t *testing.T) {
+	dir := os.Getenv("STAMPEDE_VIDEO_DUMP")
+	if dir == "" {
+		t.Skip("STAMPEDE_VIDEO_DUMP not set")
+	}
+	for _, s := range [][3]int{{64, 48, 16}, {1280, 720, 16}} {
+		file, err := newRandomClip(pyrand.NewGenerator(0), s[0], s[1], s[2]).encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Join(dir, fmt.Sprintf("clip-%dx%dx%d.mp4", s[0], s[1], s[2]))
+		if err := os.WriteFile(name, file, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
