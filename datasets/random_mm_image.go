@@ -53,13 +53,24 @@ func drawBytes(rng *pyrand.Generator, n int) []byte {
 
 // jpegPool encodes images to image_url content parts, and clips to
 // video_url ones, on worker goroutines; encode blocks once every worker is
-// busy and one job waits, which bounds the media held in memory.
+// busy and one job waits, or once the raw pixels queued and in work reach
+// mediaBytesInFlight, which bounds the media held in memory (a 720p clip
+// of 16 frames is 44 MB).
 type jpegPool struct {
 	jobs chan jpegJob
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	err  error
+
+	budget   sync.Cond // on mu; signalled when pixels are released
+	maxBytes int       // mediaBytesInFlight
+	inFlight int       // raw pixel bytes queued or being encoded
+	peak     int       // the most inFlight has been
 }
+
+// mediaBytesInFlight is how many raw pixel bytes may wait for or be under
+// encoding at once; a single larger item is let through alone.
+const mediaBytesInFlight = 256 << 20
 
 // jpegJob is one image or (clip set) one video.
 type jpegJob struct {
@@ -72,42 +83,72 @@ func newJPEGPool(workers int) *jpegPool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	p := &jpegPool{jobs: make(chan jpegJob, workers)}
+	p := &jpegPool{jobs: make(chan jpegJob, workers), maxBytes: mediaBytesInFlight}
+	p.budget.L = &p.mu
 	for range workers {
 		p.wg.Go(func() {
 			var buf bytes.Buffer
 			for job := range p.jobs {
-				var err error
-				if job.clip != nil {
-					var mp4 []byte
-					if mp4, err = job.clip.encode(); err == nil {
-						*job.dst = videoURLPart(mp4)
-					}
-				} else {
-					buf.Reset()
-					if err = jpeg.Encode(&buf, job.img, &jpeg.Options{Quality: pilJPEGQuality}); err == nil {
-						*job.dst = imageURLPart(buf.Bytes())
-					}
-				}
-				if err != nil {
-					p.mu.Lock()
+				err := p.run(job, &buf)
+				p.mu.Lock()
+				if err != nil && p.err == nil {
 					p.err = err
-					p.mu.Unlock()
 				}
+				p.inFlight -= job.size()
+				p.budget.Broadcast()
+				p.mu.Unlock()
 			}
 		})
 	}
 	return p
 }
 
+// size is the job's raw pixel bytes.
+func (j jpegJob) size() int {
+	if j.clip != nil {
+		return len(j.clip.rgb)
+	}
+	return len(j.img.Pix)
+}
+
+// run encodes one job into its part.
+func (p *jpegPool) run(job jpegJob, buf *bytes.Buffer) error {
+	if job.clip != nil {
+		mp4, err := job.clip.encode()
+		if err == nil {
+			*job.dst = videoURLPart(mp4)
+		}
+		return err
+	}
+	buf.Reset()
+	err := jpeg.Encode(buf, job.img, &jpeg.Options{Quality: pilJPEGQuality})
+	if err == nil {
+		*job.dst = imageURLPart(buf.Bytes())
+	}
+	return err
+}
+
+// queue waits for room in the pixel budget, then hands the job over.
+func (p *jpegPool) queue(job jpegJob) {
+	n := job.size()
+	p.mu.Lock()
+	for p.inFlight > 0 && p.inFlight+n > p.maxBytes {
+		p.budget.Wait()
+	}
+	p.inFlight += n
+	p.peak = max(p.peak, p.inFlight)
+	p.mu.Unlock()
+	p.jobs <- job
+}
+
 // encode queues img; its part is written to *dst before close returns.
 func (p *jpegPool) encode(img *image.RGBA, dst *json.RawMessage) {
-	p.jobs <- jpegJob{img: img, dst: dst}
+	p.queue(jpegJob{img: img, dst: dst})
 }
 
 // encodeClip queues a video the same way.
 func (p *jpegPool) encodeClip(c *randomClip, dst *json.RawMessage) {
-	p.jobs <- jpegJob{clip: c, dst: dst}
+	p.queue(jpegJob{clip: c, dst: dst})
 }
 
 // close waits for the queued images and reports the first failure.

@@ -483,3 +483,42 @@ func TestWriteVideoFixture(t *testing.T) {
 		}
 	}
 }
+
+func TestJPEGPoolBoundsPixelsInFlight(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 32, 32)) // 4096 bytes
+	p := newJPEGPool(3)
+	p.maxBytes = 2*len(img.Pix) + 100
+	parts := make([]json.RawMessage, 30)
+	for i := range parts {
+		p.encode(img, &parts[i])
+	}
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	// Without the budget, three workers and three queued jobs would hold
+	// six images.
+	if p.peak > p.maxBytes || p.inFlight != 0 {
+		t.Errorf("peak %d bytes in flight over a budget of %d (%d left)", p.peak, p.maxBytes, p.inFlight)
+	}
+	for i, part := range parts {
+		if imageSize(t, part) != [2]int{32, 32} {
+			t.Fatalf("image %d not encoded", i)
+		}
+	}
+
+	// An item over the budget on its own still goes through, alone.
+	p = newJPEGPool(2)
+	p.maxBytes = 1000
+	big := newRandomClip(pyrand.NewGenerator(1), 64, 64, 2)
+	var clipPart, imgPart json.RawMessage
+	p.encodeClip(big, &clipPart)
+	p.encode(img, &imgPart)
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	if p.peak != len(big.rgb) {
+		t.Errorf("peak %d bytes, want the clip's %d alone", p.peak, len(big.rgb))
+	}
+	checkVideo(t, videoPart(t, clipPart), 64, 64, 2)
+	imageSize(t, imgPart)
+}
