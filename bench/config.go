@@ -251,6 +251,12 @@ func (c *Config) validate() error {
 			return valueErrorf("Invalid --timeline-itl-thresholds format: Expected 2 ITL threshold values, got %d", n)
 		}
 	}
+	// vLLM names the figure after the result file, which it computes only
+	// for these flags; without one its run fails on an assertion after the
+	// benchmark. Refusing here saves the run.
+	if c.PlotDatasetStats && !(c.SaveResult || c.AppendResult || c.PlotTimeline) {
+		return usageErrorf("--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline")
+	}
 	if err := c.validateRampUp(); err != nil {
 		return err
 	}

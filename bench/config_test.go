@@ -79,7 +79,7 @@ func TestNotSupportedYet(t *testing.T) {
 		want string
 	}{
 		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
-		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats is not supported yet"},
+		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
 	}
 	for _, tt := range tests {

@@ -33,7 +33,6 @@ var flagAudit = map[string]struct {
 	"--blazedit-max-distance": {status: "readme"},
 	"--bfcl-categories":       {status: "readme"},
 	// Read, but refused where they would change the run.
-	"--plot-dataset-stats": {status: "refused", refuse: []string{"--plot-dataset-stats"}},
 	"--custom-ensure-client-side-data": {status: "refused", refuse: []string{
 		"--dataset-name", "custom_image", "--dataset-path", "x.jsonl", "--custom-ensure-client-side-data"}},
 	"--tokenizer-mode": {status: "refused", refuse: []string{"--tokenizer-mode", "grok2"}},

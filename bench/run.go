@@ -791,7 +791,8 @@ func (r *run) reportParams(workers int) *ReportParams {
 }
 
 // save writes the result JSON with --save-result or --append-result (and
-// its PyTorch side file), and the timeline with --plot-timeline.
+// its PyTorch side file), the timeline with --plot-timeline and the
+// dataset figure with --plot-dataset-stats.
 func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
 	if err := CheckMetadata(p.Metadata); err != nil {
 		return err
@@ -822,6 +823,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 		}
 	}
 	r.plotTimeline(name, s, d)
+	r.plotDatasetStats(name, s, d)
 	return nil
 }
 

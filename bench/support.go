@@ -38,7 +38,6 @@ func boolFlag(get func(c *Config) bool) func(c *Config) (string, bool) {
 // dataset) are accepted and stored; README's "Not supported yet" names
 // them, and TestFlagAudit keeps that list whole.
 var unbuiltFlags = []unbuiltFlag{
-	{"--plot-dataset-stats", boolFlag(func(c *Config) bool { return c.PlotDatasetStats })},
 	{"--tokenizer-mode", tokenizerModeUnbuilt},
 	// custom_image inlines its images only with this flag; Python re-encodes
 	// each through PIL, whose PNG bytes stampede cannot reproduce.

@@ -96,7 +96,7 @@ type RandomMMOptions struct {
 // randomMMBackends are the backends random-mm may be used with.
 var randomMMBackends = []string{"openai-audio", "openai-chat"}
 
-// SampleRandomMM is RandomMultiModalDataset.sample for images. The text is
+// SampleRandomMM is RandomMultiModalDataset.sample. The text is
 // built as `random` builds it (SampleRandom) from the same private
 // numpy.default_rng(Seed), and the same generator then draws each
 // request's media right after its text, in Python's order:
@@ -106,15 +106,16 @@ var randomMMBackends = []string{"openai-audio", "openai-chat"}
 //     double against the cumulative sums); a modality at its cap has its
 //     buckets zeroed and the rest renormalised before the next draw;
 //   - per image of H×W, rng.integers(0, 256, (H, W, 3), dtype=uint8),
-//     which numpy fills four bytes per 32-bit draw, low byte first.
+//     which numpy fills four bytes per 32-bit draw, low byte first;
+//   - per video of T frames, rng.integers(0, 256, (T, H, W, 3),
+//     dtype=uint8), one fill for the whole clip.
 //
-// So prompts, lengths, item counts, sizes and pixels match Python for the
-// same seed and tokenizer. The JPEG bytes do not: Python encodes with PIL
-// (libjpeg), stampede with Go's image/jpeg at PIL's default quality 75,
-// so the data URLs differ in content and somewhat in size.
-//
-// Video buckets (Frames > 1) with a non-zero probability are refused:
-// stampede cannot encode the mp4 clips Python sends.
+// So prompts, lengths, item counts, sizes, frame counts and pixels match
+// Python for the same seed and tokenizer. The encoded bytes do not: Python
+// encodes images with PIL (libjpeg), stampede with Go's image/jpeg at
+// PIL's default quality 75, so the data URLs differ in content and
+// somewhat in size; videos are MP4 files as Python's, but of Motion JPEG
+// frames where OpenCV writes MPEG-4 Part 2 (see video.go).
 func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
@@ -143,12 +144,13 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		return nil, err
 	}
 	for _, b := range plan.buckets {
-		switch {
-		case b.Frames > 1:
-			return nil, fmt.Errorf("--random-mm-bucket-config: video buckets are not supported yet (%s has probability %s); give video buckets (T > 1) probability 0",
-				bucketKeyRepr(b), py.FloatRepr(b.Probability))
-		case b.Height <= 0 || b.Width <= 0:
+		if b.Height <= 0 || b.Width <= 0 {
 			return nil, fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
+		}
+		if b.Frames > 1 {
+			if err := checkVideoBucket(b); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -183,7 +185,11 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		err := plan.drawItems(rng, logf, func(b MMBucket) {
 			part := new(json.RawMessage)
 			slots[i] = append(slots[i], part)
-			enc.encode(randomImage(rng, b.Width, b.Height), part)
+			if b.Frames > 1 {
+				enc.encodeClip(newRandomClip(rng, b.Width, b.Height, b.Frames), part)
+			} else {
+				enc.encode(randomImage(rng, b.Width, b.Height), part)
+			}
 		})
 		if err != nil {
 			enc.close()

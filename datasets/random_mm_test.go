@@ -80,7 +80,7 @@ func referenceRandomMM(tok Tokenizer, o RandomMMOptions, minItems, maxItems int,
 					break
 				}
 			}
-			referenceImageBytes(rng, 3*pick.Width*pick.Height)
+			referenceImageBytes(rng, 3*pick.Width*pick.Height*pick.Frames)
 			sizes = append(sizes, [2]int{pick.Width, pick.Height})
 		}
 		ref.sizes = append(ref.sizes, sizes)
@@ -291,8 +291,8 @@ func TestSampleRandomMMErrors(t *testing.T) {
 		},
 			"Min num mm items is greater than max mm items: 5 > 3", true},
 		{"empty image", func(o *RandomMMOptions) { o.Buckets = []MMBucket{{0, 4, 1, 1}} }, "--random-mm-bucket-config: bucket (0, 4, 1): height and width must be positive", false},
-		{"video", func(o *RandomMMOptions) { o.Buckets = []MMBucket{{4, 4, 1, 1}, {720, 1280, 16, 1}} },
-			"--random-mm-bucket-config: video buckets are not supported yet ((720, 1280, 16) has probability 0.5)", false},
+		{"video too wide", func(o *RandomMMOptions) { o.Buckets = []MMBucket{{4, 4, 1, 1}, {4, 70000, 2, 1}} },
+			"--random-mm-bucket-config: bucket (4, 70000, 2): height and width must be at most 65535 for a video", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
