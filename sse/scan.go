@@ -76,8 +76,8 @@ type fields struct {
 	delta, text        jsonValue // text: choices[0].text, or choices[0].delta.content
 	usage              jsonValue
 	prompt, completion jsonValue
-	errValue, errMsg   jsonValue // "error", and "message" inside an error object
-	object, topMessage jsonValue // the legacy top-level error form
+	errValue, errMsg   jsonValue   // "error", and "message" inside an error object
+	object, topMessage jsonValue   // the legacy top-level error form
 	extra              extraFields // reasoning, tool calls, Responses events
 }
 
