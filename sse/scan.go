@@ -76,9 +76,10 @@ type fields struct {
 	delta, text        jsonValue // text: choices[0].text, or choices[0].delta.content
 	usage              jsonValue
 	prompt, completion jsonValue
-	errValue, errMsg   jsonValue   // "error", and "message" inside an error object
-	object, topMessage jsonValue   // the legacy top-level error form
-	extra              extraFields // reasoning, tool calls, Responses events
+	errValue, errMsg   jsonValue // "error", and "message" inside an error object
+	object, topMessage jsonValue // the legacy top-level error form
+
+	extra extraFields // reasoning, tool calls, Responses events
 }
 
 // errTooDeep is fastjson's nesting limit, which the Decoder has always had.
