@@ -322,3 +322,22 @@ func FuzzResponsesDecoder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeResponses decodes every event of responsesStream per op.
+func BenchmarkDecodeResponses(b *testing.B) {
+	var events []Event
+	for _, block := range strings.Split(strings.TrimSpace(responsesStream), "\n\n") {
+		name, data, _ := strings.Cut(block, "\ndata: ")
+		events = append(events, Event{Name: []byte(strings.TrimPrefix(name, "event: ")), Data: []byte(data)})
+	}
+	d := NewDecoder(Responses)
+	var c Chunk
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range events {
+			if err := d.DecodeEvent(&events[i], &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
