@@ -249,8 +249,12 @@ func (d *Decoder) array(i, depth int, r role, out *jsonValue) int {
 // new occurrence of a key clears what the previous one held.
 func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
 	f := &d.f
-	if s, rs, ok := d.extraSlot(r, key); ok {
-		return s, rs
+	// The values beyond Python's are looked for only where they can be,
+	// so a chunk's other keys cost what they always did.
+	if r > roleError || d.kind == Responses && (r == roleTop || r == roleUsage) {
+		if s, rs, ok := d.extraSlot(r, key); ok || r > roleError {
+			return s, rs
+		}
 	}
 	switch r {
 	case roleTop:
@@ -295,6 +299,10 @@ func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
 		if string(key) == "message" {
 			return &f.errMsg, roleNone
 		}
+	}
+	if r == roleDelta || r == roleUsage {
+		s, rs, _ := d.extraSlot(r, key)
+		return s, rs
 	}
 	return nil, roleNone
 }
