@@ -39,6 +39,7 @@ const (
 	infinityKind
 	poolingKind
 	rerankKind
+	responsesKind
 )
 
 var (
@@ -49,6 +50,7 @@ var (
 	infinityAPI    = backendAPI{infinityKind, "Infinity Embeddings API", []string{"embeddings"}, true}
 	poolingAPI     = backendAPI{poolingKind, "vLLM Pooling API", []string{"pooling"}, true}
 	rerankAPI      = backendAPI{rerankKind, "vLLM score API", []string{"rerank"}, true}
+	responsesAPI   = backendAPI{responsesKind, "OpenAI Responses API", []string{"responses"}, true}
 )
 
 // backend is one --backend: its row in backends says everything that
@@ -103,6 +105,9 @@ var backends = []backend{
 	{name: "infinity-embeddings-clip", api: infinityAPI, pooling: true, mediaText: blankText},
 	{name: "vllm-pooling", api: poolingAPI, pooling: true},
 	{name: "vllm-rerank", api: rerankAPI, pooling: true},
+	// stampede's own, after Python's choices: the Responses API
+	// (backend_responses.go).
+	{name: "openai-responses", api: responsesAPI, stream: sse.Responses, openAICompatible: true},
 }
 
 // backendNames are the --backend choices in table order.
@@ -224,6 +229,10 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		body.Set("max_completion_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
 		body.Set("stream", []byte("true"))
 		body.Set("stream_options", []byte(`{"include_usage": true}`))
+	case responsesKind:
+		if err := setResponsesBody(&body, req); err != nil {
+			return nil, err
+		}
 	case embeddingsKind:
 		if err := setEmbeddingsInput(&body, b, req); err != nil {
 			return nil, err

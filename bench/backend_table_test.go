@@ -15,16 +15,18 @@ func TestBackendTable(t *testing.T) {
 	wantChoices := []string{"vllm", "openai", "openai-chat", "openai-audio",
 		"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
 		"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
-		"vllm-pooling", "vllm-rerank"}
+		"vllm-pooling", "vllm-rerank",
+		"openai-responses"} // stampede's own, after Python's
 	if got := backendNames(); !slices.Equal(got, wantChoices) {
 		t.Errorf("backend choices = %q, want %q", got, wantChoices)
 	}
 	if got := newFlagParser(&Flags{}).FindOptionByLongName("backend").Choices; !slices.Equal(got, wantChoices) {
 		t.Errorf("--backend choices = %q, want %q", got, wantChoices)
 	}
-	pooling := wantChoices[4:]
-	openAI := []string{"vllm", "openai", "openai-chat"}
-	streams := map[string]sse.Kind{"vllm": sse.Completions, "openai": sse.Completions, "openai-chat": sse.Chat, "openai-audio": sse.Audio}
+	pooling := wantChoices[4:12]
+	openAI := []string{"vllm", "openai", "openai-chat", "openai-responses"}
+	streams := map[string]sse.Kind{"vllm": sse.Completions, "openai": sse.Completions, "openai-chat": sse.Chat, "openai-audio": sse.Audio,
+		"openai-responses": sse.Responses}
 	for _, name := range wantChoices {
 		b := findBackend(name)
 		if b.pooling != slices.Contains(pooling, name) {

@@ -656,6 +656,9 @@ func (r *run) benchmark(ctx context.Context) error {
 		}
 	}
 	r.sidecar = newSidecar(res, breakdown, c.SaveDetailed)
+	if err := r.reasoning(res.Data.Results); err != nil {
+		return err
+	}
 	r.steadyState(r.outcome)
 	r.sidecar.SteadyState = r.outcome.SteadyState
 	if err := r.writeSteadyStateBlock(r.outcome); err != nil {

@@ -31,6 +31,9 @@ type Sidecar struct {
 	SteadyState *metrics.SteadyState `json:"steady_state"`
 	// ServerMetrics is what --server-metrics scraped; absent without it.
 	ServerMetrics *ServerMetrics `json:"server_metrics,omitempty"`
+	// Reasoning is the reasoning and tool-call account (reasoning.go);
+	// null when no request streamed reasoning or tool calls.
+	Reasoning *SidecarReasoning `json:"reasoning"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

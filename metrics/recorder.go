@@ -93,6 +93,8 @@ type Stream struct {
 	handshakeNs int64 // the TLS handshake completed (0: no TLS, or reused)
 	sentNs      int64
 	firstByteNs int64
+
+	reasoning reasoningTrack // reasoning and tool calls (reasoning.go)
 }
 
 // firstStampsCap is the token-stamp capacity a Stream starts with. Grown
@@ -118,6 +120,7 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.outputTokens = 0
 	s.serverPrompt = -1
 	s.connectedNs, s.handshakeNs, s.sentNs, s.firstByteNs = 0, 0, 0, 0
+	s.reasoning.begin()
 }
 
 // Connected records when the request's new connection was established
@@ -250,6 +253,7 @@ func (r *Recorder) result(s *Stream) RequestResult {
 		StartNs:           s.startNs,
 		QueueNs:           s.startNs - s.arrivalNs,
 		NumInputSequences: 1,
+		Reasoning:         s.reasoning.result(s.startNs),
 	}
 	if s.serverPrompt >= 0 {
 		res.PromptLen = s.serverPrompt

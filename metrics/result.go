@@ -46,6 +46,10 @@ type RequestResult struct {
 	Breakdown Breakdown
 	// NumInputSequences is 1 except for pooling requests over a list prompt.
 	NumInputSequences int
+
+	// Reasoning is when the answer began after any reasoning, and the
+	// request's tool calls (stampede's own; reasoning.go).
+	Reasoning Reasoning
 }
 
 // Breakdown is where one request's TTFT went, in phases that add up to it

@@ -146,7 +146,7 @@ func (r *Response) OnEnd(tsNs int64) {
 
 // OnEvent implements sse.EventHandler: one SSE event is one OpenAI chunk.
 func (r *Response) OnEvent(ev *sse.Event) error {
-	if err := r.decoder.Decode(ev.Data, &r.chunk); err != nil {
+	if err := r.decoder.DecodeEvent(ev, &r.chunk); err != nil {
 		if ev.Unterminated {
 			// Python drops a trailing unterminated piece that is not JSON.
 			return nil
@@ -160,6 +160,7 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 	case r.chunk.HasUsage:
 		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
 	}
+	recordReasoning(&r.stream, r.bodyTs, &r.chunk)
 	if r.chunk.ErrMessage != nil {
 		// Python passes over the chunk; the count tells the user why the
 		// requests it left without a token failed.

@@ -19,6 +19,10 @@ const (
 	// reads it: usage gives only completion_tokens, its prompt_tokens is
 	// never taken (spec §b, "No prompt_tokens handling").
 	Audio
+	// Responses is the Responses API's event stream (/v1/responses):
+	// events told apart by their "type" (or SSE event name), see
+	// responses.go.
+	Responses
 )
 
 // String names the kind as the backends do.
@@ -30,6 +34,8 @@ func (k Kind) String() string {
 		return "chat"
 	case Audio:
 		return "audio"
+	case Responses:
+		return "responses"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -48,6 +54,22 @@ type Chunk struct {
 	// Python, Decode does not fail on it: the request fails later only if it
 	// never received a token event.
 	ErrMessage []byte
+
+	// What stampede reads beyond Python (reasoning.go); none of it changes
+	// Token, Text or the usage counts.
+	//
+	// Reasoning: a token event that carries reasoning text (chat's
+	// delta.reasoning_content or delta.reasoning; a Responses reasoning or
+	// reasoning summary delta). ToolCall: a token event that carries a
+	// tool-call delta (chat's delta.tool_calls; a Responses
+	// function_call_arguments delta). ToolCallsStarted counts the tool
+	// calls the chunk opens (chat: tool_calls elements with an "id"; a
+	// Responses output_item.added of a function_call).
+	Reasoning, ToolCall bool
+	ToolCallsStarted    int
+	// ReasoningTokens is the usage's completion_tokens_details (chat) or
+	// output_tokens_details (Responses) reasoning_tokens; -1 when absent.
+	ReasoningTokens int64
 }
 
 // ErrMalformedChunk is wrapped by every Decode error: the chunk is one on
@@ -93,8 +115,14 @@ func (d *Decoder) Kind() Kind { return d.kind }
 //
 // Where a JSON key repeats, the last occurrence counts, as in a Python dict.
 // After an error out describes no event: Token, Done and HasUsage are false.
-func (d *Decoder) Decode(data []byte, out *Chunk) error {
-	*out = Chunk{PromptTokens: -1, CompletionTokens: -1}
+func (d *Decoder) Decode(data []byte, out *Chunk) error { return d.decode(data, nil, out) }
+
+// DecodeEvent decodes one SSE event as Decode decodes its data; a
+// Responses event without a "type" is known by the event's name.
+func (d *Decoder) DecodeEvent(ev *Event, out *Chunk) error { return d.decode(ev.Data, ev.Name, out) }
+
+func (d *Decoder) decode(data, name []byte, out *Chunk) error {
+	*out = Chunk{PromptTokens: -1, CompletionTokens: -1, ReasoningTokens: -1}
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		out.Done = true
@@ -113,6 +141,9 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 	if f.top.t != jsonObject {
 		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, f.top.t)
 	}
+	if d.kind == Responses {
+		return d.decodeResponses(name, out)
+	}
 	if d.truthy(&f.choices) {
 		if err := d.decodeToken(out); err != nil {
 			return err
@@ -129,6 +160,7 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error {
 			out.PromptTokens = d.count(&f.prompt)
 		}
 		out.CompletionTokens = d.count(&f.completion)
+		out.ReasoningTokens = d.count(&f.extra.reasoningTokens)
 	}
 	out.ErrMessage = d.errorMessage()
 	return nil
@@ -159,6 +191,7 @@ func (d *Decoder) decodeToken(out *Chunk) error {
 		// Python's `generated_text += text or ""` raises a TypeError.
 		return fmt.Errorf("%w: token text is a JSON %s, not a string", ErrMalformedChunk, text.t)
 	}
+	d.deltaExtras(out)
 	return nil
 }
 

@@ -58,6 +58,13 @@ const (
 	roleDelta        // choices[0].delta: "content"
 	roleUsage        // "usage": "prompt_tokens", "completion_tokens"
 	roleError        // "error": "message"
+	// The roles of reasoning and tool calls (reasoning.go) and of the
+	// Responses API's events (responses.go).
+	roleUsageDetails // usage.completion_tokens_details / output_tokens_details: "reasoning_tokens"
+	roleToolCalls    // choices[0].delta.tool_calls: each element
+	roleToolCall     // an element of tool_calls: "id"
+	roleResponse     // a Responses event's "response": "usage", "error"
+	roleItem         // a Responses event's "item": "type"
 )
 
 // fields are the values a scan keeps. Where a key repeats, its last
@@ -71,6 +78,8 @@ type fields struct {
 	prompt, completion jsonValue
 	errValue, errMsg   jsonValue // "error", and "message" inside an error object
 	object, topMessage jsonValue // the legacy top-level error form
+
+	extra extraFields // reasoning, tool calls, Responses events
 }
 
 // errTooDeep is fastjson's nesting limit, which the Decoder has always had.
@@ -210,8 +219,14 @@ func (d *Decoder) array(i, depth int, r role, out *jsonValue) int {
 		slot, sub = &d.f.first, roleChoice
 	}
 	for {
+		if r == roleToolCalls {
+			slot, sub = d.toolCallSlot()
+		}
 		if i = d.value(i, depth, sub, slot); i < 0 {
 			return i
+		}
+		if r == roleToolCalls {
+			d.countToolCall()
 		}
 		slot, sub = &d.discard, roleNone
 		if i = d.skipSpace(i); i == len(b) {
@@ -234,14 +249,23 @@ func (d *Decoder) array(i, depth int, r role, out *jsonValue) int {
 // new occurrence of a key clears what the previous one held.
 func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
 	f := &d.f
+	// The values beyond Python's are looked for only where they can be,
+	// so a chunk's other keys cost what they always did.
+	if r > roleError || d.kind == Responses && (r == roleTop || r == roleUsage) {
+		if s, rs, ok := d.extraSlot(r, key); ok || r > roleError {
+			return s, rs
+		}
+	}
 	switch r {
 	case roleTop:
 		switch string(key) {
 		case "choices":
 			f.first, f.delta, f.text = jsonValue{}, jsonValue{}, jsonValue{}
+			f.extra.resetDelta()
 			return &f.choices, roleChoices
 		case "usage":
 			f.prompt, f.completion = jsonValue{}, jsonValue{}
+			f.extra.reasoningTokens = jsonValue{}
 			return &f.usage, roleUsage
 		case "error":
 			f.errMsg = jsonValue{}
@@ -257,6 +281,7 @@ func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
 			return &f.text, roleNone
 		case d.kind != Completions && string(key) == "delta":
 			f.text = jsonValue{}
+			f.extra.resetDelta()
 			return &f.delta, roleDelta
 		}
 	case roleDelta:
@@ -274,6 +299,10 @@ func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
 		if string(key) == "message" {
 			return &f.errMsg, roleNone
 		}
+	}
+	if r == roleDelta || r == roleUsage {
+		s, rs, _ := d.extraSlot(r, key)
+		return s, rs
 	}
 	return nil, roleNone
 }

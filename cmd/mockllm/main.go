@@ -91,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "streams generating at once; the rest wait FIFO (0 = no cap)")
 	fs.StringVar(&outputLen, "output-len", "fixed", "fixed: exactly max_tokens; uniform: drawn in [min_tokens, max_tokens] unless ignore_eos")
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 0, "output length when a request sets no max_tokens (0 = max-model-len - prompt, as vLLM)")
+	fs.IntVar(&cfg.ReasoningTokens, "reasoning-tokens", 0, "the first N output tokens of a chat or Responses stream are reasoning (delta.reasoning; reasoning_text deltas)")
+	fs.IntVar(&cfg.ToolCalls, "tool-calls", 0, "the answer of a chat or Responses stream is N tool calls (delta.tool_calls; function_call items) instead of text")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for output lengths, jitter and faults")
 	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", 16, "length of embedding and pooling vectors")
 	fs.IntVar(&specDecodeTokens, "spec-decode-tokens", 0, "report speculative-decoding counters on /metrics for this many draft tokens (0 = off)")

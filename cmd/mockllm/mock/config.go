@@ -125,6 +125,14 @@ type Config struct {
 	// rerun gives a request the same draws whatever its arrival order.
 	Seed uint64
 
+	// ReasoningTokens makes the first this many output tokens of a chat or
+	// Responses stream reasoning (delta.reasoning; reasoning_text
+	// deltas), the rest the answer. ToolCalls, when positive, makes the
+	// answer that many tool calls (delta.tool_calls; function_call
+	// items) instead of text. See reasoning.go.
+	ReasoningTokens int
+	ToolCalls       int
+
 	// EmbeddingDim is the length of /v1/embeddings and /pooling vectors;
 	// default 16.
 	EmbeddingDim int
@@ -210,6 +218,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--max-num-seqs %d: want >= 0 (0 = no cap)", c.MaxNumSeqs)
 	case c.DefaultMaxTokens < 0:
 		return fmt.Errorf("--default-max-tokens %d: want >= 0", c.DefaultMaxTokens)
+	case c.ReasoningTokens < 0:
+		return fmt.Errorf("--reasoning-tokens %d: want >= 0", c.ReasoningTokens)
+	case c.ToolCalls < 0:
+		return fmt.Errorf("--tool-calls %d: want >= 0", c.ToolCalls)
 	case c.EmbeddingDim < 1:
 		return fmt.Errorf("--embedding-dim %d: want >= 1", c.EmbeddingDim)
 	case c.SpecDecodeTokens < 0:

@@ -94,26 +94,30 @@ func (s *Server) hexID(key, seq uint64) string {
 }
 
 func (s *Server) serveCompletions(cn *conn, ls *loopState, req *httpRequest, arrivalNs int64) bool {
-	return s.serveGeneration(cn, ls, req, arrivalNs, false)
+	return s.serveGeneration(cn, ls, req, arrivalNs, kindCompletion)
 }
 
 func (s *Server) serveChat(cn *conn, ls *loopState, req *httpRequest, arrivalNs int64) bool {
-	return s.serveGeneration(cn, ls, req, arrivalNs, true)
+	return s.serveGeneration(cn, ls, req, arrivalNs, kindChat)
 }
 
-// serveGeneration validates a completions or chat request, applies any
-// fault that selects it, and hands it to the writer.
-func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arrivalNs int64, chat bool) bool {
+// serveGeneration validates a completions, chat or Responses request,
+// applies any fault that selects it, and hands it to the writer.
+func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arrivalNs int64, kind streamKind) bool {
 	g := &ls.gen
-	if aerr := s.parseGeneration(&ls.parser, req.body, chat, &ls.ids, g); aerr != nil {
+	chat := kind == kindChat
+	var aerr *apiError
+	if kind == kindResponses {
+		aerr = s.parseResponses(&ls.parser, req.body, &ls.ids, g)
+	} else {
+		aerr = s.parseGeneration(&ls.parser, req.body, chat, &ls.ids, g)
+	}
+	if aerr != nil {
 		s.replyAPIError(cn, ls, req, aerr)
 		return false
 	}
 	st := s.newStream(cn, req, arrivalNs)
-	st.kind = kindCompletion
-	if chat {
-		st.kind = kindChat
-	}
+	st.kind = kind
 	st.streaming, st.includeUsage = g.streaming, g.includeUsage
 	st.promptTokens = append([]int(nil), g.promptTokens...)
 	for _, n := range st.promptTokens {
@@ -163,6 +167,7 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 	st.prefix = s.appendPrefix(nil, idPrefix, object, arrivalNs, st)
 	st.prefix = append(st.prefix, `"choices":[`...)
 	st.wordSalt = mix(s.cfg.Seed, st.key, saltWords)
+	st.phases = s.newPhases(st, arrivalNs)
 
 	// Slow headers come late; a hostile answer writes its own head.
 	if st.streaming && (st.fault == nil || (st.fault.Kind != FaultSlowHeaders && !st.fault.Kind.hostile())) {

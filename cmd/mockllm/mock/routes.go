@@ -23,6 +23,7 @@ var endpoints = map[string]endpoint{
 	"/metrics":             {"GET", (*Server).serveMetrics},
 	"/v1/completions":      {"POST", (*Server).serveCompletions},
 	"/v1/chat/completions": {"POST", (*Server).serveChat},
+	"/v1/responses":        {"POST", (*Server).serveResponses},
 	"/v1/embeddings":       {"POST", (*Server).serveEmbeddings},
 	"/pooling":             {"POST", (*Server).servePooling},
 	"/v1/rerank":           {"POST", (*Server).serveRerank},

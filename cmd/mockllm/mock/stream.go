@@ -16,6 +16,8 @@ const (
 	// kindPooled is an embeddings, pooling or rerank request: one prebuilt
 	// JSON response sent when its prefill is done.
 	kindPooled
+	// kindResponses is a /v1/responses request: typed events (responses.go).
+	kindResponses
 )
 
 // stream is one request on the generation schedule. The event loop fills
@@ -54,6 +56,9 @@ type stream struct {
 	wordSalt uint64
 	// pooled is the whole response of a kindPooled request.
 	pooled []byte
+	// phases is the reasoning phase and tool calls of a chat stream, and
+	// the Responses API's item state (reasoning.go); nil for a plain one.
+	phases *phases
 
 	// Writer-owned schedule state.
 	next         int   // index of the next token to send
@@ -108,6 +113,9 @@ func (e *encoder) appendEvent(dst, payload []byte) []byte {
 // followed by the usage chunk, [DONE] and the last chunk when k is the
 // final token.
 func (e *encoder) appendToken(dst []byte, st *stream, k int) []byte {
+	if st.kind == kindResponses {
+		return e.appendResponsesToken(dst, st, k)
+	}
 	choices := len(st.promptTokens)
 	if k == 0 && st.kind == kindChat {
 		for c := 0; c < choices; c++ {
@@ -142,6 +150,9 @@ func (e *encoder) rolePayload(st *stream, choice int) []byte {
 // plus "usage":null when usage was requested; chat {"index","delta",
 // "logprobs","finish_reason"} with "stop_reason" on the final chunk.
 func (e *encoder) tokenPayload(st *stream, choice, k int) []byte {
+	if st.kind == kindChat && st.phases != nil {
+		return e.chatPhasePayload(st, choice, k)
+	}
 	p := append(e.payload[:0], st.prefix...)
 	p = append(p, `{"index":`...)
 	p = strconv.AppendInt(p, int64(choice), 10)
@@ -201,6 +212,9 @@ func appendUsage(dst []byte, prompt, completion int) []byte {
 // appendFullResponse appends the complete HTTP response of a non-streaming
 // completions or chat request.
 func (e *encoder) appendFullResponse(dst []byte, st *stream) []byte {
+	if st.kind == kindResponses {
+		return e.appendResponsesFull(dst, st)
+	}
 	p := append(e.payload[:0], st.prefix...)
 	for c := range st.promptTokens {
 		if c > 0 {

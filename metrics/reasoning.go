@@ -1,0 +1,175 @@
+package metrics
+
+import "slices"
+
+// Reasoning and tool calls: stampede's own account of a stream whose
+// model thinks before it answers or calls tools. Python's metrics are
+// untouched: a reasoning or tool-call chunk is a token event there as here
+// (it sets TTFT and adds an ITL); what follows only says when the answer
+// itself began and how much thinking came before it.
+
+// Reasoning is one request's reasoning and tool-call facts. Times are
+// from the request's start, as TTFTNs is; -1 when the event never came.
+type Reasoning struct {
+	// FirstAnswerNs is the first token event that carried answer text
+	// (chat's delta.content, a Responses output_text delta, a completion's
+	// text) that was not empty.
+	FirstAnswerNs int64
+	// ReasoningChunks counts the token events that carried reasoning text.
+	ReasoningChunks int
+	// ReasoningTokens is the usage's reasoning_tokens, -1 when the server
+	// gave none (the split is then known only in chunks).
+	ReasoningTokens int64
+	// FirstToolCallNs is the first token event that carried a tool-call
+	// delta; ToolCallChunks counts them and ToolCalls the calls opened.
+	FirstToolCallNs int64
+	ToolCallChunks  int
+	ToolCalls       int
+}
+
+// reasoningTrack is a Stream's running account, in run time (0: not yet).
+type reasoningTrack struct {
+	firstAnswerNs, firstToolCallNs  int64
+	reasoningChunks, toolCallChunks int
+	toolCalls                       int
+	reasoningTokens                 int64
+}
+
+func (t *reasoningTrack) begin() { *t = reasoningTrack{reasoningTokens: -1} }
+
+// result turns the account into a request's facts, times from startNs.
+func (t *reasoningTrack) result(startNs int64) Reasoning {
+	since := func(ts int64) int64 {
+		if ts == 0 {
+			return -1
+		}
+		return ts - startNs
+	}
+	return Reasoning{
+		FirstAnswerNs: since(t.firstAnswerNs), ReasoningChunks: t.reasoningChunks, ReasoningTokens: t.reasoningTokens,
+		FirstToolCallNs: since(t.firstToolCallNs), ToolCallChunks: t.toolCallChunks, ToolCalls: t.toolCalls,
+	}
+}
+
+// TokenKinds records what the token event received at tsNs (already
+// recorded with Token) carried: answer text, reasoning text, a tool-call
+// delta.
+func (s *Stream) TokenKinds(tsNs int64, answer, reasoning, toolCall bool) {
+	t := &s.reasoning
+	if answer && t.firstAnswerNs == 0 {
+		t.firstAnswerNs = tsNs
+	}
+	if reasoning {
+		t.reasoningChunks++
+	}
+	if toolCall {
+		if t.firstToolCallNs == 0 {
+			t.firstToolCallNs = tsNs
+		}
+		t.toolCallChunks++
+	}
+}
+
+// ToolCallsOpened counts n tool calls the stream opened.
+func (s *Stream) ToolCallsOpened(n int) { s.reasoning.toolCalls += n }
+
+// ReasoningTokens records the reasoning_tokens of a usage object (-1:
+// absent); the last usage wins, as for Usage.
+func (s *Stream) ReasoningTokens(n int64) { s.reasoning.reasoningTokens = n }
+
+// ReasoningStats summarizes reasoning and tool calls over the successful
+// requests (stampede's --reasoning-metrics block and sidecar).
+type ReasoningStats struct {
+	Requests int // successful requests
+	// Of them: those with a reasoning chunk, with answer text, with a
+	// tool-call delta; and those whose reasoning count came from usage.
+	WithReasoning, WithAnswer, WithToolCalls, ReasoningFromUsage int
+	// TimeToFirstAnswer is start → first answer text, over WithAnswer.
+	TimeToFirstAnswer Stats
+	// ReasoningTime is first token → first answer text, over the requests
+	// with both reasoning and an answer: how long the model thought.
+	ReasoningTime Stats
+	// ReasoningPerRequest is reasoning_tokens where usage gave it, else
+	// reasoning chunks, over WithReasoning.
+	ReasoningPerRequest CountStats
+	// TimeToFirstToolCall is start → first tool-call delta, over
+	// WithToolCalls; ToolCalls and ToolCallChunks are totals.
+	TimeToFirstToolCall Stats
+	ToolCalls           int
+	ToolCallChunks      int
+}
+
+// CountStats summarizes a count per request with numpy's formulas.
+type CountStats struct {
+	Mean, Median, Std float64
+	Max               float64
+	Percentiles       []Percentile // ValueMs holds the count
+}
+
+// ComputeReasoning summarizes results; nil when no successful request
+// carried reasoning or a tool call (nothing to say).
+func ComputeReasoning(results []RequestResult, percentiles []float64) *ReasoningStats {
+	st := &ReasoningStats{}
+	var answer, thinking, perRequest, toolCall []float64
+	for i := range results {
+		r := &results[i]
+		if !r.Success {
+			continue
+		}
+		st.Requests++
+		x := &r.Reasoning
+		if x.FirstAnswerNs >= 0 {
+			st.WithAnswer++
+			answer = append(answer, Seconds(x.FirstAnswerNs))
+		}
+		if x.ReasoningChunks > 0 {
+			st.WithReasoning++
+			n := float64(x.ReasoningChunks)
+			if x.ReasoningTokens >= 0 {
+				st.ReasoningFromUsage++
+				n = float64(x.ReasoningTokens)
+			}
+			perRequest = append(perRequest, n)
+			if x.FirstAnswerNs >= 0 {
+				thinking = append(thinking, Seconds(x.FirstAnswerNs-r.TTFTNs))
+			}
+		}
+		if x.FirstToolCallNs >= 0 {
+			st.WithToolCalls++
+			toolCall = append(toolCall, Seconds(x.FirstToolCallNs))
+		}
+		st.ToolCalls += x.ToolCalls
+		st.ToolCallChunks += x.ToolCallChunks
+	}
+	if st.WithReasoning == 0 && st.WithToolCalls == 0 && st.ToolCalls == 0 {
+		return nil
+	}
+	st.TimeToFirstAnswer = summarizeOrZero(answer, percentiles)
+	st.ReasoningTime = summarizeOrZero(thinking, percentiles)
+	st.TimeToFirstToolCall = summarizeOrZero(toolCall, percentiles)
+	st.ReasoningPerRequest = summarizeCounts(perRequest, percentiles)
+	return st
+}
+
+// summarizeOrZero is summarizeInPlace, with zeros for no values (as
+// Python's block prints 0 for an empty list).
+func summarizeOrZero(values, percentiles []float64) Stats {
+	if len(values) == 0 {
+		values = []float64{0}
+	}
+	return summarizeInPlace(values, percentiles)
+}
+
+func summarizeCounts(values, percentiles []float64) CountStats {
+	if len(values) == 0 {
+		values = []float64{0}
+	}
+	c := CountStats{Mean: npMean(values), Std: npStd(values), Percentiles: make([]Percentile, len(percentiles))}
+	slices.Sort(values)
+	c.Median = npMedianSorted(values)
+	c.Max = values[len(values)-1]
+	for i, p := range percentiles {
+		c.Percentiles[i] = Percentile{P: p, ValueMs: npPercentileSorted(values, p)}
+	}
+	return c
+}
