@@ -101,6 +101,9 @@ func (t *Tokenizer) tokenID(token string) (int32, bool) {
 	case *wordPiece:
 		id, ok := m.vocab[token]
 		return id, ok
+	case *unigram:
+		id, ok := m.vocab[token]
+		return id, ok
 	}
 	for id, tok := range t.tokens {
 		if t.known[id] && tok == token {
