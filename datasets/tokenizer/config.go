@@ -102,8 +102,7 @@ func (t *Tokenizer) tokenID(token string) (int32, bool) {
 		id, ok := m.vocab[token]
 		return id, ok
 	case *unigram:
-		id, ok := m.vocab[token]
-		return id, ok
+		return m.lookup(token)
 	}
 	for id, tok := range t.tokens {
 		if t.known[id] && tok == token {

@@ -202,7 +202,18 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 	if err := t.parseModel(&f.Model, byteMode); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, f.Model.vocab, t.vocabSize)); err != nil {
+	vocab := f.Model.vocab
+	if m, ok := t.model.(*unigram); ok {
+		// A Unigram model keeps no token map; the added tokens are looked
+		// up in its trie.
+		vocab = map[string]int32{}
+		for _, at := range f.AddedTokens {
+			if id, ok := m.lookup(at.Content); ok {
+				vocab[at.Content] = id
+			}
+		}
+	}
+	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, vocab, t.vocabSize)); err != nil {
 		return nil, fmt.Errorf("added_tokens: %w", err)
 	}
 	if !isNull(f.PostProcessor) {

@@ -180,3 +180,26 @@ func parsePrecompiled(o object) (normalizer, error) {
 	}
 	return n, nil
 }
+
+// spaceRunPattern is the Replace pattern SentencePiece conversions put
+// after the Precompiled normalizer to collapse runs of spaces.
+const spaceRunPattern = " {2,}"
+
+// spaceRunMatcher matches spaceRunPattern without a regex engine: every
+// run of two or more ' '.
+type spaceRunMatcher struct{}
+
+func (spaceRunMatcher) appendMatches(dst []span, s string) []span {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' || i+1 >= len(s) || s[i+1] != ' ' {
+			continue
+		}
+		end := i + 2
+		for end < len(s) && s[end] == ' ' {
+			end++
+		}
+		dst = append(dst, span{i, end})
+		i = end
+	}
+	return dst
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -17,8 +18,7 @@ import (
 type unigram struct {
 	pieces       *tokenTrie // vocabulary entries; a node's token is an id
 	scores       []float64  // by id
-	vocab        map[string]int32
-	unk          int32 // -1 without unk_id
+	unk          int32      // -1 without unk_id
 	unkScore     float64
 	byteFallback bool
 	fallbackIDs  [256]int32 // the id of "<0xXX>", or -1
@@ -52,7 +52,6 @@ func newUnigram(entries []vocabEntry, unk int32, byteFallback bool) (*unigram, e
 	}
 	m := &unigram{
 		scores:       make([]float64, len(entries)),
-		vocab:        make(map[string]int32, len(entries)),
 		unk:          unk,
 		byteFallback: byteFallback,
 		cache:        newWordCache(),
@@ -60,14 +59,13 @@ func newUnigram(entries []vocabEntry, unk int32, byteFallback bool) (*unigram, e
 	minScore := entries[0].score
 	for id, e := range entries {
 		m.scores[id] = e.score
-		m.vocab[e.token] = int32(id) // a repeated token keeps its last id
 		minScore = min(minScore, e.score)
 	}
 	m.unkScore = minScore - unkPenalty
-	m.pieces = newIDTrie(m.vocab)
+	m.pieces = newIDTrie(entries)
 	for b := range 256 {
 		m.fallbackIDs[b] = -1
-		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := m.lookup(fmt.Sprintf("<0x%02X>", b)); ok {
 			m.fallbackIDs[b] = id
 		}
 	}
@@ -75,34 +73,67 @@ func newUnigram(entries []vocabEntry, unk int32, byteFallback bool) (*unigram, e
 }
 
 // newIDTrie builds the trie of the vocabulary's tokens, each node holding
-// the id vocab gives its token. It sorts the tokens and builds the nodes
-// depth first from runs sharing a prefix, so a 250k vocabulary needs no
-// map per node; edges come out sorted, as tokenTrie.child expects.
-func newIDTrie(vocab map[string]int32) *tokenTrie {
-	keys := make([]string, 0, len(vocab))
-	for tok := range vocab {
-		if tok != "" {
-			keys = append(keys, tok)
+// its token's id (the last, for a token listed twice, as Hugging Face's
+// token-to-id map has it). It sorts the tokens and builds the nodes depth
+// first from runs sharing a prefix, so a 250k vocabulary needs no map at
+// all, and sizes the tables exactly from the sorted keys' common prefixes;
+// edges come out sorted, as tokenTrie.child expects.
+func newIDTrie(entries []vocabEntry) *tokenTrie {
+	type key struct {
+		tok string
+		id  int32
+	}
+	sorted := make([]key, 0, len(entries))
+	for id, e := range entries {
+		if e.token != "" {
+			sorted = append(sorted, key{e.token, int32(id)})
 		}
 	}
-	slices.Sort(keys)
-	t := &tokenTrie{nodes: make([]trieNode, 1, len(keys)*2)}
+	slices.SortFunc(sorted, func(a, b key) int {
+		if c := strings.Compare(a.tok, b.tok); c != 0 {
+			return c
+		}
+		return int(a.id - b.id)
+	})
+	keys := make([]string, 0, len(sorted))
+	ids := make([]int32, 0, len(sorted))
+	for i, k := range sorted {
+		if i+1 < len(sorted) && sorted[i+1].tok == k.tok {
+			continue // the later id wins
+		}
+		keys = append(keys, k.tok)
+		ids = append(ids, k.id)
+	}
+	nodes := 1
+	for i, k := range keys {
+		shared := 0
+		if i > 0 {
+			prev := keys[i-1]
+			for shared < len(prev) && shared < len(k) && prev[shared] == k[shared] {
+				shared++
+			}
+		}
+		nodes += len(k) - shared
+	}
+	t := &tokenTrie{nodes: make([]trieNode, 1, nodes), edges: make([]trieEdge, 0, nodes-1)}
 	t.nodes[0].token = -1
+	// runs is a stack of the runs of keys below each node being built: a
+	// node pushes its children's runs, builds each, and pops them.
+	type run struct {
+		lo, hi int
+		node   int32
+	}
+	var runs []run
 	// build fills node n with the children of keys[lo:hi], which share
 	// their first depth bytes; keys[lo] may end at depth.
 	var build func(n int32, lo, hi, depth int)
 	build = func(n int32, lo, hi, depth int) {
 		if lo < hi && len(keys[lo]) == depth {
-			t.nodes[n].token = vocab[keys[lo]]
+			t.nodes[n].token = ids[lo]
 			lo++
 		}
-		// Children first, so this node's edges are contiguous.
-		start := len(t.edges)
-		type run struct {
-			lo, hi int
-			node   int32
-		}
-		var runs []run
+		base := len(runs)
+		t.nodes[n].edgeStart = int32(len(t.edges))
 		for i := lo; i < hi; {
 			b := keys[i][depth]
 			j := i + 1
@@ -115,11 +146,12 @@ func newIDTrie(vocab map[string]int32) *tokenTrie {
 			runs = append(runs, run{i, j, child})
 			i = j
 		}
-		t.nodes[n].edgeStart = int32(start)
-		t.nodes[n].edgeLength = int32(len(t.edges) - start)
-		for _, r := range runs {
+		t.nodes[n].edgeLength = int32(len(runs) - base)
+		for k := base; k < len(runs); k++ {
+			r := runs[k]
 			build(r.node, r.lo, r.hi, depth+1)
 		}
+		runs = runs[:base]
 	}
 	build(0, 0, len(keys), 0)
 	for _, e := range t.edges[t.nodes[0].edgeStart : t.nodes[0].edgeStart+t.nodes[0].edgeLength] {
@@ -217,7 +249,7 @@ func (m *unigram) viterbi(dst []int32, piece string, ws *workspace) []int32 {
 // vocabulary has it, else its bytes' "<0xXX>" ids under byte_fallback when
 // all exist, else unk.
 func (m *unigram) appendUnknown(dst []int32, text string) []int32 {
-	if id, ok := m.vocab[text]; ok {
+	if id, ok := m.lookup(text); ok {
 		return append(dst, id)
 	}
 	if m.byteFallback && m.hasFallback(text) {
@@ -227,6 +259,21 @@ func (m *unigram) appendUnknown(dst []int32, text string) []int32 {
 		return dst
 	}
 	return append(dst, m.unk)
+}
+
+// lookup returns the id of a vocabulary token.
+func (m *unigram) lookup(token string) (int32, bool) {
+	if token == "" {
+		return 0, false
+	}
+	node := m.pieces.root[token[0]]
+	for i := 1; node != 0 && i < len(token); i++ {
+		node = m.pieces.child(node, token[i])
+	}
+	if node == 0 || m.pieces.nodes[node].token < 0 {
+		return 0, false
+	}
+	return m.pieces.nodes[node].token, true
 }
 
 func (m *unigram) hasFallback(s string) bool {
@@ -270,7 +317,6 @@ func (t *Tokenizer) parseUnigram(mf *modelFields) error {
 	for id, e := range mf.entries {
 		t.tokens[id], t.known[id] = e.token, true
 	}
-	mf.vocab = m.vocab
 	t.model = m
 	return nil
 }
@@ -297,14 +343,19 @@ func (s *jsonScanner) readUnigramVocab() ([]vocabEntry, error) {
 		if err != nil {
 			return err
 		}
-		token := string(raw)
-		if len(raw) == s.pos-1-at {
+		var token string
+		if len(raw) == s.pos-1-at { // no escapes: raw is the text itself
 			token = text[at-base : at-base+len(raw)]
+		} else {
+			token = string(raw)
 		}
 		if err := s.expect(','); err != nil {
 			return err
 		}
-		score, err := s.readFloat()
+		s.skipSpace()
+		numStart := s.pos
+		s.skipNumber()
+		score, err := strconv.ParseFloat(text[numStart-base:s.pos-base], 64)
 		if err != nil {
 			return fmt.Errorf("vocab entry %d (%q): %w", i, token, err)
 		}
@@ -317,20 +368,13 @@ func (s *jsonScanner) readUnigramVocab() ([]vocabEntry, error) {
 	return entries, err
 }
 
-// readFloat reads a JSON number.
-func (s *jsonScanner) readFloat() (float64, error) {
-	s.skipSpace()
-	start := s.pos
+// skipNumber steps over the characters of a JSON number.
+func (s *jsonScanner) skipNumber() {
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
 		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-			break
+			return
 		}
 		s.pos++
 	}
-	v, err := strconv.ParseFloat(string(s.data[start:s.pos]), 64)
-	if err != nil {
-		return 0, s.errorf("invalid number %q", s.data[start:s.pos])
-	}
-	return v, nil
 }

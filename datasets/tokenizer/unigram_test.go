@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // unigramJSON is a tokenizer.json holding only a Unigram model.
@@ -217,7 +218,7 @@ func bestScore(s string, m *unigram) float64 {
 	}
 	best := math.Inf(-1)
 	for end := 1; end <= len(s); end++ {
-		if id, ok := m.vocab[s[:end]]; ok {
+		if id, ok := m.lookup(s[:end]); ok {
 			best = max(best, m.scores[id]+bestScore(s[end:], m))
 		}
 	}
@@ -257,5 +258,25 @@ func FuzzPrecompiled(f *testing.F) {
 			return
 		}
 		n.normalize(text)
+	})
+}
+
+// FuzzSpaceRuns proves spaceRunMatcher equal to regexp2 running " {2,}".
+func FuzzSpaceRuns(f *testing.F) {
+	for _, s := range []string{"", " ", "  ", "a  b   c", "   ", " a ", "\u3000  \u00a0  x", "  \t  "} {
+		f.Add(s)
+	}
+	re, err := compileRegex(spaceRunPattern)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		want := regexMatcher{re}.appendMatches(nil, s)
+		if got := (spaceRunMatcher{}).appendMatches(nil, s); !slices.Equal(got, want) {
+			t.Fatalf("%q: got %v, want %v", s, got, want)
+		}
 	})
 }
