@@ -265,7 +265,7 @@ func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
 	}
 	if typ == "Unigram" {
 		if m.entries == nil {
-			return fmt.Errorf("Unigram model has no vocab list of [token, score]")
+			return fmt.Errorf("the Unigram model has no vocab list of [token, score]")
 		}
 		return t.parseUnigram(m)
 	}

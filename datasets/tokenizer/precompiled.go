@@ -172,11 +172,11 @@ func parsePrecompiled(o object) (normalizer, error) {
 	}
 	charsmap, err := base64.StdEncoding.DecodeString(*encoded)
 	if err != nil {
-		return nil, fmt.Errorf("Precompiled precompiled_charsmap: %w", err)
+		return nil, fmt.Errorf("the Precompiled normalizer's precompiled_charsmap: %w", err)
 	}
 	n, err := newPrecompiled(charsmap)
 	if err != nil {
-		return nil, fmt.Errorf("Precompiled: %w", err)
+		return nil, fmt.Errorf("the Precompiled normalizer: %w", err)
 	}
 	return n, nil
 }

@@ -45,10 +45,10 @@ type vocabEntry struct {
 
 func newUnigram(entries []vocabEntry, unk int32, byteFallback bool) (*unigram, error) {
 	if unk >= 0 && int(unk) >= len(entries) {
-		return nil, fmt.Errorf("Unigram unk_id %d is outside the vocabulary of %d entries", unk, len(entries))
+		return nil, fmt.Errorf("the Unigram unk_id %d is outside the vocabulary of %d entries", unk, len(entries))
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("Unigram vocabulary is empty")
+		return nil, fmt.Errorf("the Unigram vocabulary is empty")
 	}
 	m := &unigram{
 		scores:       make([]float64, len(entries)),
@@ -300,12 +300,12 @@ func (t *Tokenizer) parseUnigram(mf *modelFields) error {
 	unkID := int32(-1)
 	if unk != nil {
 		if *unk < 0 || *unk > maxTokenID {
-			return fmt.Errorf("Unigram unk_id %d is not a token id", *unk)
+			return fmt.Errorf("the Unigram unk_id %d is not a token id", *unk)
 		}
 		unkID = int32(*unk)
 	}
 	if len(mf.entries) > maxTokenID+1 {
-		return fmt.Errorf("Unigram vocabulary has %d entries, more than %d", len(mf.entries), maxTokenID+1)
+		return fmt.Errorf("the Unigram vocabulary has %d entries, more than %d", len(mf.entries), maxTokenID+1)
 	}
 	m, err := newUnigram(mf.entries, unkID, byteFallback)
 	if err != nil {

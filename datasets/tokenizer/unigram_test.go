@@ -280,3 +280,23 @@ func FuzzSpaceRuns(f *testing.F) {
 		}
 	})
 }
+
+// TestUnigramEncodeBatchConcurrent shares one Unigram tokenizer (its word
+// cache and scratch pools) among goroutines; make test-race runs it under
+// the race detector.
+func TestUnigramEncodeBatchConcurrent(t *testing.T) {
+	tok, err := Load(filepath.Join("testdata", "unigram", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 300)
+	for i := range texts {
+		texts[i] = strings.Repeat(fmt.Sprintf("ｒｅｑｕｅｓｔ %d streams tokens ① ", i%17), i%5+1)
+	}
+	got := tok.EncodeBatch(texts, true)
+	for i, text := range texts {
+		if want := tok.Encode(nil, text, true); !slices.Equal(got[i], want) {
+			t.Fatalf("EncodeBatch[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+}
