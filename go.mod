@@ -9,6 +9,7 @@ require (
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	github.com/rivo/uniseg v0.4.7
 	github.com/valyala/fastjson v1.6.10
 	golang.org/x/image v0.48.0
 	golang.org/x/sys v0.50.0

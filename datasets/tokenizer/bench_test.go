@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,8 @@ import (
 )
 
 // benchFamilies are the golden families benchmarked, by golden file name.
-var benchFamilies = []string{"llama3", "qwen3", "gpt4o", "deepseek_v3", "claude", "llama2", "gemma3", "bert"}
+var benchFamilies = []string{"llama3", "qwen3", "gpt4o", "deepseek_v3", "claude", "llama2", "gemma3", "bert",
+	"unigram", "unigram_fallback"}
 
 // benchText is the text a family is benchmarked on: its golden texts
 // without added tokens, joined by newlines (testdata/gen/bench.mjs times
@@ -92,9 +94,19 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func BenchmarkLoad(b *testing.B) {
-	for _, file := range []string{"llama3.json", "qwen3.json", "gemma3.json", "bert.json"} {
-		b.Run(strings.TrimSuffix(file, ".json"), func(b *testing.B) {
+	for _, file := range []string{"llama3.json", "qwen3.json", "gemma3.json", "bert.json", "testdata/unigram/tokenizer.json", "unigram_250k"} {
+		name := strings.TrimSuffix(file, ".json")
+		if strings.HasPrefix(file, "testdata/") {
+			name = "unigram"
+		}
+		b.Run(name, func(b *testing.B) {
 			path := filepath.Join(tokenizersDir(), file)
+			switch {
+			case strings.HasPrefix(file, "testdata/"):
+				path = file
+			case file == "unigram_250k":
+				path = writeLargeUnigram(b)
+			}
 			if _, err := os.Stat(path); err != nil {
 				b.Skipf("%s absent", path)
 			}
@@ -124,4 +136,50 @@ func TestEncodeAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { ids = tok.Encode(ids[:0], text, true) }); n != 0 {
 		t.Errorf("Encode allocates %v times per call, want 0", n)
 	}
+}
+
+// writeLargeUnigram writes a Unigram tokenizer.json the size of
+// XLM-RoBERTa's (250,002 entries, 17 MB with its charsmap): the committed
+// Unigram file's components around a vocabulary of made-up pieces.
+func writeLargeUnigram(b *testing.B) string {
+	data, err := os.ReadFile(filepath.Join("testdata", "unigram", "tokenizer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(data, &file); err != nil {
+		b.Fatal(err)
+	}
+	var model struct {
+		Vocab [][2]any `json:"vocab"`
+	}
+	if err := json.Unmarshal(file["model"], &model); err != nil {
+		b.Fatal(err)
+	}
+	vocab := model.Vocab
+	seen := map[string]bool{}
+	for _, e := range vocab {
+		seen[e[0].(string)] = true
+	}
+	// Pieces grow from the real ones, so the trie branches as a trained
+	// vocabulary's does.
+	for i := 0; len(vocab) < 250_002; i++ {
+		a, c := model.Vocab[i%len(model.Vocab)][0].(string), model.Vocab[(i*7919)%len(model.Vocab)][0].(string)
+		piece := a + strings.TrimPrefix(c, "▁")
+		if seen[piece] {
+			piece = fmt.Sprintf("%s%d", piece, i)
+		}
+		seen[piece] = true
+		vocab = append(vocab, [2]any{piece, -8 - float64(i%5000)/400})
+	}
+	file["model"], _ = json.Marshal(map[string]any{"type": "Unigram", "unk_id": 3, "vocab": vocab, "byte_fallback": false})
+	out, err := json.Marshal(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "unigram_250k.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }

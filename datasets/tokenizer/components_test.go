@@ -197,8 +197,8 @@ func TestAddedTokenMatching(t *testing.T) {
 
 func TestUnsupportedComponents(t *testing.T) {
 	tests := []struct{ name, json, want string }{
-		{"unigram", `{"model":{"type":"Unigram","vocab":[["a",0.0]]}}`, "Unigram"},
-		{"normalizer", `{"normalizer":{"type":"Precompiled"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `normalizer "Precompiled"`},
+		{"wordlevel", `{"model":{"type":"WordLevel","vocab":{"a":0},"unk_token":"a"}}`, "WordLevel"},
+		{"normalizer", `{"normalizer":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `normalizer "ByteLevel"`},
 		{"pre-tokenizer", `{"pre_tokenizer":{"type":"UnicodeScripts"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `pre-tokenizer "UnicodeScripts"`},
 		{"decoder", `{"decoder":{"type":"CTC"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `decoder "CTC"`},
 		{"post-processor", `{"post_processor":{"type":"Custom"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `post-processor "Custom"`},

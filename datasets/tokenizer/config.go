@@ -101,6 +101,8 @@ func (t *Tokenizer) tokenID(token string) (int32, bool) {
 	case *wordPiece:
 		id, ok := m.vocab[token]
 		return id, ok
+	case *unigram:
+		return m.lookup(token)
 	}
 	for id, tok := range t.tokens {
 		if t.known[id] && tok == token {

@@ -19,10 +19,12 @@
 // # What is supported
 //
 //   - models: BPE (byte-level, SentencePiece-style with byte_fallback and
-//     unk/fuse_unk, ignore_merges, merges as "a b" or ["a", "b"]) and
-//     WordPiece;
+//     unk/fuse_unk, ignore_merges, merges as "a b" or ["a", "b"]),
+//     WordPiece, and Unigram (Viterbi over the vocabulary's scores, unk at
+//     the lowest score less 10 with runs fused, byte_fallback);
 //   - normalizers: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip,
-//     Prepend, Replace, BertNormalizer, Sequence;
+//     Prepend, Replace, BertNormalizer, Precompiled (SentencePiece's
+//     charsmap, applied per grapheme cluster as Hugging Face does), Sequence;
 //   - pre-tokenizers: ByteLevel (as the last one), Split (every behavior,
 //     invert), Metaspace, Digits, Punctuation, CharDelimiterSplit,
 //     Whitespace, WhitespaceSplit, BertPreTokenizer, Sequence;
@@ -34,8 +36,8 @@
 //   - decoders: ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace,
 //     WordPiece, Sequence.
 //
-// Any other component (Unigram models, Precompiled normalizers, ...) fails
-// to load with an error naming it. A file's truncation and padding are
+// Any other component (WordLevel models, ...) fails to load with an error
+// naming it. A file's truncation and padding are
 // ignored, as transformers ignores them unless asked.
 //
 // The split patterns of Llama-3/cl100k, Qwen, o200k and GPT-2 run on
@@ -53,7 +55,8 @@
 // Hugging Face's BERT normalizer and punctuation split use Unicode tables
 // older than Go's; unicodeskew.go, generated from the library itself by
 // testdata/gen/unicodeskew.mjs, lists the code points they leave
-// unassigned. Normalization forms and regex classes use Go's tables, which
+// unassigned. Grapheme clusters (for Precompiled) come from rivo/uniseg's
+// tables (Unicode 15). Normalization forms and regex classes use Go's tables, which
 // agree with Hugging Face on every golden text; a code point assigned in a
 // future Unicode version may still differ until the table is regenerated.
 //

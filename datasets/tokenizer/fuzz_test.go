@@ -67,6 +67,8 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`{"model":{"vocab":{"\u00e9\ud83d\ude00":1}, "merges": []}, "added_tokens": [{"id": 2, "content": "x"}]}`))
 	f.Add([]byte(`{"model":null}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a b c"]}}`))
+	f.Add([]byte(`{"model":{"type":"Unigram","unk_id":0,"byte_fallback":true,"vocab":[["<unk>",0],["\u2581H",-1.5],["<0x21>",-2e1]]},"pre_tokenizer":{"type":"Metaspace"}}`))
+	f.Add([]byte(`{"normalizer":{"type":"Precompiled","precompiled_charsmap":"CAAAAAAAAAAAAAAAYQA="},"model":{"vocab":[["a",0]]}}`))
 	if data, err := os.ReadFile(filepath.Join("testdata", "tiny", "tokenizer.json")); err == nil {
 		f.Add(data)
 	}

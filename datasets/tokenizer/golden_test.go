@@ -68,8 +68,9 @@ func familyTokenizer(t testing.TB, file string) *Tokenizer {
 }
 
 // deriveVariant writes the tokenizer.json of a variant (testdata/golden/
-// variants.json): its base file with top-level components replaced and
-// added tokens appended, as golden.mjs builds it.
+// variants.json): its base file (fetched, or in this package's testdata
+// when it starts "testdata/") with top-level components and model fields
+// replaced and added tokens appended, as golden.mjs builds it.
 func deriveVariant(t testing.TB, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "golden", "variants.json"))
@@ -80,6 +81,7 @@ func deriveVariant(t testing.TB, name string) string {
 		Variants map[string]struct {
 			Base        string                     `json:"base"`
 			Set         map[string]json.RawMessage `json:"set"`
+			ModelSet    map[string]json.RawMessage `json:"model_set"`
 			AddedTokens []json.RawMessage          `json:"added_tokens"`
 		} `json:"variants"`
 	}
@@ -91,6 +93,9 @@ func deriveVariant(t testing.TB, name string) string {
 		t.Fatalf("variant %q is not in variants.json", name)
 	}
 	basePath := filepath.Join(tokenizersDir(), spec.Base)
+	if strings.HasPrefix(spec.Base, "testdata/") {
+		basePath = spec.Base
+	}
 	base, err := os.ReadFile(basePath)
 	if err != nil {
 		t.Skipf("%s absent (run scripts/fetch-tokenizers.sh): %v", basePath, err)
@@ -101,6 +106,16 @@ func deriveVariant(t testing.TB, name string) string {
 	}
 	for key, raw := range spec.Set {
 		file[key] = raw
+	}
+	if len(spec.ModelSet) > 0 {
+		var model map[string]json.RawMessage
+		if err := json.Unmarshal(file["model"], &model); err != nil {
+			t.Fatal(err)
+		}
+		for key, raw := range spec.ModelSet {
+			model[key] = raw
+		}
+		file["model"], _ = json.Marshal(model)
 	}
 	var added []json.RawMessage
 	if err := json.Unmarshal(file["added_tokens"], &added); err != nil {

@@ -338,9 +338,11 @@ func (s *jsonScanner) readVocab() (map[string]int32, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := string(raw)
+		var key string
 		if len(raw) == s.pos-1-at { // no escapes: raw is the text itself
 			key = text[at-base : at-base+len(raw)]
+		} else {
+			key = string(raw)
 		}
 		if err := s.expect(':'); err != nil {
 			return nil, err

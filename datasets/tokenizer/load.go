@@ -77,9 +77,10 @@ type fileFormat struct {
 // modelFields is the model object: its small fields raw, its vocabulary
 // decoded, and its merges kept raw until the vocabulary is known.
 type modelFields struct {
-	fields object
-	vocab  map[string]int32
-	merges []byte
+	fields  object
+	vocab   map[string]int32
+	entries []vocabEntry // a Unigram model's vocab list
+	merges  []byte
 }
 
 // loadJSON reads a Hugging Face tokenizer.json file.
@@ -153,10 +154,14 @@ func (s *jsonScanner) readModel(m *modelFields) error {
 		var err error
 		switch key {
 		case "vocab":
-			if s.peek() != '{' {
-				return fmt.Errorf("model vocab is not an object of token ids (a Unigram model?)")
+			switch s.peek() {
+			case '{':
+				m.vocab, err = s.readVocab()
+			case '[':
+				m.entries, err = s.readUnigramVocab()
+			default:
+				return fmt.Errorf("model vocab is neither an object of token ids nor a list of [token, score]")
 			}
-			m.vocab, err = s.readVocab()
 		case "merges":
 			m.merges, err = s.skipValue()
 			m.fields[key] = m.merges
@@ -197,7 +202,18 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 	if err := t.parseModel(&f.Model, byteMode); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, f.Model.vocab, t.vocabSize)); err != nil {
+	vocab := f.Model.vocab
+	if m, ok := t.model.(*unigram); ok {
+		// A Unigram model keeps no token map; the added tokens are looked
+		// up in its trie.
+		vocab = map[string]int32{}
+		for _, at := range f.AddedTokens {
+			if id, ok := m.lookup(at.Content); ok {
+				vocab[at.Content] = id
+			}
+		}
+	}
+	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, vocab, t.vocabSize)); err != nil {
 		return nil, fmt.Errorf("added_tokens: %w", err)
 	}
 	if !isNull(f.PostProcessor) {
@@ -243,10 +259,18 @@ func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
 			typ = "BPE"
 		case o["max_input_chars_per_word"] != nil || o["continuing_subword_prefix"] != nil:
 			typ = "WordPiece"
+		case m.entries != nil:
+			typ = "Unigram"
 		}
 	}
+	if typ == "Unigram" {
+		if m.entries == nil {
+			return fmt.Errorf("the Unigram model has no vocab list of [token, score]")
+		}
+		return t.parseUnigram(m)
+	}
 	if typ != "BPE" && typ != "WordPiece" {
-		return fmt.Errorf("model %q is not supported (supported: BPE, WordPiece)", typ)
+		return fmt.Errorf("model %q is not supported (supported: BPE, WordPiece, Unigram)", typ)
 	}
 	if m.vocab == nil {
 		return fmt.Errorf("%s model has no vocab", typ)

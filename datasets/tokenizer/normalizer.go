@@ -320,10 +320,12 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			n.stripAccents = *strip
 		}
 		return n, nil
+	case "Precompiled":
+		return parsePrecompiled(o)
 	case "Sequence":
 		list, err := parseList(o, "normalizers", parseNormalizer)
 		return sequenceNormalizer(list), err
 	default:
-		return nil, fmt.Errorf("normalizer %q is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip, Prepend, Replace, BertNormalizer, Sequence)", typ)
+		return nil, fmt.Errorf("normalizer %q is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip, Prepend, Replace, BertNormalizer, Precompiled, Sequence)", typ)
 	}
 }

@@ -34,6 +34,9 @@ func newMatcher(pattern string) (matcher, error) {
 	if sc, ok := knownScanner(pattern); ok {
 		return sc, nil
 	}
+	if pattern == spaceRunPattern {
+		return spaceRunMatcher{}, nil
+	}
 	re, err := compileRegex(pattern)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ type workspace struct {
 	segments           []segment
 	symbols            []symbol
 	queue              mergeQueue
+	lattice            []latticeNode
 	buf                []byte
 	ids                []int32
 }

@@ -6,8 +6,9 @@
 // Run it with RAYON_NUM_THREADS=1 beside `go test -bench . -cpu 1` so both
 // sides get one core.
 import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -16,10 +17,26 @@ const tokDir = process.argv[3] || join(here, '..', '..', '..', '..', 'testdata',
 const require = createRequire(join(oracleDir, 'package.json'));
 const { Tokenizer } = require('tokenizers');
 
-const families = (process.env.FAMILIES || 'llama3,qwen3,gpt4o,deepseek_v3,claude,llama2,gemma3,bert').split(',');
+const families = (process.env.FAMILIES || 'llama3,qwen3,gpt4o,deepseek_v3,claude,llama2,gemma3,bert,unigram,unigram_fallback').split(',');
+const variants = JSON.parse(readFileSync(join(here, '..', 'golden', 'variants.json'), 'utf8')).variants;
+const filePath = (file) => file.startsWith('testdata/') ? join(here, '..', '..', file) : join(tokDir, file);
+
+// variantPath writes a variant's tokenizer.json as golden.mjs derives it.
+function variantPath(name) {
+  const spec = variants[name];
+  if (!existsSync(filePath(spec.base))) return filePath(spec.base);
+  const json = JSON.parse(readFileSync(filePath(spec.base), 'utf8'));
+  Object.assign(json, spec.set || {});
+  Object.assign(json.model, spec.model_set || {});
+  json.added_tokens = [...(json.added_tokens || []), ...(spec.added_tokens || [])];
+  const path = join(tmpdir(), `stampede-bench-${name}.json`);
+  writeFileSync(path, JSON.stringify(json));
+  return path;
+}
+
 for (const family of families) {
   const g = JSON.parse(readFileSync(join(here, '..', 'golden', `${family}.json`), 'utf8'));
-  const path = g.file.startsWith('testdata/') ? join(here, '..', '..', g.file) : join(tokDir, g.file);
+  const path = g.file.startsWith('variant:') ? variantPath(g.file.slice('variant:'.length)) : filePath(g.file);
   if (!existsSync(path)) { console.log(`${family}: ${path} absent`); continue; }
   const text = g.cases.filter((c) => !c.label.startsWith('added-')).map((c) => c.text).join('\n');
   let t0 = process.hrtime.bigint();

@@ -44,6 +44,9 @@ const families = {
   // Committed in the package's testdata (a path starting "testdata/" is
   // relative to datasets/tokenizer), so it is checked without the fetch.
   tiny: 'testdata/tiny/tokenizer.json',
+  // A Unigram model SentencePiece trained (testdata/gen/unigram.sh), in
+  // XLM-RoBERTa's layout with the nmt_nfkc Precompiled normalizer.
+  unigram: 'testdata/unigram/tokenizer.json',
 };
 
 // mulberry32: a small seeded PRNG so the corpus is reproducible.
@@ -163,11 +166,17 @@ function addedTokenTexts(r, tok, json) {
 const variants = JSON.parse(readFileSync(join(here, '..', 'golden', 'variants.json'), 'utf8')).variants;
 for (const name of Object.keys(variants)) families[name] = `variant:${name}`;
 
+// basePath is where a variant's base file is: fetched, or committed in the
+// package's testdata when it starts "testdata/".
+const basePath = (base) => base.startsWith('testdata/') ? join(here, '..', '..', base) : join(tokDir, base);
+
 // deriveVariant builds a variant's tokenizer.json text from its base file,
-// the same way golden_test.go's deriveVariant does.
+// the same way golden_test.go's deriveVariant does: top-level components
+// replaced, model fields (model_set) replaced, added tokens appended.
 function deriveVariant(spec) {
-  const base = JSON.parse(readFileSync(join(tokDir, spec.base), 'utf8'));
+  const base = JSON.parse(readFileSync(basePath(spec.base), 'utf8'));
   Object.assign(base, spec.set || {});
+  Object.assign(base.model, spec.model_set || {});
   base.added_tokens = [...(base.added_tokens || []), ...(spec.added_tokens || [])];
   return base;
 }
@@ -177,7 +186,7 @@ async function family(name, file) {
   let json;
   if (file.startsWith('variant:')) {
     const spec = variants[name];
-    if (!existsSync(join(tokDir, spec.base))) { console.error(`skip ${name}: ${spec.base} absent`); return; }
+    if (!existsSync(basePath(spec.base))) { console.error(`skip ${name}: ${spec.base} absent`); return; }
     json = deriveVariant(spec);
     path = join(tmpdir(), `stampede-variant-${name}.json`);
     writeFileSync(path, JSON.stringify(json));
