@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 17 {
-		t.Errorf("%d additive options, want 17 (3 from the multi-process fork, 14 of stampede's)", additive)
+	if additive != 18 {
+		t.Errorf("%d additive options, want 18 (3 from the multi-process fork, 15 of stampede's)", additive)
 	}
 }
 

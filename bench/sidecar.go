@@ -31,6 +31,9 @@ type Sidecar struct {
 	SteadyState *metrics.SteadyState `json:"steady_state"`
 	// ServerMetrics is what --server-metrics scraped; absent without it.
 	ServerMetrics *ServerMetrics `json:"server_metrics,omitempty"`
+	// PerToken is --per-token-itl's account (pertoken.go); absent
+	// without the flag.
+	PerToken *SidecarPerToken `json:"per_token,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

@@ -88,6 +88,9 @@ type Config struct {
 	// KeepUncountedText keeps the text of the streams whose usage gave no
 	// output token count, to be counted after the run (metrics.Options).
 	KeepUncountedText bool
+	// RunningUsage records the tokens each token event carried, from the
+	// running usage of each chunk (--per-token-itl).
+	RunningUsage bool
 	// WarmConnections opens min(MaxConcurrency, len(Requests)) keep-alive
 	// connections (each shard its share, rounded up) before the schedule
 	// starts, paced so the server's accept
@@ -245,7 +248,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		base.Warmed = &r.warmed
 		r.warmed.Add(count)
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, RunningUsage: cfg.RunningUsage}
 	if cfg.TLS != nil {
 		count = 1
 		holdProcs()
