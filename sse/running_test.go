@@ -106,3 +106,27 @@ func checkRunning(t *testing.T, c *Chunk, m map[string]any) {
 		t.Fatalf("RunningCompletionTokens = %d, encoding/json reads %d", c.RunningCompletionTokens, want)
 	}
 }
+
+// BenchmarkDecodeRunningUsage: a vLLM completions token chunk as
+// include_usage sends it ("usage":null) and as continuous_usage_stats
+// does (a running usage object read into RunningCompletionTokens).
+func BenchmarkDecodeRunningUsage(b *testing.B) {
+	for _, bc := range []struct{ name, usage string }{
+		{"null", `null`},
+		{"running", `{"prompt_tokens":1024,"total_tokens":1090,"completion_tokens":66}`},
+	} {
+		chunk := []byte(`{"id":"cmpl-0a1b2c3d4e5f","object":"text_completion","created":1764403200,"model":"meta-llama/Llama-3.1-8B-Instruct",` +
+			`"choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":` + bc.usage + `}`)
+		b.Run(bc.name, func(b *testing.B) {
+			d := NewDecoder(Completions)
+			var c Chunk
+			b.SetBytes(int64(len(chunk)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.Decode(chunk, &c); err != nil || !c.Token {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
