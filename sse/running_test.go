@@ -66,26 +66,6 @@ func TestRunningUsageLeavesPythonAlone(t *testing.T) {
 	}
 }
 
-func TestRunningUsageZeroAllocs(t *testing.T) {
-	chunks := [][]byte{
-		[]byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":12,"total_tokens":12,"completion_tokens":0}}`),
-		[]byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" the cat"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3}}`),
-	}
-	d := NewDecoder(Chat)
-	var c Chunk
-	decodeAll := func() {
-		for _, b := range chunks {
-			if err := d.Decode(b, &c); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	decodeAll()
-	if n := testing.AllocsPerRun(100, decodeAll); n != 0 {
-		t.Fatalf("%v allocs per run after warm-up, want 0", n)
-	}
-}
-
 // checkRunning compares the running count of a decoded chunk with
 // encoding/json's reading m of the same chunk: the integer
 // usage.completion_tokens of a token event, else -1. Counts that are not
