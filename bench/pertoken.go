@@ -68,6 +68,19 @@ type SidecarPerToken struct {
 	TokensPerChunk SidecarTokensPerChunk `json:"tokens_per_chunk"`
 	// Note says why figures fell back; absent when none did.
 	Note string `json:"note,omitempty"`
+	// PerRequest is kept with --save-detailed: each successful request's
+	// tokens per token event, in request order.
+	PerRequest []SidecarRequestTokens `json:"per_request,omitempty"`
+}
+
+// SidecarRequestTokens is one request's running usage: RunningUsage is
+// "counted", "missing" or "invalid"; ChunkTokens, when counted, holds the
+// tokens of each token event (the result's itls[i][j] is the gap before
+// event j+1).
+type SidecarRequestTokens struct {
+	Index        int    `json:"index"`
+	RunningUsage string `json:"running_usage"`
+	ChunkTokens  []int  `json:"chunk_tokens"`
 }
 
 // SidecarTokensPerChunk is the tokens-per-chunk distribution: over the
@@ -122,6 +135,19 @@ func sidecarPerToken(p *metrics.PerTokenStats, chunkITL metrics.Stats) *SidecarP
 	}
 }
 
+func sidecarRequestTokens(results []metrics.RequestResult) []SidecarRequestTokens {
+	out := []SidecarRequestTokens{}
+	for i := range results {
+		ct := results[i].ChunkTokens
+		if !results[i].Success || ct.State == metrics.RunningUntracked {
+			continue
+		}
+		counts := ct.Counts()
+		out = append(out, SidecarRequestTokens{Index: results[i].Index, RunningUsage: ct.State.String(), ChunkTokens: counts})
+	}
+	return out
+}
+
 // perTokenReport prints the --per-token-itl block, says on stderr what
 // fell back, and puts the account in the sidecar.
 func (r *run) perTokenReport(results []metrics.RequestResult, s *metrics.Summary) error {
@@ -131,6 +157,9 @@ func (r *run) perTokenReport(results []metrics.RequestResult, s *metrics.Summary
 	p := metrics.ComputePerToken(results, r.cfg.SelectedPercentiles)
 	if p != nil {
 		r.sidecar.PerToken = sidecarPerToken(p, s.ITL)
+		if r.cfg.SaveDetailed {
+			r.sidecar.PerToken.PerRequest = sidecarRequestTokens(results)
+		}
 		if note := perTokenNote(p); note != "" {
 			fmt.Fprintln(r.stderr, "per-token ITL: "+note+".")
 		}

@@ -149,6 +149,15 @@ func TestPerTokenITLAgainstMock(t *testing.T) {
 		t.Errorf("tokens per chunk mean %v p50 %v p99 %v; want %v, %d, %d", p.TokensPerChunk.Mean, p.TokensPerChunk.P50, p.TokensPerChunk.P99, want, k, k)
 	}
 
+	if len(p.PerRequest) != prompts {
+		t.Fatalf("sidecar per_request has %d requests, want %d", len(p.PerRequest), prompts)
+	}
+	for _, r := range p.PerRequest {
+		if r.RunningUsage != "counted" || fmt.Sprint(r.ChunkTokens) != fmt.Sprint(chunks[0]) {
+			t.Errorf("request %d: %s %v, the mock sent %v", r.Index, r.RunningUsage, r.ChunkTokens, chunks[0])
+		}
+	}
+
 	// ITL per token from the saved per-chunk ITLs and the truth's counts:
 	// gap j precedes event j+1, whose tokens share it.
 	var perToken, perChunk []float64
