@@ -184,6 +184,9 @@ type BodyParams struct {
 	// ExtraBody is {**sampling params, **--extra-body} (Config.
 	// RequestExtraBody), merged last so it can override any field.
 	ExtraBody JSONObject
+	// ContinuousUsage (--per-token-itl) asks for a running usage object in
+	// every chunk (pertoken.go).
+	ContinuousUsage bool
 }
 
 // BuildRequestBody returns the exact bytes Python's client posts for req:
@@ -215,7 +218,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		body.Set("max_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
 		body.Set("logprobs", logprobs)
 		body.Set("stream", []byte("true"))
-		body.Set("stream_options", []byte(`{"include_usage": true}`))
+		body.Set("stream_options", p.streamOptions())
 	case chatKind:
 		text, err := promptValue(req)
 		if err != nil {
@@ -228,7 +231,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		body.Set("messages", messages)
 		body.Set("max_completion_tokens", []byte(strconv.Itoa(req.ExpectedOutputLen)))
 		body.Set("stream", []byte("true"))
-		body.Set("stream_options", []byte(`{"include_usage": true}`))
+		body.Set("stream_options", p.streamOptions())
 	case responsesKind:
 		if err := setResponsesBody(&body, req); err != nil {
 			return nil, err

@@ -307,6 +307,9 @@ func (c *Config) validateLimits() error {
 			return &UsageError{Msg: fmt.Sprintf("argument %s: invalid value %d: want a number of bytes, or 0 for no limit", l.flag, l.v)}
 		}
 	}
+	if err := c.validatePerTokenITL(); err != nil {
+		return err
+	}
 	return c.validateReportFlags()
 }
 

@@ -124,6 +124,7 @@ type StampedeFlags struct {
 	WarmConnections    bool    `long:"warm-connections" description:"Before the clock starts, open min(max-concurrency, num-prompts) keep-alive connections, paced so the server's accept queue keeps up; TTFT then holds no connect, as for a long-running client. Python opens connections as requests start."`
 	Breakdown          bool    `long:"breakdown" description:"After the result block, print where TTFT went: queue wait, connect, send delay, server time to first byte, first token (always saved in the .stampede.json sidecar)."`
 	ReasoningMetrics   bool    `long:"reasoning-metrics" description:"After the result block, print reasoning and tool-call metrics: time to the first answer token after reasoning, reasoning tokens, time to the first tool call (always saved in the .stampede.json sidecar)."`
+	PerTokenITL        bool    `long:"per-token-itl" description:"Ask for the running usage in every chunk (the stream option continuous_usage_stats) and, after the result block, print ITL per token beside ITL per chunk and how many tokens each chunk carried (also saved in the .stampede.json sidecar); for servers that send several tokens per chunk (speculative decoding)."`
 
 	// The server's metrics and the HTML report.
 	ReportFlags

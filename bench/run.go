@@ -321,6 +321,7 @@ func (r *run) encodeRequests() error {
 	params := BodyParams{
 		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
 		IgnoreEOS: c.IgnoreEOS, ExtraBody: c.RequestExtraBody,
+		ContinuousUsage: c.PerTokenITL,
 	}
 	r.wire = make([]engine.Request, len(r.requests))
 	for i := range r.requests {
@@ -588,6 +589,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = r.tok != nil
 	ec.WarmConnections = c.WarmConnections
+	ec.RunningUsage = c.PerTokenITL
 
 	probe, err := r.newProbe()
 	if err != nil {
@@ -657,6 +659,9 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	r.sidecar = newSidecar(res, breakdown, c.SaveDetailed)
 	if err := r.reasoning(res.Data.Results); err != nil {
+		return err
+	}
+	if err := r.perTokenReport(res.Data.Results, summary); err != nil {
 		return err
 	}
 	r.steadyState(r.outcome)

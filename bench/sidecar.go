@@ -34,6 +34,9 @@ type Sidecar struct {
 	// Reasoning is the reasoning and tool-call account (reasoning.go);
 	// null when no request streamed reasoning or tool calls.
 	Reasoning *SidecarReasoning `json:"reasoning"`
+	// PerToken is --per-token-itl's account (pertoken.go); absent
+	// without the flag.
+	PerToken *SidecarPerToken `json:"per_token,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

@@ -96,6 +96,9 @@ type Config struct {
 	// on the thread that ran it (a shard's loop): it must be quick and
 	// safe for concurrent calls, such as a send on a buffered channel.
 	OnEnd func(*metrics.RequestResult)
+	// RunningUsage records the tokens each token event carried, from the
+	// running usage of each chunk (--per-token-itl).
+	RunningUsage bool
 	// WarmConnections opens min(MaxConcurrency, len(Requests)) keep-alive
 	// connections (each shard its share, rounded up) before the schedule
 	// starts, paced so the server's accept
@@ -272,7 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		base.Warmed = &r.warmed
 		r.warmed.Add(count)
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd}
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
 	if cfg.TLS != nil {
 		count = 1
 		holdProcs()

@@ -26,6 +26,10 @@ type Options struct {
 	// recorder's thread (engine.Config.OnEnd); the pointer is valid during
 	// the call only. Skipped requests are not told: they never ran.
 	OnEnd func(*RequestResult)
+	// RunningUsage records how many tokens each token event carried, from
+	// the running usage.completion_tokens of each chunk (--per-token-itl;
+	// see chunktokens.go): two bytes a token event.
+	RunningUsage bool
 }
 
 // Recorder collects the results of the requests one shard runs. All methods
@@ -40,6 +44,7 @@ type Recorder struct {
 	opts    Options
 	results []RequestResult
 	gaps    gapArena
+	tokens  tokenArena // tokens per token event, with Options.RunningUsage
 
 	completed   atomic.Int64
 	failed      atomic.Int64
@@ -85,6 +90,7 @@ type Stream struct {
 	text         []byte
 	outputTokens int
 	serverPrompt int // usage.prompt_tokens, -1 until seen
+	running      runningCounter
 
 	// The breakdown's instants (run time, 0 until known; see Breakdown):
 	// the new connection established (0 on a reused one), the request's
@@ -119,6 +125,7 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.text = s.text[:0]
 	s.outputTokens = 0
 	s.serverPrompt = -1
+	s.running.begin(r.opts.RunningUsage)
 	s.connectedNs, s.handshakeNs, s.sentNs, s.firstByteNs = 0, 0, 0, 0
 	s.reasoning.begin()
 }
@@ -200,6 +207,9 @@ func (r *Recorder) EndStream(s *Stream) {
 	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
 	if !r.opts.KeepDetail {
 		res.Gaps = r.gaps.appendGaps(s.stampsNs)
+	}
+	if r.opts.RunningUsage {
+		res.ChunkTokens = r.chunkTokens(s, len(s.stampsNs))
 	}
 	r.finish(res)
 	r.completed.Add(1)

@@ -44,6 +44,9 @@ type RequestResult struct {
 	Gaps Gaps
 	// Breakdown splits TTFT into where its time went.
 	Breakdown Breakdown
+	// ChunkTokens is how many tokens each token event carried, by the
+	// running usage (Options.RunningUsage); set for successful requests.
+	ChunkTokens ChunkTokens
 	// NumInputSequences is 1 except for pooling requests over a list prompt.
 	NumInputSequences int
 

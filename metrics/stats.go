@@ -158,8 +158,12 @@ func npPercentileSorted(sorted []float64, p float64) float64 {
 		return sorted[0]
 	}
 	i := math.Floor(h)
-	g := h - i
-	a, b := sorted[int(i)], sorted[int(i)+1]
+	return npLerp(sorted[int(i)], sorted[int(i)+1], h-i)
+}
+
+// npLerp is numpy's _lerp from a to b at g in [0, 1), as
+// npPercentileSorted describes it.
+func npLerp(a, b, g float64) float64 {
 	diff := b - a
 	if g >= 0.5 {
 		return b - float64(diff*(1-g))

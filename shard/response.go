@@ -157,6 +157,7 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 	case r.chunk.Done:
 	case r.chunk.Token:
 		r.stream.Token(r.bodyTs, r.chunk.Text)
+		r.stream.RunningUsage(r.chunk.RunningCompletionTokens)
 	case r.chunk.HasUsage:
 		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
 	}

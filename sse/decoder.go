@@ -49,6 +49,12 @@ type Chunk struct {
 	HasUsage bool   // a truthy "usage" object outside a token event
 	// From usage; -1 when the field is absent, null or not a number.
 	PromptTokens, CompletionTokens int64
+	// RunningCompletionTokens is usage.completion_tokens inside a token
+	// event: the running count a server sends in every chunk when asked
+	// for stream_options.continuous_usage_stats (running.go). -1 when the
+	// token event has no usage object or no numeric count. Python never
+	// reads it, so it changes nothing else.
+	RunningCompletionTokens int64
 	// Message of an in-stream {"error": {...}} / {"message":...} object; when
 	// the error carries no message string, its JSON text. Nil otherwise. Like
 	// Python, Decode does not fail on it: the request fails later only if it
@@ -122,7 +128,7 @@ func (d *Decoder) Decode(data []byte, out *Chunk) error { return d.decode(data, 
 func (d *Decoder) DecodeEvent(ev *Event, out *Chunk) error { return d.decode(ev.Data, ev.Name, out) }
 
 func (d *Decoder) decode(data, name []byte, out *Chunk) error {
-	*out = Chunk{PromptTokens: -1, CompletionTokens: -1, ReasoningTokens: -1}
+	*out = Chunk{PromptTokens: -1, CompletionTokens: -1, ReasoningTokens: -1, RunningCompletionTokens: -1}
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		out.Done = true
@@ -149,6 +155,7 @@ func (d *Decoder) decode(data, name []byte, out *Chunk) error {
 			return err
 		}
 		out.Token = true
+		out.RunningCompletionTokens = d.runningCompletion()
 		return nil
 	}
 	if d.truthy(&f.usage) {

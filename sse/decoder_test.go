@@ -196,6 +196,8 @@ func TestDecodeZeroAllocs(t *testing.T) {
 	chunks := [][]byte{
 		[]byte(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" caf\u00e9","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`),
 		[]byte(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":12,"total_tokens":20,"completion_tokens":8}}`),
+		// A running usage (continuous_usage_stats) inside a token chunk.
+		[]byte(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" a b","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3}}`),
 		[]byte(`{"error":{"object":"error","code":500}}`),
 		[]byte(`[DONE]`),
 	}

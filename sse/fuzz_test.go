@@ -104,6 +104,7 @@ func FuzzDecoder(f *testing.F) {
 		if c.Token != (isList && len(choices) > 0) {
 			t.Fatalf("Token = %v for choices %#v", c.Token, m["choices"])
 		}
+		checkRunning(t, &c, m)
 		if !c.Token || chat || bytes.Contains(trimmed, []byte(`\u`)) {
 			return
 		}

@@ -26,6 +26,8 @@ var oracleSeeds = []string{
 	`{"choices":0.0,"usage":true}`, `{"choices":-0e-5,"usage":{"completion_tokens":1E2}}`, `{"choices":1e999}`,
 	`{"choices":[{"text":1e-999}]}`, `{"choices":[{"text":false}]}`, `{"choices":[{"text":{}}]}`, `{"choices":[{"text":{"a":1}}]}`,
 	`{"usage":{"prompt_tokens":3},"usage":{"completion_tokens":4}}`, `{"usage":{"u\u0073age":1}}`,
+	`{"choices":[{"text":"a"}],"usage":{"completion_tokens":1e400}}`, `{"choices":[{"text":"a"}],"usage":{"completion_t\u006fkens":-7,"x":1}}`,
+	`{"usage":{"completion_tokens":2},"choices":[{"text":"a"}],"usage":[]}`, `{"choices":[{"text":"a"}],"usage":{"completion_tokens":9223372036854775808}}`,
 	`{"error":{"code":500,"message":""}}`, `{"error":{"message":5,"type":"a\"b\u00e9\n"}}`,
 	`{"error":{"m\u0065ssage":null,"k\"ey":"v\\w","n":[1, 2,{"x" : "\u0041"}]}}`,
 	`{"error":"","object":"error"}`, `{"error":null,"object":"err\u006fr","message":"m"}`,
@@ -98,6 +100,7 @@ func FuzzDecoderOracle(f *testing.F) {
 		}
 		if got.Done != want.Done || got.Token != want.Token || got.HasUsage != want.HasUsage ||
 			got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens ||
+			got.RunningCompletionTokens != want.RunningCompletionTokens ||
 			!sameBytes(got.Text, want.Text) || !sameBytes(got.ErrMessage, want.ErrMessage) {
 			t.Fatalf("%s %q:\n got %+v (Text %q, ErrMessage %q)\nwant %+v (Text %q, ErrMessage %q)",
 				Kind(k), data, got, got.Text, got.ErrMessage, want, want.Text, want.ErrMessage)

@@ -20,7 +20,7 @@ type oracleDecoder struct {
 }
 
 func (d *oracleDecoder) Decode(data []byte, out *Chunk) error {
-	*out = Chunk{PromptTokens: -1, CompletionTokens: -1}
+	*out = Chunk{PromptTokens: -1, CompletionTokens: -1, RunningCompletionTokens: -1}
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		out.Done = true
@@ -45,6 +45,12 @@ func (d *oracleDecoder) Decode(data []byte, out *Chunk) error {
 			return err
 		}
 		out.Token = true
+		// The running usage of continuous_usage_stats, which Python
+		// never reads.
+		if usage := LastField(obj, "usage"); usage != nil && usage.Type() == fastjson.TypeObject {
+			u, _ := usage.Object()
+			out.RunningCompletionTokens = count(LastField(u, "completion_tokens"))
+		}
 		return nil
 	}
 	if usage := LastField(obj, "usage"); truthy(usage) {

@@ -97,6 +97,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", 16, "length of embedding and pooling vectors")
 	fs.IntVar(&specDecodeTokens, "spec-decode-tokens", 0, "report speculative-decoding counters on /metrics for this many draft tokens (0 = off)")
 	fs.Float64Var(&cfg.SpecDecodeAcceptance, "spec-decode-acceptance", 0.7, "per-position acceptance rate behind the spec-decode counters")
+	fs.BoolVar(&cfg.SpecDecodeStream, "spec-decode-stream", false, "make the streams speculative too: each chunk carries its step's accepted drafts plus one token, and the counters count them")
+	fs.IntVar(&cfg.TokensPerChunk, "tokens-per-chunk", 1, "tokens every stream chunk carries (the last one what is left)")
 	fs.Var(&faults, "fault", "inject a fault, repeatable: KIND:prob=P|every=N[,at=TOKEN][,ms=MS]; kinds: http500 http429 http503 reset-before-headers reset-mid-stream stall malformed-chunk slow-headers close, and the never-ending flood endless-line huge-headers (alone: every request)")
 	fs.StringVar(&cfg.TruthLog, "truth-log", "", "write the ground-truth log (request arrivals, token send times) to this file")
 	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")

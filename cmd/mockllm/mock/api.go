@@ -26,6 +26,8 @@ type genParams struct {
 	chat         bool
 	streaming    bool
 	includeUsage bool
+	// continuousUsage: stream_options.continuous_usage_stats.
+	continuousUsage bool
 	// promptTokens holds one count per prompt of a batched completions
 	// request (one entry otherwise).
 	promptTokens []int
@@ -71,6 +73,9 @@ func (s *Server) parseGeneration(p *fastjson.Parser, body []byte, chat bool, ids
 		}
 		if g.includeUsage, err = optBool(so, "include_usage"); err != nil {
 			return invalid("stream_options.include_usage: %v", err)
+		}
+		if g.continuousUsage, err = optBool(so, "continuous_usage_stats"); err != nil {
+			return invalid("stream_options.continuous_usage_stats: %v", err)
 		}
 	}
 	if g.ignoreEOS, err = optBool(v, "ignore_eos"); err != nil {

@@ -143,6 +143,14 @@ type Config struct {
 	// counters are derived from (position i is accepted at rate^(i+1));
 	// default 0.7.
 	SpecDecodeAcceptance float64
+	// SpecDecodeStream makes the streams speculative too: each event of a
+	// stream is a decode step carrying its accepted drafts plus one token,
+	// drawn at SpecDecodeAcceptance, and the /metrics counters count
+	// those drafts (chunks.go). Needs SpecDecodeTokens.
+	SpecDecodeStream bool
+	// TokensPerChunk, above 1, makes every stream event carry this many
+	// tokens (the last one what is left); 0 and 1 send one.
+	TokensPerChunk int
 
 	// Faults are injected into generation requests; the first that matches
 	// a request applies.
@@ -228,6 +236,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--spec-decode-tokens %d: want >= 0", c.SpecDecodeTokens)
 	case c.SpecDecodeAcceptance < 0 || c.SpecDecodeAcceptance > 1:
 		return fmt.Errorf("--spec-decode-acceptance %v: want 0..1", c.SpecDecodeAcceptance)
+	case c.SpecDecodeStream && c.SpecDecodeTokens == 0:
+		return fmt.Errorf("--spec-decode-stream: needs --spec-decode-tokens > 0, the drafts per step")
+	case c.TokensPerChunk < 0:
+		return fmt.Errorf("--tokens-per-chunk %d: want >= 0 (0 or 1: one token per chunk)", c.TokensPerChunk)
+	case c.TokensPerChunk > 1 && c.SpecDecodeStream:
+		return fmt.Errorf("--tokens-per-chunk %d with --spec-decode-stream: choose one way to size chunks", c.TokensPerChunk)
 	case c.EventLoops < 1:
 		return fmt.Errorf("--event-loops %d: want >= 1", c.EventLoops)
 	case c.Mode != PerStream && c.Mode != DecodeStep:

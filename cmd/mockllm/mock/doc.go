@@ -49,7 +49,9 @@
 // 0. The last token's chunk has finish_reason "length" (or "stop"); then
 // the usage chunk (choices [] and usage {"prompt_tokens","total_tokens",
 // "completion_tokens"}) if asked for, "data: [DONE]" and the last chunk,
-// all in that same write.
+// all in that same write. With stream_options.continuous_usage_stats every
+// chunk carries the running usage instead, and with TokensPerChunk or
+// SpecDecodeStream a chunk carries several tokens (chunks.go).
 //
 // # Draws and faults
 //

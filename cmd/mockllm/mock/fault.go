@@ -222,7 +222,9 @@ const (
 	saltJitter    = 2
 	saltWords     = 3
 	saltID        = 4
-	saltFault     = 100
+	// saltSpecDecode keys a request's speculative-decoding draws.
+	saltSpecDecode = 5
+	saltFault      = 100
 )
 
 // mix hashes (seed, key, salt) to 64 well-mixed bits (splitmix64's

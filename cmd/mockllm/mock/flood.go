@@ -126,10 +126,11 @@ func (f *flooder) answer(st *stream) (head, unit []byte) {
 		var enc encoder
 		endless := *st
 		endless.outTokens = 1 << 30
-		endless.includeUsage = false
+		endless.includeUsage, endless.continuousUsage = false, false
 		var unit []byte
 		for k := 1; len(unit) < floodUnitBytes; k++ {
 			unit = httpwire.AppendChunk(unit, []byte(": ping\n\n"))
+			endless.done = k // token k's word
 			unit = enc.appendToken(unit, &endless, k)
 		}
 		return unit

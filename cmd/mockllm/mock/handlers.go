@@ -119,6 +119,8 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 	st := s.newStream(cn, req, arrivalNs)
 	st.kind = kind
 	st.streaming, st.includeUsage = g.streaming, g.includeUsage
+	// As in vLLM, running usage comes only with include_usage.
+	st.continuousUsage = g.includeUsage && g.continuousUsage
 	st.promptTokens = append([]int(nil), g.promptTokens...)
 	for _, n := range st.promptTokens {
 		st.promptTotal += n

@@ -11,7 +11,9 @@ import (
 // counters appear only with Config.SpecDecodeTokens > 0; they are derived
 // from the generated-token count as if every generated token were one
 // draft of SpecDecodeTokens tokens whose position i is accepted at rate
-// SpecDecodeAcceptance^(i+1). Token emission itself does not change.
+// SpecDecodeAcceptance^(i+1), and token emission does not change; with
+// SpecDecodeStream they count the drafts the streams really carried
+// (chunks.go).
 func (s *Server) serveMetrics(cn *conn, ls *loopState, req *httpRequest, _ int64) bool {
 	st := s.Stats()
 	labels := `engine="0",model_name="` + escapeLabel(s.cfg.Model) + `"`
@@ -36,10 +38,16 @@ func (s *Server) serveMetrics(cn *conn, ls *loopState, req *httpRequest, _ int64
 	if k := s.cfg.SpecDecodeTokens; k > 0 {
 		drafts := float64(st.Tokens)
 		perPos := make([]float64, k)
+		if s.cfg.SpecDecodeStream {
+			drafts, perPos = s.w.spec.snapshot()
+		} else {
+			for i := range perPos {
+				perPos[i] = math.Floor(drafts * math.Pow(s.cfg.SpecDecodeAcceptance, float64(i+1)))
+			}
+		}
 		accepted := 0.0
-		for i := range perPos {
-			perPos[i] = math.Floor(drafts * math.Pow(s.cfg.SpecDecodeAcceptance, float64(i+1)))
-			accepted += perPos[i]
+		for _, n := range perPos {
+			accepted += n
 		}
 		b = series("vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.", drafts, "")
 		b = series("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.", drafts*float64(k), "")

@@ -37,6 +37,9 @@ type stream struct {
 
 	streaming    bool
 	includeUsage bool
+	// continuousUsage: stream_options.continuous_usage_stats with
+	// include_usage, a running usage in every chunk (chunks.go).
+	continuousUsage bool
 	// promptTokens is the prompt length of each choice (several for a
 	// batched completions prompt).
 	promptTokens []int
@@ -61,7 +64,9 @@ type stream struct {
 	phases *phases
 
 	// Writer-owned schedule state.
-	next         int   // index of the next token to send
+	next         int   // index of the next event to send
+	done         int   // tokens sent before event next
+	carry        int   // tokens event next carries, 0 until planned (chunks.go)
 	headersSent  bool  // streaming headers have been written
 	headersDueNs int64 // when delayed headers go out (slow-headers fault)
 	readyNs      int64 // earliest time of the first token (TTFT + prefill)
@@ -78,8 +83,9 @@ func (st *stream) word(k int) string {
 	return words[(st.wordSalt+uint64(k))%uint64(len(words))]
 }
 
-// last reports whether token k is the final one.
-func (st *stream) last(k int) bool { return k == st.outTokens-1 }
+// last reports whether event k, the planned one, is the final one: it
+// carries the last token.
+func (st *stream) last(int) bool { return st.done+max(st.carry, 1) >= st.outTokens }
 
 // Stream headers. vLLM (uvicorn) answers a streaming request with a chunked
 // text/event-stream body.
@@ -140,7 +146,9 @@ func (e *encoder) rolePayload(st *stream, choice int) []byte {
 	p := append(e.payload[:0], st.prefix...)
 	p = append(p, `{"index":`...)
 	p = strconv.AppendInt(p, int64(choice), 10)
-	p = append(p, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`...)
+	p = append(p, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+	p = st.appendChunkUsage(p, choice, true)
+	p = append(p, '}')
 	e.payload = p
 	return p
 }
@@ -148,7 +156,9 @@ func (e *encoder) rolePayload(st *stream, choice int) []byte {
 // tokenPayload encodes one token chunk with the fields vLLM sends:
 // completions {"index","text","logprobs","finish_reason","stop_reason"}
 // plus "usage":null when usage was requested; chat {"index","delta",
-// "logprobs","finish_reason"} with "stop_reason" on the final chunk.
+// "logprobs","finish_reason"} with "stop_reason" on the final chunk; both
+// with the running usage under continuous_usage_stats (appendChunkUsage).
+// The text is that of every token the event carries.
 func (e *encoder) tokenPayload(st *stream, choice, k int) []byte {
 	if st.kind == kindChat && st.phases != nil {
 		return e.chatPhasePayload(st, choice, k)
@@ -158,20 +168,22 @@ func (e *encoder) tokenPayload(st *stream, choice, k int) []byte {
 	p = strconv.AppendInt(p, int64(choice), 10)
 	if st.kind == kindChat {
 		p = append(p, `,"delta":{"content":"`...)
-		p = append(p, st.word(k)...)
+		p = st.appendWords(p)
 		p = append(p, `"},"logprobs":null,"finish_reason":`...)
 		if st.last(k) {
 			p = append(p, '"')
 			p = append(p, st.finishReason...)
-			p = append(p, `","stop_reason":null}]}`...)
+			p = append(p, `","stop_reason":null}]`...)
 		} else {
-			p = append(p, `null}]}`...)
+			p = append(p, `null}]`...)
 		}
+		p = st.appendChunkUsage(p, choice, false)
+		p = append(p, '}')
 		e.payload = p
 		return p
 	}
 	p = append(p, `,"text":"`...)
-	p = append(p, st.word(k)...)
+	p = st.appendWords(p)
 	p = append(p, `","logprobs":null,"finish_reason":`...)
 	if st.last(k) {
 		p = append(p, '"')
@@ -181,9 +193,7 @@ func (e *encoder) tokenPayload(st *stream, choice, k int) []byte {
 		p = append(p, "null"...)
 	}
 	p = append(p, `,"stop_reason":null}]`...)
-	if st.includeUsage {
-		p = append(p, `,"usage":null`...)
-	}
+	p = st.appendChunkUsage(p, choice, false)
 	p = append(p, '}')
 	e.payload = p
 	return p

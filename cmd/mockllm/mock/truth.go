@@ -16,7 +16,7 @@ import (
 //	# mockllm truth log v1 (CLOCK_MONOTONIC ns)
 //	R <seq> <arrival_ns> <request_id>
 //	H <seq> <sent_ns>
-//	T <seq> <index> <sent_ns> <intended_ns>
+//	T <seq> <index> <sent_ns> <intended_ns> [<tokens>]
 //	C <seq> <closed_ns>
 //	A <seq> <rx_ns>
 //
@@ -30,10 +30,13 @@ import (
 // completions prompt writes all its choices' chunks for one index in one
 // write; the usage chunk and [DONE] share the last token's write), sent_ns
 // is read right before write(2), and intended_ns is when the timing model
-// meant to send it. A response sent whole (embeddings, pooling, rerank,
-// non-streaming completions and chat) gets one T line with index 0. An H
-// line is when a stream's response headers, its first bytes, were handed
-// to write(2) (read right before it). H and T lines follow their R line;
+// meant to send it; tokens, present only when it is not 1, is how many
+// tokens the event carried (--tokens-per-chunk, --spec-decode-stream: the
+// event's chunk holds them all, and its running usage counts them). A
+// response sent whole (embeddings, pooling, rerank, non-streaming
+// completions and chat) gets one T line with index 0. An H line is when a
+// stream's response headers, its first bytes, were handed to write(2)
+// (read right before it). H and T lines follow their R line;
 // lines of different requests interleave. A C line, at the end of the
 // log, is when the mock found the connection of a hostile answer (flood,
 // endless-line, huge-headers: answers that never end) closed by the
@@ -65,6 +68,9 @@ type TruthToken struct {
 	Index      int
 	SentNs     int64
 	IntendedNs int64
+	// Tokens is how many tokens the event carried (1 unless the mock
+	// sends several per chunk).
+	Tokens int
 }
 
 // truthWriter appends records to a buffered file. Only the writer
@@ -138,7 +144,7 @@ func (t *truthWriter) arrivals(x *arrivalIndex) {
 	}
 }
 
-func (t *truthWriter) token(st *stream, k int, sentNs, intendedNs int64) {
+func (t *truthWriter) token(st *stream, k, tokens int, sentNs, intendedNs int64) {
 	if t == nil {
 		return
 	}
@@ -150,6 +156,7 @@ func (t *truthWriter) token(st *stream, k int, sentNs, intendedNs int64) {
 	b = strconv.AppendInt(b, sentNs, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, intendedNs, 10)
+	b = appendTokensField(b, tokens)
 	t.write(append(b, '\n'))
 }
 
@@ -258,19 +265,23 @@ func ReadTruthLog(path string) ([]TruthRequest, error) {
 			}
 			bySeq[seq] = len(reqs)
 			reqs = append(reqs, TruthRequest{Seq: seq, RequestID: id, ArrivalNs: arrival})
-		case fields[0] == "T" && len(fields) == 5:
+		case fields[0] == "T" && (len(fields) == 5 || len(fields) == 6):
 			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
 			index, err2 := strconv.Atoi(fields[2])
 			sent, err3 := strconv.ParseInt(fields[3], 10, 64)
 			intended, err4 := strconv.ParseInt(fields[4], 10, 64)
-			if err := errors.Join(err1, err2, err3, err4); err != nil {
+			tokens, err5 := 1, error(nil)
+			if len(fields) == 6 {
+				tokens, err5 = strconv.Atoi(fields[5])
+			}
+			if err := errors.Join(err1, err2, err3, err4, err5); err != nil || tokens < 1 {
 				return nil, bad("malformed number")
 			}
 			i, ok := bySeq[seq]
 			if !ok {
 				return nil, bad("token of a request with no R line")
 			}
-			reqs[i].Tokens = append(reqs[i].Tokens, TruthToken{Index: index, SentNs: sent, IntendedNs: intended})
+			reqs[i].Tokens = append(reqs[i].Tokens, TruthToken{Index: index, SentNs: sent, IntendedNs: intended, Tokens: tokens})
 		case (fields[0] == "C" || fields[0] == "H" || fields[0] == "A") && len(fields) == 3:
 			seq, err1 := strconv.ParseUint(fields[1], 10, 64)
 			ns, err2 := strconv.ParseInt(fields[2], 10, 64)

@@ -37,6 +37,7 @@ type writer struct {
 	out              []byte
 	enc              encoder
 	truth            *truthWriter
+	spec             *specCounters // with SpecDecodeStream (chunks.go)
 	timing           *timing
 	done             chan struct{}
 	// closes, set before stop, go to the truth log as C records;
@@ -54,6 +55,7 @@ func newWriter(s *Server) (*writer, error) {
 		s: s, cfg: &s.cfg, clock: s.clock, wake: wk,
 		timing: newTiming(),
 		done:   make(chan struct{}),
+		spec:   newSpecCounters(s.cfg.SpecDecodeTokens),
 	}
 	if s.cfg.TruthLog != "" {
 		if w.truth, err = createTruthLog(s.cfg.TruthLog); err != nil {
@@ -294,7 +296,8 @@ func (w *writer) perStreamEvent(st *stream, dueNs int64) (done bool) {
 		}
 	}
 	k := st.next
-	if st.fault != nil && st.fault.Kind == FaultStall && k == st.faultAt && !st.stalled {
+	w.plan(st)
+	if st.fault != nil && st.fault.Kind == FaultStall && st.carrying(st.faultAt) && !st.stalled {
 		st.stalled = true
 		st.dueNs = dueNs + int64(st.fault.Delay)
 		return false
@@ -380,7 +383,8 @@ func (w *writer) stepStream(st *stream, stepNs int64) (done bool) {
 		return false
 	}
 	k := st.next
-	if st.fault != nil && st.fault.Kind == FaultStall && k == st.faultAt && !st.stalled {
+	w.plan(st)
+	if st.fault != nil && st.fault.Kind == FaultStall && st.carrying(st.faultAt) && !st.stalled {
 		st.stalled = true
 		st.stallNs = stepNs + int64(st.fault.Delay)
 	}
@@ -403,7 +407,8 @@ func (w *writer) sendHeaders(st *stream) bool {
 // returns true when the stream is over.
 func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
 	cn := st.conn
-	if f := st.fault; f != nil && k == st.faultAt {
+	n := w.plan(st)
+	if f := st.fault; f != nil && st.carrying(st.faultAt) {
 		switch f.Kind {
 		case FaultResetMidStream:
 			cn.reset()
@@ -425,30 +430,35 @@ func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
 	case st.last(k):
 		w.out = w.enc.appendFullResponse(w.out[:0], st)
 	default:
-		st.next++
+		w.advance(st)
 		return false
 	}
 	sentNs, ok := cn.send(w.out, &w.clock)
 	if !ok {
 		return true
 	}
-	w.s.stats.tokens.Add(uint64(len(st.promptTokens)))
-	w.s.load.generated(st, len(st.promptTokens))
+	w.s.stats.tokens.Add(uint64(len(st.promptTokens) * n))
+	w.s.load.generated(st, len(st.promptTokens)*n)
+	last := st.last(k)
 	if st.streaming {
 		w.record(st, k, sentNs, intendedNs)
 	} else {
 		// The whole response goes out at once; it counts as event 0.
-		w.s.stats.tokens.Add(uint64(len(st.promptTokens) * (st.outTokens - 1)))
-		w.s.load.generated(st, len(st.promptTokens)*(st.outTokens-1))
+		w.s.stats.tokens.Add(uint64(len(st.promptTokens) * (st.outTokens - n)))
+		w.s.load.generated(st, len(st.promptTokens)*(st.outTokens-n))
 		w.record(st, 0, sentNs, intendedNs)
 	}
-	st.next++
-	return st.last(k)
+	w.advance(st)
+	return last
 }
 
 // record notes that token k of st went to the kernel at sentNs.
 func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
-	w.truth.token(st, k, sentNs, intendedNs)
+	tokens := 1 // a response sent whole is one event
+	if st.streaming {
+		tokens = st.carry
+	}
+	w.truth.token(st, k, tokens, sentNs, intendedNs)
 	since := sentNs - st.lastSentNs
 	if k == 0 {
 		since = sentNs - st.arrivalNs
