@@ -58,11 +58,14 @@ func TestCompareMockRuns(t *testing.T) {
 	b := mockRunFile(t, dir, "b.json", 10*time.Millisecond)
 	slow := mockRunFile(t, dir, "slow.json", 12*time.Millisecond)
 
-	// At α = 0.01. TTFT, E2EL and the throughputs carry the client's
-	// connects and a busy machine's stalls, which differ between two runs
-	// of one setting; the gaps between tokens are the mock's own schedule,
-	// so only their rows must agree.
-	c := Compare(loadSides(t, a, b, slow), CompareOptions{Alpha: 0.01})
+	// At α = 0.001: the ITL rows share one per-request test, the TPOT rows
+	// another, so two same-setting comparisons could each be a false
+	// alarm at rate α; 10 against 12 ms per token is far below it. TTFT,
+	// E2EL and the throughputs carry the client's connects and a busy
+	// machine's stalls, which differ between two runs of one setting; the
+	// gaps between tokens are the mock's own schedule, so only their rows
+	// must agree.
+	c := Compare(loadSides(t, a, b, slow), CompareOptions{Alpha: 0.001})
 	for _, r := range c.Rows {
 		if !strings.Contains(r.Metric, "itl") && !strings.Contains(r.Metric, "tpot") {
 			continue
@@ -79,7 +82,9 @@ func TestCompareMockRuns(t *testing.T) {
 		if cell.Test != "mann-whitney" || !cell.Significant {
 			t.Errorf("%s: ITL 10 vs 12 ms: test %q p %v significant %v", m, cell.Test, cell.P, cell.Significant)
 		}
-		if *r.Values[2] <= *r.Values[0] {
+		// A p99 over 120 requests is the second highest: one stall of a
+		// loaded machine moves it, so only the centres must order.
+		if !strings.HasPrefix(m, "p99") && *r.Values[2] <= *r.Values[0] {
 			t.Errorf("%s: slower server %v not above %v", m, *r.Values[2], *r.Values[0])
 		}
 	}

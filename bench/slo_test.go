@@ -19,13 +19,28 @@ func TestSLOFindsMockCapacity(t *testing.T) {
 	// have to add 180 ms to an unqueued request's 20 ms to cross the SLO.
 	capacity := knownCapacity
 	capacity.ITL = 25 * time.Millisecond
+	// A stall longer than that (a machine shared with other work) fails
+	// a load below capacity and ends the search low; a search that is
+	// wrong is wrong every time, so a low answer is searched again, up to
+	// three times in all.
 	args := append(startMock(t, capacity), "--random-output-len", "16", "--num-prompts", "100", "--goodput", "ttft:200")
 	var out, errOut bytes.Buffer
-	res, err := SearchSLO(context.Background(), SLOOptions{Args: args, Over: SLOOverConcurrency, Attainment: 0.99, Start: 8}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	if res.Answer == nil || math.Abs(res.Answer.Load-32)/32 > 0.05 {
+	var res *SLOResult
+	for attempt := 1; ; attempt++ {
+		out.Reset()
+		errOut.Reset()
+		var err error
+		res, err = SearchSLO(context.Background(), SLOOptions{Args: args, Over: SLOOverConcurrency, Attainment: 0.99, Start: 8}, &out, &errOut)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, errOut.String())
+		}
+		if res.Answer != nil && math.Abs(res.Answer.Load-32)/32 <= 0.05 {
+			break
+		}
+		if res.Answer != nil && res.Answer.Load < 32 && attempt < 3 {
+			t.Logf("attempt %d: answer %v below capacity (a stall?):\n%s", attempt, res.Answer.Load, out.String())
+			continue
+		}
 		t.Fatalf("answer %+v, want 32 within 5%%\n%s", res.Answer, out.String())
 	}
 	if res.Answer.Attainment < 0.99 || res.FailedAt <= res.Answer.Load {
