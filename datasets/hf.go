@@ -10,6 +10,7 @@ import (
 
 	"github.com/stampede-bench/stampede/datasets/hfhub"
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // --dataset-name hf: --dataset-path (or --hf-name, for a local copy)
@@ -315,113 +316,36 @@ func pyTypeName(v any) string {
 
 // pyStr is str(v) for the row values an f-string or str.format meets.
 func pyStr(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return v
-	case bool:
-		if v {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return pyFloatRepr(v)
+	if s, ok := v.(string); ok {
+		return s
 	}
 	return pyRepr(v)
 }
 
-// pyRepr is repr(v) for row values.
+// pyRepr is repr(v) for row values: internal/py's repr, with bytes and
+// row objects (dicts in key order) added.
 func pyRepr(v any) string {
-	switch v := v.(type) {
-	case string:
-		return pyQuote(v)
-	case []byte:
-		return "b" + pyQuote(string(v))
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = pyRepr(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case *hfhub.Object:
-		parts := make([]string, len(v.Keys))
-		for i, k := range v.Keys {
-			parts[i] = pyQuote(k) + ": " + pyRepr(v.Fields[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return pyStr(v)
-}
-
-// pyQuote is repr(str): single quotes unless the text holds one and no
-// double quote.
-func pyQuote(s string) string {
-	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
 	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
+	py.AppendRepr(&b, v, appendRowRepr)
 	return b.String()
 }
 
-// pyFloatRepr is repr(float).
-func pyFloatRepr(f float64) string {
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	switch {
-	case s == "+Inf":
-		return "inf"
-	case s == "-Inf":
-		return "-inf"
-	case s == "NaN":
-		return "nan"
+func appendRowRepr(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case []byte:
+		b.WriteString("b" + py.StrRepr(string(v)))
+	case *hfhub.Object:
+		b.WriteByte('{')
+		for i, k := range v.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(py.StrRepr(k))
+			b.WriteString(": ")
+			py.AppendRepr(b, v.Fields[k], appendRowRepr)
+		}
+		b.WriteByte('}')
+	default:
+		fmt.Fprintf(b, "%v", v)
 	}
-	if strings.ContainsAny(s, "e") {
-		mant, exp, _ := strings.Cut(s, "e")
-		if exp[0] != '-' && exp[0] != '+' {
-			exp = "+" + exp
-		}
-		if len(exp) == 2 {
-			exp = exp[:1] + "0" + exp[1:]
-		}
-		abs := f
-		if abs < 0 {
-			abs = -abs
-		}
-		if abs >= 1e-4 && abs < 1e16 {
-			return strconv.FormatFloat(f, 'f', -1, 64) + dotZero(strconv.FormatFloat(f, 'f', -1, 64))
-		}
-		return mant + "e" + exp
-	}
-	return s + dotZero(s)
-}
-
-func dotZero(s string) string {
-	if strings.ContainsAny(s, ".") {
-		return ""
-	}
-	return ".0"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stampede-bench/stampede/datasets/hfhub"
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // bfclClass is BFCLDataset (Berkeley Function Calling Leaderboard): one
@@ -172,23 +173,10 @@ func bfclTranslate(v any) any {
 
 // pyTruthy is Python's truth value of a row value.
 func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	case []any:
-		return len(v) > 0
-	case *hfhub.Object:
-		return len(v.Keys) > 0
+	if o, ok := v.(*hfhub.Object); ok {
+		return len(o.Keys) > 0
 	}
-	return true
+	return py.Truthy(v)
 }
 
 // bfclCategory reads BFCL_v3_<category>.json from a local directory or

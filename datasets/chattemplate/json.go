@@ -15,7 +15,7 @@ import (
 // Python dicts loaded from the same JSON do, so `tojson` renders them
 // alike.
 func (t *Template) RenderJSON(messages, tools []byte, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
-	msgs, err := decodeOrdered(messages)
+	msgs, err := orderedJSON(messages)
 	if err != nil {
 		return "", fmt.Errorf("chat template messages: %w", err)
 	}
@@ -25,7 +25,7 @@ func (t *Template) RenderJSON(messages, tools []byte, addGenerationPrompt bool, 
 	}
 	var toolList any
 	if tools != nil {
-		if toolList, err = decodeOrdered(tools); err != nil {
+		if toolList, err = orderedJSON(tools); err != nil {
 			return "", fmt.Errorf("chat template tools: %w", err)
 		}
 	}
@@ -48,12 +48,12 @@ func (t *Template) RenderJSON(messages, tools []byte, addGenerationPrompt bool, 
 	return t.execute(vars)
 }
 
-// decodeOrdered decodes JSON into template values, objects as dicts in
+// orderedJSON decodes JSON into template values, objects as dicts in
 // key order.
-func decodeOrdered(b []byte) (any, error) {
+func orderedJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeOrderedValue(dec)
+	v, err := orderedJSONValue(dec)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func decodeOrdered(b []byte) (any, error) {
 	return v, nil
 }
 
-func decodeOrderedValue(dec *json.Decoder) (any, error) {
+func orderedJSONValue(dec *json.Decoder) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func decodeOrderedValue(dec *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				v, err := decodeOrderedValue(dec)
+				v, err := orderedJSONValue(dec)
 				if err != nil {
 					return nil, err
 				}
@@ -88,7 +88,7 @@ func decodeOrderedValue(dec *json.Decoder) (any, error) {
 		}
 		out := []any{}
 		for dec.More() {
-			v, err := decodeOrderedValue(dec)
+			v, err := orderedJSONValue(dec)
 			if err != nil {
 				return nil, err
 			}

@@ -82,10 +82,16 @@ func openFile(path string) (rowSource, error) {
 type parquetSource struct {
 	path   string
 	f      *os.File
-	r      *parquet.Reader
+	r      *parquet.GenericReader[any]
 	schema *parquet.Schema
 	row    int
+	batch  []any // rows read ahead
+	at     int
+	err    error // what ended the last read
 }
+
+// parquetBatch is how many rows are decoded per read.
+const parquetBatch = 16
 
 func openParquet(path string) (rowSource, error) {
 	f, err := os.Open(path)
@@ -102,7 +108,7 @@ func openParquet(path string) (rowSource, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a readable Parquet file: %v", path, err)
 	}
-	return &parquetSource{path: path, f: f, r: parquet.NewReader(pf), schema: pf.Schema()}, nil
+	return &parquetSource{path: path, f: f, r: parquet.NewGenericReader[any](pf), schema: pf.Schema()}, nil
 }
 
 func (s *parquetSource) next() (o *Object, err error) {
@@ -113,13 +119,30 @@ func (s *parquetSource) next() (o *Object, err error) {
 			o, err = nil, fmt.Errorf("%s row %d: corrupt Parquet data: %v", s.path, s.row, p)
 		}
 	}()
-	m := map[string]any{}
-	if err := s.r.Read(&m); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
+	if s.at == len(s.batch) {
+		if s.err != nil {
+			if errors.Is(s.err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("%s row %d: %v", s.path, s.row, s.err)
 		}
-		return nil, fmt.Errorf("%s row %d: %v", s.path, s.row, err)
+		if s.batch == nil {
+			s.batch = make([]any, parquetBatch)
+		}
+		clear(s.batch)
+		s.batch = s.batch[:cap(s.batch)]
+		n, err := s.r.Read(s.batch)
+		s.batch, s.at, s.err = s.batch[:n], 0, err
+		if n == 0 && err == nil {
+			s.err = io.EOF
+		}
+		if n == 0 {
+			return s.next()
+		}
 	}
+	m := s.batch[s.at]
+	s.batch[s.at] = nil
+	s.at++
 	s.row++
 	v, _ := fromParquet(m, s.schema).(*Object)
 	if v == nil {

@@ -217,10 +217,9 @@ type cardSplit struct {
 }
 
 type cardConfig struct {
-	name    string
-	isDflt  bool
-	splits  []cardSplit
-	hasData bool
+	name   string
+	isDflt bool
+	splits []cardSplit
 }
 
 // pickConfig is the config called subset, or the default one: marked
