@@ -159,7 +159,9 @@ func (h *hfRun) open() error {
 	if len(src.Files) == 0 {
 		return valueError(fmt.Sprintf("dataset hf: split %q of %s has no Parquet, JSON or JSON-lines files", h.split, h.path))
 	}
-	rows, err := hfhub.Open(src.Files, hfhub.Order{Shuffle: !h.env.DisableShuffle, Stream: !h.env.NoStream, Seed: h.env.Seed})
+	// Earnings22-Cleaned is loaded whole in vLLM whatever --no-stream says.
+	stream := !h.env.NoStream && !(h.class == asrClass && h.name == asrEarnings22Cleaned)
+	rows, err := hfhub.Open(src.Files, hfhub.Order{Shuffle: !h.env.DisableShuffle, Stream: stream, Seed: h.env.Seed})
 	if err != nil {
 		return fmt.Errorf("dataset hf: %w", err)
 	}
