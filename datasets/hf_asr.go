@@ -19,8 +19,8 @@ import (
 //
 // Clips are read as vLLM reads them: decoded arrays ({"array",
 // "sampling_rate"}), embedded bytes ({"bytes"}) or a file path. stampede
-// decodes WAV (PCM and IEEE float) only; a FLAC, MP3 or OGG clip, as most
-// hub speech sets store them, stops the run with its format named.
+// decodes WAV (PCM and IEEE float) and FLAC (DecodeFLAC); an MP3 or Ogg
+// clip stops the run with its format named.
 var asrClass = &hfClass{name: "ASRDataset", multimodal: true, split: "train",
 	paths: []string{
 		asrLibriSpeech,
@@ -154,9 +154,9 @@ func (h *hfRun) asrClip(v any) (*Audio, error) {
 			case string:
 				data = []byte(b)
 			}
-			pcm, err := DecodeWAV(data)
+			pcm, err := decodeClip(data)
 			if err != nil {
-				return nil, fmt.Errorf("dataset hf (ASRDataset): embedded audio (%s): %w; stampede decodes WAV clips only", sniffAudio(data), err)
+				return nil, fmt.Errorf("dataset hf (ASRDataset): embedded audio (%s): %w; stampede decodes WAV and FLAC clips", sniffAudio(data), err)
 			}
 			return NewAudio(pcm)
 		}
@@ -179,11 +179,26 @@ func (h *hfRun) audioFile(path string) (*Audio, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sniffAudio(data) == "FLAC" {
+		pcm, err := DecodeFLAC(data)
+		if err != nil {
+			return nil, fmt.Errorf("dataset hf (ASRDataset): %s: %w", path, err)
+		}
+		return NewAudio(pcm)
+	}
 	pcm, err := DecodeWAV(data)
 	if err != nil {
-		return nil, fmt.Errorf("dataset hf (ASRDataset): %s (%s): %w; stampede reads the duration of WAV files only", path, sniffAudio(data), err)
+		return nil, fmt.Errorf("dataset hf (ASRDataset): %s (%s): %w; stampede reads WAV and FLAC files", path, sniffAudio(data), err)
 	}
 	return &Audio{WAV: data, Filename: filepath.Base(path), ContentType: "audio/wav", DurationSec: pcm.DurationSec()}, nil
+}
+
+// decodeClip decodes embedded WAV or FLAC bytes, as soundfile.read does.
+func decodeClip(data []byte) (PCM, error) {
+	if sniffAudio(data) == "FLAC" {
+		return DecodeFLAC(data)
+	}
+	return DecodeWAV(data)
 }
 
 // arrayPCM is a decoded Audio feature value: a list of samples (mono) or

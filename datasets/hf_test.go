@@ -620,11 +620,23 @@ func TestHFASR(t *testing.T) {
 	if len(logs) == 0 || !strings.Contains(logs[0], "discarded") {
 		t.Errorf("logs %q", logs)
 	}
-	// A FLAC clip is named, not misread.
-	writeParquet(t, filepath.Join(snap, "clean", "train.100-00000-of-00001.parquet"), []asrRow{{Audio: asrAudio{Bytes: []byte("fLaC\x00\x00\x00\x22")}}})
+	// FLAC clips (LibriSpeech's) decode; MP3 is named, not misread.
+	flac, err := os.ReadFile(filepath.Join("testdata", "flac", "mono16-lpc.flac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeParquet(t, filepath.Join(snap, "clean", "train.100-00000-of-00001.parquet"), []asrRow{{Audio: asrAudio{Bytes: flac}}})
 	env.NumPrompts = 1
-	if _, err := sampleHF(env); err == nil || !strings.Contains(err.Error(), "FLAC") {
-		t.Errorf("FLAC clip: %v", err)
+	reqs, err = sampleHF(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 5000.0 / 16000; reqs[0].Audio.DurationSec != want {
+		t.Errorf("FLAC clip duration %v, want %v", reqs[0].Audio.DurationSec, want)
+	}
+	writeParquet(t, filepath.Join(snap, "clean", "train.100-00000-of-00001.parquet"), []asrRow{{Audio: asrAudio{Bytes: []byte("ID3\x04\x00\x00")}}})
+	if _, err := sampleHF(env); err == nil || !strings.Contains(err.Error(), "MP3") {
+		t.Errorf("MP3 clip: %v", err)
 	}
 }
 
