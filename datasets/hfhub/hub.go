@@ -117,12 +117,14 @@ func Locate(pathOrID, subset, split string, opts Options) (*Source, error) {
 		return src, nil
 	}
 	var splitErr *SplitError
-	if errors.As(cacheErr, &splitErr) {
-		return nil, cacheErr
-	}
 	if opts.Offline {
+		if errors.As(cacheErr, &splitErr) {
+			return nil, cacheErr
+		}
 		return nil, fmt.Errorf("dataset %q: %v, and HF_HUB_OFFLINE is set, so nothing is downloaded", pathOrID, cacheErr)
 	}
+	// A cached snapshot may hold only the splits fetched so far; the
+	// repository's listing decides.
 	return download(pathOrID, subset, split, opts)
 }
 
@@ -260,6 +262,12 @@ func download(repo, subset, split string, opts Options) (*Source, error) {
 		card := ""
 		if b, err := fetchFile(repo, commit, "README.md", opts); err == nil {
 			card = string(b)
+			// Kept beside the data, so that offline runs choose the
+			// split's files by the same configs.
+			readme := filepath.Join(repoDir(opts.CacheDir, repo), "snapshots", commit, "README.md")
+			if os.MkdirAll(filepath.Dir(readme), 0o755) == nil {
+				_ = writeFileAtomic(readme, b)
+			}
 		}
 		if sel, err = selectSplit(card, files, subset, split); err != nil {
 			return nil, err

@@ -368,6 +368,19 @@ func TestDownloadIntoCache(t *testing.T) {
 	if downloads.Load() != before {
 		t.Fatal("the cached lookup downloaded again")
 	}
+	// Another split is fetched into the same snapshot, though the cache
+	// already has the dataset; offline, both are then found.
+	if _, err := Locate("org/set", "", "test", opts); err != nil {
+		t.Fatalf("second split: %v", err)
+	}
+	for _, split := range []string{"train", "test"} {
+		if _, err := Locate("org/set", "", split, Options{CacheDir: cache, Offline: true}); err != nil {
+			t.Errorf("offline %s: %v", split, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "datasets--org--set", "snapshots", sha, "README.md")); err != nil {
+		t.Errorf("the card was not kept: %v", err)
+	}
 	// A wrong token is refused with advice.
 	_, err = Locate("org/set", "", "train", Options{Endpoint: srv.URL, Token: "bad", CacheDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "HF_TOKEN") {
