@@ -78,7 +78,6 @@ func TestNotSupportedYet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dataset-name", "hf"}, "--dataset-name hf is not supported yet"},
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
 	}
@@ -97,6 +96,7 @@ func TestNotSupportedYet(t *testing.T) {
 		{"--enable-multimodal-chat"},
 		{"--dataset-name", "custom", "--dataset-path", "x.jsonl", "--disable-shuffle", "--no-stream"},
 		{"--dataset-name", "sonnet", "--dataset-path", "sonnet.txt"},
+		{"--dataset-name", "hf", "--dataset-path", "likaixin/InstructCoder", "--hf-split", "train", "--no-stream"},
 		{"--use-beam-search", "--trust-remote-code", "--tokenizer-mode", "mistral", "--probe-request-rate", "0"},
 		{"--probe-request-rate", "2.5"},
 		{"--max-connections-per-worker", "1296", "--warmup-time", "0"},

@@ -21,22 +21,10 @@ var flagAudit = map[string]struct {
 }{
 	"--use-beam-search":   {status: "noEffect"},
 	"--trust-remote-code": {status: "readme"},
-	// The hf dataset and the options only it reads.
-	"--no-stream":             {status: "readme"},
-	"--hf-subset":             {status: "readme"},
-	"--hf-split":              {status: "readme"},
-	"--hf-name":               {status: "readme"},
-	"--hf-output-len":         {status: "readme"},
-	"--asr-max-audio-len-sec": {status: "readme"},
-	"--asr-min-audio-len-sec": {status: "readme"},
-	"--blazedit-min-distance": {status: "readme"},
-	"--blazedit-max-distance": {status: "readme"},
-	"--bfcl-categories":       {status: "readme"},
 	// Read, but refused where they would change the run.
 	"--custom-ensure-client-side-data": {status: "refused", refuse: []string{
 		"--dataset-name", "custom_image", "--dataset-path", "x.jsonl", "--custom-ensure-client-side-data"}},
 	"--tokenizer-mode": {status: "refused", refuse: []string{"--tokenizer-mode", "grok2"}},
-	"--dataset-name":   {status: "refused", refuse: []string{"--dataset-name", "hf", "--dataset-path", "x"}},
 }
 
 // readSelectors collects every field or method name selected (x.Name) in

@@ -89,6 +89,10 @@ type run struct {
 	tokenizerID  string
 	globals      datasets.PythonGlobals
 
+	// chatRender renders whole conversations (MLPerf, BFCL) with the
+	// chat template; nil when the tokenizer has none.
+	chatRender func(messages, tools []byte) (string, error)
+
 	requests []datasets.Request
 	wire     []engine.Request
 	testWire []byte // request #0 without an id, for the test run and warm-ups
@@ -225,6 +229,9 @@ func (r *run) loadTokenizer(ctx context.Context) error {
 		// datasets that need it to say so.
 		if tmpl, terr := chattemplate.Load(path); terr == nil {
 			r.chatTemplate = tmpl.UserTurn
+			r.chatRender = func(messages, tools []byte) (string, error) {
+				return tmpl.RenderJSON(messages, tools, true, nil)
+			}
 		}
 		return nil
 	}
@@ -262,6 +269,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	}
 	r.requests, err = d.Sample(&datasets.Env{
 		Tokenizer: tok, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
+		ChatRender: r.chatRender, TokenizerName: r.tokenizerID, NoStream: c.NoStream,
 		Globals: r.globals, Seed: int64(c.Seed), NumPrompts: c.NumPrompts,
 		RequestIDPrefix: c.RequestIDPrefix, Logf: logf,
 		Backend: c.Backend, ChatBackend: backendOf(c.Backend).api.kind == chatKind,

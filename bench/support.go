@@ -34,9 +34,8 @@ func boolFlag(get func(c *Config) bool) func(c *Config) (string, bool) {
 // unbuiltFlags are the flags that change a run in a way stampede does not
 // implement yet. Flags that change nothing here (--use-beam-search, which
 // changes nothing in Python either; --trust-remote-code, as stampede runs
-// no repository code; --no-stream and the other options of the refused hf
-// dataset) are accepted and stored; README's "Not supported yet" names
-// them, and TestFlagAudit keeps that list whole.
+// no repository code) are accepted and stored; README's "Not supported
+// yet" names them, and TestFlagAudit keeps that list whole.
 var unbuiltFlags = []unbuiltFlag{
 	{"--tokenizer-mode", tokenizerModeUnbuilt},
 	// custom_image inlines its images only with this flag; Python re-encodes

@@ -76,6 +76,13 @@ type Env struct {
 	ChatTemplate ChatTemplate
 	// ChatTemplateKwargs is --chat-template-kwargs as an object.
 	ChatTemplateKwargs map[string]any
+	// ChatRender renders a conversation (a JSON list of messages) and
+	// tools (a JSON list, nil for none) through the tokenizer's chat
+	// template with add_generation_prompt; nil when it has none.
+	ChatRender func(messages, tools []byte) (string, error)
+	// TokenizerName is the name the tokenizer was loaded by (--tokenizer,
+	// else the model): Hugging Face's name_or_path.
+	TokenizerName string
 	// Globals are Python's process-wide generators, seeded with Seed.
 	Globals PythonGlobals
 	// Seed is --seed.
@@ -94,6 +101,8 @@ type Env struct {
 
 	// Path is --dataset-path.
 	Path string
+	// NoStream is --no-stream: hf datasets are loaded whole, not streamed.
+	NoStream bool
 	// The common dataset options.
 	DisableShuffle, NoOversample, SkipChatTemplate, EnableMultimodalChat bool
 

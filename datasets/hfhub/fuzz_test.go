@@ -1,0 +1,65 @@
+package hfhub
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The dataset card, JSON rows and Parquet files come from the network.
+
+func FuzzCardConfigs(f *testing.F) {
+	f.Add("---\nconfigs:\n- config_name: a\n  data_files:\n  - split: train\n    path: data/*\n---\n")
+	f.Add("---\nconfigs:\n- data_files: x.parquet\n  default: true\n---")
+	f.Add("---\na:\n- - b\n  -\n    c: [d, 'e'\n---\n")
+	f.Fuzz(func(t *testing.T, card string) {
+		for _, c := range cardConfigs(card) {
+			for _, s := range c.splits {
+				_ = matchAll([]string{"data/a.parquet", "x.parquet"}, s.patterns)
+			}
+		}
+	})
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"a": [1, 2.5, "x", null, {"b": true}]}`))
+	f.Add([]byte(`[1e400, -0, "\u00e9"]`))
+	f.Add([]byte(`{"a": 1} {"b": 2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = DecodeJSON(b)
+	})
+}
+
+func FuzzParquetRows(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.parquet")
+	writeIDsTo(f, seed)
+	b, err := os.ReadFile(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "f.parquet")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src, err := openParquet(p)
+		if err != nil {
+			return
+		}
+		defer src.close()
+		for range 1000 {
+			if _, err := src.next(); err != nil {
+				if !errors.Is(err, io.EOF) && err.Error() == "" {
+					t.Fatal("empty error")
+				}
+				return
+			}
+		}
+	})
+}
