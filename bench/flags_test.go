@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 17 {
-		t.Errorf("%d additive options, want 17 (3 from the multi-process fork, 14 of stampede's)", additive)
+	if additive != 22 {
+		t.Errorf("%d additive options, want 22 (3 from the multi-process fork, 19 of stampede's)", additive)
 	}
 }
 
