@@ -9,6 +9,7 @@
 //	stampede slo [options] --goodput KEY:MS ... [--slo-attainment F] [--slo-over max-concurrency|request-rate]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
 //	stampede report RESULT.json... -o FILE.html
+//	stampede merge PARTIAL...
 package main
 
 import (
@@ -111,6 +112,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			args = args[1:]
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
+		case "merge":
+			return runMerge(args[1:], stdout, stderr)
 		case "sweep":
 			return runSweep(ctx, args[1:], stdout, stderr)
 		case "slo":
