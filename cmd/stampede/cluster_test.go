@@ -15,7 +15,6 @@ import (
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 )
 
-
 // TestClusterOfProcesses runs one benchmark as three agents, each its own
 // process, against the mock on loopback (the agents share the host's
 // network namespace): agent 0's merged result covers every request once,
