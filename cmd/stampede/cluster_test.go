@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,7 +53,8 @@ func TestClusterOfProcesses(t *testing.T) {
 			"--random-input-len", "16", "--random-output-len", "8", "--request-rate", "400", "--max-concurrency", "12",
 			"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json", "--disable-tqdm",
 			"--cluster-size", strconv.Itoa(size), "--cluster-index", strconv.Itoa(k), "--coordinator", coordinator,
-			"--cluster-timeout-sec", "60", "--request-id-prefix", fmt.Sprintf("agent%d-", k))
+			"--cluster-timeout-sec", "60", "--request-id-prefix", fmt.Sprintf("agent%d-", k),
+			"--save-partial", filepath.Join(dir, fmt.Sprintf("part%d.bin", k)))
 	}
 	for k, a := range agents {
 		if code, stderr := a.exitCode(t); code != 0 {
@@ -106,6 +109,40 @@ func TestClusterOfProcesses(t *testing.T) {
 	for i, ok := range seen {
 		if !ok {
 			t.Errorf("request %d never reached the server", i)
+		}
+	}
+
+	// stampede merge of the saved partials prints agent 0's block and
+	// saves the same result, but for its date.
+	parts := []string{filepath.Join(dir, "part0.bin"), filepath.Join(dir, "part1.bin"), filepath.Join(dir, "part2.bin")}
+	var stdout, stderr strings.Builder
+	mergeDir := t.TempDir()
+	if code := run(t.Context(), append([]string{"merge", "--result-dir", mergeDir}, parts...), &stdout, &stderr); code != 0 {
+		t.Fatalf("stampede merge exited %d: %s", code, stderr.String())
+	}
+	if block := stdout.String(); !strings.Contains(agents[0].stdout.String(), block) || !strings.Contains(block, "Serving Benchmark Result") {
+		t.Errorf("stampede merge printed\n%s\nagent 0 printed\n%s", block, agents[0].stdout.String())
+	}
+	merged, err := os.ReadFile(filepath.Join(mergeDir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dated := regexp.MustCompile(`"date": "[0-9-]+"`)
+	if a, b := dated.ReplaceAll(merged, nil), dated.ReplaceAll(body, nil); !bytes.Equal(a, b) {
+		t.Errorf("stampede merge saved another result than agent 0")
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"merge"}, exitUsage, "give the partial result files"},
+		{[]string{"merge", parts[0], parts[2]}, exitError, "agent(s) 1 of 3 are missing"},
+		{[]string{"merge", parts[0], filepath.Join(dir, "run.json")}, exitError, "not a gzip stream"},
+	} {
+		var stdout, stderr strings.Builder
+		if code := run(t.Context(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d saying %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
 	}
 }
