@@ -15,7 +15,7 @@ import (
 type ClusterFlags struct {
 	ClusterSize       int     `long:"cluster-size" default:"1" value-name:"N" description:"Agents that run this benchmark together, each sending every N-th request (request i goes to agent i mod N); --max-concurrency is split between them."`
 	ClusterIndex      *int    `long:"cluster-index" value-name:"I" description:"This agent's index, 0 to N-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it); agent 0 coordinates."`
-	Coordinator       string  `long:"coordinator" value-name:"HOST:PORT" description:"Where agent 0 listens for the others (it listens on PORT); required with --cluster-size above 1."`
+	Coordinator       string  `long:"coordinator" value-name:"HOST:PORT" description:"Where the agents reach agent 0, which listens there (on PORT of every interface when HOST is not its own address); required with --cluster-size above 1."`
 	ClusterTimeoutSec float64 `long:"cluster-timeout-sec" default:"300" description:"Seconds agent 0 waits for every agent to register, and for their results after its own share ended; agents wait as long for agent 0."`
 	SavePartial       string  `long:"save-partial" value-name:"FILE" description:"Also save this agent's partial result (every request and token time, compressed) for 'stampede merge'."`
 

@@ -149,14 +149,19 @@ type agentConn struct {
 	clock SidecarAgentClock
 }
 
-// listenCoordinator listens on the port of addr (HOST:PORT), on every
-// interface: HOST is how the other agents reach agent 0.
+// listenCoordinator listens on addr (HOST:PORT) when HOST is one of this
+// host's addresses, else on PORT of every interface: HOST is how the
+// other agents reach agent 0, which may be a name or an address this host
+// does not hold (a NAT, a Service).
 func listenCoordinator(addr string, size int, digest string, timeout time.Duration) (*coordinator, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--coordinator %s: %w", addr, err)
 	}
-	ln, err := net.Listen("tcp", ":"+port)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		ln, err = net.Listen("tcp", ":"+port)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: agent 0 cannot listen on port %s (--coordinator %s): %w", port, addr, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,11 +19,14 @@ import (
 )
 
 // TestClusterOfProcesses runs one benchmark as three agents, each its own
-// process, against the mock on loopback (the agents share the host's
-// network namespace): agent 0's merged result covers every request once,
-// and agrees with the mock's truth log request for request: each reached
-// the server once, from the agent it belongs to (i mod 3), and the client
-// saw as many token events as the server wrote.
+// process, against the mock: agents 1 and 2 each in a network namespace
+// of its own, joined to the mock's by a veth pair, where the test may
+// create namespaces (root, with ip(8)); agent 0 shares the mock's
+// namespace. Elsewhere every agent runs on loopback. Agent 0's merged
+// result covers every request once, and agrees with the mock's truth log
+// request for request: each reached the server once, from the agent it
+// belongs to (i mod 3), and the client saw as many token events as the
+// server wrote.
 func TestClusterOfProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes")
@@ -33,22 +37,34 @@ func TestClusterOfProcesses(t *testing.T) {
 	}
 	dir := t.TempDir()
 	truthPath := filepath.Join(dir, "truth.log")
-	srv, err := mock.Start(mock.Config{Tokenizer: tok, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, TruthLog: truthPath})
+	const size, n = 3, 60
+	places, how := placeAgents(t, size)
+	t.Logf("agents: %s", how)
+	// The mock, and agent 0, listen where the agents reach them.
+	listen := "127.0.0.1"
+	if places[size-1].via != nil {
+		listen = "0.0.0.0"
+	}
+	srv, err := mock.Start(mock.Config{Host: listen, Tokenizer: tok, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, TruthLog: truthPath})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, mockPort, _ := net.SplitHostPort(srv.Addr())
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	coordinator := ln.Addr().String()
+	_, coordinatorPort, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
 
-	const size, n = 3, 60
 	agents := make([]*child, size)
 	for k := range size {
-		agents[k] = startChild(t, "serve", "--base-url", "http://"+srv.Addr(), "--tokenizer", tinyTokenizer,
+		coordinator := net.JoinHostPort(places[k].host, coordinatorPort)
+		if k == 0 {
+			coordinator = net.JoinHostPort(listen, coordinatorPort)
+		}
+		agents[k] = startChildVia(t, places[k].via, "serve", "--base-url", "http://"+net.JoinHostPort(places[k].host, mockPort), "--tokenizer", tinyTokenizer,
 			"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", strconv.Itoa(n),
 			"--random-input-len", "16", "--random-output-len", "8", "--request-rate", "400", "--max-concurrency", "12",
 			"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json", "--disable-tqdm",
@@ -145,4 +161,70 @@ func TestClusterOfProcesses(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d saying %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
 	}
+}
+
+// agentPlace is where an agent runs: the address at which it reaches the
+// mock and agent 0, and the wrapper that starts it there.
+type agentPlace struct {
+	host string
+	via  []string
+}
+
+// placeAgents puts agent 0 beside the mock and agents 1.. in network
+// namespaces of their own, each joined to the mock's by a veth pair
+// (10.<a>.<k>.1 on the mock's side, .2 on the agent's), when the test may
+// create them; else every agent on loopback. It says which it did.
+func placeAgents(t *testing.T, size int) ([]agentPlace, string) {
+	places := make([]agentPlace, size)
+	for k := range places {
+		places[k].host = "127.0.0.1"
+	}
+	ipTool, err := exec.LookPath("ip")
+	if os.Geteuid() != 0 || err != nil {
+		return places, "on loopback (network namespaces need root and ip(8))"
+	}
+	ip := func(args ...string) error {
+		out, err := exec.Command(ipTool, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	pid := os.Getpid()
+	octet := 200 + pid%50 // apart from another run's addresses
+	for k := 1; k < size; k++ {
+		ns := fmt.Sprintf("stpd%dn%d", pid, k)
+		hostEnd, nsEnd := fmt.Sprintf("stpd%dh%d", pid, k), fmt.Sprintf("stpd%da%d", pid, k)
+		hostIP, nsIP := fmt.Sprintf("10.%d.%d.1", octet, k), fmt.Sprintf("10.%d.%d.2", octet, k)
+		if err := ip("netns", "add", ns); err != nil {
+			return loopbackAfter(places, err)
+		}
+		t.Cleanup(func() { ip("netns", "del", ns) })
+		if err := ip("link", "add", hostEnd, "type", "veth", "peer", "name", nsEnd); err != nil {
+			return loopbackAfter(places, err)
+		}
+		t.Cleanup(func() { ip("link", "del", hostEnd) })
+		for _, step := range [][]string{
+			{"link", "set", nsEnd, "netns", ns},
+			{"addr", "add", hostIP + "/30", "dev", hostEnd},
+			{"link", "set", hostEnd, "up"},
+			{"netns", "exec", ns, "ip", "addr", "add", nsIP + "/30", "dev", nsEnd},
+			{"netns", "exec", ns, "ip", "link", "set", nsEnd, "up"},
+			{"netns", "exec", ns, "ip", "link", "set", "lo", "up"},
+		} {
+			if err := ip(step...); err != nil {
+				return loopbackAfter(places, err)
+			}
+		}
+		places[k] = agentPlace{host: hostIP, via: []string{ipTool, "netns", "exec", ns}}
+	}
+	return places, fmt.Sprintf("agents 1 to %d in network namespaces of their own, joined to the mock's by veth pairs", size-1)
+}
+
+// loopbackAfter falls back to loopback for every agent.
+func loopbackAfter(places []agentPlace, err error) ([]agentPlace, string) {
+	for k := range places {
+		places[k] = agentPlace{host: "127.0.0.1"}
+	}
+	return places, fmt.Sprintf("on loopback (a network namespace could not be made: %v)", err)
 }
