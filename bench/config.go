@@ -183,6 +183,9 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	}
 	cfg.APIKey = getenv("OPENAI_API_KEY")
 	cfg.SaveToPyTorchFormat = getenv("SAVE_TO_PYTORCH_BENCHMARK_FORMAT") != ""
+	if err := cfg.resolveCluster(getenv); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}

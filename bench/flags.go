@@ -128,6 +128,8 @@ type StampedeFlags struct {
 
 	// The server's metrics and the HTML report.
 	ReportFlags
+	// Running one benchmark from several hosts.
+	ClusterFlags
 }
 
 // CommaList is a comma-separated flag value (Python's --bfcl-categories).

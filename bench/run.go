@@ -69,7 +69,11 @@ func RunOnce(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (*Outco
 	if err := r.warmUp(ctx); err != nil {
 		return nil, err
 	}
-	err = r.benchmark(ctx)
+	if cfg.Clustered() {
+		err = r.clusterBenchmark(ctx)
+	} else {
+		err = r.benchmark(ctx)
+	}
 	return r.outcome, err
 }
 
@@ -690,6 +694,9 @@ func (r *run) benchmark(ctx context.Context) error {
 		}
 	}
 	if err := r.save(summary, &res.Data, params); err != nil {
+		return err
+	}
+	if err := r.savePartial(r.outcome); err != nil {
 		return err
 	}
 	return r.writeReport(summary, res, params)

@@ -109,6 +109,10 @@ type Config struct {
 	// Probe, when set, sends side probes during the run (see Probe); their
 	// results are Result.Probes.
 	Probe *Probe
+	// StartAt, when set, holds the schedule (after any warm-up) until
+	// this wall-clock instant, so that agents on several hosts start one
+	// schedule together; the schedule and the duration count from it.
+	StartAt time.Time
 }
 
 // Defaults for the zero values of Config's timeouts.
@@ -341,6 +345,10 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.abort()
 		<-warmed
 	}
+	if !r.cfg.StartAt.IsZero() {
+		// Cancelled while waiting: nothing is released (dispatch sees ctx).
+		waitUntil(ctx, r.cfg.StartAt)
+	}
 	res := &Result{Shards: len(r.recorders), Start: r.clock.Base(), MonotonicStartNs: r.clock.Monotonic(0)}
 	// The schedule and the duration count from here, after the shards are
 	// up (Python: benchmark_start_time, just before the dispatch loop).
@@ -398,6 +406,20 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	res.Data.DurationNs = endNs - startNs
 	res.Health = r.health(lags)
 	r.result = res
+}
+
+// waitUntil sleeps until the wall clock reads at, or until ctx ends.
+func waitUntil(ctx context.Context, at time.Time) {
+	wait := time.Until(at)
+	if wait <= 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // dispatch releases each request at startNs plus its offset and returns

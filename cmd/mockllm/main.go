@@ -102,6 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&faults, "fault", "inject a fault, repeatable: KIND:prob=P|every=N[,at=TOKEN][,ms=MS]; kinds: http500 http429 http503 reset-before-headers reset-mid-stream stall malformed-chunk slow-headers close, and the never-ending flood endless-line huge-headers (alone: every request)")
 	fs.StringVar(&cfg.TruthLog, "truth-log", "", "write the ground-truth log (request arrivals, token send times) to this file")
 	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")
+	fs.BoolVar(&cfg.ReusePort, "reuse-port", false, "listen with SO_REUSEPORT, so that several mock processes share the port (each with its own --truth-log)")
 	fs.BoolVar(&useTLS, "tls", false, "serve https:// (TLS 1.3) with a generated self-signed ECDSA P-256 certificate")
 	fs.StringVar(&tlsCert, "tls-cert", "", "serve https:// with this PEM certificate chain (with --tls-key)")
 	fs.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")

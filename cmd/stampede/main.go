@@ -10,6 +10,7 @@
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
 //	stampede report RESULT.json... -o FILE.html
 //	stampede multiturn --input-file FILE [--num-clients N] [--max-active-conversations K] [serve options]
+//	stampede merge PARTIAL...
 package main
 
 import (
@@ -112,6 +113,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			args = args[1:]
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
+		case "merge":
+			return runMerge(args[1:], stdout, stderr)
 		case "sweep":
 			return runSweep(ctx, args[1:], stdout, stderr)
 		case "slo":

@@ -104,8 +104,16 @@ type child struct {
 
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startChildVia(t, nil, args...)
+}
+
+// startChildVia starts the command under a wrapper (such as ip netns
+// exec NAME); none when via is empty.
+func startChildVia(t *testing.T, via []string, args ...string) *child {
+	t.Helper()
 	c := &child{lines: make(chan string, 100)}
-	c.cmd = exec.Command(os.Args[0], args...)
+	argv := append(append(append([]string{}, via...), os.Args[0]), args...)
+	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = append(os.Environ(), "STAMPEDE_TEST_MAIN=1", "HF_HUB_OFFLINE=1", "OPENAI_API_KEY=")
 	c.cmd.Stdout = &c.stdout
 	stderr, err := c.cmd.StderrPipe()

@@ -161,6 +161,11 @@ type Config struct {
 	// Summary, when set, receives the timing summary on Close.
 	Summary io.Writer
 
+	// ReusePort sets SO_REUSEPORT on the listening socket, so that
+	// several mock processes serve one port (the kernel spreads the
+	// connections): more sockets than one process's open-files limit.
+	ReusePort bool
+
 	// EventLoops is the number of gnet event loops that accept and parse
 	// requests; default 1.
 	EventLoops int

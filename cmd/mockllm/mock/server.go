@@ -157,6 +157,7 @@ func Start(cfg Config) (*Server, error) {
 			gnet.WithMulticore(cfg.EventLoops > 1),
 			gnet.WithNumEventLoop(cfg.EventLoops),
 			gnet.WithReuseAddr(true),
+			gnet.WithReusePort(cfg.ReusePort),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		)
 	}()

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClusterFlags(t *testing.T) {
+	env := func(index string) func(string) string {
+		return func(k string) string {
+			if k == jobCompletionIndex {
+				return index
+			}
+			return ""
+		}
+	}
+	two := []string{"--cluster-size", "3", "--coordinator", "agent-0.stampede:7070"}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   string
+		index int
+		err   string
+	}{
+		{"single host", nil, "", 0, ""},
+		{"single host ignores the job index", nil, "5", 0, ""},
+		{"index from the Job", two, "2", 2, ""},
+		{"flag wins over the Job", append([]string{"--cluster-index", "1"}, two...), "2", 1, ""},
+		{"no index", two, "", 0, "give --cluster-index or set $JOB_COMPLETION_INDEX"},
+		{"index out of range", two, "3", 0, `$JOB_COMPLETION_INDEX: invalid value "3": want an agent index from 0 to 2`},
+		{"flag out of range", append([]string{"--cluster-index", "-1"}, two...), "", 0, "argument --cluster-index: invalid value \"-1\""},
+		{"no coordinator", []string{"--cluster-size", "2"}, "0", 0, "needs --coordinator HOST:PORT"},
+		{"coordinator without port", []string{"--cluster-size", "2", "--coordinator", "agent-0"}, "0", 0, "argument --coordinator: invalid value"},
+		{"size 0", []string{"--cluster-size", "0"}, "", 0, "argument --cluster-size: invalid value 0"},
+		{"one agent of one", []string{"--cluster-index", "1"}, "", 0, "has only agent 0"},
+		{"unsupported", append([]string{"--server-metrics"}, two...), "0", 0, "--server-metrics is not supported with --cluster-size above 1"},
+		{"too little concurrency", append([]string{"--max-concurrency", "2"}, two...), "0", 0, "--max-concurrency 2 is split between 3 agents"},
+		{"bad timeout", []string{"--cluster-timeout-sec", "0"}, "", 0, "argument --cluster-timeout-sec: invalid value 0"},
+	} {
+		c, err := parseArgs(tc.args, env(tc.env))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
+		case tc.err == "" && c.AgentIndex() != tc.index:
+			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex(), tc.index)
+		}
+		if tc.err != "" {
+			if _, ok := err.(*UsageError); !ok {
+				t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
+			}
+		}
+	}
+}
+
+// TestAgentConcurrencySplit: the shares add up to --max-concurrency, and
+// differ by at most one, the larger ones on the lowest indices.
+func TestAgentConcurrencySplit(t *testing.T) {
+	for _, tc := range []struct{ total, n int }{{10, 3}, {9, 3}, {4, 4}, {10000, 7}} {
+		sum, prev := 0, tc.total
+		for i := range tc.n {
+			c := &Config{}
+			c.ClusterSize, c.agentIndex, c.MaxConcurrency = tc.n, i, &tc.total
+			share := c.agentConcurrency()
+			if share > prev || share < tc.total/tc.n || share > tc.total/tc.n+1 {
+				t.Errorf("%d over %d: agent %d gets %d after %d", tc.total, tc.n, i, share, prev)
+			}
+			sum, prev = sum+share, share
+		}
+		if sum != tc.total {
+			t.Errorf("%d over %d: shares add up to %d", tc.total, tc.n, sum)
+		}
+	}
+}

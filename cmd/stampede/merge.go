@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench"
+)
+
+const mergeUsage = `usage: stampede merge [--result-dir DIR] [--result-filename NAME] PARTIAL [PARTIAL ...]
+
+Merges the partial results of one run (--save-partial; one per agent of a
+--cluster-size N run) and prints and saves the whole run as one host that
+sent every request would have: Python's block, the result JSON and its
+.stampede.json sidecar, following the run's own flags. Percentiles come
+from every request's exact samples, never from averaging the agents'.
+
+  --result-dir DIR        save the result there (and save it even if the run did not ask)
+  --result-filename NAME  save the result under this name (likewise)
+`
+
+// runMerge is `stampede merge`: 0 when merged, 1 when a partial cannot be
+// read or the partials do not make one run, 2 on bad arguments.
+func runMerge(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stampede merge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("result-dir", "", "")
+	name := fs.String("result-filename", "", "")
+	files, err := parseInterleaved(fs, args)
+	switch {
+	case err == flag.ErrHelp:
+		fmt.Fprint(stdout, mergeUsage)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "stampede merge: %v\n\n%s", err, mergeUsage)
+		return exitUsage
+	case len(files) == 0:
+		fmt.Fprintf(stderr, "stampede merge: give the partial result files (--save-partial) of one run\n\n%s", mergeUsage)
+		return exitUsage
+	}
+	parts, err := bench.ReadPartialFiles(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
+		return exitError
+	}
+	m, err := bench.MergePartials(parts)
+	if err != nil {
+		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
+		return exitError
+	}
+	if *dir != "" || *name != "" {
+		m.Params.SaveResult = true
+		if *dir != "" {
+			m.Params.ResultDir = *dir
+		}
+		if *name != "" {
+			m.Params.ResultFilename = *name
+		}
+	}
+	out, err := bench.WriteMerged(stdout, stderr, m, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
+		return exitError
+	}
+	if out.ResultPath != "" {
+		fmt.Fprintf(stderr, "stampede merge: saved %s and %s\n", out.ResultPath, bench.SidecarPath(out.ResultPath))
+	}
+	return exitOK
+}
