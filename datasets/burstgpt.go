@@ -13,48 +13,38 @@ import (
 	"github.com/stampede-bench/stampede/datasets/pyrand"
 )
 
-// BurstGPTOptions are the `burstgpt` dataset's inputs.
-type BurstGPTOptions struct {
-	// Path is --dataset-path: the BurstGPT CSV (columns Timestamp, Model,
-	// Request tokens, Response tokens, Total tokens, Log Type).
-	Path       string
-	NumPrompts int   // --num-prompts
-	Seed       int64 // --seed: pandas' random_state, in [0, 2**32)
-	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
-	RequestIDPrefix string
-}
-
 // SampleBurstGPT is BurstGPTDataset: keep the rows whose Model is "GPT-4"
-// and whose Response tokens are > 0, draw NumPrompts of them the way
-// pandas' DataFrame.sample(n, random_state=Seed, replace=n > rows) does,
+// and whose Response tokens are > 0, draw --num-prompts of them the
+// way pandas' DataFrame.sample(n, random_state=--seed, replace=n > rows) does,
 // and for the i-th drawn row build a prompt of its third column's count of
 // token ids (i + j) mod vocab_size, decoded to text. PromptLen is that
 // count (not re-tokenised); ExpectedOutputLen is the fourth column. Python
 // neither shuffles nor oversamples this dataset.
 //
-// Exactness: pandas samples through numpy.random.RandomState(Seed):
+// Exactness: pandas samples through numpy.random.RandomState(--seed):
 // without replacement it takes permutation(rows)[:n] (legacy Fisher–Yates
 // with masked rejection draws), with replacement randint(0, rows, n). Both
 // are ported bit for bit (see pandasSampleRows), so the same rows are
 // picked in the same order as Python for the same CSV and seed.
-func SampleBurstGPT(tok Tokenizer, o BurstGPTOptions) ([]Request, error) {
+func SampleBurstGPT(env *Env) ([]Request, error) {
+	tok := env.Tokenizer
 	if tok == nil {
 		return nil, fmt.Errorf("dataset burstgpt: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	rows, columns, err := readBurstGPT(o.Path)
+	rows, columns, err := readBurstGPT(env.Path)
 	if err != nil {
 		return nil, err
 	}
-	picked, err := pandasSampleRows(len(rows), o.NumPrompts, o.NumPrompts > len(rows), o.Seed)
+	picked, err := pandasSampleRows(len(rows), env.NumPrompts, env.NumPrompts > len(rows), env.Seed)
 	if err != nil {
 		return nil, err
 	}
 	if len(picked) > 0 && columns < 4 {
 		return nil, &PythonError{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (burstgpt reads the "+
-			"request tokens from the 3rd column and the response tokens from the 4th; %s has %d columns)", o.Path, columns)}
+			"request tokens from the 3rd column and the response tokens from the 4th; %s has %d columns)", env.Path, columns)}
 	}
 	vocab := tok.VocabSize()
 	if vocab <= 0 {
@@ -80,7 +70,7 @@ func SampleBurstGPT(tok Tokenizer, o BurstGPTOptions) ([]Request, error) {
 			Prompt:            tok.Decode(ids, false),
 			PromptLen:         inputLen,
 			ExpectedOutputLen: outputLen,
-			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+			RequestID:         env.RequestIDPrefix + strconv.Itoa(i),
 		}
 	}
 	return reqs, nil
@@ -254,11 +244,4 @@ func legacyPermutation(rs *pyrand.RandomState, n int) ([]int, error) {
 	return perm, nil
 }
 
-var burstGPTDataset = &Dataset{
-	Name: "burstgpt",
-	Sample: func(env *Env) ([]Request, error) {
-		return SampleBurstGPT(env.Tokenizer, BurstGPTOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix,
-		})
-	},
-}
+var burstGPTDataset = &Dataset{Name: "burstgpt", Sample: SampleBurstGPT}

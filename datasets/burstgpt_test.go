@@ -69,7 +69,7 @@ func TestSampleBurstGPT(t *testing.T) {
 		{6, 0, nil},               // with replacement: randint(0, 4, 6)
 	}
 	for _, c := range cases {
-		reqs, err := SampleBurstGPT(tok, BurstGPTOptions{Path: path, NumPrompts: c.n, Seed: c.seed, RequestIDPrefix: "b-"})
+		reqs, err := SampleBurstGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: c.n, Seed: c.seed, RequestIDPrefix: "b-", Flags: &Flags{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestSampleBurstGPTErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := SampleBurstGPT(tok, BurstGPTOptions{Path: writeFile(t, "b.csv", c.csv), NumPrompts: c.n})
+			_, err := SampleBurstGPT(&Env{Tokenizer: tok, Path: writeFile(t, "b.csv", c.csv), NumPrompts: c.n, Flags: &Flags{}})
 			var pyErr *PythonError
 			// Python's message, then perhaps what it leaves out in parentheses.
 			if !errors.As(err, &pyErr) || pyErr.Type != c.pyType || (pyErr.Msg != c.want && !strings.HasPrefix(pyErr.Msg, c.want+" (")) {
@@ -121,15 +121,15 @@ func TestSampleBurstGPTErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := SampleBurstGPT(tok, BurstGPTOptions{Path: writeFile(t, "b.csv", "Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,2,many\n"), NumPrompts: 1})
+	_, err := SampleBurstGPT(&Env{Tokenizer: tok, Path: writeFile(t, "b.csv", "Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,2,many\n"), NumPrompts: 1, Flags: &Flags{}})
 	if err == nil || !strings.Contains(err.Error(), "'>' not supported") {
 		t.Errorf("text response tokens: %v", err)
 	}
-	if _, err := SampleBurstGPT(tok, BurstGPTOptions{}); err == nil || err.Error() != "dataset_path must be provided for loading data." {
+	if _, err := SampleBurstGPT(&Env{Tokenizer: tok, Flags: &Flags{}}); err == nil || err.Error() != "dataset_path must be provided for loading data." {
 		t.Errorf("no path: %v", err)
 	}
 	// Three columns are enough when nothing is drawn, as in Python.
-	if reqs, err := SampleBurstGPT(tok, BurstGPTOptions{Path: writeFile(t, "b.csv", "Model,Response tokens,X\nGPT-4,3,1\n")}); err != nil || len(reqs) != 0 {
+	if reqs, err := SampleBurstGPT(&Env{Tokenizer: tok, Path: writeFile(t, "b.csv", "Model,Response tokens,X\nGPT-4,3,1\n"), Flags: &Flags{}}); err != nil || len(reqs) != 0 {
 		t.Errorf("n=0: %v %v", reqs, err)
 	}
 }

@@ -16,27 +16,6 @@ import (
 // when the tokenizer ships no template.
 type ChatTemplate func(prompt string, kwargs map[string]any) (string, error)
 
-// CustomOptions are the `custom` dataset's inputs.
-type CustomOptions struct {
-	Path       string // --dataset-path, a .jsonl file with a "prompt" field per line
-	NumPrompts int    // --num-prompts; <= 0 takes every row
-	// OutputLen is --custom-output-len; -1 takes each row's
-	// "output_tokens".
-	OutputLen int
-	// SkipChatTemplate is --skip-chat-template. Without it the prompt goes
-	// through ChatTemplate; when ChatTemplate is nil SampleCustom fails
-	// and names the flag, rather than send prompts the Python tool would
-	// have templated.
-	SkipChatTemplate   bool
-	ChatTemplate       ChatTemplate
-	ChatTemplateKwargs map[string]any // --chat-template-kwargs
-	Seed               int64          // --seed
-	DisableShuffle     bool           // --disable-shuffle
-	NoOversample       bool           // --no-oversample
-	RequestIDPrefix    string
-	Globals            PythonGlobals
-}
-
 // customRow is one JSONL line with the line number it came from.
 type customRow struct {
 	line   int
@@ -44,32 +23,36 @@ type customRow struct {
 }
 
 // SampleCustom is CustomDataset: read the JSONL rows, reseed Python's
-// random with Seed and shuffle them (unless DisableShuffle), then turn the
-// first NumPrompts rows into requests. With a tokenizer, the output length
-// is OutputLen or the row's output_tokens, the prompt is chat-templated
-// unless SkipChatTemplate, and PromptLen is its token count with special
-// tokens; without one (tok == nil) both lengths are 1. Ids are the row
-// positions after shuffling.
-func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
-	if o.Path == "" {
+// random with --seed and shuffle them (unless --disable-shuffle), then turn
+// the first --num-prompts rows (all when <= 0) into requests. With a
+// tokenizer, the output length is --custom-output-len or, when that is -1,
+// the row's output_tokens; the prompt is chat-templated with
+// --chat-template-kwargs unless --skip-chat-template (without a template
+// SampleCustom fails and names that flag rather than send prompts Python
+// would have templated); and PromptLen is its token count with special
+// tokens. Without one (--skip-tokenizer-init) both lengths are 1. Ids are
+// the row positions after shuffling.
+func SampleCustom(env *Env) ([]Request, error) {
+	tok := env.Tokenizer
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	if !strings.HasSuffix(o.Path, ".jsonl") {
+	if !strings.HasSuffix(env.Path, ".jsonl") {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
-	if tok != nil && !o.SkipChatTemplate && o.ChatTemplate == nil {
+	if tok != nil && !env.SkipChatTemplate && env.ChatTemplate == nil {
 		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
 	}
-	rows, columns, err := readJSONL(o.Path)
+	rows, columns, err := readJSONL(env.Path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset custom: %w", err)
 	}
 	if !columns["prompt"] {
 		return nil, valueError(fmt.Sprintf("JSONL file must contain a 'prompt' column. (No line of %s has a \"prompt\" "+
-			"field; each line must be an object such as {\"prompt\": \"...\"}.)", o.Path))
+			"field; each line must be an object such as {\"prompt\": \"...\"}.)", env.Path))
 	}
-	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, rows)
-	n := sampleTarget(o.NumPrompts, len(rows))
+	random := shuffleRows(env.Globals, env.Seed, env.DisableShuffle, rows)
+	n := sampleTarget(env.NumPrompts, len(rows))
 	var reqs []Request
 	for i, row := range rows {
 		if len(reqs) >= n {
@@ -77,24 +60,24 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		}
 		var prompt string
 		if err := json.Unmarshal(row.fields["prompt"], &prompt); err != nil {
-			return nil, fmt.Errorf("dataset custom %s line %d: \"prompt\" must be a string, got %s", o.Path, row.line, orNaN(row.fields["prompt"]))
+			return nil, fmt.Errorf("dataset custom %s line %d: \"prompt\" must be a string, got %s", env.Path, row.line, orNaN(row.fields["prompt"]))
 		}
-		r := Request{ExpectedOutputLen: 1, PromptLen: 1, RequestID: o.RequestIDPrefix + strconv.Itoa(i)}
+		r := Request{ExpectedOutputLen: 1, PromptLen: 1, RequestID: env.RequestIDPrefix + strconv.Itoa(i)}
 		if tok != nil {
-			if o.OutputLen == -1 {
+			if env.Flags.CustomOutputLen == -1 {
 				if !columns["output_tokens"] {
 					return nil, valueError(fmt.Sprintf("If no output length is provided the custom dataset must contain an 'output_tokens' field. "+
-						"(No line of %s has one; add \"output_tokens\": N to each line, or pass --custom-output-len N.)", o.Path))
+						"(No line of %s has one; add \"output_tokens\": N to each line, or pass --custom-output-len N.)", env.Path))
 				}
 				if r.ExpectedOutputLen, err = pyIntField(row.fields["output_tokens"]); err != nil {
-					return nil, withPlace(err, o.Path, row.line)
+					return nil, withPlace(err, env.Path, row.line)
 				}
 			} else {
-				r.ExpectedOutputLen = o.OutputLen
+				r.ExpectedOutputLen = env.Flags.CustomOutputLen
 			}
-			if !o.SkipChatTemplate {
-				if prompt, err = o.ChatTemplate(prompt, o.ChatTemplateKwargs); err != nil {
-					return nil, fmt.Errorf("dataset custom %s line %d: chat template: %w", o.Path, row.line, err)
+			if !env.SkipChatTemplate {
+				if prompt, err = env.ChatTemplate(prompt, env.ChatTemplateKwargs); err != nil {
+					return nil, fmt.Errorf("dataset custom %s line %d: chat template: %w", env.Path, row.line, err)
 				}
 			}
 			r.PromptLen = len(tok.Encode(nil, prompt, true))
@@ -102,7 +85,7 @@ func SampleCustom(tok Tokenizer, o CustomOptions) ([]Request, error) {
 		r.Prompt = prompt
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
+	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, env.Seed, random)
 }
 
 // readJSONL reads one JSON object per non-blank line and reports which
@@ -174,14 +157,4 @@ type CustomFlags struct {
 	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs (not supported yet)."`
 }
 
-var customDataset = &Dataset{
-	Name: "custom",
-	Sample: func(env *Env) ([]Request, error) {
-		return SampleCustom(env.Tokenizer, CustomOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
-			SkipChatTemplate: env.SkipChatTemplate, ChatTemplate: env.ChatTemplate, ChatTemplateKwargs: env.ChatTemplateKwargs,
-			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
-		})
-	},
-}
+var customDataset = &Dataset{Name: "custom", Sample: SampleCustom}

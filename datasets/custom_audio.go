@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/datasets/pyrand"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -40,151 +39,109 @@ func NewAudio(p PCM) (*Audio, error) {
 	return &Audio{WAV: wav, Filename: "audio.wav", ContentType: "audio/wav", DurationSec: p.DurationSec()}, nil
 }
 
-// CustomAudioOptions are the `custom_audio` dataset's inputs.
-type CustomAudioOptions struct {
-	// Path is --dataset-path: a .jsonl file whose lines hold "prompt" and
-	// "audio" (a WAV file path, or {"array": [...], "sampling_rate": n}).
-	Path       string
-	NumPrompts int // --num-prompts; <= 0 takes every row
-	// OutputLen is --custom-output-len; -1 takes each row's
-	// "output_tokens" (256 without a tokenizer).
-	OutputLen int
-	// EnableMultimodalChat is --enable-multimodal-chat: the clip becomes an
-	// input_audio content part for openai-chat instead of samples for
-	// openai-audio.
-	EnableMultimodalChat bool
-	// SkipChatTemplate is --skip-chat-template. Without it, and without
-	// --enable-multimodal-chat, a tokenizer that has a chat template
-	// (TokenizerHasChatTemplate) templates the prompt with ChatTemplate
-	// (no --chat-template-kwargs, as in Python). SampleCustomAudio fails,
-	// naming the flag, when the template is needed and ChatTemplate is nil.
-	SkipChatTemplate         bool
-	TokenizerHasChatTemplate bool
-	ChatTemplate             ChatTemplate
-	Seed                     int64 // --seed
-	DisableShuffle           bool  // --disable-shuffle
-	NoOversample             bool  // --no-oversample
-	RequestIDPrefix          string
-	Globals                  PythonGlobals
-}
-
 // SampleCustomAudio is CustomAudioDataset: the rows of a JSONL file with a
-// "prompt" column, shuffled after reseeding Python's random with Seed
-// (unless DisableShuffle), the first NumPrompts of them (all when <= 0)
-// made into requests with ids RequestIDPrefix + row position, oversampled
-// when too few.
+// "prompt" column, shuffled after reseeding Python's random with --seed
+// (unless --disable-shuffle), the first --num-prompts of them (all when
+// <= 0) made into requests with ids --request-id-prefix + row position,
+// oversampled when too few.
 //
 // With a tokenizer each row's "audio" is read (soundfile.read, see wav.go):
-//   - EnableMultimodalChat: the clip, written back as a 16-bit WAV and
+//   - --enable-multimodal-chat: the clip, written back as a 16-bit WAV and
 //     base64-encoded, is the request's one MultiModal part
 //     {"type":"input_audio","input_audio":{"data":...,"format":"wav"}};
 //     the prompt stays plain text for openai-chat to wrap.
-//   - otherwise (openai-audio): the clip is returned in audio[i] for
-//     reqs[i], and the prompt is chat-templated when the tokenizer has a
-//     template and SkipChatTemplate is off. openai-audio does not send the
-//     prompt; it only counts towards the input tokens.
+//   - otherwise (openai-audio): the clip is the request's Audio, and the
+//     prompt is chat-templated (no --chat-template-kwargs, as in Python)
+//     when the tokenizer has a template and --skip-chat-template is off.
+//     openai-audio does not send the prompt; it only counts towards the
+//     input tokens.
 //
 // PromptLen is the prompt's token count with special tokens (1 for a row
-// whose prompt is not a string). ExpectedOutputLen is OutputLen, or the
-// row's output_tokens when OutputLen is -1.
+// whose prompt is not a string). ExpectedOutputLen is --custom-output-len,
+// or the row's output_tokens when it is -1.
 //
-// Without a tokenizer (tok == nil) Python reads no audio at all: PromptLen
-// is 1, ExpectedOutputLen is OutputLen (256 for -1), and the requests carry
-// no clip, which the openai-audio backend then refuses as Python does.
+// Without a tokenizer (--skip-tokenizer-init) Python reads no audio at
+// all: PromptLen is 1, ExpectedOutputLen is --custom-output-len (256 for
+// -1), and the requests carry no clip, which the openai-audio backend
+// then refuses as Python does.
 //
-// audio is parallel to the returned requests and nil where a request has no
-// clip; oversampled copies share their original's *Audio.
-func SampleCustomAudio(tok Tokenizer, o CustomAudioOptions) (reqs []Request, audio []*Audio, err error) {
-	if o.Path == "" {
-		return nil, nil, valueError("dataset_path must be provided for loading data.")
+// Oversampled copies share their original's *Audio.
+func SampleCustomAudio(env *Env) ([]Request, error) {
+	tok := env.Tokenizer
+	if env.Path == "" {
+		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	if !strings.HasSuffix(o.Path, ".jsonl") {
-		return nil, nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
+	if !strings.HasSuffix(env.Path, ".jsonl") {
+		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
-	template := tok != nil && !o.EnableMultimodalChat && !o.SkipChatTemplate && o.TokenizerHasChatTemplate
-	if template && o.ChatTemplate == nil {
-		return nil, nil, fmt.Errorf("dataset custom_audio: the tokenizer has a chat template, which stampede cannot render; pass --skip-chat-template to count the prompts as they are")
-	}
-	rows, columns, err := readJSONL(o.Path)
+	template := tok != nil && !env.EnableMultimodalChat && !env.SkipChatTemplate && env.ChatTemplate != nil
+	rows, columns, err := readJSONL(env.Path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dataset custom_audio: %w", err)
+		return nil, fmt.Errorf("dataset custom_audio: %w", err)
 	}
 	if !columns["prompt"] {
-		return nil, nil, valueError("JSONL file must contain a 'prompt' column.")
+		return nil, valueError("JSONL file must contain a 'prompt' column.")
 	}
-	g := o.Globals.orPrivate(o.Seed)
-	g.Random.Seed(o.Seed)
-	if !o.DisableShuffle {
+	g := env.Globals.orPrivate(env.Seed)
+	g.Random.Seed(env.Seed)
+	if !env.DisableShuffle {
 		g.Random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 	}
-	n := o.NumPrompts
+	n := env.NumPrompts
 	if n <= 0 {
 		n = len(rows)
 	}
+	var reqs []Request
 	for i, row := range rows {
 		if len(reqs) >= n {
 			break
 		}
-		r, clip, err := customAudioRequest(tok, o, row, template, columns)
+		r, err := customAudioRequest(env, row, template, columns)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		r.RequestID = o.RequestIDPrefix + strconv.Itoa(i)
+		r.RequestID = env.RequestIDPrefix + strconv.Itoa(i)
 		reqs = append(reqs, r)
-		audio = append(audio, clip)
 	}
-	have := len(reqs)
-	if reqs, err = maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, g.Random); err != nil {
-		return nil, nil, err
-	}
-	// maybeOversample drew its copies with random.choice after reseeding;
-	// replaying the same draws on a private generator says which clip each
-	// copy carries without touching the shared one.
-	if extra := len(reqs) - have; extra > 0 {
-		replay := pyrand.NewRandom(o.Seed)
-		for range extra {
-			audio = append(audio, audio[replay.Choice(have)])
-		}
-	}
-	return reqs, audio, nil
+	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, env.Seed, g.Random)
 }
 
 // customAudioRequest is one row of CustomAudioDataset.sample; template says
-// whether the prompt goes through o.ChatTemplate.
-func customAudioRequest(tok Tokenizer, o CustomAudioOptions, row customRow, template bool, columns map[string]bool) (Request, *Audio, error) {
+// whether the prompt goes through env.ChatTemplate.
+func customAudioRequest(env *Env, row customRow, template bool, columns map[string]bool) (Request, error) {
+	tok, outputLen := env.Tokenizer, env.Flags.CustomOutputLen
 	r := Request{PromptLen: 1}
 	prompt, isString := "", false
 	if raw, ok := row.fields["prompt"]; ok {
 		isString = len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &prompt) == nil
 	}
 	if tok == nil {
-		r.Prompt, r.ExpectedOutputLen = prompt, o.OutputLen
-		if o.OutputLen == -1 {
+		r.Prompt, r.ExpectedOutputLen = prompt, outputLen
+		if outputLen == -1 {
 			r.ExpectedOutputLen = 256
 		}
-		return r, nil, nil
+		return r, nil
 	}
 	if !columns["audio"] {
-		return Request{}, nil, &PythonError{Type: "KeyError", Msg: "'audio'"}
+		return Request{}, &PythonError{Type: "KeyError", Msg: "'audio'"}
 	}
-	pcm, err := rowAudio(o.Path, row)
+	pcm, err := rowAudio(env.Path, row)
 	if err != nil {
-		return Request{}, nil, err
+		return Request{}, err
 	}
-	var clip *Audio
-	if o.EnableMultimodalChat {
+	if env.EnableMultimodalChat {
 		wav, err := EncodeWAV(pcm)
 		if err != nil {
-			return Request{}, nil, fmt.Errorf("dataset custom_audio %s line %d: %w", o.Path, row.line, err)
+			return Request{}, fmt.Errorf("dataset custom_audio %s line %d: %w", env.Path, row.line, err)
 		}
 		r.MultiModal = []json.RawMessage{inputAudioPart(wav)}
 	} else {
-		if clip, err = NewAudio(pcm); err != nil {
-			return Request{}, nil, fmt.Errorf("dataset custom_audio %s line %d: %w", o.Path, row.line, err)
+		if r.Audio, err = NewAudio(pcm); err != nil {
+			return Request{}, fmt.Errorf("dataset custom_audio %s line %d: %w", env.Path, row.line, err)
 		}
 		if template && isString {
-			if prompt, err = o.ChatTemplate(prompt, nil); err != nil {
-				return Request{}, nil, fmt.Errorf("dataset custom_audio %s line %d: chat template: %w", o.Path, row.line, err)
+			if prompt, err = env.ChatTemplate(prompt, nil); err != nil {
+				return Request{}, fmt.Errorf("dataset custom_audio %s line %d: chat template: %w", env.Path, row.line, err)
 			}
 		}
 	}
@@ -192,16 +149,16 @@ func customAudioRequest(tok Tokenizer, o CustomAudioOptions, row customRow, temp
 	if isString {
 		r.PromptLen = len(tok.Encode(nil, prompt, true))
 	}
-	r.ExpectedOutputLen = o.OutputLen
-	if o.OutputLen == -1 {
+	r.ExpectedOutputLen = outputLen
+	if outputLen == -1 {
 		if !columns["output_tokens"] {
-			return Request{}, nil, valueError("If no output length is provided the custom dataset must contain an 'output_tokens' field.")
+			return Request{}, valueError("If no output length is provided the custom dataset must contain an 'output_tokens' field.")
 		}
 		if r.ExpectedOutputLen, err = pyIntField(row.fields["output_tokens"]); err != nil {
-			return Request{}, nil, err
+			return Request{}, err
 		}
 	}
-	return r, clip, nil
+	return r, nil
 }
 
 // rowAudio is process_audio(item["audio"]): a string is a file path read
@@ -316,21 +273,4 @@ func pyStrOfCell(raw json.RawMessage) string {
 	return n.PyStr()
 }
 
-var customAudioDataset = &Dataset{
-	Name: "custom_audio",
-	Sample: func(env *Env) ([]Request, error) {
-		reqs, clips, err := SampleCustomAudio(env.Tokenizer, CustomAudioOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
-			EnableMultimodalChat: env.EnableMultimodalChat, SkipChatTemplate: env.SkipChatTemplate,
-			TokenizerHasChatTemplate: env.ChatTemplate != nil, ChatTemplate: env.ChatTemplate,
-			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
-		})
-		for i := range reqs {
-			if i < len(clips) {
-				reqs[i].Audio = clips[i]
-			}
-		}
-		return reqs, err
-	},
-}
+var customAudioDataset = &Dataset{Name: "custom_audio", Sample: SampleCustomAudio}

@@ -27,7 +27,8 @@ func goldenWAV(t *testing.T, name string) []byte {
 // positions [3, 3] (see TestSampleCustomImage).
 func TestSampleCustomAudio(t *testing.T) {
 	tok := newBPETokenizer()
-	reqs, audio, err := SampleCustomAudio(tok, CustomAudioOptions{Path: customAudioPath, NumPrompts: 6, OutputLen: 64, RequestIDPrefix: "ca"})
+	reqs, err := SampleCustomAudio(&Env{Tokenizer: tok, Path: customAudioPath, NumPrompts: 6, RequestIDPrefix: "ca", Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 64}}})
+	audio := takeClips(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +83,8 @@ func TestSampleCustomAudio(t *testing.T) {
 func TestSampleCustomAudioMultimodalChat(t *testing.T) {
 	tok := newBPETokenizer()
 	template := func(p string, _ map[string]any) (string, error) { return "<user>" + p, nil }
-	reqs, audio, err := SampleCustomAudio(tok, CustomAudioOptions{
-		Path: customAudioPath, NumPrompts: 2, OutputLen: -1, DisableShuffle: true, EnableMultimodalChat: true,
-		TokenizerHasChatTemplate: true, ChatTemplate: template,
-	})
+	reqs, err := SampleCustomAudio(&Env{Tokenizer: tok, Path: customAudioPath, NumPrompts: 2, DisableShuffle: true, EnableMultimodalChat: true, ChatTemplate: template, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: -1}}})
+	audio := takeClips(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +109,9 @@ func TestSampleCustomAudioChatTemplate(t *testing.T) {
 		}
 		return "<user>" + p + "<assistant>", nil
 	}
-	o := CustomAudioOptions{Path: customAudioPath, NumPrompts: 1, OutputLen: 5, DisableShuffle: true, TokenizerHasChatTemplate: true, ChatTemplate: template}
-	reqs, _, err := SampleCustomAudio(tok, o)
+	o := &Env{Path: customAudioPath, NumPrompts: 1, DisableShuffle: true, ChatTemplate: template, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 5}}}
+	o.Tokenizer = tok
+	reqs, err := SampleCustomAudio(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,19 +120,23 @@ func TestSampleCustomAudioChatTemplate(t *testing.T) {
 	}
 
 	o.SkipChatTemplate = true
-	if reqs, _, err = SampleCustomAudio(tok, o); err != nil || reqs[0].Prompt != "Transcribe the audio." {
+	if reqs, err = SampleCustomAudio(o); err != nil || reqs[0].Prompt != "Transcribe the audio." {
 		t.Errorf("--skip-chat-template: %+v, %v", reqs, err)
 	}
 
+	// A tokenizer without a template (ChatTemplate nil) leaves the prompt as
+	// it is, as Python does when the tokenizer has no chat_template.
 	o.SkipChatTemplate, o.ChatTemplate = false, nil
-	_, _, err = SampleCustomAudio(tok, o)
-	checkDatasetError(t, err, "--skip-chat-template", false)
+	if reqs, err = SampleCustomAudio(o); err != nil || reqs[0].Prompt != "Transcribe the audio." {
+		t.Errorf("no template: %+v, %v", reqs, err)
+	}
 }
 
 // Without a tokenizer Python reads no audio: the files need not exist.
 func TestSampleCustomAudioNoTokenizer(t *testing.T) {
 	path := writeFile(t, "a.jsonl", `{"prompt": "p", "audio": "/nonexistent.wav"}`+"\n")
-	reqs, audio, err := SampleCustomAudio(nil, CustomAudioOptions{Path: path, NumPrompts: 1, OutputLen: -1})
+	reqs, err := SampleCustomAudio(&Env{Path: path, NumPrompts: 1, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: -1}}})
+	audio := takeClips(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +144,7 @@ func TestSampleCustomAudioNoTokenizer(t *testing.T) {
 	if !reflect.DeepEqual(reqs, want) || len(audio) != 1 || audio[0] != nil {
 		t.Errorf("got %+v %v, want %+v and no clip", reqs, audio, want)
 	}
-	reqs, _, err = SampleCustomAudio(nil, CustomAudioOptions{Path: path, NumPrompts: 1, OutputLen: 7})
+	reqs, err = SampleCustomAudio(&Env{Path: path, NumPrompts: 1, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 7}}})
 	if err != nil || reqs[0].ExpectedOutputLen != 7 {
 		t.Errorf("--custom-output-len 7: %+v, %v", reqs, err)
 	}
@@ -169,10 +173,20 @@ func TestSampleCustomAudioErrors(t *testing.T) {
 	tok := newBPETokenizer()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := SampleCustomAudio(tok, CustomAudioOptions{Path: writeFile(t, c.file, c.content+"\n"), OutputLen: -1, DisableShuffle: true})
+			_, err := SampleCustomAudio(&Env{Tokenizer: tok, Path: writeFile(t, c.file, c.content+"\n"), DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: -1}}})
 			checkDatasetError(t, err, c.want, c.python)
 		})
 	}
-	_, _, err := SampleCustomAudio(tok, CustomAudioOptions{})
+	_, err := SampleCustomAudio(&Env{Tokenizer: tok, Flags: &Flags{}})
 	checkDatasetError(t, err, "dataset_path must be provided for loading data.", true)
+}
+
+// takeClips moves each request's clip out into a slice parallel to reqs,
+// so the requests compare without it.
+func takeClips(reqs []Request) []*Audio {
+	clips := make([]*Audio, len(reqs))
+	for i := range reqs {
+		clips[i], reqs[i].Audio = reqs[i].Audio, nil
+	}
+	return clips
 }

@@ -11,33 +11,12 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// CustomImageOptions are the `custom_image` dataset's inputs.
-type CustomImageOptions struct {
-	// Path is --dataset-path: a .jsonl file whose lines hold "prompt" and
-	// "image_files", or an interleaved "content" list of text, image and
-	// image_url parts.
-	Path       string
-	NumPrompts int // --num-prompts; <= 0 takes every row
-	// OutputLen is --custom-output-len, sent as is (Python's
-	// `output_len or 0`).
-	OutputLen int
-	// EnableMultimodalChat is --enable-multimodal-chat.
-	EnableMultimodalChat bool
-	// EnsureClientSideData is --custom-ensure-client-side-data, which
-	// would load every image on the client and inline it; not supported.
-	EnsureClientSideData bool
-	Seed                 int64 // --seed
-	DisableShuffle       bool  // --disable-shuffle
-	NoOversample         bool  // --no-oversample
-	RequestIDPrefix      string
-	Globals              PythonGlobals
-}
-
 // SampleCustomImage is CustomImageDataset: read the rows, reseed Python's
-// random with Seed and shuffle (unless DisableShuffle), then take the first
-// NumPrompts rows. A "prompt" + "image_files" row becomes Prompt plus one
+// random with --seed and shuffle (unless --disable-shuffle), then take the
+// first --num-prompts rows (all when <= 0), each asking for
+// --custom-output-len tokens (Python's `output_len or 0`). A "prompt" + "image_files" row becomes Prompt plus one
 // image_url part per file (file paths become file:// URLs, other URLs are
-// kept); with EnableMultimodalChat the text and images become one user
+// kept); with --enable-multimodal-chat the text and images become one user
 // chat message instead. A "content" row becomes a user chat message whose
 // content is its parts, normalised as Python does. PromptLen is the token
 // count (with special tokens) of the prompt, or of a content row's text
@@ -46,23 +25,25 @@ type CustomImageOptions struct {
 //
 // Python sends a content row's parts as the prompt itself, which the
 // openai-chat backend turns into exactly this user message; ChatMessages
-// is how stampede carries it.
-func SampleCustomImage(tok Tokenizer, o CustomImageOptions) ([]Request, error) {
-	if o.EnsureClientSideData {
+// is how stampede carries it. --custom-ensure-client-side-data, which
+// would load every image on the client and inline it, is refused.
+func SampleCustomImage(env *Env) ([]Request, error) {
+	tok := env.Tokenizer
+	if env.Flags.CustomEnsureClientSideData {
 		return nil, fmt.Errorf("--custom-ensure-client-side-data is not supported yet: stampede sends image references as they are in the file")
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	if !strings.HasSuffix(o.Path, ".jsonl") {
+	if !strings.HasSuffix(env.Path, ".jsonl") {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomImageDataset."}
 	}
-	rows, err := readCustomImageRows(o.Path)
+	rows, err := readCustomImageRows(env.Path)
 	if err != nil {
 		return nil, err
 	}
-	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, rows)
-	n := sampleTarget(o.NumPrompts, len(rows))
+	random := shuffleRows(env.Globals, env.Seed, env.DisableShuffle, rows)
+	n := sampleTarget(env.NumPrompts, len(rows))
 	count := func(text string) int {
 		if tok == nil {
 			return 1
@@ -74,7 +55,7 @@ func SampleCustomImage(tok Tokenizer, o CustomImageOptions) ([]Request, error) {
 		if len(reqs) >= n {
 			break
 		}
-		r := Request{ExpectedOutputLen: o.OutputLen, RequestID: o.RequestIDPrefix + strconv.Itoa(i)}
+		r := Request{ExpectedOutputLen: env.Flags.CustomOutputLen, RequestID: env.RequestIDPrefix + strconv.Itoa(i)}
 		if raw, ok := row.values["content"]; ok {
 			parts, text, err := contentParts(raw)
 			if err != nil {
@@ -100,14 +81,14 @@ func SampleCustomImage(tok Tokenizer, o CustomImageOptions) ([]Request, error) {
 			}
 		}
 		r.PromptLen = count(prompt)
-		if o.EnableMultimodalChat {
+		if env.EnableMultimodalChat {
 			r.ChatMessages = userChatMessages(prompt, media...)
 		} else {
 			r.Prompt, r.MultiModal = prompt, media
 		}
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, n, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
+	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, env.Seed, random)
 }
 
 // readCustomImageRows is CustomImageDataset.load_data: one JSON object per
@@ -311,14 +292,4 @@ func pyValueRepr(raw json.RawMessage) string {
 	return n.Repr()
 }
 
-var customImageDataset = &Dataset{
-	Name: "custom_image",
-	Sample: func(env *Env) ([]Request, error) {
-		return SampleCustomImage(env.Tokenizer, CustomImageOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.CustomOutputLen,
-			EnableMultimodalChat: env.EnableMultimodalChat, EnsureClientSideData: env.Flags.CustomEnsureClientSideData,
-			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
-		})
-	},
-}
+var customImageDataset = &Dataset{Name: "custom_image", Sample: SampleCustomImage}

@@ -14,7 +14,7 @@ import (
 func TestSampleCustomImage(t *testing.T) {
 	tok := newBPETokenizer()
 	path := filepath.Join("testdata", "custom_image", "images.jsonl")
-	reqs, err := SampleCustomImage(tok, CustomImageOptions{Path: path, NumPrompts: 6, OutputLen: 64, RequestIDPrefix: "ci"})
+	reqs, err := SampleCustomImage(&Env{Tokenizer: tok, Path: path, NumPrompts: 6, RequestIDPrefix: "ci", Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 64}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSampleCustomImage(t *testing.T) {
 	}
 
 	// In file order, as chat messages, without a tokenizer.
-	reqs, err = SampleCustomImage(nil, CustomImageOptions{Path: path, NumPrompts: 1, DisableShuffle: true, EnableMultimodalChat: true})
+	reqs, err = SampleCustomImage(&Env{Path: path, NumPrompts: 1, DisableShuffle: true, EnableMultimodalChat: true, Flags: &Flags{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +94,11 @@ func TestSampleCustomImageErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := SampleCustomImage(nil, CustomImageOptions{Path: writeFile(t, c.file, c.content+"\n")})
+			_, err := SampleCustomImage(&Env{Path: writeFile(t, c.file, c.content+"\n"), Flags: &Flags{}})
 			checkDatasetError(t, err, c.want, c.python)
 		})
 	}
-	_, err := SampleCustomImage(nil, CustomImageOptions{Path: "x.jsonl", EnsureClientSideData: true})
+	_, err := SampleCustomImage(&Env{Path: "x.jsonl", Flags: &Flags{CustomFlags: CustomFlags{CustomEnsureClientSideData: true}}})
 	if err == nil || !strings.Contains(err.Error(), "--custom-ensure-client-side-data") {
 		t.Errorf("client-side data: %v", err)
 	}

@@ -41,7 +41,7 @@ func shareGPTFile(t *testing.T, n int) string {
 func TestSampleShareGPTShufflesLikePython(t *testing.T) {
 	tok := newBPETokenizer()
 	path := shareGPTFile(t, 30)
-	reqs, err := SampleShareGPT(tok, ShareGPTOptions{Path: path, NumPrompts: 5, Seed: 3, RequestIDPrefix: "s-"})
+	reqs, err := SampleShareGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: 5, Seed: 3, RequestIDPrefix: "s-", Flags: &Flags{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSampleShareGPTOversamples(t *testing.T) {
 	tok := newBPETokenizer()
 	path := shareGPTFile(t, 3)
 	fixed := 64
-	reqs, err := SampleShareGPT(tok, ShareGPTOptions{Path: path, NumPrompts: 7, Seed: 0, DisableShuffle: true, OutputLen: &fixed, RequestIDPrefix: "p"})
+	reqs, err := SampleShareGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: 7, Seed: 0, DisableShuffle: true, RequestIDPrefix: "p", Flags: &Flags{ShareGPTFlags: ShareGPTFlags{SharegptOutputLen: &fixed}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSampleShareGPTOversamples(t *testing.T) {
 			t.Errorf("oversampled request %d = %+v, want a copy of request %d with id p%d", i, reqs[i], src, i)
 		}
 	}
-	reqs, err = SampleShareGPT(tok, ShareGPTOptions{Path: path, NumPrompts: 7, NoOversample: true})
+	reqs, err = SampleShareGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: 7, NoOversample: true, Flags: &Flags{}})
 	if err != nil || len(reqs) != 3 {
 		t.Fatalf("--no-oversample gave %d requests, %v; want the 3 available", len(reqs), err)
 	}
@@ -96,7 +96,7 @@ func TestSampleShareGPTValidity(t *testing.T) {
 		map[string]any{"conversations": []any{map[string]string{"value": "a valid prompt here"}, map[string]string{"value": "a long enough answer"}}, "image": "cat.png"},
 	})
 	path := writeFile(t, "v.json", string(b))
-	reqs, err := SampleShareGPT(tok, ShareGPTOptions{Path: path, NumPrompts: 10, DisableShuffle: true, NoOversample: true})
+	reqs, err := SampleShareGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: 10, DisableShuffle: true, NoOversample: true, Flags: &Flags{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestSampleShareGPTValidity(t *testing.T) {
 	if len(reqs[0].MultiModal) != 1 || string(reqs[0].MultiModal[0]) != `{"type":"image_url","image_url":{"url":"file://cat.png"}}` {
 		t.Errorf("media = %s", reqs[0].MultiModal)
 	}
-	chat, err := SampleShareGPT(tok, ShareGPTOptions{Path: path, NumPrompts: 10, DisableShuffle: true, NoOversample: true, EnableMultimodalChat: true})
+	chat, err := SampleShareGPT(&Env{Tokenizer: tok, Path: path, NumPrompts: 10, DisableShuffle: true, NoOversample: true, EnableMultimodalChat: true, Flags: &Flags{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,26 +145,27 @@ func TestSampleCustom(t *testing.T) {
 `)
 	tests := []struct {
 		name       string
-		o          CustomOptions
+		o          *Env
 		tok        Tokenizer
 		wantPrompt []string
 		wantOut    []int
 		wantErr    string
 	}{
-		{name: "skip template, row lengths", tok: tok, o: CustomOptions{Path: path, OutputLen: -1, SkipChatTemplate: true, DisableShuffle: true},
+		{name: "skip template, row lengths", tok: tok, o: &Env{Path: path, SkipChatTemplate: true, DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: -1}}},
 			wantPrompt: []string{"first question", "second question", "third question"}, wantOut: []int{10, 20, 30}},
-		{name: "template and kwargs", tok: tok, o: CustomOptions{Path: path, NumPrompts: 1, OutputLen: 256, ChatTemplate: fakeTemplate, ChatTemplateKwargs: map[string]any{"enable_thinking": false}, DisableShuffle: true},
+		{name: "template and kwargs", tok: tok, o: &Env{Path: path, NumPrompts: 1, ChatTemplate: fakeTemplate, ChatTemplateKwargs: map[string]any{"enable_thinking": false}, DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 256}}},
 			wantPrompt: []string{"<|user|>first question<|assistant|><think=false>"}, wantOut: []int{256}},
-		{name: "no tokenizer", tok: nil, o: CustomOptions{Path: path, NumPrompts: 2, OutputLen: 256, DisableShuffle: true},
+		{name: "no tokenizer", tok: nil, o: &Env{Path: path, NumPrompts: 2, DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 256}}},
 			wantPrompt: []string{"first question", "second question"}, wantOut: []int{1, 1}},
-		{name: "oversampled", tok: tok, o: CustomOptions{Path: path, NumPrompts: 4, OutputLen: 5, SkipChatTemplate: true, DisableShuffle: true},
+		{name: "oversampled", tok: tok, o: &Env{Path: path, NumPrompts: 4, SkipChatTemplate: true, DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 5}}},
 			wantPrompt: []string{"first question", "second question", "third question", "second question"}, wantOut: []int{5, 5, 5, 5}},
-		{name: "no template available", tok: tok, o: CustomOptions{Path: path, OutputLen: 5}, wantErr: "--skip-chat-template"},
-		{name: "not jsonl", tok: tok, o: CustomOptions{Path: "data.json"}, wantErr: "Only JSONL format is supported for CustomDataset."},
+		{name: "no template available", tok: tok, o: &Env{Path: path, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: 5}}}, wantErr: "--skip-chat-template"},
+		{name: "not jsonl", tok: tok, o: &Env{Path: "data.json", Flags: &Flags{}}, wantErr: "Only JSONL format is supported for CustomDataset."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reqs, err := SampleCustom(tt.tok, tt.o)
+			tt.o.Tokenizer = tt.tok
+			reqs, err := SampleCustom(tt.o)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want it to mention %q", err, tt.wantErr)
@@ -203,7 +204,7 @@ func TestSampleCustomOutputTokensErrors(t *testing.T) {
 			"(No line of %s has a \"prompt\" field; each line must be an object such as {\"prompt\": \"...\"}.)"},
 	} {
 		path := writeFile(t, "e.jsonl", tt.content)
-		_, err := SampleCustom(tok, CustomOptions{Path: path, OutputLen: -1, SkipChatTemplate: true, DisableShuffle: true})
+		_, err := SampleCustom(&Env{Tokenizer: tok, Path: path, SkipChatTemplate: true, DisableShuffle: true, Flags: &Flags{CustomFlags: CustomFlags{CustomOutputLen: -1}}})
 		if want := tt.want + " " + fmt.Sprintf(tt.place, path); err == nil || err.Error() != want {
 			t.Errorf("%s: error %v, want %q", tt.content, err, want)
 		}
@@ -212,8 +213,8 @@ func TestSampleCustomOutputTokensErrors(t *testing.T) {
 
 func TestSamplePrefixRepetition(t *testing.T) {
 	tok := newBPETokenizer()
-	o := PrefixRepetitionOptions{NumPrompts: 7, PrefixLen: 12, SuffixLen: 6, NumPrefixes: 3, OutputLen: 9, Seed: 5, DisableShuffle: true}
-	reqs, err := SamplePrefixRepetition(tok, o)
+	o := &Env{Tokenizer: tok, NumPrompts: 7, Seed: 5, DisableShuffle: true, Flags: &Flags{PrefixRepetitionFlags: PrefixRepetitionFlags{PrefixRepetitionPrefixLen: 12, PrefixRepetitionSuffixLen: 6, PrefixRepetitionNumPrefixes: 3, PrefixRepetitionOutputLen: 9}}}
+	reqs, err := SamplePrefixRepetition(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestSamplePrefixRepetition(t *testing.T) {
 	}
 	// Shuffled with Python's random reseeded with --seed.
 	o.DisableShuffle = false
-	shuffled, err := SamplePrefixRepetition(tok, o)
+	shuffled, err := SamplePrefixRepetition(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestSamplePrefixRepetition(t *testing.T) {
 			t.Fatalf("shuffled request %d differs from random.shuffle's order", i)
 		}
 	}
-	_, err = SamplePrefixRepetition(tok, PrefixRepetitionOptions{NumPrompts: 2, NumPrefixes: 3, PrefixLen: 1, SuffixLen: 1})
+	_, err = SamplePrefixRepetition(&Env{Tokenizer: tok, NumPrompts: 2, Flags: &Flags{PrefixRepetitionFlags: PrefixRepetitionFlags{PrefixRepetitionNumPrefixes: 3, PrefixRepetitionPrefixLen: 1, PrefixRepetitionSuffixLen: 1}}})
 	if err == nil || err.Error() != "num_requests (2) must be greater than or equal to num_prefixes (3)" {
 		t.Errorf("too few prompts: error %v", err)
 	}
@@ -264,7 +265,7 @@ func TestSamplePrefixRepetitionLeavesNumpyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.NumPy.RandomSample() // state before the dataset must not matter
-	if _, err := SamplePrefixRepetition(tok, PrefixRepetitionOptions{NumPrompts: 1, NumPrefixes: 1, PrefixLen: 4, SuffixLen: 4, Seed: 9, Globals: g}); err != nil {
+	if _, err := SamplePrefixRepetition(&Env{Tokenizer: tok, NumPrompts: 1, Seed: 9, Globals: g, Flags: &Flags{PrefixRepetitionFlags: PrefixRepetitionFlags{PrefixRepetitionNumPrefixes: 1, PrefixRepetitionPrefixLen: 4, PrefixRepetitionSuffixLen: 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	if g.NumPy.RandomSample() == pyrand.NewRandomState(9).RandomSample() {
@@ -286,8 +287,8 @@ func TestSampleSonnet(t *testing.T) {
 	for i := range 40 {
 		lines = append(lines, fmt.Sprintf("Line %d of a sonnet that rhymes\n", i))
 	}
-	o := SonnetOptions{Lines: lines, NumPrompts: 5, InputLen: 400, OutputLen: 150, PrefixLen: 200, ChatTemplate: fakeTemplate, SendFormatted: true, Seed: 0, RequestIDPrefix: "son-"}
-	reqs, err := SampleSonnet(tok, o)
+	o := &Env{Tokenizer: tok, Path: writeFile(t, "sonnet.txt", strings.Join(lines, "")), NumPrompts: 5, ChatTemplate: fakeTemplate, Seed: 0, RequestIDPrefix: "son-", Flags: &Flags{SonnetFlags: SonnetFlags{SonnetInputLen: 400, SonnetOutputLen: 150, SonnetPrefixLen: 200}}}
+	reqs, err := SampleSonnet(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +297,16 @@ func TestSampleSonnet(t *testing.T) {
 			t.Errorf("request %d = %q (len %d, id %s)", i, r.Prompt, r.PromptLen, r.RequestID)
 		}
 	}
-	o.SendFormatted = false
-	raw, err := SampleSonnet(tok, o)
+	o.ChatBackend = true
+	raw, err := SampleSonnet(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f, _ := fakeTemplate(raw[0].Prompt, nil); f != reqs[0].Prompt {
 		t.Errorf("raw prompt %q does not template to the formatted one", raw[0].Prompt)
 	}
-	o.InputLen = 5
-	if _, err := SampleSonnet(tok, o); err == nil || !strings.HasPrefix(err.Error(), "'input_len' must be higher than the base prompt length (") {
+	o.Flags.SonnetInputLen = 5
+	if _, err := SampleSonnet(o); err == nil || !strings.HasPrefix(err.Error(), "'input_len' must be higher than the base prompt length (") {
 		t.Errorf("tiny input len: error %v", err)
 	}
 }

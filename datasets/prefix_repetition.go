@@ -4,46 +4,34 @@ import (
 	"fmt"
 )
 
-// PrefixRepetitionOptions are the `prefix_repetition` dataset's inputs.
-type PrefixRepetitionOptions struct {
-	NumPrompts     int   // --num-prompts
-	PrefixLen      int   // --prefix-repetition-prefix-len
-	SuffixLen      int   // --prefix-repetition-suffix-len
-	NumPrefixes    int   // --prefix-repetition-num-prefixes
-	OutputLen      int   // --prefix-repetition-output-len
-	Seed           int64 // --seed
-	DisableShuffle bool  // --disable-shuffle
-	// Globals is the run's Python-global RNG pair, which this dataset
-	// reseeds with Seed and then consumes (numpy for tokens, random for the
-	// shuffle); the arrival gaps continue from the numpy state it leaves.
-	Globals PythonGlobals
-	Logf    func(format string, args ...any)
-}
-
 // SamplePrefixRepetition is PrefixRepetitionRandomDataset: after reseeding
-// both global generators with Seed, for each of NumPrefixes prefixes draw
-// PrefixLen ids with numpy.random.randint(0, vocab) and length-fix them,
-// then N//k (+1 for the first N%k prefixes) requests each with a fresh
+// both of Python's global generators (env.Globals) with --seed, for each
+// of --prefix-repetition-num-prefixes prefixes draw
+// --prefix-repetition-prefix-len ids with numpy.random.randint(0, vocab)
+// and length-fix them, then N//k (+1 for the first N%k prefixes) requests each with a fresh
 // length-fixed random suffix. The prompt is decode(prefix + suffix),
-// PromptLen is PrefixLen + SuffixLen as fixed, requests carry no id, and
-// the list is shuffled with Python's random unless DisableShuffle.
+// PromptLen is prefix + suffix length as fixed, ExpectedOutputLen is
+// --prefix-repetition-output-len, requests carry no id, and the list is
+// shuffled with Python's random unless --disable-shuffle. The arrival gaps
+// continue from the numpy state this leaves.
 //
 // Every draw, including the length fix's padding, comes from the one
 // global stream in order, so the work is sequential.
-func SamplePrefixRepetition(tok Tokenizer, o PrefixRepetitionOptions) ([]Request, error) {
+func SamplePrefixRepetition(env *Env) ([]Request, error) {
+	tok, f := env.Tokenizer, &env.Flags.PrefixRepetitionFlags
 	if tok == nil {
 		return nil, fmt.Errorf("dataset prefix_repetition: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.NumPrefixes <= 0 {
-		return nil, fmt.Errorf("--prefix-repetition-num-prefixes %d: must be at least 1", o.NumPrefixes)
+	if f.PrefixRepetitionNumPrefixes <= 0 {
+		return nil, fmt.Errorf("--prefix-repetition-num-prefixes %d: must be at least 1", f.PrefixRepetitionNumPrefixes)
 	}
-	perPrefix, remainder := o.NumPrompts/o.NumPrefixes, o.NumPrompts%o.NumPrefixes
+	perPrefix, remainder := env.NumPrompts/f.PrefixRepetitionNumPrefixes, env.NumPrompts%f.PrefixRepetitionNumPrefixes
 	if perPrefix == 0 {
-		return nil, valueError(fmt.Sprintf("num_requests (%d) must be greater than or equal to num_prefixes (%d)", o.NumPrompts, o.NumPrefixes))
+		return nil, valueError(fmt.Sprintf("num_requests (%d) must be greater than or equal to num_prefixes (%d)", env.NumPrompts, f.PrefixRepetitionNumPrefixes))
 	}
-	g := o.Globals.orPrivate(o.Seed)
-	g.Random.Seed(o.Seed)
-	g.NumPy.Seed(uint32(o.Seed))
+	g := env.Globals.orPrivate(env.Seed)
+	g.Random.Seed(env.Seed)
+	g.NumPy.Seed(uint32(env.Seed))
 	vocab := int64(tok.VocabSize())
 	draw := func(n int) ([]int32, error) {
 		v, err := g.NumPy.RandInt(0, vocab, n)
@@ -64,10 +52,10 @@ func SamplePrefixRepetition(tok Tokenizer, o PrefixRepetitionOptions) ([]Request
 		return f.ids, f.mismatch, nil
 	}
 
-	reqs := make([]Request, 0, o.NumPrompts)
+	reqs := make([]Request, 0, env.NumPrompts)
 	mismatch := 0
-	for p := range o.NumPrefixes {
-		prefix, m, err := exact(o.PrefixLen)
+	for p := range f.PrefixRepetitionNumPrefixes {
+		prefix, m, err := exact(f.PrefixRepetitionPrefixLen)
 		if err != nil {
 			return nil, fmt.Errorf("dataset prefix_repetition: %w", err)
 		}
@@ -77,17 +65,17 @@ func SamplePrefixRepetition(tok Tokenizer, o PrefixRepetitionOptions) ([]Request
 			count++
 		}
 		for range count {
-			suffix, m, err := exact(o.SuffixLen)
+			suffix, m, err := exact(f.PrefixRepetitionSuffixLen)
 			if err != nil {
 				return nil, fmt.Errorf("dataset prefix_repetition: %w", err)
 			}
 			mismatch += m
 			combined := append(append(make([]int32, 0, len(prefix)+len(suffix)), prefix...), suffix...)
-			reqs = append(reqs, Request{Prompt: tok.Decode(combined, false), PromptLen: len(combined), ExpectedOutputLen: o.OutputLen})
+			reqs = append(reqs, Request{Prompt: tok.Decode(combined, false), PromptLen: len(combined), ExpectedOutputLen: f.PrefixRepetitionOutputLen})
 		}
 	}
-	logMismatch(o.Logf, mismatch)
-	if !o.DisableShuffle {
+	logMismatch(env.Logf, mismatch)
+	if !env.DisableShuffle {
 		g.Random.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
 	}
 	return reqs, nil
@@ -105,13 +93,5 @@ var prefixRepetitionDataset = &Dataset{
 	Name:            "prefix_repetition",
 	Synthetic:       true,
 	AlignWithServer: true,
-	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.PrefixRepetitionFlags
-		return SamplePrefixRepetition(env.Tokenizer, PrefixRepetitionOptions{
-			NumPrompts: env.NumPrompts, PrefixLen: f.PrefixRepetitionPrefixLen,
-			SuffixLen: f.PrefixRepetitionSuffixLen, NumPrefixes: f.PrefixRepetitionNumPrefixes,
-			OutputLen: f.PrefixRepetitionOutputLen, Seed: env.Seed, DisableShuffle: env.DisableShuffle,
-			Globals: env.Globals, Logf: env.Logf,
-		})
-	},
+	Sample:          SamplePrefixRepetition,
 }

@@ -8,23 +8,6 @@ import (
 	"strings"
 )
 
-// ShareGPTOptions are the `sharegpt` dataset's inputs.
-type ShareGPTOptions struct {
-	Path       string // --dataset-path: a JSON list of {"conversations": [{"value": ...}, ...]}
-	NumPrompts int    // --num-prompts
-	// OutputLen is --sharegpt-output-len; nil takes each completion's token
-	// count.
-	OutputLen            *int
-	Seed                 int64 // --seed
-	DisableShuffle       bool  // --disable-shuffle
-	NoOversample         bool  // --no-oversample
-	EnableMultimodalChat bool  // --enable-multimodal-chat
-	RequestIDPrefix      string
-	// Globals is the run's Python-global RNG pair; nil generators are
-	// replaced by private ones seeded with Seed.
-	Globals PythonGlobals
-}
-
 type shareGPTEntry struct {
 	Conversations []struct {
 		Value string `json:"value"`
@@ -33,29 +16,31 @@ type shareGPTEntry struct {
 	Video string `json:"video"`
 }
 
-// SampleShareGPT is ShareGPTDataset: keep entries with at least two turns,
-// reseed Python's random with Seed and shuffle (unless DisableShuffle),
-// then accept entries in order while they pass is_valid_sequence: prompt
-// 4..1024 tokens, completion >= 4 tokens unless OutputLen is set, sum <=
-// 2048 (tokens counted with special tokens). Ids count accepted entries.
-// Too few accepted entries are oversampled.
 // shareGPTShape is what a ShareGPT file holds, for error messages.
 const shareGPTShape = `a JSON list of entries such as {"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", "value": "..."}]}`
 
-func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
+// SampleShareGPT is ShareGPTDataset: keep entries with at least two turns,
+// reseed Python's random with --seed and shuffle (unless
+// --disable-shuffle), then accept entries in order while they pass
+// is_valid_sequence: prompt 4..1024 tokens, completion >= 4 tokens unless
+// --sharegpt-output-len is set, sum <= 2048 (tokens counted with special
+// tokens). Ids count accepted entries. Too few accepted entries are
+// oversampled.
+func SampleShareGPT(env *Env) ([]Request, error) {
+	tok := env.Tokenizer
 	if tok == nil {
 		return nil, fmt.Errorf("dataset sharegpt: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	raw, err := os.ReadFile(o.Path)
+	raw, err := os.ReadFile(env.Path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset sharegpt: %w", err)
 	}
 	var all []json.RawMessage
 	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, fmt.Errorf("dataset sharegpt %s: %s", o.Path, JSONProblem(raw, err, shareGPTShape))
+		return nil, fmt.Errorf("dataset sharegpt %s: %s", env.Path, JSONProblem(raw, err, shareGPTShape))
 	}
 	entries := make([]shareGPTEntry, 0, len(all))
 	for i, r := range all {
@@ -64,31 +49,31 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 		}
 		var e shareGPTEntry
 		if err := json.Unmarshal(r, &e); err != nil {
-			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0): %s", o.Path, i, JSONProblem(r, err, shareGPTShape))
+			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0): %s", env.Path, i, JSONProblem(r, err, shareGPTShape))
 		}
 		if len(e.Conversations) >= 2 {
 			entries = append(entries, e)
 		}
 	}
-	random := shuffleRows(o.Globals, o.Seed, o.DisableShuffle, entries)
+	random := shuffleRows(env.Globals, env.Seed, env.DisableShuffle, entries)
 
 	var reqs []Request
 	for _, e := range entries {
-		if len(reqs) >= o.NumPrompts {
+		if len(reqs) >= env.NumPrompts {
 			break
 		}
 		prompt, completion := e.Conversations[0].Value, e.Conversations[1].Value
 		promptLen := len(tok.Encode(nil, prompt, true))
 		outLen := 0
-		if o.OutputLen != nil {
-			outLen = *o.OutputLen
+		if env.Flags.SharegptOutputLen != nil {
+			outLen = *env.Flags.SharegptOutputLen
 		} else {
 			outLen = len(tok.Encode(nil, completion, true))
 		}
-		if !isValidSequence(promptLen, outLen, o.OutputLen != nil) {
+		if !isValidSequence(promptLen, outLen, env.Flags.SharegptOutputLen != nil) {
 			continue
 		}
-		r := Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: outLen, RequestID: o.RequestIDPrefix + strconv.Itoa(len(reqs))}
+		r := Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: outLen, RequestID: env.RequestIDPrefix + strconv.Itoa(len(reqs))}
 		var media json.RawMessage
 		switch {
 		case e.Image != "":
@@ -96,7 +81,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 		case e.Video != "":
 			media = mediaPart("video_url", e.Video, false)
 		}
-		if o.EnableMultimodalChat {
+		if env.EnableMultimodalChat {
 			r.ChatMessages = userChatMessages(prompt, media)
 			r.Prompt = ""
 		} else if media != nil {
@@ -104,7 +89,7 @@ func SampleShareGPT(tok Tokenizer, o ShareGPTOptions) ([]Request, error) {
 		}
 		reqs = append(reqs, r)
 	}
-	return maybeOversample(reqs, o.NumPrompts, o.RequestIDPrefix, o.NoOversample, o.Seed, random)
+	return maybeOversample(reqs, env.NumPrompts, env.RequestIDPrefix, env.NoOversample, env.Seed, random)
 }
 
 // isValidSequence is Python's is_valid_sequence with its defaults.
@@ -173,14 +158,4 @@ type ShareGPTFlags struct {
 	SharegptOutputLen *int `long:"sharegpt-output-len" copy-of:"output-len" description:"Output tokens per request (default: the length of the recorded answer)."`
 }
 
-var shareGPTDataset = &Dataset{
-	Name: "sharegpt",
-	Sample: func(env *Env) ([]Request, error) {
-		return SampleShareGPT(env.Tokenizer, ShareGPTOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.SharegptOutputLen,
-			Seed: env.Seed, DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			EnableMultimodalChat: env.EnableMultimodalChat, RequestIDPrefix: env.RequestIDPrefix,
-			Globals: env.Globals,
-		})
-	},
-}
+var shareGPTDataset = &Dataset{Name: "sharegpt", Sample: SampleShareGPT}

@@ -17,75 +17,55 @@ const sonnetBasePrompt = "Pick as many lines as you can from these poem lines:\n
 // forever when no draw fits --sonnet-input-len.
 const sonnetMaxRejects = 100000
 
-// SonnetOptions are the (deprecated) `sonnet` dataset's inputs.
-type SonnetOptions struct {
-	// Lines are the poem lines, each with its trailing newline as Python's
-	// readlines() keeps it; when nil they are read from Path.
-	Lines      []string
-	Path       string // --dataset-path
-	NumPrompts int    // --num-prompts
-	InputLen   int    // --sonnet-input-len
-	OutputLen  int    // --sonnet-output-len
-	PrefixLen  int    // --sonnet-prefix-len
-	// ChatTemplate renders prompts; Python measures every prompt templated.
-	ChatTemplate ChatTemplate
-	// SendFormatted sends the templated prompt (every backend but
-	// openai-chat, which gets the raw prompt).
-	SendFormatted   bool
-	RequestIDPrefix string
-	Seed            int64
-	// Globals.Random is Python's global random, seeded with --seed and not
-	// reseeded here: random.choices draws from it.
-	Globals PythonGlobals
-}
-
-// SampleSonnet is SonnetDataset.sample: avg = mean token count of a line;
-// off = tokens(templated base prompt); n_in = max(round((InputLen -
-// off)/avg), 1) lines, of which the first n_pre = max(round((PrefixLen -
-// off)/avg), 0) file lines are a shared prefix and the rest are
-// random.choices(lines); prompts whose templated token count exceeds
-// InputLen are drawn again. Rounding is Python's round(), half to even.
-func SampleSonnet(tok Tokenizer, o SonnetOptions) ([]Request, error) {
-	if tok == nil {
+// SampleSonnet is SonnetDataset.sample on the lines of --dataset-path:
+// avg = mean token count of a line; off = tokens(templated base prompt);
+// n_in = max(round((--sonnet-input-len - off)/avg), 1) lines, of which the
+// first n_pre = max(round((--sonnet-prefix-len - off)/avg), 0) file lines
+// are a shared prefix and the rest are random.choices(lines) from Python's
+// global random (seeded with --seed, not reseeded here); prompts whose
+// templated token count exceeds --sonnet-input-len are drawn again.
+// Rounding is Python's round(), half to even. Python measures every prompt
+// templated; the chat backend is sent the raw prompt (its server applies
+// the template), every other backend the templated one.
+func SampleSonnet(env *Env) ([]Request, error) {
+	if env.Tokenizer == nil {
 		return nil, fmt.Errorf("dataset sonnet: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.ChatTemplate == nil {
+	if env.ChatTemplate == nil {
 		return nil, fmt.Errorf("dataset sonnet: the model's chat template is required to measure prompts, and the tokenizer has none (no chat_template in tokenizer_config.json or chat_template.jinja beside it); point --tokenizer at a model directory or Hugging Face name whose tokenizer_config.json has one")
 	}
-	lines := o.Lines
-	if lines == nil {
-		if o.Path == "" {
-			return nil, valueError("dataset_path must be provided.")
-		}
-		var err error
-		if lines, err = readLinesKeepEnds(o.Path); err != nil {
-			return nil, fmt.Errorf("dataset sonnet: %w", err)
-		}
+	if env.Path == "" {
+		return nil, valueError("dataset_path must be provided.")
 	}
+	lines, err := readLinesKeepEnds(env.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset sonnet: %w", err)
+	}
+	tok, f := env.Tokenizer, &env.Flags.SonnetFlags
 	if len(lines) == 0 {
-		return nil, fmt.Errorf("dataset sonnet %s: the file has no lines", o.Path)
+		return nil, fmt.Errorf("dataset sonnet %s: the file has no lines", env.Path)
 	}
 	total := 0
 	for _, l := range lines {
 		total += len(tok.Encode(nil, l, true))
 	}
 	avg := float64(total) / float64(len(lines))
-	render := func(p string) (string, error) { return o.ChatTemplate(p, nil) }
+	render := func(p string) (string, error) { return env.ChatTemplate(p, nil) }
 	baseFmt, err := render(sonnetBasePrompt)
 	if err != nil {
 		return nil, fmt.Errorf("dataset sonnet: chat template: %w", err)
 	}
 	off := len(tok.Encode(nil, baseFmt, true))
-	if o.InputLen <= off {
+	if f.SonnetInputLen <= off {
 		return nil, valueError(fmt.Sprintf("'input_len' must be higher than the base prompt length (%d).", off))
 	}
-	numInput := max(int(math.RoundToEven(float64(o.InputLen-off)/avg)), 1)
-	numPrefix := max(int(math.RoundToEven(float64(o.PrefixLen-off)/avg)), 0)
+	numInput := max(int(math.RoundToEven(float64(f.SonnetInputLen-off)/avg)), 1)
+	numPrefix := max(int(math.RoundToEven(float64(f.SonnetPrefixLen-off)/avg)), 0)
 	prefix := strings.Join(lines[:min(numPrefix, len(lines))], "")
 
-	g := o.Globals.orPrivate(o.Seed)
-	reqs := make([]Request, 0, max(o.NumPrompts, 0))
-	for rejects := 0; len(reqs) < o.NumPrompts; {
+	g := env.Globals.orPrivate(env.Seed)
+	reqs := make([]Request, 0, max(env.NumPrompts, 0))
+	for rejects := 0; len(reqs) < env.NumPrompts; {
 		var b strings.Builder
 		b.WriteString(sonnetBasePrompt)
 		b.WriteString(prefix)
@@ -98,17 +78,17 @@ func SampleSonnet(tok Tokenizer, o SonnetOptions) ([]Request, error) {
 			return nil, fmt.Errorf("dataset sonnet: chat template: %w", err)
 		}
 		promptLen := len(tok.Encode(nil, formatted, true))
-		if promptLen > o.InputLen {
+		if promptLen > f.SonnetInputLen {
 			if rejects++; rejects > sonnetMaxRejects {
-				return nil, fmt.Errorf("dataset sonnet: no prompt of %d lines fits --sonnet-input-len %d after %d draws; raise --sonnet-input-len", numInput, o.InputLen, rejects)
+				return nil, fmt.Errorf("dataset sonnet: no prompt of %d lines fits --sonnet-input-len %d after %d draws; raise --sonnet-input-len", numInput, f.SonnetInputLen, rejects)
 			}
 			continue
 		}
 		rejects = 0
-		if o.SendFormatted {
+		if !env.ChatBackend {
 			prompt = formatted
 		}
-		reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: o.OutputLen, RequestID: o.RequestIDPrefix + strconv.Itoa(len(reqs))})
+		reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: f.SonnetOutputLen, RequestID: env.RequestIDPrefix + strconv.Itoa(len(reqs))})
 	}
 	return reqs, nil
 }
@@ -144,16 +124,6 @@ type SonnetFlags struct {
 }
 
 var sonnetDataset = &Dataset{
-	Name: "sonnet",
-	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.SonnetFlags
-		return SampleSonnet(env.Tokenizer, SonnetOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, InputLen: f.SonnetInputLen,
-			OutputLen: f.SonnetOutputLen, PrefixLen: f.SonnetPrefixLen, ChatTemplate: env.ChatTemplate,
-			// The chat backend gets the raw prompt (its server applies the
-			// template); every other backend the framed one.
-			SendFormatted: !env.ChatBackend, RequestIDPrefix: env.RequestIDPrefix,
-			Seed: env.Seed, Globals: env.Globals,
-		})
-	},
+	Name:   "sonnet",
+	Sample: SampleSonnet,
 }
