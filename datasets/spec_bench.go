@@ -7,47 +7,26 @@ import (
 	"strconv"
 )
 
-// SpecBenchOptions are the `spec_bench` dataset's inputs
-// (https://github.com/hemingkx/Spec-Bench, question.jsonl).
-type SpecBenchOptions struct {
-	Path       string // --dataset-path: JSON lines with "turns" (and "category")
-	NumPrompts int    // --num-prompts; <= 0 takes every row
-	// OutputLen is --spec-bench-output-len (default 256); -1 asks for a
-	// per-row output_tokens, which spec_bench rows do not have (an error,
-	// as in Python).
-	OutputLen int
-	// Category is --spec-bench-category; "" keeps every row.
-	Category string
-	// ChatTemplate renders each prompt; vLLM always applies the model's
-	// chat template to spec_bench (--skip-chat-template does not reach
-	// this dataset), so it is required.
-	ChatTemplate    ChatTemplate
-	DisableShuffle  bool // --disable-shuffle
-	NoOversample    bool // --no-oversample
-	RequestIDPrefix string
-	// Globals is the run's Python-global RNG pair; vLLM builds this dataset
-	// without passing --seed, so it reseeds random with 0 before shuffling
-	// and oversampling.
-	Globals PythonGlobals
-}
-
-// SampleSpecBench is SpecBench: keep the rows of Category (all when ""),
-// take turns[0] of each as the prompt, reseed Python's random with 0 and
-// shuffle (unless DisableShuffle), then sample as the custom dataset does
-// with the chat template always applied and no template kwargs: PromptLen
+// SampleSpecBench is SpecBench: keep the rows of --spec-bench-category
+// (all when ""), take turns[0] of each as the prompt, reseed Python's
+// random with 0 and shuffle (unless --disable-shuffle), then sample as the
+// custom dataset does with --spec-bench-output-len, the chat template
+// always applied (vLLM does not pass --skip-chat-template to this dataset)
+// and no template kwargs: PromptLen
 // is the templated prompt's token count with special tokens, ids are the
 // positions after shuffling, and too few rows are oversampled.
-func SampleSpecBench(tok Tokenizer, o SpecBenchOptions) ([]Request, error) {
-	if tok == nil {
+func SampleSpecBench(env *Env) ([]Request, error) {
+	f := &env.Flags.SpecBenchFlags
+	if env.Tokenizer == nil {
 		return nil, fmt.Errorf("dataset spec_bench: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.ChatTemplate == nil {
+	if env.ChatTemplate == nil {
 		return nil, fmt.Errorf("dataset spec_bench: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it), and vLLM applies it to every spec_bench prompt; --skip-chat-template does not apply to spec_bench")
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	prompts, err := firstTurnPrompts(o.Path, "turns", o.Category, func(raw json.RawMessage) (string, bool) {
+	prompts, err := firstTurnPrompts(env.Path, "turns", f.SpecBenchCategory, func(raw json.RawMessage) (string, bool) {
 		var turns []json.RawMessage
 		var first string
 		if json.Unmarshal(raw, &turns) != nil || len(turns) == 0 || json.Unmarshal(turns[0], &first) != nil {
@@ -58,16 +37,7 @@ func SampleSpecBench(tok Tokenizer, o SpecBenchOptions) ([]Request, error) {
 	if err != nil {
 		return nil, datasetError("spec_bench", err)
 	}
-	return sampleCustomPrompts(tok, prompts, customPromptOptions{
-		dataset:         "spec_bench",
-		numPrompts:      o.NumPrompts,
-		outputLen:       o.OutputLen,
-		chatTemplate:    o.ChatTemplate,
-		disableShuffle:  o.DisableShuffle,
-		noOversample:    o.NoOversample,
-		requestIDPrefix: o.RequestIDPrefix,
-		globals:         o.Globals,
-	})
+	return sampleCustomPrompts(env, "spec_bench", prompts, f.SpecBenchOutputLen, true, nil)
 }
 
 // firstTurnPrompts reads a JSONL file as pandas.read_json(lines=True) and
@@ -103,49 +73,39 @@ func firstTurnPrompts(path, column, category string, extract func(json.RawMessag
 	return prompts, nil
 }
 
-// customPromptOptions drive sampleCustomPrompts.
-type customPromptOptions struct {
-	dataset            string // for error text
-	numPrompts         int
-	outputLen          int
-	skipChatTemplate   bool
-	chatTemplate       ChatTemplate
-	chatTemplateKwargs map[string]any
-	disableShuffle     bool
-	noOversample       bool
-	requestIDPrefix    string
-	globals            PythonGlobals
-}
-
 // sampleCustomPrompts is what SpecBench and SpeedBench inherit from
 // CustomDataset, for rows that hold only a prompt: random.seed(0) and
-// shuffle (load_data), then CustomDataset.sample with a tokenizer.
-// Both classes are built without random_seed, so their seed is 0.
-func sampleCustomPrompts(tok Tokenizer, prompts []string, o customPromptOptions) ([]Request, error) {
-	random := shuffleRows(o.globals, 0, o.disableShuffle, prompts)
-	n := sampleTarget(o.numPrompts, len(prompts))
+// shuffle (load_data), then CustomDataset.sample with a tokenizer: each
+// prompt asks for outputLen tokens and, when template is set, goes through
+// env.ChatTemplate with kwargs. Both classes are built without
+// random_seed, so their seed is 0 whatever --seed is. dataset names the
+// dataset in errors.
+func sampleCustomPrompts(env *Env, dataset string, prompts []string, outputLen int, template bool, kwargs map[string]any) ([]Request, error) {
+	tok := env.Tokenizer
+	random := shuffleRows(env.Globals, 0, env.DisableShuffle, prompts)
+	n := sampleTarget(env.NumPrompts, len(prompts))
 	var reqs []Request
 	for i, prompt := range prompts {
 		if len(reqs) >= n {
 			break
 		}
-		if o.outputLen == -1 {
+		if outputLen == -1 {
 			return nil, valueError("If no output length is provided the custom dataset must contain an 'output_tokens' field.")
 		}
-		if !o.skipChatTemplate {
+		if template {
 			var err error
-			if prompt, err = o.chatTemplate(prompt, o.chatTemplateKwargs); err != nil {
-				return nil, fmt.Errorf("dataset %s: chat template: %w", o.dataset, err)
+			if prompt, err = env.ChatTemplate(prompt, kwargs); err != nil {
+				return nil, fmt.Errorf("dataset %s: chat template: %w", dataset, err)
 			}
 		}
 		reqs = append(reqs, Request{
 			Prompt:            prompt,
 			PromptLen:         len(tok.Encode(nil, prompt, true)),
-			ExpectedOutputLen: o.outputLen,
-			RequestID:         o.requestIDPrefix + strconv.Itoa(i),
+			ExpectedOutputLen: outputLen,
+			RequestID:         env.RequestIDPrefix + strconv.Itoa(i),
 		})
 	}
-	return maybeOversample(reqs, n, o.requestIDPrefix, o.noOversample, 0, random)
+	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, 0, random)
 }
 
 // datasetError names the dataset in err, except for a *PythonError, whose
@@ -165,13 +125,6 @@ type SpecBenchFlags struct {
 }
 
 var specBenchDataset = &Dataset{
-	Name: "spec_bench",
-	Sample: func(env *Env) ([]Request, error) {
-		return SampleSpecBench(env.Tokenizer, SpecBenchOptions{
-			Path: env.Path, NumPrompts: env.NumPrompts, OutputLen: env.Flags.SpecBenchOutputLen,
-			Category: env.Flags.SpecBenchCategory, ChatTemplate: env.ChatTemplate,
-			DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
-		})
-	},
+	Name:   "spec_bench",
+	Sample: SampleSpecBench,
 }

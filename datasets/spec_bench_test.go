@@ -36,28 +36,28 @@ func TestSampleSpecBench(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		o    SpecBenchOptions
+		o    *Env
 		want []string
 		ids  []string
 	}{
-		{"all rows shuffled", SpecBenchOptions{NumPrompts: 0},
+		{"all rows shuffled", &Env{NumPrompts: 0, Flags: &Flags{}},
 			wrap("Is 97 prime?", "What is 7 times 8?", "Draft a professional email.", "Compose a travel blog post about Hawaii.", "Summarise the passage below.", "Translate 'bonjour' into English."),
 			[]string{"s0", "s1", "s2", "s3", "s4", "s5"}},
-		{"first two in file order", SpecBenchOptions{NumPrompts: 2, DisableShuffle: true},
+		{"first two in file order", &Env{NumPrompts: 2, DisableShuffle: true, Flags: &Flags{}},
 			wrap("Compose a travel blog post about Hawaii.", "Draft a professional email."), []string{"s0", "s1"}},
-		{"category, oversampled", SpecBenchOptions{NumPrompts: 5, Category: "math"},
+		{"category, oversampled", &Env{NumPrompts: 5, Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchCategory: "math"}}},
 			wrap("What is 7 times 8?", "Is 97 prime?", "Is 97 prime?", "Is 97 prime?", "What is 7 times 8?"),
 			[]string{"s0", "s1", "s2", "s3", "s4"}},
-		{"category, not oversampled", SpecBenchOptions{NumPrompts: 5, Category: "math", NoOversample: true},
+		{"category, not oversampled", &Env{NumPrompts: 5, NoOversample: true, Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchCategory: "math"}}},
 			wrap("What is 7 times 8?", "Is 97 prime?"), []string{"s0", "s1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.o
-			o.Path, o.OutputLen, o.ChatTemplate, o.RequestIDPrefix = path, 256, bracketTemplate, "s"
+			o.Tokenizer, o.Path, o.Flags.SpecBenchOutputLen, o.ChatTemplate, o.RequestIDPrefix = tok, path, 256, bracketTemplate, "s"
 			g, _ := NewPythonGlobals(99)
 			o.Globals = g
-			reqs, err := SampleSpecBench(tok, o)
+			reqs, err := SampleSpecBench(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,24 +79,24 @@ func TestSampleSpecBenchErrors(t *testing.T) {
 	good := filepath.Join("testdata", "spec_bench", "question.jsonl")
 	cases := []struct {
 		name string
-		o    SpecBenchOptions
+		o    *Env
 		want string
 		py   bool
 	}{
-		{"no turns column", SpecBenchOptions{Path: writeFile(t, "q.jsonl", `{"prompt": "x"}`+"\n"), OutputLen: 1}, "JSONL file must contain a 'turns' column.", true},
-		{"category without column", SpecBenchOptions{Path: writeFile(t, "q.jsonl", `{"turns": ["x"]}`+"\n"), Category: "math", OutputLen: 1}, "'category'", true},
-		{"output len -1", SpecBenchOptions{Path: good, OutputLen: -1}, "If no output length is provided the custom dataset must contain an 'output_tokens' field.", true},
-		{"no path", SpecBenchOptions{OutputLen: 1}, "dataset_path must be provided for loading data.", true},
-		{"turns not a list", SpecBenchOptions{Path: writeFile(t, "q.jsonl", `{"turns": 5}`+"\n"), OutputLen: 1}, `line 1: cannot take the prompt from "turns": 5`, false},
+		{"no turns column", &Env{Path: writeFile(t, "q.jsonl", `{"prompt": "x"}`+"\n"), Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchOutputLen: 1}}}, "JSONL file must contain a 'turns' column.", true},
+		{"category without column", &Env{Path: writeFile(t, "q.jsonl", `{"turns": ["x"]}`+"\n"), Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchCategory: "math", SpecBenchOutputLen: 1}}}, "'category'", true},
+		{"output len -1", &Env{Path: good, Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchOutputLen: -1}}}, "If no output length is provided the custom dataset must contain an 'output_tokens' field.", true},
+		{"no path", &Env{Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchOutputLen: 1}}}, "dataset_path must be provided for loading data.", true},
+		{"turns not a list", &Env{Path: writeFile(t, "q.jsonl", `{"turns": 5}`+"\n"), Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchOutputLen: 1}}}, `line 1: cannot take the prompt from "turns": 5`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.o.ChatTemplate = bracketTemplate
-			_, err := SampleSpecBench(tok, c.o)
+			c.o.Tokenizer, c.o.ChatTemplate = tok, bracketTemplate
+			_, err := SampleSpecBench(c.o)
 			checkDatasetError(t, err, c.want, c.py)
 		})
 	}
-	if _, err := SampleSpecBench(tok, SpecBenchOptions{Path: good, OutputLen: 1}); err == nil || !strings.Contains(err.Error(), "--skip-chat-template does not apply") {
+	if _, err := SampleSpecBench(&Env{Tokenizer: tok, Path: good, Flags: &Flags{SpecBenchFlags: SpecBenchFlags{SpecBenchOutputLen: 1}}}); err == nil || !strings.Contains(err.Error(), "--skip-chat-template does not apply") {
 		t.Errorf("no template: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestSampleSpecBenchErrors(t *testing.T) {
 func TestSampleSpeedBench(t *testing.T) {
 	tok := newBPETokenizer()
 	dir := filepath.Join("testdata", "speed_bench")
-	reqs, err := SampleSpeedBench(tok, SpeedBenchOptions{Path: dir, Subset: "qualitative", OutputLen: 4096, SkipChatTemplate: true, RequestIDPrefix: "q"})
+	reqs, err := SampleSpeedBench(&Env{Tokenizer: tok, Path: dir, SkipChatTemplate: true, RequestIDPrefix: "q", Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "qualitative", SpeedBenchOutputLen: 4096}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +117,7 @@ func TestSampleSpeedBench(t *testing.T) {
 		t.Errorf("lengths %d/%d", reqs[0].PromptLen, reqs[0].ExpectedOutputLen)
 	}
 
-	reqs, err = SampleSpeedBench(tok, SpeedBenchOptions{Path: dir, Subset: "qualitative", OutputLen: 7, Category: "coding",
-		ChatTemplate: bracketTemplate, ChatTemplateKwargs: map[string]any{"mode": "think"}})
+	reqs, err = SampleSpeedBench(&Env{Tokenizer: tok, Path: dir, ChatTemplate: bracketTemplate, ChatTemplateKwargs: map[string]any{"mode": "think"}, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "qualitative", SpeedBenchOutputLen: 7, SpeedBenchCategory: "coding"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,21 +133,22 @@ func TestSampleSpeedBenchErrors(t *testing.T) {
 	file := filepath.Join(dir, "qualitative.jsonl")
 	cases := []struct {
 		name string
-		o    SpeedBenchOptions
+		o    *Env
 		want string
 		py   bool
 	}{
-		{"path is a file", SpeedBenchOptions{Path: file, Subset: "qualitative", SkipChatTemplate: true},
+		{"path is a file", &Env{Path: file, SkipChatTemplate: true, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "qualitative"}}},
 			"dataset_path " + file + " is not a directory. Please make sure to download the dataset from HuggingFace using `curl -LsSf " + speedBenchDownload + " | python3 -`", true},
-		{"no messages column", SpeedBenchOptions{Path: filepath.Dir(writeFile(t, "throughput_1k.jsonl", `{"turns": ["x"]}`+"\n")), Subset: "throughput_1k", SkipChatTemplate: true},
+		{"no messages column", &Env{Path: filepath.Dir(writeFile(t, "throughput_1k.jsonl", `{"turns": ["x"]}`+"\n")), SkipChatTemplate: true, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "throughput_1k"}}},
 			"JSONL file must contain a 'messages' column. Please make sure to download the dataset from HuggingFace using `curl -LsSf " + speedBenchDownload + " | python3 -`", true},
-		{"missing subset file", SpeedBenchOptions{Path: dir, Subset: "throughput_8k", SkipChatTemplate: true}, "throughput_8k.jsonl: no such file", false},
-		{"unknown subset", SpeedBenchOptions{Path: dir, Subset: "../x", SkipChatTemplate: true}, `--speed-bench-dataset-subset "../x": want one of qualitative,`, false},
-		{"no template", SpeedBenchOptions{Path: dir, Subset: "qualitative"}, "pass --skip-chat-template", false},
+		{"missing subset file", &Env{Path: dir, SkipChatTemplate: true, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "throughput_8k"}}}, "throughput_8k.jsonl: no such file", false},
+		{"unknown subset", &Env{Path: dir, SkipChatTemplate: true, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "../x"}}}, `--speed-bench-dataset-subset "../x": want one of qualitative,`, false},
+		{"no template", &Env{Path: dir, Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "qualitative"}}}, "pass --skip-chat-template", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := SampleSpeedBench(tok, c.o)
+			c.o.Tokenizer = tok
+			_, err := SampleSpeedBench(c.o)
 			checkDatasetError(t, err, c.want, c.py)
 		})
 	}

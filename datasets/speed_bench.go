@@ -16,58 +16,33 @@ const speedBenchDownload = "https://raw.githubusercontent.com/NVIDIA-NeMo/Skills
 // SpeedBenchSubsets are the accepted --speed-bench-dataset-subset values.
 var SpeedBenchSubsets = []string{"qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k"}
 
-// SpeedBenchOptions are the `speed_bench` dataset's inputs
-// (https://huggingface.co/datasets/nvidia/SPEED-Bench).
-type SpeedBenchOptions struct {
-	// Path is --dataset-path: the directory holding <Subset>.jsonl.
-	Path string
-	// Subset is --speed-bench-dataset-subset (default "qualitative").
-	Subset     string
-	NumPrompts int // --num-prompts; <= 0 takes every row
-	// OutputLen is --speed-bench-output-len (default 4096); -1 asks for a
-	// per-row output_tokens, which these rows do not have (an error, as in
-	// Python).
-	OutputLen int
-	Category  string // --speed-bench-category; "" keeps every row
-	// SkipChatTemplate is --skip-chat-template. Without it each prompt goes
-	// through ChatTemplate, which must then be set.
-	SkipChatTemplate   bool
-	ChatTemplate       ChatTemplate
-	ChatTemplateKwargs map[string]any // --chat-template-kwargs
-	DisableShuffle     bool           // --disable-shuffle
-	NoOversample       bool           // --no-oversample
-	RequestIDPrefix    string
-	// Globals is the run's Python-global RNG pair; vLLM builds this dataset
-	// without passing --seed, so it reseeds random with 0 before shuffling
-	// and oversampling.
-	Globals PythonGlobals
-}
-
-// SampleSpeedBench is SpeedBench: read <Path>/<Subset>.jsonl, keep the rows
-// of Category (all when ""), take messages[0].content as the prompt,
-// reseed Python's random with 0 and shuffle (unless DisableShuffle), then
-// sample as the custom dataset does: the chat template (with
-// ChatTemplateKwargs) unless SkipChatTemplate, PromptLen = token count
-// with special tokens, ids = positions after shuffling, oversampling when
-// short.
-func SampleSpeedBench(tok Tokenizer, o SpeedBenchOptions) ([]Request, error) {
-	if tok == nil {
+// SampleSpeedBench is SpeedBench: read <--dataset-path>/<subset>.jsonl
+// (--speed-bench-dataset-subset), keep the rows of --speed-bench-category
+// (all when ""), take messages[0].content as the prompt, reseed Python's
+// random with 0 and shuffle (unless --disable-shuffle), then sample as the
+// custom dataset does: --speed-bench-output-len, the chat template (with
+// --chat-template-kwargs) unless --skip-chat-template, PromptLen = token
+// count with special tokens, ids = positions after shuffling,
+// oversampling when short.
+func SampleSpeedBench(env *Env) ([]Request, error) {
+	f := &env.Flags.SpeedBenchFlags
+	if env.Tokenizer == nil {
 		return nil, fmt.Errorf("dataset speed_bench: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if !o.SkipChatTemplate && o.ChatTemplate == nil {
+	if !env.SkipChatTemplate && env.ChatTemplate == nil {
 		return nil, fmt.Errorf("dataset speed_bench: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
 	}
-	if !slices.Contains(SpeedBenchSubsets, o.Subset) {
-		return nil, fmt.Errorf("--speed-bench-dataset-subset %q: want one of %s", o.Subset, strings.Join(SpeedBenchSubsets, ", "))
+	if !slices.Contains(SpeedBenchSubsets, f.SpeedBenchDatasetSubset) {
+		return nil, fmt.Errorf("--speed-bench-dataset-subset %q: want one of %s", f.SpeedBenchDatasetSubset, strings.Join(SpeedBenchSubsets, ", "))
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	if st, err := os.Stat(o.Path); err != nil || !st.IsDir() {
-		return nil, valueError(fmt.Sprintf("dataset_path %s is not a directory. Please make sure to download the dataset from HuggingFace using `curl -LsSf %s | python3 -`", o.Path, speedBenchDownload))
+	if st, err := os.Stat(env.Path); err != nil || !st.IsDir() {
+		return nil, valueError(fmt.Sprintf("dataset_path %s is not a directory. Please make sure to download the dataset from HuggingFace using `curl -LsSf %s | python3 -`", env.Path, speedBenchDownload))
 	}
-	file := filepath.Join(o.Path, o.Subset+".jsonl")
-	prompts, err := firstTurnPrompts(file, "messages", o.Category, func(raw json.RawMessage) (string, bool) {
+	file := filepath.Join(env.Path, f.SpeedBenchDatasetSubset+".jsonl")
+	prompts, err := firstTurnPrompts(file, "messages", f.SpeedBenchCategory, func(raw json.RawMessage) (string, bool) {
 		var messages []struct {
 			Content *string `json:"content"`
 		}
@@ -79,18 +54,7 @@ func SampleSpeedBench(tok Tokenizer, o SpeedBenchOptions) ([]Request, error) {
 	if err != nil {
 		return nil, datasetError("speed_bench", err)
 	}
-	return sampleCustomPrompts(tok, prompts, customPromptOptions{
-		dataset:            "speed_bench",
-		numPrompts:         o.NumPrompts,
-		outputLen:          o.OutputLen,
-		skipChatTemplate:   o.SkipChatTemplate,
-		chatTemplate:       o.ChatTemplate,
-		chatTemplateKwargs: o.ChatTemplateKwargs,
-		disableShuffle:     o.DisableShuffle,
-		noOversample:       o.NoOversample,
-		requestIDPrefix:    o.RequestIDPrefix,
-		globals:            o.Globals,
-	})
+	return sampleCustomPrompts(env, "speed_bench", prompts, f.SpeedBenchOutputLen, !env.SkipChatTemplate, env.ChatTemplateKwargs)
 }
 
 // SpeedBenchFlags are the speed_bench dataset's options.
@@ -102,15 +66,6 @@ type SpeedBenchFlags struct {
 }
 
 var speedBenchDataset = &Dataset{
-	Name: "speed_bench",
-	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.SpeedBenchFlags
-		return SampleSpeedBench(env.Tokenizer, SpeedBenchOptions{
-			Path: env.Path, Subset: f.SpeedBenchDatasetSubset, NumPrompts: env.NumPrompts,
-			OutputLen: f.SpeedBenchOutputLen, Category: f.SpeedBenchCategory,
-			SkipChatTemplate: env.SkipChatTemplate, ChatTemplate: env.ChatTemplate, ChatTemplateKwargs: env.ChatTemplateKwargs,
-			DisableShuffle: env.DisableShuffle, NoOversample: env.NoOversample,
-			RequestIDPrefix: env.RequestIDPrefix, Globals: env.Globals,
-		})
-	},
+	Name:   "speed_bench",
+	Sample: SampleSpeedBench,
 }
