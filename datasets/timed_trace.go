@@ -16,103 +16,79 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// TimedTraceOptions are the `timed_trace` dataset's inputs. The zero value
-// is not the flag defaults; start from DefaultTimedTraceOptions.
-type TimedTraceOptions struct {
-	Path       string // --dataset-path: JSON lines, one trace entry each
-	NumPrompts int    // --num-prompts: the first NumPrompts lines are used
-	// ChunkHashSize is --timed-trace-chunk-hash-size: how many prompt
-	// tokens one hash id stands for.
-	ChunkHashSize int
-	// SecMultiplier is --timed-trace-sec-multiplier: timestamp × it =
-	// send offset in seconds.
-	SecMultiplier float64
-	// The JSON keys of each entry's fields (--timed-trace-label-*).
-	LabelTimestamp, LabelInputLength, LabelOutputLength, LabelHashIDs string
-	RequestIDPrefix                                                   string
-	// PythonHashSeed is PYTHONHASHSEED (see ParsePythonHashSeed): nil
-	// draws a random key, as an unset PYTHONHASHSEED does, so prompts
-	// differ from run to run exactly as they do under Python; set it to
-	// reproduce a Python run started with the same PYTHONHASHSEED.
-	PythonHashSeed *uint32
-	// HashAlgorithm is the Python's sys.hash_info.algorithm: HashSipHash13
-	// (Python 3.11+, also "") or HashSipHash24 (Python 3.10).
-	HashAlgorithm string
-	// Globals are reseeded with 0, as TimedTrace's constructor does
-	// (random.seed(0); numpy.random.seed(0)); nil generators are skipped.
-	Globals PythonGlobals
-	// Logf, when set, receives the line Python prints when it loads the
-	// trace.
-	Logf func(format string, args ...any)
-}
-
-// DefaultTimedTraceOptions are the flags' defaults.
-func DefaultTimedTraceOptions() TimedTraceOptions {
-	return TimedTraceOptions{
-		NumPrompts:        1000,
-		ChunkHashSize:     16,
-		SecMultiplier:     1,
-		LabelTimestamp:    "timestamp",
-		LabelInputLength:  "input_length",
-		LabelOutputLength: "output_length",
-		LabelHashIDs:      "hash_ids",
-	}
-}
-
-// SampleTimedTrace is TimedTrace.sample: the first NumPrompts lines of the
-// trace become requests whose prompt is a list of token ids (PromptIDs),
-// sent at TimestampSec = timestamp × SecMultiplier. Ids are prefix + line
-// index. There is no oversampling and no shuffling.
+// SampleTimedTrace is TimedTrace.sample: the first --num-prompts lines of
+// the --dataset-path trace become requests whose prompt is a list of token
+// ids (PromptIDs), sent at TimestampSec = timestamp ×
+// --timed-trace-sec-multiplier; the --timed-trace-label-* flags name each
+// entry's fields. Ids are --request-id-prefix + line index. There is no
+// oversampling and no shuffling; Python's global generators are reseeded
+// with 0, as TimedTrace's constructor does.
 //
 // The prompt of an entry with input length L and hash ids h1, h2, ...:
-// for each h in turn, size = min(ChunkHashSize, remaining L), the tokens
+// for each h in turn, size = min(--timed-trace-chunk-hash-size,
+// remaining L), the tokens
 // random.Random(hash(f"{h}:{size}") & 0xFFFFFFFF).choices(vocab, k=size)
 // where vocab is the sorted ids of tokenizer.get_vocab() without the
 // special ids; stop once L tokens are placed. Too few hash ids give a
 // shorter prompt; PromptLen is the actual length. Python's hash() of a str
-// depends on PYTHONHASHSEED (see pyStrHash), which PythonHashSeed stands
-// for.
-func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
+// depends on PYTHONHASHSEED (see pyStrHash), read from the environment as
+// CPython reads it: unset, its prompts differ from run to run exactly as
+// Python's do; set, they reproduce a Python run with the same value.
+func SampleTimedTrace(env *Env) ([]Request, error) {
+	hashSeed, err := ParsePythonHashSeed(os.Getenv("PYTHONHASHSEED"))
+	if err != nil {
+		return nil, valueError(err.Error())
+	}
+	return sampleTimedTrace(env, hashSeed, "")
+}
+
+// sampleTimedTrace is SampleTimedTrace with Python's str hash keyed by
+// hashSeed (PYTHONHASHSEED, see ParsePythonHashSeed: nil draws a random
+// key, as an unset PYTHONHASHSEED does) and computed by hashAlgorithm,
+// Python's sys.hash_info.algorithm: HashSipHash13 (Python 3.11+, also "")
+// or HashSipHash24 (Python 3.10).
+func sampleTimedTrace(env *Env, hashSeed *uint32, hashAlgorithm string) ([]Request, error) {
+	tok, f := env.Tokenizer, &env.Flags.TimedTraceFlags
 	if tok == nil {
 		return nil, fmt.Errorf("dataset timed_trace: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	hasher, err := newPyStrHash(o.PythonHashSeed, o.HashAlgorithm)
+	hasher, err := newPyStrHash(hashSeed, hashAlgorithm)
 	if err != nil {
 		return nil, fmt.Errorf("dataset timed_trace: %w", err)
 	}
-	if o.Globals.Random != nil {
-		o.Globals.Random.Seed(0)
+	if env.Globals.Random != nil {
+		env.Globals.Random.Seed(0)
 	}
-	if o.Globals.NumPy != nil {
-		o.Globals.NumPy.Seed(0)
+	if env.Globals.NumPy != nil {
+		env.Globals.NumPy.Seed(0)
 	}
-	if o.Logf != nil {
-		o.Logf(`timed-trace: chunk_size: %d, sec_multiplier: %s, label_ts: "%s", label_input_length: "%s", label_output_length: "%s", label_hash_ids: "%s"`,
-			o.ChunkHashSize, py.FloatRepr(o.SecMultiplier), o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs)
+	if env.Logf != nil {
+		env.Logf(`timed-trace: chunk_size: %d, sec_multiplier: %s, label_ts: "%s", label_input_length: "%s", label_output_length: "%s", label_hash_ids: "%s"`,
+			f.TimedTraceChunkHashSize, py.FloatRepr(f.TimedTraceSecMultiplier), f.TimedTraceLabelTimestamp, f.TimedTraceLabelInputLength, f.TimedTraceLabelOutputLength, f.TimedTraceLabelHashIDs)
 	}
-	if o.Path == "" {
+	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	f, err := os.Open(o.Path)
+	file, err := os.Open(env.Path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset timed_trace: %w", err)
 	}
-	defer f.Close()
+	defer file.Close()
 
-	ex := &traceExpander{tok: tok, hash: hasher, chunk: o.ChunkHashSize, cache: map[string][]int32{}}
+	ex := &traceExpander{tok: tok, hash: hasher, chunk: f.TimedTraceChunkHashSize, cache: map[string][]int32{}}
 	var reqs []Request
-	rd := bufio.NewReaderSize(newLineLimiter(f, MaxLineBytes), 1<<16)
-	for ind := 0; len(reqs) < o.NumPrompts; ind++ {
+	rd := bufio.NewReaderSize(newLineLimiter(file, MaxLineBytes), 1<<16)
+	for ind := 0; len(reqs) < env.NumPrompts; ind++ {
 		line, err := rd.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
 			break
 		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("dataset timed_trace %s: %w", o.Path, err)
+			return nil, fmt.Errorf("dataset timed_trace %s: %w", env.Path, err)
 		}
-		r, err := o.request(ex, line, ind)
+		r, err := f.request(ex, line, ind, env.RequestIDPrefix)
 		if err != nil {
-			return nil, datasetError("timed_trace", lineError(o.Path, ind+1, err))
+			return nil, datasetError("timed_trace", lineError(env.Path, ind+1, err))
 		}
 		reqs = append(reqs, r)
 	}
@@ -121,7 +97,7 @@ func SampleTimedTrace(tok Tokenizer, o TimedTraceOptions) ([]Request, error) {
 
 // request turns one trace line into a request, checking the fields in
 // Python's order.
-func (o *TimedTraceOptions) request(ex *traceExpander, line []byte, ind int) (Request, error) {
+func (f *TimedTraceFlags) request(ex *traceExpander, line []byte, ind int, idPrefix string) (Request, error) {
 	entry, err := parseTraceEntry(bytes.TrimSpace(line))
 	if err != nil {
 		return Request{}, err
@@ -141,29 +117,29 @@ func (o *TimedTraceOptions) request(ex *traceExpander, line []byte, ind int) (Re
 		}
 		return traceInt(v, label)
 	}
-	inputLen, err := intField("Input length", o.LabelInputLength, "label-input-length")
+	inputLen, err := intField("Input length", f.TimedTraceLabelInputLength, "label-input-length")
 	if err != nil {
 		return Request{}, err
 	}
-	outputLen, err := intField("Output length", o.LabelOutputLength, "label-output-length")
+	outputLen, err := intField("Output length", f.TimedTraceLabelOutputLength, "label-output-length")
 	if err != nil {
 		return Request{}, err
 	}
 	var hashIDs []json.RawMessage
-	if raw, present := entry.values[o.LabelHashIDs]; present {
+	if raw, present := entry.values[f.TimedTraceLabelHashIDs]; present {
 		if err := json.Unmarshal(raw, &hashIDs); err != nil || string(raw) == "null" {
-			return Request{}, fmt.Errorf("%q must be a list of hash ids, got %s", o.LabelHashIDs, raw)
+			return Request{}, fmt.Errorf("%q must be a list of hash ids, got %s", f.TimedTraceLabelHashIDs, raw)
 		}
 	}
 	ids, err := ex.expand(hashIDs, inputLen)
 	if err != nil {
 		return Request{}, err
 	}
-	tsRaw, err := field("Timestamp", o.LabelTimestamp, "label-timestamp")
+	tsRaw, err := field("Timestamp", f.TimedTraceLabelTimestamp, "label-timestamp")
 	if err != nil {
 		return Request{}, err
 	}
-	ts, err := traceFloat(tsRaw, o.LabelTimestamp)
+	ts, err := traceFloat(tsRaw, f.TimedTraceLabelTimestamp)
 	if err != nil {
 		return Request{}, err
 	}
@@ -171,8 +147,8 @@ func (o *TimedTraceOptions) request(ex *traceExpander, line []byte, ind int) (Re
 		PromptIDs:         ids,
 		PromptLen:         len(ids),
 		ExpectedOutputLen: outputLen,
-		RequestID:         o.RequestIDPrefix + strconv.Itoa(ind),
-		TimestampSec:      ts * o.SecMultiplier,
+		RequestID:         idPrefix + strconv.Itoa(ind),
+		TimestampSec:      ts * f.TimedTraceSecMultiplier,
 	}, nil
 }
 
@@ -393,18 +369,5 @@ type TimedTraceFlags struct {
 var timedTraceDataset = &Dataset{
 	Name:      "timed_trace",
 	SelfTimed: true,
-	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.TimedTraceFlags
-		o := DefaultTimedTraceOptions()
-		o.Path, o.NumPrompts, o.RequestIDPrefix = env.Path, env.NumPrompts, env.RequestIDPrefix
-		o.ChunkHashSize, o.SecMultiplier = f.TimedTraceChunkHashSize, f.TimedTraceSecMultiplier
-		o.LabelTimestamp, o.LabelInputLength = f.TimedTraceLabelTimestamp, f.TimedTraceLabelInputLength
-		o.LabelOutputLength, o.LabelHashIDs = f.TimedTraceLabelOutputLength, f.TimedTraceLabelHashIDs
-		var err error
-		if o.PythonHashSeed, err = ParsePythonHashSeed(os.Getenv("PYTHONHASHSEED")); err != nil {
-			return nil, valueError(err.Error())
-		}
-		o.Globals, o.Logf = env.Globals, env.Logf
-		return SampleTimedTrace(env.Tokenizer, o)
-	},
+	Sample:    SampleTimedTrace,
 }

@@ -107,12 +107,12 @@ func TestSampleTimedTraceMatchesPython(t *testing.T) {
 			if err := json.Unmarshal(raw, &want); err != nil {
 				t.Fatal(err)
 			}
-			o := DefaultTimedTraceOptions()
+			o := timedTraceEnv()
 			o.Path = filepath.Join("testdata", "timed_trace", "trace.jsonl")
-			o.SecMultiplier = 0.001
+			o.Flags.TimedTraceSecMultiplier = 0.001
 			o.RequestIDPrefix = "p-"
-			o.PythonHashSeed = &seed
-			reqs, err := SampleTimedTrace(newBPETokenizer(), o)
+			t.Setenv("PYTHONHASHSEED", fmt.Sprint(seed))
+			reqs, err := SampleTimedTrace(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,14 +143,13 @@ func TestSampleTimedTraceFirstNLinesAndGlobals(t *testing.T) {
 	seed := uint32(0)
 	g, _ := NewPythonGlobals(7)
 	g.Random.Random()
-	o := DefaultTimedTraceOptions()
+	o := timedTraceEnv()
 	o.Path = filepath.Join("testdata", "timed_trace", "trace.jsonl")
 	o.NumPrompts = 2
-	o.PythonHashSeed = &seed
 	o.Globals = g
 	var logged []string
 	o.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
-	reqs, err := SampleTimedTrace(newBPETokenizer(), o)
+	reqs, err := sampleTimedTrace(o, &seed, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +170,11 @@ func TestSampleTimedTraceFirstNLinesAndGlobals(t *testing.T) {
 
 func TestSampleTimedTraceRenamedLabelsAndUnsetHashSeed(t *testing.T) {
 	path := writeFile(t, "trace.jsonl", `{"ts": 2, "in": 20, "out": 5, "h": [9, 8]}`+"\n")
-	o := DefaultTimedTraceOptions()
+	o := timedTraceEnv()
 	o.Path = path
-	o.LabelTimestamp, o.LabelInputLength, o.LabelOutputLength, o.LabelHashIDs = "ts", "in", "out", "h"
-	o.SecMultiplier = 0.5
-	reqs, err := SampleTimedTrace(newBPETokenizer(), o)
+	o.Flags.TimedTraceLabelTimestamp, o.Flags.TimedTraceLabelInputLength, o.Flags.TimedTraceLabelOutputLength, o.Flags.TimedTraceLabelHashIDs = "ts", "in", "out", "h"
+	o.Flags.TimedTraceSecMultiplier = 0.5
+	reqs, err := sampleTimedTrace(o, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +208,9 @@ func TestSampleTimedTraceErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := DefaultTimedTraceOptions()
+			o := timedTraceEnv()
 			o.Path = writeFile(t, "trace.jsonl", c.line+"\n")
-			_, err := SampleTimedTrace(newBPETokenizer(), o)
+			_, err := SampleTimedTrace(o)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -228,16 +227,18 @@ func TestSampleTimedTraceErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := SampleTimedTrace(newBPETokenizer(), TimedTraceOptions{}); err == nil || err.Error() != "dataset_path must be provided for loading data." {
+	if _, err := SampleTimedTrace(&Env{Tokenizer: newBPETokenizer(), Flags: &Flags{}}); err == nil || err.Error() != "dataset_path must be provided for loading data." {
 		t.Errorf("no path: %v", err)
 	}
-	if _, err := SampleTimedTrace(nil, DefaultTimedTraceOptions()); err == nil {
+	if _, err := SampleTimedTrace(&Env{Flags: timedTraceEnv().Flags}); err == nil {
 		t.Error("no tokenizer: no error")
 	}
-	o := DefaultTimedTraceOptions()
-	o.HashAlgorithm = "fnv"
-	if _, err := SampleTimedTrace(newBPETokenizer(), o); err == nil || !strings.Contains(err.Error(), "siphash13") {
+	if _, err := sampleTimedTrace(timedTraceEnv(), nil, "fnv"); err == nil || !strings.Contains(err.Error(), "siphash13") {
 		t.Errorf("bad algorithm: %v", err)
+	}
+	t.Setenv("PYTHONHASHSEED", "soon")
+	if _, err := SampleTimedTrace(timedTraceEnv()); err == nil || !strings.Contains(err.Error(), "PYTHONHASHSEED") {
+		t.Errorf("bad PYTHONHASHSEED: %v", err)
 	}
 }
 
@@ -293,4 +294,16 @@ func FuzzParseTraceEntry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// timedTraceEnv is an Env for timed_trace with the flags' defaults.
+func timedTraceEnv() *Env {
+	return &Env{Tokenizer: newBPETokenizer(), NumPrompts: 1000, Flags: &Flags{TimedTraceFlags: TimedTraceFlags{
+		TimedTraceChunkHashSize:     16,
+		TimedTraceSecMultiplier:     1,
+		TimedTraceLabelTimestamp:    "timestamp",
+		TimedTraceLabelInputLength:  "input_length",
+		TimedTraceLabelOutputLength: "output_length",
+		TimedTraceLabelHashIDs:      "hash_ids",
+	}}}
 }
