@@ -67,7 +67,7 @@ func BenchmarkSampleRandom(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			tok := newBPETokenizer()
-			o := RandomOptions{NumPrompts: 64, InputLen: 256, OutputLen: 16, RangeRatio: RangeRatio{0.1, 0.1}, Workers: workers}
+			o := RandomOptions{Env: &Env{NumPrompts: 64, Workers: workers}, InputLen: 256, OutputLen: 16, RangeRatio: RangeRatio{0.1, 0.1}}
 			b.ReportAllocs()
 			for b.Loop() {
 				tok.encodes.Clear()

@@ -14,24 +14,19 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// RandomOptions are the `random` dataset's inputs (spec §g).
+// RandomOptions are the `random` dataset's inputs (spec §g): the run's Env
+// (--num-prompts; --seed, for the dataset's private numpy.default_rng;
+// --request-id-prefix, request i getting prefix + i; Workers; Logf, which
+// receives the lines Python logs: sampling ranges, token-mismatch
+// warnings) and --random-* as parsed. random-mm and random-rerank build on
+// them.
 type RandomOptions struct {
-	NumPrompts int        // --num-prompts
+	*Env
 	InputLen   int        // --random-input-len (after --input-len)
 	OutputLen  int        // --random-output-len (after --output-len)
 	RangeRatio RangeRatio // --random-range-ratio
 	PrefixLen  int        // --random-prefix-len
 	BatchSize  int        // --random-batch-size; <= 1 means one prompt per request
-	Seed       int64      // --seed, for the dataset's private numpy.default_rng
-	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
-	RequestIDPrefix string
-	// Workers bounds the goroutines doing tokenizer work; 0 means one per
-	// usable CPU. With a ServerTokenizer each round is an HTTP call, so
-	// more workers than CPUs (e.g. 64) keep the server busy.
-	Workers int
-	// Logf, when set, receives the lines Python logs (sampling ranges,
-	// token-mismatch warnings).
-	Logf func(format string, args ...any)
 }
 
 // SampleRandom builds the `random` dataset exactly as Python's
@@ -278,13 +273,16 @@ type RandomFlags struct {
 	NoReranker       bool   `long:"no-reranker" description:"random-rerank: the model is not a native reranker."`
 }
 
-// rangeRatio is --random-range-ratio parsed, a ValueError as in Python.
-func (f *RandomFlags) rangeRatio() (RangeRatio, error) {
+// randomOptions are env's RandomOptions: --random-range-ratio is parsed
+// here, a ValueError as in Python.
+func randomOptions(env *Env) (RandomOptions, error) {
+	f := &env.Flags.RandomFlags
 	ratio, err := ParseRangeRatio(f.RandomRangeRatio)
 	if err != nil {
-		return ratio, valueError(err.Error())
+		return RandomOptions{}, valueError(err.Error())
 	}
-	return ratio, nil
+	return RandomOptions{Env: env, InputLen: f.RandomInputLen, OutputLen: f.RandomOutputLen,
+		RangeRatio: ratio, PrefixLen: f.RandomPrefixLen, BatchSize: f.RandomBatchSize}, nil
 }
 
 var randomDataset = &Dataset{
@@ -293,15 +291,10 @@ var randomDataset = &Dataset{
 	ExactOutputLen:  true,
 	AlignWithServer: true,
 	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.RandomFlags
-		ratio, err := f.rangeRatio()
+		o, err := randomOptions(env)
 		if err != nil {
 			return nil, err
 		}
-		return SampleRandom(env.Tokenizer, RandomOptions{
-			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, OutputLen: f.RandomOutputLen,
-			RangeRatio: ratio, PrefixLen: f.RandomPrefixLen, BatchSize: f.RandomBatchSize,
-			Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
-		})
+		return SampleRandom(env.Tokenizer, o)
 	},
 }

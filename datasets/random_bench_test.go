@@ -10,7 +10,7 @@ func BenchmarkSampleRandomLlama3(b *testing.B) {
 	b.ReportAllocs()
 	clock := startCPU()
 	for b.Loop() {
-		if _, err := SampleRandom(tok, RandomOptions{NumPrompts: n, InputLen: 1024, OutputLen: 128, Seed: 0}); err != nil {
+		if _, err := SampleRandom(tok, RandomOptions{Env: &Env{NumPrompts: n, Seed: 0}, InputLen: 1024, OutputLen: 128}); err != nil {
 			b.Fatal(err)
 		}
 	}

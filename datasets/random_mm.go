@@ -57,17 +57,15 @@ func ParseMMLimits(s string) ([]MMLimit, error) {
 	return out, nil
 }
 
-// RandomMMOptions are the `random-mm` dataset's inputs: the text options of
-// `random` plus the media ones.
+// RandomMMOptions are the `random-mm` dataset's inputs: those of `random`
+// (with the Env's --backend, which Python requires to be openai-chat or
+// openai-audio, "" skipping the check; --enable-multimodal-chat, which
+// makes the prompt and the images one user chat message (ChatMessages)
+// instead of Prompt + MultiModal; and Workers, which also bound the JPEG
+// encoding) plus the media ones, parsed. BatchSize must be 1 (0 is taken
+// as 1).
 type RandomMMOptions struct {
-	NumPrompts int        // --num-prompts
-	InputLen   int        // --random-input-len (after --input-len)
-	OutputLen  int        // --random-output-len (after --output-len)
-	RangeRatio RangeRatio // --random-range-ratio
-	PrefixLen  int        // --random-prefix-len
-	// BatchSize is --random-batch-size; random-mm accepts only 1 (0 is
-	// taken as 1).
-	BatchSize int
+	RandomOptions
 	// BaseItemsPerRequest is --random-mm-base-items-per-request (n).
 	BaseItemsPerRequest int
 	// NumMMItemsRangeRatio is --random-mm-num-mm-items-range-ratio (r):
@@ -76,21 +74,6 @@ type RandomMMOptions struct {
 	NumMMItemsRangeRatio float64
 	Limits               []MMLimit  // --random-mm-limit-mm-per-prompt, in JSON order
 	Buckets              []MMBucket // --random-mm-bucket-config, in dict order
-	// EnableMultimodalChat is --enable-multimodal-chat: the prompt and the
-	// images become one user chat message (ChatMessages) instead of
-	// Prompt + MultiModal.
-	EnableMultimodalChat bool
-	// Backend is --backend; Python refuses random-mm unless it is
-	// openai-chat or openai-audio. "" skips the check.
-	Backend string
-	Seed    int64 // --seed, for the dataset's private numpy.default_rng
-	// RequestIDPrefix is --request-id-prefix; request i gets prefix + i.
-	RequestIDPrefix string
-	// Workers bounds the goroutines doing tokenizer work and JPEG
-	// encoding; 0 means one per usable CPU.
-	Workers int
-	// Logf, when set, receives the lines Python logs.
-	Logf func(format string, args ...any)
 }
 
 // randomMMBackends are the backends random-mm may be used with.
@@ -425,21 +408,18 @@ var randomMMDataset = &Dataset{
 	Synthetic:      true,
 	ExactOutputLen: true,
 	Sample: func(env *Env) ([]Request, error) {
-		f, mm := &env.Flags.RandomFlags, &env.Flags.RandomMMFlags
-		ratio, err := f.rangeRatio()
+		o, err := randomOptions(env)
 		if err != nil {
 			return nil, err
 		}
+		mm := &env.Flags.RandomMMFlags
 		limits, err := ParseMMLimits(string(mm.RandomMMLimitMMPerPrompt))
 		if err != nil {
 			return nil, valueError(err.Error())
 		}
 		return SampleRandomMM(env.Tokenizer, RandomMMOptions{
-			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, OutputLen: f.RandomOutputLen,
-			RangeRatio: ratio, PrefixLen: f.RandomPrefixLen, BatchSize: f.RandomBatchSize,
-			BaseItemsPerRequest: mm.RandomMMBaseItemsPerRequest, NumMMItemsRangeRatio: mm.RandomMMNumMMItemsRangeRatio,
-			Limits: limits, Buckets: mm.RandomMMBucketConfig, EnableMultimodalChat: env.EnableMultimodalChat,
-			Backend: env.Backend, Seed: env.Seed, RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
+			RandomOptions: o, BaseItemsPerRequest: mm.RandomMMBaseItemsPerRequest,
+			NumMMItemsRangeRatio: mm.RandomMMNumMMItemsRangeRatio, Limits: limits, Buckets: mm.RandomMMBucketConfig,
 		})
 	},
 }

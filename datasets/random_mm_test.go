@@ -118,10 +118,13 @@ func TestSampleRandomMMMatchesSequentialReference(t *testing.T) {
 	tok := newBPETokenizer()
 	buckets := []MMBucket{{8, 12, 1, 1}, {16, 4, 1, 3}, {32, 32, 4, 0}}
 	o := RandomMMOptions{
-		NumPrompts: 30, InputLen: 40, OutputLen: 9, Seed: 11, RangeRatio: RangeRatio{0.3, 0.2},
+		RandomOptions: RandomOptions{
+			Env:      &Env{NumPrompts: 30, Seed: 11, Backend: "openai-chat", RequestIDPrefix: "mm-", Workers: 3},
+			InputLen: 40, OutputLen: 9, RangeRatio: RangeRatio{0.3, 0.2},
+		},
 		BaseItemsPerRequest: 2, NumMMItemsRangeRatio: 0.5,
 		Limits:  []MMLimit{{"image", 2}, {"video", 1}, {"audio", 1}},
-		Buckets: buckets, Backend: "openai-chat", RequestIDPrefix: "mm-", Workers: 3,
+		Buckets: buckets,
 	}
 	var logged []string
 	o.Logf = func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
@@ -173,12 +176,12 @@ func TestSampleRandomMMMatchesSequentialReference(t *testing.T) {
 
 func TestSampleRandomMMWithoutItemsIsRandom(t *testing.T) {
 	tok := newBPETokenizer()
-	ro := RandomOptions{NumPrompts: 20, InputLen: 50, OutputLen: 10, PrefixLen: 6, Seed: 3, RequestIDPrefix: "r"}
+	ro := RandomOptions{Env: &Env{NumPrompts: 20, Seed: 3, RequestIDPrefix: "r"}, InputLen: 50, OutputLen: 10, PrefixLen: 6}
 	want, err := SampleRandom(tok, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := SampleRandomMM(tok, RandomMMOptions{NumPrompts: 20, InputLen: 50, OutputLen: 10, PrefixLen: 6, Seed: 3, RequestIDPrefix: "r",
+	got, err := SampleRandomMM(tok, RandomMMOptions{RandomOptions: ro,
 		BaseItemsPerRequest: 0, Limits: DefaultMMLimits(), Buckets: DefaultMMBuckets()})
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +198,9 @@ func TestSampleRandomMMWithoutItemsIsRandom(t *testing.T) {
 }
 
 func TestSampleRandomMMChat(t *testing.T) {
-	reqs, err := SampleRandomMM(newBPETokenizer(), RandomMMOptions{NumPrompts: 2, InputLen: 8, OutputLen: 4, Seed: 1,
-		BaseItemsPerRequest: 1, Limits: DefaultMMLimits(), Buckets: []MMBucket{{2, 3, 1, 1}}, EnableMultimodalChat: true})
+	reqs, err := SampleRandomMM(newBPETokenizer(), RandomMMOptions{
+		RandomOptions:       RandomOptions{Env: &Env{NumPrompts: 2, Seed: 1, EnableMultimodalChat: true}, InputLen: 8, OutputLen: 4},
+		BaseItemsPerRequest: 1, Limits: DefaultMMLimits(), Buckets: []MMBucket{{2, 3, 1, 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +268,7 @@ func TestMMItemCapRenormalises(t *testing.T) {
 
 func TestSampleRandomMMErrors(t *testing.T) {
 	base := func() RandomMMOptions {
-		return RandomMMOptions{NumPrompts: 2, InputLen: 8, OutputLen: 4, BaseItemsPerRequest: 1, Limits: DefaultMMLimits(), Buckets: DefaultMMBuckets()}
+		return RandomMMOptions{RandomOptions: RandomOptions{Env: &Env{NumPrompts: 2}, InputLen: 8, OutputLen: 4}, BaseItemsPerRequest: 1, Limits: DefaultMMLimits(), Buckets: DefaultMMBuckets()}
 	}
 	cases := []struct {
 		name   string

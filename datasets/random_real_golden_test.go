@@ -66,11 +66,9 @@ type randomGoldenCase struct {
 
 func randomGoldenCases() []randomGoldenCase {
 	return []randomGoldenCase{
-		{Name: "llama3-1024", File: "llama3.json", Options: RandomOptions{NumPrompts: 1000, InputLen: 1024, OutputLen: 128, Seed: 0}},
-		{Name: "llama3-ratio-prefix", File: "llama3.json", Options: RandomOptions{NumPrompts: 300, InputLen: 512, OutputLen: 64,
-			RangeRatio: RangeRatio{0.5, 0.5}, PrefixLen: 37, Seed: 12345, RequestIDPrefix: "r-"}},
-		{Name: "qwen3-batch", File: "qwen3.json", Options: RandomOptions{NumPrompts: 200, InputLen: 300, OutputLen: 16,
-			RangeRatio: RangeRatio{0.25, 0}, BatchSize: 3, Seed: 7}},
+		{Name: "llama3-1024", File: "llama3.json", Options: RandomOptions{Env: &Env{NumPrompts: 1000, Seed: 0}, InputLen: 1024, OutputLen: 128}},
+		{Name: "llama3-ratio-prefix", File: "llama3.json", Options: RandomOptions{Env: &Env{NumPrompts: 300, Seed: 12345, RequestIDPrefix: "r-"}, InputLen: 512, OutputLen: 64, RangeRatio: RangeRatio{0.5, 0.5}, PrefixLen: 37}},
+		{Name: "qwen3-batch", File: "qwen3.json", Options: RandomOptions{Env: &Env{NumPrompts: 200, Seed: 7}, InputLen: 300, OutputLen: 16, RangeRatio: RangeRatio{0.25, 0}, BatchSize: 3}},
 	}
 }
 

@@ -7,19 +7,15 @@ import (
 	"github.com/stampede-bench/stampede/datasets/pyrand"
 )
 
-// RandomRerankOptions are the `random-rerank` dataset's inputs.
+// RandomRerankOptions are the `random-rerank` dataset's inputs: those of
+// `random` (its NumPrompts counts documents, its BatchSize documents per
+// request, each plus one with NoReranker; OutputLen and PrefixLen are not
+// used) plus --no-reranker.
 type RandomRerankOptions struct {
-	NumPrompts int        // --num-prompts: documents (plus one with --no-reranker)
-	InputLen   int        // --random-input-len
-	RangeRatio RangeRatio // --random-range-ratio
-	BatchSize  int        // --random-batch-size: documents per request (plus one with --no-reranker)
+	RandomOptions
 	// NoReranker is --no-reranker: the model scores pairs without a native
 	// reranking head, so no separator token is counted.
-	NoReranker      bool
-	Seed            int64
-	RequestIDPrefix string
-	Workers         int
-	Logf            func(format string, args ...any)
+	NoReranker bool
 }
 
 // SampleRandomRerank is RandomDatasetForReranking: one random query and
@@ -107,15 +103,10 @@ var randomRerankDataset = &Dataset{
 	Name:      "random-rerank",
 	Synthetic: true,
 	Sample: func(env *Env) ([]Request, error) {
-		f := &env.Flags.RandomFlags
-		ratio, err := f.rangeRatio()
+		o, err := randomOptions(env)
 		if err != nil {
 			return nil, err
 		}
-		return SampleRandomRerank(env.Tokenizer, RandomRerankOptions{
-			NumPrompts: env.NumPrompts, InputLen: f.RandomInputLen, RangeRatio: ratio,
-			BatchSize: f.RandomBatchSize, NoReranker: f.NoReranker, Seed: env.Seed,
-			RequestIDPrefix: env.RequestIDPrefix, Logf: env.Logf,
-		})
+		return SampleRandomRerank(env.Tokenizer, RandomRerankOptions{RandomOptions: o, NoReranker: env.Flags.NoReranker})
 	},
 }

@@ -90,9 +90,9 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 func TestSampleRandomMatchesSequentialReference(t *testing.T) {
 	tok := newBPETokenizer()
 	tests := []RandomOptions{
-		{NumPrompts: 40, InputLen: 64, OutputLen: 16, Seed: 0},
-		{NumPrompts: 25, InputLen: 100, OutputLen: 32, Seed: 7, RangeRatio: RangeRatio{0.5, 0.25}, PrefixLen: 20},
-		{NumPrompts: 10, InputLen: 2, OutputLen: 1, Seed: 3, PrefixLen: 5},
+		{Env: &Env{NumPrompts: 40, Seed: 0}, InputLen: 64, OutputLen: 16},
+		{Env: &Env{NumPrompts: 25, Seed: 7}, InputLen: 100, OutputLen: 32, RangeRatio: RangeRatio{0.5, 0.25}, PrefixLen: 20},
+		{Env: &Env{NumPrompts: 10, Seed: 3}, InputLen: 2, OutputLen: 1, PrefixLen: 5},
 	}
 	for _, o := range tests {
 		o.RequestIDPrefix = "bench-x-"
@@ -117,7 +117,7 @@ func TestSampleRandomMatchesSequentialReference(t *testing.T) {
 
 func TestSampleRandomLengthsAndIDs(t *testing.T) {
 	tok := newBPETokenizer()
-	o := RandomOptions{NumPrompts: 60, InputLen: 81, OutputLen: 20, RangeRatio: RangeRatio{0.2, 0.5}, Seed: 11, RequestIDPrefix: "p-"}
+	o := RandomOptions{Env: &Env{NumPrompts: 60, Seed: 11, RequestIDPrefix: "p-"}, InputLen: 81, OutputLen: 20, RangeRatio: RangeRatio{0.2, 0.5}}
 	reqs, err := SampleRandom(tok, o)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestSampleRandomLengthsAndIDs(t *testing.T) {
 
 func TestSampleRandomBatches(t *testing.T) {
 	tok := newBPETokenizer()
-	o := RandomOptions{NumPrompts: 7, InputLen: 10, OutputLen: 4, Seed: 1, RequestIDPrefix: "b-"}
+	o := RandomOptions{Env: &Env{NumPrompts: 7, Seed: 1, RequestIDPrefix: "b-"}, InputLen: 10, OutputLen: 4}
 	single, err := SampleRandom(tok, o)
 	if err != nil {
 		t.Fatal(err)
@@ -177,10 +177,10 @@ func TestSampleRandomErrors(t *testing.T) {
 		o    RandomOptions
 		want string
 	}{
-		{"input too small", RandomOptions{NumPrompts: 1, InputLen: 1, OutputLen: 1},
+		{"input too small", RandomOptions{Env: &Env{NumPrompts: 1}, InputLen: 1, OutputLen: 1},
 			"--random-input-len is too small: with tokenizer special tokens 1 and input range ratio 0.0, the minimum possible total input tokens (prefix + sampled) is 0. Increase --random-input-len and/or --random-prefix-len, or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1."},
-		{"input ratio", RandomOptions{NumPrompts: 1, InputLen: 100, OutputLen: 1, RangeRatio: RangeRatio{-0.5, 0}}, "input_range_ratio must be in [0, 1)."},
-		{"output ratio", RandomOptions{NumPrompts: 1, InputLen: 100, OutputLen: 1, RangeRatio: RangeRatio{0, 1}}, "output_range_ratio must be in [0, 1)."},
+		{"input ratio", RandomOptions{Env: &Env{NumPrompts: 1}, InputLen: 100, OutputLen: 1, RangeRatio: RangeRatio{-0.5, 0}}, "input_range_ratio must be in [0, 1)."},
+		{"output ratio", RandomOptions{Env: &Env{NumPrompts: 1}, InputLen: 100, OutputLen: 1, RangeRatio: RangeRatio{0, 1}}, "output_range_ratio must be in [0, 1)."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestParseRangeRatio(t *testing.T) {
 // that a change in the RNG ports or the length fix shows up as a diff.
 // Regenerate with: go test ./datasets -run Golden -update
 func TestSampleRandomGolden(t *testing.T) {
-	reqs, err := SampleRandom(newBPETokenizer(), RandomOptions{NumPrompts: 4, InputLen: 24, OutputLen: 8, RangeRatio: RangeRatio{0.3, 0.3}, PrefixLen: 4, Seed: 42, RequestIDPrefix: "g-"})
+	reqs, err := SampleRandom(newBPETokenizer(), RandomOptions{Env: &Env{NumPrompts: 4, Seed: 42, RequestIDPrefix: "g-"}, InputLen: 24, OutputLen: 8, RangeRatio: RangeRatio{0.3, 0.3}, PrefixLen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +253,8 @@ func TestSampleRandomRerank(t *testing.T) {
 		wantGroups []int // documents per request
 		sep        int
 	}{
-		{"reranker", RandomRerankOptions{NumPrompts: 5, InputLen: 40, BatchSize: 2, Seed: 1}, []int{2, 2, 1}, 1},
-		{"no reranker", RandomRerankOptions{NumPrompts: 5, InputLen: 20, BatchSize: 3, NoReranker: true, Seed: 1}, []int{2, 2}, 0},
+		{"reranker", RandomRerankOptions{RandomOptions: RandomOptions{Env: &Env{NumPrompts: 5, Seed: 1}, InputLen: 40, BatchSize: 2}}, []int{2, 2, 1}, 1},
+		{"no reranker", RandomRerankOptions{RandomOptions: RandomOptions{Env: &Env{NumPrompts: 5, Seed: 1}, InputLen: 20, BatchSize: 3}, NoReranker: true}, []int{2, 2}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,7 +284,7 @@ func TestSampleRandomRerank(t *testing.T) {
 			}
 		})
 	}
-	if _, err := SampleRandomRerank(tok, RandomRerankOptions{NumPrompts: 1, InputLen: 20, BatchSize: 3, NoReranker: true}); err == nil {
+	if _, err := SampleRandomRerank(tok, RandomRerankOptions{RandomOptions: RandomOptions{Env: &Env{NumPrompts: 1}, InputLen: 20, BatchSize: 3}, NoReranker: true}); err == nil {
 		t.Error("--no-reranker with one prompt accepted")
 	}
 }

@@ -96,6 +96,11 @@ type Env struct {
 	// ChatBackend is set when the backend posts the Chat Completions API,
 	// whose server applies the chat template itself.
 	ChatBackend bool
+	// Workers bounds the goroutines doing tokenizer work (and random-mm's
+	// JPEG encoding) in the random* datasets; 0 means one per usable CPU.
+	// With a ServerTokenizer each round is an HTTP call, so more workers
+	// than CPUs (e.g. 64) keep the server busy.
+	Workers int
 	// Logf writes one log line (no trailing newline needed).
 	Logf func(format string, args ...any)
 

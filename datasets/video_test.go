@@ -370,10 +370,13 @@ func TestSampleRandomMMVideos(t *testing.T) {
 	// --random-mm-limit-mm-per-prompt's default.
 	buckets := []MMBucket{{8, 12, 1, 1}, {16, 24, 3, 1}, {10, 6, 2, 2}}
 	o := RandomMMOptions{
-		NumPrompts: 12, InputLen: 20, OutputLen: 5, Seed: 4,
+		RandomOptions: RandomOptions{
+			Env:      &Env{NumPrompts: 12, Seed: 4, Backend: "openai-chat", RequestIDPrefix: "v-", Workers: 2},
+			InputLen: 20, OutputLen: 5,
+		},
 		BaseItemsPerRequest: 2, NumMMItemsRangeRatio: 0.5,
 		Limits:  []MMLimit{{"image", 2}, {"video", 1}},
-		Buckets: buckets, Backend: "openai-chat", RequestIDPrefix: "v-", Workers: 2,
+		Buckets: buckets,
 	}
 	reqs, err := SampleRandomMM(tok, o)
 	if err != nil {
