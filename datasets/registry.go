@@ -27,8 +27,9 @@ type Dataset struct {
 func (d *Dataset) Built() bool { return d.Sample != nil }
 
 // Registry is every --dataset-name choice, in the order `vllm bench serve`
-// lists them. Adding a dataset is one file declaring its *Dataset (and,
-// when it brings options, its flag group in Flags) and one row here.
+// lists them. Adding a dataset is one file declaring its *Dataset, its
+// Sample<Name>(env *Env) and, when it brings options, its flag group
+// (embedded in Flags in Python's group order), and one row here.
 var Registry = []*Dataset{
 	shareGPTDataset,
 	burstGPTDataset,
