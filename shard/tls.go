@@ -70,11 +70,7 @@ func StartTLS(cfg Config, tlsConfig *tls.Config, workers int) *TLSTransport {
 		handshakes: make([]HandshakeTimes, len(cfg.Requests)),
 		startCPU:   processCPU(),
 	}
-	if ok, why := KTLSAvailable(); ok {
-		t.ktls = "kTLS available but unused"
-	} else {
-		t.ktls = "no kTLS (" + why + ")"
-	}
+	t.ktls = ktlsNote()
 	if cfg.KernelTimestamps {
 		t.keeper, _ = openStampKeeper(stampSwitchWait)
 	}

@@ -1,0 +1,279 @@
+package shard
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/internal/tls13"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// TestTLSOnLoop: streams over TLS run on the shard loop with keep-alive
+// reuse, every read kernel-stamped; connections the server closes are
+// reopened with a resumed session; the handshake is its own phase.
+func TestTLSOnLoop(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := append(strings.Fields(strings.Repeat("/ok/5 ", 12)), "/close/2", "/close/2", "/close/2", "/500", "/reset-mid")
+	data, health := runPaths(t, srv, paths, run{slots: 2, limit: 2, streaming: true, stamps: true, tls: PrepareTLS(tlsConfig, 2)})
+	for _, res := range data.Results[:15] {
+		want := "t0t1t2t3t4"
+		if strings.HasPrefix(paths[res.Index], "/close") {
+			want = "t0t1"
+		}
+		if !res.Success || res.GeneratedText != want || res.TTFTNs <= 0 {
+			t.Errorf("request %d (%s): success %v, text %q, error %q", res.Index, paths[res.Index], res.Success, res.GeneratedText, res.Error)
+		}
+		checkBreakdown(t, res)
+		if b := res.Breakdown; b.NewConn != (b.TLSNs > 0) {
+			t.Errorf("request %d: new connection %v with TLS handshake %d ns", res.Index, b.NewConn, b.TLSNs)
+		}
+	}
+	if r := data.Results[15]; r.Error != "Internal Server Error" {
+		t.Errorf("500 over TLS: %q", r.Error)
+	}
+	if r := data.Results[16]; r.Success || !strings.Contains(r.Error, "after 2 token events") {
+		t.Errorf("reset over TLS: %q", r.Error)
+	}
+	h := health[0]
+	if h.TLSHandshakes != srv.Accepted.Load() || h.TLSHandshakes < 4 {
+		t.Errorf("%d handshakes for %d accepted connections", h.TLSHandshakes, srv.Accepted.Load())
+	}
+	// Every connection after the first two (opened together, before any
+	// ticket) resumes.
+	if h.TLSResumed < h.TLSHandshakes-2 {
+		t.Errorf("%d of %d handshakes resumed", h.TLSResumed, h.TLSHandshakes)
+	}
+	if h.Reads == 0 || h.StampedReads != h.Reads {
+		t.Errorf("kernel stamps on %d of %d reads", h.StampedReads, h.Reads)
+	}
+	if !strings.HasPrefix(h.TLSPath, TLSPathLoop) || h.TLSHandshakeCPU <= 0 || h.CPUTime < h.TLSHandshakeCPU {
+		t.Errorf("path %q, handshake CPU %v, shard CPU %v", h.TLSPath, h.TLSHandshakeCPU, h.CPUTime)
+	}
+}
+
+// clientGoroutines counts the goroutines outside the test server.
+func clientGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if len(g) > 0 && !bytes.Contains(g, []byte("shardtest.")) {
+			count++
+		}
+	}
+	return count
+}
+
+// TestTLSStreamsNeedNoGoroutines: 500 TLS streams in flight on one shard
+// add no goroutine per connection once their handshakes are done (the
+// handshakers leave when idle).
+func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	const n = 500
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
+	}
+	before := clientGoroutines()
+	q := NewQueue(n, 0)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
+		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(sh.Run)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+	}
+	sh.WakeIfSleeping()
+	for srv.Requests.Load() < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The handshakers finish their last result and leave.
+	var during int
+	for range 200 {
+		if during = clientGoroutines(); during <= before+2 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sh.Abort()
+	wg.Wait()
+	if during > before+2 {
+		t.Errorf("%d goroutines outside the server with %d TLS streams in flight, %d before; want the loop's alone", during, n, before)
+	}
+	for _, r := range metrics.Merge(n, rec).Results {
+		if r.Error != "cancelled" || r.ChunkEvents != 1 {
+			t.Fatalf("request %d: %d events, error %q; want the first token, then cancelled", r.Index, r.ChunkEvents, r.Error)
+		}
+	}
+}
+
+// keyUpdateServer accepts one TLS 1.3 connection, reads the first
+// request through crypto/tls, then writes its own records: a KeyUpdate
+// asking the client to update too, and the response under the new key. The
+// second request on the connection can only be read by crypto/tls if the
+// client sent its KeyUpdate and sealed the request with its updated key.
+func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter) {
+	nc, err := ln.Accept()
+	if err != nil {
+		got <- err.Error()
+		return
+	}
+	defer nc.Close()
+	c := &countingConn{Conn: nc, n: records}
+	keys := &keyLog{}
+	// No tickets: the server's first record after the handshake is then
+	// number 0 under its first traffic key.
+	sc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true, KeyLogWriter: keys,
+		MinVersion: tls.VersionTLS13})
+	r := bufio.NewReader(sc)
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		sseChunk("data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n") + sseChunk("data: [DONE]\n\n") + "0\r\n\r\n"
+	var key *tls13.Key
+	for i := range 2 {
+		req, err := http.ReadRequest(r)
+		if err != nil {
+			got <- "request " + strconv.Itoa(i) + ": " + err.Error()
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		got <- req.URL.Path
+		var out []byte
+		if i == 0 {
+			if key, err = tls13.NewKey(sc.ConnectionState().CipherSuite, keys.server); err != nil {
+				got <- err.Error()
+				return
+			}
+			out = sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
+			key.Update()
+		}
+		c.Write(sealRecord(out, key, tlsAppData, []byte(answer)))
+	}
+}
+
+func sseChunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
+
+func testCert(t *testing.T) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestTLSKeyUpdate: a KeyUpdate from the server moves the loop's read key
+// (the answer after it is read), and, asked to, the loop sends its own and
+// seals the next request with its new write key (crypto/tls on the server
+// reads it).
+func TestTLSKeyUpdate(t *testing.T) {
+	cert := testCert(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 4)
+	records := &recordCounter{}
+	go keyUpdateServer(ln, cert, got, records)
+	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
+	cfg := PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)
+	data, _ := runPaths(t, srv, []string{"/first", "/second"}, run{slots: 1, limit: 1, streaming: true, tls: cfg})
+	for _, r := range data.Results {
+		if !r.Success || r.GeneratedText != "a" {
+			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
+		}
+	}
+	for _, want := range []string{"/first", "/second"} {
+		if p := <-got; p != want {
+			t.Errorf("server read %q, want %q", p, want)
+		}
+	}
+	// The client's protected records: its Finished, the first request,
+	// its KeyUpdate, the second request.
+	if n := records.count(); n != 4 {
+		t.Errorf("client sent %d protected records; want 4 (Finished, request, KeyUpdate, request)", n)
+	}
+}
+
+// recordCounter counts the protected records in a TLS byte stream.
+type recordCounter struct {
+	mu      sync.Mutex
+	hdr     []byte
+	skip    int
+	records int
+}
+
+func (r *recordCounter) feed(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(b) > 0 {
+		if r.skip > 0 {
+			n := min(r.skip, len(b))
+			r.skip -= n
+			b = b[n:]
+			continue
+		}
+		n := min(tlsHeaderLen-len(r.hdr), len(b))
+		r.hdr = append(r.hdr, b[:n]...)
+		b = b[n:]
+		if len(r.hdr) == tlsHeaderLen {
+			if r.hdr[0] == tlsAppData {
+				r.records++
+			}
+			r.skip = int(r.hdr[3])<<8 | int(r.hdr[4])
+			r.hdr = r.hdr[:0]
+		}
+	}
+}
+
+func (r *recordCounter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records
+}
+
+type countingConn struct {
+	net.Conn
+	n *recordCounter
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.feed(p[:n])
+	return n, err
+}
