@@ -51,9 +51,8 @@ type loopTLS struct {
 	read, write *tls13.Key
 	// feed is the server's first traffic key, under which handshake
 	// messages are re-sealed for tc (which never sees a KeyUpdate, so its
-	// key never moves); fed counts those records.
+	// key never moves; its Seq counts the records tc has read).
 	feed *tls13.Key
-	fed  uint64
 	tc   *tls.Conn    // takes the first session ticket; nil afterwards
 	raw  *stampedConn // tc's transport, used only to inject records
 	// partial holds the start of a record a read did not complete.
