@@ -164,7 +164,7 @@ func (t *loopTLS) handshakeMsgs(msg []byte) error {
 		// its buffers go with it. A failed hand-over costs only
 		// resumption.
 		t.inject(msg[:at])
-		t.tc, t.raw = nil, nil
+		t.tc, t.raw, t.feed = nil, nil, nil
 	}
 	if !found {
 		return nil
