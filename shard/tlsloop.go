@@ -561,8 +561,10 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 	t := c.tls
 	buf := s.rx.buf
 	k := copy(buf, t.partial)
+	t.partial = t.partial[:0]
 	data, realtimeNs, err := s.rx.recvInto(c.fd, buf[k:])
 	if err == errWouldBlock {
+		t.partial = append(t.partial, buf[:k]...)
 		return false
 	}
 	if err != nil {

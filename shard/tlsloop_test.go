@@ -140,7 +140,8 @@ func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
 
 // keyUpdateServer accepts one TLS 1.3 connection, reads the first
 // request through crypto/tls, then writes its own records: a KeyUpdate
-// asking the client to update too, and the response under the new key. The
+// asking the client to update too, and the response under the new key
+// (each answer's last record split across two segments). The
 // second request on the connection can only be read by crypto/tls if the
 // client sent its KeyUpdate and sealed the request with its updated key.
 func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter) {
@@ -177,7 +178,12 @@ func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, r
 			out = sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
 			key.Update()
 		}
-		c.Write(sealRecord(out, key, tlsAppData, []byte(answer)))
+		out = sealRecord(out, key, tlsAppData, []byte(answer))
+		// The last record in two segments: the read that completes it
+		// completes the answer, and the connection is then reused.
+		c.Write(out[:len(out)-7])
+		time.Sleep(20 * time.Millisecond)
+		c.Write(out[len(out)-7:])
 	}
 }
 
