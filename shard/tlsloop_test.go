@@ -24,6 +24,7 @@ import (
 	"github.com/stampede-bench/stampede/metrics"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
+	"golang.org/x/sys/unix"
 )
 
 // TestTLSOnLoop: streams over TLS run on the shard loop with keep-alive
@@ -372,5 +373,106 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	}
 	if _, _, err := openRecord(r, sealRecord(nil, fuzzKey(t), tlsAppData, []byte("replayed"))); err == nil {
 		t.Error("a record sealed under sequence number 0 opened as number 3")
+	}
+}
+
+// loopTLSConn is a shard and a busy TLS connection on it, read through
+// readTLS from a socket pair whose other end gets records sealed under the
+// same fixed key, the response head already parsed.
+func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
+	tb.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Close(fds[1]) })
+	rec := metrics.NewRecorder(metrics.Options{})
+	s, err = New(Config{Slots: 1, Streaming: true, Kind: sse.Completions, Recorder: rec, Queue: NewQueue(1, 0), Clock: NewClock(), RequestTimeout: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.clock = newStampClock(s.cfg.Clock)
+	tb.Cleanup(s.closeAll)
+	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: &loopTLS{read: fuzzKey(tb), write: fuzzKey(tb), sent: true}}
+	s.setConn(c.fd, c)
+	c.Init(s.decoder, true)
+	rec.Begin(&c.stream, 0, 1, 0, 0)
+	for range 4096 {
+		c.stream.Token(0, nil)
+	}
+	rec.Begin(&c.stream, 0, 1, 0, 0)
+	c.beginRequest(&Request{Wire: []byte("x")})
+	c.written = 1
+	seal = fuzzKey(tb)
+	head := sealRecord(nil, seal, tlsAppData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	unix.Write(fds[1], head)
+	s.readTLS(c)
+	if c.state != connBusy || !c.gotBytes {
+		tb.Fatalf("head not read: state %d", c.state)
+	}
+	return s, c, fds[1], seal
+}
+
+// TestTLSLoopEventAllocatesNothing: on the loop, a token event's record
+// (read, opened in place, parsed, recorded) allocates nothing, also when
+// a record arrives in two reads.
+func TestTLSLoopEventAllocatesNothing(t *testing.T) {
+	s, c, peer, seal := loopTLSConn(t)
+	const runs = 300
+	event := chunkedEvent(`{"choices":[{"index":0,"text":"x"}]}`)
+	var records [][]byte
+	for range runs + 2 {
+		records = append(records, sealRecord(nil, seal, tlsAppData, event))
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		rec := records[i]
+		i++
+		unix.Write(peer, rec[:9])
+		s.readTLS(c)
+		unix.Write(peer, rec[9:])
+		s.readTLS(c)
+	})
+	if allocs != 0 {
+		t.Errorf("%.2f allocations per token event on the loop over TLS; want 0", allocs)
+	}
+	if c.state != connBusy || c.stream.TokenEvents() != i {
+		t.Errorf("state %d, %d events after %d records", c.state, c.stream.TokenEvents(), i)
+	}
+}
+
+// BenchmarkTLSLoopEventPath measures one token event's record on the
+// loop: recvmsg, opening in place, de-chunking, SSE parsing, recording
+// (the write to the socket pair counts too).
+func BenchmarkTLSLoopEventPath(b *testing.B) {
+	s, c, peer, seal := loopTLSConn(b)
+	event := chunkedEvent(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`)
+	var stream []byte
+	for range 1024 {
+		stream = sealRecord(stream, seal, tlsAppData, event)
+	}
+	n, _ := splitRecord(stream)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(event)))
+	b.ResetTimer()
+	for i := range b.N {
+		if i%1024 == 0 && i > 0 {
+			b.StopTimer()
+			// The next 1,024 records continue the sequence numbers.
+			stream = stream[:0]
+			for range 1024 {
+				stream = sealRecord(stream, seal, tlsAppData, event)
+			}
+			if i%4096 == 0 {
+				s.cfg.Recorder.Begin(&c.stream, 0, 1, 0, 0)
+			}
+			b.StartTimer()
+		}
+		off := i % 1024 * n
+		unix.Write(peer, stream[off:off+n])
+		s.readTLS(c)
+	}
+	if c.state != connBusy {
+		b.Fatalf("connection ended: %d", c.state)
 	}
 }
