@@ -476,3 +476,38 @@ func BenchmarkTLSLoopEventPath(b *testing.B) {
 		b.Fatalf("connection ended: %d", c.state)
 	}
 }
+
+// TestTLSLoopReusedResetIsNotResent: on the loop as on plain TCP, a
+// request whose reused TLS connection the server resets before answering
+// fails, and is never sent again.
+func TestTLSLoopReusedResetIsNotResent(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	data, _ := runPaths(t, srv, []string{"/ok/1", "/reset-head"}, run{slots: 1, limit: 1, streaming: true, tls: PrepareTLS(tlsConfig, 1)})
+	if !data.Results[0].Success {
+		t.Errorf("request 0: %q", data.Results[0].Error)
+	}
+	if r := data.Results[1]; r.Success || !strings.Contains(r.Error, "on a reused keep-alive connection (not sent again)") {
+		t.Errorf("request 1: success %v, error %q; want a failure on the reused connection", r.Success, r.Error)
+	}
+	if got := srv.Requests.Load(); got != 2 {
+		t.Errorf("server saw %d requests; want 2, each once", got)
+	}
+	if got := srv.Accepted.Load(); got != 1 {
+		t.Errorf("server accepted %d connections; want 1", got)
+	}
+}
+
+// TestTLSLoopHandshakeFailure: a handshake the client refuses (an
+// untrusted certificate) fails its request with the reason, on the loop.
+func TestTLSLoopHandshakeFailure(t *testing.T) {
+	srv, _ := shardtest.NewTLS(t)
+	data, health := runPaths(t, srv, []string{"/ok/1", "/ok/1"}, run{slots: 2, streaming: true, tls: PrepareTLS(&tls.Config{ServerName: "127.0.0.1"}, 2)})
+	for _, r := range data.Results {
+		if r.Success || !strings.Contains(r.Error, "TLS handshake with "+srv.Addr.String()) {
+			t.Errorf("request %d: success %v, error %q", r.Index, r.Success, r.Error)
+		}
+	}
+	if h := health[0]; h.TLSHandshakes != 2 || h.Connections != 2 {
+		t.Errorf("%d handshakes on %d connections; want 2 on 2", h.TLSHandshakes, h.Connections)
+	}
+}
