@@ -119,8 +119,8 @@ func sealRecord(dst []byte, k *tls13.Key, typ byte, p []byte) []byte {
 	return k.AEAD.Seal(dst[:start+tlsHeaderLen], k.NextNonce(), dst[start+tlsHeaderLen:], hdr)
 }
 
-// alertError turns an alert record's plaintext into its error: io.EOF
-// for close_notify.
+// alertError turns an alert record's plaintext into its error:
+// errCloseNotify for close_notify (the peer's end of the stream).
 func alertError(p []byte) error {
 	switch {
 	case len(p) != 2:
