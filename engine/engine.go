@@ -41,8 +41,10 @@ type Config struct {
 	// Network and Address locate the server: "tcp" (or "tcp4", "tcp6") and
 	// "host:port". A host name is resolved once, before the run.
 	Network, Address string
-	// TLS, when set, sends over TLS (https:// URLs) with a goroutine per
-	// connection instead of the shard loops.
+	// TLS, when set, sends over TLS (https:// URLs): on the shard loops
+	// when the server negotiates TLS 1.3 with AES-GCM (one probing
+	// handshake before the run tells), else with a goroutine per
+	// connection.
 	TLS *tls.Config
 
 	Kind      sse.Kind // stream chunk format
@@ -280,10 +282,14 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.warmed.Add(count)
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
+	tlsOnLoops, tlsWhy := false, ""
 	if cfg.TLS != nil {
+		tlsOnLoops, tlsWhy = tlsPath(cfg.TLS, addr, cfg.Address, slotsTotal, cfg.ConnectTimeout, &base)
+	}
+	if cfg.TLS != nil && !tlsOnLoops {
 		count = 1
 		holdProcs()
-		r.transport, r.recorders, err = startTLS(base, cfg.TLS, cfg.Address, slotsTotal, opts)
+		r.transport, r.recorders, err = startTLS(base, cfg.TLS, cfg.Address, slotsTotal, opts, tlsWhy)
 	} else {
 		raiseProcs(count)
 		r.transport, r.recorders, err = startShards(base, count, cpus, opts)

@@ -230,7 +230,9 @@ func TestShardCount(t *testing.T) {
 	}
 }
 
-func TestRunOverTLS(t *testing.T) {
+func TestRunOverTLS(t *testing.T) { bothTLSPaths(t, testRunOverTLS) }
+
+func testRunOverTLS(t *testing.T) {
 	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	srv, client := shardtest.NewTLS(t)
 	paths := append(repeat("/ok/4", 12), "/500", "/reset-mid", "/pool")
@@ -329,7 +331,9 @@ func TestRunRaisesAndRestoresGOMAXPROCS(t *testing.T) {
 	}
 }
 
-func TestCancelOverTLS(t *testing.T) {
+func TestCancelOverTLS(t *testing.T) { bothTLSPaths(t, testCancelOverTLS) }
+
+func testCancelOverTLS(t *testing.T) {
 	srv, client := shardtest.NewTLS(t)
 	res, _ := cancelAfter(t, srv, 3, Config{
 		Address: srv.Addr.String(), TLS: client, Streaming: true,

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 )
 
@@ -11,6 +15,34 @@ import (
 // response are reopened with a session ticket, not a full handshake, and
 // the health counts both kinds; each request's handshake has its times.
 func TestTLSResumesSessions(t *testing.T) {
+	bothTLSPaths(t, testTLSResumesSessions)
+}
+
+// bothTLSPaths runs test on the shard loops' TLS path and on the
+// goroutine path.
+func bothTLSPaths(t *testing.T, test func(t *testing.T)) {
+	t.Run("loops", test)
+	t.Run("goroutines", func(t *testing.T) {
+		tlsOnLoops = false
+		defer func() { tlsOnLoops = true }()
+		test(t)
+	})
+}
+
+// tlsHealth sums the TLS figures over the shards.
+func tlsHealth(hs []shard.Health) (h shard.Health) {
+	for _, s := range hs {
+		h.TLSHandshakes += s.TLSHandshakes
+		h.TLSResumed += s.TLSResumed
+		h.TLSHandshakeCPU += s.TLSHandshakeCPU
+		h.TLSHandshakeTime += s.TLSHandshakeTime
+		h.CPUTime += s.CPUTime
+		h.TLSPath = cmp.Or(h.TLSPath, s.TLSPath)
+	}
+	return h
+}
+
+func testTLSResumesSessions(t *testing.T) {
 	srv, client := shardtest.NewTLS(t)
 	res, err := Run(context.Background(), Config{
 		Address: srv.Addr.String(), TLS: client, Streaming: true,
@@ -24,11 +56,45 @@ func TestTLSResumesSessions(t *testing.T) {
 			t.Errorf("request %d: %+v", i, r)
 		}
 	}
-	h := res.Health.Shards[0]
+	h := tlsHealth(res.Health.Shards)
 	if h.TLSHandshakes != 6 || h.TLSResumed != 5 {
 		t.Errorf("%d handshakes, %d resumed; want 6, 5 (the first is full)", h.TLSHandshakes, h.TLSResumed)
 	}
 	if h.TLSHandshakeCPU <= 0 || h.TLSHandshakeTime <= 0 || h.CPUTime < h.TLSHandshakeCPU {
 		t.Errorf("handshake CPU %v, time %v, transport CPU %v", h.TLSHandshakeCPU, h.TLSHandshakeTime, h.CPUTime)
+	}
+}
+
+// TestTLSPathChoice: a TLS 1.3 AES-GCM server is served on the shard
+// loops; a TLS 1.2 one, or one that picks ChaCha20, on the goroutine path,
+// and the health's TLS path says which and why.
+func TestTLSPathChoice(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edit  func(*tls.Config)
+		suite uint16 // the client's only TLS 1.3 suite preference, if any
+		want  string
+	}{
+		{"tls13", nil, 0, shard.TLSPathLoop},
+		{"tls12", func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }, 0, "goroutine per connection (the server negotiated TLS 1.2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, client := shardtest.NewTLSWith(t, c.edit)
+			res, err := Run(context.Background(), Config{
+				Address: srv.Addr.String(), TLS: client, Streaming: true,
+				Requests: requests(repeat("/ok/3", 4)...), MaxConcurrency: 2, KeepText: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res.Data.Results {
+				if !r.Success || r.GeneratedText != "t0t1t2" {
+					t.Errorf("request %d: %+v", i, r)
+				}
+			}
+			if h := tlsHealth(res.Health.Shards); !strings.HasPrefix(h.TLSPath, c.want) {
+				t.Errorf("TLS path %q; want it to begin %q", h.TLSPath, c.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ const (
 	connIdle                        // keep-alive, in the idle pool
 	connBusy                        // carrying a request
 	connClosed
+	connHandshaking // TLS: connect and handshake on a handshaker (fd -1)
 )
 
 // conn is one keep-alive connection and the request it carries (at most
@@ -46,6 +47,13 @@ type conn struct {
 	txKey     uint32
 	sentBytes uint32
 
+	// TLS on the loop (Config.TLS): the record layer once the handshake
+	// completed; before that, the handshake in progress and c's place in
+	// the shard's list of them.
+	tls     *loopTLS
+	dial    *tlsDial
+	hsIndex int
+
 	deadlineNs int64
 	heapIndex  int
 	idlePrev   *conn
@@ -58,6 +66,9 @@ func (c *conn) beginRequest(req *Request) {
 	c.written = 0
 	c.gotBytes = false
 	c.txPending = false
+	if c.tls != nil {
+		c.tls.sent = false
+	}
 	c.Reset()
 	c.SetPoolingUsage(req.PoolingUsage, req.PromptLen)
 }

@@ -26,7 +26,10 @@
 // sent twice: one whose reused connection fails before any response byte
 // fails.
 //
-// https:// targets use TLSTransport instead, a goroutine per connection over
-// crypto/tls feeding the same parsers and recorder. All system calls live in
+// https:// targets live on the loops too (Config.TLS, tlsloop.go): crypto/tls
+// does each handshake on a bounded pool of goroutines, then the loop opens
+// and seals the TLS 1.3 AES-GCM records itself. Servers that negotiate
+// anything else use TLSTransport, a goroutine per connection over crypto/tls
+// feeding the same parsers and recorder. All system calls live in
 // sys_linux.go.
 package shard

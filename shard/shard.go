@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -56,6 +57,13 @@ type Config struct {
 	// open (or the shard gave up on them).
 	Warm   int
 	Warmed *sync.WaitGroup
+
+	// TLS, when set, speaks TLS 1.3 on every connection, the records
+	// sealed and opened on the loop (see tlsloop.go); it should come from
+	// PrepareTLS and name the server. A connection that negotiates
+	// anything but TLS 1.3 with AES-GCM fails its request (ProbeTLS tells
+	// beforehand). Warm is ignored.
+	TLS *tls.Config
 }
 
 // Health is a shard's account of itself, read after Run returns.
@@ -100,8 +108,9 @@ type Health struct {
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
 
-	// TLS handshakes (TLSTransport only): how many, how many resumed a
-	// session, and their CPU and elapsed time summed over connections.
+	// TLS handshakes: how many, how many resumed a session, and their CPU
+	// and elapsed time summed over connections. A shard's CPUTime includes
+	// the CPU of its connections' handshakes (run on handshaker threads).
 	TLSHandshakes, TLSResumed         int64
 	TLSHandshakeCPU, TLSHandshakeTime time.Duration
 	// TLSPath says how the TLS connections were read (TLSPathUserspace or
@@ -155,6 +164,18 @@ type Shard struct {
 	// stamped: the last read carried a kernel receive stamp, so a later
 	// read of the same bytes would record the same times (see coalesceNap).
 	stamped bool
+
+	// TLS (Config.TLS): the connections in their handshake, the
+	// handshakes done and not yet taken by the loop (hsDone, under hsMu;
+	// hsSpare is the other half of the double buffer), and the buffer
+	// requests are sealed in.
+	handshaking []*conn
+	hsMu        sync.Mutex
+	hsDone      []*tlsDial
+	hsSpare     []*tlsDial
+	hsClosed    bool
+	hsPending   atomic.Bool
+	seal        []byte
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -262,6 +283,10 @@ func New(cfg Config) (*Shard, error) {
 		s.keeper, _ = openStampKeeper(stampSwitchWait)
 	}
 	s.health.CPU = cfg.CPU
+	if cfg.TLS != nil {
+		s.cfg.Warm = 0
+		s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
+	}
 	return s, nil
 }
 
@@ -314,6 +339,7 @@ func (s *Shard) Run() {
 	s.loop()
 	s.closeAll()
 	s.health.CPUTime, s.health.Preempted = threadUsage()
+	s.health.CPUTime += s.health.TLSHandshakeCPU
 }
 
 func (s *Shard) loop() {
@@ -355,6 +381,7 @@ func (s *Shard) loop() {
 			// event, so the concurrency cap does not idle for a whole turn.
 			s.takeWork()
 		}
+		s.takeHandshakes()
 		s.serveReady()
 		s.expireDeadlines()
 		s.takeWork()
@@ -425,7 +452,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		if ev.Events&unix.EPOLLERR != 0 && c.txPending {
 			s.readTxStamps(c)
 		}
-		if ev.Events&unix.EPOLLOUT != 0 && c.written < len(c.req.Wire) {
+		if ev.Events&unix.EPOLLOUT != 0 && (c.written < len(c.req.Wire) || c.tls != nil && len(c.tls.out) > 0) {
 			s.writeRequest(c)
 		}
 		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
@@ -469,6 +496,16 @@ func (s *Shard) start(i int, arrivalNs int64) {
 	s.busy++
 	c := s.popIdle()
 	fresh := c == nil
+	if fresh && s.cfg.TLS != nil {
+		c = &conn{fd: -1, heapIndex: -1, state: connHandshaking}
+		c.Init(s.decoder, s.cfg.Streaming)
+		c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
+		s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
+		c.beginRequest(req)
+		s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
+		s.startTLS(c)
+		return
+	}
 	if fresh {
 		var err error
 		if c, err = s.open(); err != nil {
@@ -605,6 +642,10 @@ func (s *Shard) connectErrorText(err error) string {
 // writeRequest writes what the socket takes; when the send buffer is full,
 // the EPOLLOUT edge that follows brings the loop back for the rest.
 func (s *Shard) writeRequest(c *conn) {
+	if c.tls != nil {
+		s.writeTLS(c)
+		return
+	}
 	for c.written < len(c.req.Wire) {
 		n, err := write(c.fd, c.req.Wire[c.written:])
 		if err != nil {
@@ -736,6 +777,9 @@ func (s *Shard) serveReady() {
 // no read size could recover the older ones; the error is then the backlog,
 // which Health shows as long loop turns and preemptions.
 func (s *Shard) readOnce(c *conn) (full bool) {
+	if c.tls != nil {
+		return s.readTLS(c)
+	}
 	data, realtimeNs, err := s.rx.recv(c.fd)
 	if err == errWouldBlock {
 		return false
@@ -922,6 +966,14 @@ func (s *Shard) closeConn(c *conn) {
 		s.unlinkIdle(c)
 	}
 	s.timers.clear(c)
+	if c.state == connHandshaking {
+		if c.dial != nil {
+			c.dial.cancel()
+			s.forgetHandshake(c)
+		}
+		c.state = connClosed
+		return
+	}
 	s.conns[c.fd] = nil
 	closeFD(c.fd)
 	c.state = connClosed
@@ -931,14 +983,16 @@ func (s *Shard) abortAll() { s.abortAllWith("cancelled") }
 
 // abortAllWith fails every request in flight with text.
 func (s *Shard) abortAllWith(text string) {
-	for _, c := range s.conns {
-		if c != nil && c.req != nil {
-			s.cfg.Recorder.Fail(&c.stream, text)
-			s.timers.clear(c)
-			c.giveBack()
-			c.req = nil
-			s.busy--
-			s.cfg.Queue.finish()
+	for _, list := range [][]*conn{s.conns, s.handshaking} {
+		for _, c := range list {
+			if c != nil && c.req != nil {
+				s.cfg.Recorder.Fail(&c.stream, text)
+				s.timers.clear(c)
+				c.giveBack()
+				c.req = nil
+				s.busy--
+				s.cfg.Queue.finish()
+			}
 		}
 	}
 }
@@ -950,6 +1004,7 @@ func (s *Shard) closeAll() {
 		}
 	}
 	s.idle = nil
+	s.stopHandshakes()
 	s.poll.close()
 	s.wake.close()
 	s.keeper.close()

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"crypto/tls"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ type run struct {
 	// maxResponse and budget are the byte limits (0, nil: none).
 	maxResponse int64
 	budget      *Budget
+	// tls, when set, runs the connections over TLS on the loop.
+	tls *tls.Config
 }
 
 // runPaths sends one request per path through fresh shards, all released at
@@ -56,7 +59,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 			Requests: reqs, Queue: q, Slots: r.slots,
 			ConnectTimeout: time.Minute, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
-			MaxResponseBytes: r.maxResponse, Budget: r.budget,
+			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -41,6 +41,7 @@ type TLSTransport struct {
 	handshakes []HandshakeTimes
 	startCPU   time.Duration
 	ktls       string // whether the kernel offers kTLS
+	fallback   string // why the run is not on the shard loops
 }
 
 // HandshakeTimes is one TLS connection's handshake: when it began and
@@ -70,11 +71,7 @@ func StartTLS(cfg Config, tlsConfig *tls.Config, workers int) *TLSTransport {
 		handshakes: make([]HandshakeTimes, len(cfg.Requests)),
 		startCPU:   processCPU(),
 	}
-	if ok, why := KTLSAvailable(); ok {
-		t.ktls = "kTLS available but unused"
-	} else {
-		t.ktls = "no kTLS (" + why + ")"
-	}
+	t.ktls = ktlsNote()
 	if cfg.KernelTimestamps {
 		t.keeper, _ = openStampKeeper(stampSwitchWait)
 	}
@@ -101,6 +98,10 @@ func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	}
 	return c
 }
+
+// NoteFallback gives the reason the run uses this transport rather than
+// the shard loops, for Health's TLSPath. Call it before any request.
+func (t *TLSTransport) NoteFallback(why string) { t.fallback = why }
 
 // Wake tells an idle worker that a request was released. Any goroutine.
 func (t *TLSTransport) Wake() {
@@ -166,6 +167,14 @@ func (t *TLSTransport) Health() Health {
 
 // path names the TLS path the run's connections took.
 func (t *TLSTransport) path() string {
+	p := t.pathOnly()
+	if p != "" && t.fallback != "" {
+		p = "goroutine per connection (" + t.fallback + "), " + p
+	}
+	return p
+}
+
+func (t *TLSTransport) pathOnly() string {
 	own, all := t.stats.ownRecords.Load(), t.stats.hsDone.Load()
 	switch {
 	case all == 0:

@@ -35,16 +35,26 @@ const (
 // and passes every line on to the user's KeyLogWriter, if any.
 type keyLog struct {
 	server []byte // SERVER_TRAFFIC_SECRET_0
+	client []byte // CLIENT_TRAFFIC_SECRET_0
 	next   io.Writer
 }
 
 func (k *keyLog) Write(line []byte) (int, error) {
-	if f := bytes.Fields(line); len(f) == 3 && string(f[0]) == "SERVER_TRAFFIC_SECRET_0" {
-		secret, err := hex.DecodeString(string(f[2]))
-		if err != nil {
-			return 0, err
+	if f := bytes.Fields(line); len(f) == 3 {
+		var dst *[]byte
+		switch string(f[0]) {
+		case "SERVER_TRAFFIC_SECRET_0":
+			dst = &k.server
+		case "CLIENT_TRAFFIC_SECRET_0":
+			dst = &k.client
 		}
-		k.server = secret
+		if dst != nil {
+			secret, err := hex.DecodeString(string(f[2]))
+			if err != nil {
+				return 0, err
+			}
+			*dst = secret
+		}
 	}
 	if k.next != nil {
 		return k.next.Write(line)
@@ -126,38 +136,20 @@ func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		hdr, body := rec[:tlsHeaderLen], rec[tlsHeaderLen:]
-		switch hdr[0] {
-		case tlsAppData:
+		typ, p, err := openRecord(r.key, rec)
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
 		case tlsChangeSpec:
 			continue
-		default:
-			return nil, errors.New("TLS: unexpected plaintext record of type " + strconv.Itoa(int(hdr[0])))
-		}
-		k := r.key
-		p, err := k.AEAD.Open(body[:0], k.Nonce(k.Seq), body, hdr)
-		if err != nil {
-			return nil, errors.New("TLS: record authentication failed")
-		}
-		k.Seq++
-		for len(p) > 0 && p[len(p)-1] == 0 {
-			p = p[:len(p)-1]
-		}
-		if len(p) == 0 {
-			return nil, errors.New("TLS: record without a content type")
-		}
-		typ, p := p[len(p)-1], p[:len(p)-1]
-		switch typ {
 		case tlsAppData:
 			return p, nil
 		case tlsAlert:
-			if len(p) == 2 && p[1] == 0 {
-				return nil, io.EOF
+			if err := alertError(p); err != errCloseNotify {
+				return nil, err
 			}
-			if len(p) == 2 {
-				return nil, errTLSAlert(p[1])
-			}
-			return nil, errors.New("TLS: malformed alert")
+			return nil, io.EOF
 		case tlsHandshake:
 			if err := r.handOver(raw, tc, p); err != nil {
 				return nil, err

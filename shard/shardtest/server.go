@@ -65,9 +65,17 @@ func New(t testing.TB) *Server { return start(t, nil) }
 // NewTLS starts a Server that speaks TLS with a fresh self-signed
 // certificate for 127.0.0.1, and returns a client configuration that trusts
 // it.
-func NewTLS(t testing.TB) (*Server, *tls.Config) {
+func NewTLS(t testing.TB) (*Server, *tls.Config) { return NewTLSWith(t, nil) }
+
+// NewTLSWith is NewTLS with the server's configuration edited by edit
+// (e.g. a MaxVersion or cipher suites), if not nil.
+func NewTLSWith(t testing.TB, edit func(*tls.Config)) (*Server, *tls.Config) {
 	cert, pool := selfSigned(t)
-	s := start(t, &tls.Config{Certificates: []tls.Certificate{cert}})
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	if edit != nil {
+		edit(cfg)
+	}
+	s := start(t, cfg)
 	return s, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
 }
 

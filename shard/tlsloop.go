@@ -1,0 +1,656 @@
+package shard
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/stampede-bench/stampede/internal/tls13"
+	"golang.org/x/sys/unix"
+)
+
+// TLS connections on the shard loops (Config.TLS). A new connection's TCP
+// connect and TLS handshake run in crypto/tls on a handshaker goroutine
+// (at most maxHandshakers in the process); the socket and the two traffic
+// keys then move to the shard, which registers the socket with its epoll
+// like any other. From there on the loop reads ciphertext with the same
+// recvmsg (kernel stamps included), opens each record in place in its one
+// read buffer with the server's key and feeds the plaintext to the
+// connection's Response, and seals the requests with the client's key and
+// writes them itself. crypto/tls keeps the connection's tls.Conn only to
+// take the server's first session ticket into the session cache (handed
+// over synchronously, never touching the socket); a KeyUpdate from the
+// server moves the read key, and if the server asks, the loop answers with
+// its own KeyUpdate and moves the write key. Only TLS 1.3 with an AES-GCM
+// suite can run there; ProbeTLS tells a caller beforehand whether a server
+// negotiates it.
+
+// maxHandshakers bounds the handshaker goroutines: each holds a locked
+// thread (its CPU clock is the handshake's CPU) and a deep stack, and the
+// client's side of a handshake is CPU-bound, so more than a few per core
+// only queue for the CPU.
+const maxHandshakers = 64
+
+// tlsMaxPlain is the most plaintext one record may carry (RFC 8446 §5.1).
+const tlsMaxPlain = 16384
+
+// sealBatch is how much of a request the loop seals per write.
+const sealBatch = 4 * tlsMaxPlain
+
+// loopTLS is the record layer of one TLS connection on a shard loop.
+type loopTLS struct {
+	read, write *tls13.Key
+	// feed is the server's first traffic key, under which handshake
+	// messages are re-sealed for tc (which never sees a KeyUpdate, so its
+	// key never moves; its Seq counts the records tc has read).
+	feed *tls13.Key
+	tc   *tls.Conn    // takes the first session ticket; nil afterwards
+	raw  *stampedConn // tc's transport, used only to inject records
+	// partial holds the start of a record a read did not complete.
+	partial []byte
+	// out holds sealed bytes the socket did not take yet.
+	out []byte
+	// sent: the request's last byte was written.
+	sent bool
+}
+
+// splitRecord returns the length of the first whole record in b, header
+// included, or 0 if b does not hold one yet. A header announcing more than
+// a TLS 1.3 record may carry is an error.
+func splitRecord(b []byte) (int, error) {
+	if len(b) < tlsHeaderLen {
+		return 0, nil
+	}
+	size := int(binary.BigEndian.Uint16(b[3:]))
+	if size > tlsMaxRecord {
+		return 0, errors.New("TLS record of " + strconv.Itoa(size) + " bytes")
+	}
+	if len(b) < tlsHeaderLen+size {
+		return 0, nil
+	}
+	return tlsHeaderLen + size, nil
+}
+
+// openRecord opens the protected record rec (header included) in place
+// with k, counts it, and returns its content type and plaintext. A
+// ChangeCipherSpec record (sent unprotected for middlebox compatibility)
+// comes back as such, unopened.
+func openRecord(k *tls13.Key, rec []byte) (typ byte, p []byte, err error) {
+	hdr, body := rec[:tlsHeaderLen], rec[tlsHeaderLen:]
+	switch hdr[0] {
+	case tlsAppData:
+	case tlsChangeSpec:
+		return tlsChangeSpec, nil, nil
+	default:
+		return 0, nil, errors.New("TLS: unexpected plaintext record of type " + strconv.Itoa(int(hdr[0])))
+	}
+	p, err = k.AEAD.Open(body[:0], k.Nonce(k.Seq), body, hdr)
+	if err != nil {
+		return 0, nil, errors.New("TLS: record authentication failed")
+	}
+	k.Seq++
+	for len(p) > 0 && p[len(p)-1] == 0 {
+		p = p[:len(p)-1]
+	}
+	if len(p) == 0 {
+		return 0, nil, errors.New("TLS: record without a content type")
+	}
+	return p[len(p)-1], p[:len(p)-1], nil
+}
+
+// sealRecord appends to dst the record of content type typ carrying p
+// (at most tlsMaxPlain bytes), sealed with k under its next number.
+func sealRecord(dst []byte, k *tls13.Key, typ byte, p []byte) []byte {
+	size := len(p) + 1 + k.AEAD.Overhead()
+	start := len(dst)
+	dst = append(dst, tlsAppData, 3, 3, byte(size>>8), byte(size))
+	dst = append(dst, p...)
+	dst = append(dst, typ)
+	hdr := dst[start : start+tlsHeaderLen]
+	return k.AEAD.Seal(dst[:start+tlsHeaderLen], k.NextNonce(), dst[start+tlsHeaderLen:], hdr)
+}
+
+// alertError turns an alert record's plaintext into its error:
+// errCloseNotify for close_notify (the peer's end of the stream).
+func alertError(p []byte) error {
+	switch {
+	case len(p) != 2:
+		return errors.New("TLS: malformed alert")
+	case p[1] == 0:
+		return errCloseNotify
+	}
+	return errTLSAlert(p[1])
+}
+
+var errCloseNotify = errors.New("close_notify")
+
+// keyUpdate finds a KeyUpdate among the handshake messages in msg (it is
+// the last of its record, RFC 8446 §5.1): at is where it begins (len(msg)
+// if there is none) and requested its request_update flag.
+func keyUpdate(msg []byte) (at int, found, requested bool, err error) {
+	for at+4 <= len(msg) {
+		n := int(msg[at+1])<<16 | int(msg[at+2])<<8 | int(msg[at+3])
+		if msg[at] == tlsKeyUpdate {
+			if n != 1 || at+5 != len(msg) || msg[at+4] > 1 {
+				return at, false, false, errors.New("TLS: malformed KeyUpdate")
+			}
+			return at, true, msg[at+4] == 1, nil
+		}
+		at += 4 + n
+	}
+	return len(msg), false, false, nil
+}
+
+// handshakeMsgs handles the post-handshake messages of one record: a
+// session ticket goes to crypto/tls (the first only; the tls.Conn is then
+// let go), a KeyUpdate moves the read key and, when the server asks,
+// queues the loop's own KeyUpdate in out and moves the write key.
+func (t *loopTLS) handshakeMsgs(msg []byte) error {
+	at, found, requested, err := keyUpdate(msg)
+	if err != nil {
+		return err
+	}
+	if at > 0 && t.tc != nil {
+		// One ticket is enough for the session cache; the tls.Conn and
+		// its buffers go with it. A failed hand-over costs only
+		// resumption.
+		t.inject(msg[:at])
+		t.tc, t.raw, t.feed = nil, nil, nil
+	}
+	if !found {
+		return nil
+	}
+	if err := t.read.Update(); err != nil {
+		return err
+	}
+	if requested {
+		t.out = sealRecord(t.out, t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
+		return t.write.Update()
+	}
+	return nil
+}
+
+// inject hands handshake messages to crypto/tls, sealed as the record it
+// expects next; its Read consumes them and returns without touching the
+// socket.
+func (t *loopTLS) inject(msg []byte) error {
+	rec := sealRecord(nil, t.feed, tlsHandshake, msg)
+	t.raw.inject, t.raw.injecting = rec, true
+	var one [1]byte
+	_, err := t.tc.Read(one[:])
+	t.raw.inject, t.raw.injecting = nil, false
+	if !errors.Is(err, errPaused) {
+		if err == nil {
+			err = errors.New("TLS: application data inside a handshake record")
+		}
+		return err
+	}
+	return nil
+}
+
+// tlsDial is one connection's connect and handshake, done by a handshaker
+// for shard s's connection c; the results go back to s.
+type tlsDial struct {
+	s      *Shard
+	c      *conn
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	fd          int // the connected socket, -1 if none
+	lt          *loopTLS
+	connectedNs int64 // 0: never connected
+	hs          HandshakeTimes
+	handshook   bool   // a handshake was attempted
+	failure     string // why the connection cannot carry the request
+	reads       atomic.Int64
+	stamped     atomic.Int64
+}
+
+// discard closes the socket of a result nobody takes.
+func (d *tlsDial) discard() {
+	if d.fd >= 0 {
+		closeFD(d.fd)
+		d.fd = -1
+	}
+	d.cancel()
+}
+
+// handshakers runs tlsDials on at most maxHandshakers goroutines, oldest
+// first.
+var handshakers handshakePool
+
+type handshakePool struct {
+	mu      sync.Mutex
+	jobs    []*tlsDial
+	head    int
+	running int
+}
+
+func (p *handshakePool) submit(d *tlsDial) {
+	p.mu.Lock()
+	p.jobs = append(p.jobs, d)
+	if p.running < maxHandshakers {
+		p.running++
+		go p.work()
+	}
+	p.mu.Unlock()
+}
+
+func (p *handshakePool) work() {
+	// Locked: the thread's CPU clock is then the handshake's CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for {
+		p.mu.Lock()
+		if p.head == len(p.jobs) {
+			p.jobs, p.head = p.jobs[:0], 0
+			p.running--
+			p.mu.Unlock()
+			return
+		}
+		d := p.jobs[p.head]
+		p.jobs[p.head] = nil
+		p.head++
+		p.mu.Unlock()
+		d.run()
+		d.s.handshakeDone(d)
+	}
+}
+
+// run connects and completes the handshake.
+func (d *tlsDial) run() {
+	s := d.s
+	if d.ctx.Err() != nil {
+		d.failure = "cancelled"
+		return
+	}
+	addr := s.cfg.Addr.String()
+	nd := net.Dialer{Timeout: s.cfg.ConnectTimeout}
+	nc, err := nd.DialContext(d.ctx, "tcp", addr)
+	if err != nil {
+		var errno syscall.Errno
+		switch {
+		case d.ctx.Err() != nil:
+			d.failure = "cancelled"
+		case errors.As(err, &errno):
+			d.failure = "connect " + addr + ": " + errno.Error()
+		case errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
+			d.failure = "connect " + addr + ": timed out after " + s.cfg.ConnectTimeout.String()
+		default:
+			d.failure = "connect " + addr + ": " + err.Error()
+		}
+		return
+	}
+	clock := s.cfg.Clock
+	d.connectedNs = clock.Now()
+	raw, err := newStampedConn(nc.(*net.TCPConn), s.cfg.KernelTimestamps, &d.reads, &d.stamped)
+	if err != nil {
+		nc.Close()
+		d.failure = "connect " + addr + ": " + err.Error()
+		return
+	}
+	cfg := s.cfg.TLS.Clone()
+	keys := &keyLog{next: s.cfg.TLS.KeyLogWriter}
+	cfg.KeyLogWriter = keys
+	tc := tls.Client(raw, cfg)
+	d.handshook = true
+	cpu0 := threadCPU()
+	start := clock.Now()
+	err = tc.HandshakeContext(d.ctx)
+	d.hs = HandshakeTimes{StartNs: start, EndNs: clock.Now(), CPU: threadCPU() - cpu0}
+	if err != nil {
+		raw.Close()
+		if d.ctx.Err() != nil {
+			d.failure = "cancelled"
+		} else {
+			d.failure = "TLS handshake with " + addr + ": " + err.Error()
+		}
+		return
+	}
+	cs := tc.ConnectionState()
+	d.hs.Resumed = cs.DidResume
+	if d.lt, err = newLoopTLS(cs, keys); err != nil {
+		raw.Close()
+		d.failure = "TLS with " + addr + ": " + err.Error() + "; the run's first handshake chose the event-loop path"
+		return
+	}
+	d.lt.tc, d.lt.raw = tc, raw
+	// The loop keeps a descriptor of its own; closing the net.Conn's
+	// takes it out of the runtime's poller (the socket stays open).
+	var dupErr error
+	raw.raw.Control(func(fd uintptr) { d.fd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) })
+	raw.TCPConn.Close()
+	if dupErr != nil {
+		d.fd = -1
+		d.failure = "TLS with " + addr + ": " + dupErr.Error()
+	}
+}
+
+// newLoopTLS takes the traffic keys of a TLS 1.3 AES-GCM connection from
+// its key log; any other connection cannot run on a loop.
+func newLoopTLS(cs tls.ConnectionState, keys *keyLog) (*loopTLS, error) {
+	if cs.Version != tls.VersionTLS13 {
+		return nil, errors.New("the server negotiated " + tls.VersionName(cs.Version) + ", not TLS 1.3")
+	}
+	if keys.server == nil || keys.client == nil {
+		return nil, errors.New("no traffic secrets in the key log")
+	}
+	read, err := tls13.NewKey(cs.CipherSuite, keys.server)
+	if err != nil {
+		return nil, err
+	}
+	feed, _ := tls13.NewKey(cs.CipherSuite, keys.server)
+	write, err := tls13.NewKey(cs.CipherSuite, keys.client)
+	if err != nil {
+		return nil, err
+	}
+	return &loopTLS{read: read, write: write, feed: feed}, nil
+}
+
+// ProbeTLS makes one connection and handshake with addr (without the
+// session cache of cfg) and reports whether the server negotiates what the
+// shard loops can carry (TLS 1.3, AES-GCM), and if not, what it chose. A
+// connection or handshake that fails says nothing (ok true, why the
+// failure): the run's own connections will fail the same way.
+func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
+	cfg = cfg.Clone()
+	cfg.ClientSessionCache = nil
+	keys := &keyLog{}
+	cfg.KeyLogWriter = keys
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		return true, err.Error()
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(timeout))
+	tc := tls.Client(nc, cfg)
+	if err := tc.Handshake(); err != nil {
+		return true, err.Error()
+	}
+	cs := tc.ConnectionState()
+	if _, err := newLoopTLS(cs, keys); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// startTLS begins request c.req on a new TLS connection: the handshakers
+// connect it, and handshakeDone registers it.
+func (s *Shard) startTLS(c *conn) {
+	deadline := s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	d := &tlsDial{s: s, c: c, ctx: ctx, cancel: cancel, fd: -1}
+	c.dial = d
+	c.hsIndex = len(s.handshaking)
+	s.handshaking = append(s.handshaking, c)
+	handshakers.submit(d)
+}
+
+// handshakeDone passes d back to its shard. Any goroutine.
+func (s *Shard) handshakeDone(d *tlsDial) {
+	s.hsMu.Lock()
+	defer s.hsMu.Unlock()
+	if s.hsClosed {
+		d.discard()
+		return
+	}
+	s.hsDone = append(s.hsDone, d)
+	s.hsPending.Store(true)
+	// Under the lock: closeAll closes the eventfd only after hsClosed.
+	s.wake.signal()
+}
+
+// takeHandshakes registers the connections whose handshakes completed,
+// and sends their requests; failed ones fail their requests.
+func (s *Shard) takeHandshakes() {
+	if !s.hsPending.Load() {
+		return
+	}
+	s.hsMu.Lock()
+	done := s.hsDone
+	s.hsDone = s.hsSpare[:0]
+	s.hsPending.Store(false)
+	s.hsMu.Unlock()
+	for i, d := range done {
+		done[i] = nil
+		s.tookHandshake(d)
+	}
+	s.hsSpare = done[:0]
+}
+
+func (s *Shard) tookHandshake(d *tlsDial) {
+	h := &s.health
+	h.Reads += d.reads.Load()
+	h.StampedReads += d.stamped.Load()
+	if d.connectedNs != 0 {
+		h.Connections++
+		if s.lost > 0 {
+			s.lost--
+			h.Reconnects++
+		}
+	}
+	if d.handshook {
+		h.TLSHandshakes++
+		h.TLSHandshakeCPU += d.hs.CPU
+		h.TLSHandshakeTime += time.Duration(d.hs.EndNs - d.hs.StartNs)
+	}
+	c := d.c
+	if c.state != connHandshaking || c.dial != d {
+		// The request ended meanwhile (its deadline, an abort).
+		d.discard()
+		return
+	}
+	s.forgetHandshake(c)
+	if d.connectedNs != 0 {
+		c.stream.Connected(d.connectedNs)
+	}
+	if d.failure != "" {
+		d.discard()
+		s.fail(c, d.failure)
+		return
+	}
+	if d.hs.Resumed {
+		h.TLSResumed++
+	}
+	c.stream.Handshaken(d.hs.EndNs)
+	s.nextTag++
+	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, d.lt, connBusy
+	d.fd = -1
+	d.cancel()
+	if err := s.poll.add(c.fd, c.tag, connEvents); err != nil {
+		closeFD(c.fd)
+		c.fd = -1
+		s.fail(c, s.connectErrorText(err))
+		return
+	}
+	s.setConn(c.fd, c)
+	s.writeRequest(c)
+}
+
+// forgetHandshake takes c off the list of connections in their handshake.
+func (s *Shard) forgetHandshake(c *conn) {
+	last := len(s.handshaking) - 1
+	moved := s.handshaking[last]
+	s.handshaking[c.hsIndex] = moved
+	moved.hsIndex = c.hsIndex
+	s.handshaking[last] = nil
+	s.handshaking = s.handshaking[:last]
+	c.dial = nil
+}
+
+// stopHandshakes cancels the handshakes in progress and discards the
+// results not taken; later ones are discarded as they come.
+func (s *Shard) stopHandshakes() {
+	s.hsMu.Lock()
+	s.hsClosed = true
+	for _, d := range s.hsDone {
+		d.discard()
+	}
+	s.hsDone = nil
+	s.hsMu.Unlock()
+	for _, c := range s.handshaking {
+		c.dial.cancel()
+		c.state = connClosed
+	}
+	s.handshaking = nil
+}
+
+// writeTLS seals what is left of c's request and writes it, after any
+// sealed bytes the socket did not take before; when the send buffer is
+// full, EPOLLOUT brings the loop back.
+func (s *Shard) writeTLS(c *conn) {
+	t := c.tls
+	for {
+		var pending []byte
+		fromOut := len(t.out) > 0
+		if fromOut {
+			pending = t.out
+		} else {
+			if c.req == nil || c.written == len(c.req.Wire) {
+				return
+			}
+			n := min(len(c.req.Wire)-c.written, sealBatch)
+			s.seal = s.seal[:0]
+			for p := c.req.Wire[c.written : c.written+n]; len(p) > 0; {
+				m := min(len(p), tlsMaxPlain)
+				s.seal = sealRecord(s.seal, t.write, tlsAppData, p[:m])
+				p = p[m:]
+			}
+			c.written += n
+			pending = s.seal
+		}
+		m, err := write(c.fd, pending)
+		if err != nil {
+			s.connFailed(c, err)
+			return
+		}
+		switch {
+		case m == len(pending) && fromOut:
+			t.out = t.out[:0]
+		case m < len(pending) && fromOut:
+			t.out = t.out[:copy(t.out, t.out[m:])]
+		case m < len(pending):
+			t.out = append(t.out[:0], pending[m:]...)
+		}
+		if c.req != nil && !t.sent && c.written == len(c.req.Wire) && len(t.out) == 0 {
+			t.sent = true
+			s.requestSent(c)
+		}
+		if m < len(pending) && m == 0 {
+			return
+		}
+	}
+}
+
+// readTLS reads c once and opens the whole records the read completes, in
+// the shard's read buffer behind the partial record c kept from before;
+// application data goes to the Response stamped with the read's receive
+// time, handshake messages to handshakeMsgs. It reports whether more may
+// be waiting that no event will report (see readOnce).
+func (s *Shard) readTLS(c *conn) (more bool) {
+	t := c.tls
+	buf := s.rx.buf
+	k := copy(buf, t.partial)
+	t.partial = t.partial[:0]
+	data, realtimeNs, err := s.rx.recvInto(c.fd, buf[k:])
+	if err == errWouldBlock {
+		t.partial = append(t.partial, buf[:k]...)
+		return false
+	}
+	if err != nil {
+		s.connFailed(c, err)
+		return false
+	}
+	now := s.cfg.Clock.Now()
+	ts := now
+	if realtimeNs != 0 {
+		ts = s.clock.runTime(realtimeNs, now)
+	}
+	ts = max(ts, c.stream.StartNs())
+	if len(data) == 0 {
+		if k > 0 && c.gotBytes {
+			s.fail(c, c.FailureText(errors.New("connection closed inside a TLS record")))
+			return false
+		}
+		s.onEOF(c, ts)
+		return false
+	}
+	s.health.Reads++
+	s.turnBytes += len(data)
+	s.stamped = realtimeNs != 0
+	if s.stamped {
+		s.health.StampedReads++
+	}
+	full := len(data) == len(buf)-k
+	b := buf[:k+len(data)]
+	for c.state == connBusy {
+		n, err := splitRecord(b)
+		if err != nil {
+			s.fail(c, c.FailureText(err))
+			return false
+		}
+		if n == 0 {
+			break
+		}
+		typ, p, err := openRecord(t.read, b[:n])
+		b = b[n:]
+		if err != nil {
+			s.fail(c, c.FailureText(err))
+			return false
+		}
+		switch typ {
+		case tlsChangeSpec:
+		case tlsHandshake:
+			if err := t.handshakeMsgs(p); err != nil {
+				s.fail(c, c.FailureText(err))
+				return false
+			}
+		case tlsAlert:
+			if err := alertError(p); err != errCloseNotify {
+				s.connFailed(c, err)
+				return false
+			}
+			s.onEOF(c, ts)
+			return false
+		case tlsAppData:
+			if len(p) == 0 {
+				continue
+			}
+			if !c.gotBytes {
+				c.stream.FirstByte(ts)
+				c.gotBytes = true
+			}
+			_, failure, ok, decided := c.Consume(p, ts)
+			switch {
+			case !decided:
+			case !ok:
+				s.fail(c, failure)
+				return false
+			default:
+				s.complete(c, c.KeepAlive() && t.sent && len(b) == 0 && !c.hungUp)
+				return false
+			}
+		default:
+			s.fail(c, c.FailureText(errors.New("TLS: unexpected content type "+strconv.Itoa(int(typ)))))
+			return false
+		}
+	}
+	if c.state != connBusy {
+		return false
+	}
+	t.partial = append(t.partial[:0], b...)
+	if len(t.out) > 0 {
+		s.writeTLS(c)
+	}
+	return full || c.hungUp
+}

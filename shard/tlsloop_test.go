@@ -1,0 +1,513 @@
+package shard
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/internal/tls13"
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
+	"github.com/stampede-bench/stampede/sse"
+	"golang.org/x/sys/unix"
+)
+
+// TestTLSOnLoop: streams over TLS run on the shard loop with keep-alive
+// reuse, every read kernel-stamped; connections the server closes are
+// reopened with a resumed session; the handshake is its own phase.
+func TestTLSOnLoop(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := append(strings.Fields(strings.Repeat("/ok/5 ", 12)), "/close/2", "/close/2", "/close/2", "/500", "/reset-mid")
+	data, health := runPaths(t, srv, paths, run{slots: 2, limit: 2, streaming: true, stamps: true, tls: PrepareTLS(tlsConfig, 2)})
+	for _, res := range data.Results[:15] {
+		want := "t0t1t2t3t4"
+		if strings.HasPrefix(paths[res.Index], "/close") {
+			want = "t0t1"
+		}
+		if !res.Success || res.GeneratedText != want || res.TTFTNs <= 0 {
+			t.Errorf("request %d (%s): success %v, text %q, error %q", res.Index, paths[res.Index], res.Success, res.GeneratedText, res.Error)
+		}
+		checkBreakdown(t, res)
+		if b := res.Breakdown; b.NewConn != (b.TLSNs > 0) {
+			t.Errorf("request %d: new connection %v with TLS handshake %d ns", res.Index, b.NewConn, b.TLSNs)
+		}
+	}
+	if r := data.Results[15]; r.Error != "Internal Server Error" {
+		t.Errorf("500 over TLS: %q", r.Error)
+	}
+	if r := data.Results[16]; r.Success || !strings.Contains(r.Error, "after 2 token events") {
+		t.Errorf("reset over TLS: %q", r.Error)
+	}
+	h := health[0]
+	if h.TLSHandshakes != srv.Accepted.Load() || h.TLSHandshakes < 4 {
+		t.Errorf("%d handshakes for %d accepted connections", h.TLSHandshakes, srv.Accepted.Load())
+	}
+	// Every connection after the first two (opened together, before any
+	// ticket) resumes.
+	if h.TLSResumed < h.TLSHandshakes-2 {
+		t.Errorf("%d of %d handshakes resumed", h.TLSResumed, h.TLSHandshakes)
+	}
+	if h.Reads == 0 || h.StampedReads != h.Reads {
+		t.Errorf("kernel stamps on %d of %d reads", h.StampedReads, h.Reads)
+	}
+	if !strings.HasPrefix(h.TLSPath, TLSPathLoop) || h.TLSHandshakeCPU <= 0 || h.CPUTime < h.TLSHandshakeCPU {
+		t.Errorf("path %q, handshake CPU %v, shard CPU %v", h.TLSPath, h.TLSHandshakeCPU, h.CPUTime)
+	}
+}
+
+// clientGoroutines counts the goroutines outside the test server.
+func clientGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if len(g) > 0 && !bytes.Contains(g, []byte("shardtest.")) {
+			count++
+		}
+	}
+	return count
+}
+
+// TestTLSStreamsNeedNoGoroutines: 500 TLS streams in flight on one shard
+// add no goroutine per connection once their handshakes are done (the
+// handshakers leave when idle).
+func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	const n = 500
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
+	}
+	before := clientGoroutines()
+	q := NewQueue(n, 0)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
+		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(sh.Run)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+	}
+	sh.WakeIfSleeping()
+	for srv.Requests.Load() < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The handshakers finish their last result and leave.
+	var during int
+	for range 200 {
+		if during = clientGoroutines(); during <= before+2 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sh.Abort()
+	wg.Wait()
+	if during > before+2 {
+		t.Errorf("%d goroutines outside the server with %d TLS streams in flight, %d before; want the loop's alone", during, n, before)
+	}
+	for _, r := range metrics.Merge(n, rec).Results {
+		if r.Error != "cancelled" || r.ChunkEvents != 1 {
+			t.Fatalf("request %d: %d events, error %q; want the first token, then cancelled", r.Index, r.ChunkEvents, r.Error)
+		}
+	}
+}
+
+// keyUpdateServer accepts one TLS 1.3 connection, reads the first
+// request through crypto/tls, then writes its own records: a KeyUpdate
+// asking the client to update too, and the response under the new key
+// (each answer's last record split across two segments). The
+// second request on the connection can only be read by crypto/tls if the
+// client sent its KeyUpdate and sealed the request with its updated key.
+func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter) {
+	nc, err := ln.Accept()
+	if err != nil {
+		got <- err.Error()
+		return
+	}
+	defer nc.Close()
+	c := &countingConn{Conn: nc, n: records}
+	keys := &keyLog{}
+	// No tickets: the server's first record after the handshake is then
+	// number 0 under its first traffic key.
+	sc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true, KeyLogWriter: keys,
+		MinVersion: tls.VersionTLS13})
+	r := bufio.NewReader(sc)
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		sseChunk("data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n") + sseChunk("data: [DONE]\n\n") + "0\r\n\r\n"
+	var key *tls13.Key
+	for i := range 2 {
+		req, err := http.ReadRequest(r)
+		if err != nil {
+			got <- "request " + strconv.Itoa(i) + ": " + err.Error()
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		got <- req.URL.Path
+		var out []byte
+		if i == 0 {
+			if key, err = tls13.NewKey(sc.ConnectionState().CipherSuite, keys.server); err != nil {
+				got <- err.Error()
+				return
+			}
+			out = sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
+			key.Update()
+		}
+		out = sealRecord(out, key, tlsAppData, []byte(answer))
+		// The last record in two segments: the read that completes it
+		// completes the answer, and the connection is then reused.
+		c.Write(out[:len(out)-7])
+		time.Sleep(20 * time.Millisecond)
+		c.Write(out[len(out)-7:])
+	}
+}
+
+func sseChunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
+
+func testCert(t *testing.T) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestTLSKeyUpdate: a KeyUpdate from the server moves the loop's read key
+// (the answer after it is read), and, asked to, the loop sends its own and
+// seals the next request with its new write key (crypto/tls on the server
+// reads it).
+func TestTLSKeyUpdate(t *testing.T) {
+	cert := testCert(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 4)
+	records := &recordCounter{}
+	go keyUpdateServer(ln, cert, got, records)
+	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
+	cfg := PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)
+	data, _ := runPaths(t, srv, []string{"/first", "/second"}, run{slots: 1, limit: 1, streaming: true, tls: cfg})
+	for _, r := range data.Results {
+		if !r.Success || r.GeneratedText != "a" {
+			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
+		}
+	}
+	for _, want := range []string{"/first", "/second"} {
+		if p := <-got; p != want {
+			t.Errorf("server read %q, want %q", p, want)
+		}
+	}
+	// The client's protected records: its Finished, the first request,
+	// its KeyUpdate, the second request.
+	if n := records.count(); n != 4 {
+		t.Errorf("client sent %d protected records; want 4 (Finished, request, KeyUpdate, request)", n)
+	}
+}
+
+// recordCounter counts the protected records in a TLS byte stream.
+type recordCounter struct {
+	mu      sync.Mutex
+	hdr     []byte
+	skip    int
+	records int
+}
+
+func (r *recordCounter) feed(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(b) > 0 {
+		if r.skip > 0 {
+			n := min(r.skip, len(b))
+			r.skip -= n
+			b = b[n:]
+			continue
+		}
+		n := min(tlsHeaderLen-len(r.hdr), len(b))
+		r.hdr = append(r.hdr, b[:n]...)
+		b = b[n:]
+		if len(r.hdr) == tlsHeaderLen {
+			if r.hdr[0] == tlsAppData {
+				r.records++
+			}
+			r.skip = int(r.hdr[3])<<8 | int(r.hdr[4])
+			r.hdr = r.hdr[:0]
+		}
+	}
+}
+
+func (r *recordCounter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records
+}
+
+type countingConn struct {
+	net.Conn
+	n *recordCounter
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.feed(p[:n])
+	return n, err
+}
+
+// fuzzKey is a fixed AES-128-GCM traffic key, so sealed seeds stay valid.
+func fuzzKey(tb testing.TB) *tls13.Key {
+	k, err := tls13.NewKey(tls.TLS_AES_128_GCM_SHA256, bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// FuzzLoopRecords feeds a byte stream to the loop's record layer as
+// readTLS does: split off whole records, open each in place, handle the
+// handshake messages. It must never panic, return more plaintext than the
+// record held, or accept a record it did not open; a KeyUpdate asking for
+// an answer queues exactly one record to write.
+func FuzzLoopRecords(f *testing.F) {
+	seal := fuzzKey(f)
+	var stream []byte
+	stream = sealRecord(stream, seal, tlsAppData, []byte("data: {}\n\n"))
+	f.Add(stream)
+	f.Add(sealRecord(nil, seal, tlsHandshake, []byte{4, 0, 0, 4, 1, 2, 3, 4})) // a ticket, nobody to take it
+	ku := sealRecord(nil, fuzzKey(f), tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
+	updated := fuzzKey(f)
+	updated.Seq = 1
+	updated.Update()
+	f.Add(sealRecord(ku, updated, tlsAppData, []byte("after the update")))
+	f.Add(sealRecord(nil, fuzzKey(f), tlsAlert, []byte{1, 0}))
+	f.Add(sealRecord(nil, fuzzKey(f), tlsAlert, []byte{2, 40}))
+	f.Add(sealRecord(nil, fuzzKey(f), tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 2, 1, 1}))
+	f.Add([]byte{20, 3, 3, 0, 1, 1})
+	f.Add([]byte{22, 3, 3, 0, 2, 0, 0})
+	f.Add([]byte{23, 3, 3, 0xff, 0xff})
+	f.Add([]byte{23, 3, 3, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(stream[:len(stream)-1])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lt := &loopTLS{read: fuzzKey(t), write: fuzzKey(t)}
+		for len(b) > 0 {
+			n, err := splitRecord(b)
+			if err != nil || n == 0 {
+				if err == nil && len(b) >= tlsHeaderLen && tlsHeaderLen+(int(b[3])<<8|int(b[4])) <= len(b) {
+					t.Fatalf("a whole record of %d bytes not split off", len(b))
+				}
+				return
+			}
+			rec := b[:n]
+			b = b[n:]
+			typ, p, err := openRecord(lt.read, rec)
+			if err != nil {
+				return
+			}
+			if typ != tlsChangeSpec && len(p) > n-tlsHeaderLen-1-lt.read.AEAD.Overhead() {
+				t.Fatalf("%d bytes of plaintext from a %d-byte record", len(p), n)
+			}
+			if typ == tlsHandshake {
+				before := len(lt.out)
+				_, found, requested, kerr := keyUpdate(p)
+				if err := lt.handshakeMsgs(p); err != nil {
+					return
+				}
+				if grew := len(lt.out) > before; grew != (kerr == nil && found && requested) {
+					t.Fatalf("KeyUpdate %v (requested %v), answer queued %v", found, requested, grew)
+				}
+			}
+		}
+	})
+}
+
+// TestSealOpenRoundTrip: what sealRecord seals, openRecord opens, content
+// type included, under matching sequence numbers.
+func TestSealOpenRoundTrip(t *testing.T) {
+	w, r := fuzzKey(t), fuzzKey(t)
+	var stream []byte
+	msgs := []string{"", "x", strings.Repeat("y", tlsMaxPlain)}
+	for _, m := range msgs {
+		stream = sealRecord(stream, w, tlsAppData, []byte(m))
+	}
+	for _, m := range msgs {
+		n, err := splitRecord(stream)
+		if err != nil || n == 0 {
+			t.Fatalf("split: %d, %v", n, err)
+		}
+		typ, p, err := openRecord(r, stream[:n])
+		if err != nil || typ != tlsAppData || string(p) != m {
+			t.Fatalf("opened type %d, %d bytes, %v; want %d bytes of application data", typ, len(p), err, len(m))
+		}
+		stream = stream[n:]
+	}
+	if _, _, err := openRecord(r, sealRecord(nil, fuzzKey(t), tlsAppData, []byte("replayed"))); err == nil {
+		t.Error("a record sealed under sequence number 0 opened as number 3")
+	}
+}
+
+// loopTLSConn is a shard and a busy TLS connection on it, read through
+// readTLS from a socket pair whose other end gets records sealed under the
+// same fixed key, the response head already parsed.
+func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
+	tb.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Close(fds[1]) })
+	rec := metrics.NewRecorder(metrics.Options{})
+	s, err = New(Config{Slots: 1, Streaming: true, Kind: sse.Completions, Recorder: rec, Queue: NewQueue(1, 0), Clock: NewClock(), RequestTimeout: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.clock = newStampClock(s.cfg.Clock)
+	tb.Cleanup(s.closeAll)
+	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: &loopTLS{read: fuzzKey(tb), write: fuzzKey(tb), sent: true}}
+	s.setConn(c.fd, c)
+	c.Init(s.decoder, true)
+	rec.Begin(&c.stream, 0, 1, 0, 0)
+	for range 4096 {
+		c.stream.Token(0, nil)
+	}
+	rec.Begin(&c.stream, 0, 1, 0, 0)
+	c.beginRequest(&Request{Wire: []byte("x")})
+	c.written = 1
+	seal = fuzzKey(tb)
+	head := sealRecord(nil, seal, tlsAppData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	unix.Write(fds[1], head)
+	s.readTLS(c)
+	if c.state != connBusy || !c.gotBytes {
+		tb.Fatalf("head not read: state %d", c.state)
+	}
+	return s, c, fds[1], seal
+}
+
+// TestTLSLoopEventAllocatesNothing: on the loop, a token event's record
+// (read, opened in place, parsed, recorded) allocates nothing, also when
+// a record arrives in two reads.
+func TestTLSLoopEventAllocatesNothing(t *testing.T) {
+	s, c, peer, seal := loopTLSConn(t)
+	const runs = 300
+	event := chunkedEvent(`{"choices":[{"index":0,"text":"x"}]}`)
+	var records [][]byte
+	for range runs + 2 {
+		records = append(records, sealRecord(nil, seal, tlsAppData, event))
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		rec := records[i]
+		i++
+		unix.Write(peer, rec[:9])
+		s.readTLS(c)
+		unix.Write(peer, rec[9:])
+		s.readTLS(c)
+	})
+	if allocs != 0 {
+		t.Errorf("%.2f allocations per token event on the loop over TLS; want 0", allocs)
+	}
+	if c.state != connBusy || c.stream.TokenEvents() != i {
+		t.Errorf("state %d, %d events after %d records", c.state, c.stream.TokenEvents(), i)
+	}
+}
+
+// BenchmarkTLSLoopEventPath measures one token event's record on the
+// loop: recvmsg, opening in place, de-chunking, SSE parsing, recording
+// (the write to the socket pair counts too).
+func BenchmarkTLSLoopEventPath(b *testing.B) {
+	s, c, peer, seal := loopTLSConn(b)
+	event := chunkedEvent(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`)
+	var stream []byte
+	for range 1024 {
+		stream = sealRecord(stream, seal, tlsAppData, event)
+	}
+	n, _ := splitRecord(stream)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(event)))
+	b.ResetTimer()
+	for i := range b.N {
+		if i%1024 == 0 && i > 0 {
+			b.StopTimer()
+			// The next 1,024 records continue the sequence numbers.
+			stream = stream[:0]
+			for range 1024 {
+				stream = sealRecord(stream, seal, tlsAppData, event)
+			}
+			if i%4096 == 0 {
+				s.cfg.Recorder.Begin(&c.stream, 0, 1, 0, 0)
+			}
+			b.StartTimer()
+		}
+		off := i % 1024 * n
+		unix.Write(peer, stream[off:off+n])
+		s.readTLS(c)
+	}
+	if c.state != connBusy {
+		b.Fatalf("connection ended: %d", c.state)
+	}
+}
+
+// TestTLSLoopReusedResetIsNotResent: on the loop as on plain TCP, a
+// request whose reused TLS connection the server resets before answering
+// fails, and is never sent again.
+func TestTLSLoopReusedResetIsNotResent(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	data, _ := runPaths(t, srv, []string{"/ok/1", "/reset-head"}, run{slots: 1, limit: 1, streaming: true, tls: PrepareTLS(tlsConfig, 1)})
+	if !data.Results[0].Success {
+		t.Errorf("request 0: %q", data.Results[0].Error)
+	}
+	if r := data.Results[1]; r.Success || !strings.Contains(r.Error, "on a reused keep-alive connection (not sent again)") {
+		t.Errorf("request 1: success %v, error %q; want a failure on the reused connection", r.Success, r.Error)
+	}
+	if got := srv.Requests.Load(); got != 2 {
+		t.Errorf("server saw %d requests; want 2, each once", got)
+	}
+	if got := srv.Accepted.Load(); got != 1 {
+		t.Errorf("server accepted %d connections; want 1", got)
+	}
+}
+
+// TestTLSLoopHandshakeFailure: a handshake the client refuses (an
+// untrusted certificate) fails its request with the reason, on the loop.
+func TestTLSLoopHandshakeFailure(t *testing.T) {
+	srv, _ := shardtest.NewTLS(t)
+	data, health := runPaths(t, srv, []string{"/ok/1", "/ok/1"}, run{slots: 2, streaming: true, tls: PrepareTLS(&tls.Config{ServerName: "127.0.0.1"}, 2)})
+	for _, r := range data.Results {
+		if r.Success || !strings.Contains(r.Error, "TLS handshake with "+srv.Addr.String()) {
+			t.Errorf("request %d: success %v, error %q", r.Index, r.Success, r.Error)
+		}
+	}
+	if h := health[0]; h.TLSHandshakes != 2 || h.Connections != 2 {
+		t.Errorf("%d handshakes on %d connections; want 2 on 2", h.TLSHandshakes, h.Connections)
+	}
+}
