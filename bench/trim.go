@@ -22,10 +22,6 @@ import (
 // so Python's centring leaves it without fill.
 const trimmedTitle = "Serving Benchmark Result after warmup before cooldown"
 
-// trimsSteadyState reports whether the run asks for the trimmed block; the
-// fork checks warmup_time > 0 or cooldown_time > 0.
-func (c *Config) trimsSteadyState() bool { return c.WarmupTime > 0 || c.CooldownTime > 0 }
-
 // WriteTrimmed prints the fork's steady-state block: the plotting tip its
 // metric code prints when some request had a token in the window, the
 // window's settings, the counted tokens, its duration, generated tokens
@@ -70,7 +66,7 @@ func (c consoleWriter) section(sec metricSection) {
 // the main result stands on its own.
 func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
 	c := r.cfg
-	if !c.trimsSteadyState() {
+	if !c.TrimsSteadyState() {
 		return nil
 	}
 	t, err := metrics.ComputeTrimmed(d, metrics.TrimOptions{
