@@ -32,8 +32,8 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	c := r.cfg
 	size, index := c.ClusterSize, c.AgentIndex()
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
-	params := r.reportParams(c.WorkerProcesses(len(r.wire)))
-	if err := WriteBanner(r.stdout, params); err != nil {
+	params := &ReportParams{RunSettings: r.runSettings(c.WorkerProcesses(len(r.wire)))}
+	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	if r.endpointErr != nil {

@@ -12,11 +12,20 @@ import (
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// ReportParams is what the console block and the result JSON need to know
-// about the run besides its measurements: the settings Python reads from
-// its argparse namespace, and the optional side reports. Zero values mean
-// "not given" where Python's default is None.
+// ReportParams is what the console block and the result JSON know of a run
+// besides its metrics.Summary: the run's settings, known before it starts,
+// and the results measured beside the requests' metrics. The two are
+// embedded, so a partial result's JSON (which carries them) keeps one flat
+// object.
 type ReportParams struct {
+	RunSettings
+	RunResults
+}
+
+// RunSettings are the settings Python reads from its argparse namespace
+// when it prints and saves a run, and the optional side reports. Zero
+// values mean "not given" where Python's default is None.
+type RunSettings struct {
 	// Backend is --backend (also the JSON's legacy endpoint_type).
 	Backend string
 	// Label is --label; nil when not given (JSON null).
@@ -33,10 +42,9 @@ type ReportParams struct {
 	// MaxConcurrency is --max-concurrency; 0 when not given.
 	MaxConcurrency int
 	// RampUpStrategy is "linear" or "exponential", "" without ramp-up.
-	RampUpStrategy  string
-	RampUpStartRPS  int
-	RampUpEndRPS    int
-	RPSChangeEvents []RPSChange
+	RampUpStrategy string
+	RampUpStartRPS int
+	RampUpEndRPS   int
 
 	// Metadata holds the raw --metadata KEY=VALUE items.
 	Metadata []string
@@ -58,16 +66,23 @@ type ReportParams struct {
 	// client (--max-connections-per-worker); 0 hides the row.
 	Workers int
 
-	Probe      *metrics.ProbeStats
-	SpecDecode *metrics.SpecDecodeStats
-	Diffusion  *metrics.DiffusionStats
-
 	SaveResult     bool
 	SaveDetailed   bool
 	AppendResult   bool
 	PlotTimeline   bool
 	ResultDir      string
 	ResultFilename string
+}
+
+// RunResults are what a run measured beside the requests' metrics: the
+// ramp-up's steps, the side probes, and the server's speculative-decoding
+// and diffusion counters (nil when the server gave none).
+type RunResults struct {
+	RPSChangeEvents []RPSChange
+
+	Probe      *metrics.ProbeStats
+	SpecDecode *metrics.SpecDecodeStats
+	Diffusion  *metrics.DiffusionStats
 }
 
 // RPSChange is one ramp-up step: the integer rate reached and the local
@@ -77,9 +92,9 @@ type RPSChange struct {
 	Timestamp string
 }
 
-func (p *ReportParams) hasTokenizer() bool { return p.TokenizerID != "" }
+func (p *RunSettings) hasTokenizer() bool { return p.TokenizerID != "" }
 
-func (p *ReportParams) selected(metric string) bool {
+func (p *RunSettings) selected(metric string) bool {
 	for _, m := range p.PercentileMetrics {
 		if m == metric {
 			return true
@@ -109,7 +124,7 @@ type metricSection struct {
 // exist: TTFT, TPOT and ITL need a generation run with a tokenizer, the
 // queue sections need --max-concurrency (and, for the second, a finite
 // request rate).
-func sections(s *metrics.Summary, p *ReportParams) []metricSection {
+func sections(s *metrics.Summary, p *RunSettings) []metricSection {
 	var all []metricSection
 	if !s.Pooling && p.hasTokenizer() {
 		all = append(all,
@@ -279,7 +294,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 		c.fields(probeFields(p.Probe))
 	}
 
-	for _, sec := range sections(s, p) {
+	for _, sec := range sections(s, &p.RunSettings) {
 		c.section(sec)
 	}
 
@@ -306,7 +321,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 // line when --max-connections-per-worker is given (spec §i), then the
 // probe rate when probes are sent. Values are Python's str(): "inf",
 // "10.0", "None".
-func WriteBanner(w io.Writer, p *ReportParams) error {
+func WriteBanner(w io.Writer, p *RunSettings) error {
 	var b strings.Builder
 	if !p.SelfTimed {
 		if p.RampUpStrategy != "" {

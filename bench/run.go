@@ -579,8 +579,8 @@ func (r *run) benchmark(ctx context.Context) error {
 			fmt.Fprintln(r.stdout, "Profiler started")
 		}
 	}
-	params := r.reportParams(workers)
-	if err := WriteBanner(r.stdout, params); err != nil {
+	params := &ReportParams{RunSettings: r.runSettings(workers)}
+	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	before, beforeOK := scrapeServerMetrics(ctx, r.control, c.BaseURL+"/metrics", c.Headers)
@@ -793,9 +793,11 @@ func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOpt
 	return o
 }
 
-func (r *run) reportParams(workers int) *ReportParams {
+// runSettings are the run's settings as the outputs read them; workers is
+// the multi-process fork's worker count (0 hides its row).
+func (r *run) runSettings(workers int) RunSettings {
 	c := r.cfg
-	p := &ReportParams{
+	p := RunSettings{
 		Backend: c.Backend, ModelID: r.modelID, TokenizerID: r.tokenizerID,
 		NumPrompts: c.NumPrompts, RequestRate: c.RequestRate, Burstiness: c.Burstiness,
 		RampUpStrategy: c.RampUpStrategy, Metadata: c.Metadata,
@@ -828,7 +830,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 	if err != nil {
 		return err
 	}
-	name, err := ResultFilename(p, res.Date)
+	name, err := ResultFilename(&p.RunSettings, res.Date)
 	if err != nil {
 		return err
 	}

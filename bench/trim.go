@@ -28,7 +28,7 @@ const trimmedTitle = "Serving Benchmark Result after warmup before cooldown"
 // and output throughput (generation runs), the ITL section when "itl" is
 // among --percentile-metrics, and the closing rule. The warm-up and
 // cool-down values are printed with "{:<10}", so as Python's str(float).
-func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *ReportParams) error {
+func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *RunSettings) error {
 	c := consoleWriter{bufio.NewWriter(w)}
 	if t.Requests > 0 {
 		c.line("tip: install termplotlib and gnuplot to plot the metrics")
@@ -82,5 +82,5 @@ func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *Report
 			return err
 		}
 	}
-	return WriteTrimmed(r.stdout, t, s.Pooling, p)
+	return WriteTrimmed(r.stdout, t, s.Pooling, &p.RunSettings)
 }

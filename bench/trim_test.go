@@ -60,7 +60,7 @@ func TestGoldenTrimmed(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := WriteTrimmed(&out, tr, tc.pooling, &ReportParams{PercentileMetrics: tc.metrics}); err != nil {
+			if err := WriteTrimmed(&out, tr, tc.pooling, &RunSettings{PercentileMetrics: tc.metrics}); err != nil {
 				t.Fatal(err)
 			}
 			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
