@@ -5,13 +5,15 @@
 //
 // Files by duty:
 //   - the run: run.go, endpoint.go, dataset.go, probe.go, interrupt.go,
-//     progress.go, control.go, servermetrics_run.go, repeat.go,
-//     sweep.go, slo.go, compare.go, cluster*.go, partial*.go, outcome.go;
+//     progress.go, server_requests.go (/v1/models, /metrics, profiling),
+//     basic_auth.go, servermetrics_run.go, repeat.go, sweep.go, slo.go,
+//     compare.go, cluster*.go, partial*.go, outcome.go;
 //   - the request side: backend*.go (the backend table and the bodies),
 //     tokenizer_mode.go;
-//   - Python's outputs: console_block.go (the result block),
-//     result_json.go (the result JSON), result_pytorch.go (the PyTorch
-//     benchmark format), percentile_label.go, terminal.go;
+//   - Python's outputs: report_params.go (what they read of the run),
+//     console_block.go (the result block), result_json.go (the result
+//     JSON), result_pytorch.go (the PyTorch benchmark format),
+//     percentile_label.go, terminal.go;
 //   - stampede's outputs: sidecar.go (<result>.stampede.json), the blocks
 //     behind our own flags (steady.go, trim.go, pertoken.go, reasoning.go,
 //     servermetrics.go), timeline*.go (--plot-timeline), htmlreport*.go

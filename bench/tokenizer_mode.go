@@ -15,7 +15,7 @@ import (
 // beside tekken.json or tokenizer.model.v*) and Hugging Face's otherwise;
 // "slow" and "hf" are Hugging Face's (stampede's one implementation gives
 // the fast tokenizer's ids); "mistral" is tekken.json. The other modes vLLM
-// registers are refused before the run (checkSupported), and a mode vLLM
+// registers are refused before the run (by cli.Parse), and a mode vLLM
 // does not know fails as vLLM's get_tokenizer does.
 
 // builtTokenizerModes are the --tokenizer-mode values stampede loads.
