@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
@@ -119,6 +120,17 @@ func backendNames() []string {
 	return names
 }
 
+// Backends are the --backend rows as the command line needs them (the
+// choices and the facts its checks read), in table order: the backends
+// argument of cli.Parse and cli.WriteHelp.
+func Backends() []cli.Backend {
+	out := make([]cli.Backend, len(backends))
+	for i, b := range backends {
+		out[i] = cli.Backend{Name: b.name, OpenAICompatible: b.openAICompatible, Pooling: b.pooling, Completions: b.api.kind == completionsKind}
+	}
+	return out
+}
+
 // findBackend returns the row of --backend name, or nil.
 func findBackend(name string) *backend {
 	for i := range backends {
@@ -166,7 +178,7 @@ func CheckEndpoint(backend, apiURL string) error {
 	for i, s := range accepted {
 		quoted[i] = "'" + s + "'"
 	}
-	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("%s URL must end with one of: {%s}.", api.name, strings.Join(quoted, ", "))}
+	return &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("%s URL must end with one of: {%s}.", api.name, strings.Join(quoted, ", "))}
 }
 
 // BodyParams are a body's run-wide inputs.
@@ -183,7 +195,7 @@ type BodyParams struct {
 	IgnoreEOS bool
 	// ExtraBody is {**sampling params, **--extra-body} (Config.
 	// RequestExtraBody), merged last so it can override any field.
-	ExtraBody JSONObject
+	ExtraBody cli.JSONObject
 	// ContinuousUsage (--per-token-itl) asks for a running usage object in
 	// every chunk (pertoken.go).
 	ContinuousUsage bool
@@ -201,7 +213,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 	if err != nil {
 		return nil, err
 	}
-	var body JSONObject
+	var body cli.JSONObject
 	body.Set("model", pyString(p.model()))
 	switch b.api.kind {
 	case completionsKind:
@@ -259,7 +271,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		body.Set("query", pyString(req.PromptList[0]))
 		body.Set("documents", pyStringList(req.PromptList[1:]))
 		body.Set("truncate_prompt_tokens", []byte("-1"))
-		return body.encodePy(), nil
+		return body.EncodePy(), nil
 	default:
 		return nil, fmt.Errorf("--backend %s: posts multipart/form-data audio, which stampede does not build", backend)
 	}
@@ -277,18 +289,18 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		}
 		body.Set(key, v)
 	}
-	return body.encodePy(), nil
+	return body.EncodePy(), nil
 }
 
 // extraBody is the per-request extra body, {**p.ExtraBody,
 // **req.Overrides}: an override replaces a key in place, new keys follow.
 // Values are JSON text as given, not yet in json.dumps form.
-func (p BodyParams) extraBody(req *datasets.Request) (JSONObject, error) {
-	extra := p.ExtraBody.clone()
+func (p BodyParams) extraBody(req *datasets.Request) (cli.JSONObject, error) {
+	extra := p.ExtraBody.Clone()
 	if len(req.Overrides) > 0 {
-		overrides, ok := JSONText(req.Overrides).Object()
+		overrides, ok := cli.JSONText(req.Overrides).Object()
 		if !ok {
-			return JSONObject{}, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
+			return cli.JSONObject{}, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
 		}
 		extra.Merge(overrides)
 	}
@@ -304,7 +316,7 @@ func (p BodyParams) model() string {
 
 // setEmbeddingsInput fills "input" (openai-embeddings) or "messages" (the
 // embeddings-chat family, with clip's and vlm2vec's prompt rewriting).
-func setEmbeddingsInput(body *JSONObject, b *backend, req *datasets.Request) error {
+func setEmbeddingsInput(body *cli.JSONObject, b *backend, req *datasets.Request) error {
 	text, err := promptValue(req)
 	if err != nil {
 		return err
@@ -336,7 +348,7 @@ func setEmbeddingsInput(body *JSONObject, b *backend, req *datasets.Request) err
 // setInfinityInput is the Infinity server's body: the prompt as "input",
 // or, for an empty prompt (clip blanks it when media is attached), the one
 // media item's URL with its modality ("image_url" → "image").
-func setInfinityInput(body *JSONObject, b *backend, req *datasets.Request) error {
+func setInfinityInput(body *cli.JSONObject, b *backend, req *datasets.Request) error {
 	backend := b.name
 	blank := b.mediaText == blankText && len(req.MultiModal) > 0
 	if !blank && (req.Prompt != "" || len(req.PromptList) > 0 || len(req.PromptIDs) > 0) {
@@ -420,13 +432,13 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 		}
 		parts = append(parts, v)
 	}
-	var textPart JSONObject
+	var textPart cli.JSONObject
 	textPart.Set("type", pyString("text"))
 	textPart.Set("text", text)
 	if mediaFirst {
-		parts = append(parts, textPart.encodePy())
+		parts = append(parts, textPart.EncodePy())
 	} else {
-		parts = append([][]byte{textPart.encodePy()}, parts...)
+		parts = append([][]byte{textPart.EncodePy()}, parts...)
 	}
 	var b bytes.Buffer
 	b.WriteString(`[{"role": "user", "content": [`)
@@ -443,12 +455,12 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 // already present is replaced in place, as dict |= does; keys compare
 // case-sensitively as Python's dict keys do), then x-request-id when the
 // request has an id.
-func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []Header) ([]Header, error) {
+func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []cli.Header) ([]cli.Header, error) {
 	b, err := lookupBackend(backend)
 	if err != nil {
 		return nil, err
 	}
-	var hs []Header
+	var hs []cli.Header
 	set := func(k, v string) {
 		for i := range hs {
 			if hs[i].Key == k {
@@ -456,7 +468,7 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 				return
 			}
 		}
-		hs = append(hs, Header{k, v})
+		hs = append(hs, cli.Header{Key: k, Value: v})
 	}
 	if b.api.contentType {
 		set("Content-Type", "application/json")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 )
 
@@ -217,7 +218,7 @@ func TestBuildAudioRequestErrors(t *testing.T) {
 		})
 	}
 	_, _, err := BuildAudioRequest(req, nil, BodyParams{Model: "m"}, testBoundary)
-	var verr *ValidationError
+	var verr *cli.ValidationError
 	if !errors.As(err, &verr) || verr.Type != "TypeError" {
 		t.Errorf("no clip: %#v, want a TypeError", err)
 	}

@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/shard"
 )
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 
-func obj(pairs ...string) JSONObject {
-	var o JSONObject
+func obj(pairs ...string) cli.JSONObject {
+	var o cli.JSONObject
 	for i := 0; i < len(pairs); i += 2 {
 		o.Set(pairs[i], json.RawMessage(pairs[i+1]))
 	}
@@ -137,16 +138,16 @@ func TestRequestHeaders(t *testing.T) {
 		backend string
 		req     datasets.Request
 		apiKey  string
-		extra   []Header
-		want    []Header
+		extra   []cli.Header
+		want    []cli.Header
 	}{
 		{"completions leaves Content-Type to the client", "vllm", datasets.Request{RequestID: "bench-1-0"}, "", nil,
-			[]Header{{"x-request-id", "bench-1-0"}}},
+			[]cli.Header{{Key: "x-request-id", Value: "bench-1-0"}}},
 		{"chat with key, user headers last but in place", "openai-chat", datasets.Request{RequestID: "r7"}, "sk-1",
-			[]Header{{"X-Team", "a"}, {"Authorization", "Bearer user"}, {"x-request-id", "mine"}},
-			[]Header{{"Content-Type", "application/json"}, {"Authorization", "Bearer user"}, {"X-Team", "a"}, {"x-request-id", "r7"}}},
+			[]cli.Header{{Key: "X-Team", Value: "a"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "x-request-id", Value: "mine"}},
+			[]cli.Header{{Key: "Content-Type", Value: "application/json"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "X-Team", Value: "a"}, {Key: "x-request-id", Value: "r7"}}},
 		{"no id, no key", "openai-embeddings", datasets.Request{}, "", nil,
-			[]Header{{"Content-Type", "application/json"}}},
+			[]cli.Header{{Key: "Content-Type", Value: "application/json"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,11 +192,11 @@ func TestNumInputSequences(t *testing.T) {
 func TestPoolingUsage(t *testing.T) {
 	tests := []struct {
 		backend string
-		extra   JSONObject
+		extra   cli.JSONObject
 		over    string // request overrides
 		want    shard.PoolingUsage
 	}{
-		{"openai-embeddings", JSONObject{}, "", shard.UsageInBody},
+		{"openai-embeddings", cli.JSONObject{}, "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"float"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"base64"`), "", shard.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
@@ -216,7 +217,7 @@ func TestPoolingUsage(t *testing.T) {
 		}
 		got, err := PoolingUsage(tt.backend, req, BodyParams{ExtraBody: tt.extra})
 		if err != nil || got != tt.want {
-			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra.encodePy(), tt.over, got, err, tt.want)
+			t.Errorf("%s with %s (overrides %q): %v, %v; want %v", tt.backend, tt.extra.EncodePy(), tt.over, got, err, tt.want)
 		}
 	}
 }

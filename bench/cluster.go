@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/engine"
 )
 
@@ -31,8 +32,8 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	c := r.cfg
 	size, index := c.ClusterSize, c.AgentIndex()
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
-	params := r.reportParams(c.WorkerProcesses(len(r.wire)))
-	if err := WriteBanner(r.stdout, params); err != nil {
+	params := &ReportParams{RunSettings: r.runSettings(c.WorkerProcesses(len(r.wire)))}
+	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	if r.endpointErr != nil {
@@ -43,7 +44,7 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	}
 	offsets, rates, err := r.globalSchedule()
 	if err != nil {
-		return &ValidationError{Type: "ValueError", Msg: err.Error()}
+		return &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
 	}
 	var share []engine.Request
 	for i := index; i < len(r.wire); i += size {
@@ -54,7 +55,7 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	ec := r.engineConfig(share)
 	// The agent's share keeps the global schedule's times.
 	ec.SelfTimed, ec.RequestRate = true, math.Inf(1)
-	ec.MaxConcurrency = c.agentConcurrency()
+	ec.MaxConcurrency = c.AgentConcurrency()
 	ec.KeepDetail = c.SaveDetailed
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = r.tok != nil

@@ -59,7 +59,7 @@ func TestClusterRunInProcess(t *testing.T) {
 		c, err := parseArgs(args(clusterDir, "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator,
 			"--cluster-timeout-sec", "30", "--save-partial", filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i))),
 			func(k string) string {
-				if k == jobCompletionIndex {
+				if k == "JOB_COMPLETION_INDEX" {
 					return fmt.Sprint(i)
 				}
 				return ""

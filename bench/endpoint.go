@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/engine"
 )
@@ -19,7 +20,7 @@ type Endpoint struct{ r *run }
 // /v1/models when --model is not given, as serve does), and loads the
 // tokenizer when withTokenizer is set (the server's /tokenize standing in
 // when none can be had, with a warning).
-func OpenEndpoint(ctx context.Context, cfg *Config, stdout, stderr io.Writer, withTokenizer bool) (*Endpoint, error) {
+func OpenEndpoint(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer, withTokenizer bool) (*Endpoint, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func (e *Endpoint) Tokenizer() datasets.Tokenizer { return e.r.tok }
 // Frame puts a JSON body in a POST to the endpoint with serve's headers
 // (Content-Type, $OPENAI_API_KEY's bearer token, --header) and extra after
 // them (a key already set is replaced).
-func (e *Endpoint) Frame(body []byte, extra ...Header) ([]byte, error) {
+func (e *Endpoint) Frame(body []byte, extra ...cli.Header) ([]byte, error) {
 	hs, err := RequestHeaders(e.r.cfg.Backend, &datasets.Request{}, e.r.cfg.APIKey, append(e.r.cfg.Headers[:len(e.r.cfg.Headers):len(e.r.cfg.Headers)], extra...))
 	if err != nil {
 		return nil, err

@@ -196,7 +196,7 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*Outcom
 	if err != nil {
 		return out, err
 	}
-	name, err := ResultFilename(p, res.Date)
+	name, err := ResultFilename(&p.RunSettings, res.Date)
 	if err != nil {
 		return out, err
 	}

@@ -145,7 +145,7 @@ func TestMergeRefusesMismatchedPartials(t *testing.T) {
 			}
 			return out
 		}
-		settings := newPartialSettings(&ReportParams{Backend: "openai", RequestRate: 1, Burstiness: 1}, &metrics.ComputeOptions{}, false)
+		settings := newPartialSettings(&ReportParams{RunSettings: RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 		return []*Partial{
 			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings}, Records: recs(0, 2)},
 			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings}, Records: recs(1, 3)},
@@ -176,7 +176,7 @@ func TestMergeRefusesMismatchedPartials(t *testing.T) {
 // FuzzParsePartial: partials travel over the network; malformed bytes are
 // an error, never a crash or an allocation out of proportion to them.
 func FuzzParsePartial(f *testing.F) {
-	settings := newPartialSettings(&ReportParams{Backend: "openai", RequestRate: 2, Burstiness: 1}, &metrics.ComputeOptions{InputAudioSeconds: []float64{}}, true)
+	settings := newPartialSettings(&ReportParams{RunSettings: RunSettings{Backend: "openai", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{InputAudioSeconds: []float64{}}, true)
 	p := &Partial{
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings},
 		Records: []PartialRecord{

@@ -36,16 +36,6 @@ func (p BodyParams) streamOptions() []byte {
 	return []byte(streamOptionsUsage)
 }
 
-// validatePerTokenITL refuses --per-token-itl where no token streams: the
-// pooling backends answer once.
-func (c *Config) validatePerTokenITL() error {
-	if c.PerTokenITL && c.TaskType == Pooling {
-		return &UsageError{Msg: fmt.Sprintf("argument --per-token-itl: backend %s returns one response, not a token stream; "+
-			"use it with a completions or chat backend", c.Backend)}
-	}
-	return nil
-}
-
 // SidecarPerToken is --per-token-itl's account in the sidecar.
 type SidecarPerToken struct {
 	// Requests counts the successful requests; Counted those whose every

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/engine"
 )
 
@@ -22,7 +23,7 @@ func (r *run) newProbe() (*engine.Probe, error) {
 		return nil, nil
 	}
 	if backendOf(c.Backend).api.kind == rerankKind {
-		return nil, usageErrorf("--probe-request-rate is not supported with --backend %s: "+
+		return nil, cli.UsageErrorf("--probe-request-rate is not supported with --backend %s: "+
 			"the probe prompt \"Hi\" is not a query with documents", c.Backend)
 	}
 	probe := r.requests[0]

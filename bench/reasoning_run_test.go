@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestReasoningRunAgainstMock(t *testing.T) {
 			dir := t.TempDir()
 			tc.cfg.TTFT, tc.cfg.ITL = 2*time.Millisecond, time.Millisecond
 			args := []string{"--backend", tc.backend, "--endpoint", tc.endpoint, "--dataset-name", "random", "--num-prompts", "4",
-				"--random-input-len", "16", "--random-output-len", itoa(tc.output), "--ignore-eos", "--max-concurrency", "2",
+				"--random-input-len", "16", "--random-output-len", strconv.Itoa(tc.output), "--ignore-eos", "--max-concurrency", "2",
 				"--save-result", "--save-detailed", "--result-dir", dir}
 			plain, _, err := runAgainstMock(t, context.Background(), tc.cfg, append(args, "--result-filename", "plain.json")...)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -51,12 +52,12 @@ func SplitOwnFlags(args []string, own []OwnFlag) (map[string][]string, []string,
 		}
 		switch {
 		case !f.Value && hasValue:
-			return nil, nil, &UsageError{Msg: fmt.Sprintf("argument --%s: ignored explicit argument '%s'", name, value)}
+			return nil, nil, &cli.UsageError{Msg: fmt.Sprintf("argument --%s: ignored explicit argument '%s'", name, value)}
 		case !f.Value:
 			value = "true"
 		case !hasValue:
 			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
-				return nil, nil, &UsageError{Msg: fmt.Sprintf("argument --%s: expected one argument", name)}
+				return nil, nil, &cli.UsageError{Msg: fmt.Sprintf("argument --%s: expected one argument", name)}
 			}
 			i++
 			value = args[i]
@@ -74,7 +75,7 @@ func SplitOwnFlags(args []string, own []OwnFlag) (map[string][]string, []string,
 func ParseNumRuns(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, &UsageError{Msg: fmt.Sprintf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", s)}
+		return 0, &cli.UsageError{Msg: fmt.Sprintf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", s)}
 	}
 	return n, nil
 }
@@ -86,7 +87,7 @@ func ParseNumRuns(s string) (int, error) {
 // --append-result all runs go to the one file, one per line). An
 // interrupt ends the series after the run it cut short, whose figures
 // are left out of the summary.
-func RunRepeated(ctx context.Context, cfg *Config, n int, stdout, stderr io.Writer) error {
+func RunRepeated(ctx context.Context, cfg *cli.Config, n int, stdout, stderr io.Writer) error {
 	var points []PointMetrics
 	for k := 1; k <= n; k++ {
 		if n > 1 {

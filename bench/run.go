@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/engine"
@@ -37,7 +38,7 @@ import (
 // Cancelling ctx (Ctrl-C) during the main run stops sending; what was
 // measured is still printed and saved, and Run returns nil. Cancelling it
 // before the main run returns ctx's error.
-func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 	_, err := RunOnce(ctx, cfg, stdout, stderr)
 	return err
 }
@@ -46,7 +47,7 @@ func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 // serve, each repeat of --num-runs, each sweep point and each SLO probe.
 // The outcome is nil when the run ended before its main part; it is set
 // alongside an error raised after the measurement (a failed save).
-func RunOnce(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (*Outcome, error) {
+func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*Outcome, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func RunOnce(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (*Outco
 
 // run carries one Run's state between its phases.
 type run struct {
-	cfg            *Config
+	cfg            *cli.Config
 	stdout, stderr io.Writer
 
 	target  target
@@ -131,7 +132,7 @@ type target struct {
 	tls              *tls.Config
 }
 
-func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
+func newRun(cfg *cli.Config, stdout, stderr io.Writer) (*run, error) {
 	t, err := parseTarget(cfg.APIURL, cfg.Insecure)
 	if err != nil {
 		return nil, err
@@ -157,7 +158,7 @@ func newRun(cfg *Config, stdout, stderr io.Writer) (*run, error) {
 func parseTarget(apiURL string, insecure bool) (target, error) {
 	u, err := url.Parse(apiURL)
 	if err != nil {
-		return target{}, &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("invalid URL %q: %v", apiURL, err)}
+		return target{}, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("invalid URL %q: %v", apiURL, err)}
 	}
 	var t target
 	port := u.Port()
@@ -172,11 +173,11 @@ func parseTarget(apiURL string, insecure bool) (target, error) {
 		}
 		t.tls = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: insecure}
 	default:
-		return target{}, &ValidationError{Type: "ValueError",
+		return target{}, &cli.ValidationError{Type: "ValueError",
 			Msg: fmt.Sprintf("URL %q: scheme %q is not supported (use http:// or https://)", apiURL, u.Scheme)}
 	}
 	if u.Hostname() == "" {
-		return target{}, &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("URL %q has no host", apiURL)}
+		return target{}, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("URL %q has no host", apiURL)}
 	}
 	t.network = "tcp"
 	t.address = net.JoinHostPort(u.Hostname(), port)
@@ -197,10 +198,10 @@ func (r *run) discoverModel(ctx context.Context) error {
 	if err != nil {
 		var empty errNoModels
 		if errors.As(err, &empty) {
-			return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("No models found on the server at %s. "+
+			return &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("No models found on the server at %s. "+
 				"Make sure the server is running and has models loaded.", r.cfg.BaseURL)}
 		}
-		return &ValidationError{Type: "RuntimeError", Msg: fmt.Sprintf("Failed to fetch models from server at %s. Check that:\n"+
+		return &cli.ValidationError{Type: "RuntimeError", Msg: fmt.Sprintf("Failed to fetch models from server at %s. Check that:\n"+
 			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
 	}
 	r.modelName, r.modelID = name, root
@@ -221,8 +222,8 @@ func (r *run) loadTokenizer(ctx context.Context) error {
 	}
 	r.tokenizerID = name
 	tok, path, err := loadTokenizerMode(r.cfg.TokenizerMode, name)
-	var invalid *ValidationError
-	var usage *UsageError
+	var invalid *cli.ValidationError
+	var usage *cli.UsageError
 	if errors.As(err, &invalid) || errors.As(err, &usage) {
 		return err
 	}
@@ -242,7 +243,7 @@ func (r *run) loadTokenizer(ctx context.Context) error {
 	fmt.Fprintf(r.stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
 	st := datasets.NewServerTokenizer(r.cfg.BaseURL, r.modelID, r.control)
 	if perr := st.Probe(ctx); perr != nil {
-		return &ValidationError{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
+		return &cli.ValidationError{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
 	}
 	r.tok = st
 	return nil
@@ -253,7 +254,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	c := r.cfg
 	var err error
 	if r.globals, err = datasets.NewPythonGlobals(int64(c.Seed)); err != nil {
-		return &ValidationError{Type: "ValueError", Msg: err.Error()}
+		return &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(r.stderr, format+"\n", args...) }
 	var tok datasets.Tokenizer
@@ -263,13 +264,13 @@ func (r *run) sampleDataset(ctx context.Context) error {
 	var kwargs map[string]any
 	if len(c.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-			return &UsageError{Msg: "argument --chat-template-kwargs: " +
+			return &cli.UsageError{Msg: "argument --chat-template-kwargs: " +
 				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
 	d := datasets.Lookup(c.DatasetName)
 	if d == nil || !d.Built() {
-		return &UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
+		return &cli.UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
 	r.requests, err = d.Sample(&datasets.Env{
 		Tokenizer: tok, ChatTemplate: r.chatTemplate, ChatTemplateKwargs: kwargs,
@@ -285,13 +286,13 @@ func (r *run) sampleDataset(ctx context.Context) error {
 		return datasetError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(r.requests) == 0 {
-		return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
+		return &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
 	if d.AlignWithServer && !r.skipAlign {
 		datasets.AlignWithServer(ctx, r.control, c.BaseURL, r.modelID, r.requests, r.stdout)
 	}
 	if c.WarnDefaultTemperature {
-		fmt.Fprintln(r.stdout, TemperatureWarning)
+		fmt.Fprintln(r.stdout, cli.TemperatureWarning)
 	}
 	return nil
 }
@@ -301,7 +302,7 @@ func (r *run) sampleDataset(ctx context.Context) error {
 func datasetError(name string, err error, path string) error {
 	var pe *datasets.PythonError
 	if errors.As(err, &pe) {
-		return &ValidationError{Type: pe.Type, Msg: pe.Msg}
+		return &cli.ValidationError{Type: pe.Type, Msg: pe.Msg}
 	}
 	var fe *fs.PathError
 	if errors.As(err, &fe) {
@@ -312,13 +313,13 @@ func datasetError(name string, err error, path string) error {
 		if fe.Path == path {
 			where = "--dataset-path " + fe.Path
 		}
-		return &ValidationError{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
+		return &cli.ValidationError{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "dataset ") {
 		msg = fmt.Sprintf("dataset %s: %s", name, msg)
 	}
-	return &ValidationError{Type: "ValueError", Msg: msg}
+	return &cli.ValidationError{Type: "ValueError", Msg: msg}
 }
 
 // encodeRequests builds every request's HTTP bytes before the clock
@@ -328,7 +329,7 @@ func (r *run) encodeRequests() error {
 	c := r.cfg
 	adapters, err := LoRAAdapters(c.LoraModules, c.LoraAssignment, len(r.requests), r.globals.Random)
 	if err != nil {
-		return &UsageError{Msg: err.Error()}
+		return &cli.UsageError{Msg: err.Error()}
 	}
 	params := BodyParams{
 		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
@@ -388,12 +389,12 @@ func (r *run) encode(req *datasets.Request, p BodyParams) ([]byte, error) {
 }
 
 // frame puts body in an HTTP request to the target with headers hs.
-func (r *run) frame(contentType string, body []byte, hs []Header) ([]byte, error) {
+func (r *run) frame(contentType string, body []byte, hs []cli.Header) ([]byte, error) {
 	hreq := httpwire.Request{
 		Method: "POST", Host: r.target.hostHeader, Path: r.target.path,
 		ContentType: contentType,
 		// aiohttp's Basic authentication from --base-url's credentials;
-		// config.go refuses them beside an Authorization header.
+		// cli.Parse refuses them beside an Authorization header.
 		Authorization: r.cfg.URLAuthorization,
 		Body:          body,
 	}
@@ -401,7 +402,7 @@ func (r *run) frame(contentType string, body []byte, hs []Header) ([]byte, error
 		hreq.Headers = append(hreq.Headers, httpwire.Header{Key: h.Key, Value: h.Value})
 	}
 	if err := hreq.Validate(); err != nil {
-		return nil, &ValidationError{Type: "ValueError", Msg: err.Error()}
+		return nil, &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
 	}
 	return httpwire.AppendRequest(nil, &hreq), nil
 }
@@ -412,7 +413,7 @@ func (r *run) engineConfig(reqs []engine.Request) engine.Config {
 	ec := engine.Config{
 		Network: r.target.network, Address: r.target.address, TLS: r.target.tls,
 		Kind:      backendOf(c.Backend).stream,
-		Streaming: c.TaskType == Generation,
+		Streaming: c.TaskType == cli.Generation,
 		Requests:  reqs,
 		// Test and warm-up requests all go at once.
 		RequestRate: math.Inf(1), Burstiness: 1,
@@ -535,7 +536,7 @@ func (r *run) initialTest(ctx context.Context) error {
 	if lastErr == "" {
 		lastErr = fmt.Sprintf("Endpoint readiness timed out after %ds.", timeoutSec)
 	}
-	return &ValidationError{Type: "ValueError", Msg: "Initial test run failed - Please make sure benchmark " +
+	return &cli.ValidationError{Type: "ValueError", Msg: "Initial test run failed - Please make sure benchmark " +
 		"arguments are correctly specified. Error: " + lastErr}
 }
 
@@ -578,8 +579,8 @@ func (r *run) benchmark(ctx context.Context) error {
 			fmt.Fprintln(r.stdout, "Profiler started")
 		}
 	}
-	params := r.reportParams(workers)
-	if err := WriteBanner(r.stdout, params); err != nil {
+	params := &ReportParams{RunSettings: r.runSettings(workers)}
+	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	before, beforeOK := scrapeServerMetrics(ctx, r.control, c.BaseURL+"/metrics", c.Headers)
@@ -594,7 +595,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed || c.trimsSteadyState() || c.PlotTimeline || c.Report != ""
+	ec.KeepDetail = c.SaveDetailed || c.TrimsSteadyState() || c.PlotTimeline || c.Report != ""
 	// Python re-tokenizes the text of a request whose usage gave no output
 	// token count; kept only for those, it is counted after the run, off
 	// the shards' threads (metrics.Compute's CountTokens).
@@ -708,9 +709,9 @@ func (r *run) benchmark(ctx context.Context) error {
 // during a ramp-up (its start is at most its end), so the first request's
 // rate is the one to check. The engine reads zero values as its defaults,
 // so they must not reach it.
-func checkArrivals(c *Config) error {
+func checkArrivals(c *cli.Config) error {
 	if !(c.Burstiness > 0) {
-		return &ValidationError{Type: "AssertionError",
+		return &cli.ValidationError{Type: "AssertionError",
 			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", py.FloatRepr(c.Burstiness))}
 	}
 	if c.SelfTimed {
@@ -721,7 +722,7 @@ func checkArrivals(c *Config) error {
 		first = float64(*c.RampUpStartRPS)
 	}
 	if !(first > 0) {
-		return &ValidationError{Type: "AssertionError",
+		return &cli.ValidationError{Type: "AssertionError",
 			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", py.FloatRepr(first))}
 	}
 	return nil
@@ -767,7 +768,7 @@ func dropUnsent(d *metrics.RunData) int {
 func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
-		Pooling:     c.TaskType == Pooling,
+		Pooling:     c.TaskType == cli.Pooling,
 		Percentiles: c.SelectedPercentiles,
 		ClientQueue: c.MaxConcurrency != nil,
 	}
@@ -792,9 +793,11 @@ func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOpt
 	return o
 }
 
-func (r *run) reportParams(workers int) *ReportParams {
+// runSettings are the run's settings as the outputs read them; workers is
+// the multi-process fork's worker count (0 hides its row).
+func (r *run) runSettings(workers int) RunSettings {
 	c := r.cfg
-	p := &ReportParams{
+	p := RunSettings{
 		Backend: c.Backend, ModelID: r.modelID, TokenizerID: r.tokenizerID,
 		NumPrompts: c.NumPrompts, RequestRate: c.RequestRate, Burstiness: c.Burstiness,
 		RampUpStrategy: c.RampUpStrategy, Metadata: c.Metadata,
@@ -827,7 +830,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 	if err != nil {
 		return err
 	}
-	name, err := ResultFilename(p, res.Date)
+	name, err := ResultFilename(&p.RunSettings, res.Date)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // --server-metrics: the server's own view of the run. A goroutine of its
@@ -260,7 +262,7 @@ type serverScraper struct {
 	url      string
 	interval time.Duration
 	client   *http.Client
-	headers  []Header
+	headers  []cli.Header
 
 	mu       sync.Mutex
 	scrapes  []scrape
@@ -272,7 +274,7 @@ type serverScraper struct {
 	done     chan struct{}
 }
 
-func newServerScraper(url string, interval time.Duration, client *http.Client, headers []Header) *serverScraper {
+func newServerScraper(url string, interval time.Duration, client *http.Client, headers []cli.Header) *serverScraper {
 	return &serverScraper{url: url, interval: interval, client: client, headers: headers,
 		stopCh: make(chan struct{}), done: make(chan struct{})}
 }

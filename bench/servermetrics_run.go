@@ -10,11 +10,11 @@ import (
 // startServerMetrics starts --server-metrics' scraper before the first
 // request, so its first scrape is the baseline; nil without the flag.
 func (r *run) startServerMetrics(ctx context.Context) *serverScraper {
-	url := r.cfg.serverMetricsURL()
+	url := r.cfg.ServerMetricsURL()
 	if url == "" {
 		return nil
 	}
-	s := newServerScraper(url, r.cfg.serverMetricsInterval(), r.control, r.cfg.Headers)
+	s := newServerScraper(url, r.cfg.ScrapeInterval(), r.control, r.cfg.Headers)
 	s.start(ctx)
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // vllmExposition is a trimmed /metrics answer of vLLM (text format 0.0.4).
@@ -171,7 +173,7 @@ func TestReportFlagsValidation(t *testing.T) {
 		{"--report", "out.txt"},
 	} {
 		_, err := parseArgs(append([]string{"--model", "m"}, args...), noEnv)
-		var usage *UsageError
+		var usage *cli.UsageError
 		if err == nil || !asUsage(err, &usage) || !strings.Contains(usage.Msg, strings.TrimPrefix(args[0], "")) {
 			t.Errorf("%v: %v, want a usage error naming %s", args, err, args[0])
 		}
@@ -180,23 +182,23 @@ func TestReportFlagsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.serverMetricsURL(); got != "http://h:1/metrics" {
+	if got := c.ServerMetricsURL(); got != "http://h:1/metrics" {
 		t.Errorf("default URL %q", got)
 	}
 	c, err = parseArgs([]string{"--model", "m", "--server-metrics", "http://other:9/m", "--server-metrics-interval", "0.5"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.serverMetricsURL() != "http://other:9/m" || c.serverMetricsInterval() != 500*time.Millisecond {
-		t.Errorf("URL %q interval %v", c.serverMetricsURL(), c.serverMetricsInterval())
+	if c.ServerMetricsURL() != "http://other:9/m" || c.ScrapeInterval() != 500*time.Millisecond {
+		t.Errorf("URL %q interval %v", c.ServerMetricsURL(), c.ScrapeInterval())
 	}
-	if c, _ := parseArgs([]string{"--model", "m"}, noEnv); c.serverMetricsURL() != "" {
+	if c, _ := parseArgs([]string{"--model", "m"}, noEnv); c.ServerMetricsURL() != "" {
 		t.Error("scraping without --server-metrics")
 	}
 }
 
-func asUsage(err error, target **UsageError) bool {
-	u, ok := err.(*UsageError)
+func asUsage(err error, target **cli.UsageError) bool {
+	u, ok := err.(*cli.UsageError)
 	if ok {
 		*target = u
 	}

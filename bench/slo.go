@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -67,10 +68,10 @@ type SLOProbe struct {
 
 // SLOResult is the search's answer and every probe, in order.
 type SLOResult struct {
-	Over       string       `json:"over"`
-	Goodput    []GoodputSLO `json:"goodput"`
-	Attainment float64      `json:"target_attainment"`
-	Probes     []SLOProbe   `json:"probes"`
+	Over       string           `json:"over"`
+	Goodput    []cli.GoodputSLO `json:"goodput"`
+	Attainment float64          `json:"target_attainment"`
+	Probes     []SLOProbe       `json:"probes"`
 	// Answer is the highest passing load; null when even the lowest
 	// probed load failed.
 	Answer *SLOProbe `json:"answer"`
@@ -86,7 +87,7 @@ const SLOFileJSON = "slo.json"
 
 type sloSearch struct {
 	o              SLOOptions
-	base           *Config
+	base           *cli.Config
 	stdout, stderr io.Writer
 	res            *SLOResult
 	// measure runs one probe: the load's figures and result file; nil
@@ -99,10 +100,10 @@ type sloSearch struct {
 // search after the probe it cut short, which is not counted.
 func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SLOResult, error) {
 	if o.Over != SLOOverConcurrency && o.Over != SLOOverRate {
-		return nil, &UsageError{Msg: fmt.Sprintf("argument --slo-over: invalid choice: %q (choose from %q, %q)", o.Over, SLOOverConcurrency, SLOOverRate)}
+		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-over: invalid choice: %q (choose from %q, %q)", o.Over, SLOOverConcurrency, SLOOverRate)}
 	}
 	if !(o.Attainment > 0 && o.Attainment <= 1) {
-		return nil, &UsageError{Msg: fmt.Sprintf("argument --slo-attainment: invalid value %g: a share of requests in (0, 1], such as 0.99", o.Attainment)}
+		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-attainment: invalid value %g: a share of requests in (0, 1], such as 0.99", o.Attainment)}
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 0.05
@@ -111,14 +112,14 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 		o.Start = 1
 	}
 	if !(o.Start > 0) || (o.Over == SLOOverConcurrency && o.Start != math.Trunc(o.Start)) {
-		return nil, &UsageError{Msg: fmt.Sprintf("argument --slo-start: invalid value %g: a positive load (a whole number for max-concurrency)", o.Start)}
+		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-start: invalid value %g: a positive load (a whole number for max-concurrency)", o.Start)}
 	}
-	base, err := ParseArgs(o.Args)
+	base, err := cli.Parse(o.Args, Backends())
 	if err != nil {
 		return nil, err
 	}
 	if len(base.GoodputSLOs) == 0 {
-		return nil, &UsageError{Msg: "stampede slo needs the SLOs: --goodput KEY:VALUE ..., such as --goodput ttft:500 tpot:50"}
+		return nil, &cli.UsageError{Msg: "stampede slo needs the SLOs: --goodput KEY:VALUE ..., such as --goodput ttft:500 tpot:50"}
 	}
 	s := &sloSearch{o: o, base: base, stdout: stdout, stderr: stderr,
 		res: &SLOResult{Over: o.Over, Goodput: base.GoodputSLOs, Attainment: o.Attainment}}
@@ -141,7 +142,7 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 	return s.res, err
 }
 
-func sloText(slos []GoodputSLO) string {
+func sloText(slos []cli.GoodputSLO) string {
 	var parts []string
 	for _, g := range slos {
 		parts = append(parts, g.Metric+":"+strconv.FormatFloat(g.ValueMs, 'g', -1, 64)+"ms")
@@ -283,7 +284,7 @@ func (s *sloSearch) run(ctx context.Context, load float64) (*PointMetrics, strin
 		args = append(args, "--result-filename", file)
 		file = pyPathJoin(s.dir(), file)
 	}
-	cfg, err := ParseArgs(args)
+	cfg, err := cli.Parse(args, Backends())
 	if err != nil {
 		return nil, "", err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // The mock holds 32 streams at once and a 16-token request 170 ms, so
@@ -121,7 +123,7 @@ func TestSLONothingPasses(t *testing.T) {
 
 func TestSLONeedsGoodput(t *testing.T) {
 	_, err := SearchSLO(context.Background(), SLOOptions{Args: []string{"--model", "m"}, Over: SLOOverConcurrency, Attainment: 0.99}, &bytes.Buffer{}, &bytes.Buffer{})
-	var usage *UsageError
+	var usage *cli.UsageError
 	if !errors.As(err, &usage) || !strings.Contains(usage.Msg, "--goodput") {
 		t.Errorf("err = %v", err)
 	}

@@ -32,7 +32,7 @@ func (r *run) steadyState(o *Outcome) {
 // WriteSteadyState prints the --steady-state block after Python's: the
 // window, then the result rows and percentile sections Python's block
 // has, computed over the requests inside the window.
-func WriteSteadyState(w io.Writer, st *metrics.SteadyState, p *ReportParams) error {
+func WriteSteadyState(w io.Writer, st *metrics.SteadyState, p *RunSettings) error {
 	c := consoleWriter{bufio.NewWriter(w)}
 	c.header(steadyStateTitle, '=')
 	what := fmt.Sprintf("%.4g (--max-concurrency)", st.TargetInFlight)
@@ -89,5 +89,5 @@ func (r *run) writeSteadyStateBlock(o *Outcome) error {
 	if math.IsNaN(o.SteadyState.DurationS) {
 		return nil
 	}
-	return WriteSteadyState(r.stdout, o.SteadyState, o.Params)
+	return WriteSteadyState(r.stdout, o.SteadyState, &o.Params.RunSettings)
 }

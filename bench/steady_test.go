@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -20,7 +21,7 @@ func TestSteadyStateBlock(t *testing.T) {
 		if flag {
 			args = append(args, "--steady-state")
 		}
-		cfg, err := ParseArgs(args)
+		cfg, err := cli.Parse(args, Backends())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -48,7 +49,7 @@ func ParseSweepAxis(s string) (SweepAxis, error) {
 	flag, values, ok := strings.Cut(s, "=")
 	flag = strings.TrimPrefix(flag, "--")
 	bad := func(why string) (SweepAxis, error) {
-		return SweepAxis{}, &UsageError{Msg: fmt.Sprintf("argument --sweep: invalid value %q: %s; expected FLAG=V1,V2,... such as max-concurrency=8,32,128", s, why)}
+		return SweepAxis{}, &cli.UsageError{Msg: fmt.Sprintf("argument --sweep: invalid value %q: %s; expected FLAG=V1,V2,... such as max-concurrency=8,32,128", s, why)}
 	}
 	if !ok || flag == "" {
 		return bad("no FLAG=")
@@ -104,7 +105,7 @@ type SweepOptions struct {
 type sweepPoint struct {
 	settings []SweepSetting
 	name     string
-	cfgs     []*Config
+	cfgs     []*cli.Config
 	files    []string
 }
 
@@ -135,9 +136,9 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 			if o.NumRuns > 1 {
 				file = runFileName(file, k)
 			}
-			cfg, err := ParseArgs(append(args, "--save-result", "--result-dir", dir, "--result-filename", file))
+			cfg, err := cli.Parse(append(args, "--save-result", "--result-dir", dir, "--result-filename", file), Backends())
 			if err != nil {
-				var usage *UsageError
+				var usage *cli.UsageError
 				if errors.As(err, &usage) {
 					usage.Msg = fmt.Sprintf("sweep point %s: %s", p.name, usage.Msg)
 				}
@@ -158,7 +159,7 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*Swee
 	if o.NumRuns < 1 {
 		o.NumRuns = 1
 	}
-	base, err := ParseArgs(o.Args)
+	base, err := cli.Parse(o.Args, Backends())
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -142,7 +143,7 @@ func TestParseSweepAxis(t *testing.T) {
 		t.Errorf("got %+v, %v", a, err)
 	}
 	for _, bad := range []string{"max-concurrency", "=1,2", "request-rate=1,,2"} {
-		var usage *UsageError
+		var usage *cli.UsageError
 		if _, err := ParseSweepAxis(bad); !errors.As(err, &usage) || !strings.Contains(usage.Msg, "FLAG=V1,V2") {
 			t.Errorf("%q: %v", bad, err)
 		}
@@ -154,7 +155,7 @@ func TestRunRepeatedKeepsEveryRun(t *testing.T) {
 	dir := t.TempDir()
 	args := append(startMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}),
 		"--random-output-len", "4", "--num-prompts", "16", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
-	cfg, err := ParseArgs(args)
+	cfg, err := cli.Parse(args, Backends())
 	if err != nil {
 		t.Fatal(err)
 	}

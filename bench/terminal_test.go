@@ -43,7 +43,7 @@ func TestServerTextEscapedOnlyOnTheTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ReportParams{RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}, SaveDetailed: true}
+	p := &ReportParams{RunSettings: RunSettings{RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}, SaveDetailed: true}}
 	var out bytes.Buffer
 	if err := WriteResult(&out, s, p); err != nil {
 		t.Fatal(err)

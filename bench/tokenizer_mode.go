@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"os"
+	"slices"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -13,24 +15,11 @@ import (
 // beside tekken.json or tokenizer.model.v*) and Hugging Face's otherwise;
 // "slow" and "hf" are Hugging Face's (stampede's one implementation gives
 // the fast tokenizer's ids); "mistral" is tekken.json. The other modes vLLM
-// registers are refused before the run (checkSupported), and a mode vLLM
+// registers are refused before the run (by cli.Parse), and a mode vLLM
 // does not know fails as vLLM's get_tokenizer does.
 
 // builtTokenizerModes are the --tokenizer-mode values stampede loads.
 var builtTokenizerModes = []string{"auto", "hf", "slow", "mistral"}
-
-// registeredTokenizerModes are the other modes of vLLM's tokenizer
-// registry: each loads a tokenizer class of its own.
-var registeredTokenizerModes = []string{"deepseek_v32", "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"}
-
-// tokenizerModeUnbuilt is --tokenizer-mode's entry in unbuiltFlags: a
-// registered mode stampede does not implement, when a tokenizer is loaded.
-func tokenizerModeUnbuilt(c *Config) (string, bool) {
-	if c.SkipTokenizerInit || !contains(registeredTokenizerModes, c.TokenizerMode) {
-		return "", false
-	}
-	return c.TokenizerMode, true
-}
 
 // loadTokenizerMode resolves and loads the tokenizer name (a path or hub
 // id) in the given mode. path is where a Hugging Face tokenizer came from
@@ -60,11 +49,11 @@ func loadTokenizerMode(mode, name string) (tok *tokenizer.Tokenizer, path string
 		// never with a jinja template that may sit beside it.
 		return tok, "", nil
 	}
-	if contains(registeredTokenizerModes, mode) {
+	if slices.Contains(cli.RegisteredTokenizerModes, mode) {
 		// checkSupported refused it already; reached only by callers
 		// that skip it.
-		return nil, "", usageErrorf("--tokenizer-mode %s is not supported yet", mode)
+		return nil, "", cli.UsageErrorf("--tokenizer-mode %s is not supported yet", mode)
 	}
-	return nil, "", &ValidationError{Type: "ValueError",
+	return nil, "", &cli.ValidationError{Type: "ValueError",
 		Msg: fmt.Sprintf("No tokenizer registered for tokenizer_mode=%s.", py.StrRepr(mode))}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // writeByteTekken writes the smallest tekken.json: the 256 byte ranks and
@@ -74,16 +76,16 @@ func TestTokenizerModes(t *testing.T) {
 	}
 	// A mode vLLM does not know fails as vLLM's registry does.
 	_, _, err = loadTokenizerMode("foo", tekkenDir)
-	var invalid *ValidationError
+	var invalid *cli.ValidationError
 	if !errors.As(err, &invalid) || invalid.Type != "ValueError" || invalid.Msg != "No tokenizer registered for tokenizer_mode='foo'." {
 		t.Errorf("unknown mode: %#v", err)
 	}
 }
 
 func TestTokenizerModeRefusals(t *testing.T) {
-	for _, mode := range registeredTokenizerModes {
+	for _, mode := range cli.RegisteredTokenizerModes {
 		_, err := parseArgs([]string{"--tokenizer-mode", mode}, func(string) string { return "" })
-		var u *UsageError
+		var u *cli.UsageError
 		if !errors.As(err, &u) || u.Msg != "--tokenizer-mode "+mode+" is not supported yet" {
 			t.Errorf("--tokenizer-mode %s: %v, want a usage error naming the flag", mode, err)
 		}

@@ -22,17 +22,13 @@ import (
 // so Python's centring leaves it without fill.
 const trimmedTitle = "Serving Benchmark Result after warmup before cooldown"
 
-// trimsSteadyState reports whether the run asks for the trimmed block; the
-// fork checks warmup_time > 0 or cooldown_time > 0.
-func (c *Config) trimsSteadyState() bool { return c.WarmupTime > 0 || c.CooldownTime > 0 }
-
 // WriteTrimmed prints the fork's steady-state block: the plotting tip its
 // metric code prints when some request had a token in the window, the
 // window's settings, the counted tokens, its duration, generated tokens
 // and output throughput (generation runs), the ITL section when "itl" is
 // among --percentile-metrics, and the closing rule. The warm-up and
 // cool-down values are printed with "{:<10}", so as Python's str(float).
-func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *ReportParams) error {
+func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *RunSettings) error {
 	c := consoleWriter{bufio.NewWriter(w)}
 	if t.Requests > 0 {
 		c.line("tip: install termplotlib and gnuplot to plot the metrics")
@@ -70,7 +66,7 @@ func (c consoleWriter) section(sec metricSection) {
 // the main result stands on its own.
 func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
 	c := r.cfg
-	if !c.trimsSteadyState() {
+	if !c.TrimsSteadyState() {
 		return nil
 	}
 	t, err := metrics.ComputeTrimmed(d, metrics.TrimOptions{
@@ -86,5 +82,5 @@ func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *Report
 			return err
 		}
 	}
-	return WriteTrimmed(r.stdout, t, s.Pooling, p)
+	return WriteTrimmed(r.stdout, t, s.Pooling, &p.RunSettings)
 }

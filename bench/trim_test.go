@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -59,7 +60,7 @@ func TestGoldenTrimmed(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := WriteTrimmed(&out, tr, tc.pooling, &ReportParams{PercentileMetrics: tc.metrics}); err != nil {
+			if err := WriteTrimmed(&out, tr, tc.pooling, &RunSettings{PercentileMetrics: tc.metrics}); err != nil {
 				t.Fatal(err)
 			}
 			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -94,7 +95,7 @@ func TestWriteSteadyState(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			cfg := &Config{SelectedPercentiles: []float64{99}}
+			cfg := &cli.Config{SelectedPercentiles: []float64{99}}
 			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
 			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
 			s := &metrics.Summary{}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -28,7 +29,7 @@ type Plan struct {
 // Sender is the transport side of a run: how a body becomes a request,
 // the engine's settings, and how a started run is waited for.
 type Sender interface {
-	Frame(body []byte, extra ...bench.Header) ([]byte, error)
+	Frame(body []byte, extra ...cli.Header) ([]byte, error)
 	EngineConfig(n int) engine.Config
 }
 
@@ -298,9 +299,9 @@ func (d *driver) request(si int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []bench.Header
+	var extra []cli.Header
 	if d.opts.SessionHeader != "" {
-		extra = append(extra, bench.Header{Key: d.opts.SessionHeader, Value: s.conv.ID})
+		extra = append(extra, cli.Header{Key: d.opts.SessionHeader, Value: s.conv.ID})
 	}
 	return d.sender.Frame(data, extra...)
 }

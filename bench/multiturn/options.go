@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // Options are multiturn's own flags, named after vLLM's
@@ -29,7 +30,7 @@ type Options struct {
 	// IgnoreEOS is serve's --ignore-eos as given (serve forces it on for
 	// its random dataset, which multiturn does not use).
 	IgnoreEOS bool
-	Serve     *bench.Config
+	Serve     *cli.Config
 }
 
 // ownFlags are split off before serve's parser sees the rest.
@@ -95,7 +96,7 @@ func ParseArgs(args []string) (*Options, error) {
 		return nil, err
 	}
 	o := &Options{NumClients: 1, Sampling: "round_robin", SessionHeader: "X-Session-ID", History: "server"}
-	usage := func(format string, a ...any) error { return &bench.UsageError{Msg: fmt.Sprintf(format, a...)} }
+	usage := func(format string, a ...any) error { return &cli.UsageError{Msg: fmt.Sprintf(format, a...)} }
 	intFlag := func(name string, dst *int, lo int, what string) error {
 		v := own[name]
 		if v == nil {
@@ -142,7 +143,7 @@ func ParseArgs(args []string) (*Options, error) {
 	}
 	if v := own["think-time-sec"]; v != nil {
 		if o.ThinkTime, err = ParseThinkTime(v[0]); err != nil {
-			return nil, &bench.UsageError{Msg: err.Error()}
+			return nil, &cli.UsageError{Msg: err.Error()}
 		}
 	}
 	if v := own["session-id-header"]; v != nil {
@@ -181,7 +182,7 @@ func ParseArgs(args []string) (*Options, error) {
 	}
 	// Chat completions unless the command line says otherwise (last wins).
 	serve := append([]string{"--backend", "openai-chat", "--endpoint", "/v1/chat/completions"}, rest...)
-	if o.Serve, err = bench.ParseArgs(serve); err != nil {
+	if o.Serve, err = cli.Parse(serve, bench.Backends()); err != nil {
 		return nil, err
 	}
 	if o.Serve.Backend != "openai-chat" {

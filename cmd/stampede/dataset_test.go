@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // TestDatasetRoundTrip: the file `stampede dataset` writes for a random
@@ -27,7 +28,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 		t.Errorf("stderr %q does not report the sampling", stderr.String())
 	}
 
-	cfg, err := bench.ParseArgs(sample)
+	cfg, err := cli.Parse(sample, bench.Backends())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,8 @@ func TestDatasetRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = bench.ParseArgs(append([]string{"--dataset-name", "custom", "--dataset-path", out, "--custom-output-len", "-1",
-		"--skip-chat-template", "--disable-shuffle"}, common...))
+	cfg, err = cli.Parse(append([]string{"--dataset-name", "custom", "--dataset-path", out, "--custom-output-len", "-1",
+		"--skip-chat-template", "--disable-shuffle"}, common...), bench.Backends())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -215,7 +216,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	}
 	t.Setenv("JOB_COMPLETION_INDEX", "0")
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	cfg, err := bench.ParseArgs(argv)
+	cfg, err := cli.Parse(argv, bench.Backends())
 	if err != nil {
 		t.Fatalf("the agents' command line %q: %v", argv, err)
 	}

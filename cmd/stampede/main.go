@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 func main() {
@@ -77,11 +78,11 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(code i
 				return
 			case n == 1:
 				fmt.Fprintf(stderr, "\n%s: interrupted: no more requests are sent; those in flight get the grace period "+
-					"(--cancel-grace-sec) to finish. Interrupt again to stop at once.\n", bench.ProgramName)
+					"(--cancel-grace-sec) to finish. Interrupt again to stop at once.\n", cli.ProgramName)
 				cancel(interrupted{sig})
 			case n == 2:
 				fmt.Fprintf(stderr, "\n%s: interrupted again: stopping at once; requests in flight are failed \"cancelled\" "+
-					"and the results so far are still reported. Interrupt a third time to quit without results.\n", bench.ProgramName)
+					"and the results so far are still reported. Interrupt a third time to quit without results.\n", cli.ProgramName)
 				close(hard)
 			}
 		}
@@ -128,14 +129,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil && own["num-runs"] != nil {
 		numRuns, err = bench.ParseNumRuns(own["num-runs"][0])
 	}
-	var cfg *bench.Config
+	var cfg *cli.Config
 	if err == nil {
-		cfg, err = bench.ParseArgs(args)
+		cfg, err = cli.Parse(args, bench.Backends())
 	}
-	var help *bench.HelpRequested
+	var help *cli.HelpRequested
 	switch {
 	case errors.As(err, &help):
-		if err := bench.WriteHelp(stdout, help.Keyword); err != nil {
+		if err := cli.WriteHelp(stdout, help.Keyword, bench.Backends()); err != nil {
 			return exitError
 		}
 		return exitOK
@@ -161,7 +162,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		// ready check) or a failed save.
 		switch {
 		case errors.Is(err, context.Canceled):
-			fmt.Fprintf(stderr, "%s: %v\n", bench.ProgramName, intr)
+			fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, intr)
 		case err != nil:
 			writeError(stderr, err)
 		}
@@ -176,9 +177,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 // failed prints an error that ends the command and returns its exit
 // status: argparse's usage form and 2 for a usage error, 1 otherwise.
 func failed(stderr io.Writer, err error) int {
-	var usage *bench.UsageError
+	var usage *cli.UsageError
 	if errors.As(err, &usage) {
-		bench.WriteUsageError(stderr, usage)
+		cli.WriteUsageError(stderr, usage)
 		return exitUsage
 	}
 	writeError(stderr, err)
@@ -186,7 +187,7 @@ func failed(stderr io.Writer, err error) int {
 }
 
 // writeWarnings prints the warnings parsing raised, as Python logs them.
-func writeWarnings(stderr io.Writer, cfg *bench.Config) {
+func writeWarnings(stderr io.Writer, cfg *cli.Config) {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "WARNING: %s\n", w)
 	}
@@ -197,10 +198,10 @@ func writeWarnings(stderr io.Writer, cfg *bench.Config) {
 // quote a server (a reason phrase, a model list), so control characters
 // are escaped.
 func writeError(w io.Writer, err error) {
-	var invalid *bench.ValidationError
+	var invalid *cli.ValidationError
 	if errors.As(err, &invalid) {
 		fmt.Fprintf(w, "%s: %s\n", invalid.Type, bench.TerminalText(invalid.Msg))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
+	fmt.Fprintf(w, "%s: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
 }

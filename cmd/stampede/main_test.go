@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 func TestRun(t *testing.T) {
@@ -39,7 +40,7 @@ func TestRun(t *testing.T) {
 			stderr: "WARNING: Found duplicate keys --seed\n"},
 		{name: "run fails", args: nil, runErr: errors.New("connection refused"), code: 1, wantRunCalls: 1,
 			stderr: "stampede serve: connection refused\n"},
-		{name: "run raises", args: nil, runErr: &bench.ValidationError{Type: "RuntimeError", Msg: "no model"}, code: 1, wantRunCalls: 1,
+		{name: "run raises", args: nil, runErr: &cli.ValidationError{Type: "RuntimeError", Msg: "no model"}, code: 1, wantRunCalls: 1,
 			stderr: "RuntimeError: no model\n"},
 	}
 	for _, tt := range tests {
@@ -47,7 +48,7 @@ func TestRun(t *testing.T) {
 			calls := 0
 			saved := runBenchmark
 			defer func() { runBenchmark = saved }()
-			runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+			runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 				calls++
 				if ctx == nil || cfg == nil {
 					t.Error("run called without context or config")
@@ -75,8 +76,8 @@ func TestRun(t *testing.T) {
 func TestRunPassesConfig(t *testing.T) {
 	saved := runBenchmark
 	defer func() { runBenchmark = saved }()
-	var got *bench.Config
-	runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+	var got *cli.Config
+	runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 		got = cfg
 		return nil
 	}
@@ -107,7 +108,7 @@ func TestRunInterrupted(t *testing.T) {
 			stderr: "stampede serve: interrupted by interrupt\n"},
 		{name: "save failed", sig: syscall.SIGINT, runErr: errors.New("saving results to r.json: disk full"), code: 130,
 			stderr: "stampede serve: saving results to r.json: disk full\n"},
-		{name: "python error", sig: syscall.SIGINT, runErr: &bench.ValidationError{Type: "RuntimeError", Msg: "Failed to fetch models"}, code: 130,
+		{name: "python error", sig: syscall.SIGINT, runErr: &cli.ValidationError{Type: "RuntimeError", Msg: "Failed to fetch models"}, code: 130,
 			stderr: "RuntimeError: Failed to fetch models\n"},
 	}
 	for _, tt := range tests {
@@ -116,7 +117,7 @@ func TestRunInterrupted(t *testing.T) {
 			defer func() { runBenchmark = saved }()
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			runBenchmark = func(ctx context.Context, cfg *bench.Config, stdout, stderr io.Writer) error {
+			runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 				cancel(interrupted{tt.sig})
 				return tt.runErr
 			}

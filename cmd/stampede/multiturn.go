@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/multiturn"
 )
 
@@ -23,7 +23,7 @@ func runMultiturn(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opts, err := multiturn.ParseArgs(args)
 	if err != nil {
-		var usage *bench.UsageError
+		var usage *cli.UsageError
 		if errors.As(err, &usage) {
 			fmt.Fprintf(stderr, "usage: stampede multiturn --input-file FILE [multiturn options] [serve options]\nstampede multiturn: error: %s\n", usage.Msg)
 			return exitUsage

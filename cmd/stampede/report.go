@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 const reportUsage = `usage: stampede report RESULT.json [RESULT.json ...] -o FILE.html [--title TITLE]
@@ -77,7 +78,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		if bench.IsSweepFile(f) {
 			sw, rs, err := bench.LoadReportSweep(f)
 			if err != nil {
-				fmt.Fprintf(stderr, "%s report: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
+				fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
 				return exitError
 			}
 			sweeps = append(sweeps, sw)
@@ -86,24 +87,24 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		}
 		rs, err := bench.LoadReportRuns(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s report: %s\n", bench.ProgramName, bench.TerminalText(err.Error()))
+			fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
 			return exitError
 		}
 		runs = append(runs, rs...)
 	}
 	w, err := os.Create(out)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		fmt.Fprintf(stderr, "%s report: %v\n", cli.ProgramName, err)
 		return exitError
 	}
 	if err := bench.WriteReport(w, runs, bench.ReportOptions{Title: title, Generated: time.Now(), Sweeps: sweeps}); err != nil {
 		w.Close()
 		os.Remove(out)
-		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		fmt.Fprintf(stderr, "%s report: %v\n", cli.ProgramName, err)
 		return exitError
 	}
 	if err := w.Close(); err != nil {
-		fmt.Fprintf(stderr, "%s report: %v\n", bench.ProgramName, err)
+		fmt.Fprintf(stderr, "%s report: %v\n", cli.ProgramName, err)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "Report saved to: %s\n", out)

@@ -10,13 +10,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
 // pytorchGolden is the full report golden case with a tensor_parallel_size
 // in --metadata, and the flags of a run that would produce it.
-func pytorchGolden(t *testing.T) (*Config, *Result) {
+func pytorchGolden(t *testing.T) (*cli.Config, *Result) {
 	t.Helper()
 	c := goldenCases()[0]
 	c.params.Metadata = append(c.params.Metadata, "tensor_parallel_size=8")
@@ -137,7 +138,7 @@ func TestPyTorchNoRecords(t *testing.T) {
 	res := &Result{dict: py.NewObject()}
 	res.dict.Set("mean_e2el_ms", 1.5)
 	path := filepath.Join(t.TempDir(), "p.pytorch.json")
-	written, err := WritePyTorchBenchmark(path, &Config{}, res)
+	written, err := WritePyTorchBenchmark(path, &cli.Config{}, res)
 	if err != nil || written {
 		t.Fatalf("written %v, error %v", written, err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"strconv"
@@ -10,9 +10,6 @@ import (
 // parses; a run that would need something listed here as not built stops
 // with a usage error naming the flag and value, instead of measuring
 // something other than what Python would.
-
-// BackendBuilt reports whether stampede implements --backend name.
-func BackendBuilt(name string) bool { return findBackend(name) != nil }
 
 // DatasetBuilt reports whether stampede implements --dataset-name name.
 func DatasetBuilt(name string) bool {
@@ -47,24 +44,37 @@ var unbuiltFlags = []unbuiltFlag{
 
 // checkSupported refuses runs that need something not built yet.
 func checkSupported(c *Config) error {
-	if !BackendBuilt(c.Backend) {
-		return usageErrorf("--backend %s is not supported yet", c.Backend)
+	if c.backend == nil {
+		return UsageErrorf("--backend %s is not supported yet", c.Backend)
 	}
 	if !DatasetBuilt(c.DatasetName) {
-		return usageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
+		return UsageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
 	}
 	for _, f := range unbuiltFlags {
 		if text, used := f.value(c); used {
 			if text == "" {
-				return usageErrorf("%s is not supported yet", f.flag)
+				return UsageErrorf("%s is not supported yet", f.flag)
 			}
-			return usageErrorf("%s %s is not supported yet", f.flag, text)
+			return UsageErrorf("%s %s is not supported yet", f.flag, text)
 		}
 	}
 	if c.MaxConnectionsPerWorker != nil && *c.MaxConnectionsPerWorker < 1 {
 		// The fork asserts at least one worker; K < 1 cannot give that.
-		return usageErrorf("argument --max-connections-per-worker: must be at least 1, got %s",
+		return UsageErrorf("argument --max-connections-per-worker: must be at least 1, got %s",
 			strconv.Itoa(*c.MaxConnectionsPerWorker))
 	}
 	return nil
+}
+
+// RegisteredTokenizerModes are the other modes of vLLM's tokenizer
+// registry: each loads a tokenizer class of its own.
+var RegisteredTokenizerModes = []string{"deepseek_v32", "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"}
+
+// tokenizerModeUnbuilt is --tokenizer-mode's entry in unbuiltFlags: a
+// registered mode stampede does not implement, when a tokenizer is loaded.
+func tokenizerModeUnbuilt(c *Config) (string, bool) {
+	if c.SkipTokenizerInit || !contains(RegisteredTokenizerModes, c.TokenizerMode) {
+		return "", false
+	}
+	return c.TokenizerMode, true
 }

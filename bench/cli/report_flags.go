@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"fmt"
@@ -35,14 +35,15 @@ func (c *Config) validateReportFlags() error {
 	return nil
 }
 
-// serverMetricsURL is where --server-metrics scrapes; "" when off.
-func (c *Config) serverMetricsURL() string {
+// ServerMetricsURL is where --server-metrics scrapes; "" when off.
+func (c *Config) ServerMetricsURL() string {
 	if c.ServerMetrics == defaultServerMetricsURL {
 		return strings.TrimSuffix(c.BaseURL, "/") + "/metrics"
 	}
 	return c.ServerMetrics
 }
 
-func (c *Config) serverMetricsInterval() time.Duration {
+// ScrapeInterval is --server-metrics-interval as a duration.
+func (c *Config) ScrapeInterval() time.Duration {
 	return time.Duration(c.ServerMetricsInterval * float64(time.Second))
 }

@@ -1,14 +1,17 @@
-package bench
+package cli
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Golden help texts; rewrite them with `go test ./bench -run TestHelpGolden -update`.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/flags")
+
+// Golden help texts; rewrite them with `go test ./bench/cli -run TestHelpGolden -update`.
 func TestHelpGolden(t *testing.T) {
 	tests := []struct {
 		keyword, file string
@@ -20,7 +23,7 @@ func TestHelpGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got := renderHelp(tt.keyword, 78)
+			got := renderHelp(tt.keyword, 78, testBackends)
 			path := filepath.Join("testdata", "flags", tt.file)
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -39,8 +42,8 @@ func TestHelpGolden(t *testing.T) {
 }
 
 func TestHelpListsEveryOption(t *testing.T) {
-	help := renderHelp("", 78)
-	p := newFlagParser(&Flags{})
+	help := renderHelp("", 78, testBackends)
+	p := newFlagParser(&Flags{}, testBackends)
 	for _, g := range helpGroups(p) {
 		if !strings.Contains(help, "\n"+g.ShortDescription+":\n") {
 			t.Errorf("group %q missing", g.ShortDescription)
@@ -72,7 +75,7 @@ func TestHelpWidth(t *testing.T) {
 	for _, columns := range []string{"60", "120"} {
 		t.Setenv("COLUMNS", columns)
 		var b bytes.Buffer
-		if err := WriteHelp(&b, ""); err != nil {
+		if err := WriteHelp(&b, "", testBackends); err != nil {
 			t.Fatal(err)
 		}
 		width := map[string]int{"60": 58, "120": 118}[columns]

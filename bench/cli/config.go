@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"crypto/rand"
@@ -81,7 +81,8 @@ type Config struct {
 	// Parser's duplicate keys); the command prints them to stderr.
 	Warnings []string
 
-	given map[string]bool
+	given   map[string]bool
+	backend *Backend // --backend's row; nil when it is not one of the choices
 }
 
 // Header is one --header pair.
@@ -168,16 +169,19 @@ func WriteUsageError(w io.Writer, err *UsageError) {
 	fmt.Fprintf(w, "usage: %s [-h] [OPTIONS]\n%s: error: %s\n", ProgramName, ProgramName, err.Msg)
 }
 
-// ParseArgs parses `vllm bench serve` arguments (without the "serve"
+// Parse parses `vllm bench serve` arguments (without the "serve"
 // subcommand) with Python's rules, then validates and rewrites them as
-// main_async does before it contacts the server. Errors are *UsageError
-// (exit 2), *ValidationError (exit 1) or *HelpRequested (exit 0).
-func ParseArgs(args []string) (*Config, error) {
-	return parseArgs(args, os.Getenv)
+// main_async does before it contacts the server. backends are the
+// --backend choices (bench's table). Errors are *UsageError (exit 2),
+// *ValidationError (exit 1) or *HelpRequested (exit 0).
+func Parse(args []string, backends []Backend) (*Config, error) {
+	return ParseEnv(args, backends, os.Getenv)
 }
 
-func parseArgs(args []string, getenv func(string) string) (*Config, error) {
-	cfg, err := parseFlags(args)
+// ParseEnv is Parse reading the environment ($OPENAI_API_KEY,
+// $SAVE_TO_PYTORCH_BENCHMARK_FORMAT, $JOB_COMPLETION_INDEX) through getenv.
+func ParseEnv(args []string, backends []Backend, getenv func(string) string) (*Config, error) {
+	cfg, err := parseFlags(args, backends)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +200,9 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 }
 
 // parseFlags is the argparse step alone: args to Flags, with defaults.
-func parseFlags(args []string) (*Config, error) {
+func parseFlags(args []string, backends []Backend) (*Config, error) {
 	cfg := &Config{}
-	parser := newFlagParser(&cfg.Flags)
+	parser := newFlagParser(&cfg.Flags, backends)
 	parsed, err := newActionTable(parser).parseArgv(args)
 	if err != nil {
 		return nil, err
@@ -227,6 +231,7 @@ func parseFlags(args []string) (*Config, error) {
 		}
 	}
 	cfg.given = parsed.given
+	cfg.backend = findBackend(backends, cfg.Backend)
 	cfg.Warnings = parsed.warnings
 	return cfg, nil
 }
@@ -258,7 +263,7 @@ func (c *Config) validate() error {
 	// for these flags; without one its run fails on an assertion after the
 	// benchmark. Refusing here saves the run.
 	if c.PlotDatasetStats && !(c.SaveResult || c.AppendResult || c.PlotTimeline) {
-		return usageErrorf("--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline")
+		return UsageErrorf("--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline")
 	}
 	if err := c.validateRampUp(); err != nil {
 		return err
@@ -434,7 +439,7 @@ func pyStrip(s string) string { return strings.TrimFunc(s, py.IsSpace) }
 func (c *Config) rewriteDataset() error {
 	d := datasets.Lookup(c.DatasetName)
 	if d == nil {
-		return usageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
+		return UsageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
 	}
 	if d.Synthetic && c.Given("dataset-path") {
 		return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
@@ -442,12 +447,12 @@ func (c *Config) rewriteDataset() error {
 			"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
 	}
 	c.Flags.Flags.CopyLengths(c.InputLen, c.OutputLen)
-	if d.ExactOutputLen && backendOf(c.Backend).openAICompatible {
+	if d.ExactOutputLen && c.backend.OpenAICompatible {
 		c.IgnoreEOS = true
 	}
 	selfTimedGiven := c.SelfTimedOn || c.SelfTimedOff
 	if d.SelfTimed {
-		if backendOf(c.Backend).api.kind != completionsKind {
+		if !c.backend.Completions {
 			return valueErrorf("%s dataset passes pre-tokenized prompts (list[int])"+
 				" and requires a completions backend ('vllm' or 'openai').", d.Name)
 		}
@@ -466,7 +471,7 @@ func (c *Config) rewriteDataset() error {
 // --extra-body over them.
 func (c *Config) buildRequestExtras() error {
 	c.TaskType = Generation
-	if backendOf(c.Backend).pooling {
+	if c.backend.Pooling {
 		c.TaskType = Pooling
 	}
 	if c.TaskType == Generation {
@@ -484,12 +489,12 @@ func (c *Config) buildRequestExtras() error {
 		floatParam("frequency_penalty", c.FrequencyPenalty)
 		floatParam("presence_penalty", c.PresencePenalty)
 		floatParam("repetition_penalty", c.RepetitionPenalty)
-		if c.SamplingParams.Len() > 0 && !backendOf(c.Backend).openAICompatible {
+		if c.SamplingParams.Len() > 0 && !c.backend.OpenAICompatible {
 			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		c.WarnDefaultTemperature = c.Temperature == nil
 	}
-	c.RequestExtraBody = c.SamplingParams.clone()
+	c.RequestExtraBody = c.SamplingParams.Clone()
 	if c.ExtraBody == nil {
 		return nil
 	}
@@ -567,3 +572,17 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 	}
 	return slos, nil
 }
+
+// validatePerTokenITL refuses --per-token-itl where no token streams: the
+// pooling backends answer once.
+func (c *Config) validatePerTokenITL() error {
+	if c.PerTokenITL && c.TaskType == Pooling {
+		return &UsageError{Msg: fmt.Sprintf("argument --per-token-itl: backend %s returns one response, not a token stream; "+
+			"use it with a completions or chat backend", c.Backend)}
+	}
+	return nil
+}
+
+// TrimsSteadyState reports whether the run asks for the trimmed block; the
+// fork checks warmup_time > 0 or cooldown_time > 0.
+func (c *Config) TrimsSteadyState() bool { return c.WarmupTime > 0 || c.CooldownTime > 0 }

@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"errors"
@@ -27,21 +27,24 @@ var flagAudit = map[string]struct {
 	"--tokenizer-mode": {status: "refused", refuse: []string{"--tokenizer-mode", "grok2"}},
 }
 
+// moduleRoot is the module's directory, seen from this package's.
+const moduleRoot = "../.."
+
 // readSelectors collects every field or method name selected (x.Name) in
 // the module's non-test Go files, the flag table excepted.
 func readSelectors(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != moduleRoot {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			filepath.Clean(path) == filepath.Join("..", "bench", "flags.go") {
+			filepath.Clean(path) == filepath.Join(moduleRoot, "bench", "cli", "flags.go") {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -65,7 +68,7 @@ func readSelectors(t *testing.T) map[string]bool {
 // notSupportedSection is README's "Not supported yet" section.
 func notSupportedSection(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile(filepath.Join(moduleRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func notSupportedSection(t *testing.T) string {
 func TestFlagAudit(t *testing.T) {
 	read := readSelectors(t)
 	readme := notSupportedSection(t)
-	table := newActionTable(newFlagParser(&Flags{}))
+	table := newActionTable(newFlagParser(&Flags{}, testBackends))
 	python := pythonLongOptions(t)
 	for _, opt := range python {
 		a := table.byName[opt]

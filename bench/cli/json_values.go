@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"bytes"
@@ -19,16 +19,16 @@ type JSONObject struct {
 // Merge sets every member of other over o, Python's {**o, **other}.
 func (o *JSONObject) Merge(other JSONObject) { o.Update(&other.Dict) }
 
-// clone returns a copy of o that changes apart from it.
-func (o *JSONObject) clone() JSONObject { return JSONObject{o.Copy()} }
+// Clone returns a copy of o that changes apart from it.
+func (o *JSONObject) Clone() JSONObject { return JSONObject{o.Copy()} }
 
 // MarshalJSON writes the object compactly, keys in order.
 func (o JSONObject) MarshalJSON() ([]byte, error) { return o.encode(",", ":", false), nil }
 
-// encodePy writes the object as Python's json.dumps does: ", " and ": "
+// EncodePy writes the object as Python's json.dumps does: ", " and ": "
 // separators, keys with ensure_ascii escaping. Values are written as
 // stored, so a request body holds them already in json.dumps form.
-func (o JSONObject) encodePy() []byte { return o.encode(", ", ": ", true) }
+func (o JSONObject) EncodePy() []byte { return o.encode(", ", ": ", true) }
 
 func (o JSONObject) encode(itemSep, keySep string, ensureASCII bool) []byte {
 	n := 2

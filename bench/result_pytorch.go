@@ -6,8 +6,10 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -57,7 +59,7 @@ func PyTorchPath(resultPath string) string {
 // result to path (truncating it). When the result holds none of the
 // latency statistics, nothing is written and written is false, as in
 // Python.
-func WritePyTorchBenchmark(path string, c *Config, res *Result) (written bool, err error) {
+func WritePyTorchBenchmark(path string, c *cli.Config, res *Result) (written bool, err error) {
 	records := pytorchRecords(c, res)
 	if len(records) == 0 {
 		return false, nil
@@ -75,11 +77,11 @@ func WritePyTorchBenchmark(path string, c *Config, res *Result) (written bool, e
 // pytorchRecords builds the records. As in Python, every record shares one
 // args dict and one extra_info dict; a tensor_parallel_size given through
 // --metadata is copied into args.
-func pytorchRecords(c *Config, res *Result) []*py.Object {
+func pytorchRecords(c *cli.Config, res *Result) []*py.Object {
 	args := flagsNamespace(c)
 	extra := py.NewObject()
 	for k, v := range res.dict.All() {
-		if !contains(pytorchMetrics, k) && !contains(pytorchIgnored, k) {
+		if !slices.Contains(pytorchMetrics, k) && !slices.Contains(pytorchIgnored, k) {
 			extra.Set(k, v)
 		}
 	}
@@ -114,7 +116,7 @@ func pytorchRecords(c *Config, res *Result) []*py.Object {
 }
 
 // flagsNamespace is vars(args) for stampede's flags (see the file comment).
-func flagsNamespace(c *Config) *py.Object {
+func flagsNamespace(c *cli.Config) *py.Object {
 	d := py.NewObject()
 	addFlagFields(d, reflect.ValueOf(&c.Flags).Elem())
 	d.Set("self_timed", c.SelfTimed)
@@ -144,8 +146,8 @@ func addFlagFields(d *py.Object, v reflect.Value) {
 func flagValue(v reflect.Value, hasDefault bool) any {
 	switch x := v.Interface().(type) {
 	case datasets.JSONFlag:
-		return flagValue(reflect.ValueOf(JSONText(x)), hasDefault)
-	case JSONText:
+		return flagValue(reflect.ValueOf(cli.JSONText(x)), hasDefault)
+	case cli.JSONText:
 		if len(x) == 0 {
 			return nil
 		}
@@ -154,18 +156,18 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 			return nil // cannot happen: the flag parsed it
 		}
 		return py.RawJSON(v)
-	case BucketConfig:
+	case cli.BucketConfig:
 		d := py.NewObject()
 		for _, bucket := range x {
 			d.Set(fmt.Sprintf("(%d, %d, %d)", bucket.Height, bucket.Width, bucket.Frames), bucket.Probability)
 		}
 		return d
-	case CPUList:
+	case cli.CPUList:
 		if x == nil {
 			return nil
 		}
 		return []int(x)
-	case CommaList:
+	case cli.CommaList:
 		if x == nil {
 			return nil
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -23,7 +24,7 @@ func (errNoModels) Error() string { return "no models" }
 
 // fetchFirstModel is GET /v1/models with the --header headers only (no
 // API key, as in Python): the first model's id and root.
-func fetchFirstModel(ctx context.Context, client *http.Client, url string, headers []Header) (id, root string, err error) {
+func fetchFirstModel(ctx context.Context, client *http.Client, url string, headers []cli.Header) (id, root string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", "", err
@@ -72,7 +73,7 @@ type serverCounters struct {
 // scrapeServerMetrics is GET /metrics; ok is false when the server has no
 // such endpoint or it failed, and the deltas are then skipped, as in
 // Python.
-func scrapeServerMetrics(ctx context.Context, client *http.Client, url string, headers []Header) (serverCounters, bool) {
+func scrapeServerMetrics(ctx context.Context, client *http.Client, url string, headers []cli.Header) (serverCounters, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -102,7 +103,7 @@ func scrapeServerMetrics(ctx context.Context, client *http.Client, url string, h
 
 // postProfile is POST /start_profile or /stop_profile; it reports HTTP
 // 200. Failures are silent, as in Python.
-func postProfile(ctx context.Context, client *http.Client, url string, headers []Header) bool {
+func postProfile(ctx context.Context, client *http.Client, url string, headers []cli.Header) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(nil))
 	if err != nil {
 		return false

@@ -14,29 +14,29 @@ func TestResultFilename(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
 		name string
-		p    ReportParams
+		p    RunSettings
 		want string
 	}{
-		{"nothing saved", ReportParams{Backend: "openai", ModelID: "m", RequestRate: 1}, ""},
-		{"defaults", ReportParams{Backend: "openai", ModelID: "meta-llama/Llama-3.1-8B", RequestRate: math.Inf(1), SaveResult: true},
+		{"nothing saved", RunSettings{Backend: "openai", ModelID: "m", RequestRate: 1}, ""},
+		{"defaults", RunSettings{Backend: "openai", ModelID: "meta-llama/Llama-3.1-8B", RequestRate: math.Inf(1), SaveResult: true},
 			"openai-infqps-Llama-3.1-8B-" + date + ".json"},
-		{"label, rate, concurrency", ReportParams{Backend: "openai", Label: strptr("nightly"), ModelID: "org/sub/model",
+		{"label, rate, concurrency", RunSettings{Backend: "openai", Label: strptr("nightly"), ModelID: "org/sub/model",
 			RequestRate: 10, MaxConcurrency: 64, AppendResult: true},
 			"nightly-10.0qps-concurrency64-model-" + date + ".json"},
-		{"empty label falls back to backend", ReportParams{Backend: "vllm", Label: strptr(""), ModelID: "m",
+		{"empty label falls back to backend", RunSettings{Backend: "vllm", Label: strptr(""), ModelID: "m",
 			RequestRate: 0.5, PlotTimeline: true}, "vllm-0.5qps-m-" + date + ".json"},
-		{"tiny rate in exponent form", ReportParams{Backend: "vllm", ModelID: "m", RequestRate: 1e-05, SaveResult: true},
+		{"tiny rate in exponent form", RunSettings{Backend: "vllm", ModelID: "m", RequestRate: 1e-05, SaveResult: true},
 			"vllm-1e-05qps-m-" + date + ".json"},
-		{"ramp-up", ReportParams{Backend: "openai", ModelID: "m", RequestRate: math.Inf(1), MaxConcurrency: 8,
+		{"ramp-up", RunSettings{Backend: "openai", ModelID: "m", RequestRate: math.Inf(1), MaxConcurrency: 8,
 			RampUpStrategy: "exponential", RampUpStartRPS: 1, RampUpEndRPS: 10, SaveResult: true},
 			"openai-ramp-up-exponential-1qps-10qps-concurrency8-m-" + date + ".json"},
-		{"explicit file name", ReportParams{Backend: "openai", ModelID: "m", SaveResult: true, ResultFilename: "out.json"},
+		{"explicit file name", RunSettings{Backend: "openai", ModelID: "m", SaveResult: true, ResultFilename: "out.json"},
 			"out.json"},
-		{"result dir created and joined", ReportParams{Backend: "openai", ModelID: "m", RequestRate: 2, SaveResult: true,
+		{"result dir created and joined", RunSettings{Backend: "openai", ModelID: "m", RequestRate: 2, SaveResult: true,
 			ResultDir: filepath.Join(dir, "a", "b")}, filepath.Join(dir, "a", "b") + "/openai-2.0qps-m-" + date + ".json"},
-		{"dir with trailing slash", ReportParams{Backend: "openai", ModelID: "m", SaveResult: true,
+		{"dir with trailing slash", RunSettings{Backend: "openai", ModelID: "m", SaveResult: true,
 			ResultDir: dir + "/c/", ResultFilename: "r.json"}, dir + "/c/r.json"},
-		{"absolute file name wins over dir", ReportParams{Backend: "openai", ModelID: "m", SaveResult: true,
+		{"absolute file name wins over dir", RunSettings{Backend: "openai", ModelID: "m", SaveResult: true,
 			ResultDir: dir + "/d", ResultFilename: "/tmp/x.json"}, "/tmp/x.json"},
 	}
 	for _, tt := range tests {
@@ -62,7 +62,7 @@ func TestResultFilenameDirError(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := ReportParams{Backend: "openai", ModelID: "m", SaveResult: true, ResultDir: file + "/sub"}
+	p := RunSettings{Backend: "openai", ModelID: "m", SaveResult: true, ResultDir: file + "/sub"}
 	if _, err := ResultFilename(&p, "d"); err == nil {
 		t.Error("a result dir under a regular file was accepted")
 	}
@@ -75,7 +75,7 @@ func smallResult(t *testing.T, model string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := BuildResult(s, d, &ReportParams{Backend: "openai", ModelID: model, RequestRate: math.Inf(1)}, goldenNow)
+	r, err := BuildResult(s, d, &ReportParams{RunSettings: RunSettings{Backend: "openai", ModelID: model, RequestRate: math.Inf(1)}}, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"fmt"
@@ -97,10 +97,10 @@ func (c *Config) AgentIndex() int { return c.agentIndex }
 // Clustered reports whether the run is one agent's share of a cluster run.
 func (c *Config) Clustered() bool { return c.ClusterSize > 1 }
 
-// agentConcurrency is this agent's share of --max-concurrency C over N
+// AgentConcurrency is this agent's share of --max-concurrency C over N
 // agents: ⌊C/N⌋, one more for the first C mod N agents, so that the
 // shares add up to C; 0 (no cap) without the flag.
-func (c *Config) agentConcurrency() int {
+func (c *Config) AgentConcurrency() int {
 	if c.MaxConcurrency == nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"bytes"
@@ -230,7 +230,8 @@ func argError(a *action, format string, args ...any) *UsageError {
 	return &UsageError{Msg: "argument " + a.name() + ": " + fmt.Sprintf(format, args...)}
 }
 
-func usageErrorf(format string, args ...any) *UsageError {
+// UsageErrorf is a usage error (exit 2) with a formatted message.
+func UsageErrorf(format string, args ...any) *UsageError {
 	return &UsageError{Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -294,7 +295,7 @@ func (t *actionTable) parseArgv(args []string) (*parsedArgv, error) {
 		i = next
 	}
 	if len(extras) > 0 {
-		return nil, usageErrorf("unrecognized arguments: %s", strings.Join(extras, " "))
+		return nil, UsageErrorf("unrecognized arguments: %s", strings.Join(extras, " "))
 	}
 
 	for _, as := range out.assignments {
@@ -440,7 +441,7 @@ func (t *actionTable) matchOption(arg string) (*optionMatch, error) {
 		for i, m := range found {
 			names[i] = m.option
 		}
-		return nil, usageErrorf("ambiguous option: %s could match %s", arg, strings.Join(names, ", "))
+		return nil, UsageErrorf("ambiguous option: %s could match %s", arg, strings.Join(names, ", "))
 	case len(found) == 1:
 		return found[0], nil
 	}
@@ -544,7 +545,7 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 			}
 		} else {
 			if i+1 >= len(processed) {
-				return nil, usageErrorf("argument %s: expected one argument", name)
+				return nil, UsageErrorf("argument %s: expected one argument", name)
 			}
 			value = processed[i+1]
 			deleted[i+1] = true
@@ -644,7 +645,7 @@ func mergeDict(dst, src *py.JSONValue) []string {
 	return dups
 }
 
-// pyDumps is Python's json.dumps(n) with default settings (see encodePy).
+// pyDumps is Python's json.dumps(n) with default settings (see EncodePy).
 func pyDumps(n *py.JSONValue) string {
 	var b bytes.Buffer
 	n.EncodePy(&b)

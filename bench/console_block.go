@@ -12,82 +12,6 @@ import (
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// ReportParams is what the console block and the result JSON need to know
-// about the run besides its measurements: the settings Python reads from
-// its argparse namespace, and the optional side reports. Zero values mean
-// "not given" where Python's default is None.
-type ReportParams struct {
-	// Backend is --backend (also the JSON's legacy endpoint_type).
-	Backend string
-	// Label is --label; nil when not given (JSON null).
-	Label *string
-	// ModelID is --model, or the first model's root from /v1/models.
-	ModelID string
-	// TokenizerID is the tokenizer's name; "" with --skip-tokenizer-init.
-	// Rows that need a tokenizer are printed only when it is set.
-	TokenizerID string
-	NumPrompts  int
-	// RequestRate is --request-rate; +Inf sends everything at once.
-	RequestRate float64
-	Burstiness  float64
-	// MaxConcurrency is --max-concurrency; 0 when not given.
-	MaxConcurrency int
-	// RampUpStrategy is "linear" or "exponential", "" without ramp-up.
-	RampUpStrategy  string
-	RampUpStartRPS  int
-	RampUpEndRPS    int
-	RPSChangeEvents []RPSChange
-
-	// Metadata holds the raw --metadata KEY=VALUE items.
-	Metadata []string
-	// PercentileMetrics are the names in --percentile-metrics (or the
-	// default, "ttft,tpot,itl" for generation, "e2el" for pooling), split
-	// on "," and not trimmed; unknown names (" tpot" included) are
-	// ignored, as in Python.
-	PercentileMetrics []string
-	// Goodput reports whether --goodput was given (the SLOs themselves go
-	// to metrics.Compute).
-	Goodput bool
-
-	// SelfTimed replays a trace's own timestamps (timed_trace).
-	SelfTimed bool
-	// ProbeRequestRate is --probe-request-rate; 0 sends no probes.
-	ProbeRequestRate float64
-
-	// Workers is the number of worker processes of the multi-process
-	// client (--max-connections-per-worker); 0 hides the row.
-	Workers int
-
-	Probe      *metrics.ProbeStats
-	SpecDecode *metrics.SpecDecodeStats
-	Diffusion  *metrics.DiffusionStats
-
-	SaveResult     bool
-	SaveDetailed   bool
-	AppendResult   bool
-	PlotTimeline   bool
-	ResultDir      string
-	ResultFilename string
-}
-
-// RPSChange is one ramp-up step: the integer rate reached and the local
-// ISO-8601 time (datetime.now().isoformat()) it was reached.
-type RPSChange struct {
-	RPS       int
-	Timestamp string
-}
-
-func (p *ReportParams) hasTokenizer() bool { return p.TokenizerID != "" }
-
-func (p *ReportParams) selected(metric string) bool {
-	for _, m := range p.PercentileMetrics {
-		if m == metric {
-			return true
-		}
-	}
-	return false
-}
-
 // Console block geometry: rows are "{:<40} {:<10}", headers are centred in
 // 50 characters.
 const (
@@ -109,7 +33,7 @@ type metricSection struct {
 // exist: TTFT, TPOT and ITL need a generation run with a tokenizer, the
 // queue sections need --max-concurrency (and, for the second, a finite
 // request rate).
-func sections(s *metrics.Summary, p *ReportParams) []metricSection {
+func sections(s *metrics.Summary, p *RunSettings) []metricSection {
 	var all []metricSection
 	if !s.Pooling && p.hasTokenizer() {
 		all = append(all,
@@ -279,7 +203,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 		c.fields(probeFields(p.Probe))
 	}
 
-	for _, sec := range sections(s, p) {
+	for _, sec := range sections(s, &p.RunSettings) {
 		c.section(sec)
 	}
 
@@ -306,7 +230,7 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 // line when --max-connections-per-worker is given (spec §i), then the
 // probe rate when probes are sent. Values are Python's str(): "inf",
 // "10.0", "None".
-func WriteBanner(w io.Writer, p *ReportParams) error {
+func WriteBanner(w io.Writer, p *RunSettings) error {
 	var b strings.Builder
 	if !p.SelfTimed {
 		if p.RampUpStrategy != "" {

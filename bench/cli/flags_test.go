@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func sampleValue(long string) string {
 }
 
 func TestEveryPythonFlagParses(t *testing.T) {
-	table := newActionTable(newFlagParser(&Flags{}))
+	table := newActionTable(newFlagParser(&Flags{}, testBackends))
 	for _, s := range pythonFlagStrings(t) {
 		t.Run(s, func(t *testing.T) {
 			args := []string{s}
@@ -77,7 +77,7 @@ func TestEveryPythonFlagParses(t *testing.T) {
 				}
 				args = append(args, v)
 			}
-			_, err := parseFlags(args)
+			_, err := parseFlags(args, testBackends)
 			if a.help {
 				if _, ok := err.(*HelpRequested); !ok {
 					t.Fatalf("parseFlags(%q) = %v, want help", args, err)
@@ -100,7 +100,7 @@ func TestNoFlagBeyondPython(t *testing.T) {
 	for _, s := range pythonFlagStrings(t) {
 		python[s] = true
 	}
-	p := newFlagParser(&Flags{})
+	p := newFlagParser(&Flags{}, testBackends)
 	additive := 0
 	for _, g := range helpGroups(p) {
 		for _, o := range g.Options() {
@@ -123,7 +123,7 @@ func TestNoFlagBeyondPython(t *testing.T) {
 }
 
 func TestRegistrationOrderListsEveryOptionOnce(t *testing.T) {
-	p := newFlagParser(&Flags{})
+	p := newFlagParser(&Flags{}, testBackends)
 	seen := map[string]int{}
 	for _, o := range registrationOrder(p) {
 		seen[o.LongName]++

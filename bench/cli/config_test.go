@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"encoding/json"
@@ -187,7 +187,7 @@ func TestTimedTraceRules(t *testing.T) {
 			"timed_trace dataset passes pre-tokenized prompts (list[int]) and requires a completions backend ('vllm' or 'openai')."},
 	}
 	for _, tt := range tests {
-		c, err := parseFlags(append([]string{"--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"}, tt.args...))
+		c, err := parseFlags(append([]string{"--dataset-name", "timed_trace", "--dataset-path", "t.jsonl"}, tt.args...), testBackends)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestSamplingAndExtraBody(t *testing.T) {
 func TestPoolingBackendSamplingRules(t *testing.T) {
 	// Pooling backends are refused as not built, so exercise the rules on
 	// a parsed config directly.
-	c, err := parseFlags([]string{"--backend", "openai-embeddings", "--temperature", "0.5", "--extra-body", `{"a": 1}`})
+	c, err := parseFlags([]string{"--backend", "openai-embeddings", "--temperature", "0.5", "--extra-body", `{"a": 1}`}, testBackends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestPoolingBackendSamplingRules(t *testing.T) {
 	if strings.Join(c.SelectedPercentileMetrics, ",") != "e2el" {
 		t.Errorf("pooling default percentile metrics %q", c.SelectedPercentileMetrics)
 	}
-	c, err = parseFlags([]string{"--backend", "openai-audio", "--top-k", "3"})
+	c, err = parseFlags([]string{"--backend", "openai-audio", "--top-k", "3"}, testBackends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestTimelineThresholds(t *testing.T) {
 		{"1,x", "Invalid --timeline-itl-thresholds format: could not convert string to float: 'x'"},
 	}
 	for _, tt := range tests {
-		c, err := parseFlags([]string{"--plot-timeline", "--timeline-itl-thresholds", tt.value})
+		c, err := parseFlags([]string{"--plot-timeline", "--timeline-itl-thresholds", tt.value}, testBackends)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -171,16 +171,26 @@ func strptr(s string) *string { return &s }
 
 func goldenCases() []goldenCase {
 	full := ReportParams{
-		Backend: "openai", Label: strptr("nightly"), ModelID: "meta-llama/Llama-3.1-8B-Instruct",
-		TokenizerID: "meta-llama/Llama-3.1-8B-Instruct", NumPrompts: 12,
-		RequestRate: 10, Burstiness: 1, MaxConcurrency: 4,
-		Metadata:          []string{"version=0.3.3", " tp = 1 ", "backend=override", "note=a=b"},
-		PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue", "bogus"},
-		Goodput:           true,
-		SaveResult:        true, SaveDetailed: true,
-		Probe: &metrics.ProbeStats{Completed: 9, Failed: 1, MedianE2ELMs: 12.345, P99E2ELMs: 40.5, MaxE2ELMs: 41},
-		SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 200, DraftTokens: 600, AcceptedTokens: 400,
-			AcceptanceRate: 66.66666666666666 /* 400/600*100 in float64 */, AcceptanceLength: 3, PerPositionAcceptanceRates: []float64{0.9, 0, 0.3}},
+		RunSettings: RunSettings{
+			Backend:           "openai",
+			Label:             strptr("nightly"),
+			ModelID:           "meta-llama/Llama-3.1-8B-Instruct",
+			TokenizerID:       "meta-llama/Llama-3.1-8B-Instruct",
+			NumPrompts:        12,
+			RequestRate:       10,
+			Burstiness:        1,
+			MaxConcurrency:    4,
+			Metadata:          []string{"version=0.3.3", " tp = 1 ", "backend=override", "note=a=b"},
+			PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue", "bogus"},
+			Goodput:           true,
+			SaveResult:        true,
+			SaveDetailed:      true,
+		},
+		RunResults: RunResults{
+			Probe: &metrics.ProbeStats{Completed: 9, Failed: 1, MedianE2ELMs: 12.345, P99E2ELMs: 40.5, MaxE2ELMs: 41},
+			SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 200, DraftTokens: 600, AcceptedTokens: 400,
+				AcceptanceRate: 66.66666666666666 /* 400/600*100 in float64 */, AcceptanceLength: 3, PerPositionAcceptanceRates: []float64{0.9, 0, 0.3}},
+		},
 	}
 	fullOpts := metrics.ComputeOptions{
 		Percentiles: []float64{50, 90, 99, 99.9, 12.5}, Goodput: map[string]float64{"ttft": 150, "tpot": 25},
@@ -192,12 +202,21 @@ func goldenCases() []goldenCase {
 			name: "generation_no_tokenizer", run: goldenRun,
 			opts: metrics.ComputeOptions{Percentiles: []float64{99}},
 			params: ReportParams{
-				Backend: "openai-chat", ModelID: "Qwen/Qwen3-0.6B", NumPrompts: 12,
-				RequestRate: math.Inf(1), Burstiness: 1,
-				PercentileMetrics: []string{"ttft", "tpot", "itl"}, Workers: 25, SaveResult: true,
-				Diffusion: &metrics.DiffusionStats{DenoisingSteps: 937.5, CanvasPositions: 32000, CommittedTokens: 2000,
-					CommittedThroughput: 500, StepsPerCanvas: 15, CommittedPerStep: 2000 / 937.5},
-				SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 1, DraftTokens: 1},
+				RunSettings: RunSettings{
+					Backend:           "openai-chat",
+					ModelID:           "Qwen/Qwen3-0.6B",
+					NumPrompts:        12,
+					RequestRate:       math.Inf(1),
+					Burstiness:        1,
+					PercentileMetrics: []string{"ttft", "tpot", "itl"},
+					Workers:           25,
+					SaveResult:        true,
+				},
+				RunResults: RunResults{
+					Diffusion: &metrics.DiffusionStats{DenoisingSteps: 937.5, CanvasPositions: 32000, CommittedTokens: 2000,
+						CommittedThroughput: 500, StepsPerCanvas: 15, CommittedPerStep: 2000 / 937.5},
+					SpecDecode: &metrics.SpecDecodeStats{NumDrafts: 1, DraftTokens: 1},
+				},
 			},
 		},
 		{
@@ -230,11 +249,20 @@ func goldenCases() []goldenCase {
 				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
 			},
 			params: ReportParams{
-				Backend: "openai-chat", Label: strptr("long"), ModelID: "Qwen/Qwen3-0.6B", TokenizerID: "Qwen/Qwen3-0.6B",
-				NumPrompts: 24, RequestRate: 25, Burstiness: 0.7, MaxConcurrency: 16,
-				Metadata:          []string{"run=long", "gaps=16k"},
-				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
-				Goodput:           true, SaveResult: true,
+				RunSettings: RunSettings{
+					Backend:           "openai-chat",
+					Label:             strptr("long"),
+					ModelID:           "Qwen/Qwen3-0.6B",
+					TokenizerID:       "Qwen/Qwen3-0.6B",
+					NumPrompts:        24,
+					RequestRate:       25,
+					Burstiness:        0.7,
+					MaxConcurrency:    16,
+					Metadata:          []string{"run=long", "gaps=16k"},
+					PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
+					Goodput:           true,
+					SaveResult:        true,
+				},
 			},
 		},
 		{
@@ -246,20 +274,38 @@ func goldenCases() []goldenCase {
 				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
 			},
 			params: ReportParams{
-				Backend: "openai-chat", Label: strptr("chat"), ModelID: "Qwen/Qwen3-0.6B", TokenizerID: "Qwen/Qwen3-0.6B",
-				NumPrompts: 12, RequestRate: 25, Burstiness: 0.7, MaxConcurrency: 3,
-				Metadata:          []string{"run=chat"},
-				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
-				Goodput:           true, SaveResult: true, SaveDetailed: true,
+				RunSettings: RunSettings{
+					Backend:           "openai-chat",
+					Label:             strptr("chat"),
+					ModelID:           "Qwen/Qwen3-0.6B",
+					TokenizerID:       "Qwen/Qwen3-0.6B",
+					NumPrompts:        12,
+					RequestRate:       25,
+					Burstiness:        0.7,
+					MaxConcurrency:    3,
+					Metadata:          []string{"run=chat"},
+					PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"},
+					Goodput:           true,
+					SaveResult:        true,
+					SaveDetailed:      true,
+				},
 			},
 		},
 		{
 			name: "pooling", opts: metrics.ComputeOptions{Pooling: true, Percentiles: []float64{50, 99}, ClientQueue: true},
 			params: ReportParams{
-				Backend: "openai-embeddings", ModelID: "BAAI/bge-m3", TokenizerID: "BAAI/bge-m3", NumPrompts: 3,
-				RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: 2,
-				PercentileMetrics: []string{"e2el", "client_queue_time", "e2el_including_client_queue"},
-				SaveResult:        true, SaveDetailed: true,
+				RunSettings: RunSettings{
+					Backend:           "openai-embeddings",
+					ModelID:           "BAAI/bge-m3",
+					TokenizerID:       "BAAI/bge-m3",
+					NumPrompts:        3,
+					RequestRate:       math.Inf(1),
+					Burstiness:        1,
+					MaxConcurrency:    2,
+					PercentileMetrics: []string{"e2el", "client_queue_time", "e2el_including_client_queue"},
+					SaveResult:        true,
+					SaveDetailed:      true,
+				},
 			},
 			run: func() *metrics.RunData {
 				return &metrics.RunData{DurationNs: 4200 * ms, Results: []metrics.RequestResult{
@@ -272,8 +318,16 @@ func goldenCases() []goldenCase {
 		{
 			name: "all_failed", opts: metrics.ComputeOptions{Percentiles: []float64{99}, CountTokens: words},
 			params: ReportParams{
-				Backend: "vllm", ModelID: "m", TokenizerID: "m", NumPrompts: 2, RequestRate: 0.5, Burstiness: 0.5,
-				PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"}, SaveResult: true,
+				RunSettings: RunSettings{
+					Backend:           "vllm",
+					ModelID:           "m",
+					TokenizerID:       "m",
+					NumPrompts:        2,
+					RequestRate:       0.5,
+					Burstiness:        0.5,
+					PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"},
+					SaveResult:        true,
+				},
 			},
 			run: func() *metrics.RunData {
 				return &metrics.RunData{DurationNs: 1500 * ms, Results: []metrics.RequestResult{
@@ -433,22 +487,22 @@ func TestBuildResultKeys(t *testing.T) {
 
 func TestWriteBanner(t *testing.T) {
 	tests := []struct {
-		p    ReportParams
+		p    RunSettings
 		want string
 	}{
-		{ReportParams{RequestRate: math.Inf(1), Burstiness: 1},
+		{RunSettings{RequestRate: math.Inf(1), Burstiness: 1},
 			"Traffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n"},
-		{ReportParams{RequestRate: 10, Burstiness: 0.5, MaxConcurrency: 64, ProbeRequestRate: 2},
+		{RunSettings{RequestRate: 10, Burstiness: 0.5, MaxConcurrency: 64, ProbeRequestRate: 2},
 			"Traffic request rate: 10.0\nBurstiness factor: 0.5 (Gamma distribution)\nMaximum request concurrency: 64\n" +
 				"Probe request rate: 2.0 req/s\n"},
-		{ReportParams{RequestRate: math.Inf(1), Burstiness: 1, RampUpStrategy: "linear", RampUpStartRPS: 1, RampUpEndRPS: 20},
+		{RunSettings{RequestRate: math.Inf(1), Burstiness: 1, RampUpStrategy: "linear", RampUpStartRPS: 1, RampUpEndRPS: 20},
 			"Traffic ramp-up strategy: linear.\nWill increase RPS from 1 to 20 RPS over the duration of the benchmark.\n" +
 				"Burstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n"},
-		{ReportParams{SelfTimed: true, Burstiness: 1},
+		{RunSettings{SelfTimed: true, Burstiness: 1},
 			"Self timing is set, using the timestamps from the trace file.\n"},
 		// The multi-process fork prints its worker count right after the
 		// concurrency cap.
-		{ReportParams{RequestRate: 100, Burstiness: 1, MaxConcurrency: 3600, Workers: 25, ProbeRequestRate: 1},
+		{RunSettings{RequestRate: 100, Burstiness: 1, MaxConcurrency: 3600, Workers: 25, ProbeRequestRate: 1},
 			"Traffic request rate: 100.0\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: 3600\n" +
 				"num_workers: 25\nProbe request rate: 1.0 req/s\n"},
 	}
@@ -469,7 +523,7 @@ func ExampleWriteResult() {
 			ITLNs: []int64{100 * ms, 100 * ms}},
 	}}
 	s, _ := metrics.Compute(d, metrics.ComputeOptions{Percentiles: []float64{99}})
-	p := &ReportParams{TokenizerID: "gpt2", RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}}
+	p := &ReportParams{RunSettings: RunSettings{TokenizerID: "gpt2", RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}}}
 	var b bytes.Buffer
 	WriteResult(&b, s, p)
 	// Trailing spaces are part of Python's rows; show them as "·".

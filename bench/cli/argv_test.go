@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 func usageMsg(t *testing.T, args []string) string {
 	t.Helper()
-	_, err := parseFlags(args)
+	_, err := parseFlags(args, testBackends)
 	var u *UsageError
 	if !errors.As(err, &u) {
 		t.Fatalf("parseFlags(%q) = %v, want a usage error", args, err)
@@ -62,7 +62,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			if tt.want == "" {
-				if _, err := parseFlags(tt.args); err != nil {
+				if _, err := parseFlags(tt.args, testBackends); err != nil {
 					t.Fatalf("parseFlags(%q): %v", tt.args, err)
 				}
 				return
@@ -76,7 +76,7 @@ func TestUsageErrors(t *testing.T) {
 
 func mustParseFlags(t *testing.T, args ...string) *Config {
 	t.Helper()
-	c, err := parseFlags(args)
+	c, err := parseFlags(args, testBackends)
 	if err != nil {
 		t.Fatalf("parseFlags(%q): %v", args, err)
 	}
@@ -193,7 +193,7 @@ func TestParsingRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseFlags(tt.args)
+			c, err := parseFlags(tt.args, testBackends)
 			if tt.name == "nargs with equals" {
 				// An explicit value is the only value: "b" is left over.
 				var u *UsageError
@@ -235,7 +235,7 @@ func TestHelpRequests(t *testing.T) {
 		{[]string{"--help=Random_Input"}, "random_input"},
 	}
 	for _, tt := range tests {
-		_, err := parseFlags(tt.args)
+		_, err := parseFlags(tt.args, testBackends)
 		var h *HelpRequested
 		if !errors.As(err, &h) || h.Keyword != tt.keyword {
 			t.Errorf("parseFlags(%q) = %v, want help %q", tt.args, err, tt.keyword)

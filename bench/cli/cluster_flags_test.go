@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"strings"
@@ -62,7 +62,7 @@ func TestAgentConcurrencySplit(t *testing.T) {
 		for i := range tc.n {
 			c := &Config{}
 			c.ClusterSize, c.agentIndex, c.MaxConcurrency = tc.n, i, &tc.total
-			share := c.agentConcurrency()
+			share := c.AgentConcurrency()
 			if share > prev || share < tc.total/tc.n || share > tc.total/tc.n+1 {
 				t.Errorf("%d over %d: agent %d gets %d after %d", tc.total, tc.n, i, share, prev)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -24,7 +25,7 @@ var detailedKeys = []string{
 
 // errMetadataFormat is Python's ValueError for a --metadata item without
 // "=".
-var errMetadataFormat = &ValidationError{Type: "ValueError", Msg: "Invalid metadata format. Please use KEY=VALUE format."}
+var errMetadataFormat = &cli.ValidationError{Type: "ValueError", Msg: "Invalid metadata format. Please use KEY=VALUE format."}
 
 // CheckMetadata reports the first --metadata item without "=". Python
 // builds the result dict, and so raises this, after every run, whether or
@@ -208,7 +209,7 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 	if p.Diffusion != nil {
 		setFields(diffusionFields(p.Diffusion))
 	}
-	for _, sec := range sections(s, p) {
+	for _, sec := range sections(s, &p.RunSettings) {
 		b.Set("mean_"+sec.key+"_ms", sec.stats.MeanMs)
 		b.Set("median_"+sec.key+"_ms", sec.stats.MedianMs)
 		b.Set("std_"+sec.key+"_ms", sec.stats.StdMs)
@@ -230,7 +231,7 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 // ("inf", "10.0") and the model base the text after the last "/" of the
 // model id. --result-filename replaces the whole name; --result-dir is
 // created (with parents) and joined in front, as os.path.join does.
-func ResultFilename(p *ReportParams, date string) (string, error) {
+func ResultFilename(p *RunSettings, date string) (string, error) {
 	if !(p.PlotTimeline || p.SaveResult || p.AppendResult) {
 		return "", nil
 	}

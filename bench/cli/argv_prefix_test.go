@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"errors"
@@ -67,7 +67,7 @@ func resolve(t *testing.T, table *actionTable, arg string) (string, string) {
 // names Python's candidates only.
 func TestPythonAbbreviations(t *testing.T) {
 	python := pythonLongOptions(t)
-	table := newActionTable(newFlagParser(&Flags{}))
+	table := newActionTable(newFlagParser(&Flags{}, testBackends))
 	checked := 0
 	for _, s := range python {
 		p := shortestUniquePrefix(python, s)
@@ -127,7 +127,7 @@ func TestPythonAbbreviationsThroughArgv(t *testing.T) {
 		{[]string{"--cancel", "1"}, func(c *Config) bool { return c.CancelGraceSec == 1 }},
 	}
 	for _, tt := range tests {
-		c, err := parseFlags(tt.args)
+		c, err := parseFlags(tt.args, testBackends)
 		if tt.check == nil {
 			var u *UsageError
 			if !errors.As(err, &u) || strings.Contains(u.Msg, "--cpus") || strings.Contains(u.Msg, "--cancel-grace-sec") ||
@@ -151,7 +151,7 @@ func TestPythonAbbreviationsThroughArgv(t *testing.T) {
 // Python option starts with goes to Python's option.
 func TestOwnAbbreviations(t *testing.T) {
 	python := pythonLongOptions(t)
-	table := newActionTable(newFlagParser(&Flags{}))
+	table := newActionTable(newFlagParser(&Flags{}, testBackends))
 	var all, own []string
 	for _, s := range table.strings {
 		if strings.HasPrefix(s, "--") {

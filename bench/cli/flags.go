@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // the choices; argv.go applies Python's command-line rules in front of it.
 // The dataset option groups are declared by the datasets (datasets.Flags),
 // and the --dataset-name and --backend choices come from their registries
-// (datasets.Registry, backends).
+// (datasets.Registry, bench's backend table).
 //
 // A pointer field is nil when Python's value would be None. A string field
 // whose Python default is None is "" when not given.
@@ -177,8 +177,9 @@ func (l *CPUList) UnmarshalFlag(s string) error {
 }
 
 // newFlagParser builds the go-flags parser over f: the option table used
-// for help and for storing values once argv.go has checked them.
-func newFlagParser(f *Flags) *flags.Parser {
+// for help and for storing values once argv.go has checked them. The
+// --backend choices are the names of backends.
+func newFlagParser(f *Flags, backends []Backend) *flags.Parser {
 	p := flags.NewNamedParser("stampede serve", flags.None)
 	p.Usage = "[OPTIONS]"
 	if _, err := p.AddGroup("options", "", f); err != nil {
@@ -186,6 +187,6 @@ func newFlagParser(f *Flags) *flags.Parser {
 		panic(fmt.Sprintf("flag table: %v", err))
 	}
 	p.FindOptionByLongName("dataset-name").Choices = datasets.Names()
-	p.FindOptionByLongName("backend").Choices = backendNames()
+	p.FindOptionByLongName("backend").Choices = backendNames(backends)
 	return p
 }

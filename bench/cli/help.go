@@ -1,4 +1,4 @@
-package bench
+package cli
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ const helpDescription = "Benchmark an LLM serving endpoint. Accepts the options 
 // options whose names contain it ('_' read as '-'); a narrowed help has no
 // usage line, as in Python. The width is argparse's: $COLUMNS, else the
 // terminal's when w is one, else 80.
-func WriteHelp(w io.Writer, keyword string) error {
+func WriteHelp(w io.Writer, keyword string, backends []Backend) error {
 	width := 80
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		width = n
@@ -41,13 +41,13 @@ func WriteHelp(w io.Writer, keyword string) error {
 			width = int(ws.Col)
 		}
 	}
-	_, err := io.WriteString(w, renderHelp(keyword, width-2))
+	_, err := io.WriteString(w, renderHelp(keyword, width-2, backends))
 	return err
 }
 
-func renderHelp(keyword string, width int) string {
+func renderHelp(keyword string, width int, backends []Backend) string {
 	var f Flags
-	p := newFlagParser(&f)
+	p := newFlagParser(&f, backends)
 	var b strings.Builder
 	groups := helpGroups(p)
 	keyword = strings.ReplaceAll(strings.ToLower(keyword), "_", "-")
