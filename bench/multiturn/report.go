@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -188,7 +189,7 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "%-40s %-10v\n", label, v)
 		}
 	}
-	fmt.Fprintln(w, center(" Multi-turn Serving Benchmark Result ", '=', 60))
+	fmt.Fprintln(w, py.FormatCenter(" Multi-turn Serving Benchmark Result ", '=', 60))
 	line("Conversations:", r.Conversations)
 	line("Completed conversations:", r.CompletedConversations)
 	line("Clients:", r.NumClients)
@@ -207,27 +208,19 @@ func (r *Report) Print(w io.Writer) {
 		{"TTFT", "Time to First Token", r.TTFT}, {"TPOT", "Time per Output Token (excl. 1st token)", r.TPOT},
 		{"ITL", "Inter-token Latency", r.ITL}, {"E2EL", "End-to-end Latency", r.E2EL},
 	} {
-		fmt.Fprintln(w, center(m.title, '-', 60))
+		fmt.Fprintln(w, py.FormatCenter(m.title, '-', 60))
 		line(fmt.Sprintf("Mean %s (ms):", m.name), m.s.Mean)
 		line(fmt.Sprintf("Median %s (ms):", m.name), m.s.Median)
 		line(fmt.Sprintf("P90 %s (ms):", m.name), m.s.P90)
 		line(fmt.Sprintf("P99 %s (ms):", m.name), m.s.P99)
 	}
-	fmt.Fprintln(w, center("By turn (ms)", '-', 60))
+	fmt.Fprintln(w, py.FormatCenter("By turn (ms)", '-', 60))
 	fmt.Fprintf(w, "%4s %5s %4s %7s %8s %8s %8s %8s %8s %8s\n", "turn", "ok", "fail", "in_tok", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "E2EL p50", "E2EL p99")
 	for _, t := range r.PerTurn {
 		fmt.Fprintf(w, "%4d %5d %4d %7.0f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", t.Turn, t.Successful, t.Failed, t.MeanInputTokens,
 			t.TTFT.P50, t.TTFT.P90, t.TTFT.P99, t.TPOT.P50, t.E2EL.P50, t.E2EL.P99)
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 60))
-}
-
-func center(s string, fill byte, width int) string {
-	if len(s) >= width {
-		return s
-	}
-	left := (width - len(s)) / 2
-	return strings.Repeat(string(fill), left) + s + strings.Repeat(string(fill), width-len(s)-left)
 }
 
 // ResultPath is where --save-result writes: --result-filename, else
