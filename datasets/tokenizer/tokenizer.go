@@ -44,6 +44,10 @@ type Tokenizer struct {
 	byteLevelText []byte
 	textEnd       []uint32
 
+	// chunks caches the ids of chunks of long texts, when they can be cut
+	// exactly (chunk.go); nil otherwise.
+	chunks *wordCache
+
 	pool sync.Pool
 }
 
@@ -145,6 +149,9 @@ func (t *Tokenizer) finish() {
 			t.textEnd[id] = uint32(len(t.byteLevelText))
 		}
 	}
+	if t.chunkable() {
+		t.chunks = newCache(chunkShardEntries)
+	}
 	t.pool.New = func() any { return new(workspace) }
 }
 
@@ -167,6 +174,14 @@ func (t *Tokenizer) Encode(dst []int32, text string, addSpecial bool) []int32 {
 }
 
 func (t *Tokenizer) encodeText(dst []int32, text string, ws *workspace) []int32 {
+	if t.chunks != nil && len(text) >= chunkMinText {
+		return t.encodeChunks(dst, text, ws)
+	}
+	return t.encodeWhole(dst, text, ws)
+}
+
+// encodeWhole encodes text in one go.
+func (t *Tokenizer) encodeWhole(dst []int32, text string, ws *workspace) []int32 {
 	if t.rawTrie == nil {
 		return t.encodeSegment(dst, text, true, ws)
 	}
