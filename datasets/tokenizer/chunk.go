@@ -1,5 +1,10 @@
 package tokenizer
 
+import (
+	"encoding/binary"
+	"strings"
+)
+
 // Long texts are encoded in chunks, and a chunk's ids are remembered: the
 // random dataset re-encodes a truncated copy of each prompt, and its
 // prompts, taken in order, are windows of one cycle of ids that overlap
@@ -22,8 +27,7 @@ package tokenizer
 //   - ByteLevel only maps bytes (no prefix space, no regex), and the model
 //     encodes each piece alone.
 //
-// Which cuts are taken depends only on the 64 bytes before them (a gear
-// hash), so two texts sharing a passage cut it in the same places and
+// Which cuts are taken depends only on the 16 bytes before them (a hash), so two texts sharing a passage cut it in the same places and
 // share its chunks, wherever the passage starts.
 
 const (
@@ -35,19 +39,6 @@ const (
 	// chunkShardEntries bounds the chunk cache at 16 × 128 chunks (~1 MB).
 	chunkShardEntries = 128
 )
-
-// gear holds a pseudo-random word per byte value (splitmix64 of the byte).
-var gear = func() (g [256]uint64) {
-	x := uint64(0x9e3779b97f4a7c15)
-	for i := range g {
-		x += 0x9e3779b97f4a7c15
-		z := x
-		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-		z = (z ^ z>>27) * 0x94d049bb133111eb
-		g[i] = z ^ z>>31
-	}
-	return g
-}()
 
 // chunkable reports whether text may be cut as described above.
 func (t *Tokenizer) chunkable() bool {
@@ -83,21 +74,24 @@ func (t *Tokenizer) chunkable() bool {
 	return true
 }
 
-// nextCut returns the first cut in text[from:] (0 < cut < len(text)), or
-// len(text) when there is none.
+// nextCut returns the first cut in text[from:] (from < cut < len(text)), or
+// len(text) when there is none: a space after an ASCII letter where the 16
+// bytes before it hash to chunkBits top zero bits.
 func nextCut(text string, from int) int {
-	var h uint64
-	// The hash covers the 64 bytes before each position, those before from
-	// included.
-	for i := max(0, from-64); i < from; i++ {
-		h = h<<1 + gear[text[i]]
-	}
-	for i := from; i < len(text); i++ {
-		c := text[i]
-		if c == ' ' && i > from && h>>(64-chunkBits) == 0 && (text[i-1]|0x20) >= 'a' && (text[i-1]|0x20) <= 'z' {
-			return i
+	for i := from + 1; i < len(text); i++ {
+		k := strings.IndexByte(text[i:], ' ')
+		if k < 0 {
+			break
 		}
-		h = h<<1 + gear[c]
+		i += k
+		if c := text[i-1] | 0x20; i >= 16 && c >= 'a' && c <= 'z' {
+			a := binary.LittleEndian.Uint64([]byte(text[i-16 : i-8]))
+			b := binary.LittleEndian.Uint64([]byte(text[i-8 : i]))
+			h := (a*0x9e3779b97f4a7c15 ^ b) * 0xbf58476d1ce4e5b9
+			if (h^h>>29)>>(64-chunkBits) == 0 {
+				return i
+			}
+		}
 	}
 	return len(text)
 }

@@ -100,7 +100,7 @@ func TestChunksEncodeAsWhole(t *testing.T) {
 
 // TestNextCutContentDefined checks that cuts depend on the text before
 // them, not on where the text starts: a passage shared by two texts is cut
-// in the same places once 64 bytes in.
+// in the same places once 16 bytes in.
 func TestNextCutContentDefined(t *testing.T) {
 	var b strings.Builder
 	rng := rand.New(rand.NewPCG(3, 4))
