@@ -32,14 +32,17 @@ import (
 // changes.
 const (
 	binCacheMagic   = "STPDTOK\x00"
-	binCacheVersion = 1
-	binHeaderSize   = 8 + 4 + 32 + 4*4
+	binCacheVersion = 2
+	binHeaderSize   = 8 + 4 + 32 + 4*4 + 4*4
 )
 
 // resolvedModel is what the cache holds: the vocabulary (the tokens as
 // written, unescaped, end to end in text; ends[i] closes ids[i]'s) and the
 // merges in rank order.
 type resolvedModel struct {
+	// spans are where the model's vocab and merges values lie in the
+	// file, [start, end): a load from the cache steps over them.
+	spans  [2][2]uint32
 	text   string
 	ends   []uint32
 	ids    []int32
@@ -91,6 +94,10 @@ func decodeBinCache(data []byte, sum [32]byte) (*resolvedModel, error) {
 		return nil, errors.New("another version or source")
 	}
 	nVocab, textLen, nMerges, crc := int(le.Uint32(data[44:])), int(le.Uint32(data[48:])), int(le.Uint32(data[52:])), le.Uint32(data[56:])
+	var spans [2][2]uint32
+	for i := range 4 {
+		spans[i/2][i%2] = le.Uint32(data[60+4*i:])
+	}
 	body := data[binHeaderSize:]
 	if nVocab > maxTokenID+1 || nMerges > 1<<26 || len(body) != 8*nVocab+textLen+16*nMerges {
 		return nil, errors.New("sizes do not add up")
@@ -98,7 +105,7 @@ func decodeBinCache(data []byte, sum [32]byte) (*resolvedModel, error) {
 	if crc32.Checksum(body, crcTable) != crc {
 		return nil, errors.New("checksum mismatch")
 	}
-	m := &resolvedModel{ids: make([]int32, nVocab), ends: make([]uint32, nVocab), merges: make([]resolvedMerge, nMerges)}
+	m := &resolvedModel{spans: spans, ids: make([]int32, nVocab), ends: make([]uint32, nVocab), merges: make([]resolvedMerge, nMerges)}
 	prev := uint32(0)
 	for i := range nVocab {
 		id, end := int32(le.Uint32(body[8*i:])), le.Uint32(body[8*i+4:])
@@ -130,6 +137,9 @@ func encodeBinCache(m *resolvedModel, sum [32]byte) []byte {
 	le.PutUint32(out[44:], uint32(len(m.ids)))
 	le.PutUint32(out[48:], uint32(len(m.text)))
 	le.PutUint32(out[52:], uint32(len(m.merges)))
+	for i := range 4 {
+		le.PutUint32(out[60+4*i:], m.spans[i/2][i%2])
+	}
 	for i, id := range m.ids {
 		out = le.AppendUint32(le.AppendUint32(out, uint32(id)), m.ends[i])
 	}

@@ -85,6 +85,7 @@ type modelFields struct {
 	// binary cache (bincache.go): the JSON's are skipped, not read.
 	cached  *resolvedModel
 	skipped bool // the JSON's vocabulary object was skipped for cached
+	spans   [2][2]uint32 // where the vocab and merges values lie
 	// resolve asks parseBPE to keep what the cache would hold in resolved.
 	resolve  bool
 	resolved *resolvedModel
@@ -185,26 +186,48 @@ func (s *jsonScanner) readModel(m *modelFields) error {
 			switch s.peek() {
 			case '{':
 				if m.cached != nil {
-					_, err = s.skipValue()
 					m.skipped = true
-					return err
+					return s.stepOver(m.cached.spans[0])
 				}
+				start := s.pos
 				m.vocab, err = s.readVocab()
+				m.spans[0] = [2]uint32{uint32(start), uint32(s.pos)}
 			case '[':
 				m.entries, err = s.readUnigramVocab()
 			default:
 				return fmt.Errorf("model vocab is neither an object of token ids nor a list of [token, score]")
 			}
 		case "merges":
-			if m.merges, err = s.skipValue(); m.cached != nil {
+			if m.cached != nil {
 				m.merges = []byte("[]") // not read: the cache has them
+				m.fields[key] = m.merges
+				return s.stepOver(m.cached.spans[1])
 			}
+			s.skipSpace()
+			start := s.pos
+			m.merges, err = s.skipValue()
+			m.spans[1] = [2]uint32{uint32(start), uint32(s.pos)}
 			m.fields[key] = m.merges
 		default:
 			m.fields[key], err = s.skipValue()
 		}
 		return err
 	})
+}
+
+// stepOver moves past the value at the cursor, which the cache says spans
+// span: the file's hash matched the cache's, so its bytes are those the
+// span was taken from. A span that does not start at the cursor, or does
+// not end a container, is not trusted: the value is skipped as usual.
+func (s *jsonScanner) stepOver(span [2]uint32) error {
+	s.skipSpace()
+	start, end := int(span[0]), int(span[1])
+	if start == s.pos && end > start && end <= len(s.data) && (s.data[end-1] == '}' || s.data[end-1] == ']') {
+		s.pos = end
+		return nil
+	}
+	_, err := s.skipValue()
+	return err
 }
 
 // parseJSON builds a Tokenizer from the bytes of a tokenizer.json file.
@@ -419,6 +442,7 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 		m.merges, list, mergeErr = parseMerges(mf.merges, vocab, t.tokens, m.prefix, mf.resolve)
 		if mf.resolve && mergeErr == nil {
 			mf.resolved = newResolvedModel(vocab, list)
+			mf.resolved.spans = mf.spans
 		}
 	})
 	defer wg.Wait()
