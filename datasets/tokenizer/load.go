@@ -84,7 +84,7 @@ type modelFields struct {
 	// cached, when set, holds the vocabulary and resolved merges from the
 	// binary cache (bincache.go): the JSON's are skipped, not read.
 	cached  *resolvedModel
-	skipped bool // the JSON's vocabulary object was skipped for cached
+	skipped bool         // the JSON's vocabulary object was skipped for cached
 	spans   [2][2]uint32 // where the vocab and merges values lie
 	// resolve asks parseBPE to keep what the cache would hold in resolved.
 	resolve  bool
