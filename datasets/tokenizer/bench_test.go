@@ -110,15 +110,35 @@ func BenchmarkLoad(b *testing.B) {
 			if _, err := os.Stat(path); err != nil {
 				b.Skipf("%s absent", path)
 			}
-			cpu := processCPU()
-			for b.Loop() {
-				if _, err := Load(path); err != nil {
-					b.Fatal(err)
-				}
+			// The first load: nothing cached.
+			b.Setenv("STAMPEDE_TOKENIZER_CACHE", "off")
+			benchLoad(b, path)
+		})
+		b.Run(name+"-cached", func(b *testing.B) {
+			path := filepath.Join(tokenizersDir(), file)
+			if strings.HasPrefix(file, "testdata/") || file == "unigram_250k" {
+				b.Skip("the binary cache holds BPE models only")
 			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			if _, err := os.Stat(path); err != nil {
+				b.Skipf("%s absent", path)
+			}
+			b.Setenv("STAMPEDE_TOKENIZER_CACHE", b.TempDir())
+			if _, err := Load(path); err != nil { // fills the cache
+				b.Fatal(err)
+			}
+			benchLoad(b, path)
 		})
 	}
+}
+
+func benchLoad(b *testing.B, path string) {
+	cpu := processCPU()
+	for b.Loop() {
+		if _, err := Load(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // TestEncodeAllocs pins the hot path: with a buffer of enough capacity,

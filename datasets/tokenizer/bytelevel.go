@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // GPT-2's byte-level alphabet maps every byte to a printable rune so that
 // byte strings can live in a JSON vocabulary: printable Latin-1 bytes map to
@@ -49,23 +52,28 @@ func byteLevelDecode(dst []byte, token string) (out []byte, ok bool) {
 // (Go's strings.ToValidUTF8 collapses whole runs instead, and a plain rune
 // loop replaces each byte).
 func appendLossyUTF8(dst, b []byte) []byte {
+	valid := 0 // b[valid:i] is valid and not yet appended
 	for i := 0; i < len(b); {
-		c := b[i]
-		if c < utf8.RuneSelf {
-			dst = append(dst, c)
+		for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&highBits == 0 {
+			i += 8
+		}
+		if i == len(b) {
+			break
+		}
+		if b[i] < utf8.RuneSelf {
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		if r != utf8.RuneError || size > 1 {
-			dst = append(dst, b[i:i+size]...)
 			i += size
 			continue
 		}
+		dst = append(append(dst, b[valid:i]...), "\uFFFD"...)
 		i += invalidPrefixLen(b[i:])
-		dst = append(dst, "\uFFFD"...)
+		valid = i
 	}
-	return dst
+	return append(dst, b[valid:]...)
 }
 
 // invalidPrefixLen is the length of the maximal subpart of an ill-formed

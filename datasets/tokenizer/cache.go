@@ -15,6 +15,7 @@ import (
 // finding its recent words, and ordinary text refills the common ones.
 type wordCache struct {
 	seed   maphash.Seed
+	limit  int // entries per shard
 	shards [cacheShards]cacheShard
 }
 
@@ -32,8 +33,11 @@ const (
 	cacheMaxWordBytes = 64
 )
 
-func newWordCache() *wordCache {
-	c := &wordCache{seed: maphash.MakeSeed()}
+func newWordCache() *wordCache { return newCache(cacheShardWords) }
+
+// newCache makes a cache of up to limit entries per shard.
+func newCache(limit int) *wordCache {
+	c := &wordCache{seed: maphash.MakeSeed(), limit: limit}
 	for i := range c.shards {
 		c.shards[i].words = make(map[string][]int32)
 	}
@@ -59,7 +63,7 @@ func (c *wordCache) get(dst []int32, word string) ([]int32, bool) {
 func (c *wordCache) put(word string, ids []int32) {
 	sh := c.shard(word)
 	sh.mu.Lock()
-	if len(sh.words) >= cacheShardWords {
+	if len(sh.words) >= c.limit {
 		clear(sh.words)
 	}
 	sh.words[strings.Clone(word)] = slices.Clone(ids)

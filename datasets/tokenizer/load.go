@@ -81,23 +81,52 @@ type modelFields struct {
 	vocab   map[string]int32
 	entries []vocabEntry // a Unigram model's vocab list
 	merges  []byte
+	// cached, when set, holds the vocabulary and resolved merges from the
+	// binary cache (bincache.go): the JSON's are skipped, not read.
+	cached  *resolvedModel
+	skipped bool         // the JSON's vocabulary object was skipped for cached
+	spans   [2][2]uint32 // where the vocab and merges values lie
+	// resolve asks parseBPE to keep what the cache would hold in resolved.
+	resolve  bool
+	resolved *resolvedModel
 }
 
 // loadJSON reads a Hugging Face tokenizer.json file.
+// A BPE model's vocabulary and resolved merges come from the binary cache
+// when it holds this file's, and go there when it does not.
 func loadJSON(path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	t, err := parseJSON(data)
+	dir := binCacheDir()
+	if dir == "" {
+		t, _, err := parseJSONWith(data, nil, false)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+		}
+		return t, nil
+	}
+	sum := fileSum(data)
+	if cached := readBinCache(dir, sum); cached != nil {
+		if t, _, err := parseJSONWith(data, cached, false); err == nil {
+			return t, nil
+		}
+		// A cache that does not fit the file is ignored.
+	}
+	t, resolved, err := parseJSONWith(data, nil, true)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	if resolved != nil {
+		_ = writeBinCache(dir, sum, resolved)
 	}
 	return t, nil
 }
 
-func readFile(data []byte) (*fileFormat, error) {
+func readFile(data []byte, cached *resolvedModel) (*fileFormat, error) {
 	f := &fileFormat{}
+	f.Model.cached = cached
 	s := &jsonScanner{data: data}
 	sawModel := false
 	err := s.eachField(func(key string) error {
@@ -156,14 +185,28 @@ func (s *jsonScanner) readModel(m *modelFields) error {
 		case "vocab":
 			switch s.peek() {
 			case '{':
+				if m.cached != nil {
+					m.skipped = true
+					return s.stepOver(m.cached.spans[0])
+				}
+				start := s.pos
 				m.vocab, err = s.readVocab()
+				m.spans[0] = [2]uint32{uint32(start), uint32(s.pos)}
 			case '[':
 				m.entries, err = s.readUnigramVocab()
 			default:
 				return fmt.Errorf("model vocab is neither an object of token ids nor a list of [token, score]")
 			}
 		case "merges":
+			if m.cached != nil {
+				m.merges = []byte("[]") // not read: the cache has them
+				m.fields[key] = m.merges
+				return s.stepOver(m.cached.spans[1])
+			}
+			s.skipSpace()
+			start := s.pos
 			m.merges, err = s.skipValue()
+			m.spans[1] = [2]uint32{uint32(start), uint32(s.pos)}
 			m.fields[key] = m.merges
 		default:
 			m.fields[key], err = s.skipValue()
@@ -172,21 +215,47 @@ func (s *jsonScanner) readModel(m *modelFields) error {
 	})
 }
 
+// stepOver moves past the value at the cursor, which the cache says spans
+// span: the file's hash matched the cache's, so its bytes are those the
+// span was taken from. A span that does not start at the cursor, or does
+// not end a container, is not trusted: the value is skipped as usual.
+func (s *jsonScanner) stepOver(span [2]uint32) error {
+	s.skipSpace()
+	start, end := int(span[0]), int(span[1])
+	if start == s.pos && end > start && end <= len(s.data) && (s.data[end-1] == '}' || s.data[end-1] == ']') {
+		s.pos = end
+		return nil
+	}
+	_, err := s.skipValue()
+	return err
+}
+
 // parseJSON builds a Tokenizer from the bytes of a tokenizer.json file.
 func parseJSON(data []byte) (*Tokenizer, error) {
-	f, err := readFile(data)
+	t, _, err := parseJSONWith(data, nil, false)
+	return t, err
+}
+
+// parseJSONWith is parseJSON taking a BPE model's vocabulary and merges
+// from cached, or, with resolve, returning them for the cache.
+func parseJSONWith(data []byte, cached *resolvedModel, resolve bool) (*Tokenizer, *resolvedModel, error) {
+	f, err := readFile(data, cached)
 	if err != nil {
-		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
+		return nil, nil, fmt.Errorf("not a tokenizer.json: %w", err)
 	}
+	if cached != nil && !f.Model.skipped {
+		return nil, nil, fmt.Errorf("the cached model does not fit the file")
+	}
+	f.Model.resolve = resolve
 	t := &Tokenizer{}
 	if !isNull(f.Normalizer) {
 		if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
-			return nil, fmt.Errorf("normalizer: %w", err)
+			return nil, nil, fmt.Errorf("normalizer: %w", err)
 		}
 	}
 	if !isNull(f.PreTokenizer) {
 		if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
-			return nil, fmt.Errorf("pre_tokenizer: %w", err)
+			return nil, nil, fmt.Errorf("pre_tokenizer: %w", err)
 		}
 	}
 	// A chain ending in ByteLevel lets the model work on raw bytes.
@@ -195,12 +264,12 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 		_, byteMode = t.pre[n-1].(byteLevelPreTokenizer)
 		for _, p := range t.pre[:n-1] {
 			if _, ok := p.(byteLevelPreTokenizer); ok {
-				return nil, fmt.Errorf("pre_tokenizer: ByteLevel is supported only as the last pre-tokenizer")
+				return nil, nil, fmt.Errorf("pre_tokenizer: ByteLevel is supported only as the last pre-tokenizer")
 			}
 		}
 	}
 	if err := t.parseModel(&f.Model, byteMode); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, nil, fmt.Errorf("model: %w", err)
 	}
 	vocab := f.Model.vocab
 	if m, ok := t.model.(*unigram); ok {
@@ -214,20 +283,20 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 		}
 	}
 	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, vocab, t.vocabSize)); err != nil {
-		return nil, fmt.Errorf("added_tokens: %w", err)
+		return nil, nil, fmt.Errorf("added_tokens: %w", err)
 	}
 	if !isNull(f.PostProcessor) {
 		if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
-			return nil, fmt.Errorf("post_processor: %w", err)
+			return nil, nil, fmt.Errorf("post_processor: %w", err)
 		}
 	}
 	if !isNull(f.Decoder) {
 		if t.dec, err = parseDecoder(f.Decoder); err != nil {
-			return nil, fmt.Errorf("decoder: %w", err)
+			return nil, nil, fmt.Errorf("decoder: %w", err)
 		}
 	}
 	t.finish()
-	return t, nil
+	return t, f.Model.resolved, nil
 }
 
 // pattern decodes a {"String": s} or {"Regex": r} pattern.
@@ -271,6 +340,12 @@ func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
 	}
 	if typ != "BPE" && typ != "WordPiece" {
 		return fmt.Errorf("model %q is not supported (supported: BPE, WordPiece, Unigram)", typ)
+	}
+	if m.cached != nil {
+		if typ != "BPE" {
+			return fmt.Errorf("the cached model is BPE, the file's %s", typ)
+		}
+		m.vocab = m.cached.vocabMap()
 	}
 	if m.vocab == nil {
 		return fmt.Errorf("%s model has no vocab", typ)
@@ -358,7 +433,18 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 	// side by side.
 	var mergeErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { m.merges, mergeErr = parseMerges(mf.merges, vocab, t.tokens, m.prefix) })
+	wg.Go(func() {
+		if mf.cached != nil {
+			m.merges, mergeErr = cachedMerges(mf.cached.merges, t.known)
+			return
+		}
+		var list []resolvedMerge
+		m.merges, list, mergeErr = parseMerges(mf.merges, vocab, t.tokens, m.prefix, mf.resolve)
+		if mf.resolve && mergeErr == nil {
+			mf.resolved = newResolvedModel(vocab, list)
+			mf.resolved.spans = mf.spans
+		}
+	})
 	defer wg.Wait()
 	for b := range 256 {
 		m.fallbackIDs[b] = -1
@@ -416,10 +502,13 @@ var mergeChunk = 1 << 14 // a variable for tests
 // the caches, which is most of the time of loading: one quick pass finds
 // where each chunk of merges starts, the chunks are resolved on all cores,
 // and the table is filled with them in rank order as they come in.
-func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix string) (map[uint64]mergeRule, error) {
+//
+// With keep, the resolved merges are also returned in rank order.
+func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix string, keep bool) (map[uint64]mergeRule, []resolvedMerge, error) {
 	merges := make(map[uint64]mergeRule, len(raw)/16) // ~16 bytes a merge
+	var list []resolvedMerge
 	if isNull(raw) {
-		return merges, nil
+		return merges, list, nil
 	}
 	var starts []int
 	s := &jsonScanner{data: raw}
@@ -434,7 +523,10 @@ func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix str
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("merges: %w", err)
+		return nil, nil, fmt.Errorf("merges: %w", err)
+	}
+	if keep {
+		list = make([]resolvedMerge, 0, n)
 	}
 	type chunk struct {
 		rules []resolvedMerge
@@ -468,12 +560,29 @@ func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix str
 			for j := i + 1; j < len(chunks); j++ {
 				<-chunks[j].done
 			}
-			return nil, fmt.Errorf("merges: %w", c.err)
+			return nil, nil, fmt.Errorf("merges: %w", c.err)
 		}
 		for _, r := range c.rules {
 			merges[r.key] = r.rule
 		}
+		if keep {
+			list = append(list, c.rules...)
+		}
 		c.rules = nil
+	}
+	return merges, list, nil
+}
+
+// cachedMerges builds the merge table from the cache's merges, each of
+// whose ids must be a token of the vocabulary.
+func cachedMerges(list []resolvedMerge, known []bool) (map[uint64]mergeRule, error) {
+	merges := make(map[uint64]mergeRule, len(list))
+	isKnown := func(id int32) bool { return int(id) < len(known) && known[id] }
+	for _, r := range list {
+		if !isKnown(int32(r.key>>32)) || !isKnown(int32(uint32(r.key))) || !isKnown(r.rule.newID) {
+			return nil, fmt.Errorf("the cached merge of rank %d uses an id outside the vocabulary", r.rule.rank)
+		}
+		merges[r.key] = r.rule
 	}
 	return merges, nil
 }

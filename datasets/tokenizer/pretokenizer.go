@@ -145,7 +145,7 @@ type byteLevelPreTokenizer struct {
 	useRegex       bool
 }
 
-var gpt2Scanner = scanner{nextGPT2}
+var gpt2Scanner = scanner{next: nextGPT2}
 
 func (t byteLevelPreTokenizer) appendPieces(dst []piece, p piece, ws *workspace) []piece {
 	if t.addPrefixSpace && !strings.HasPrefix(p.text, " ") {

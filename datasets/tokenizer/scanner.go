@@ -34,6 +34,9 @@ type matcher interface {
 // match at every position, so the matches tile the whole string.
 type scanner struct {
 	next func(s string, i int) int
+	// wordEnds: an ASCII letter followed by a space always ends a match,
+	// whatever comes before or after (see chunk.go).
+	wordEnds bool
 }
 
 func (sc scanner) appendMatches(dst []span, s string) []span {
@@ -49,13 +52,13 @@ func (sc scanner) appendMatches(dst []span, s string) []span {
 func knownScanner(pattern string) (matcher, bool) {
 	switch pattern {
 	case patternLlama3:
-		return scanner{func(s string, i int) int { return nextCl100k(s, i, 3) }}, true
+		return scanner{next: func(s string, i int) int { return nextCl100k(s, i, 3) }, wordEnds: true}, true
 	case patternQwen:
-		return scanner{func(s string, i int) int { return nextCl100k(s, i, 1) }}, true
+		return scanner{next: func(s string, i int) int { return nextCl100k(s, i, 1) }, wordEnds: true}, true
 	case patternO200k:
-		return scanner{nextO200k}, true
+		return scanner{next: nextO200k}, true
 	case patternGPT2:
-		return scanner{nextGPT2}, true
+		return scanner{next: nextGPT2}, true
 	}
 	return nil, false
 }

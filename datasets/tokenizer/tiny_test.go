@@ -33,7 +33,7 @@ const tinyMerges = 200
 // lexicographically smallest.
 func trainTinyTokenizer() []byte {
 	words := map[string]int{}
-	for _, m := range (scanner{func(s string, i int) int { return nextCl100k(s, i, 3) }}).appendMatches(nil, tinyCorpus) {
+	for _, m := range (scanner{next: func(s string, i int) int { return nextCl100k(s, i, 3) }}).appendMatches(nil, tinyCorpus) {
 		words[tinyCorpus[m.start:m.end]]++
 	}
 	alphabet := func(s string) []string {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
@@ -44,6 +45,10 @@ type Tokenizer struct {
 	byteLevelText []byte
 	textEnd       []uint32
 
+	// chunks caches the ids of chunks of long texts, when they can be cut
+	// exactly (chunk.go); nil otherwise.
+	chunks *wordCache
+
 	pool sync.Pool
 }
 
@@ -57,6 +62,7 @@ type workspace struct {
 	queue              mergeQueue
 	lattice            []latticeNode
 	buf                []byte
+	lossy              []byte // decodeByteLevel's repaired text
 	ids                []int32
 }
 
@@ -145,6 +151,9 @@ func (t *Tokenizer) finish() {
 			t.textEnd[id] = uint32(len(t.byteLevelText))
 		}
 	}
+	if t.chunkable() {
+		t.chunks = newCache(chunkShardEntries)
+	}
 	t.pool.New = func() any { return new(workspace) }
 }
 
@@ -167,6 +176,14 @@ func (t *Tokenizer) Encode(dst []int32, text string, addSpecial bool) []int32 {
 }
 
 func (t *Tokenizer) encodeText(dst []int32, text string, ws *workspace) []int32 {
+	if t.chunks != nil && len(text) >= chunkMinText {
+		return t.encodeChunks(dst, text, ws)
+	}
+	return t.encodeWhole(dst, text, ws)
+}
+
+// encodeWhole encodes text in one go.
+func (t *Tokenizer) encodeWhole(dst []int32, text string, ws *workspace) []int32 {
 	if t.rawTrie == nil {
 		return t.encodeSegment(dst, text, true, ws)
 	}
@@ -257,34 +274,39 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 	return strings.Join(t.dec.decodeChain(tokens), "")
 }
 
-// decodeByteLevel concatenates the ids' bytes (sized first, so the text is
-// built in one allocation) and repairs invalid UTF-8 as Rust's
-// from_utf8_lossy does.
+// decodeByteLevel concatenates the ids' bytes in pooled scratch memory,
+// repairs invalid UTF-8 as Rust's from_utf8_lossy does, and copies the
+// result out once: the only fresh memory is the text returned. Tokens of up
+// to 8 bytes are copied a word at a time: most are that short, and a copy
+// call each would cost more.
 func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
-	bytesOf := func(id int32) []byte {
+	ws := t.pool.Get().(*workspace)
+	defer t.pool.Put(ws)
+	text := t.byteLevelText
+	buf := ws.buf[:0]
+	for _, id := range ids {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
-			return nil
+			continue
 		}
-		begin := uint32(0)
+		begin, end := uint32(0), t.textEnd[id]
 		if id > 0 {
 			begin = t.textEnd[id-1]
 		}
-		return t.byteLevelText[begin:t.textEnd[id]]
+		w := len(buf)
+		if size := int(end - begin); size <= 8 && int(begin)+8 <= len(text) && w+8 <= cap(buf) {
+			buf = buf[:w+8]
+			binary.LittleEndian.PutUint64(buf[w:], binary.LittleEndian.Uint64(text[begin:]))
+			buf = buf[:w+size]
+		} else {
+			buf = append(buf, text[begin:end]...)
+		}
 	}
-	n := 0
-	for _, id := range ids {
-		n += len(bytesOf(id))
+	ws.buf = buf
+	if utf8.Valid(buf) {
+		return string(buf)
 	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, id := range ids {
-		b.Write(bytesOf(id))
-	}
-	text := b.String()
-	if utf8.ValidString(text) {
-		return text
-	}
-	return string(appendLossyUTF8(make([]byte, 0, len(text)+8), []byte(text)))
+	ws.lossy = appendLossyUTF8(ws.lossy[:0], buf)
+	return string(ws.lossy)
 }
 
 func (t *Tokenizer) has(id int32) bool { return id >= 0 && int(id) < len(t.known) && t.known[id] }
