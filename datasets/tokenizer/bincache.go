@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // A BPE tokenizer.json spends most of its load resolving the merges (two
@@ -49,12 +50,16 @@ type resolvedModel struct {
 	merges []resolvedMerge
 }
 
-// binCacheDir is the cache's directory, or "" when it is off.
+// binCacheDir is the cache's directory, or "" when it is off. A test
+// binary keeps out of the user's cache unless the variable names one.
 func binCacheDir() string {
 	switch v := os.Getenv("STAMPEDE_TOKENIZER_CACHE"); v {
 	case "off", "0", "false", "no":
 		return ""
 	case "":
+		if testing.Testing() {
+			return ""
+		}
 		dir, err := os.UserCacheDir()
 		if err != nil {
 			return ""
