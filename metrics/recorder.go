@@ -41,8 +41,11 @@ type Options struct {
 // arena (four bytes a gap, see gapArena), which its results' Gaps point
 // into. Nothing is binned or approximated, so the statistics equal numpy's.
 type Recorder struct {
-	opts    Options
-	results []RequestResult
+	opts Options
+	// results are kept in blocks of resultsBlock: a list that grew by
+	// doubling copied every result it held each time, into memory the
+	// process had to fault in, and left the old copy behind as garbage.
+	results [][]RequestResult
 	gaps    gapArena
 	tokens  tokenArena // tokens per token event, with Options.RunningUsage
 
@@ -53,6 +56,10 @@ type Recorder struct {
 	messages     ServerMessages // error messages inside 200 streams
 	sharedStamps atomic.Int64   // atomic: the TLS transport's workers share one Recorder
 }
+
+// resultsBlock is how many results one block of a Recorder's list holds
+// (about 80 KB).
+const resultsBlock = 256
 
 // NewRecorder returns a Recorder for one shard.
 func NewRecorder(opts Options) *Recorder {
@@ -245,7 +252,7 @@ func (r *Recorder) Fail(s *Stream, errText string) {
 // Skip records request index as failed without having been sent, e.g. when
 // the run was cancelled first. arrivalNs is 0 for requests never released.
 func (r *Recorder) Skip(index, promptLen int, arrivalNs int64, errText string) {
-	r.results = append(r.results, RequestResult{
+	r.add(RequestResult{
 		Index: index, PromptLen: promptLen, Error: errText,
 		ArrivalNs: arrivalNs, NumInputSequences: 1,
 	})
@@ -282,10 +289,22 @@ func (r *Recorder) result(s *Stream) RequestResult {
 }
 
 func (r *Recorder) finish(res RequestResult) {
-	r.results = append(r.results, res)
+	kept := r.add(res)
 	if r.opts.OnEnd != nil {
-		r.opts.OnEnd(&r.results[len(r.results)-1])
+		r.opts.OnEnd(kept)
 	}
+}
+
+// add appends res to the results and returns where it is kept.
+func (r *Recorder) add(res RequestResult) *RequestResult {
+	n := len(r.results)
+	if n == 0 || len(r.results[n-1]) == cap(r.results[n-1]) {
+		r.results = append(r.results, make([]RequestResult, 0, resultsBlock))
+		n++
+	}
+	block := &r.results[n-1]
+	*block = append(*block, res)
+	return &(*block)[len(*block)-1]
 }
 
 // Merge gathers the recorders of all shards into one RunData for n
@@ -296,12 +315,15 @@ func Merge(n int, recorders ...*Recorder) RunData {
 	data := RunData{Results: make([]RequestResult, n)}
 	seen := make([]bool, n)
 	for _, r := range recorders {
-		for _, res := range r.results {
-			if res.Index < 0 || res.Index >= n {
-				continue
+		for _, block := range r.results {
+			for i := range block {
+				res := &block[i]
+				if res.Index < 0 || res.Index >= n {
+					continue
+				}
+				data.Results[res.Index] = *res
+				seen[res.Index] = true
 			}
-			data.Results[res.Index] = res
-			seen[res.Index] = true
 		}
 	}
 	for i, ok := range seen {

@@ -277,7 +277,7 @@ func TestBreakdownAddsUpToTTFT(t *testing.T) {
 	s.Token(3200, nil)
 	s.Token(4000, nil)
 	rec.EndStream(&s)
-	res := rec.results[0]
+	res := rec.kept()[0]
 	b := res.Breakdown
 	want := Breakdown{Known: true, NewConn: true, ConnectNs: 500, SendNs: 0, ServerNs: 1500, FirstTokenNs: 200}
 	if b != want {
@@ -289,7 +289,7 @@ func TestBreakdownAddsUpToTTFT(t *testing.T) {
 	if rec.SharedStamps() != 1 {
 		t.Errorf("shared stamps %d, want 1", rec.SharedStamps())
 	}
-	st := ComputeBreakdown(rec.results, []float64{99})
+	st := ComputeBreakdown(rec.kept(), []float64{99})
 	if st == nil || st.Requests != 1 || st.NewConnections != 1 || st.Server.MeanMs != 1500/1e6 {
 		t.Errorf("breakdown stats %+v", st)
 	}
@@ -300,13 +300,48 @@ func TestBreakdownAddsUpToTTFT(t *testing.T) {
 	s.FirstByte(6000)
 	s.Token(6000, nil)
 	rec.EndStream(&s)
-	if b := rec.results[1].Breakdown; b.NewConn || b.ConnectNs != 0 || b.SendNs != 100 || b.ServerNs != 900 || b.FirstTokenNs != 0 {
+	if b := rec.kept()[1].Breakdown; b.NewConn || b.ConnectNs != 0 || b.SendNs != 100 || b.ServerNs != 900 || b.FirstTokenNs != 0 {
 		t.Errorf("reused: %+v", b)
 	}
 	rec.Begin(&s, 2, 1, 0, 7000)
 	s.Token(7100, nil)
 	rec.EndStream(&s)
-	if rec.results[2].Breakdown.Known {
-		t.Errorf("breakdown known without send and first-byte times: %+v", rec.results[2].Breakdown)
+	if rec.kept()[2].Breakdown.Known {
+		t.Errorf("breakdown known without send and first-byte times: %+v", rec.kept()[2].Breakdown)
+	}
+}
+
+// kept returns the results r holds, in the order they ended.
+func (r *Recorder) kept() []RequestResult {
+	var all []RequestResult
+	for _, block := range r.results {
+		all = append(all, block...)
+	}
+	return all
+}
+
+// Results past one block of the list keep their order and their values,
+// and OnEnd sees each where it stays.
+func TestRecorderKeepsResultsAcrossBlocks(t *testing.T) {
+	var told []*RequestResult
+	rec := NewRecorder(Options{OnEnd: func(res *RequestResult) { told = append(told, res) }})
+	const n = 2*resultsBlock + 7
+	for i := range n {
+		var s Stream
+		rec.Begin(&s, i, 1, 0, int64(i))
+		s.Token(int64(i)+10, nil)
+		rec.EndStream(&s)
+	}
+	if len(rec.results) != 3 {
+		t.Fatalf("%d blocks for %d results, want 3", len(rec.results), n)
+	}
+	data := Merge(n, rec)
+	for i, res := range data.Results {
+		if res.Index != i || !res.Success || res.StartNs != int64(i) || res.TTFTNs != 10 {
+			t.Fatalf("result %d: %+v", i, res)
+		}
+		if told[i].Index != i || told[i] != &rec.results[i/resultsBlock][i%resultsBlock] {
+			t.Fatalf("OnEnd for result %d was told of %p (index %d), not where it is kept", i, told[i], told[i].Index)
+		}
 	}
 }

@@ -39,7 +39,6 @@ type Response struct {
 	handlerErr error // first error raised inside a parser callback
 	body       []byte
 	stream     metrics.Stream
-	chunk      sse.Chunk
 
 	// maxBytes bounds the bytes of one answer (0: no bound); received
 	// counts them. budget is the run's memory budget for unparsed bytes,
@@ -146,7 +145,10 @@ func (r *Response) OnEnd(tsNs int64) {
 
 // OnEvent implements sse.EventHandler: one SSE event is one OpenAI chunk.
 func (r *Response) OnEvent(ev *sse.Event) error {
-	if err := r.decoder.DecodeEvent(ev, &r.chunk); err != nil {
+	// The chunk lives on the stack: kept in the Response, its 112 bytes
+	// were two more cold cache lines written per event at 10,000 streams.
+	var chunk sse.Chunk
+	if err := r.decoder.DecodeEvent(ev, &chunk); err != nil {
 		if ev.Unterminated {
 			// Python drops a trailing unterminated piece that is not JSON.
 			return nil
@@ -154,18 +156,18 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 		return err
 	}
 	switch {
-	case r.chunk.Done:
-	case r.chunk.Token:
-		r.stream.Token(r.bodyTs, r.chunk.Text)
-		r.stream.RunningUsage(r.chunk.RunningCompletionTokens)
-	case r.chunk.HasUsage:
-		r.stream.Usage(r.chunk.PromptTokens, r.chunk.CompletionTokens)
+	case chunk.Done:
+	case chunk.Token:
+		r.stream.Token(r.bodyTs, chunk.Text)
+		r.stream.RunningUsage(chunk.RunningCompletionTokens)
+	case chunk.HasUsage:
+		r.stream.Usage(chunk.PromptTokens, chunk.CompletionTokens)
 	}
-	recordReasoning(&r.stream, r.bodyTs, &r.chunk)
-	if r.chunk.ErrMessage != nil {
+	recordReasoning(&r.stream, r.bodyTs, &chunk)
+	if chunk.ErrMessage != nil {
 		// Python passes over the chunk; the count tells the user why the
 		// requests it left without a token failed.
-		r.stream.ServerMessage(r.chunk.ErrMessage)
+		r.stream.ServerMessage(chunk.ErrMessage)
 	}
 	return nil
 }

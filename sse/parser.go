@@ -64,6 +64,14 @@ type Parser struct {
 	name []byte // event field of the current block
 	id   []byte // id field of the current block
 
+	// view, while borrowed, is the current block's one data line as it
+	// sits in the bytes Feed was given, not yet copied into data: an
+	// event whose block ends in the same Feed (nearly all do) is handed
+	// to the handler from the caller's bytes, and data is never written.
+	// Feed copies a block it leaves pending into data before it returns.
+	view     []byte
+	borrowed bool
+
 	retry    int64
 	size     int // line bytes of the current block, for MaxEventBytes
 	comments int
@@ -115,6 +123,20 @@ func (p *Parser) Comments() int { return p.comments }
 // until later bytes or Flush complete it. It returns the first error a
 // handler returns, or an error wrapping ErrEventTooLarge.
 func (p *Parser) Feed(b []byte, h EventHandler) error {
+	err := p.feed(b, h)
+	if p.borrowed {
+		p.own()
+	}
+	return err
+}
+
+// own copies a borrowed data line into the Parser's buffer.
+func (p *Parser) own() {
+	p.data = append(p.data[:0], p.view...)
+	p.view, p.borrowed = nil, false
+}
+
+func (p *Parser) feed(b []byte, h EventHandler) error {
 	if p.afterCR && len(b) > 0 {
 		p.afterCR = false
 		if b[0] == '\n' {
@@ -142,13 +164,13 @@ func (p *Parser) Feed(b []byte, h EventHandler) error {
 			p.line = append(p.line, b...)
 			return nil
 		}
-		line := b[:end]
+		line, inB := b[:end], true
 		if len(p.line) > 0 {
 			if p.size+len(p.line)+end > MaxEventBytes {
 				return p.tooLarge(len(p.line) + end)
 			}
 			p.line = append(p.line, line...)
-			line = p.line
+			line, inB = p.line, false
 		}
 		next := end + 1
 		if b[end] == '\r' {
@@ -162,7 +184,7 @@ func (p *Parser) Feed(b []byte, h EventHandler) error {
 		if lf -= next; lf < 0 {
 			lf = -1
 		}
-		err := p.processLine(line, h)
+		err := p.processLine(line, inB, h)
 		p.line = p.line[:0]
 		if err != nil {
 			return err
@@ -178,7 +200,7 @@ func (p *Parser) Feed(b []byte, h EventHandler) error {
 func (p *Parser) Flush(h EventHandler) error {
 	var err error
 	if len(p.line) > 0 {
-		err = p.processLine(p.line, h)
+		err = p.processLine(p.line, false, h)
 		p.line = p.line[:0]
 	}
 	if err == nil && p.hasData {
@@ -191,8 +213,9 @@ func (p *Parser) Flush(h EventHandler) error {
 // processLine interprets one complete line (without its ending) under the
 // WHATWG rules: blank dispatches, ':' starts a comment, otherwise
 // "field:value" with one leading space of the value dropped, or a bare field
-// name with an empty value.
-func (p *Parser) processLine(line []byte, h EventHandler) error {
+// name with an empty value. inB says line lies in the bytes being fed, so
+// that a first data line may be borrowed rather than copied.
+func (p *Parser) processLine(line []byte, inB bool, h EventHandler) error {
 	if !p.inBody {
 		p.inBody = true
 		line = bytes.TrimPrefix(line, utf8BOM)
@@ -221,10 +244,18 @@ func (p *Parser) processLine(line []byte, h EventHandler) error {
 	}
 	switch string(field) {
 	case "data":
-		if p.hasData {
+		switch {
+		case !p.hasData && inB:
+			p.view, p.borrowed = value, true
+		case p.borrowed:
+			p.own()
+			fallthrough
+		case p.hasData:
 			p.data = append(p.data, '\n')
+			fallthrough
+		default:
+			p.data = append(p.data, value...)
 		}
-		p.data = append(p.data, value...)
 		p.hasData = true
 	case "event":
 		p.name = append(p.name[:0], value...)
@@ -249,7 +280,11 @@ func (p *Parser) processLine(line []byte, h EventHandler) error {
 // before the handler returns.
 func (p *Parser) dispatch(h EventHandler, unterminated bool) error {
 	ev := &p.ev
-	*ev = Event{Data: nonNil(p.data), Retry: -1, Unterminated: unterminated}
+	data := p.data
+	if p.borrowed {
+		data = p.view
+	}
+	*ev = Event{Data: nonNil(data), Retry: -1, Unterminated: unterminated}
 	if p.hasName {
 		ev.Name = nonNil(p.name)
 	}
@@ -273,6 +308,7 @@ func nonNil(b []byte) []byte {
 
 func (p *Parser) resetBlock() {
 	p.data = p.data[:0]
+	p.view, p.borrowed = nil, false
 	p.name = p.name[:0]
 	p.id = p.id[:0]
 	p.size = 0

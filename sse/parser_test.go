@@ -59,7 +59,15 @@ func feedSplit(t testing.TB, stream []byte, cuts []int) ([]gotEvent, int, error)
 	var p Parser
 	var r recorder
 	for _, read := range split(stream, cuts) {
-		if err := p.Feed(read, &r); err != nil {
+		// Each read in a buffer of its own, overwritten once Feed returns,
+		// as a connection's read buffer is by the next read: nothing Feed
+		// keeps may alias it.
+		buf := slices.Clone(read)
+		err := p.Feed(buf, &r)
+		for i := range buf {
+			buf[i] = 'X'
+		}
+		if err != nil {
 			return r.events, p.Comments(), err
 		}
 	}
