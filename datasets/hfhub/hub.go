@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/stampede-bench/stampede/internal/hfenv"
 )
 
 // Options say where datasets are looked for. The zero value reads the
@@ -44,30 +46,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Endpoint == "" {
-		o.Endpoint = os.Getenv("HF_ENDPOINT")
-	}
-	if o.Endpoint == "" {
-		o.Endpoint = "https://huggingface.co"
-	}
-	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
-	if o.Token == "" {
-		o.Token = os.Getenv("HF_TOKEN")
-	}
-	if o.CacheDir == "" {
-		o.CacheDir = os.Getenv("HF_HUB_CACHE")
-	}
-	if o.CacheDir == "" {
-		if home := os.Getenv("HF_HOME"); home != "" {
-			o.CacheDir = filepath.Join(home, "hub")
-		} else if dir, err := os.UserHomeDir(); err == nil {
-			o.CacheDir = filepath.Join(dir, ".cache", "huggingface", "hub")
-		}
-	}
-	switch strings.ToLower(os.Getenv("HF_HUB_OFFLINE")) {
-	case "1", "true", "yes", "on":
-		o.Offline = true
-	}
+	hub := hfenv.Settings{Endpoint: o.Endpoint, Token: o.Token, CacheDir: o.CacheDir, Offline: o.Offline}
+	hub.Fill()
+	o.Endpoint, o.Token, o.CacheDir, o.Offline = hub.Endpoint, hub.Token, hub.CacheDir, hub.Offline
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 30 * time.Minute}
 	}
