@@ -763,6 +763,19 @@ func (s *Shard) serveReady() {
 	}
 }
 
+// readTime is the run time of a read of c: its kernel receive stamp when
+// the read had one, else now. A stamp can precede the start by the
+// offset's sampling error; no response byte can really arrive before its
+// request was started.
+func (s *Shard) readTime(c *conn, realtimeNs int64) int64 {
+	now := s.cfg.Clock.Now()
+	ts := now
+	if realtimeNs != 0 {
+		ts = s.clock.runTime(realtimeNs, now)
+	}
+	return max(ts, c.stream.StartNs())
+}
+
 // readOnce reads once and feeds the bytes through httpwire → sse →
 // decoder → recorder, all stamped with the read's receive time. It reports
 // whether more may be waiting that no event will report: the read filled
@@ -788,14 +801,7 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 		s.connFailed(c, err)
 		return false
 	}
-	now := s.cfg.Clock.Now()
-	ts := now
-	if realtimeNs != 0 {
-		ts = s.clock.runTime(realtimeNs, now)
-	}
-	// A stamp can precede the start by the offset's sampling error; no
-	// response byte can really arrive before its request was started.
-	ts = max(ts, c.stream.StartNs())
+	ts := s.readTime(c, realtimeNs)
 	if len(data) == 0 {
 		s.onEOF(c, ts)
 		return false

@@ -571,12 +571,7 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		s.connFailed(c, err)
 		return false
 	}
-	now := s.cfg.Clock.Now()
-	ts := now
-	if realtimeNs != 0 {
-		ts = s.clock.runTime(realtimeNs, now)
-	}
-	ts = max(ts, c.stream.StartNs())
+	ts := s.readTime(c, realtimeNs)
 	if len(data) == 0 {
 		if k > 0 && c.gotBytes {
 			s.fail(c, c.FailureText(errors.New("connection closed inside a TLS record")))
