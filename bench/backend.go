@@ -10,6 +10,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
 )
@@ -283,7 +284,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		return nil, err
 	}
 	for key, value := range extra.All() {
-		v, err := pyJSONRaw(value)
+		v, err := py.Reencode(value)
 		if err != nil {
 			return nil, fmt.Errorf("extra body key %q: %w", key, err)
 		}
@@ -411,7 +412,7 @@ func promptValue(req *datasets.Request) ([]byte, error) {
 	case req.PromptList != nil:
 		return pyStringList(req.PromptList), nil
 	case req.ChatMessages != nil:
-		return pyJSONRaw(req.ChatMessages)
+		return py.Reencode(req.ChatMessages)
 	}
 	return pyString(req.Prompt), nil
 }
@@ -422,11 +423,11 @@ func promptValue(req *datasets.Request) ([]byte, error) {
 // value: the prompt as Python holds it, normally a string.
 func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, error) {
 	if req.ChatMessages != nil {
-		return pyJSONRaw(req.ChatMessages)
+		return py.Reencode(req.ChatMessages)
 	}
 	var parts [][]byte
 	for _, m := range req.MultiModal {
-		v, err := pyJSONRaw(m)
+		v, err := py.Reencode(m)
 		if err != nil {
 			return nil, fmt.Errorf("request %q: media item: %w", req.RequestID, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/engine"
 )
 
@@ -32,8 +33,8 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	c := r.cfg
 	size, index := c.ClusterSize, c.AgentIndex()
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
-	params := &ReportParams{RunSettings: r.runSettings(c.WorkerProcesses(len(r.wire)))}
-	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
+	params := &pyout.ReportParams{RunSettings: r.runSettings(c.WorkerProcesses(len(r.wire)))}
+	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	if r.endpointErr != nil {
@@ -232,13 +233,13 @@ func (r *run) agentPartial(res *engine.Result, settings PartialSettings, start c
 // rampUpChanges are the ramp's whole-rate steps as a single host records
 // them: the start rate at the start, then each whole rate at the release
 // of the first request that reached it (on the schedule, agent 0's clock).
-func rampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []RPSChange {
+func rampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []pyout.RPSChange {
 	at := func(ns int64) string { return pyISOFormat(time.Unix(0, ns)) }
-	events := []RPSChange{{RPS: startRPS, Timestamp: at(startUnixNs)}}
+	events := []pyout.RPSChange{{RPS: startRPS, Timestamp: at(startUnixNs)}}
 	last := startRPS
 	for i, rate := range rates {
 		for v := last + 1; v <= int(rate); v++ {
-			events = append(events, RPSChange{RPS: v, Timestamp: at(startUnixNs + offsets[i])})
+			events = append(events, pyout.RPSChange{RPS: v, Timestamp: at(startUnixNs + offsets[i])})
 		}
 		last = max(last, int(rate))
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -14,7 +15,7 @@ import (
 // through the same JSON a saved result holds, so this page and one made
 // later by `stampede report` from the saved files agree. A failure only
 // warns, as the timeline's does.
-func (r *run) writeReport(s *metrics.Summary, res *engine.Result, p *ReportParams) error {
+func (r *run) writeReport(s *metrics.Summary, res *engine.Result, p *pyout.ReportParams) error {
 	path := r.cfg.Report
 	if path == "" {
 		return nil
@@ -27,10 +28,10 @@ func (r *run) writeReport(s *metrics.Summary, res *engine.Result, p *ReportParam
 	return nil
 }
 
-func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Result, p *ReportParams) error {
+func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Result, p *pyout.ReportParams) error {
 	detailed := *p
 	detailed.SaveDetailed = true
-	result, err := BuildResult(s, &res.Data, &detailed, time.Now())
+	result, err := pyout.BuildResult(s, &res.Data, &detailed, time.Now())
 	if err != nil {
 		return err
 	}

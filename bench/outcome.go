@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -11,7 +12,7 @@ import (
 type Outcome struct {
 	Summary *metrics.Summary
 	Data    *metrics.RunData
-	Params  *ReportParams
+	Params  *pyout.ReportParams
 	// Options are the settings Summary was computed with.
 	Options metrics.ComputeOptions
 	// ResultPath is the result JSON written, "" when none was.

@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -89,8 +90,8 @@ type PartialHeader struct {
 	// the shared clock) to when this agent's last request ended.
 	DurationNs int64 `json:"duration_ns"`
 	// RPSChangeEvents are the ramp-up's steps (the merge takes agent 0's).
-	RPSChangeEvents []RPSChange `json:"rps_change_events,omitempty"`
-	Cancelled       bool        `json:"cancelled"`
+	RPSChangeEvents []pyout.RPSChange `json:"rps_change_events,omitempty"`
+	Cancelled       bool              `json:"cancelled"`
 	// Clock is how this agent's clock was mapped onto the shared one.
 	Clock SidecarAgentClock `json:"clock"`
 	// Health is this agent's own health figures.
@@ -105,21 +106,21 @@ type PartialHeader struct {
 type PartialSettings struct {
 	// Params are the report's parameters, less the rates (JSON has no
 	// infinity) and the ramp-up's events, which travel beside them.
-	Params             *ReportParams      `json:"params"`
-	RequestRate        string             `json:"request_rate"`
-	Burstiness         string             `json:"burstiness"`
-	Pooling            bool               `json:"pooling"`
-	Percentiles        []float64          `json:"percentiles"`
-	Goodput            map[string]float64 `json:"goodput,omitempty"`
-	ClientQueue        bool               `json:"client_queue"`
-	QueueInclusiveE2EL bool               `json:"queue_inclusive_e2el"`
-	AudioSeconds       bool               `json:"audio_seconds"`
+	Params             *pyout.ReportParams `json:"params"`
+	RequestRate        string              `json:"request_rate"`
+	Burstiness         string              `json:"burstiness"`
+	Pooling            bool                `json:"pooling"`
+	Percentiles        []float64           `json:"percentiles"`
+	Goodput            map[string]float64  `json:"goodput,omitempty"`
+	ClientQueue        bool                `json:"client_queue"`
+	QueueInclusiveE2EL bool                `json:"queue_inclusive_e2el"`
+	AudioSeconds       bool                `json:"audio_seconds"`
 	// Breakdown prints the --breakdown block after Python's.
 	Breakdown bool `json:"breakdown"`
 }
 
 // newPartialSettings captures the settings of a run computed with opts.
-func newPartialSettings(p *ReportParams, opts *metrics.ComputeOptions, breakdown bool) PartialSettings {
+func newPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, breakdown bool) PartialSettings {
 	params := *p
 	params.RequestRate, params.Burstiness, params.RPSChangeEvents = 0, 0, nil
 	return PartialSettings{
@@ -134,7 +135,7 @@ func newPartialSettings(p *ReportParams, opts *metrics.ComputeOptions, breakdown
 }
 
 // reportParams returns the parameters with their rates restored.
-func (s *PartialSettings) reportParams() (*ReportParams, error) {
+func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 	if s.Params == nil {
 		return nil, errors.New("partial: settings without params")
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -16,7 +17,7 @@ import (
 // host that had sent every request would have measured.
 type MergedRun struct {
 	Data    metrics.RunData
-	Params  *ReportParams
+	Params  *pyout.ReportParams
 	Options metrics.ComputeOptions
 	// Breakdown asks for the --breakdown block.
 	Breakdown bool
@@ -171,10 +172,10 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*Outcom
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteWarnings(stderr, summary); err != nil {
+	if err := pyout.WriteWarnings(stderr, summary); err != nil {
 		return nil, err
 	}
-	if err := WriteResult(stdout, summary, m.Params); err != nil {
+	if err := pyout.WriteResult(stdout, summary, m.Params); err != nil {
 		return nil, err
 	}
 	breakdown := metrics.ComputeBreakdown(m.Data.Results, m.Options.Percentiles)
@@ -186,22 +187,22 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*Outcom
 	writeClusterClocks(stderr, m.Agents)
 	out := &Outcome{Summary: summary, Data: &m.Data, Params: m.Params, Options: m.Options, Cancelled: m.Cancelled}
 	p := m.Params
-	if err := CheckMetadata(p.Metadata); err != nil {
+	if err := pyout.CheckMetadata(p.Metadata); err != nil {
 		return out, err
 	}
 	if !p.SaveResult && !p.AppendResult {
 		return out, nil
 	}
-	res, err := BuildResult(summary, &m.Data, p, now)
+	res, err := pyout.BuildResult(summary, &m.Data, p, now)
 	if err != nil {
 		return out, err
 	}
-	name, err := ResultFilename(&p.RunSettings, res.Date)
+	name, err := pyout.ResultFilename(&p.RunSettings, res.Date)
 	if err != nil {
 		return out, err
 	}
 	out.ResultPath = name
-	if err := SaveResult(name, res, p.AppendResult); err != nil {
+	if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 		return out, fmt.Errorf("saving results to %s: %w", name, err)
 	}
 	sc := &clusterSidecar{

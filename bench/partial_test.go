@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -37,7 +38,7 @@ func runOutcome(t *testing.T, cfg mock.Config, args ...string) (*Outcome, string
 func singleHostOutputs(t *testing.T, o *Outcome, breakdown bool, now time.Time) (block string, result []byte) {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteResult(&b, o.Summary, o.Params); err != nil {
+	if err := pyout.WriteResult(&b, o.Summary, o.Params); err != nil {
 		t.Fatal(err)
 	}
 	if breakdown {
@@ -45,12 +46,12 @@ func singleHostOutputs(t *testing.T, o *Outcome, breakdown bool, now time.Time) 
 			t.Fatal(err)
 		}
 	}
-	res, err := BuildResult(o.Summary, o.Data, o.Params, now)
+	res, err := pyout.BuildResult(o.Summary, o.Data, o.Params, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "single.json")
-	if err := SaveResult(path, res, false); err != nil {
+	if err := pyout.SaveResult(path, res, false); err != nil {
 		t.Fatal(err)
 	}
 	result, err = os.ReadFile(path)
@@ -145,7 +146,7 @@ func TestMergeRefusesMismatchedPartials(t *testing.T) {
 			}
 			return out
 		}
-		settings := newPartialSettings(&ReportParams{RunSettings: RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
+		settings := newPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 		return []*Partial{
 			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings}, Records: recs(0, 2)},
 			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings}, Records: recs(1, 3)},
@@ -176,7 +177,7 @@ func TestMergeRefusesMismatchedPartials(t *testing.T) {
 // FuzzParsePartial: partials travel over the network; malformed bytes are
 // an error, never a crash or an allocation out of proportion to them.
 func FuzzParsePartial(f *testing.F) {
-	settings := newPartialSettings(&ReportParams{RunSettings: RunSettings{Backend: "openai", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{InputAudioSeconds: []float64{}}, true)
+	settings := newPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{InputAudioSeconds: []float64{}}, true)
 	p := &Partial{
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings},
 		Records: []PartialRecord{

@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -169,44 +169,44 @@ const maxHistogramRows = 16
 // then ITL per chunk (Python's figures) and per token in Python's row
 // format. p nil (no successful request) prints one line.
 func WritePerToken(w io.Writer, p *metrics.PerTokenStats, chunkITL metrics.Stats) error {
-	c := consoleWriter{bufio.NewWriter(w)}
-	c.header(perTokenTitle, '=')
+	c := pyout.NewConsole(w)
+	c.Header(perTokenTitle, '=')
 	if p == nil {
-		c.line("No successful request to count tokens in.")
-		c.line(strings.Repeat("=", blockWidth))
-		return c.w.Flush()
+		c.Line("No successful request to count tokens in.")
+		c.Rule()
+		return c.Flush()
 	}
-	c.row("Requests with running usage:", p.Counted)
-	c.row("Requests at one token per chunk:", p.Fallback())
+	c.Row("Requests with running usage:", p.Counted)
+	c.Row("Requests at one token per chunk:", p.Fallback())
 	t := p.TokensPerChunk
 	if t.Chunks > 0 {
-		c.row("Chunks with tokens:", t.Chunks)
-		c.row("Chunks without tokens:", t.EmptyChunks)
-		c.rowF("Mean tokens per chunk:", t.Mean)
-		c.rowF("P50 tokens per chunk:", t.P50)
-		c.rowF("P90 tokens per chunk:", t.P90)
-		c.rowF("P99 tokens per chunk:", t.P99)
-		c.header("Chunks by Tokens Carried", '-')
+		c.Row("Chunks with tokens:", t.Chunks)
+		c.Row("Chunks without tokens:", t.EmptyChunks)
+		c.RowF("Mean tokens per chunk:", t.Mean)
+		c.RowF("P50 tokens per chunk:", t.P50)
+		c.RowF("P90 tokens per chunk:", t.P90)
+		c.RowF("P99 tokens per chunk:", t.P99)
+		c.Header("Chunks by Tokens Carried", '-')
 		for i, bin := range t.Histogram {
 			if i == maxHistogramRows-1 && len(t.Histogram) > maxHistogramRows {
 				var rest int64
 				for _, b := range t.Histogram[i:] {
 					rest += b.Chunks
 				}
-				c.row(strconv.Itoa(bin.Tokens)+" tokens or more:", rest)
+				c.Row(strconv.Itoa(bin.Tokens)+" tokens or more:", rest)
 				break
 			}
 			unit := " tokens:"
 			if bin.Tokens == 1 {
 				unit = " token:"
 			}
-			c.row(strconv.Itoa(bin.Tokens)+unit, bin.Chunks)
+			c.Row(strconv.Itoa(bin.Tokens)+unit, bin.Chunks)
 		}
 	} else {
-		c.line("No running usage: tokens per chunk unknown.")
+		c.Line("No running usage: tokens per chunk unknown.")
 	}
-	c.section(metricSection{"", "ITL per chunk", "ITL per Chunk (Python's ITL)", &chunkITL})
-	c.section(metricSection{"", "ITL per token", "ITL per Token", &p.ITL})
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
+	c.Section(pyout.Section{Name: "ITL per chunk", Header: "ITL per Chunk (Python's ITL)", Stats: &chunkITL})
+	c.Section(pyout.Section{Name: "ITL per token", Header: "ITL per Token", Stats: &p.ITL})
+	c.Rule()
+	return c.Flush()
 }

@@ -1,10 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"io"
-	"strings"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -32,39 +31,39 @@ func reasoningSource(st *metrics.ReasoningStats) string {
 // block, in Python's row format; one line when no request reasoned or
 // called a tool.
 func WriteReasoning(w io.Writer, st *metrics.ReasoningStats) error {
-	c := consoleWriter{bufio.NewWriter(w)}
-	c.header(reasoningTitle, '=')
+	c := pyout.NewConsole(w)
+	c.Header(reasoningTitle, '=')
 	if st == nil {
-		c.line("No request streamed reasoning or tool calls.")
-		c.line(strings.Repeat("=", blockWidth))
-		return c.w.Flush()
+		c.Line("No request streamed reasoning or tool calls.")
+		c.Rule()
+		return c.Flush()
 	}
-	c.row("Successful requests:", st.Requests)
-	c.row("With reasoning:", st.WithReasoning)
-	c.row("With answer text:", st.WithAnswer)
-	c.row("With tool calls:", st.WithToolCalls)
-	c.row("Tool calls opened:", st.ToolCalls)
-	c.row("Tool-call chunks:", st.ToolCallChunks)
-	c.section(metricSection{"", "TTFAT", "Time to First Answer Token", &st.TimeToFirstAnswer})
+	c.Row("Successful requests:", st.Requests)
+	c.Row("With reasoning:", st.WithReasoning)
+	c.Row("With answer text:", st.WithAnswer)
+	c.Row("With tool calls:", st.WithToolCalls)
+	c.Row("Tool calls opened:", st.ToolCalls)
+	c.Row("Tool-call chunks:", st.ToolCallChunks)
+	c.Section(pyout.Section{Name: "TTFAT", Header: "Time to First Answer Token", Stats: &st.TimeToFirstAnswer})
 	if st.WithReasoning > 0 {
-		c.section(metricSection{"", "reasoning time", "Reasoning (1st token to answer)", &st.ReasoningTime})
+		c.Section(pyout.Section{Name: "reasoning time", Header: "Reasoning (1st token to answer)", Stats: &st.ReasoningTime})
 		unit := "reasoning tokens"
 		if reasoningSource(st) == "chunks" {
 			unit = "reasoning chunks"
 		}
-		c.header("Reasoning per Request", '-')
-		c.rowF("Mean "+unit+":", st.ReasoningPerRequest.Mean)
-		c.rowF("Median "+unit+":", st.ReasoningPerRequest.Median)
+		c.Header("Reasoning per Request", '-')
+		c.RowF("Mean "+unit+":", st.ReasoningPerRequest.Mean)
+		c.RowF("Median "+unit+":", st.ReasoningPerRequest.Median)
 		for _, p := range st.ReasoningPerRequest.Percentiles {
-			c.rowF("P"+pyPercentileWord(p.P)+" "+unit+":", p.ValueMs)
+			c.RowF("P"+pyout.PercentileWord(p.P)+" "+unit+":", p.ValueMs)
 		}
-		c.rowF("Max "+unit+":", st.ReasoningPerRequest.Max)
+		c.RowF("Max "+unit+":", st.ReasoningPerRequest.Max)
 	}
 	if st.WithToolCalls > 0 {
-		c.section(metricSection{"", "TTFTC", "Time to First Tool Call", &st.TimeToFirstToolCall})
+		c.Section(pyout.Section{Name: "TTFTC", Header: "Time to First Tool Call", Stats: &st.TimeToFirstToolCall})
 	}
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
+	c.Rule()
+	return c.Flush()
 }
 
 // SidecarReasoning is the sidecar's "reasoning": the statistics over the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -150,7 +151,7 @@ func SpreadOfPoints(runs []PointMetrics) map[string]metrics.Spread {
 // degrees of freedom) and the coefficient of variation over the runs.
 func WriteSpread(w io.Writer, title string, runs []PointMetrics) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s\n", py.FormatCenter(" "+title+" ", '=', blockWidth))
+	fmt.Fprintf(bw, "%s\n", py.FormatCenter(" "+title+" ", '=', pyout.BlockWidth))
 	if len(runs) < 2 {
 		fmt.Fprintln(bw, "(fewer than two finished runs: no spread)")
 		return bw.Flush()
@@ -168,7 +169,7 @@ func WriteSpread(w io.Writer, title string, runs []PointMetrics) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(bw, strings.Repeat("=", blockWidth))
+	fmt.Fprintln(bw, strings.Repeat("=", pyout.BlockWidth))
 	return bw.Flush()
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/engine"
@@ -205,7 +206,7 @@ func (r *run) discoverModel(ctx context.Context) error {
 			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
 	}
 	r.modelName, r.modelID = name, root
-	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", TerminalText(name), TerminalText(root))
+	fmt.Fprintf(r.stdout, "First model name: %s, first model id: %s\n", pyout.TerminalText(name), pyout.TerminalText(root))
 	return nil
 }
 
@@ -522,7 +523,7 @@ func (r *run) initialTest(ctx context.Context) error {
 			return nil
 		}
 		lastErr = failure
-		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", TerminalText(lastErrorLine(failure)))
+		fmt.Fprintf(r.stderr, "Endpoint is not ready. Error='%s'\n", pyout.TerminalText(lastErrorLine(failure)))
 		wait := min(5*time.Second, time.Until(deadline))
 		if wait <= 0 {
 			break
@@ -579,8 +580,8 @@ func (r *run) benchmark(ctx context.Context) error {
 			fmt.Fprintln(r.stdout, "Profiler started")
 		}
 	}
-	params := &ReportParams{RunSettings: r.runSettings(workers)}
-	if err := WriteBanner(r.stdout, &params.RunSettings); err != nil {
+	params := &pyout.ReportParams{RunSettings: r.runSettings(workers)}
+	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return err
 	}
 	before, beforeOK := scrapeServerMetrics(ctx, r.control, c.BaseURL+"/metrics", c.Headers)
@@ -646,7 +647,7 @@ func (r *run) benchmark(ctx context.Context) error {
 		}
 	}
 	for _, ev := range res.RampUpEvents {
-		params.RPSChangeEvents = append(params.RPSChangeEvents, RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
+		params.RPSChangeEvents = append(params.RPSChangeEvents, pyout.RPSChange{RPS: ev.RPS, Timestamp: pyISOFormat(ev.At)})
 	}
 
 	opts := r.computeOptions(res.Data.Results)
@@ -655,10 +656,10 @@ func (r *run) benchmark(ctx context.Context) error {
 		return err
 	}
 	r.outcome = &Outcome{Summary: summary, Data: &res.Data, Params: params, Options: opts, Cancelled: res.Cancelled}
-	if err := WriteWarnings(r.stderr, summary); err != nil {
+	if err := pyout.WriteWarnings(r.stderr, summary); err != nil {
 		return err
 	}
-	if err := WriteResult(r.stdout, summary, params); err != nil {
+	if err := pyout.WriteResult(r.stdout, summary, params); err != nil {
 		return err
 	}
 	if err := r.writeSteadyState(summary, &res.Data, params); err != nil {
@@ -795,9 +796,9 @@ func (r *run) computeOptions(results []metrics.RequestResult) metrics.ComputeOpt
 
 // runSettings are the run's settings as the outputs read them; workers is
 // the multi-process fork's worker count (0 hides its row).
-func (r *run) runSettings(workers int) RunSettings {
+func (r *run) runSettings(workers int) pyout.RunSettings {
 	c := r.cfg
-	p := RunSettings{
+	p := pyout.RunSettings{
 		Backend: c.Backend, ModelID: r.modelID, TokenizerID: r.tokenizerID,
 		NumPrompts: c.NumPrompts, RequestRate: c.RequestRate, Burstiness: c.Burstiness,
 		RampUpStrategy: c.RampUpStrategy, Metadata: c.Metadata,
@@ -819,24 +820,24 @@ func (r *run) runSettings(workers int) RunSettings {
 // save writes the result JSON with --save-result or --append-result (and
 // its PyTorch side file), the timeline with --plot-timeline and the
 // dataset figure with --plot-dataset-stats.
-func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
-	if err := CheckMetadata(p.Metadata); err != nil {
+func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams) error {
+	if err := pyout.CheckMetadata(p.Metadata); err != nil {
 		return err
 	}
 	if !p.SaveResult && !p.AppendResult && !p.PlotTimeline {
 		return nil
 	}
-	res, err := BuildResult(s, d, p, time.Now())
+	res, err := pyout.BuildResult(s, d, p, time.Now())
 	if err != nil {
 		return err
 	}
-	name, err := ResultFilename(&p.RunSettings, res.Date)
+	name, err := pyout.ResultFilename(&p.RunSettings, res.Date)
 	if err != nil {
 		return err
 	}
 	if p.SaveResult || p.AppendResult {
 		r.outcome.ResultPath = name
-		if err := SaveResult(name, res, p.AppendResult); err != nil {
+		if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 			return fmt.Errorf("saving results to %s: %w", name, err)
 		}
 		if err := r.savePyTorch(name, res); err != nil {
@@ -850,6 +851,19 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *ReportParams) erro
 	}
 	r.plotTimeline(name, s, d)
 	r.plotDatasetStats(name, s, d)
+	return nil
+}
+
+// savePyTorch writes the side file of the result saved at resultPath when
+// $SAVE_TO_PYTORCH_BENCHMARK_FORMAT is set.
+func (r *run) savePyTorch(resultPath string, res *pyout.Result) error {
+	if !r.cfg.SaveToPyTorchFormat {
+		return nil
+	}
+	path := pyout.PyTorchPath(resultPath)
+	if _, err := pyout.WritePyTorchBenchmark(path, r.cfg, res); err != nil {
+		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
+	}
 	return nil
 }
 

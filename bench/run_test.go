@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 )
@@ -65,8 +66,8 @@ func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...
 func lineLabels(out string) []string {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for i, l := range lines {
-		if len(l) > labelWidth+valueWidth && l[labelWidth] == ' ' && strings.HasSuffix(l[:labelWidth], " ") {
-			lines[i] = strings.TrimRight(l[:labelWidth], " ")
+		if len(l) > pyout.LabelWidth+pyout.ValueWidth && l[pyout.LabelWidth] == ' ' && strings.HasSuffix(l[:pyout.LabelWidth], " ") {
+			lines[i] = strings.TrimRight(l[:pyout.LabelWidth], " ")
 		}
 	}
 	return lines

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 	"github.com/stampede-bench/stampede/shard"
@@ -256,32 +256,32 @@ const breakdownTitle = " TTFT Breakdown (stampede) "
 // percentiles in Python's row format. Without any breakdown (a transport
 // that records none) it says so in one line.
 func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
-	c := consoleWriter{bufio.NewWriter(w)}
-	c.header(breakdownTitle, '=')
+	c := pyout.NewConsole(w)
+	c.Header(breakdownTitle, '=')
 	if b == nil {
-		c.line("No request recorded a breakdown.")
-		c.line(strings.Repeat("=", blockWidth))
-		return c.w.Flush()
+		c.Line("No request recorded a breakdown.")
+		c.Rule()
+		return c.Flush()
 	}
-	c.row("Requests with a breakdown:", b.Requests)
-	c.row("Of them on a new connection:", b.NewConnections)
-	secs := []metricSection{
-		{"", "Queue Wait", "Queue wait (before start)", &b.QueueWait},
-		{"", "Connect", "Connect (start to established)", &b.Connect},
+	c.Row("Requests with a breakdown:", b.Requests)
+	c.Row("Of them on a new connection:", b.NewConnections)
+	secs := []pyout.Section{
+		{Name: "Queue Wait", Header: "Queue wait (before start)", Stats: &b.QueueWait},
+		{Name: "Connect", Header: "Connect (start to established)", Stats: &b.Connect},
 	}
 	if b.TLSConnections > 0 {
-		secs = append(secs, metricSection{"", "TLS Handshake", "TLS handshake", &b.TLS})
+		secs = append(secs, pyout.Section{Name: "TLS Handshake", Header: "TLS handshake", Stats: &b.TLS})
 	}
-	for _, sec := range append(secs, []metricSection{
-		{"", "Send Delay", "Send delay (to request sent)", &b.Send},
-		{"", "Server TTFB", "Server time to first byte", &b.Server},
-		{"", "First Token", "First byte to first token", &b.FirstToken},
-		{"", "TTFT", "Time to First Token", &b.TTFT},
+	for _, sec := range append(secs, []pyout.Section{
+		{Name: "Send Delay", Header: "Send delay (to request sent)", Stats: &b.Send},
+		{Name: "Server TTFB", Header: "Server time to first byte", Stats: &b.Server},
+		{Name: "First Token", Header: "First byte to first token", Stats: &b.FirstToken},
+		{Name: "TTFT", Header: "Time to First Token", Stats: &b.TTFT},
 	}...) {
-		c.section(sec)
+		c.Section(sec)
 	}
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
+	c.Rule()
+	return c.Flush()
 }
 
 // connectTrouble names, for the health line, what went wrong opening and

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -282,7 +283,7 @@ func (s *sloSearch) run(ctx context.Context, load float64) (*PointMetrics, strin
 	if s.base.SaveResult {
 		file = "slo-" + s.o.Over + "=" + loadText(load) + ".json"
 		args = append(args, "--result-filename", file)
-		file = pyPathJoin(s.dir(), file)
+		file = py.PathJoin(s.dir(), file)
 	}
 	cfg, err := cli.Parse(args, Backends())
 	if err != nil {
@@ -304,7 +305,7 @@ func (s *sloSearch) run(ctx context.Context, load float64) (*PointMetrics, strin
 func (s *sloSearch) writeAnswer() {
 	bw := bufio.NewWriter(s.stdout)
 	defer bw.Flush()
-	fmt.Fprintln(bw, py.FormatCenter(" SLO Capacity ", '=', blockWidth))
+	fmt.Fprintln(bw, py.FormatCenter(" SLO Capacity ", '=', pyout.BlockWidth))
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	a := s.res.Answer
 	switch {
@@ -322,7 +323,7 @@ func (s *sloSearch) writeAnswer() {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(bw, strings.Repeat("=", blockWidth))
+	fmt.Fprintln(bw, strings.Repeat("=", pyout.BlockWidth))
 }
 
 func (s *sloSearch) lowest() float64 {

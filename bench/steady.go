@@ -1,13 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -32,41 +31,41 @@ func (r *run) steadyState(o *Outcome) {
 // WriteSteadyState prints the --steady-state block after Python's: the
 // window, then the result rows and percentile sections Python's block
 // has, computed over the requests inside the window.
-func WriteSteadyState(w io.Writer, st *metrics.SteadyState, p *RunSettings) error {
-	c := consoleWriter{bufio.NewWriter(w)}
-	c.header(steadyStateTitle, '=')
+func WriteSteadyState(w io.Writer, st *metrics.SteadyState, p *pyout.RunSettings) error {
+	c := pyout.NewConsole(w)
+	c.Header(steadyStateTitle, '=')
 	what := fmt.Sprintf("%.4g (--max-concurrency)", st.TargetInFlight)
 	if st.Basis == "in_flight_level" {
 		what = fmt.Sprintf("%.4g (the run's level)", st.TargetInFlight)
 	}
-	c.row("Target in-flight requests:", what)
-	c.rowF("Window start (s):", st.StartS)
-	c.rowF("Window end (s):", st.EndS)
-	c.rowF("Window duration (s):", st.DurationS)
+	c.Row("Target in-flight requests:", what)
+	c.RowF("Window start (s):", st.StartS)
+	c.RowF("Window end (s):", st.EndS)
+	c.RowF("Window duration (s):", st.DurationS)
 	s := st.Summary
-	c.row("Requests inside the window:", st.Requests)
-	c.row("Successful requests:", s.Completed)
-	c.row("Failed requests:", s.Failed)
-	c.row("Total input tokens:", s.TotalInput)
+	c.Row("Requests inside the window:", st.Requests)
+	c.Row("Successful requests:", s.Completed)
+	c.Row("Failed requests:", s.Failed)
+	c.Row("Total input tokens:", s.TotalInput)
 	if !s.Pooling {
-		c.row("Total generated tokens:", s.TotalOutput)
+		c.Row("Total generated tokens:", s.TotalOutput)
 	}
-	c.rowF("Request throughput (req/s):", s.RequestThroughput)
+	c.RowF("Request throughput (req/s):", s.RequestThroughput)
 	if st.RequestGoodput != nil {
-		c.rowF("Request goodput (req/s):", *st.RequestGoodput)
+		c.RowF("Request goodput (req/s):", *st.RequestGoodput)
 	}
 	if !s.Pooling {
-		c.rowF("Output token throughput (tok/s):", s.OutputThroughput)
+		c.RowF("Output token throughput (tok/s):", s.OutputThroughput)
 	}
-	c.rowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
-	for _, sec := range sections(s, p) {
-		if sec.key == "client_queue_time" || sec.key == "e2el_including_client_queue" {
+	c.RowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
+	for _, sec := range pyout.Sections(s, p) {
+		if sec.Key == "client_queue_time" || sec.Key == "e2el_including_client_queue" {
 			continue
 		}
-		c.section(sec)
+		c.Section(sec)
 	}
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
+	c.Rule()
+	return c.Flush()
 }
 
 // writeSteadyStateBlock prints the block with --steady-state, or why

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -145,7 +146,7 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 				return nil, err
 			}
 			p.cfgs = append(p.cfgs, cfg)
-			p.files = append(p.files, pyPathJoin(dir, file))
+			p.files = append(p.files, py.PathJoin(dir, file))
 		}
 	}
 	return points, nil
@@ -389,7 +390,7 @@ func (r *SweepResult) records(forPeople bool) [][]string {
 // then the headline figures (latencies in ms).
 func (r *SweepResult) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, py.FormatCenter(" Sweep Summary ", '=', blockWidth))
+	fmt.Fprintln(bw, py.FormatCenter(" Sweep Summary ", '=', pyout.BlockWidth))
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, rec := range r.records(true) {
 		fmt.Fprintln(tw, strings.Join(rec, "\t")+"\t")

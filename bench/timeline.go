@@ -40,7 +40,7 @@ var timelineColors = [4]string{"#636EFA", "#109618", "#FF7F0E", "#D62728"}
 // TimelinePath is where --plot-timeline writes its page: the result path
 // without its extension, plus ".timeline.html".
 func TimelinePath(resultPath string) string {
-	root, _ := pySplitExt(resultPath)
+	root, _ := py.SplitExt(resultPath)
 	return root + ".timeline.html"
 }
 

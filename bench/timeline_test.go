@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -27,7 +28,7 @@ func TestTimelinePath(t *testing.T) {
 		if got := TimelinePath(tc.result); got != tc.timeline {
 			t.Errorf("TimelinePath(%q) = %q, want %q", tc.result, got, tc.timeline)
 		}
-		if got := PyTorchPath(tc.result); got != tc.pytorch {
+		if got := pyout.PyTorchPath(tc.result); got != tc.pytorch {
 			t.Errorf("PyTorchPath(%q) = %q, want %q", tc.result, got, tc.pytorch)
 		}
 	}

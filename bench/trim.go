@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -28,43 +27,32 @@ const trimmedTitle = "Serving Benchmark Result after warmup before cooldown"
 // and output throughput (generation runs), the ITL section when "itl" is
 // among --percentile-metrics, and the closing rule. The warm-up and
 // cool-down values are printed with "{:<10}", so as Python's str(float).
-func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *RunSettings) error {
-	c := consoleWriter{bufio.NewWriter(w)}
+func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *pyout.RunSettings) error {
+	c := pyout.NewConsole(w)
 	if t.Requests > 0 {
-		c.line("tip: install termplotlib and gnuplot to plot the metrics")
+		c.Line("tip: install termplotlib and gnuplot to plot the metrics")
 	}
-	c.header(trimmedTitle, '=')
-	c.row("Warm-up Time:", py.FloatRepr(t.WarmupS))
-	c.row("Cool-down Time:", py.FloatRepr(t.CooldownS))
-	c.row("Total counted tokens at filtering:", t.Tokens)
-	c.rowF("Benchmark duration (s):", t.DurationS)
+	c.Header(trimmedTitle, '=')
+	c.Row("Warm-up Time:", py.FloatRepr(t.WarmupS))
+	c.Row("Cool-down Time:", py.FloatRepr(t.CooldownS))
+	c.Row("Total counted tokens at filtering:", t.Tokens)
+	c.RowF("Benchmark duration (s):", t.DurationS)
 	if !pooling {
-		c.row("Total generated tokens:", t.Tokens)
-		c.rowF("Output token throughput (tok/s):", t.OutputThroughput)
-		if p.selected("itl") {
-			c.section(metricSection{"itl", "ITL", "Inter-token Latency", &t.ITL})
+		c.Row("Total generated tokens:", t.Tokens)
+		c.RowF("Output token throughput (tok/s):", t.OutputThroughput)
+		if p.Selected("itl") {
+			c.Section(pyout.Section{Key: "itl", Name: "ITL", Header: "Inter-token Latency", Stats: &t.ITL})
 		}
 	}
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
-}
-
-// section prints one percentile section: its header, mean, median and the
-// selected percentiles.
-func (c consoleWriter) section(sec metricSection) {
-	c.header(sec.header, '-')
-	c.rowF("Mean "+sec.name+" (ms):", sec.stats.MeanMs)
-	c.rowF("Median "+sec.name+" (ms):", sec.stats.MedianMs)
-	for _, pc := range sec.stats.Percentiles {
-		c.rowF("P"+pyPercentileWord(pc.P)+" "+sec.name+" (ms):", pc.ValueMs)
-	}
+	c.Rule()
+	return c.Flush()
 }
 
 // writeSteadyState prints the trimmed block after the result block when
 // --warmup-time or --cooldown-time is set. A window that cannot be formed
 // (longer trims than the run) is reported on stderr and the run goes on:
 // the main result stands on its own.
-func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *ReportParams) error {
+func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams) error {
 	c := r.cfg
 	if !c.TrimsSteadyState() {
 		return nil
@@ -78,7 +66,7 @@ func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *Report
 		return err
 	}
 	if t.Requests == 0 {
-		if _, err := io.WriteString(r.stderr, allFailedWarning); err != nil {
+		if _, err := io.WriteString(r.stderr, pyout.AllFailedWarning); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -60,14 +61,14 @@ func TestGoldenTrimmed(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := WriteTrimmed(&out, tr, tc.pooling, &RunSettings{PercentileMetrics: tc.metrics}); err != nil {
+			if err := WriteTrimmed(&out, tr, tc.pooling, &pyout.RunSettings{PercentileMetrics: tc.metrics}); err != nil {
 				t.Fatal(err)
 			}
 			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
 				if strings.HasPrefix(line, "tip:") || line == trimmedTitle {
 					continue
 				}
-				if n := len([]rune(line)); n < blockWidth {
+				if n := len([]rune(line)); n < pyout.BlockWidth {
 					t.Errorf("line %q is %d characters, narrower than the block", line, n)
 				}
 			}
@@ -90,7 +91,7 @@ func TestWriteSteadyState(t *testing.T) {
 		{name: "printed", warmup: 0.3, stdout: trimmedTitle + "\n"},
 		{name: "window too long", warmup: 3, cooldown: 3,
 			stderr: "WARNING: no steady-state result for --warmup-time 3.0 --cooldown-time 3.0: metrics: steady-state window is empty"},
-		{name: "nothing counted", warmup: 0.56, cooldown: 0.78, stdout: trimmedTitle + "\n", stderr: allFailedWarning},
+		{name: "nothing counted", warmup: 0.56, cooldown: 0.78, stdout: trimmedTitle + "\n", stderr: pyout.AllFailedWarning},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestWriteSteadyState(t *testing.T) {
 			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
 			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
 			s := &metrics.Summary{}
-			if err := r.writeSteadyState(s, trimmedGoldenRun(), &ReportParams{}); err != nil {
+			if err := r.writeSteadyState(s, trimmedGoldenRun(), &pyout.ReportParams{}); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(stdout.String(), tc.stdout) || (tc.stdout == "") != (stdout.Len() == 0) {

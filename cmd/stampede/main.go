@@ -24,6 +24,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 )
 
 func main() {
@@ -200,8 +201,8 @@ func writeWarnings(stderr io.Writer, cfg *cli.Config) {
 func writeError(w io.Writer, err error) {
 	var invalid *cli.ValidationError
 	if errors.As(err, &invalid) {
-		fmt.Fprintf(w, "%s: %s\n", invalid.Type, bench.TerminalText(invalid.Msg))
+		fmt.Fprintf(w, "%s: %s\n", invalid.Type, pyout.TerminalText(invalid.Msg))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
+	fmt.Fprintf(w, "%s: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
 }

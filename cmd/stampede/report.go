@@ -9,6 +9,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout"
 )
 
 const reportUsage = `usage: stampede report RESULT.json [RESULT.json ...] -o FILE.html [--title TITLE]
@@ -78,7 +79,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		if bench.IsSweepFile(f) {
 			sw, rs, err := bench.LoadReportSweep(f)
 			if err != nil {
-				fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
+				fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
 				return exitError
 			}
 			sweeps = append(sweeps, sw)
@@ -87,7 +88,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		}
 		rs, err := bench.LoadReportRuns(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, bench.TerminalText(err.Error()))
+			fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
 			return exitError
 		}
 		runs = append(runs, rs...)

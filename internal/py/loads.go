@@ -513,3 +513,18 @@ func NumberStr(raw string) string {
 		return s
 	}
 }
+
+// Reencode is json.dumps(json.loads(raw)): any JSON text re-encoded the
+// way Python would send it after parsing it, key order kept, numbers with
+// a fraction or exponent as float repr ("1e3" → 1000.0), integers as
+// written ("-0" → 0), NaN/Infinity literals kept.
+func Reencode(raw []byte) ([]byte, error) {
+	n, err := Loads(string(raw))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(raw) + len(raw)/8)
+	n.EncodePy(&b)
+	return b.Bytes(), nil
+}

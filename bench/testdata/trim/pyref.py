@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "output"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pyout", "testdata", "output"))
 from pyref import generation_fixture, np_mean, np_median, np_percentile  # noqa: E402
 
 # name, warm-up, cool-down, pooling, percentile metrics, percentiles (as

@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"bufio"
@@ -13,99 +13,125 @@ import (
 )
 
 // Console block geometry: rows are "{:<40} {:<10}", headers are centred in
-// 50 characters.
+// 50 characters, and the closing rule is 50 "=".
 const (
-	labelWidth = 40
-	valueWidth = 10
-	blockWidth = 50
+	LabelWidth = 40
+	ValueWidth = 10
+	BlockWidth = 50
 )
 
-// metricSection is one percentile section of the report, in print order.
-type metricSection struct {
-	key    string // percentile-metrics name and JSON key infix
-	name   string // in row labels
-	header string
-	stats  *metrics.Stats
+// Section is one percentile section of a block: its header, then mean,
+// median and the selected percentiles of Stats.
+type Section struct {
+	Key    string // percentile-metrics name and JSON key infix; "" in stampede's blocks
+	Name   string // in row labels
+	Header string
+	Stats  *metrics.Stats
 }
 
-// sections returns the metric sections the report prints, in Python's
+// Sections returns the metric sections the report prints, in Python's
 // order, each only when selected in --percentile-metrics and its data
 // exist: TTFT, TPOT and ITL need a generation run with a tokenizer, the
 // queue sections need --max-concurrency (and, for the second, a finite
 // request rate).
-func sections(s *metrics.Summary, p *RunSettings) []metricSection {
-	var all []metricSection
-	if !s.Pooling && p.hasTokenizer() {
+func Sections(s *metrics.Summary, p *RunSettings) []Section {
+	var all []Section
+	if !s.Pooling && p.HasTokenizer() {
 		all = append(all,
-			metricSection{"ttft", "TTFT", "Time to First Token", &s.TTFT},
-			metricSection{"tpot", "TPOT", "Time per Output Token (excl. 1st token)", &s.TPOT},
-			metricSection{"itl", "ITL", "Inter-token Latency", &s.ITL})
+			Section{"ttft", "TTFT", "Time to First Token", &s.TTFT},
+			Section{"tpot", "TPOT", "Time per Output Token (excl. 1st token)", &s.TPOT},
+			Section{"itl", "ITL", "Inter-token Latency", &s.ITL})
 	}
-	all = append(all, metricSection{"e2el", "E2EL", "End-to-end Latency", &s.E2EL})
+	all = append(all, Section{"e2el", "E2EL", "End-to-end Latency", &s.E2EL})
 	if s.ClientQueueTime != nil {
-		all = append(all, metricSection{"client_queue_time", "Client Queue Time", "Client-side Queueing", s.ClientQueueTime})
+		all = append(all, Section{"client_queue_time", "Client Queue Time", "Client-side Queueing", s.ClientQueueTime})
 	}
 	if s.E2ELInclQueue != nil {
-		all = append(all, metricSection{"e2el_including_client_queue", "E2EL incl. Client Queue",
+		all = append(all, Section{"e2el_including_client_queue", "E2EL incl. Client Queue",
 			"Queue-inclusive End-to-end Latency", s.E2ELInclQueue})
 	}
-	var out []metricSection
+	var out []Section
 	for _, sec := range all {
-		if p.selected(sec.key) {
+		if p.Selected(sec.Key) {
 			out = append(out, sec)
 		}
 	}
 	return out
 }
 
-// consoleWriter prints Python's rows; the first write error sticks.
-type consoleWriter struct {
+// Console prints rows the way Python's blocks do; stampede's own blocks
+// use it too, so that they line up with Python's. The first write error
+// sticks and is returned by Flush.
+type Console struct {
 	w *bufio.Writer
 }
 
-func (c consoleWriter) line(s string) {
+// NewConsole returns a Console writing to w through a buffer; call Flush
+// at the end.
+func NewConsole(w io.Writer) Console { return Console{bufio.NewWriter(w)} }
+
+// Flush writes out what is buffered and returns the first write error.
+func (c Console) Flush() error { return c.w.Flush() }
+
+// Line prints s and a newline.
+func (c Console) Line(s string) {
 	c.w.WriteString(s)
 	c.w.WriteByte('\n')
 }
 
-func (c consoleWriter) header(title string, fill byte) {
-	c.line(py.FormatCenter(title, fill, blockWidth))
+// Header prints title centred in BlockWidth characters of fill.
+func (c Console) Header(title string, fill byte) {
+	c.Line(py.FormatCenter(title, fill, BlockWidth))
 }
 
-// row is "{:<40} {:<10}".format(label, value) for an int or string.
-func (c consoleWriter) row(label string, value any) {
-	c.line(py.Left(label, labelWidth) + " " + py.Left(fmt.Sprint(value), valueWidth))
+// Rule prints the closing rule, BlockWidth "=".
+func (c Console) Rule() { c.Line(strings.Repeat("=", BlockWidth)) }
+
+// Row is "{:<40} {:<10}".format(label, value) for an int or string.
+func (c Console) Row(label string, value any) {
+	c.Line(py.Left(label, LabelWidth) + " " + py.Left(fmt.Sprint(value), ValueWidth))
 }
 
-// rowF is "{:<40} {:<10.2f}".format(label, value).
-func (c consoleWriter) rowF(label string, value float64) {
-	c.line(py.Left(label, labelWidth) + " " + py.Left(py.Fixed(value, 2), valueWidth))
+// RowF is "{:<40} {:<10.2f}".format(label, value).
+func (c Console) RowF(label string, value float64) {
+	c.Line(py.Left(label, LabelWidth) + " " + py.Left(py.Fixed(value, 2), ValueWidth))
 }
 
-// fields prints side-report rows: integers as "{:<10}", floats as
+// Section prints one percentile section: its header, mean, median and the
+// selected percentiles.
+func (c Console) Section(sec Section) {
+	c.Header(sec.Header, '-')
+	c.RowF("Mean "+sec.Name+" (ms):", sec.Stats.MeanMs)
+	c.RowF("Median "+sec.Name+" (ms):", sec.Stats.MedianMs)
+	for _, pc := range sec.Stats.Percentiles {
+		c.RowF("P"+PercentileWord(pc.P)+" "+sec.Name+" (ms):", pc.ValueMs)
+	}
+}
+
+// Fields prints side-report rows: integers as "{:<10}", floats as
 // "{:<10.2f}".
-func (c consoleWriter) fields(fs []sideField) {
+func (c Console) Fields(fs []SideField) {
 	for _, f := range fs {
-		switch v := f.value.(type) {
+		switch v := f.Value.(type) {
 		case int64:
-			c.row(f.label, v)
+			c.Row(f.Label, v)
 		case float64:
-			c.rowF(f.label, v)
+			c.RowF(f.Label, v)
 		}
 	}
 }
 
-// sideField is one figure of a side report (probes, speculative or
+// SideField is one figure of a side report (probes, speculative or
 // diffusion decoding): its console label, its result JSON key and its value,
 // an int64 or a float64. The console rows and the JSON keys come in the
 // same order.
-type sideField struct {
-	label, key string
-	value      any
+type SideField struct {
+	Label, Key string
+	Value      any
 }
 
-func probeFields(pr *metrics.ProbeStats) []sideField {
-	return []sideField{
+func probeFields(pr *metrics.ProbeStats) []SideField {
+	return []SideField{
 		{"Probe requests completed:", "probe_completed", int64(pr.Completed)},
 		{"Probe requests failed:", "probe_failed", int64(pr.Failed)},
 		{"Median probe E2EL (ms):", "probe_median_e2el_ms", pr.MedianE2ELMs},
@@ -116,8 +142,8 @@ func probeFields(pr *metrics.ProbeStats) []sideField {
 
 // specDecodeFields leaves out the per-position rates, which the console
 // prints as one row per position and the JSON as one list.
-func specDecodeFields(sd *metrics.SpecDecodeStats) []sideField {
-	return []sideField{
+func specDecodeFields(sd *metrics.SpecDecodeStats) []SideField {
+	return []SideField{
 		{"Acceptance rate (%):", "spec_decode_acceptance_rate", sd.AcceptanceRate},
 		{"Acceptance length:", "spec_decode_acceptance_length", sd.AcceptanceLength},
 		{"Drafts:", "spec_decode_num_drafts", sd.NumDrafts},
@@ -128,8 +154,8 @@ func specDecodeFields(sd *metrics.SpecDecodeStats) []sideField {
 
 // diffusionFields prints and saves the denoising steps truncated, as
 // Python's int() does.
-func diffusionFields(df *metrics.DiffusionStats) []sideField {
-	return []sideField{
+func diffusionFields(df *metrics.DiffusionStats) []SideField {
+	return []SideField{
 		{"Committed throughput (tok/s):", "diffusion_committed_throughput", df.CommittedThroughput},
 		{"Denoising steps per canvas:", "diffusion_steps_per_canvas", df.StepsPerCanvas},
 		{"Committed per denoising step:", "diffusion_committed_per_step", df.CommittedPerStep},
@@ -145,83 +171,83 @@ func diffusionFields(df *metrics.DiffusionStats) []sideField {
 // its conditional rows, the probe block, the selected percentile sections,
 // the diffusion or speculative-decoding block, and the closing rule.
 func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
-	c := consoleWriter{bufio.NewWriter(w)}
+	c := NewConsole(w)
 	if !s.Pooling {
 		if s.Failed > 0 {
-			c.line("Failed requests during benchmark run detected (capping to 10):")
+			c.Line("Failed requests during benchmark run detected (capping to 10):")
 			for i, e := range s.Failures {
-				c.line("Error " + strconv.Itoa(i) + ": " + TerminalText(e)) // the JSON keeps e as it is
+				c.Line("Error " + strconv.Itoa(i) + ": " + TerminalText(e)) // the JSON keeps e as it is
 			}
 		}
 		if s.Completed > 0 {
 			// Python prints this whenever termplotlib is absent; the
 			// console block stays byte-identical with it.
-			c.line("tip: install termplotlib and gnuplot to plot the metrics")
+			c.Line("tip: install termplotlib and gnuplot to plot the metrics")
 		}
 	}
 
-	c.header(" Serving Benchmark Result ", '=')
+	c.Header(" Serving Benchmark Result ", '=')
 	if p.Workers > 0 {
-		c.row("Number of worker processes:", p.Workers)
+		c.Row("Number of worker processes:", p.Workers)
 	}
-	c.row("Successful requests:", s.Completed)
-	c.row("Failed requests:", s.Failed)
+	c.Row("Successful requests:", s.Completed)
+	c.Row("Failed requests:", s.Failed)
 	if p.MaxConcurrency != 0 {
-		c.row("Maximum request concurrency:", p.MaxConcurrency)
+		c.Row("Maximum request concurrency:", p.MaxConcurrency)
 	}
 	if !math.IsInf(p.RequestRate, 1) {
-		c.rowF("Request rate configured (RPS):", p.RequestRate)
+		c.RowF("Request rate configured (RPS):", p.RequestRate)
 	}
-	c.rowF("Benchmark duration (s):", s.DurationS)
-	c.row("Total input tokens:", s.TotalInput)
-	if !s.Pooling && p.hasTokenizer() {
-		c.row("Total generated tokens:", s.TotalOutput)
+	c.RowF("Benchmark duration (s):", s.DurationS)
+	c.Row("Total input tokens:", s.TotalInput)
+	if !s.Pooling && p.HasTokenizer() {
+		c.Row("Total generated tokens:", s.TotalOutput)
 	}
-	c.rowF("Request throughput (req/s):", s.RequestThroughput)
+	c.RowF("Request throughput (req/s):", s.RequestThroughput)
 	if s.Pooling {
-		c.rowF("Input throughput (inputs/s):", s.InputSequenceThroughput)
+		c.RowF("Input throughput (inputs/s):", s.InputSequenceThroughput)
 	}
 	if p.Goodput && !s.Pooling {
-		c.rowF("Request goodput (req/s):", s.RequestGoodput)
+		c.RowF("Request goodput (req/s):", s.RequestGoodput)
 	}
 	if !s.Pooling {
-		if p.hasTokenizer() {
-			c.rowF("Output token throughput (tok/s):", s.OutputThroughput)
-			c.rowF("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS)
+		if p.HasTokenizer() {
+			c.RowF("Output token throughput (tok/s):", s.OutputThroughput)
+			c.RowF("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS)
 		}
-		c.rowF("Peak concurrent requests:", float64(s.MaxConcurrentRequests))
+		c.RowF("Peak concurrent requests:", float64(s.MaxConcurrentRequests))
 		if s.RTFx > 0 {
-			c.rowF("RTFx (Inverse Real-Time Factor):", s.RTFx)
+			c.RowF("RTFx (Inverse Real-Time Factor):", s.RTFx)
 		}
 	}
-	if p.hasTokenizer() {
-		c.rowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
+	if p.HasTokenizer() {
+		c.RowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
 	}
 
 	if p.Probe != nil {
-		c.header("Probe Requests", '-')
-		c.fields(probeFields(p.Probe))
+		c.Header("Probe Requests", '-')
+		c.Fields(probeFields(p.Probe))
 	}
 
-	for _, sec := range sections(s, &p.RunSettings) {
-		c.section(sec)
+	for _, sec := range Sections(s, &p.RunSettings) {
+		c.Section(sec)
 	}
 
 	if p.Diffusion != nil {
-		c.header("Diffusion Decoding", '-')
-		c.fields(diffusionFields(p.Diffusion))
+		c.Header("Diffusion Decoding", '-')
+		c.Fields(diffusionFields(p.Diffusion))
 	} else if sd := p.SpecDecode; sd != nil {
-		c.header("Speculative Decoding", '-')
-		c.fields(specDecodeFields(sd))
+		c.Header("Speculative Decoding", '-')
+		c.Fields(specDecodeFields(sd))
 		if len(sd.PerPositionAcceptanceRates) > 0 {
-			c.line("Per-position acceptance (%):")
+			c.Line("Per-position acceptance (%):")
 			for i, rate := range sd.PerPositionAcceptanceRates {
-				c.rowF("  Position "+strconv.Itoa(i)+":", rate*100)
+				c.RowF("  Position "+strconv.Itoa(i)+":", rate*100)
 			}
 		}
 	}
-	c.line(strings.Repeat("=", blockWidth))
-	return c.w.Flush()
+	c.Rule()
+	return c.Flush()
 }
 
 // WriteBanner prints the lines Python prints just before the main run
@@ -270,12 +296,12 @@ func WriteWarnings(w io.Writer, s *metrics.Summary) error {
 	if s.Completed > 0 {
 		return nil
 	}
-	_, err := io.WriteString(w, allFailedWarning)
+	_, err := io.WriteString(w, AllFailedWarning)
 	return err
 }
 
-// allFailedWarning is Python's warning when no request counted.
-const allFailedWarning = "UserWarning: All requests failed. This is likely due to a " +
+// AllFailedWarning is Python's warning when no request counted.
+const AllFailedWarning = "UserWarning: All requests failed. This is likely due to a " +
 	"misconfiguration on the benchmark arguments.\n"
 
 // pyInt is Python's int(x) of a float: truncation toward zero.

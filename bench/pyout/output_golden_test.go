@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"bytes"
@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// go test ./bench -run TestGolden -update rewrites testdata/output from
+// go test ./bench/pyout -run TestGolden -update rewrites testdata from
 // the current code; review the diff before committing it.
 var update = flag.Bool("update", false, "rewrite golden files in testdata/output")
 
@@ -549,4 +550,37 @@ func ExampleWriteResult() {
 	// Median TTFT (ms):                        100.00····
 	// P99 TTFT (ms):                           100.00····
 	// ==================================================
+}
+
+// goldenBackends are the --backend rows the golden runs' command lines
+// need (bench's table holds them all).
+var goldenBackends = []cli.Backend{
+	{Name: "vllm", OpenAICompatible: true, Completions: true},
+	{Name: "openai", OpenAICompatible: true, Completions: true},
+	{Name: "openai-chat", OpenAICompatible: true},
+}
+
+// parseArgs parses a golden run's command line.
+func parseArgs(args []string, getenv func(string) string) (*cli.Config, error) {
+	return cli.ParseEnv(args, goldenBackends, getenv)
+}
+
+// compareGolden checks data against testdata/<dir>/<name>, or rewrites
+// the file with -update.
+func compareGolden(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", dir, name)
+	if *update {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, data, want)
+	}
 }

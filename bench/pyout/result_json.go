@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"fmt"
@@ -181,9 +181,9 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		b.Set("rtfx", s.RTFx)
 	}
 
-	setFields := func(fs []sideField) {
+	setFields := func(fs []SideField) {
 		for _, f := range fs {
-			b.Set(f.key, f.value)
+			b.Set(f.Key, f.Value)
 		}
 	}
 	if p.Probe != nil {
@@ -209,12 +209,12 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 	if p.Diffusion != nil {
 		setFields(diffusionFields(p.Diffusion))
 	}
-	for _, sec := range sections(s, &p.RunSettings) {
-		b.Set("mean_"+sec.key+"_ms", sec.stats.MeanMs)
-		b.Set("median_"+sec.key+"_ms", sec.stats.MedianMs)
-		b.Set("std_"+sec.key+"_ms", sec.stats.StdMs)
-		for _, pc := range sec.stats.Percentiles {
-			b.Set("p"+pyPercentileWord(pc.P)+"_"+sec.key+"_ms", pc.ValueMs)
+	for _, sec := range Sections(s, &p.RunSettings) {
+		b.Set("mean_"+sec.Key+"_ms", sec.Stats.MeanMs)
+		b.Set("median_"+sec.Key+"_ms", sec.Stats.MedianMs)
+		b.Set("std_"+sec.Key+"_ms", sec.Stats.StdMs)
+		for _, pc := range sec.Stats.Percentiles {
+			b.Set("p"+PercentileWord(pc.P)+"_"+sec.Key+"_ms", pc.ValueMs)
 		}
 	}
 	return b
@@ -259,23 +259,9 @@ func ResultFilename(p *RunSettings, date string) (string, error) {
 		if err := os.MkdirAll(p.ResultDir, 0o777); err != nil {
 			return "", fmt.Errorf("--result-dir %s: %w", p.ResultDir, err)
 		}
-		name = pyPathJoin(p.ResultDir, name)
+		name = py.PathJoin(p.ResultDir, name)
 	}
 	return name, nil
-}
-
-// pyPathJoin is os.path.join(dir, name) on POSIX: an absolute name wins,
-// otherwise one "/" is inserted unless dir already ends with one. Unlike
-// filepath.Join it does not clean the path.
-func pyPathJoin(dir, name string) string {
-	switch {
-	case strings.HasPrefix(name, "/"):
-		return name
-	case dir == "" || strings.HasSuffix(dir, "/"):
-		return dir + name
-	default:
-		return dir + "/" + name
-	}
 }
 
 // SaveResult writes the result JSON to path: truncating the file, or with

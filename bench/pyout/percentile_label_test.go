@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"math"
@@ -14,8 +14,8 @@ func TestPyPercentileWord(t *testing.T) {
 		{math.Copysign(0, -1), "0"}, {100, "100"}, {1e-05, "1e-05"}, {0.1, "0.1"},
 	}
 	for _, tt := range tests {
-		if got := pyPercentileWord(tt.p); got != tt.want {
-			t.Errorf("pyPercentileWord(%v) = %q, want %q", tt.p, got, tt.want)
+		if got := PercentileWord(tt.p); got != tt.want {
+			t.Errorf("PercentileWord(%v) = %q, want %q", tt.p, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import "github.com/stampede-bench/stampede/metrics"
 
@@ -82,9 +82,12 @@ type RPSChange struct {
 	Timestamp string
 }
 
-func (p *RunSettings) hasTokenizer() bool { return p.TokenizerID != "" }
+// HasTokenizer reports whether the run has a tokenizer: the rows and
+// sections that need one are printed only then.
+func (p *RunSettings) HasTokenizer() bool { return p.TokenizerID != "" }
 
-func (p *RunSettings) selected(metric string) bool {
+// Selected reports whether metric is among --percentile-metrics.
+func (p *RunSettings) Selected(metric string) bool {
 	for _, m := range p.PercentileMetrics {
 		if m == metric {
 			return true

@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"math"
@@ -7,9 +7,9 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// pyPercentileWord is the percentile's text in labels and keys, Python's
+// PercentileWord is the percentile's text in labels and keys, Python's
 // `str(int(p)) if int(p) == p else str(p)`: "99", "99.9", "12.5".
-func pyPercentileWord(p float64) string {
+func PercentileWord(p float64) string {
 	if p == math.Trunc(p) && !math.IsInf(p, 0) {
 		if p == 0 {
 			return "0" // int(-0.0) is 0

@@ -1,4 +1,4 @@
-package bench
+package pyout
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ var pytorchIgnored = []string{"ttfts", "itls", "generated_texts", "errors"}
 // PyTorchPath is the side file of a result file: Python's
 // os.path.splitext(name)[0] + ".pytorch.json".
 func PyTorchPath(resultPath string) string {
-	root, _ := pySplitExt(resultPath)
+	root, _ := py.SplitExt(resultPath)
 	return root + ".pytorch.json"
 }
 
@@ -151,7 +151,7 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 		if len(x) == 0 {
 			return nil
 		}
-		v, err := pyJSONRaw(x)
+		v, err := py.Reencode(x)
 		if err != nil {
 			return nil // cannot happen: the flag parsed it
 		}
@@ -223,30 +223,4 @@ func appendInfEncoderFloat(dst []byte, f float64) []byte {
 		return append(dst, `"inf"`...)
 	}
 	return py.AppendJSONFloat(dst, f)
-}
-
-// pySplitExt is os.path.splitext on POSIX: the extension is the last "."
-// of the final path element and what follows, unless only dots precede it
-// there (".bashrc" has none).
-func pySplitExt(p string) (root, ext string) {
-	base := p[strings.LastIndexByte(p, '/')+1:]
-	dot := strings.LastIndexByte(base, '.')
-	if dot < 0 || strings.Trim(base[:dot], ".") == "" {
-		return p, ""
-	}
-	cut := len(p) - len(base) + dot
-	return p[:cut], p[cut:]
-}
-
-// savePyTorch writes the side file of the result saved at resultPath when
-// $SAVE_TO_PYTORCH_BENCHMARK_FORMAT is set.
-func (r *run) savePyTorch(resultPath string, res *Result) error {
-	if !r.cfg.SaveToPyTorchFormat {
-		return nil
-	}
-	path := PyTorchPath(resultPath)
-	if _, err := WritePyTorchBenchmark(path, r.cfg, res); err != nil {
-		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
-	}
-	return nil
 }
