@@ -247,7 +247,7 @@ func download(repo, subset, split string, opts Options) (*Source, error) {
 			// split's files by the same configs.
 			readme := filepath.Join(repoDir(opts.CacheDir, repo), "snapshots", commit, "README.md")
 			if os.MkdirAll(filepath.Dir(readme), 0o755) == nil {
-				_ = writeFileAtomic(readme, b)
+				_ = hfenv.WriteFile(readme, b)
 			}
 		}
 		if sel, err = selectSplit(card, files, subset, split); err != nil {
@@ -280,7 +280,7 @@ func download(repo, subset, split string, opts Options) (*Source, error) {
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, "refs", filepath.FromSlash(refName))), 0o755); err != nil {
 		return nil, fmt.Errorf("dataset %q: %w", repo, err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "refs", filepath.FromSlash(refName)), []byte(commit)); err != nil {
+	if err := hfenv.WriteFile(filepath.Join(dir, "refs", filepath.FromSlash(refName)), []byte(commit)); err != nil {
 		return nil, fmt.Errorf("dataset %q: %w", repo, err)
 	}
 	return &Source{Repo: repo, Root: snap, Files: joinAll(snap, sel)}, nil
@@ -312,7 +312,7 @@ func FetchFile(repo, rel string, opts Options) (string, error) {
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "refs"), 0o755); err == nil {
-		_ = writeFileAtomic(filepath.Join(dir, "refs", "main"), []byte(commit))
+		_ = hfenv.WriteFile(filepath.Join(dir, "refs", "main"), []byte(commit))
 	}
 	return p, nil
 }
@@ -493,20 +493,4 @@ func do(repo, u string, opts Options) (*http.Response, error) {
 		return nil, fmt.Errorf("dataset %q: %s: %s (no such dataset, revision or file): %w", repo, u, resp.Status, ErrNotFound)
 	}
 	return nil, fmt.Errorf("dataset %q: %s: %s", repo, u, resp.Status)
-}
-
-func writeFileAtomic(p string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
 }

@@ -172,17 +172,17 @@ func download(repo string, opts ResolveOptions) (string, error) {
 		return "", fmt.Errorf("tokenizer %q: %w", repo, err)
 	}
 	path := filepath.Join(snapshot, "tokenizer.json")
-	if err := writeFileAtomic(path, body); err != nil {
+	if err := hfenv.WriteFile(path, body); err != nil {
 		return "", fmt.Errorf("tokenizer %q: %w", repo, err)
 	}
 	// tokenizer_config.json names the special tokens (AllSpecialIDs); a
 	// repository without one is fine.
 	if cfg, _, err := fetch(repo, "tokenizer_config.json", opts); err == nil {
-		_ = writeFileAtomic(filepath.Join(snapshot, "tokenizer_config.json"), cfg)
+		_ = hfenv.WriteFile(filepath.Join(snapshot, "tokenizer_config.json"), cfg)
 	}
 	if commit != opts.Revision {
 		if err := os.MkdirAll(filepath.Join(dir, "refs"), 0o755); err == nil {
-			_ = writeFileAtomic(filepath.Join(dir, "refs", opts.Revision), []byte(commit))
+			_ = hfenv.WriteFile(filepath.Join(dir, "refs", opts.Revision), []byte(commit))
 		}
 	}
 	return path, nil
@@ -227,20 +227,4 @@ func fetch(repo, file string, opts ResolveOptions) ([]byte, string, error) {
 		return nil, "", errors.New("tokenizer " + repo + ": empty download")
 	}
 	return body, resp.Header.Get("X-Repo-Commit"), nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

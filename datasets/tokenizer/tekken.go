@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/hfenv"
 )
 
 // Mistral's tekken.json, as mistral_common's Tekkenizer reads it (vLLM's
@@ -152,12 +154,12 @@ func ResolveMistral(nameOrPath string, opts ResolveOptions) (string, error) {
 		return "", fmt.Errorf("tokenizer %q: %w", nameOrPath, err)
 	}
 	path := filepath.Join(snapshot, "tekken.json")
-	if err := writeFileAtomic(path, body); err != nil {
+	if err := hfenv.WriteFile(path, body); err != nil {
 		return "", fmt.Errorf("tokenizer %q: %w", nameOrPath, err)
 	}
 	if commit != opts.Revision {
 		if err := os.MkdirAll(filepath.Join(dir, "refs"), 0o755); err == nil {
-			_ = writeFileAtomic(filepath.Join(dir, "refs", opts.Revision), []byte(commit))
+			_ = hfenv.WriteFile(filepath.Join(dir, "refs", opts.Revision), []byte(commit))
 		}
 	}
 	return path, nil

@@ -1,7 +1,8 @@
 // Package hfenv reads the Hugging Face hub's environment as the
 // huggingface_hub library does: the endpoint, the token, the hub cache
 // directory and offline mode. The tokenizer resolver and the hub dataset
-// reader share it, so both find and fill the same cache.
+// reader share it, and its atomic writes, so both find and fill the same
+// cache.
 package hfenv
 
 import (
@@ -48,4 +49,23 @@ func (s *Settings) Fill() {
 	case "1", "true", "yes", "on":
 		s.Offline = true
 	}
+}
+
+// WriteFile writes data to path in the hub cache through a temporary file
+// in the same directory and a rename, so that a concurrent reader never
+// sees half of it.
+func WriteFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

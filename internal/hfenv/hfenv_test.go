@@ -1,6 +1,7 @@
 package hfenv
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -25,5 +26,25 @@ func TestFillFromEnvironment(t *testing.T) {
 	given.Fill()
 	if given.CacheDir != "/cache" || given.Token != "own" || given.Offline || given.Endpoint != DefaultEndpoint {
 		t.Errorf("Fill() over given fields = %+v", given)
+	}
+}
+
+func TestWriteFileReplacesWhole(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "refs-main")
+	for _, want := range []string{"first commit", "second"} {
+		if err := WriteFile(p, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != want {
+			t.Errorf("after writing %q: %q, %v", want, got, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries left in the directory; want the file alone", len(entries))
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "x"), nil); err == nil {
+		t.Error("writing into a missing directory succeeded")
 	}
 }
