@@ -4,10 +4,10 @@ import (
 	"flag"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -18,48 +18,9 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 const ms = int64(time.Millisecond)
 
-// goldenRun is the fixed 12-request generation run of pyout's report
-// goldens (bench/pyout/output_golden_test.go, whose pyref.py the trim
-// reference imports): the trimmed and timeline goldens are computed from
-// the same requests, so the two copies must stay equal.
-func goldenRun() *metrics.RunData {
-	d := &metrics.RunData{DurationNs: 5432 * ms}
-	for i := range 12 {
-		start := int64(i) * 100 * ms
-		r := metrics.RequestResult{
-			Index: i, PromptLen: 100 + 7*i, StartNs: start, ArrivalNs: start - int64(i%4)*5*ms,
-			QueueNs: int64(i%4) * 5 * ms, NumInputSequences: 1,
-		}
-		switch {
-		case i == 4:
-			r.Error = "Internal Server Error"
-		case i == 9:
-			r.Error = "Traceback (most recent call last):\n  ConnectionResetError: [Errno 104]"
-			r.TTFTNs = 80 * ms
-		default:
-			r.Success = true
-			r.TTFTNs = int64(60+13*i) * ms
-			gaps := 2 + i%5
-			if i == 7 {
-				gaps = 0
-			}
-			for g := range gaps {
-				r.ITLNs = append(r.ITLNs, int64(20+(i*7+g*3)%17)*ms+int64(i*1357)%1000*1000)
-			}
-			r.ChunkEvents = len(r.ITLNs) + 1
-			r.LatencyNs = r.TTFTNs
-			for _, gap := range r.ITLNs {
-				r.LatencyNs += gap
-			}
-			if i%3 != 0 {
-				r.OutputTokens = r.ChunkEvents * 2
-			}
-			r.GeneratedText = strings.Repeat("tok ", r.ChunkEvents) + "é€"
-		}
-		d.Results = append(d.Results, r)
-	}
-	return d
-}
+// goldenRun is the run pyout's report goldens are computed from (its
+// pyref.py, which the trim reference imports, rebuilds the same requests).
+func goldenRun() *metrics.RunData { return pyouttest.GoldenRun() }
 
 // runPyRef runs dir/pyref.py, which checks the golden files in dir against
 // its own Python computation and exits non-zero on a difference.
