@@ -29,23 +29,7 @@ func (t *Template) RenderJSON(messages, tools []byte, addGenerationPrompt bool, 
 			return "", fmt.Errorf("chat template tools: %w", err)
 		}
 	}
-	vars := make(map[string]any, len(t.tokens)+len(kwargs)+4)
-	for k, v := range t.tokens {
-		vars[k] = v
-	}
-	for k, v := range kwargs {
-		for _, r := range reserved {
-			if k == r {
-				return "", fmt.Errorf("chat template kwargs: %q is set by the renderer and cannot be passed as a kwarg", k)
-			}
-		}
-		vars[k] = fromGo(v)
-	}
-	vars["messages"] = list
-	vars["tools"] = toolList
-	vars["documents"] = nil
-	vars["add_generation_prompt"] = addGenerationPrompt
-	return t.execute(vars)
+	return t.renderWithTools(list, toolList, addGenerationPrompt, kwargs)
 }
 
 // orderedJSON decodes JSON into template values, objects as dicts in

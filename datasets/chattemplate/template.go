@@ -154,6 +154,13 @@ func (t *Template) UserTurn(prompt string, kwargs map[string]any) (string, error
 }
 
 func (t *Template) render(messages []any, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	return t.renderWithTools(messages, nil, addGenerationPrompt, kwargs)
+}
+
+// renderWithTools renders messages and tools (nil: none) with the
+// tokenizer's special tokens and kwargs, which may not set a variable the
+// renderer sets.
+func (t *Template) renderWithTools(messages []any, tools any, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
 	vars := make(map[string]any, len(t.tokens)+len(kwargs)+4)
 	for k, v := range t.tokens {
 		vars[k] = v
@@ -167,7 +174,7 @@ func (t *Template) render(messages []any, addGenerationPrompt bool, kwargs map[s
 		vars[k] = fromGo(v)
 	}
 	vars["messages"] = messages
-	vars["tools"] = nil
+	vars["tools"] = tools
 	vars["documents"] = nil
 	vars["add_generation_prompt"] = addGenerationPrompt
 	return t.execute(vars)
