@@ -13,6 +13,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
 )
 
@@ -116,7 +117,7 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	writeHealth(r.stderr, res)
+	report.WriteHealth(r.stderr, res)
 
 	part := r.agentPartial(res, settings, start, offsets, rates)
 	if c.SavePartial != "" {
@@ -221,7 +222,7 @@ func (r *run) agentPartial(res *engine.Result, settings PartialSettings, start c
 	h := PartialHeader{
 		ClusterSize: c.ClusterSize, ClusterIndex: c.AgentIndex(), NumRequests: len(r.wire),
 		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
-		Cancelled: res.Cancelled, Clock: clock, Health: sidecarHealth(res),
+		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
 	}
 	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
 	if c.AgentIndex() == 0 && rates != nil {
@@ -268,7 +269,7 @@ func (r *run) savePartial(o *Outcome) error {
 	if r.cfg.SavePartial == "" || o == nil {
 		return nil
 	}
-	var health SidecarHealth
+	var health report.SidecarHealth
 	if r.sidecar != nil {
 		health = r.sidecar.Health
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // The cluster protocol runs between stampede's own processes over one TCP
@@ -66,8 +68,8 @@ type clusterHello struct {
 // probes found.
 type clusterStart struct {
 	// StartUnixNs is the start on agent 0's clock.
-	StartUnixNs int64             `json:"start_unix_ns"`
-	Clock       SidecarAgentClock `json:"clock"`
+	StartUnixNs int64                    `json:"start_unix_ns"`
+	Clock       report.SidecarAgentClock `json:"clock"`
 }
 
 // writeFrame sends one frame.
@@ -146,7 +148,7 @@ type agentConn struct {
 	index int
 	conn  net.Conn
 	r     *bufio.Reader
-	clock SidecarAgentClock
+	clock report.SidecarAgentClock
 }
 
 // listenCoordinator listens on addr (HOST:PORT) when HOST is one of this
@@ -311,7 +313,7 @@ func (a *agentConn) probe(deadline time.Time) error {
 		t2 := int64(binary.BigEndian.Uint64(payload[8:]))
 		if best < 0 || rtt < best {
 			best = rtt
-			a.clock = SidecarAgentClock{OffsetNs: t2 - (sent.UnixNano() + rtt/2), ErrorBoundNs: (rtt + 1) / 2, MinRTTNs: rtt}
+			a.clock = report.SidecarAgentClock{OffsetNs: t2 - (sent.UnixNano() + rtt/2), ErrorBoundNs: (rtt + 1) / 2, MinRTTNs: rtt}
 		}
 	}
 	a.clock.Probes = clockProbes

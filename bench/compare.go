@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -134,7 +135,7 @@ func LoadCompareSide(arg string) (*CompareSide, error) {
 // parseResultRuns reads the result documents of one file (several with
 // --append-result, one per line).
 func parseResultRuns(data []byte) ([]*resultRun, error) {
-	dec := json.NewDecoder(bytes.NewReader(pyJSONToStandard(data)))
+	dec := json.NewDecoder(bytes.NewReader(py.NullNonFinite(data)))
 	var runs []*resultRun
 	for {
 		var raw json.RawMessage
@@ -155,47 +156,6 @@ func parseResultRuns(data []byte) ([]*resultRun, error) {
 		return nil, fmt.Errorf("no result in the file")
 	}
 	return runs, nil
-}
-
-// pyJSONToStandard turns the NaN and Infinity literals Python's json
-// writes (numpy statistics of an empty list) into null, outside strings.
-func pyJSONToStandard(data []byte) []byte {
-	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
-		return data
-	}
-	out := make([]byte, 0, len(data))
-	inString := false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if inString {
-			out = append(out, c)
-			switch c {
-			case '\\':
-				if i+1 < len(data) {
-					i++
-					out = append(out, data[i])
-				}
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inString = true
-		case bytes.HasPrefix(data[i:], []byte("NaN")):
-			out, i = append(out, "null"...), i+2
-			continue
-		case bytes.HasPrefix(data[i:], []byte("-Infinity")):
-			out, i = append(out, "null"...), i+8
-			continue
-		case bytes.HasPrefix(data[i:], []byte("Infinity")):
-			out, i = append(out, "null"...), i+7
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 func parseResultRun(raw json.RawMessage) (*resultRun, error) {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -26,70 +27,16 @@ type Outcome struct {
 	SteadyStateErr error
 }
 
-// PointMetrics are the headline figures of one run: the columns of a
-// sweep's table and the figures --num-runs summarises. Latencies are in
-// milliseconds, computed with Python's formulas whatever
-// --metric-percentiles selected.
-type PointMetrics struct {
-	Completed         int     `json:"completed"`
-	Failed            int     `json:"failed"`
-	RequestThroughput float64 `json:"request_throughput"`
-	OutputThroughput  float64 `json:"output_throughput"`
-	TTFTP50           float64 `json:"p50_ttft_ms"`
-	TTFTP99           float64 `json:"p99_ttft_ms"`
-	TPOTP50           float64 `json:"p50_tpot_ms"`
-	TPOTP99           float64 `json:"p99_tpot_ms"`
-	ITLP50            float64 `json:"p50_itl_ms"`
-	ITLP99            float64 `json:"p99_itl_ms"`
-	E2ELP50           float64 `json:"p50_e2el_ms"`
-	E2ELP99           float64 `json:"p99_e2el_ms"`
-	// RequestGoodput is null without --goodput.
-	RequestGoodput *float64 `json:"request_goodput"`
-	// Attainment is the share of all requests (failures included) that
-	// met every --goodput SLO; null without --goodput.
-	Attainment *float64 `json:"slo_attainment"`
-}
-
-// pointFigure names one PointMetrics figure for tables and summaries.
-type pointFigure struct {
-	name, key string // for people; as in PointMetrics' JSON
-	get       func(*PointMetrics) float64
-}
-
-// pointFigures are the figures in table order; goodput and attainment
-// are NaN without --goodput.
-var pointFigures = []pointFigure{
-	{"req/s", "request_throughput", func(m *PointMetrics) float64 { return m.RequestThroughput }},
-	{"out tok/s", "output_throughput", func(m *PointMetrics) float64 { return m.OutputThroughput }},
-	{"TTFT p50", "p50_ttft_ms", func(m *PointMetrics) float64 { return m.TTFTP50 }},
-	{"TTFT p99", "p99_ttft_ms", func(m *PointMetrics) float64 { return m.TTFTP99 }},
-	{"TPOT p50", "p50_tpot_ms", func(m *PointMetrics) float64 { return m.TPOTP50 }},
-	{"TPOT p99", "p99_tpot_ms", func(m *PointMetrics) float64 { return m.TPOTP99 }},
-	{"ITL p50", "p50_itl_ms", func(m *PointMetrics) float64 { return m.ITLP50 }},
-	{"ITL p99", "p99_itl_ms", func(m *PointMetrics) float64 { return m.ITLP99 }},
-	{"E2EL p50", "p50_e2el_ms", func(m *PointMetrics) float64 { return m.E2ELP50 }},
-	{"E2EL p99", "p99_e2el_ms", func(m *PointMetrics) float64 { return m.E2ELP99 }},
-	{"goodput", "request_goodput", func(m *PointMetrics) float64 { return orNaN(m.RequestGoodput) }},
-	{"failed", "failed", func(m *PointMetrics) float64 { return float64(m.Failed) }},
-}
-
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
 // Point reduces the outcome to its headline figures: the summary again
 // with the 50th and 99th percentiles of every latency.
-func (o *Outcome) Point() (PointMetrics, error) {
+func (o *Outcome) Point() (report.PointMetrics, error) {
 	opts := o.Options
 	opts.Percentiles = []float64{50, 99}
 	s, err := metrics.Compute(o.Data, opts)
 	if err != nil {
-		return PointMetrics{}, err
+		return report.PointMetrics{}, err
 	}
-	pm := PointMetrics{
+	pm := report.PointMetrics{
 		Completed: s.Completed, Failed: s.Failed,
 		RequestThroughput: s.RequestThroughput, OutputThroughput: s.OutputThroughput,
 	}

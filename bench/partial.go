@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -93,9 +94,9 @@ type PartialHeader struct {
 	RPSChangeEvents []pyout.RPSChange `json:"rps_change_events,omitempty"`
 	Cancelled       bool              `json:"cancelled"`
 	// Clock is how this agent's clock was mapped onto the shared one.
-	Clock SidecarAgentClock `json:"clock"`
+	Clock report.SidecarAgentClock `json:"clock"`
 	// Health is this agent's own health figures.
-	Health         SidecarHealth          `json:"health"`
+	Health         report.SidecarHealth   `json:"health"`
 	ServerMessages []metrics.MessageCount `json:"server_messages,omitempty"`
 	// ServerMessagesRest counts the messages whose text was not kept.
 	ServerMessagesRest int `json:"server_messages_rest,omitempty"`

@@ -1,6 +1,10 @@
 package bench
 
-import "github.com/stampede-bench/stampede/metrics"
+import (
+	"github.com/stampede-bench/stampede/metrics"
+
+	"github.com/stampede-bench/stampede/bench/report"
+)
 
 // SplitOutcome cuts a finished run into the partials of size agents, as
 // if agent k had sent the requests whose index i has i mod size = k: the
@@ -8,7 +12,7 @@ import "github.com/stampede-bench/stampede/metrics"
 // the run's. It is how a single-host run is saved with --save-partial
 // (size 1), and how the merge is held to computing over all the requests
 // at once.
-func SplitOutcome(o *Outcome, breakdown bool, health SidecarHealth, size int) []*Partial {
+func SplitOutcome(o *Outcome, breakdown bool, health report.SidecarHealth, size int) []*Partial {
 	settings := newPartialSettings(o.Params, &o.Options, breakdown)
 	n := 0
 	for _, r := range o.Data.Results {

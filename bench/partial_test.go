@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -42,7 +43,7 @@ func singleHostOutputs(t *testing.T, o *Outcome, breakdown bool, now time.Time) 
 		t.Fatal(err)
 	}
 	if breakdown {
-		if err := WriteBreakdown(&b, metrics.ComputeBreakdown(o.Data.Results, o.Options.Percentiles)); err != nil {
+		if err := report.WriteBreakdown(&b, metrics.ComputeBreakdown(o.Data.Results, o.Options.Percentiles)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +94,7 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 				t.Fatal("no request succeeded: nothing to compare")
 			}
 			for _, n := range []int{1, 3, 4} {
-				parts := SplitOutcome(o, tc.breakdown, SidecarHealth{}, n)
+				parts := SplitOutcome(o, tc.breakdown, report.SidecarHealth{}, n)
 				var read []*Partial
 				// Handed over in reverse order: the merge sorts by index.
 				for k := n - 1; k >= 0; k-- {

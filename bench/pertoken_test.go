@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets"
 )
@@ -21,7 +22,7 @@ import (
 // runPerToken runs a benchmark against a mock started with cfg and returns
 // what it printed, its sidecar, its result JSON and the mock's truth log
 // (read after the mock closed).
-func runPerToken(t *testing.T, cfg mock.Config, name string, args ...string) (stdout, stderr string, sc Sidecar, result map[string]any, truth []mock.TruthRequest) {
+func runPerToken(t *testing.T, cfg mock.Config, name string, args ...string) (stdout, stderr string, sc report.Sidecar, result map[string]any, truth []mock.TruthRequest) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg.TruthLog = filepath.Join(dir, "truth.log")
@@ -103,7 +104,7 @@ func TestPerTokenITLAgainstMock(t *testing.T) {
 	plain, _, _, plainResult, _ := runPerToken(t, cfg, "plain", args...)
 	stdout, stderr, sc, result, truth := runPerToken(t, cfg, "r", append(args, "--per-token-itl")...)
 
-	block, extra, found := strings.Cut(stdout, "="+perTokenTitle)
+	block, extra, found := strings.Cut(stdout, "="+report.PerTokenTitle)
 	if !found {
 		t.Fatalf("no per-token block:\n%s", stdout)
 	}
@@ -209,7 +210,7 @@ func TestPerTokenITLFallback(t *testing.T) {
 	if p == nil || p.Counted != 0 || p.Fallback != 4 || p.Missing != 4 || !strings.Contains(p.Note, "no running usage") {
 		t.Fatalf("sidecar per_token %+v", p)
 	}
-	if !slices.EqualFunc([]SidecarStats{p.ITLPerToken}, []SidecarStats{p.ITLPerChunk}, func(a, b SidecarStats) bool {
+	if !slices.EqualFunc([]report.SidecarStats{p.ITLPerToken}, []report.SidecarStats{p.ITLPerChunk}, func(a, b report.SidecarStats) bool {
 		return a.MeanMs == b.MeanMs && a.MedianMs == b.MedianMs && a.StdMs == b.StdMs && slices.Equal(a.Percentiles, b.Percentiles)
 	}) {
 		t.Errorf("fallen back, ITL per token %+v differs from ITL per chunk %+v", p.ITLPerToken, p.ITLPerChunk)

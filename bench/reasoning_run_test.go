@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -47,7 +48,7 @@ func TestReasoningRunAgainstMock(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v\n%s\n%s", err, stdout, stderr)
 			}
-			block, extra, found := strings.Cut(stdout, "="+reasoningTitle)
+			block, extra, found := strings.Cut(stdout, "="+report.ReasoningTitle)
 			if !found {
 				t.Fatalf("no reasoning block:\n%s", stdout)
 			}
@@ -70,7 +71,7 @@ func TestReasoningRunAgainstMock(t *testing.T) {
 			if err := json.Unmarshal(raw, &result); err != nil {
 				t.Fatal(err)
 			}
-			var sc Sidecar
+			var sc report.Sidecar
 			if raw, err = os.ReadFile(filepath.Join(dir, "r.stampede.json")); err != nil {
 				t.Fatal(err)
 			}

@@ -1,21 +1,16 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
-	"github.com/stampede-bench/stampede/bench/pyout"
-	"github.com/stampede-bench/stampede/internal/py"
-	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // OwnFlag is a flag of stampede's run-based commands (sweep, slo,
@@ -89,7 +84,7 @@ func ParseNumRuns(s string) (int, error) {
 // interrupt ends the series after the run it cut short, whose figures
 // are left out of the summary.
 func RunRepeated(ctx context.Context, cfg *cli.Config, n int, stdout, stderr io.Writer) error {
-	var points []PointMetrics
+	var points []report.PointMetrics
 	for k := 1; k <= n; k++ {
 		if n > 1 {
 			fmt.Fprintf(stdout, "Run %d of %d\n", k, n)
@@ -113,7 +108,7 @@ func RunRepeated(ctx context.Context, cfg *cli.Config, n int, stdout, stderr io.
 		points = append(points, pm)
 	}
 	if n > 1 {
-		return WriteSpread(stdout, fmt.Sprintf("Repeated runs (%d of %d)", len(points), n), points)
+		return report.WriteSpread(stdout, fmt.Sprintf("Repeated runs (%d of %d)", len(points), n), points)
 	}
 	return nil
 }
@@ -125,52 +120,6 @@ func runFileName(path string, k int) string {
 		path, ext = path[:i], path[i:]
 	}
 	return fmt.Sprintf("%s.run%d%s", path, k, ext)
-}
-
-// SpreadOfPoints is the spread of every headline figure over runs, by
-// figure name; figures absent from the runs (goodput without --goodput)
-// are left out.
-func SpreadOfPoints(runs []PointMetrics) map[string]metrics.Spread {
-	out := map[string]metrics.Spread{}
-	for _, f := range pointFigures {
-		var xs []float64
-		for i := range runs {
-			if v := f.get(&runs[i]); !math.IsNaN(v) {
-				xs = append(xs, v)
-			}
-		}
-		if len(xs) > 0 {
-			out[f.key] = metrics.SpreadOf(xs)
-		}
-	}
-	return out
-}
-
-// WriteSpread prints, after a title, one line per headline figure: the
-// mean, the 95 % confidence interval of the mean (Student's t with n − 1
-// degrees of freedom) and the coefficient of variation over the runs.
-func WriteSpread(w io.Writer, title string, runs []PointMetrics) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s\n", py.FormatCenter(" "+title+" ", '=', pyout.BlockWidth))
-	if len(runs) < 2 {
-		fmt.Fprintln(bw, "(fewer than two finished runs: no spread)")
-		return bw.Flush()
-	}
-	spreads := SpreadOfPoints(runs)
-	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "metric\tmean\t95% CI\tCV\t")
-	for _, f := range pointFigures {
-		s, ok := spreads[f.key]
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t[%.2f, %.2f]\t%.1f%%\t\n", f.name, s.Mean, s.CILow, s.CIHigh, 100*s.CV)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(bw, strings.Repeat("=", pyout.BlockWidth))
-	return bw.Flush()
 }
 
 // sleepCtx waits d or until ctx is done; it reports whether d passed.

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/engine"
@@ -119,10 +119,10 @@ type run struct {
 	skipAlign bool
 
 	// sidecar is the main run's extras, saved beside its result.
-	sidecar *Sidecar
+	sidecar *report.Sidecar
 
 	// serverMetrics is what --server-metrics scraped; nil without it.
-	serverMetrics *ServerMetrics
+	serverMetrics *report.ServerMetrics
 }
 
 // target is where benchmark requests go, split for the engine.
@@ -667,11 +667,11 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	breakdown := metrics.ComputeBreakdown(res.Data.Results, c.SelectedPercentiles)
 	if c.Breakdown {
-		if err := WriteBreakdown(r.stdout, breakdown); err != nil {
+		if err := report.WriteBreakdown(r.stdout, breakdown); err != nil {
 			return err
 		}
 	}
-	r.sidecar = newSidecar(res, breakdown, c.SaveDetailed)
+	r.sidecar = report.NewSidecar(res, breakdown, c.SaveDetailed)
 	if err := r.reasoning(res.Data.Results); err != nil {
 		return err
 	}
@@ -685,9 +685,9 @@ func (r *run) benchmark(ctx context.Context) error {
 	}
 	r.compareServerMetrics(summary)
 	r.sidecar.ServerMetrics = r.serverMetrics
-	WriteServerVsClient(r.stdout, r.serverMetrics)
-	writeHealth(r.stderr, res)
-	writeServerMessages(r.stderr, &res.Data.ServerMessages)
+	report.WriteServerVsClient(r.stdout, r.serverMetrics)
+	report.WriteHealth(r.stderr, res)
+	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
 
 	if c.Profile {
 		fmt.Fprintln(r.stdout, "Stopping profiler...")
@@ -844,7 +844,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams
 			return err
 		}
 		if r.sidecar != nil {
-			if err := SaveSidecar(SidecarPath(name), r.sidecar, p.AppendResult); err != nil {
+			if err := report.SaveSidecar(report.SidecarPath(name), r.sidecar, p.AppendResult); err != nil {
 				return err
 			}
 		}
@@ -865,69 +865,4 @@ func (r *run) savePyTorch(resultPath string, res *pyout.Result) error {
 		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
 	}
 	return nil
-}
-
-// writeHealth prints stampede's view of its own accuracy (DESIGN
-// principle 6) on one line, after the block so the block stays Python's.
-func writeHealth(w io.Writer, res *engine.Result) {
-	h := res.Health
-	var cpu, hsCPU, hsTime time.Duration
-	var handshakes, resumed int64
-	var path string
-	for _, s := range h.Shards {
-		path = cmp.Or(path, s.TLSPath)
-		cpu += s.CPUTime
-		hsCPU += s.TLSHandshakeCPU
-		hsTime += s.TLSHandshakeTime
-		handshakes += s.TLSHandshakes
-		resumed += s.TLSResumed
-	}
-	late := ""
-	if handshakes > 0 {
-		n := time.Duration(handshakes)
-		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2fs of the CPU, %s CPU and %s each on average, TLS path: %s",
-			handshakes, resumed, hsCPU.Seconds(), (hsCPU / n).Round(time.Microsecond), (hsTime / n).Round(time.Microsecond), path)
-	}
-	if h.DeadlineLateMax > 0 {
-		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
-	}
-	tx := ""
-	if h.Sent > 0 {
-		tx = fmt.Sprintf(", kernel TX stamps on %.1f%% of requests", 100*share(h.TxStamped, h.Sent))
-	}
-	shared := ""
-	if h.SharedStamps > 0 {
-		shared = fmt.Sprintf(", %d token events (%.1f%%) shared a read with the event before (their ITL of 0 is not a measurement)",
-			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
-	}
-	if trouble := connectTrouble(h); trouble != "" {
-		late += "; " + trouble
-	}
-	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
-		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, tx, shared, late)
-}
-
-// shownServerMessages is how many distinct texts the health output names.
-const shownServerMessages = 3
-
-// writeServerMessages names the error messages the server sent inside 200
-// streams, the most frequent first: Python's results only say that such
-// requests never received a token.
-func writeServerMessages(w io.Writer, m *metrics.ServerMessages) {
-	if m.Total() == 0 {
-		return
-	}
-	top, rest := m.Top(shownServerMessages)
-	var b strings.Builder
-	fmt.Fprintf(&b, "stampede: the server sent %d error message(s) inside 200 streams:", m.Total())
-	for i, mc := range top {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, " %d× %q", mc.Count, mc.Text)
-	}
-	if rest > 0 {
-		fmt.Fprintf(&b, ", %d other(s)", rest)
-	}
-	fmt.Fprintln(w, b.String())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // --server-metrics: the server's own view of the run. A goroutine of its
@@ -26,7 +27,8 @@ import (
 // after it, parses the answer with the Prometheus project's parser (text
 // format or OpenMetrics, as the Content-Type says) and keeps the series
 // vLLM and SGLang export about load, caches, tokens and latency. The
-// result goes to the sidecar under "server_metrics" and into the report.
+// result goes to the sidecar under "server_metrics" (report.ServerMetrics)
+// and into the report.
 
 // serverMetricNames are the families kept, by name without a "_total"
 // suffix: vLLM's (current and older spellings), then SGLang's.
@@ -56,96 +58,6 @@ var (
 		"vllm:time_per_output_token_seconds", "sglang:time_per_output_token_seconds"}
 	serverE2ELNames = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"}
 )
-
-// ServerMetrics is the sidecar's "server_metrics": every kept series of
-// every scrape. Times are seconds from the run's time 0 (the origin of
-// the result's start_times); scrapes made before the first request have
-// negative times.
-type ServerMetrics struct {
-	URL         string  `json:"url"`
-	IntervalSec float64 `json:"interval_s"`
-	// Scrapes counts the answers parsed; Failures the scrapes that failed,
-	// the last failure's text in LastError.
-	Scrapes    int                  `json:"scrapes"`
-	Failures   int                  `json:"failures"`
-	LastError  string               `json:"last_error,omitempty"`
-	Series     []ServerSeries       `json:"series"`
-	Histograms []ServerHistogram    `json:"histograms"`
-	VsClient   []ServerClientRow    `json:"server_vs_client,omitempty"`
-	Window     *ServerMetricsWindow `json:"window,omitempty"`
-}
-
-// ServerMetricsWindow is the span the histogram deltas cover: from the
-// last scrape before the first request to the first scrape after the run.
-type ServerMetricsWindow struct {
-	FromS float64 `json:"from_s"`
-	ToS   float64 `json:"to_s"`
-}
-
-// ServerSeries is one gauge or counter (one label set) over time.
-type ServerSeries struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
-	Type   string            `json:"type"` // "gauge", "counter" or "untyped"
-	T      []float64         `json:"t"`
-	V      []float64         `json:"v"`
-}
-
-// ServerHistogram is one histogram (one label set): its count and sum
-// over time, and its buckets' growth over the run's window.
-type ServerHistogram struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
-	T      []float64         `json:"t"`
-	Count  []float64         `json:"count"`
-	Sum    []float64         `json:"sum"`
-	// UpperBounds (seconds, the last +Inf written as null) and
-	// DeltaCumulative, the cumulative bucket counts' growth over Window.
-	UpperBounds     []JSONFloat `json:"le"`
-	DeltaCumulative []float64   `json:"delta_cumulative"`
-}
-
-// ServerClientRow is one line of the "server vs client" table: a
-// percentile of the server's histogram delta beside the client's own
-// figure; DiffMs = ClientMs - ServerMs is the network and the client.
-type ServerClientRow struct {
-	Metric    string  `json:"metric"` // "ttft", "itl", "e2el"
-	P         float64 `json:"p"`
-	Histogram string  `json:"histogram"`
-	ServerMs  float64 `json:"server_ms"`
-	// BucketLoMs and BucketHiMs bound the histogram bucket the server's
-	// figure was interpolated in: the figure is only known to lie there.
-	BucketLoMs float64 `json:"bucket_lo_ms"`
-	BucketHiMs float64 `json:"bucket_hi_ms"`
-	ClientMs   float64 `json:"client_ms"`
-	DiffMs     float64 `json:"diff_ms"`
-}
-
-// JSONFloat is a float that encodes ±Inf and NaN as null.
-type JSONFloat float64
-
-// MarshalJSON writes f, or null when JSON has no spelling for it.
-func (f JSONFloat) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return []byte("null"), nil
-	}
-	return fmt.Appendf(nil, "%v", v), nil
-}
-
-// UnmarshalJSON reads null as +Inf (a bucket bound is the only null).
-func (f *JSONFloat) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = JSONFloat(math.Inf(1))
-		return nil
-	}
-	var v float64
-	if _, err := fmt.Sscan(string(b), &v); err != nil {
-		return err
-	}
-	*f = JSONFloat(v)
-	return nil
-}
 
 // promPoint is one kept sample of one scrape.
 type promPoint struct {
@@ -364,16 +276,16 @@ func (s *serverScraper) get(ctx context.Context) ([]promPoint, error) {
 // run's time 0). firstS and lastS are the run's first start and last
 // end, in seconds from origin: the histogram deltas run from the last
 // scrape at or before firstS to the first scrape at or after lastS.
-func (s *serverScraper) result(origin time.Time, firstS, lastS float64) *ServerMetrics {
+func (s *serverScraper) result(origin time.Time, firstS, lastS float64) *report.ServerMetrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return buildServerMetrics(s.url, s.interval, s.scrapes, s.failures, s.lastErr, origin, firstS, lastS)
 }
 
 func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, failures int, lastErr string,
-	origin time.Time, firstS, lastS float64) *ServerMetrics {
-	out := &ServerMetrics{URL: url, IntervalSec: interval.Seconds(), Scrapes: len(scrapes), Failures: failures,
-		LastError: lastErr, Series: []ServerSeries{}, Histograms: []ServerHistogram{}}
+	origin time.Time, firstS, lastS float64) *report.ServerMetrics {
+	out := &report.ServerMetrics{URL: url, IntervalSec: interval.Seconds(), Scrapes: len(scrapes), Failures: failures,
+		LastError: lastErr, Series: []report.ServerSeries{}, Histograms: []report.ServerHistogram{}}
 	if len(scrapes) == 0 {
 		return out
 	}
@@ -395,10 +307,10 @@ func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, fa
 	if to < from {
 		to = from
 	}
-	out.Window = &ServerMetricsWindow{FromS: times[from], ToS: times[to]}
+	out.Window = &report.ServerMetricsWindow{FromS: times[from], ToS: times[to]}
 
-	series := map[string]*ServerSeries{}
-	hists := map[string]*ServerHistogram{}
+	series := map[string]*report.ServerSeries{}
+	hists := map[string]*report.ServerHistogram{}
 	firstCum := map[string][]float64{}
 	var order []string
 	for i, sc := range scrapes {
@@ -407,9 +319,9 @@ func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, fa
 			if p.typ == "histogram" {
 				h := hists[key]
 				if h == nil {
-					h = &ServerHistogram{Name: p.name, Labels: p.labels}
+					h = &report.ServerHistogram{Name: p.name, Labels: p.labels}
 					for _, b := range p.bounds {
-						h.UpperBounds = append(h.UpperBounds, JSONFloat(b))
+						h.UpperBounds = append(h.UpperBounds, report.JSONFloat(b))
 					}
 					hists[key] = h
 					order = append(order, key)
@@ -432,7 +344,7 @@ func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, fa
 			}
 			ser := series[key]
 			if ser == nil {
-				ser = &ServerSeries{Name: p.name, Labels: p.labels, Type: p.typ}
+				ser = &report.ServerSeries{Name: p.name, Labels: p.labels, Type: p.typ}
 				series[key] = ser
 				order = append(order, key)
 			}
@@ -507,7 +419,7 @@ func bucketOf(q float64, bounds, cum []float64) (lo, hi float64) {
 // mergedDelta sums the window deltas of every label set of the first of
 // names the server has (label sets whose bounds differ from the first's
 // are left out).
-func (m *ServerMetrics) mergedDelta(names []string) (string, []float64, []float64) {
+func mergedDelta(m *report.ServerMetrics, names []string) (string, []float64, []float64) {
 	for _, name := range names {
 		var bounds, cum []float64
 		for _, h := range m.Histograms {
@@ -541,10 +453,10 @@ type clientPercentiles struct {
 	ms     []float64
 }
 
-// compareWithClient fills VsClient: for each client metric the server
+// compareWithClient fills m.VsClient: for each client metric the server
 // has a histogram of, every percentile of the client's beside the
 // server's.
-func (m *ServerMetrics) compareWithClient(client []clientPercentiles) {
+func compareWithClient(m *report.ServerMetrics, client []clientPercentiles) {
 	m.VsClient = nil
 	for _, c := range client {
 		var names []string
@@ -556,7 +468,7 @@ func (m *ServerMetrics) compareWithClient(client []clientPercentiles) {
 		case "e2el":
 			names = serverE2ELNames
 		}
-		name, bounds, cum := m.mergedDelta(names)
+		name, bounds, cum := mergedDelta(m, names)
 		if name == "" || cum[len(cum)-1] <= 0 {
 			continue
 		}
@@ -566,44 +478,8 @@ func (m *ServerMetrics) compareWithClient(client []clientPercentiles) {
 				continue
 			}
 			lo, hi := bucketOf(p/100, bounds, cum)
-			m.VsClient = append(m.VsClient, ServerClientRow{Metric: c.metric, P: p, Histogram: name,
+			m.VsClient = append(m.VsClient, report.ServerClientRow{Metric: c.metric, P: p, Histogram: name,
 				ServerMs: server, BucketLoMs: lo * 1000, BucketHiMs: hi * 1000, ClientMs: c.ms[i], DiffMs: c.ms[i] - server})
 		}
 	}
-}
-
-// WriteServerVsClient prints the "server vs client" table (stampede's
-// own block, after Python's).
-func WriteServerVsClient(w io.Writer, m *ServerMetrics) {
-	if m == nil {
-		return
-	}
-	if m.Scrapes == 0 {
-		fmt.Fprintf(w, "stampede: --server-metrics: no scrape of %s succeeded (%s)\n", m.URL, m.LastError)
-		return
-	}
-	if len(m.VsClient) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%s\n", centerTitle(" Server vs client ", 50, '='))
-	fmt.Fprintf(w, "%-10s %11s %11s %11s  %s\n", "Percentile", "Server (ms)", "Client (ms)", "Diff (ms)", "Server bucket (ms)")
-	for _, r := range m.VsClient {
-		fmt.Fprintf(w, "%-10s %11.2f %11.2f %11.2f  %s–%s\n", fmt.Sprintf("P%s %s", trimFloat(r.P), strings.ToUpper(r.Metric)),
-			r.ServerMs, r.ClientMs, r.DiffMs, trimFloat(r.BucketLoMs), trimFloat(r.BucketHiMs))
-	}
-	fmt.Fprintf(w, "Server figures: histogram deltas over %.1f s (%d scrapes of %s); bucket bounds limit their precision.\n",
-		m.Window.ToS-m.Window.FromS, m.Scrapes, m.URL)
-	fmt.Fprintln(w, strings.Repeat("=", 50))
-}
-
-func centerTitle(s string, width int, fill byte) string {
-	if len(s) >= width {
-		return s
-	}
-	left := (width - len(s)) / 2
-	return strings.Repeat(string(fill), left) + s + strings.Repeat(string(fill), width-len(s)-left)
-}
-
-func trimFloat(v float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -21,7 +22,7 @@ func (r *run) startServerMetrics(ctx context.Context) *serverScraper {
 
 // finish stops the scraper after one last scrape (with ctx) and returns
 // its series on the run's time axis; nil for a nil scraper.
-func (s *serverScraper) finish(ctx context.Context, res *engine.Result) *ServerMetrics {
+func (s *serverScraper) finish(ctx context.Context, res *engine.Result) *report.ServerMetrics {
 	if s == nil {
 		return nil
 	}
@@ -71,5 +72,5 @@ func (r *run) compareServerMetrics(s *metrics.Summary) {
 		}
 		client = append(client, c)
 	}
-	r.serverMetrics.compareWithClient(client)
+	compareWithClient(r.serverMetrics, client)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // vllmExposition is a trimmed /metrics answer of vLLM (text format 0.0.4).
@@ -149,7 +150,7 @@ func TestBuildServerMetrics(t *testing.T) {
 	if h.DeltaCumulative[0] != 4 || h.DeltaCumulative[1] != 6 {
 		t.Errorf("delta %v, want [4 6]", h.DeltaCumulative)
 	}
-	m.compareWithClient([]clientPercentiles{{metric: "ttft", ps: []float64{50}, ms: []float64{80}}})
+	compareWithClient(m, []clientPercentiles{{metric: "ttft", ps: []float64{50}, ms: []float64{80}}})
 	if len(m.VsClient) != 1 {
 		t.Fatalf("rows %v", m.VsClient)
 	}
@@ -159,7 +160,7 @@ func TestBuildServerMetrics(t *testing.T) {
 		t.Errorf("row %+v, want server 75 ms, diff 5 ms", r)
 	}
 	var b strings.Builder
-	WriteServerVsClient(&b, m)
+	report.WriteServerVsClient(&b, m)
 	if !strings.Contains(b.String(), "P50 TTFT") || !strings.Contains(b.String(), "75.00") {
 		t.Errorf("table:\n%s", b.String())
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
-	"github.com/stampede-bench/stampede/engine"
 )
 
 // A saved result gets its sidecar, whose breakdown adds up: every
@@ -31,7 +31,7 @@ func TestSidecarAndBreakdownBlock(t *testing.T) {
 		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 
-	block, extra, found := strings.Cut(stdout, "="+breakdownTitle)
+	block, extra, found := strings.Cut(stdout, "="+report.BreakdownTitle)
 	if !found {
 		t.Fatalf("no breakdown block:\n%s", stdout)
 	}
@@ -51,11 +51,11 @@ func TestSidecarAndBreakdownBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc Sidecar
+	var sc report.Sidecar
 	if err := json.Unmarshal(raw, &sc); err != nil {
 		t.Fatalf("sidecar: %v\n%s", err, raw)
 	}
-	if sc.Version != SidecarVersion || sc.Health.RequestsSent < 6 || sc.Breakdown == nil {
+	if sc.Version != report.SidecarVersion || sc.Health.RequestsSent < 6 || sc.Breakdown == nil {
 		t.Fatalf("sidecar %s", raw)
 	}
 	b := sc.Breakdown
@@ -86,34 +86,6 @@ func TestSidecarAndBreakdownBlock(t *testing.T) {
 	}
 }
 
-func TestSidecarPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"a/b-10.0qps-m-20260101-000000.json": "a/b-10.0qps-m-20260101-000000.stampede.json",
-		"result":                             "result.stampede.json",
-		"x.json.json":                        "x.json.stampede.json",
-	} {
-		if got := SidecarPath(in); got != want {
-			t.Errorf("SidecarPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestConnectTroubleText(t *testing.T) {
-	if got := connectTrouble(engine.Health{}); got != "" {
-		t.Errorf("no trouble: %q", got)
-	}
-	got := connectTrouble(engine.Health{SlowConnects: 812, SynRetransmits: 800, DroppedBeforeResponse: 3, Reconnects: 5})
-	for _, want := range []string{"812 connections took > 1 s to open", "800 needed a retransmitted handshake", "accept queue",
-		"--ramp-up-strategy", "3 connections were reset or closed", "5 reconnects"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("%q lacks %q", got, want)
-		}
-	}
-	if strings.Contains(connectTrouble(engine.Health{SlowConnects: 2}), "retransmitted") {
-		t.Error("names retransmits that were not counted")
-	}
-}
-
 // --warm-connections opens the connections before the clock starts: no
 // request of the run opens one.
 func TestWarmConnectionsRun(t *testing.T) {
@@ -128,7 +100,7 @@ func TestWarmConnectionsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc Sidecar
+	var sc report.Sidecar
 	if err := json.Unmarshal(raw, &sc); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -59,10 +60,10 @@ type SLOOptions struct {
 
 // SLOProbe is one probe's outcome.
 type SLOProbe struct {
-	Load       float64      `json:"load"`
-	Attainment float64      `json:"slo_attainment"`
-	Pass       bool         `json:"pass"`
-	Metrics    PointMetrics `json:"metrics"`
+	Load       float64             `json:"load"`
+	Attainment float64             `json:"slo_attainment"`
+	Pass       bool                `json:"pass"`
+	Metrics    report.PointMetrics `json:"metrics"`
 	// File is the probe's result JSON, with --save-result.
 	File string `json:"result_file,omitempty"`
 }
@@ -93,7 +94,7 @@ type sloSearch struct {
 	res            *SLOResult
 	// measure runs one probe: the load's figures and result file; nil
 	// figures without error when an interrupt cut the run short.
-	measure func(ctx context.Context, load float64) (*PointMetrics, string, error)
+	measure func(ctx context.Context, load float64) (*report.PointMetrics, string, error)
 }
 
 // SearchSLO runs the search. Probe runs print their blocks on stderr; a
@@ -134,7 +135,7 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 	if base.SaveResult {
 		b, jerr := json.MarshalIndent(s.res, "", "  ")
 		if jerr == nil {
-			jerr = writeAtomic(filepath.Join(s.dir(), SLOFileJSON), append(b, '\n'))
+			jerr = report.WriteFileAtomic(filepath.Join(s.dir(), SLOFileJSON), append(b, '\n'))
 		}
 		if err == nil {
 			err = jerr
@@ -245,7 +246,7 @@ func (s *sloSearch) search(ctx context.Context) error {
 
 // saturated reports throughput flat (< 5 % more) while the median E2EL
 // grew by 10 % or more, from probe a to the higher-load probe b.
-func saturated(a, b *PointMetrics) bool {
+func saturated(a, b *report.PointMetrics) bool {
 	return b.RequestThroughput < 1.05*a.RequestThroughput && b.E2ELP50 >= 1.1*a.E2ELP50
 }
 
@@ -263,7 +264,10 @@ func (s *sloSearch) probe(ctx context.Context, load float64) (*SLOProbe, error) 
 		return nil, err
 	}
 	pm := *m
-	p := &SLOProbe{Load: load, Attainment: orNaN(pm.Attainment), Metrics: pm, File: file}
+	p := &SLOProbe{Load: load, Attainment: math.NaN(), Metrics: pm, File: file}
+	if pm.Attainment != nil {
+		p.Attainment = *pm.Attainment
+	}
 	p.Pass = p.Attainment >= s.o.Attainment
 	s.res.Probes = append(s.res.Probes, *p)
 	verdict := "fail"
@@ -277,7 +281,7 @@ func (s *sloSearch) probe(ctx context.Context, load float64) (*SLOProbe, error) 
 }
 
 // run is a probe's run: the serve flags with the load flag set.
-func (s *sloSearch) run(ctx context.Context, load float64) (*PointMetrics, string, error) {
+func (s *sloSearch) run(ctx context.Context, load float64) (*report.PointMetrics, string, error) {
 	args := append(append([]string(nil), s.o.Args...), "--"+s.o.Over, loadText(load))
 	file := ""
 	if s.base.SaveResult {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // The mock holds 32 streams at once and a 16-token request 170 ms, so
@@ -64,12 +65,12 @@ func TestSLOFindsMockCapacity(t *testing.T) {
 // capacity, and latency beyond it.
 func fakeSearch(o SLOOptions, limit, capacity float64) *sloSearch {
 	s := &sloSearch{o: o, stdout: &bytes.Buffer{}, res: &SLOResult{}}
-	s.measure = func(_ context.Context, load float64) (*PointMetrics, string, error) {
+	s.measure = func(_ context.Context, load float64) (*report.PointMetrics, string, error) {
 		att := 1.0
 		if load > limit {
 			att = 0.5
 		}
-		m := &PointMetrics{RequestThroughput: math.Min(load, capacity), E2ELP50: 100 * math.Max(1, load/capacity), Attainment: &att}
+		m := &report.PointMetrics{RequestThroughput: math.Min(load, capacity), E2ELP50: 100 * math.Max(1, load/capacity), Attainment: &att}
 		return m, "", nil
 	}
 	return s

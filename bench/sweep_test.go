@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -53,7 +54,7 @@ func TestSweepShowsQueueing(t *testing.T) {
 	args := append(startMock(t, knownCapacity), "--random-output-len", "16", "--num-prompts", "192", "--result-dir", dir)
 	var out, errOut bytes.Buffer
 	res, err := Sweep(context.Background(), SweepOptions{
-		Args: args, NumRuns: 1, Axes: []SweepAxis{{Flag: "max-concurrency", Values: []string{"8", "32", "128"}}},
+		Args: args, NumRuns: 1, Axes: []report.SweepAxis{{Flag: "max-concurrency", Values: []string{"8", "32", "128"}}},
 	}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
@@ -80,11 +81,11 @@ func TestSweepShowsQueueing(t *testing.T) {
 			t.Errorf("%s: result file: %v", r.Point, err)
 		}
 	}
-	saved, err := LoadSweep(filepath.Join(dir, SweepFileJSON))
+	saved, err := report.LoadSweep(filepath.Join(dir, report.SweepFileJSON))
 	if err != nil || len(saved.Rows) != 3 || saved.Rows[2].Metrics.TTFTP50 != c128.TTFTP50 {
 		t.Fatalf("sweep.json: %+v, %v", saved, err)
 	}
-	csv, err := os.ReadFile(filepath.Join(dir, SweepFileCSV))
+	csv, err := os.ReadFile(filepath.Join(dir, report.SweepFileCSV))
 	if err != nil || !strings.HasPrefix(string(csv), "max-concurrency,request_throughput,") || strings.Count(string(csv), "\n") != 4 {
 		t.Errorf("sweep.csv:\n%s %v", csv, err)
 	}
@@ -98,7 +99,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	dir := t.TempDir()
 	args := append(startMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}),
 		"--random-output-len", "4", "--num-prompts", "16", "--result-dir", dir)
-	opts := SweepOptions{Args: args, NumRuns: 2, Axes: []SweepAxis{
+	opts := SweepOptions{Args: args, NumRuns: 2, Axes: []report.SweepAxis{
 		{Flag: "max-concurrency", Values: []string{"2", "4"}}, {Flag: "request-rate", Values: []string{"inf", "500"}}}}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -108,7 +109,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted sweep: %v", err)
 	}
-	saved, err := LoadSweep(filepath.Join(dir, SweepFileJSON))
+	saved, err := report.LoadSweep(filepath.Join(dir, report.SweepFileJSON))
 	if err != nil || len(saved.Rows) != 2 {
 		t.Fatalf("after the interrupt sweep.json holds %+v (%v), want the 2 finished points", saved, err)
 	}

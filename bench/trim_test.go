@@ -2,84 +2,15 @@ package bench
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
-
-// compareGolden checks data against testdata/<dir>/<name>, or rewrites
-// the file with -update.
-func compareGolden(t *testing.T, dir, name string, data []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", dir, name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, data, want)
-	}
-}
-
-func TestGoldenTrimmed(t *testing.T) {
-	tests := []struct {
-		name             string
-		warmup, cooldown float64
-		pooling          bool
-		metrics          []string
-		percentiles      []float64
-	}{
-		// The fork README's own command selects "itl,tps,ttft,e2el" and
-		// five percentiles; only ITL belongs to the trimmed block.
-		{"readme", 0.3, 0.5, false, []string{"itl", "tps", "ttft", "e2el"}, []float64{10, 25, 50, 75, 90}},
-		{"cooldown_only", 0, 1.25, false, []string{"ttft", "tpot", "itl"}, []float64{99, 99.9}},
-		{"no_itl_section", 1, 0, false, []string{"ttft", "e2el"}, []float64{99}},
-		{"pooling", 0.25, 0.25, true, []string{"e2el"}, []float64{99}},
-		// A window between the tokens: no request counts, so no tip.
-		{"empty_window", 0.56, 0.78, false, []string{"itl"}, []float64{99}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tr, err := metrics.ComputeTrimmed(trimmedGoldenRun(), metrics.TrimOptions{
-				WarmupS: tc.warmup, CooldownS: tc.cooldown, Percentiles: tc.percentiles,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := WriteTrimmed(&out, tr, tc.pooling, &pyout.RunSettings{PercentileMetrics: tc.metrics}); err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-				if strings.HasPrefix(line, "tip:") || line == trimmedTitle {
-					continue
-				}
-				if n := len([]rune(line)); n < pyout.BlockWidth {
-					t.Errorf("line %q is %d characters, narrower than the block", line, n)
-				}
-			}
-			compareGolden(t, "trim", tc.name+".txt", out.Bytes())
-		})
-	}
-}
-
-// trimmedGoldenRun is the report golden run, whose every request keeps
-// its gaps in ITLNs, as a trimmed run keeps them.
-func trimmedGoldenRun() *metrics.RunData { return goldenRun() }
 
 func TestWriteSteadyState(t *testing.T) {
 	tests := []struct {
@@ -88,10 +19,10 @@ func TestWriteSteadyState(t *testing.T) {
 		stdout, stderr   string
 	}{
 		{name: "off"},
-		{name: "printed", warmup: 0.3, stdout: trimmedTitle + "\n"},
+		{name: "printed", warmup: 0.3, stdout: report.TrimmedTitle + "\n"},
 		{name: "window too long", warmup: 3, cooldown: 3,
 			stderr: "WARNING: no steady-state result for --warmup-time 3.0 --cooldown-time 3.0: metrics: steady-state window is empty"},
-		{name: "nothing counted", warmup: 0.56, cooldown: 0.78, stdout: trimmedTitle + "\n", stderr: pyout.AllFailedWarning},
+		{name: "nothing counted", warmup: 0.56, cooldown: 0.78, stdout: report.TrimmedTitle + "\n", stderr: pyout.AllFailedWarning},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +31,7 @@ func TestWriteSteadyState(t *testing.T) {
 			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
 			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
 			s := &metrics.Summary{}
-			if err := r.writeSteadyState(s, trimmedGoldenRun(), &pyout.ReportParams{}); err != nil {
+			if err := r.writeSteadyState(s, pyouttest.GoldenRun(), &pyout.ReportParams{}); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(stdout.String(), tc.stdout) || (tc.stdout == "") != (stdout.Len() == 0) {
@@ -111,11 +42,4 @@ func TestWriteSteadyState(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestGoldenTrimmedMatchesPythonReference runs testdata/trim/pyref.py, an
-// independent Python transcription of the fork's trimming with Python's
-// own str.format, against the golden files.
-func TestGoldenTrimmedMatchesPythonReference(t *testing.T) {
-	runPyRef(t, filepath.Join("testdata", "trim"))
 }

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -43,7 +43,7 @@ type detailed struct {
 }
 
 type sidecar struct {
-	Cluster bench.SidecarCluster `json:"cluster"`
+	Cluster report.SidecarCluster `json:"cluster"`
 }
 
 func run(resultPath string, truthPaths []string) error {
@@ -98,7 +98,7 @@ func run(resultPath string, truthPaths []string) error {
 			tokens, q(0.50), q(0.99), q(0.999), errs[len(errs)-1], errs[0])
 	}
 	var sc sidecar
-	if err := readJSON(bench.SidecarPath(resultPath), &sc); err != nil {
+	if err := readJSON(report.SidecarPath(resultPath), &sc); err != nil {
 		return err
 	}
 	for _, a := range sc.Cluster.Agents {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 const mergeUsage = `usage: stampede merge [--result-dir DIR] [--result-filename NAME] PARTIAL [PARTIAL ...]
@@ -65,7 +66,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if out.ResultPath != "" {
-		fmt.Fprintf(stderr, "stampede merge: saved %s and %s\n", out.ResultPath, bench.SidecarPath(out.ResultPath))
+		fmt.Fprintf(stderr, "stampede merge: saved %s and %s\n", out.ResultPath, report.SidecarPath(out.ResultPath))
 	}
 	return exitOK
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 )
 
 const reportUsage = `usage: stampede report RESULT.json [RESULT.json ...] -o FILE.html [--title TITLE]
@@ -73,11 +73,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if out == "" {
 		return reportUsageError(stderr, "the following arguments are required: -o/--output FILE.html")
 	}
-	var runs []*bench.ReportRun
-	var sweeps []*bench.ReportSweep
+	var runs []*report.ReportRun
+	var sweeps []*report.ReportSweep
 	for _, f := range files {
-		if bench.IsSweepFile(f) {
-			sw, rs, err := bench.LoadReportSweep(f)
+		if report.IsSweepFile(f) {
+			sw, rs, err := report.LoadReportSweep(f)
 			if err != nil {
 				fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
 				return exitError
@@ -86,7 +86,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			runs = append(runs, rs...)
 			continue
 		}
-		rs, err := bench.LoadReportRuns(f)
+		rs, err := report.LoadReportRuns(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s report: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
 			return exitError
@@ -98,7 +98,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s report: %v\n", cli.ProgramName, err)
 		return exitError
 	}
-	if err := bench.WriteReport(w, runs, bench.ReportOptions{Title: title, Generated: time.Now(), Sweeps: sweeps}); err != nil {
+	if err := report.WriteReport(w, runs, report.ReportOptions{Title: title, Generated: time.Now(), Sweeps: sweeps}); err != nil {
 		w.Close()
 		os.Remove(out)
 		fmt.Fprintf(stderr, "%s report: %v\n", cli.ProgramName, err)

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"flag"
@@ -11,8 +11,8 @@ import (
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// go test ./bench -update rewrites the golden files of bench's own blocks
-// (testdata/trim, testdata/timeline) from the current code; review the
+// go test ./bench/report -update rewrites the golden files of stampede's
+// own outputs (testdata/trim, testdata/timeline) from the current code; review the
 // diff before committing it. Python's outputs have theirs in bench/pyout.
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"encoding/json"
@@ -136,10 +136,10 @@ type SidecarRequestBreakdown struct {
 	TTFTNs        int64 `json:"ttft_ns"`
 }
 
-// newSidecar gathers a run's extras. b is nil when no request has a
+// NewSidecar gathers a run's extras. b is nil when no request has a
 // breakdown; detailed keeps every request's phases.
-func newSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
-	return &Sidecar{Version: SidecarVersion, Health: sidecarHealth(res), Breakdown: sidecarBreakdown(res.Data.Results, b, detailed)}
+func NewSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
+	return &Sidecar{Version: SidecarVersion, Health: NewSidecarHealth(res), Breakdown: NewSidecarBreakdown(res.Data.Results, b, detailed)}
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -151,7 +151,8 @@ func share(part, whole int64) float64 {
 	return float64(part) / float64(whole)
 }
 
-func sidecarHealth(res *engine.Result) SidecarHealth {
+// NewSidecarHealth is the health line's figures of a run.
+func NewSidecarHealth(res *engine.Result) SidecarHealth {
 	h := res.Health
 	var cpu time.Duration
 	for _, s := range h.Shards {
@@ -190,7 +191,9 @@ func sidecarStats(s metrics.Stats) SidecarStats {
 	return out
 }
 
-func sidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
+// NewSidecarBreakdown is the breakdown of the successful requests: nil
+// when b is; detailed keeps every request's phases.
+func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
 	if b == nil {
 		return nil
 	}
@@ -248,8 +251,8 @@ func SaveSidecar(path string, sc *Sidecar, appendResult bool) error {
 	return nil
 }
 
-// breakdownTitle heads the --breakdown block.
-const breakdownTitle = " TTFT Breakdown (stampede) "
+// BreakdownTitle heads the --breakdown block.
+const BreakdownTitle = " TTFT Breakdown (stampede) "
 
 // WriteBreakdown prints the --breakdown block after Python's block: how
 // many requests it covers, then each phase's mean, median and selected
@@ -257,7 +260,7 @@ const breakdownTitle = " TTFT Breakdown (stampede) "
 // that records none) it says so in one line.
 func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
 	c := pyout.NewConsole(w)
-	c.Header(breakdownTitle, '=')
+	c.Header(BreakdownTitle, '=')
 	if b == nil {
 		c.Line("No request recorded a breakdown.")
 		c.Rule()
@@ -282,27 +285,4 @@ func WriteBreakdown(w io.Writer, b *metrics.BreakdownStats) error {
 	}
 	c.Rule()
 	return c.Flush()
-}
-
-// connectTrouble names, for the health line, what went wrong opening and
-// keeping connections, with its likely cause and remedy; "" when nothing
-// did.
-func connectTrouble(h engine.Health) string {
-	var parts []string
-	if h.SlowConnects > 0 {
-		cause := "the network or the server's accept queue is slow"
-		if h.SynRetransmits > 0 {
-			cause = fmt.Sprintf("%d needed a retransmitted handshake: the server's accept queue (somaxconn) overflowed or the network dropped packets", h.SynRetransmits)
-		}
-		parts = append(parts, fmt.Sprintf("%d connections took > 1 s to open (%s); their TTFT holds that wait: "+
-			"use --ramp-up-strategy or --warm-connections, or raise the server's listen backlog", h.SlowConnects, cause))
-	}
-	if h.DroppedBeforeResponse > 0 {
-		parts = append(parts, fmt.Sprintf("%d connections were reset or closed by the server before any response byte "+
-			"(a connection limit, an overloaded server, or a keep-alive timeout racing a request)", h.DroppedBeforeResponse))
-	}
-	if h.Reconnects > 0 {
-		parts = append(parts, fmt.Sprintf("%d reconnects after the server closed a connection (each adds a connect to a TTFT)", h.Reconnects))
-	}
-	return strings.Join(parts, "; ")
 }

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/bench/report/reporttest"
 )
 
 func TestParetoFront(t *testing.T) {
@@ -54,7 +56,7 @@ func TestReportSweep(t *testing.T) {
 	if err := WriteReport(&out, runs, ReportOptions{Sweeps: []*ReportSweep{sw}}); err != nil {
 		t.Fatal(err)
 	}
-	marks := chartMarks(out.String())
+	marks := reporttest.ChartMarks(out.String())
 	for _, id := range []string{"sweep-0-ttft", "sweep-0-e2el"} {
 		if marks[id] != 2 {
 			t.Errorf("%s: %d marks, want the points and the front", id, marks[id])
@@ -66,5 +68,5 @@ func TestReportSweep(t *testing.T) {
 	if !strings.Contains(out.String(), "max-concurrency=4") {
 		t.Error("the sweep table lacks its points")
 	}
-	checkSelfContained(t, out.String())
+	reporttest.CheckSelfContained(t, out.String())
 }

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bufio"
@@ -18,8 +18,6 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
-
-	"github.com/stampede-bench/stampede/metrics"
 )
 
 // --plot-dataset-stats: vLLM draws one matplotlib figure
@@ -197,6 +195,18 @@ func stackedPanel(area image.Rectangle, n, top int) statsPanel {
 		p.ymax = 1
 	}
 	return p
+}
+
+// DatasetStatsBar says where the figure draws bar bin of the histogram of
+// values in panel 0, 1 or 2 (prompt, output or total tokens): its centre
+// column x, a row inside it just above the x axis, the row its top
+// reaches, and its colour before the bars' alpha. A caller reading a
+// figure back checks its bars with it.
+func DatasetStatsBar(panel int, values []int, bin int) (x, base int, top float64, fill color.RGBA) {
+	h := newLengthHistogram(values, statsBins)
+	p := histPanel(statsLayout()[panel], h)
+	x = int((p.x(h.edges[bin]) + p.x(h.edges[bin+1])) / 2)
+	return x, p.area.Max.Y - 3, p.y(float64(h.counts[bin])), [3]color.RGBA{steelBlue, coral, mediumSeaGreen}[panel]
 }
 
 // WriteDatasetStats draws the figure of inputLens and outputLens (one
@@ -456,29 +466,9 @@ func tickLabel(v float64, ticks []float64) string {
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
-// plotDatasetStats writes the --plot-dataset-stats figure next to the
-// result file and reports where, as vLLM does; a failure only warns.
-func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics.RunData) {
-	if !r.cfg.PlotDatasetStats {
-		return
-	}
-	inputLens := make([]int, len(d.Results))
-	for i := range d.Results {
-		inputLens[i] = d.Results[i].PromptLen
-	}
-	if s.Pooling || len(inputLens) == 0 {
-		fmt.Fprintln(r.stderr, "WARNING: Dataset statistics plot requires input and output length data. Ensure the benchmark completed successfully.")
-		return
-	}
-	path := DatasetStatsPath(resultPath)
-	if err := writeDatasetStatsFile(path, inputLens, s.OutputLens); err != nil {
-		fmt.Fprintf(r.stderr, "WARNING: Failed to generate dataset statistics plot: %v\n", err)
-		return
-	}
-	fmt.Fprintf(r.stdout, "Dataset statistics plot saved to: %s\n", path)
-}
-
-func writeDatasetStatsFile(path string, inputLens, outputLens []int) error {
+// WriteDatasetStatsFile writes the figure to path; on failure it leaves
+// no file behind.
+func WriteDatasetStatsFile(path string, inputLens, outputLens []int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

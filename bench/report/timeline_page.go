@@ -1,4 +1,4 @@
-package bench
+package report
 
 // The fixed parts of the --plot-timeline page. The script reads the JSON
 // of buildTimeline from the element #timeline-data and draws it on a

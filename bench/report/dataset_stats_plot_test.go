@@ -1,9 +1,7 @@
-package bench
+package report
 
 import (
 	"bytes"
-	"context"
-	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -11,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/bench/report/reporttest"
 )
 
 func TestDatasetStatsPath(t *testing.T) {
@@ -82,33 +78,6 @@ func TestLengthHistogram(t *testing.T) {
 	}
 }
 
-// fillOf is col at alpha 0.7 over white, as the bars are painted.
-func fillOf(col color.RGBA) color.RGBA {
-	mix := func(c uint8) uint8 { return uint8(255*0.3 + float64(c)*0.7 + 0.5) }
-	return color.RGBA{mix(col.R), mix(col.G), mix(col.B), 0xff}
-}
-
-func near(a, b color.RGBA) bool {
-	d := func(x, y uint8) int { return max(int(x)-int(y), int(y)-int(x)) }
-	return d(a.R, b.R) <= 6 && d(a.G, b.G) <= 6 && d(a.B, b.B) <= 6
-}
-
-// runUp walks up column x from y while pixels have colour want, stepping
-// over up to three others (a grid line), and returns the topmost match, or
-// y+1 when y itself does not match after the allowed gap.
-func runUp(img image.Image, x, y int, want color.RGBA) int {
-	top, gap := y+1, 0
-	for ; y >= img.Bounds().Min.Y && gap <= 3; y-- {
-		r, g, b, _ := img.At(x, y).RGBA()
-		if near(color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0xff}, want) {
-			top, gap = y, 0
-		} else {
-			gap++
-		}
-	}
-	return top
-}
-
 func TestDatasetStatsFigureReflectsData(t *testing.T) {
 	// Twelve requests, short ones first (so the legend sits top left, over
 	// no bar), tall ones last.
@@ -141,7 +110,7 @@ func TestDatasetStatsFigureReflectsData(t *testing.T) {
 		bottom := p.area.Max.Y - 3
 		for b, n := range h.counts {
 			x := int((p.x(h.edges[b]) + p.x(h.edges[b+1])) / 2)
-			got := runUp(img, x, bottom, fillOf(hs.fill))
+			got := reporttest.RunUp(img, x, bottom, reporttest.FillOf(hs.fill))
 			if n == 0 {
 				if got <= bottom {
 					t.Errorf("panel %d bin %d: empty, but a bar reaches y=%d", k, b, got)
@@ -156,14 +125,14 @@ func TestDatasetStatsFigureReflectsData(t *testing.T) {
 	p := stackedPanel(areas[3], len(in), top)
 	for i := range in {
 		x := int(p.x(float64(i)))
-		blueTop := runUp(img, x, p.area.Max.Y-3, fillOf(steelBlue))
+		blueTop := reporttest.RunUp(img, x, p.area.Max.Y-3, reporttest.FillOf(steelBlue))
 		if want := p.y(float64(in[i])); math.Abs(float64(blueTop)-want) > 3 {
 			t.Errorf("request %d: prompt bar top at y=%d, want %.1f", i, blueTop, want)
 		}
 		if out[i] == 0 {
 			continue
 		}
-		coralTop := runUp(img, x, blueTop-1, fillOf(coral))
+		coralTop := reporttest.RunUp(img, x, blueTop-1, reporttest.FillOf(coral))
 		if want := p.y(float64(totals[i])); math.Abs(float64(coralTop)-want) > 3 {
 			t.Errorf("request %d: output bar top at y=%d, want %.1f", i, coralTop, want)
 		}
@@ -191,7 +160,7 @@ func TestWriteDatasetStatsExample(t *testing.T) {
 		in[i] = 200 + int(math.Abs(r.NormFloat64())*600)
 		out[i] = 50 + r.IntN(300)
 	}
-	if err := writeDatasetStatsFile(filepath.Join(dir, "example.dataset_stats.png"), in, out); err != nil {
+	if err := WriteDatasetStatsFile(filepath.Join(dir, "example.dataset_stats.png"), in, out); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -210,44 +179,34 @@ func BenchmarkDatasetStats10k(b *testing.B) {
 	}
 }
 
-// A run with --plot-dataset-stats writes the figure beside the result,
-// named as pathlib names it, says where as vLLM does, and leaves the
-// result JSON as it was.
-func TestRunPlotDatasetStats(t *testing.T) {
-	dir := t.TempDir()
-	stdout, stderr, err := runAgainstMock(t, context.Background(),
-		mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond},
-		"--dataset-name", "random", "--num-prompts", "6", "--random-input-len", "16", "--random-output-len", "7",
-		"--save-result", "--result-dir", dir, "--result-filename", "run.json", "--plot-dataset-stats")
-	if err != nil {
-		t.Fatalf("Run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+// DatasetStatsBar, which end-to-end tests read a run's figure with, names
+// the bars the figure draws.
+func TestDatasetStatsBar(t *testing.T) {
+	in := []int{10, 12, 12, 30, 31, 33, 60, 61, 62, 64, 100, 120}
+	out := []int{5, 0, 8, 8, 8, 20, 20, 21, 40, 40, 41, 90}
+	totals := make([]int, len(in))
+	for i := range in {
+		totals[i] = in[i] + out[i]
 	}
-	path := filepath.Join(dir, "run.dataset_stats.png")
-	if !strings.Contains(stdout, "Dataset statistics plot saved to: "+path+"\n") {
-		t.Errorf("stdout does not say where the figure is:\n%s", stdout)
+	var buf bytes.Buffer
+	if err := WriteDatasetStats(&buf, in, out); err != nil {
+		t.Fatal(err)
 	}
-	f, err := os.Open(path)
+	img, err := png.Decode(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Six requests of 7 output tokens: the output histogram is one bar of
-	// height 6 in bin 15, [7, 7 + 1/30), of the ±0.5 range numpy widens
-	// the range to.
-	p := histPanel(statsLayout()[1], newLengthHistogram([]int{7, 7, 7, 7, 7, 7}, statsBins))
-	x := int(p.x(7 + 1.0/60))
-	if got := runUp(img, x, p.area.Max.Y-3, fillOf(coral)); math.Abs(float64(got)-p.y(6)) > 3 {
-		t.Errorf("output bar top at y=%d, want %.1f", got, p.y(6))
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(data, []byte("dataset_stats")) || bytes.Contains(data, []byte(`"input_lens"`)) {
-		t.Error("the result JSON changed")
+	for panel, values := range [][]int{in, out, totals} {
+		h := newLengthHistogram(values, statsBins)
+		for b, n := range h.counts {
+			x, base, top, fill := DatasetStatsBar(panel, values, b)
+			got := reporttest.RunUp(img, x, base, reporttest.FillOf(fill))
+			if n == 0 && got <= base {
+				t.Errorf("panel %d bin %d: empty, but a bar reaches y=%d", panel, b, got)
+			}
+			if n > 0 && math.Abs(float64(got)-top) > 3 {
+				t.Errorf("panel %d bin %d (count %d): bar top at y=%d, want %.1f", panel, b, n, got, top)
+			}
+		}
 	}
 }

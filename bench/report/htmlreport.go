@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -88,7 +88,7 @@ func LoadReportRuns(path string) ([]*ReportRun, error) {
 // when absent).
 func ParseReportRun(name string, result, sidecar []byte) (*ReportRun, error) {
 	r := &ReportRun{Name: name}
-	if err := json.Unmarshal(pyJSONToStandard(result), &r.Result); err != nil {
+	if err := json.Unmarshal(py.NullNonFinite(result), &r.Result); err != nil {
 		return nil, fmt.Errorf("not a result JSON: %w", err)
 	}
 	if r.Result == nil {

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bufio"
@@ -181,29 +181,9 @@ func WriteTimeline(w io.Writer, d *metrics.RunData, opts TimelineOptions) error 
 	return bw.Flush()
 }
 
-// plotTimeline writes the --plot-timeline page next to the result file
-// and reports where, as vLLM does; a failure only warns (spec §f).
-func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.RunData) {
-	c := r.cfg
-	if !c.PlotTimeline || len(c.TimelineITLThresholdsMs) != 2 {
-		return
-	}
-	path := TimelinePath(resultPath)
-	opts := TimelineOptions{
-		Title:           "Request timeline: " + resultPath,
-		ITLThresholdsMs: [2]float64{c.TimelineITLThresholdsMs[0], c.TimelineITLThresholdsMs[1]},
-	}
-	if !s.Pooling {
-		opts.OutputLens = s.OutputLens
-	}
-	if err := writeTimelineFile(path, d, opts); err != nil {
-		fmt.Fprintf(r.stderr, "WARNING: timeline plot not written: %v\n", err)
-		return
-	}
-	fmt.Fprintf(r.stdout, "Timeline plot saved to: %s\n", path)
-}
-
-func writeTimelineFile(path string, d *metrics.RunData, opts TimelineOptions) error {
+// WriteTimelineFile writes the timeline page of a run to path; on failure
+// it leaves no file behind.
+func WriteTimelineFile(path string, d *metrics.RunData, opts TimelineOptions) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -16,11 +16,11 @@ import os
 import sys
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pyout", "testdata", "output"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pyout", "testdata", "output"))
 from pyref import generation_fixture, np_mean, np_median, np_percentile  # noqa: E402
 
 # name, warm-up, cool-down, pooling, percentile metrics, percentiles (as
-# TestGoldenTrimmed in bench/trim_test.go).
+# TestGoldenTrimmed in bench/report/trim_test.go).
 CASES = [
     ("readme", 0.3, 0.5, False, ["itl", "tps", "ttft", "e2el"], [10, 25, 50, 75, 90]),
     ("cooldown_only", 0.0, 1.25, False, ["ttft", "tpot", "itl"], [99, 99.9]),

@@ -1,0 +1,36 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stampede-bench/stampede/engine"
+)
+
+func TestSidecarPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"a/b-10.0qps-m-20260101-000000.json": "a/b-10.0qps-m-20260101-000000.stampede.json",
+		"result":                             "result.stampede.json",
+		"x.json.json":                        "x.json.stampede.json",
+	} {
+		if got := SidecarPath(in); got != want {
+			t.Errorf("SidecarPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConnectTroubleText(t *testing.T) {
+	if got := connectTrouble(engine.Health{}); got != "" {
+		t.Errorf("no trouble: %q", got)
+	}
+	got := connectTrouble(engine.Health{SlowConnects: 812, SynRetransmits: 800, DroppedBeforeResponse: 3, Reconnects: 5})
+	for _, want := range []string{"812 connections took > 1 s to open", "800 needed a retransmitted handshake", "accept queue",
+		"--ramp-up-strategy", "3 connections were reset or closed", "5 reconnects"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(connectTrouble(engine.Health{SlowConnects: 2}), "retransmitted") {
+		t.Error("names retransmits that were not counted")
+	}
+}
