@@ -75,6 +75,14 @@ func (h *hfRun) imageBytes(o *hfhub.Object) ([]byte, error) {
 // jpegDataURL decodes an encoded image and re-encodes it as a JPEG data
 // URL, as process_image does with PIL.
 func jpegDataURL(data []byte) (string, error) {
+	// The header first: decoders allocate the whole picture up front.
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", fmt.Errorf("image (%s): %v; stampede decodes JPEG, PNG and GIF", sniffImage(data), err)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > maxImagePixels {
+		return "", fmt.Errorf("image (%s): %dx%d is %d pixels, more than the %d PIL refuses as a decompression bomb", format, cfg.Width, cfg.Height, px, maxImagePixels)
+	}
 	img, format, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return "", fmt.Errorf("image (%s): %v; stampede decodes JPEG, PNG and GIF", sniffImage(data), err)
@@ -85,6 +93,10 @@ func jpegDataURL(data []byte) (string, error) {
 	}
 	return "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(out.Bytes()), nil
 }
+
+// maxImagePixels is where PIL raises DecompressionBombError: twice
+// Image.MAX_IMAGE_PIXELS.
+const maxImagePixels = 2 * 89_478_485
 
 // flattenRGB is convert_image_mode(image, "RGB"): an image with alpha is
 // pasted onto white through its alpha; others convert directly.
