@@ -427,7 +427,7 @@ func (s *sliceSource) close() error { return nil }
 func DecodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +437,12 @@ func DecodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+// maxJSONDepth bounds the nesting of a JSON value (encoding/json's own
+// limit): each level is a call, and a 64 MiB line of brackets would
+// otherwise outgrow the goroutine's stack.
+const maxJSONDepth = 10000
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -447,6 +452,9 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= maxJSONDepth && (t == '{' || t == '[') {
+			return nil, fmt.Errorf("invalid JSON: nested deeper than %d levels", maxJSONDepth)
+		}
 		switch t {
 		case '{':
 			o := &Object{Fields: map[string]any{}}
@@ -456,7 +464,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 					return nil, fmt.Errorf("invalid JSON: %v", err)
 				}
 				k, _ := kt.(string)
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -467,7 +475,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		case '[':
 			out := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
