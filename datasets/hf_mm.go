@@ -223,13 +223,10 @@ var mmvuClass = &hfClass{name: "MMVUDataset", paths: []string{"yale-nlp/MMVU"}, 
 			if len(reqs) >= h.env.NumPrompts {
 				return true, nil
 			}
-			q, err := strField(row, "question")
-			if err != nil {
-				return true, err
-			}
-			cv, err := field(row, "choices")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			q, cv := f.str("question"), f.get("choices")
+			if f.err != nil {
+				return true, f.err
 			}
 			choices, _ := cv.(*hfhub.Object)
 			if choices == nil {
@@ -240,9 +237,9 @@ var mmvuClass = &hfClass{name: "MMVUDataset", paths: []string{"yale-nlp/MMVU"}, 
 				parts[j] = k + "." + pyStr(choices.Fields[k])
 			}
 			prompt := q + " " + strings.Join(parts, " ")
-			video, err := strField(row, "video")
-			if err != nil {
-				return true, err
+			video := f.str("video")
+			if f.err != nil {
+				return true, f.err
 			}
 			if strings.HasPrefix(video, remote+"/") && h.src != nil && h.src.Root != "" && h.path == h.name {
 				// The file must be where the URL will point.
