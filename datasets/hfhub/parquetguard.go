@@ -9,6 +9,7 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -205,6 +206,7 @@ func checkMetadata(md *format.FileMetaData, footerAt int64) error {
 // them; it keeps its buffers and decoders across pages.
 type pageCheck struct {
 	r       io.ReaderAt
+	levels  []leafLevels
 	hdr     []byte
 	scratch []byte
 	out     []byte
@@ -212,8 +214,8 @@ type pageCheck struct {
 	gzip    *gzip.Reader
 }
 
-// chunk checks the pages of one column chunk.
-func (p *pageCheck) chunk(m *format.ColumnMetaData) error {
+// chunk checks the pages of one column chunk, of a leaf with levels lv.
+func (p *pageCheck) chunk(m *format.ColumnMetaData, lv leafLevels) error {
 	pos := m.DataPageOffset
 	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < pos {
 		pos = m.DictionaryPageOffset
@@ -230,18 +232,31 @@ func (p *pageCheck) chunk(m *format.ColumnMetaData) error {
 		}
 		pos += int64(n)
 		c := int64(h.CompressedPageSize)
-		if ratio > 1 && h.Type != format.IndexPage {
+		enc, numValues, delta := deltaEncoded(h)
+		if (ratio > 1 || delta) && h.Type != format.IndexPage {
 			at, size, limit := pos, c, int64(h.UncompressedPageSize)
-			if v2 := h.DataPageHeaderV2; h.Type == format.DataPageV2 && v2.Valid {
+			codec := m.Codec
+			v2 := h.Type == format.DataPageV2
+			if v2 {
 				// Levels precede the values, never compressed.
-				lv := int64(v2.V.RepetitionLevelsByteLength) + int64(v2.V.DefinitionLevelsByteLength)
+				v := &h.DataPageHeaderV2.V
+				lv := int64(v.RepetitionLevelsByteLength) + int64(v.DefinitionLevelsByteLength)
 				at, size, limit = at+lv, size-lv, limit-lv
-				if v2.V.IsCompressed.Valid && !v2.V.IsCompressed.V {
-					size = 0
+				if v.IsCompressed.Valid && !v.IsCompressed.V {
+					codec = format.Uncompressed
 				}
 			}
-			if size > 0 {
-				if err := p.decoded(at, int(size), m.Codec, limit); err != nil {
+			if size > 0 && (codec != format.Uncompressed || delta) {
+				b, err := p.decoded(at, int(size), codec, limit, delta)
+				if err == nil && delta {
+					if !v2 {
+						b, err = skipLevelsV1(b, lv)
+					}
+					if err == nil {
+						err = checkDeltaHeader(b, enc, numValues)
+					}
+				}
+				if err != nil {
 					return fmt.Errorf("page at offset %d: %v", pos-int64(n), err)
 				}
 			}
@@ -335,41 +350,55 @@ func checkPage(h *format.PageHeader, codec format.CompressionCodec, ratio, left 
 }
 
 // decoded checks that the n compressed bytes at pos decode to at most
-// limit bytes, as parquet-go's decoders will find them.
-func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, limit int64) error {
+// limit bytes, as parquet-go's decoders will find them, and returns the
+// decoded bytes when want (else nil); they live until the next call.
+func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, limit int64, want bool) ([]byte, error) {
 	if cap(p.scratch) < n {
 		p.scratch = make([]byte, n)
 	}
 	src := p.scratch[:n]
 	if _, err := p.r.ReadAt(src, pos); err != nil {
-		return fmt.Errorf("reading the page: %v", err)
+		return nil, fmt.Errorf("reading the page: %v", err)
 	}
 	switch codec {
+	case format.Uncompressed:
+		return src, nil
 	case format.Snappy:
 		// The block starts with its decoded length, which the decoder
 		// allocates.
 		d, k := binary.Uvarint(src)
 		if k <= 0 {
-			return errors.New("corrupt snappy block")
+			return nil, errors.New("corrupt snappy block")
 		}
 		if d > uint64(limit) {
-			return fmt.Errorf("its snappy block decodes to %d bytes, the page declares %d", d, limit)
+			return nil, fmt.Errorf("its snappy block decodes to %d bytes, the page declares %d", d, limit)
 		}
-		return nil
+		if !want {
+			return nil, nil
+		}
+		out, err := snappy.Decode(p.out[:cap(p.out)], src)
+		if err != nil {
+			return nil, fmt.Errorf("corrupt snappy block: %v", err)
+		}
+		p.out = out[:0]
+		return out, nil
 	case format.Lz4Raw:
 		// parquet-go's LZ4 decoder retries a failing block with twice the
 		// room, without end; one that fails in room for the declared
 		// size is refused here.
-		dst := make([]byte, max(limit, 3*int64(n)))
-		if _, err := lz4.UncompressBlock(src, dst); err != nil {
-			return fmt.Errorf("corrupt LZ4 block, or one larger than the %d bytes declared: %v", limit, err)
+		if cap(p.out) < int(max(limit, 3*int64(n))) {
+			p.out = make([]byte, max(limit, 3*int64(n)))
 		}
-		return nil
+		k, err := lz4.UncompressBlock(src, p.out[:max(limit, 3*int64(n))])
+		if err != nil {
+			return nil, fmt.Errorf("corrupt LZ4 block, or one larger than the %d bytes declared: %v", limit, err)
+		}
+		return p.out[:k], nil
 	case format.Zstd:
 		if p.zstd == nil {
 			d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderMaxWindow(maxPageBytes))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			p.zstd = d
 		}
@@ -378,10 +407,11 @@ func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, lim
 		if cap(p.out) < int(limit) {
 			p.out = make([]byte, 0, limit)
 		}
-		if _, err := p.zstd.DecodeAll(src, p.out[:0:limit]); err != nil {
-			return fmt.Errorf("its zstd data does not decode within the %d bytes declared: %v", limit, err)
+		out, err := p.zstd.DecodeAll(src, p.out[:0:limit])
+		if err != nil {
+			return nil, fmt.Errorf("its zstd data does not decode within the %d bytes declared: %v", limit, err)
 		}
-		return nil
+		return out, nil
 	case format.Gzip:
 		var err error
 		if p.gzip == nil {
@@ -390,25 +420,131 @@ func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, lim
 			err = p.gzip.Reset(bytes.NewReader(src))
 		}
 		if err != nil {
-			return fmt.Errorf("corrupt gzip data: %v", err)
+			return nil, fmt.Errorf("corrupt gzip data: %v", err)
 		}
-		return streamWithin(p.gzip, "gzip", limit)
+		return p.streamWithin(p.gzip, "gzip", limit, want)
 	case format.Brotli:
-		return streamWithin(brotli.NewReader(bytes.NewReader(src)), "brotli", limit)
+		return p.streamWithin(brotli.NewReader(bytes.NewReader(src)), "brotli", limit, want)
+	}
+	return nil, nil
+}
+
+// streamWithin reads r to its end, failing past limit bytes.
+func (p *pageCheck) streamWithin(r io.Reader, codec string, limit int64, want bool) ([]byte, error) {
+	var got int64
+	var err error
+	var out []byte
+	if want {
+		var b bytes.Buffer
+		got, err = b.ReadFrom(io.LimitReader(r, limit+1))
+		out = b.Bytes()
+	} else {
+		got, err = io.Copy(io.Discard, io.LimitReader(r, limit+1))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("corrupt %s data: %v", codec, err)
+	}
+	if got > limit {
+		return nil, fmt.Errorf("its %s data decodes to more than the %d bytes declared", codec, limit)
+	}
+	return out, nil
+}
+
+// deltaEncoded says whether a data page's values start with a
+// DELTA_BINARY_PACKED header (the values, or their lengths or prefix
+// lengths), whose value count parquet-go allocates for.
+func deltaEncoded(h *format.PageHeader) (enc format.Encoding, numValues int32, ok bool) {
+	switch {
+	case h.Type == format.DataPage && h.DataPageHeader.Valid:
+		enc, numValues = h.DataPageHeader.V.Encoding, h.DataPageHeader.V.NumValues
+	case h.Type == format.DataPageV2 && h.DataPageHeaderV2.Valid:
+		enc, numValues = h.DataPageHeaderV2.V.Encoding, h.DataPageHeaderV2.V.NumValues
+	default:
+		return 0, 0, false
+	}
+	switch enc {
+	case format.DeltaBinaryPacked, format.DeltaLengthByteArray, format.DeltaByteArray:
+		return enc, numValues, true
+	}
+	return 0, 0, false
+}
+
+// checkDeltaHeader checks the value count of the DELTA_BINARY_PACKED
+// header at the start of b against the page's values.
+func checkDeltaHeader(b []byte, enc format.Encoding, numValues int32) error {
+	var v [3]uint64
+	for i := range v {
+		x, k := binary.Uvarint(b)
+		if k <= 0 {
+			return fmt.Errorf("corrupt %s header", enc)
+		}
+		v[i], b = x, b[k:]
+	}
+	if v[2] > uint64(numValues) {
+		return fmt.Errorf("its %s header declares %d values in a page of %d", enc, v[2], numValues)
 	}
 	return nil
 }
 
-// streamWithin reads r to its end, failing past limit bytes.
-func streamWithin(r io.Reader, codec string, limit int64) error {
-	got, err := io.Copy(io.Discard, io.LimitReader(r, limit+1))
-	if err != nil {
-		return fmt.Errorf("corrupt %s data: %v", codec, err)
+// skipLevelsV1 skips the repetition and definition levels that precede
+// a v1 data page's values (each with its 4-byte length, as parquet-go
+// reads them).
+func skipLevelsV1(b []byte, lv leafLevels) ([]byte, error) {
+	for _, present := range []bool{lv.rep > 0, lv.def > 0} {
+		if !present {
+			continue
+		}
+		if len(b) < 4 {
+			return nil, errors.New("truncated levels")
+		}
+		n := uint64(binary.LittleEndian.Uint32(b))
+		if n > uint64(len(b)-4) {
+			return nil, errors.New("levels longer than the page")
+		}
+		b = b[4+n:]
 	}
-	if got > limit {
-		return fmt.Errorf("its %s data decodes to more than the %d bytes declared", codec, limit)
+	return b, nil
+}
+
+// leafLevels are a leaf column's highest repetition and definition
+// levels.
+type leafLevels struct{ rep, def int }
+
+// schemaLevels returns each leaf's levels in column order; the schema
+// passed checkMetadata.
+func schemaLevels(md *format.FileMetaData) []leafLevels {
+	var out []leafLevels
+	type open struct {
+		left int32
+		lv   leafLevels
 	}
-	return nil
+	var stack []open
+	for i := range md.Schema {
+		s := &md.Schema[i]
+		lv := leafLevels{}
+		if len(stack) > 0 {
+			lv = stack[len(stack)-1].lv
+			stack[len(stack)-1].left--
+		}
+		if i > 0 && s.RepetitionType.Valid {
+			switch s.RepetitionType.V {
+			case format.Optional:
+				lv.def++
+			case format.Repeated:
+				lv.def++
+				lv.rep++
+			}
+		}
+		if s.NumChildren.Valid && s.NumChildren.V > 0 {
+			stack = append(stack, open{s.NumChildren.V, lv})
+		} else if i > 0 {
+			out = append(out, lv)
+		}
+		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return out
 }
 
 // errShort: the bytes end inside the thrift value.

@@ -43,6 +43,28 @@ func writeDict(t testing.TB, codec parquet.WriterOption, n int) []byte {
 	return b.Bytes()
 }
 
+type deltaRow struct {
+	ID int64 `parquet:"id,delta"`
+}
+
+// writeDelta writes a DELTA_BINARY_PACKED column in v1 pages.
+func writeDelta(t testing.TB) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[deltaRow](&b, parquet.DataPageVersion(1))
+	rows := make([]deltaRow, 300)
+	for i := range rows {
+		rows[i] = deltaRow{ID: int64(i * 3)}
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 // writeDictV2 writes data pages of version 2 (parquet-go's default).
 func writeDictV2(t testing.TB) []byte {
 	t.Helper()
@@ -210,6 +232,21 @@ func hostileParquet(t testing.TB) []struct {
 			firstPage(plain, format.DataPage, func(p *craftPage) { p.h.DataPageHeader.V.NumValues = 2e9 })},
 		{"page-v2-nulls", "declares 20 values, 2000000000 nulls",
 			firstPage(writeDictV2(t), format.DataPageV2, func(p *craftPage) { p.h.DataPageHeaderV2.V.NumNulls = 2e9 })},
+		{"delta-total-values", "its DELTA_BINARY_PACKED header declares 2147483647 values in a page of 300",
+			firstPage(writeDelta(t), format.DataPage, func(p *craftPage) {
+				var v [3]uint64
+				rest := p.body
+				for i := range v {
+					x, k := binary.Uvarint(rest)
+					v[i], rest = x, rest[k:]
+				}
+				b := binary.AppendUvarint(nil, v[0])
+				b = binary.AppendUvarint(b, v[1])
+				b = binary.AppendUvarint(b, 1<<31-1)
+				p.body = append(b, rest...)
+				p.h.CompressedPageSize = int32(len(p.body))
+				p.h.UncompressedPageSize = int32(len(p.body))
+			})},
 		{"lz4-corrupt", "corrupt LZ4 block",
 			firstPage(writeDict(t, parquet.Compression(&parquet.Lz4Raw), 20), format.DataPage, func(p *craftPage) {
 				p.body = bytes.Repeat([]byte{0xFF}, len(p.body))

@@ -111,7 +111,8 @@ func openParquet(path string) (rowSource, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a readable Parquet file: %v", path, err)
 	}
-	return &parquetSource{path: path, f: f, pf: pf, schema: pf.Schema(), check: pageCheck{r: f}}, nil
+	check := pageCheck{r: f, levels: schemaLevels(pf.Metadata())}
+	return &parquetSource{path: path, f: f, pf: pf, schema: pf.Schema(), check: check}, nil
 }
 
 // openParquetFile opens a Parquet file whose footer passed parquetFooter.
@@ -138,7 +139,7 @@ func (s *parquetSource) nextGroup() error {
 	s.group++
 	md := &s.pf.Metadata().RowGroups[g]
 	for j := range md.Columns {
-		if err := s.check.chunk(&md.Columns[j].MetaData); err != nil {
+		if err := s.check.chunk(&md.Columns[j].MetaData, s.check.levels[j]); err != nil {
 			return fmt.Errorf("row group %d, column %s: %v", g, strings.Join(md.Columns[j].MetaData.PathInSchema, "."), err)
 		}
 	}
