@@ -44,6 +44,11 @@ const (
 	// values (nulls included) a page or dictionary declares.
 	maxPageBytes  = 1 << 30
 	maxPageValues = 1 << 24
+	// maxChunkNulls bounds the values of a column chunk beyond 8 a byte
+	// of its pages (a value takes a bit at least; a null, in
+	// run-length-encoded levels, next to nothing): pages of nulls in a
+	// few bytes each could make one row a list of billions.
+	maxChunkNulls = 1 << 25
 )
 
 // maxRatio is the most a compressed byte can expand to in each codec
@@ -222,6 +227,7 @@ func (p *pageCheck) chunk(m *format.ColumnMetaData, lv leafLevels) error {
 	}
 	end := pos + m.TotalCompressedSize
 	ratio := maxRatio(m.Codec)
+	var values, pageBytes int64
 	for pos < end {
 		h, n, err := p.header(pos, end)
 		if err != nil {
@@ -229,6 +235,13 @@ func (p *pageCheck) chunk(m *format.ColumnMetaData, lv leafLevels) error {
 		}
 		if err := checkPage(h, m.Codec, ratio, end-pos-int64(n)); err != nil {
 			return fmt.Errorf("page at offset %d: %v", pos, err)
+		}
+		if h.Type == format.DataPage || h.Type == format.DataPageV2 {
+			values += int64(max(h.DataPageHeader.V.NumValues, h.DataPageHeaderV2.V.NumValues))
+			pageBytes += int64(h.UncompressedPageSize)
+			if values > max(maxChunkNulls, 8*pageBytes) {
+				return fmt.Errorf("pages up to offset %d declare %d values in %d bytes", pos, values, pageBytes)
+			}
 		}
 		pos += int64(n)
 		c := int64(h.CompressedPageSize)
@@ -240,8 +253,8 @@ func (p *pageCheck) chunk(m *format.ColumnMetaData, lv leafLevels) error {
 			if v2 {
 				// Levels precede the values, never compressed.
 				v := &h.DataPageHeaderV2.V
-				lv := int64(v.RepetitionLevelsByteLength) + int64(v.DefinitionLevelsByteLength)
-				at, size, limit = at+lv, size-lv, limit-lv
+				levels := int64(v.RepetitionLevelsByteLength) + int64(v.DefinitionLevelsByteLength)
+				at, size, limit = at+levels, size-levels, limit-levels
 				if v.IsCompressed.Valid && !v.IsCompressed.V {
 					codec = format.Uncompressed
 				}

@@ -247,6 +247,15 @@ func hostileParquet(t testing.TB) []struct {
 				p.h.CompressedPageSize = int32(len(p.body))
 				p.h.UncompressedPageSize = int32(len(p.body))
 			})},
+		{"chunk-values", "declare 50331648 values in",
+			craft(t, plain, func(md *format.FileMetaData, pages [][][]craftPage) {
+				// Three copies of the id column's data page, 16 Mi
+				// values each.
+				list := pages[0][0]
+				p := list[len(list)-1]
+				p.h.DataPageHeader.V.NumValues = 1 << 24
+				pages[0][0] = []craftPage{p, p, p}
+			})},
 		{"lz4-corrupt", "corrupt LZ4 block",
 			firstPage(writeDict(t, parquet.Compression(&parquet.Lz4Raw), 20), format.DataPage, func(p *craftPage) {
 				p.body = bytes.Repeat([]byte{0xFF}, len(p.body))
