@@ -307,7 +307,7 @@ func TestHostileParquet(t *testing.T) {
 	}
 }
 
-// readAll reads every row of a Parquet file.
+// readLZ4 reads every row of a Parquet file.
 func readAll(path string) error {
 	src, err := openParquet(path)
 	if err != nil {
@@ -350,20 +350,93 @@ func TestParquetCodecs(t *testing.T) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
+			if name == "lz4" && err != nil && strings.Contains(err.Error(), "less than 3:1") {
+				// Refused rather than read as zeros: TestParquetLZ4
+				// covers both sides.
+				break
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			// parquet-go v0.32.0 reads an LZ4 page that needed a new
-			// buffer as zeros (it keeps the old one); only the count is
-			// checked for it.
-			if id, _ := o.Get("id"); id != int64(n) && name != "lz4" {
+			if id, _ := o.Get("id"); id != int64(n) {
 				t.Fatalf("%s: row %d has id %v", name, n, id)
 			}
 			n++
 		}
 		src.close()
-		if n != 50000 {
+		if n != 50000 && name != "lz4" {
 			t.Errorf("%s: %d rows, want 50000", name, n)
 		}
+	}
+}
+
+type textRow struct {
+	ID   int64  `parquet:"id,plain"`
+	Text string `parquet:"text,plain"`
+}
+
+// readLZ4 reads every row of an LZ4_RAW file of rows with the given
+// texts (ids i/1000, so that column compresses too), checking each row,
+// and returns the first error.
+func readLZ4(t *testing.T, text func(i int) string, n int) error {
+	t.Helper()
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[textRow](&b, parquet.Compression(&parquet.Lz4Raw), parquet.DataPageVersion(1))
+	rows := make([]textRow, n)
+	for i := range rows {
+		rows[i] = textRow{ID: int64(i / 1000), Text: text(i)}
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "lz4.parquet")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := openParquet(p)
+	if err != nil {
+		return err
+	}
+	defer src.close()
+	for i := 0; ; i++ {
+		o, err := src.next()
+		if errors.Is(err, io.EOF) {
+			if i != n {
+				t.Fatalf("%d rows, want %d", i, n)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		id, _ := o.Get("id")
+		txt, _ := o.Get("text")
+		if id != int64(i/1000) || txt != text(i) {
+			t.Fatalf("row %d reads id %v text %q, want %d %q", i, id, txt, i/1000, text(i))
+		}
+	}
+}
+
+// parquet-go v0.32.0 returns an LZ4_RAW page compressed less than 3:1 as
+// zeros when its pooled buffer is short; such pages are refused, and
+// pages at 3:1 or more read exactly.
+func TestParquetLZ4(t *testing.T) {
+	repetitive := func(i int) string { return strings.Repeat("the same words again ", 20) + fmt.Sprint(i%5) }
+	if err := readLZ4(t, repetitive, 20000); err != nil {
+		t.Fatalf("a 3:1-or-better LZ4 file: %v", err)
+	}
+	// Hex of a hash-like sequence barely compresses.
+	noisy := func(i int) string {
+		x := uint64(i)*0x9e3779b97f4a7c15 + 1
+		x ^= x >> 29
+		x *= 0xbf58476d1ce4e5b9
+		return fmt.Sprintf("%016x%016x", x, x*0x94d049bb133111eb)
+	}
+	err := readLZ4(t, noisy, 20000)
+	if err == nil || !strings.Contains(err.Error(), "less than 3:1") || !strings.Contains(err.Error(), "re-save") {
+		t.Fatalf("a poorly compressed LZ4 file: %v, want the less-than-3:1 refusal", err)
 	}
 }
