@@ -47,6 +47,7 @@ func DecodeFLAC(b []byte) (PCM, error) {
 	}
 	p := PCM{Channels: channels, SampleRate: rate}
 	scale := 1 / float64(int64(1)<<(depth-1))
+	limit := flacMaxSamples(len(b))
 	r := &bitReader{b: b, pos: off * 8}
 	for r.pos/8 < len(b) {
 		if len(b)-r.pos/8 < 2 {
@@ -56,6 +57,9 @@ func DecodeFLAC(b []byte) (PCM, error) {
 		if err != nil {
 			return PCM{}, err
 		}
+		if len(p.Samples)+len(chans[0])*len(chans) > limit {
+			return PCM{}, fmt.Errorf("FLAC: a stream of %d bytes decodes to more than %d samples; refusing it (a constant subframe can stand for 65,536 samples in a few bytes)", len(b), limit)
+		}
 		for i := range chans[0] {
 			for c := range chans {
 				p.Samples = append(p.Samples, float64(chans[c][i])*scale)
@@ -63,6 +67,14 @@ func DecodeFLAC(b []byte) (PCM, error) {
 		}
 	}
 	return p, nil
+}
+
+// flacMaxSamples bounds the samples (all channels) decoded from a
+// stream of n bytes: speech compresses to about a byte a sample and
+// silence far better, so 256 a byte with a floor of 4 Mi, and 128 Mi at
+// most (about two hours of 16 kHz mono, 1 GiB as float64).
+func flacMaxSamples(n int) int {
+	return min(max(256*n, 1<<22), 1<<27)
 }
 
 // flacFrame decodes one frame into per-channel samples.

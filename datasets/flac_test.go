@@ -1,8 +1,11 @@
 package datasets
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -60,4 +63,59 @@ func FuzzDecodeFLAC(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeFLAC(b)
 	})
+}
+
+var writeCorpus = flag.Bool("write-corpus", false, "write the hostile inputs into testdata/fuzz")
+
+// flacConstantBomb is a stream of frames of 65,536 samples on 8
+// channels, each channel one constant subframe: 34 bytes a frame.
+func flacConstantBomb(frames int) []byte {
+	b := []byte("fLaC\x80\x00\x00\x22")
+	si := make([]byte, 34)
+	si[10], si[11], si[12], si[13] = 0x03, 0xE8, 0x0E, 0xF0 // 16 kHz, 8 channels, 16 bits
+	b = append(b, si...)
+	frame := []byte{0xFF, 0xF8, 0x70, 0x78, 0x00, 0xFF, 0xFF, 0x00}
+	for range 8 {
+		frame = append(frame, 0x00, 0x00, 0x00)
+	}
+	frame = append(frame, 0x00, 0x00)
+	for range frames {
+		b = append(b, frame...)
+	}
+	return b
+}
+
+func TestFLACExpansionBounded(t *testing.T) {
+	// 600 frames: 314,572,800 samples, 2.4 GiB as float64.
+	bomb := flacConstantBomb(600)
+	if *writeCorpus {
+		writeSeed(t, "FuzzDecodeFLAC", "constant-subframes", bomb)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeFLAC(bomb)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "decodes to more than") {
+		t.Fatalf("err = %v, want the sample limit", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 256<<20 {
+		t.Errorf("decoding allocated %d MiB", got>>20)
+	}
+	// A few such frames are a valid stream of silence.
+	p, err := DecodeFLAC(flacConstantBomb(3))
+	if err != nil || len(p.Samples) != 3*65536*8 || p.Channels != 8 {
+		t.Fatalf("3 frames: %d samples, %d channels, %v", len(p.Samples), p.Channels, err)
+	}
+}
+
+// writeSeed writes b as a seed corpus entry of a fuzz target.
+func writeSeed(t *testing.T, target, name string, b []byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", b), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -293,6 +293,35 @@ func strField(row *hfhub.Object, key string) (string, error) {
 	return s, nil
 }
 
+// rowFields reads a row's columns one after another and keeps the first
+// error (field's KeyError or strField's TypeError), after which it reads
+// nothing more: a class reads its columns, then checks err once, and
+// fails as its Python does at the first column that is wrong.
+type rowFields struct {
+	row *hfhub.Object
+	err error
+}
+
+// get is field(row, key).
+func (f *rowFields) get(key string) any {
+	if f.err != nil {
+		return nil
+	}
+	v, err := field(f.row, key)
+	f.err = err
+	return v
+}
+
+// str is strField(row, key).
+func (f *rowFields) str(key string) string {
+	if f.err != nil {
+		return ""
+	}
+	s, err := strField(f.row, key)
+	f.err = err
+	return s
+}
+
 // pyTypeName is type(v).__name__ for a row value.
 func pyTypeName(v any) string {
 	switch v.(type) {

@@ -70,20 +70,16 @@ func sampleASR(h *hfRun) ([]Request, error) {
 		if len(reqs) >= h.env.NumPrompts {
 			return true, nil
 		}
+		f := rowFields{row: row}
 		var audio any
 		if earnings {
 			// This set names repository-local MP3 files in "url".
-			u, err := strField(row, "url")
-			if err != nil {
-				return true, err
-			}
-			audio = filepath.Join(root, filepath.FromSlash(u))
+			audio = filepath.Join(root, filepath.FromSlash(f.str("url")))
 		} else {
-			v, err := field(row, "audio")
-			if err != nil {
-				return true, err
-			}
-			audio = v
+			audio = f.get("audio")
+		}
+		if f.err != nil {
+			return true, f.err
 		}
 		clip, err := h.asrClip(audio)
 		if err != nil {

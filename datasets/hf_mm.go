@@ -75,6 +75,14 @@ func (h *hfRun) imageBytes(o *hfhub.Object) ([]byte, error) {
 // jpegDataURL decodes an encoded image and re-encodes it as a JPEG data
 // URL, as process_image does with PIL.
 func jpegDataURL(data []byte) (string, error) {
+	// The header first: decoders allocate the whole picture up front.
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", fmt.Errorf("image (%s): %v; stampede decodes JPEG, PNG and GIF", sniffImage(data), err)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > maxImagePixels {
+		return "", fmt.Errorf("image (%s): %dx%d is %d pixels, more than the %d PIL refuses as a decompression bomb", format, cfg.Width, cfg.Height, px, maxImagePixels)
+	}
 	img, format, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return "", fmt.Errorf("image (%s): %v; stampede decodes JPEG, PNG and GIF", sniffImage(data), err)
@@ -85,6 +93,10 @@ func jpegDataURL(data []byte) (string, error) {
 	}
 	return "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(out.Bytes()), nil
 }
+
+// maxImagePixels is where PIL raises DecompressionBombError: twice
+// Image.MAX_IMAGE_PIXELS.
+const maxImagePixels = 2 * 89_478_485
 
 // flattenRGB is convert_image_mode(image, "RGB"): an image with alpha is
 // pasted onto white through its alpha; others convert directly.
@@ -211,13 +223,10 @@ var mmvuClass = &hfClass{name: "MMVUDataset", paths: []string{"yale-nlp/MMVU"}, 
 			if len(reqs) >= h.env.NumPrompts {
 				return true, nil
 			}
-			q, err := strField(row, "question")
-			if err != nil {
-				return true, err
-			}
-			cv, err := field(row, "choices")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			q, cv := f.str("question"), f.get("choices")
+			if f.err != nil {
+				return true, f.err
 			}
 			choices, _ := cv.(*hfhub.Object)
 			if choices == nil {
@@ -228,9 +237,9 @@ var mmvuClass = &hfClass{name: "MMVUDataset", paths: []string{"yale-nlp/MMVU"}, 
 				parts[j] = k + "." + pyStr(choices.Fields[k])
 			}
 			prompt := q + " " + strings.Join(parts, " ")
-			video, err := strField(row, "video")
-			if err != nil {
-				return true, err
+			video := f.str("video")
+			if f.err != nil {
+				return true, f.err
 			}
 			if strings.HasPrefix(video, remote+"/") && h.src != nil && h.src.Root != "" && h.path == h.name {
 				// The file must be where the URL will point.

@@ -77,16 +77,14 @@ var instructCoderClass = &hfClass{name: "InstructCoderDataset", paths: []string{
 			if i >= h.env.NumPrompts {
 				return true, nil
 			}
-			in, err := field(row, "input")
-			if err != nil {
-				return true, err
-			}
-			instr, err := field(row, "instruction")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			in, instr := f.get("input"), f.get("instruction")
+			if f.err != nil {
+				return true, f.err
 			}
 			p := pyStr(in) + "\n\n" + pyStr(instr) + " Just output the code, do not include any explanation."
 			if !h.env.SkipChatTemplate {
+				var err error
 				if p, err = h.userTemplate(p); err != nil {
 					return true, err
 				}
@@ -113,17 +111,10 @@ var blazeditClass = &hfClass{name: "BlazeditDataset", paths: []string{"vdaita/ed
 			if len(reqs) >= h.env.NumPrompts {
 				return true, nil
 			}
-			code, err := field(row, "code")
-			if err != nil {
-				return true, err
-			}
-			change, err := field(row, "change_request")
-			if err != nil {
-				return true, err
-			}
-			dv, err := field(row, "norm_distance")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			code, change, dv := f.get("code"), f.get("change_request"), f.get("norm_distance")
+			if f.err != nil {
+				return true, f.err
 			}
 			d, ok := number(dv)
 			if !ok {
@@ -136,6 +127,7 @@ var blazeditClass = &hfClass{name: "BlazeditDataset", paths: []string{"vdaita/ed
 				pyStr(code) + "\n```\n\nChange request:\n" + pyStr(change) +
 				"\n\nPlease generate the new code file in the \"New file\" section below."
 			if !h.env.SkipChatTemplate {
+				var err error
 				if p, err = h.userTemplate(p); err != nil {
 					return true, err
 				}
@@ -276,13 +268,10 @@ var aimoClass = &hfClass{name: "AIMODataset", paths: []string{"AI-MO/aimo-valida
 			if len(reqs) >= h.env.NumPrompts {
 				return true, nil
 			}
-			prompt, err := strField(row, "problem")
-			if err != nil {
-				return true, err
-			}
-			completion, err := strField(row, "solution")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			prompt, completion := f.str("problem"), f.str("solution")
+			if f.err != nil {
+				return true, f.err
 			}
 			promptLen, outLen, keep, err := h.recordedPair(prompt, completion, 2048, 32000)
 			if err != nil || !keep {
@@ -311,17 +300,10 @@ var nextEditClass = &hfClass{name: "NextEditPredictionDataset", paths: []string{
 		}
 		var reqs []Request
 		err := h.each(func(i int, row *hfhub.Object) (bool, error) {
-			events, err := field(row, "events")
-			if err != nil {
-				return true, err
-			}
-			input, err := field(row, "input")
-			if err != nil {
-				return true, err
-			}
-			output, err := strField(row, "output")
-			if err != nil {
-				return true, err
+			f := rowFields{row: row}
+			events, input, output := f.get("events"), f.get("input"), f.str("output")
+			if f.err != nil {
+				return true, f.err
 			}
 			prompt := fmt.Sprintf(zetaPrompt, pyStr(events), pyStr(input))
 			// str.find returns -1 when the marker is missing, and
@@ -364,21 +346,18 @@ var mlperfClass = &hfClass{name: "MLPerfDataset", paths: []string{"mgoin/mlperf-
 			if len(reqs) >= h.env.NumPrompts {
 				return true, nil
 			}
-			var parts [3]any
-			for i, k := range []string{"system_prompt", "question", "output"} {
-				v, err := field(row, k)
-				if err != nil {
-					return true, err
-				}
-				parts[i] = v
+			f := rowFields{row: row}
+			system, question, output := f.get("system_prompt"), f.get("question"), f.get("output")
+			if f.err != nil {
+				return true, f.err
 			}
-			answer, ok := parts[2].(string)
+			answer, ok := output.(string)
 			if !ok {
-				return true, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("column \"output\" holds %s, want a str", pyTypeName(parts[2]))}
+				return true, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("column \"output\" holds %s, want a str", pyTypeName(output))}
 			}
 			msgs, _ := json.Marshal([]any{
-				orderedMsg{"system", parts[0]},
-				orderedMsg{"user", parts[1]},
+				orderedMsg{"system", system},
+				orderedMsg{"user", question},
 			})
 			prompt, err := h.env.ChatRender(msgs, nil)
 			if err != nil {

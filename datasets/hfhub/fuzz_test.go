@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`{"a": [1, 2.5, "x", null, {"b": true}]}`))
 	f.Add([]byte(`[1e400, -0, "\u00e9"]`))
 	f.Add([]byte(`{"a": 1} {"b": 2}`))
+	f.Add([]byte(strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeJSON(b)
 	})
@@ -62,4 +64,19 @@ func FuzzParquetRows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A line of nested brackets is refused at maxJSONDepth, before the
+// recursion outgrows the stack; one level less is a value.
+func TestDecodeJSONDepth(t *testing.T) {
+	nest := func(n int) []byte {
+		return []byte(strings.Repeat(`{"a":[`, n/2) + "1" + strings.Repeat("]}", n/2))
+	}
+	if _, err := DecodeJSON(nest(maxJSONDepth)); err != nil {
+		t.Fatalf("%d levels: %v", maxJSONDepth, err)
+	}
+	_, err := DecodeJSON(nest(4 * maxJSONDepth))
+	if err == nil || !strings.Contains(err.Error(), "nested deeper than 10000 levels") {
+		t.Fatalf("%d levels: %v", 4*maxJSONDepth, err)
+	}
 }

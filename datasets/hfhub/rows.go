@@ -82,8 +82,11 @@ func openFile(path string) (rowSource, error) {
 type parquetSource struct {
 	path   string
 	f      *os.File
-	r      *parquet.GenericReader[any]
+	pf     *parquet.File
 	schema *parquet.Schema
+	check  pageCheck
+	group  int // the next row group to read
+	r      *parquet.GenericReader[any]
 	row    int
 	batch  []any // rows read ahead
 	at     int
@@ -103,12 +106,45 @@ func openParquet(path string) (rowSource, error) {
 		f.Close()
 		return nil, err
 	}
-	pf, err := parquet.OpenFile(f, info.Size())
+	pf, err := openParquetFile(f, info.Size())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a readable Parquet file: %v", path, err)
 	}
-	return &parquetSource{path: path, f: f, r: parquet.NewGenericReader[any](pf), schema: pf.Schema()}, nil
+	check := pageCheck{r: f, levels: schemaLevels(pf.Metadata())}
+	return &parquetSource{path: path, f: f, pf: pf, schema: pf.Schema(), check: check}, nil
+}
+
+// openParquetFile opens a Parquet file whose footer passed parquetFooter.
+// The page index and bloom filters are not read (rows do not need them).
+func openParquetFile(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	if _, _, err := parquetFooter(r, size); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			pf, err = nil, fmt.Errorf("corrupt metadata: %v", p)
+		}
+	}()
+	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64<<10))
+}
+
+// nextGroup checks the next row group's pages and starts reading it.
+func (s *parquetSource) nextGroup() error {
+	groups := s.pf.RowGroups()
+	if s.group >= len(groups) {
+		return io.EOF
+	}
+	g := s.group
+	s.group++
+	md := &s.pf.Metadata().RowGroups[g]
+	for j := range md.Columns {
+		if err := s.check.chunk(&md.Columns[j].MetaData, s.check.levels[j]); err != nil {
+			return fmt.Errorf("row group %d, column %s: %v", g, strings.Join(md.Columns[j].MetaData.PathInSchema, "."), err)
+		}
+	}
+	s.r = parquet.NewGenericRowGroupReader[any](groups[g])
+	return nil
 }
 
 func (s *parquetSource) next() (o *Object, err error) {
@@ -119,12 +155,22 @@ func (s *parquetSource) next() (o *Object, err error) {
 			o, err = nil, fmt.Errorf("%s row %d: corrupt Parquet data: %v", s.path, s.row, p)
 		}
 	}()
-	if s.at == len(s.batch) {
+	for s.at == len(s.batch) {
 		if s.err != nil {
-			if errors.Is(s.err, io.EOF) {
-				return nil, io.EOF
+			if !errors.Is(s.err, io.EOF) {
+				return nil, fmt.Errorf("%s row %d: %v", s.path, s.row, s.err)
 			}
-			return nil, fmt.Errorf("%s row %d: %v", s.path, s.row, s.err)
+			// This row group is done: on to the next.
+			s.err, s.r = nil, nil
+		}
+		if s.r == nil {
+			if err := s.nextGroup(); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil, io.EOF
+				}
+				s.err = err
+				return nil, fmt.Errorf("%s: %v", s.path, err)
+			}
 		}
 		if s.batch == nil {
 			s.batch = make([]any, parquetBatch)
@@ -135,9 +181,6 @@ func (s *parquetSource) next() (o *Object, err error) {
 		s.batch, s.at, s.err = s.batch[:n], 0, err
 		if n == 0 && err == nil {
 			s.err = io.EOF
-		}
-		if n == 0 {
-			return s.next()
 		}
 	}
 	m := s.batch[s.at]
@@ -385,7 +428,7 @@ func (s *sliceSource) close() error { return nil }
 func DecodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +438,12 @@ func DecodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+// maxJSONDepth bounds the nesting of a JSON value (encoding/json's own
+// limit): each level is a call, and a 64 MiB line of brackets would
+// otherwise outgrow the goroutine's stack.
+const maxJSONDepth = 10000
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -405,6 +453,9 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= maxJSONDepth && (t == '{' || t == '[') {
+			return nil, fmt.Errorf("invalid JSON: nested deeper than %d levels", maxJSONDepth)
+		}
 		switch t {
 		case '{':
 			o := &Object{Fields: map[string]any{}}
@@ -414,7 +465,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 					return nil, fmt.Errorf("invalid JSON: %v", err)
 				}
 				k, _ := kt.(string)
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -425,7 +476,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		case '[':
 			out := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
