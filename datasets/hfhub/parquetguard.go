@@ -396,15 +396,6 @@ func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, lim
 		p.out = out[:0]
 		return out, nil
 	case format.Lz4Raw:
-		// parquet-go v0.32.0 decodes an LZ4 page into a new buffer when
-		// the pooled one is shorter than 3 × the compressed bytes, and
-		// then keeps reading the old one: such a page comes back as
-		// zeros with no error. A page declaring less than 3:1 may meet
-		// that (the pool's buffers vary), so it is refused rather than
-		// read wrong; at 3:1 or more the pooled buffer always has room.
-		if limit < 3*int64(n) {
-			return nil, fmt.Errorf("LZ4_RAW page of %d bytes declares %d uncompressed, less than 3:1, which the Parquet reader (parquet-go v0.32.0) can return as zeros; re-save the file with snappy or zstd", n, limit)
-		}
 		// parquet-go's LZ4 decoder retries a failing block with twice the
 		// room, without end; one that fails in room for the declared
 		// size is refused here.
@@ -414,6 +405,15 @@ func (p *pageCheck) decoded(pos int64, n int, codec format.CompressionCodec, lim
 		k, err := lz4.UncompressBlock(src, p.out[:max(limit, 3*int64(n))])
 		if err != nil {
 			return nil, fmt.Errorf("corrupt LZ4 block, or one larger than the %d bytes declared: %v", limit, err)
+		}
+		// parquet-go v0.32.0 decodes an LZ4 page into a new buffer when
+		// the pooled one is shorter than 3 × the compressed bytes, and
+		// then keeps reading the old one: such a page comes back as
+		// zeros with no error. A page declaring less than 3:1 may meet
+		// that (the pool's buffers vary), so it is refused rather than
+		// read wrong; at 3:1 or more the pooled buffer always has room.
+		if limit < 3*int64(n) {
+			return nil, fmt.Errorf("LZ4_RAW page of %d bytes declares %d uncompressed, less than 3:1, which the Parquet reader (parquet-go v0.32.0) can return as zeros; re-save the file with snappy or zstd", n, limit)
 		}
 		return p.out[:k], nil
 	case format.Zstd:
