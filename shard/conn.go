@@ -46,6 +46,8 @@ type conn struct {
 	txPending bool
 	txKey     uint32
 	sentBytes uint32
+	// noDelay: TCP_NODELAY is set (see dial).
+	noDelay bool
 
 	// TLS on the loop (Config.TLS): the record layer once the handshake
 	// completed; before that, the handshake in progress and c's place in
