@@ -47,6 +47,8 @@ type conn struct {
 	sentBytes uint32
 	// noDelay: TCP_NODELAY is set (see dial).
 	noDelay bool
+	// ur: the shard's io_uring reads the connection (see Shard.reap).
+	ur bool
 
 	// TLS on the loop (Config.TLS): the record layer once the handshake
 	// completed; before that, the handshake in progress and c's place in

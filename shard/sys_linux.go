@@ -10,9 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Every system call the shard makes lives in this file: epoll, eventfd,
-// sockets and their options, recvmsg with its control messages, CPU pinning
-// and per-thread CPU time. The rest of the package is plain Go.
+// Every system call the shard makes lives in this file and in
+// uring_linux.go (the io_uring ring): epoll, eventfd, sockets and their
+// options, recvmsg with its control messages, CPU pinning and per-thread
+// CPU time. The rest of the package is plain Go.
 //
 // The calls the loop makes per event or per request on non-blocking
 // descriptors (recvmsg, send, epoll_ctl, epoll_wait that finds events,
