@@ -66,7 +66,6 @@ type Parser struct {
 	headRequest bool
 	err         error // the error that failed the parser, returned until Reset
 
-	head    Head
 	framing headFraming
 
 	// buf holds a partial head or line carried from one Feed call to the next.
@@ -80,6 +79,10 @@ type Parser struct {
 	remaining int64 // bytes left in the Content-Length body or the current chunk
 	bodyBytes int64 // body bytes handed to OnBody so far
 	sawCR     bool  // stateChunkEnd: the CR of the CRLF has been consumed
+
+	// head is last: a response's body, read event after event, never
+	// touches it, so the fields above share fewer cache lines.
+	head Head
 }
 
 // Reset prepares the parser for the next response on the same connection.

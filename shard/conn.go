@@ -15,9 +15,8 @@ const (
 // read calls straight back into it without any allocation. Only its shard's
 // thread touches it.
 type conn struct {
-	// Response is the answer in flight, parsed straight from this
-	// connection's reads.
-	Response
+	// The fields an event on a busy connection reads come first, ahead of
+	// the Response they share cache lines with (see Response).
 
 	fd    int
 	tag   uint32 // epoll registration tag (see poller.add)
@@ -46,6 +45,10 @@ type conn struct {
 	txPending bool
 	txKey     uint32
 	sentBytes uint32
+	// noDelay: TCP_NODELAY is set (see dial).
+	noDelay bool
+	// ur: the shard's io_uring reads the connection (see Shard.reap).
+	ur bool
 
 	// TLS on the loop (Config.TLS): the record layer once the handshake
 	// completed; before that, the handshake in progress and c's place in
@@ -53,6 +56,10 @@ type conn struct {
 	tls     *loopTLS
 	dial    *tlsDial
 	hsIndex int
+
+	// Response is the answer in flight, parsed straight from this
+	// connection's reads.
+	Response
 
 	deadlineNs int64
 	heapIndex  int

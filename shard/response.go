@@ -21,23 +21,20 @@ import (
 // transport and the probe loop in bench all read responses through it.
 // Parsing a read calls straight back into it without any allocation; only
 // the goroutine that owns it may touch it.
+//
+// The fields every token event touches come first and the ones only a
+// head, a pooling answer or a failure needs come last, so that a read
+// touches as few of a connection's cache lines as it can: with 10,000
+// streams they are rarely still cached from the event before.
 type Response struct {
 	decoder   *sse.Decoder
 	streaming bool // false for the non-streaming pooling backends
 
-	// The request's own facts a pooling answer needs (SetPoolingUsage).
-	pooling          PoolingUsage
-	requestPromptLen int
-	metadata         []byte // the "metadata" header, for UsageInMetadata
-	hasMetadata      bool
-
 	status     int // response status code, 0 until the head arrived
-	reason     []byte
 	keepAlive  bool
 	done       bool  // the response body ended
 	bodyTs     int64 // receive time of the read being parsed
 	handlerErr error // first error raised inside a parser callback
-	body       []byte
 	stream     metrics.Stream
 
 	// maxBytes bounds the bytes of one answer (0: no bound); received
@@ -50,6 +47,15 @@ type Response struct {
 
 	http httpwire.Parser
 	sse  sse.Parser
+
+	reason []byte
+	body   []byte
+
+	// The request's own facts a pooling answer needs (SetPoolingUsage).
+	pooling          PoolingUsage
+	requestPromptLen int
+	metadata         []byte // the "metadata" header, for UsageInMetadata
+	hasMetadata      bool
 }
 
 var (

@@ -68,17 +68,20 @@ type Config struct {
 
 // Health is a shard's account of itself, read after Run returns.
 type Health struct {
-	CPU          int
-	CPUTime      time.Duration // user+system time of the loop's thread
-	Preempted    int64         // times another thread took the loop's CPU
-	LongestTurn  time.Duration // longest pass over one epoll_wait's events
-	Waits        int64         // epoll_wait calls that returned events
-	Events       int64         // events they returned
-	Naps         int64         // pauses to let events accumulate (coalesceNap)
-	Reads        int64         // reads that returned bytes
-	StampedReads int64         // of those, reads that carried a kernel timestamp
-	Connections  int64         // connections opened
-	PinError     string        // why pinning failed, if it did
+	CPU         int
+	CPUTime     time.Duration // user+system time of the loop's thread
+	Preempted   int64         // times another thread took the loop's CPU
+	LongestTurn time.Duration // longest pass over one epoll_wait's events
+	Waits       int64         // epoll_wait calls that returned events
+	Events      int64         // events they returned
+	Naps        int64         // pauses to let events accumulate (coalesceNap)
+	Reads       int64         // reads that returned bytes
+	// RingReads counts the reads of those done by the shard's io_uring
+	// ring (see uring_linux.go); 0 where the kernel offers none.
+	RingReads    int64
+	StampedReads int64  // of those, reads that carried a kernel timestamp
+	Connections  int64  // connections opened
+	PinError     string // why pinning failed, if it did
 	// Deferred counts reads put off to a later turn: a connection with
 	// more to read waits behind the others (see turnReadBytes).
 	Deferred int64
@@ -127,16 +130,21 @@ const slowConnect = time.Second
 // goroutine, and end it with Stop (after the last request finished) or
 // Abort (cancellation).
 type Shard struct {
-	cfg     Config
-	poll    *poller
-	wake    wakeup
-	rx      *receiver
-	stamps  *stampReader
-	decoder *sse.Decoder
-	json    fastjson.Parser
-	sa      unix.Sockaddr
-	family  int
-	keeper  stampKeeper
+	cfg  Config
+	poll *poller
+	wake wakeup
+	// ur, when set, reads the plain connections (see uring_linux.go).
+	ur *uring
+	// ringMore: the last turn's reads reached uringTurnReads; the kernel
+	// may have more to run.
+	ringMore bool
+	rx       *receiver
+	stamps   *stampReader
+	decoder  *sse.Decoder
+	json     fastjson.Parser
+	sa       unix.Sockaddr
+	family   int
+	keeper   stampKeeper
 
 	// conns holds the open connections by fd: descriptors are small and
 	// dense, and a slice index is cheaper per event than a map look-up.
@@ -330,6 +338,11 @@ func (s *Shard) Run() {
 		}
 	}
 	s.clock = newStampClock(s.cfg.Clock)
+	if s.cfg.TLS == nil && uringWanted() {
+		// Without it (a kernel before 6.1, io_uring switched off or
+		// filtered), every read is a recvmsg of the loop's own.
+		s.ur, _ = newUring(s.wake.fd)
+	}
 	if s.cfg.Warm > 0 {
 		s.warm(s.cfg.Warm)
 	}
@@ -350,6 +363,11 @@ func (s *Shard) loop() {
 		}
 		if s.stopping.Load() && s.busy == 0 {
 			return
+		}
+		if s.ur != nil && s.ur.pending() {
+			// Connections closed since the last submission stay open
+			// until it: submit before the loop may sleep.
+			s.reap()
 		}
 		s.startBudget = maxStartsPerTurn
 		s.startsSinceNs = 0
@@ -381,6 +399,7 @@ func (s *Shard) loop() {
 			// event, so the concurrency cap does not idle for a whole turn.
 			s.takeWork()
 		}
+		reaped := s.reap()
 		s.takeHandshakes()
 		s.serveReady()
 		s.expireDeadlines()
@@ -388,7 +407,7 @@ func (s *Shard) loop() {
 		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
 			s.health.LongestTurn = d
 		}
-		if s.stamped && len(events) > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.len() == 0 {
+		if s.stamped && len(events)+reaped > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.len() == 0 {
 			s.health.Naps++
 			nap(coalesceNap)
 		}
@@ -398,7 +417,7 @@ func (s *Shard) loop() {
 // timeoutMs is epoll_wait's timeout: until the earliest deadline, rounded
 // up so the deadline has passed on wake-up.
 func (s *Shard) timeoutMs() int {
-	if s.startBudget == 0 || s.ready.len() > 0 {
+	if s.startBudget == 0 || s.ready.len() > 0 || s.ringMore {
 		// Requests may be waiting that this turn had no budget to start,
 		// or connections with bytes left to read.
 		return 0
@@ -593,9 +612,17 @@ func (s *Shard) open() (*conn, error) {
 	if !inProgress {
 		c.state = connBusy
 	}
-	if err := s.poll.add(fd, c.tag, connEvents); err != nil {
+	events := uint32(connEvents)
+	if s.ur != nil {
+		c.ur = true
+		events = connEventsRing
+	}
+	if err := s.poll.add(fd, c.tag, events); err != nil {
 		closeFD(fd)
 		return nil, err
+	}
+	if c.ur {
+		s.ur.recv(fd, c.ringTag())
 	}
 	s.setConn(fd, c)
 	s.health.Connections++
@@ -659,12 +686,16 @@ func (s *Shard) writeRequest(c *conn) {
 	}
 }
 
-// wrote accounts n more bytes of c's request written.
+// wrote accounts n more bytes of c's request written. A request that takes
+// more than one send turns Nagle's algorithm off first (see dial).
 func (s *Shard) wrote(c *conn, n int) {
 	c.written += n
 	c.sentBytes += uint32(n)
 	if c.written == len(c.req.Wire) {
 		s.requestSent(c)
+	} else if !c.noDelay {
+		c.noDelay = true
+		setNoDelay(c.fd)
 	}
 }
 
@@ -801,6 +832,13 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 		s.connFailed(c, err)
 		return false
 	}
+	return s.consume(c, data, realtimeNs, len(data) == len(s.rx.buf))
+}
+
+// consume feeds one read of busy c, stamped realtimeNs (0: none), through
+// the parsers; an empty read is the end of the stream. It reports what
+// readOnce does; full says the read filled its buffer.
+func (s *Shard) consume(c *conn, data []byte, realtimeNs int64, full bool) bool {
 	ts := s.readTime(c, realtimeNs)
 	if len(data) == 0 {
 		s.onEOF(c, ts)
@@ -821,7 +859,6 @@ func (s *Shard) readOnce(c *conn) (full bool) {
 		c.stream.FirstByte(ts)
 	}
 	c.gotBytes = true
-	full = len(data) == len(s.rx.buf)
 	_, failure, ok, decided := c.Consume(data, ts)
 	switch {
 	case !decided:
@@ -981,7 +1018,12 @@ func (s *Shard) closeConn(c *conn) {
 		return
 	}
 	s.conns[c.fd] = nil
-	closeFD(c.fd)
+	if c.ur {
+		s.ur.cancel(c.ringTag())
+		s.ur.closeAfterSubmit(c.fd)
+	} else {
+		closeFD(c.fd)
+	}
 	c.state = connClosed
 }
 
@@ -1011,6 +1053,10 @@ func (s *Shard) closeAll() {
 	}
 	s.idle = nil
 	s.stopHandshakes()
+	if s.ur != nil {
+		s.ur.enter()
+		s.ur.close()
+	}
 	s.poll.close()
 	s.wake.close()
 	s.keeper.close()

@@ -548,7 +548,9 @@ func TestFloodDoesNotStarveOthers(t *testing.T) {
 			}
 		}
 	}
-	if health[0].Deferred == 0 {
+	// The ring bounds a turn's reads by its buffers instead (see
+	// uring_linux.go); the loop's own reads defer.
+	if health[0].RingReads == 0 && health[0].Deferred == 0 {
 		t.Errorf("no read was deferred to a later turn while three servers flooded")
 	}
 }
