@@ -34,9 +34,9 @@ type Tokenizer struct {
 	// (decodeTekken).
 	tekken bool
 
-	tokens    []string // id -> token as written in the vocabulary
-	known     []bool   // id has a token
-	special   []bool   // id's token is a special added token
+	tokens    tokenList // id -> token as written in the vocabulary
+	known     []bool    // id has a token
+	special   []bool    // id's token is a special added token
 	vocabSize int
 
 	// byteLevelText holds, when the decoder is exactly ByteLevel, each
@@ -71,7 +71,7 @@ type workspace struct {
 // back: a token already in the vocabulary takes that id, each new one the
 // next id after the vocabulary (or after the highest added id, once that is
 // beyond it), and a repeated content is ignored.
-func assignAddedIDs(tokens []addedToken, vocab map[string]int32, vocabSize int) []addedToken {
+func assignAddedIDs(tokens []addedToken, lookup func(string) (int32, bool), vocabSize int) []addedToken {
 	seen := map[string]bool{}
 	maxID := int32(-1)
 	out := make([]addedToken, 0, len(tokens))
@@ -80,7 +80,7 @@ func assignAddedIDs(tokens []addedToken, vocab map[string]int32, vocabSize int) 
 			continue
 		}
 		seen[at.Content] = true
-		if id, ok := vocab[at.Content]; ok {
+		if id, ok := lookup(at.Content); ok {
 			at.ID = id
 		} else if maxID < 0 || (maxID < int32(vocabSize) && vocabSize > 0) {
 			at.ID = int32(vocabSize)
@@ -119,19 +119,29 @@ func (t *Tokenizer) setAddedTokens(tokens []addedToken) error {
 
 // finish derives the lookup tables once every component is loaded.
 func (t *Tokenizer) finish() {
-	t.special = make([]bool, len(t.tokens))
+	t.special = make([]bool, t.tokens.len())
 	specialContent := map[string]bool{}
+	// Only tokens whose length and first byte a special content has are
+	// looked up in it.
+	var firsts [256]bool
+	var lengths []bool
 	for i, at := range t.added {
 		if at.Special {
 			specialContent[at.Content] = true
 			t.special[t.addedIDs[i]] = true
+			firsts[at.Content[0]] = true
+			if len(at.Content) >= len(lengths) {
+				lengths = append(lengths, make([]bool, len(at.Content)+1-len(lengths))...)
+			}
+			lengths[len(at.Content)] = true
 		}
 	}
 	// Decoding skips by content, so a vocabulary entry spelled like a
 	// special token is skipped too.
 	if len(specialContent) > 0 {
-		for id, tok := range t.tokens {
-			if t.known[id] && specialContent[tok] {
+		for id := range int32(t.tokens.len()) {
+			tok := t.tokens.at(id)
+			if tok != "" && len(tok) < len(lengths) && lengths[len(tok)] && firsts[tok[0]] && t.known[id] && specialContent[tok] {
 				t.special[id] = true
 			}
 		}
@@ -145,10 +155,18 @@ func (t *Tokenizer) finish() {
 	t.addedSpecialIDs = slices.Compact(t.addedSpecialIDs)
 	t.specialIDs = t.addedSpecialIDs
 	if _, ok := t.dec.(byteLevelDecoder); ok {
-		t.textEnd = make([]uint32, len(t.tokens))
-		for id, tok := range t.tokens {
-			t.byteLevelText, _ = byteLevelDecode(t.byteLevelText, tok)
-			t.textEnd[id] = uint32(len(t.byteLevelText))
+		t.textEnd = make([]uint32, 0, t.tokens.len())
+		from := int32(0)
+		// A byte-level model has its vocabulary's bytes already.
+		if m, ok := t.model.(*bpe); ok && m.spelled && t.tokens.over == nil && m.vocab.size() == t.tokens.base.size() {
+			t.byteLevelText = make([]byte, len(m.vocab.text), len(m.vocab.text)+len(t.tokens.tail)*16)
+			copy(t.byteLevelText, m.vocab.text)
+			t.textEnd = append(t.textEnd, m.vocab.offs[1:]...)
+			from = int32(m.vocab.size())
+		}
+		for id := from; id < int32(t.tokens.len()); id++ {
+			t.byteLevelText, _ = byteLevelDecode(t.byteLevelText, t.tokens.at(id))
+			t.textEnd = append(t.textEnd, uint32(len(t.byteLevelText)))
 		}
 	}
 	if t.chunkable() {
@@ -266,7 +284,7 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
 			continue
 		}
-		tokens = append(tokens, t.tokens[id])
+		tokens = append(tokens, t.tokens.at(id))
 	}
 	if t.dec == nil {
 		return strings.Join(tokens, " ")
@@ -344,7 +362,7 @@ func (t *Tokenizer) IDToToken(id int32) (string, bool) {
 	if !t.has(id) {
 		return "", false
 	}
-	return t.tokens[id], true
+	return t.tokens.at(id), true
 }
 
 // EncodeBatch encodes texts in parallel on GOMAXPROCS goroutines; the
