@@ -71,6 +71,7 @@ type flatModel struct {
 	vocab    strTable // byteMode: each id's bytes, indexed over the alphabet's
 	outside  []uint32 // byteMode: the known ids outside the alphabet
 	merges   mergeTable
+	mapped   []byte // the file's mapping the tables lie in
 }
 
 // outsideMap is the byte-mode lookup of the tokens outside the alphabet.
@@ -230,6 +231,7 @@ func decodeBinCache(data []byte, sum [32]byte) (*flatModel, error) {
 		}
 	}
 	m.merges = mergeTableOf(slots)
+	m.mapped = data
 	return m, nil
 }
 

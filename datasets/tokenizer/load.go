@@ -116,6 +116,7 @@ func loadJSON(path string) (*Tokenizer, error) {
 			return t, nil
 		}
 		// A cache that does not fit the file is ignored.
+		unmapFile(cached.mapped)
 	}
 	t, resolved, err := parseJSONWith(data, nil, true)
 	if err != nil {
@@ -306,6 +307,9 @@ func parseJSONWith(data []byte, cached *flatModel, resolve bool) (*Tokenizer, *f
 		}
 	}
 	t.finish()
+	if cached != nil {
+		t.mapped = cached.mapped
+	}
 	return t, f.Model.resolved, nil
 }
 

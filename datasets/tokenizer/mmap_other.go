@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !linux
 
 package tokenizer
 
@@ -8,3 +8,5 @@ import "os"
 func mapFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
 func unmapFile([]byte) {}
+
+func dropPages([]byte) {}

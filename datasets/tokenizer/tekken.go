@@ -336,18 +336,14 @@ func (t *Tokenizer) decodeTekken(ids []int32, skipSpecial bool) string {
 		if !t.has(id) {
 			continue
 		}
-		begin := uint32(0)
-		if id > 0 {
-			begin = t.textEnd[id-1]
-		}
-		text := t.byteLevelText[begin:t.textEnd[id]]
+		text := t.byteLevelAt(id)
 		if !t.special[id] {
 			run = append(run, text...)
 			continue
 		}
 		flush()
 		if !skipSpecial {
-			b.Write(text)
+			b.WriteString(text)
 		}
 	}
 	flush()

@@ -39,11 +39,15 @@ type Tokenizer struct {
 	special   []bool    // id's token is a special added token
 	vocabSize int
 
-	// byteLevelText holds, when the decoder is exactly ByteLevel, each
-	// id's bytes back to back (textEnd[id] ends them), so decoding is a
-	// copy per token.
-	byteLevelText []byte
-	textEnd       []uint32
+	// byteLevel holds, when the decoder is exactly ByteLevel, each id's
+	// bytes back to back, so decoding is a copy per token: the ids of
+	// byteLevel, then those of byteTail. A byte-level BPE model's table
+	// is byteLevel itself.
+	byteLevel, byteTail strTable
+
+	// mapped is the binary cache file the model's tables lie in, when
+	// they came from there.
+	mapped []byte
 
 	// chunks caches the ids of chunks of long texts, when they can be cut
 	// exactly (chunk.go); nil otherwise.
@@ -155,18 +159,22 @@ func (t *Tokenizer) finish() {
 	t.addedSpecialIDs = slices.Compact(t.addedSpecialIDs)
 	t.specialIDs = t.addedSpecialIDs
 	if _, ok := t.dec.(byteLevelDecoder); ok {
-		t.textEnd = make([]uint32, 0, t.tokens.len())
 		from := int32(0)
 		// A byte-level model has its vocabulary's bytes already.
 		if m, ok := t.model.(*bpe); ok && m.spelled && t.tokens.over == nil && m.vocab.size() == t.tokens.base.size() {
-			t.byteLevelText = make([]byte, len(m.vocab.text), len(m.vocab.text)+len(t.tokens.tail)*16)
-			copy(t.byteLevelText, m.vocab.text)
-			t.textEnd = append(t.textEnd, m.vocab.offs[1:]...)
+			t.byteLevel = strTable{text: m.vocab.text, offs: m.vocab.offs}
 			from = int32(m.vocab.size())
 		}
+		var text []byte
+		offs := []uint32{0}
 		for id := from; id < int32(t.tokens.len()); id++ {
-			t.byteLevelText, _ = byteLevelDecode(t.byteLevelText, t.tokens.at(id))
-			t.textEnd = append(t.textEnd, uint32(len(t.byteLevelText)))
+			text, _ = byteLevelDecode(text, t.tokens.at(id))
+			offs = append(offs, uint32(len(text)))
+		}
+		if from == 0 {
+			t.byteLevel = strTable{text: string(text), offs: offs}
+		} else {
+			t.byteTail = strTable{text: string(text), offs: offs}
 		}
 	}
 	if t.chunkable() {
@@ -276,7 +284,7 @@ func (t *Tokenizer) CleanUpTokenizationSpaces() bool { return t.cleanUpSpaces }
 
 // decode is the tokenizers library's decode.
 func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
-	if t.textEnd != nil {
+	if t.byteLevel.offs != nil {
 		return t.decodeByteLevel(ids, skipSpecial)
 	}
 	tokens := make([]string, 0, len(ids))
@@ -300,20 +308,21 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 	ws := t.pool.Get().(*workspace)
 	defer t.pool.Put(ws)
-	text := t.byteLevelText
+	nb := int32(t.byteLevel.size())
 	buf := ws.buf[:0]
 	for _, id := range ids {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
 			continue
 		}
-		begin, end := uint32(0), t.textEnd[id]
-		if id > 0 {
-			begin = t.textEnd[id-1]
+		tab, k := &t.byteLevel, id
+		if id >= nb {
+			tab, k = &t.byteTail, id-nb
 		}
+		text, begin, end := tab.text, tab.offs[k], tab.offs[k+1]
 		w := len(buf)
 		if size := int(end - begin); size <= 8 && int(begin)+8 <= len(text) && w+8 <= cap(buf) {
 			buf = buf[:w+8]
-			binary.LittleEndian.PutUint64(buf[w:], binary.LittleEndian.Uint64(text[begin:]))
+			binary.LittleEndian.PutUint64(buf[w:], le64(text[begin:]))
 			buf = buf[:w+size]
 		} else {
 			buf = append(buf, text[begin:end]...)
@@ -327,7 +336,32 @@ func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 	return string(ws.lossy)
 }
 
+// byteLevelAt is id's bytes, when the decoder is ByteLevel.
+func (t *Tokenizer) byteLevelAt(id int32) string {
+	if nb := int32(t.byteLevel.size()); id >= nb {
+		return t.byteTail.at(id - nb)
+	}
+	return t.byteLevel.at(id)
+}
+
 func (t *Tokenizer) has(id int32) bool { return id >= 0 && int(id) < len(t.known) && t.known[id] }
+
+// Trim gives back the memory pages of the tables the tokenizer mapped from
+// its binary cache and clears its caches of encoded words: a run calls it
+// once its prompts are built, when the tokenizer is seldom used again. The
+// pages are read back from the page cache when next needed; nothing else
+// changes.
+func (t *Tokenizer) Trim() {
+	if t.mapped != nil {
+		dropPages(t.mapped)
+	}
+	if m, ok := t.model.(*bpe); ok && m.cache != nil {
+		m.cache.clear()
+	}
+	if t.chunks != nil {
+		t.chunks.clear()
+	}
+}
 
 // VocabSize is Hugging Face's vocab_size: the model's vocabulary, added
 // tokens not counted.

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package tokenizer
 
@@ -28,3 +28,7 @@ func mapFile(path string) ([]byte, error) {
 
 // unmapFile releases a mapping nothing refers to.
 func unmapFile(data []byte) { _ = syscall.Munmap(data) }
+
+// dropPages gives back a mapping's resident pages; they are read back from
+// the page cache when next used.
+func dropPages(data []byte) { _ = syscall.Madvise(data, syscall.MADV_DONTNEED) }
