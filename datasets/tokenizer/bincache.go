@@ -261,7 +261,7 @@ func tableOf(text, offsB, slotsB []byte, nIDs int, known []bool) (strTable, erro
 			return strTable{}, errors.New("slot out of range")
 		}
 	}
-	if len(slots) != 0 && slices.Contains(slots, 0) == false {
+	if len(slots) != 0 && !slices.Contains(slots, 0) {
 		return strTable{}, errors.New("slots full") // a lookup would never end
 	}
 	return strTable{text: unsafeString(text), offs: offs, slots: slots}, nil

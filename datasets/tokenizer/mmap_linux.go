@@ -29,6 +29,9 @@ func mapFile(path string) ([]byte, error) {
 // unmapFile releases a mapping nothing refers to.
 func unmapFile(data []byte) { _ = syscall.Munmap(data) }
 
+// mappable: the cache is mapped, not read.
+const mappable = true
+
 // dropPages gives back a mapping's resident pages; they are read back from
 // the page cache when next used.
 func dropPages(data []byte) { _ = syscall.Madvise(data, syscall.MADV_DONTNEED) }

@@ -9,4 +9,6 @@ func mapFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
 func unmapFile([]byte) {}
 
+const mappable = false
+
 func dropPages([]byte) {}
