@@ -275,6 +275,16 @@ func unsafeString(b []byte) string {
 }
 
 func encodeBinCache(m *flatModel, sum [32]byte) []byte {
+	var out []byte
+	for _, part := range binCacheParts(m, sum) {
+		out = append(out, part...)
+	}
+	return out
+}
+
+// binCacheParts is the file of m, in pieces: the header, then each section
+// and its padding, the sections the tables' own memory (not copied).
+func binCacheParts(m *flatModel, sum [32]byte) [][]byte {
 	le := binary.LittleEndian
 	known := make([]byte, len(m.known))
 	for i, k := range m.known {
@@ -283,11 +293,11 @@ func encodeBinCache(m *flatModel, sum [32]byte) []byte {
 		}
 	}
 	var secs [binSections][]byte
-	secs[secTokenText] = []byte(m.tokens.text)
+	secs[secTokenText] = stringBytes(m.tokens.text)
 	secs[secTokenOffs] = bytesOf(m.tokens.offs)
 	secs[secKnown] = known
 	if m.byteMode {
-		secs[secByteText] = []byte(m.vocab.text)
+		secs[secByteText] = stringBytes(m.vocab.text)
 		secs[secByteOffs] = bytesOf(m.vocab.offs)
 		secs[secByteSlots] = bytesOf(m.vocab.slots)
 		secs[secOutside] = bytesOf(m.outside)
@@ -295,29 +305,32 @@ func encodeBinCache(m *flatModel, sum [32]byte) []byte {
 		secs[secTokenSlots] = bytesOf(m.tokens.slots)
 	}
 	secs[secMerges] = bytesOf(m.merges.slots)
-	size := binHeaderSize
-	for _, sec := range secs {
-		size = align8(size + len(sec))
-	}
-	out := make([]byte, binHeaderSize, size)
-	copy(out, binCacheMagic)
-	le.PutUint32(out[8:], binCacheVersion)
-	copy(out[12:], sum[:])
+	header := make([]byte, binHeaderSize)
+	copy(header, binCacheMagic)
+	le.PutUint32(header[8:], binCacheVersion)
+	copy(header[12:], sum[:])
 	if m.byteMode {
-		le.PutUint32(out[44:], flagByteMode)
+		le.PutUint32(header[44:], flagByteMode)
 	}
-	le.PutUint32(out[48:], uint32(len(m.known)))
+	le.PutUint32(header[48:], uint32(len(m.known)))
 	for i := range 4 {
-		le.PutUint32(out[56+4*i:], m.spans[i/2][i%2])
+		le.PutUint32(header[56+4*i:], m.spans[i/2][i%2])
 	}
+	var zeros [8]byte
+	parts := [][]byte{header}
+	crc := uint32(0)
 	for i, sec := range secs {
-		le.PutUint32(out[72+4*i:], uint32(len(sec)))
-		out = append(out, sec...)
-		out = append(out, make([]byte, align8(len(out))-len(out))...)
+		le.PutUint32(header[72+4*i:], uint32(len(sec)))
+		pad := zeros[:align8(len(sec))-len(sec)]
+		crc = crc32.Update(crc32.Update(crc, crcTable, sec), crcTable, pad)
+		parts = append(parts, sec, pad)
 	}
-	le.PutUint32(out[52:], crc32.Checksum(out[binHeaderSize:], crcTable))
-	return out
+	le.PutUint32(header[52:], crc)
+	return parts
 }
+
+// stringBytes views s's bytes, which must not be written.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // writeBinCache stores m atomically; failing to is not an error of the
 // load, only a slower next one.
@@ -332,7 +345,11 @@ func writeBinCache(dir string, sum [32]byte, m *flatModel) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeBinCache(m, sum))
+	for _, part := range binCacheParts(m, sum) {
+		if err == nil {
+			_, err = f.Write(part)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

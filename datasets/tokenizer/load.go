@@ -122,8 +122,15 @@ func loadJSON(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
-	if resolved != nil {
-		_ = writeBinCache(dir, sum, resolved)
+	if resolved != nil && writeBinCache(dir, sum, resolved) == nil {
+		// Load again from the file just written: its tables mapped, the
+		// heap ones go, and the process looks as every later one will.
+		if cached := readBinCache(dir, sum); cached != nil {
+			if t2, _, err := parseJSONWith(data, cached, false); err == nil {
+				return t2, nil
+			}
+			unmapFile(cached.mapped)
+		}
 	}
 	return t, nil
 }
