@@ -1,11 +1,19 @@
 package datasets
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // alignConcurrency is how many /tokenize calls alignment keeps in flight.
@@ -43,21 +51,276 @@ func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID 
 	}
 	fmt.Fprintf(out, "WARNING: tokenizer mismatch (server=%d, expected=%d), re-aligning prompts.\n", len(first), reqs[0].PromptLen)
 
-	sem := make(chan struct{}, alignConcurrency)
+	// A fixed set of workers, each with its own buffers: a prompt's
+	// /tokenize answer is scanned where it was read, the first PromptLen
+	// ids copied from it into the /detokenize body as the server wrote
+	// them, so a prompt costs no memory beyond its new text.
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range reqs {
-		sem <- struct{}{}
+	for range min(alignConcurrency, len(reqs)) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			r := &reqs[i]
-			ids, err := postTokenize(ctx, client, baseURL, modelID, r.Prompt, false)
-			if err != nil || len(ids) <= r.PromptLen {
-				return
-			}
-			if text, err := postDetokenize(ctx, client, baseURL, modelID, ids[:r.PromptLen]); err == nil {
-				r.Prompt = text
+			a := aligner{client: client, base: baseURL, model: modelID}
+			for i := int(next.Add(1) - 1); i < len(reqs); i = int(next.Add(1) - 1) {
+				r := &reqs[i]
+				if text, ok := a.align(ctx, r.Prompt, r.PromptLen); ok {
+					r.Prompt = text
+				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// aligner is one alignment worker: its request and response buffers, and
+// the offsets of the ids in the last /tokenize answer.
+type aligner struct {
+	client      *http.Client
+	base, model string
+	body        bytes.Buffer
+	resp        bytes.Buffer
+	ids         [][2]int32
+}
+
+// align returns the server's detokenization of prompt's first n tokens
+// when the server counts more than n, and false otherwise or on failure.
+func (a *aligner) align(ctx context.Context, prompt string, n int) (string, bool) {
+	a.body.Reset()
+	a.body.WriteString(`{"model": `)
+	py.AppendJSONString(&a.body, a.model, true)
+	a.body.WriteString(`, "prompt": `)
+	py.AppendJSONString(&a.body, prompt, true)
+	a.body.WriteString(`, "add_special_tokens": false}`)
+	if err := a.post(ctx, "/tokenize"); err != nil {
+		return "", false
+	}
+	var err error
+	if a.ids, err = scanTokenIDs(a.ids[:0], a.resp.Bytes()); err != nil || len(a.ids) <= n {
+		return "", false
+	}
+	a.body.Reset()
+	a.body.WriteString(`{"model": `)
+	py.AppendJSONString(&a.body, a.model, true)
+	a.body.WriteString(`, "tokens": [`)
+	for k, span := range a.ids[:n] {
+		if k > 0 {
+			a.body.WriteString(", ")
+		}
+		a.body.Write(a.resp.Bytes()[span[0]:span[1]])
+	}
+	a.body.WriteString(`]}`)
+	if err := a.post(ctx, "/detokenize"); err != nil {
+		return "", false
+	}
+	var out struct {
+		Prompt *string `json:"prompt"`
+	}
+	if json.Unmarshal(a.resp.Bytes(), &out) != nil || out.Prompt == nil {
+		return "", false
+	}
+	return *out.Prompt, true
+}
+
+// post sends the body to base+path and reads a 200 answer into resp.
+func (a *aligner) post(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(a.body.Bytes()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	a.resp.Reset()
+	if _, err := a.resp.ReadFrom(io.LimitReader(resp.Body, maxTokenizeResponse)); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: HTTP %d", path, resp.StatusCode)
+	}
+	return nil
+}
+
+// scanTokenIDs appends to dst where each id of a /tokenize answer's
+// "tokens" list lies in data, accepting what encoding/json accepts into a
+// struct{Tokens []json.Number}: a JSON object (or null) whose members
+// named "tokens" (ignoring case; the last one counts) are null or lists
+// whose ids are numbers or strings holding one (the span is then the
+// string's contents).
+func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
+	if len(data) > math.MaxInt32 || !json.Valid(data) {
+		return dst, errors.New("not JSON")
+	}
+	s := &scanner{data: data}
+	s.space()
+	if s.eat('n') {
+		return dst, nil // null
+	}
+	if !s.eat('{') {
+		return dst, errors.New("not a JSON object")
+	}
+	start := len(dst)
+	for s.space(); !s.eat('}'); s.space() {
+		s.eat(',')
+		s.space()
+		key := s.str()
+		s.space()
+		s.eat(':')
+		s.space()
+		if !isTokensKey(key) {
+			s.skip()
+			continue
+		}
+		var err error
+		if dst, err = s.ids(dst[:start]); err != nil {
+			return dst[:start], err
+		}
+	}
+	return dst, nil
+}
+
+// isTokensKey reports whether a member name (quoted) is "tokens" as
+// encoding/json matches names: ignoring case, after unescaping.
+func isTokensKey(key []byte) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return bytes.EqualFold(key, []byte(`"tokens"`))
+	}
+	var name string
+	return json.Unmarshal(key, &name) == nil && strings.EqualFold(name, "tokens")
+}
+
+// ids reads a "tokens" value.
+func (s *scanner) ids(dst [][2]int32) ([][2]int32, error) {
+	if s.eat('n') {
+		s.skip()
+		return dst, nil // null
+	}
+	if !s.eat('[') {
+		return dst, errors.New(`"tokens" is not a list`)
+	}
+	for s.space(); !s.eat(']'); s.space() {
+		s.eat(',')
+		s.space()
+		from := s.pos
+		quoted := s.data[from] == '"'
+		s.skip()
+		to := s.pos
+		for to > from && isSpace(s.data[to-1]) {
+			to--
+		}
+		if quoted {
+			from, to = from+1, to-1
+		}
+		if !isJSONNumber(s.data[from:to]) {
+			return dst, fmt.Errorf("token id %s is not a number", s.data[from:to])
+		}
+		dst = append(dst, [2]int32{int32(from), int32(to)})
+	}
+	return dst, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// scanner steps through JSON already known to be valid.
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *scanner) space() {
+	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+		s.pos++
+	}
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.pos < len(s.data) && s.data[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// str steps over a string and returns it, quotes included.
+func (s *scanner) str() []byte {
+	from := s.pos
+	for s.pos++; s.pos < len(s.data) && s.data[s.pos] != '"'; s.pos++ {
+		if s.data[s.pos] == '\\' {
+			s.pos++
+		}
+	}
+	s.pos++
+	return s.data[from:min(s.pos, len(s.data))]
+}
+
+// skip steps over one value.
+func (s *scanner) skip() {
+	depth := 0
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; c {
+		case '"':
+			s.str()
+		case '{', '[':
+			depth++
+			s.pos++
+		case '}', ']':
+			if depth == 0 {
+				return
+			}
+			depth--
+			s.pos++
+		case ',':
+			if depth == 0 {
+				return
+			}
+			s.pos++
+		default:
+			s.pos++
+			continue
+		}
+		if depth == 0 {
+			if c := s.data[s.pos-1]; c == '"' || c == '}' || c == ']' {
+				return
+			}
+		}
+	}
+}
+
+// isJSONNumber reports whether b is a JSON number, as a json.Number
+// must be.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -11,43 +10,80 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+	"unsafe"
 )
 
 // A BPE tokenizer.json spends most of its load resolving the merges (two
 // or three lookups each in a vocabulary larger than the CPU caches) and
-// reading the vocabulary. Both are kept, resolved, in a binary file under
-// the user's cache directory, named after the SHA-256 of the tokenizer.json
-// bytes; later loads read them from there and skip both in the JSON.
+// reading the vocabulary. The model's tables (table.go) are kept in a binary
+// file under the user's cache directory, named after the SHA-256 of the
+// tokenizer.json bytes, laid out as they are in memory; later loads map the
+// file and use the tables where they lie, skipping both in the JSON. Mapped,
+// they are no part of the Go heap: the garbage collector neither scans them
+// nor counts them when it sizes the heap, and they are shared with every
+// other process using the same tokenizer.
 //
 // The file is trusted for nothing: its header must carry this format's
-// magic and version and the same SHA-256, its sizes must add up, a CRC-32C
-// covers the rest, and every id is range-checked before use; anything else
-// and the tokenizer.json is parsed as if there were no cache, and the file
-// rewritten. It is written to a temporary file and renamed into place, so
-// concurrent runs never see half of one. STAMPEDE_TOKENIZER_CACHE=off
-// turns the cache off; a path there puts it in that directory instead.
+// magic and version and the same SHA-256, its sections must add up, a
+// CRC-32C covers the rest, and every offset, slot and id is range-checked
+// before use; anything else and the tokenizer.json is parsed as if there
+// were no cache, and the file rewritten. It is written to a temporary file
+// and renamed into place, so concurrent runs never see half of one, and
+// never written in place, so a mapping never sees it change.
+// STAMPEDE_TOKENIZER_CACHE=off turns the cache off; a path there puts it in
+// that directory instead.
 
 // binCacheVersion changes whenever the layout or the meaning of the data
-// changes.
+// changes (strHash included).
 const (
 	binCacheMagic   = "STPDTOK\x00"
-	binCacheVersion = 2
-	binHeaderSize   = 8 + 4 + 32 + 4*4 + 4*4
+	binCacheVersion = 3
+	// magic, version, sha256, flags, ids, crc, spans, section lengths,
+	// padded to 8
+	binHeaderSize = 8 + 4 + 32 + 4 + 4 + 4 + 4*4 + 4*binSections + 4
+	binSections   = 9
 )
 
-// resolvedModel is what the cache holds: the vocabulary (the tokens as
-// written, unescaped, end to end in text; ends[i] closes ids[i]'s) and the
-// merges in rank order.
-type resolvedModel struct {
+// The sections, in file order, each starting 8-aligned.
+const (
+	secTokenText  = iota // the tokens as written, end to end by id
+	secTokenOffs         // uint32 × ids+1
+	secKnown             // one byte per id: 1 when it has a token
+	secTokenSlots        // uint64 slots over the tokens (not in byte mode)
+	secByteText          // byte mode: each id's bytes, end to end
+	secByteOffs          // byte mode: uint32 × ids+1
+	secByteSlots         // byte mode: uint64 slots over the bytes
+	secOutside           // byte mode: uint32 ids of tokens outside the alphabet
+	secMerges            // 16-byte merge slots
+)
+
+const flagByteMode = 1
+
+// flatModel is what the cache holds: a BPE model's tables.
+type flatModel struct {
 	// spans are where the model's vocab and merges values lie in the
 	// file, [start, end): a load from the cache steps over them.
-	spans  [2][2]uint32
-	text   string
-	ends   []uint32
-	ids    []int32
-	merges []resolvedMerge
+	spans    [2][2]uint32
+	byteMode bool
+	tokens   strTable // as written, by id; indexed unless byteMode
+	known    []bool
+	vocab    strTable // byteMode: each id's bytes, indexed over the alphabet's
+	outside  []uint32 // byteMode: the known ids outside the alphabet
+	merges   mergeTable
+	mapped   []byte // the file's mapping the tables lie in
+}
+
+// outsideMap is the byte-mode lookup of the tokens outside the alphabet.
+func (m *flatModel) outsideMap() map[string]int32 {
+	if len(m.outside) == 0 {
+		return nil
+	}
+	out := make(map[string]int32, len(m.outside))
+	for _, id := range m.outside {
+		out[m.tokens.at(int32(id))] = int32(id)
+	}
+	return out
 }
 
 // binCacheDir is the cache's directory, or "" when it is off. A test
@@ -76,92 +112,232 @@ func binCachePath(dir string, sum [32]byte) string {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// littleEndian: the file is little-endian and used in place, so a
+// big-endian machine has no cache.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // readBinCache returns the cached model of the file whose SHA-256 is sum,
 // or nil when there is none or it fails validation.
-func readBinCache(dir string, sum [32]byte) *resolvedModel {
-	data, err := os.ReadFile(binCachePath(dir, sum))
+func readBinCache(dir string, sum [32]byte) *flatModel {
+	if !littleEndian {
+		return nil
+	}
+	data, err := mapFile(binCachePath(dir, sum))
 	if err != nil {
 		return nil
 	}
 	m, err := decodeBinCache(data, sum)
 	if err != nil {
+		unmapFile(data)
 		return nil
 	}
 	return m
 }
 
-func decodeBinCache(data []byte, sum [32]byte) (*resolvedModel, error) {
-	if len(data) < binHeaderSize+4 || string(data[:8]) != binCacheMagic {
+func align8(n int) int { return (n + 7) &^ 7 }
+
+// asSlice views b (8-aligned, little-endian) as a []T.
+func asSlice[T uint32 | uint64 | mergeSlot](b []byte) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)
+}
+
+func bytesOf[T uint32 | uint64 | mergeSlot](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
+}
+
+func decodeBinCache(data []byte, sum [32]byte) (*flatModel, error) {
+	if len(data) < binHeaderSize || string(data[:8]) != binCacheMagic {
 		return nil, errors.New("not a tokenizer cache file")
 	}
 	le := binary.LittleEndian
 	if le.Uint32(data[8:]) != binCacheVersion || [32]byte(data[12:44]) != sum {
 		return nil, errors.New("another version or source")
 	}
-	nVocab, textLen, nMerges, crc := int(le.Uint32(data[44:])), int(le.Uint32(data[48:])), int(le.Uint32(data[52:])), le.Uint32(data[56:])
-	var spans [2][2]uint32
+	flags, nIDs, crc := le.Uint32(data[44:]), int(le.Uint32(data[48:])), le.Uint32(data[52:])
+	m := &flatModel{byteMode: flags&flagByteMode != 0}
 	for i := range 4 {
-		spans[i/2][i%2] = le.Uint32(data[60+4*i:])
+		m.spans[i/2][i%2] = le.Uint32(data[56+4*i:])
 	}
-	body := data[binHeaderSize:]
-	if nVocab > maxTokenID+1 || nMerges > 1<<26 || len(body) != 8*nVocab+textLen+16*nMerges {
+	if nIDs > maxTokenID+1 || uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8 != 0 {
 		return nil, errors.New("sizes do not add up")
 	}
-	if crc32.Checksum(body, crcTable) != crc {
+	var secs [binSections][]byte
+	at := binHeaderSize
+	for i := range secs {
+		n := int(le.Uint32(data[72+4*i:]))
+		if n > len(data)-at {
+			return nil, errors.New("sizes do not add up")
+		}
+		secs[i] = data[at : at+n : at+n]
+		at = min(align8(at+n), len(data))
+	}
+	if at != len(data) {
+		return nil, errors.New("sizes do not add up")
+	}
+	if crc32.Checksum(data[binHeaderSize:], crcTable) != crc {
 		return nil, errors.New("checksum mismatch")
 	}
-	m := &resolvedModel{spans: spans, ids: make([]int32, nVocab), ends: make([]uint32, nVocab), merges: make([]resolvedMerge, nMerges)}
-	prev := uint32(0)
-	for i := range nVocab {
-		id, end := int32(le.Uint32(body[8*i:])), le.Uint32(body[8*i+4:])
-		if id < 0 || id > maxTokenID || end < prev || int(end) > textLen {
-			return nil, errors.New("vocabulary entry out of range")
-		}
-		m.ids[i], m.ends[i], prev = id, end, end
+	if len(secs[secKnown]) != nIDs {
+		return nil, errors.New("sizes do not add up")
 	}
-	m.text = string(body[8*nVocab : 8*nVocab+textLen])
-	body = body[8*nVocab+textLen:]
-	for i := range m.merges {
-		r := body[16*i:]
-		a, b := int32(le.Uint32(r)), int32(le.Uint32(r[4:]))
-		rank, newID := int32(le.Uint32(r[8:])), int32(le.Uint32(r[12:]))
-		if a < 0 || b < 0 || newID < 0 || a > maxTokenID || b > maxTokenID || newID > maxTokenID || rank < 0 {
+	m.known = make([]bool, nIDs)
+	for i, k := range secs[secKnown] {
+		if k > 1 {
+			return nil, errors.New("bad known flag")
+		}
+		m.known[i] = k == 1
+	}
+	var err error
+	if m.tokens, err = tableOf(secs[secTokenText], secs[secTokenOffs], secs[secTokenSlots], nIDs, m.known); err != nil {
+		return nil, err
+	}
+	if m.byteMode {
+		if len(m.tokens.slots) != 0 {
+			return nil, errors.New("byte mode with token slots")
+		}
+		if m.vocab, err = tableOf(secs[secByteText], secs[secByteOffs], secs[secByteSlots], nIDs, m.known); err != nil {
+			return nil, err
+		}
+		m.outside = asSlice[uint32](secs[secOutside])
+		for _, id := range m.outside {
+			if int(id) >= nIDs || !m.known[id] {
+				return nil, errors.New("outside id out of range")
+			}
+		}
+	} else if len(secs[secByteText])+len(secs[secByteOffs])+len(secs[secByteSlots])+len(secs[secOutside]) != 0 {
+		return nil, errors.New("byte tables without byte mode")
+	}
+	slots := asSlice[mergeSlot](secs[secMerges])
+	if len(slots) == 0 || len(slots)&(len(slots)-1) != 0 || len(secs[secMerges])%16 != 0 {
+		return nil, errors.New("merge table size")
+	}
+	isKnown := func(id int32) bool { return id >= 0 && int(id) < nIDs && m.known[id] }
+	for _, s := range slots {
+		if s.key == 0 {
+			continue
+		}
+		k := s.key - 1
+		if k>>56 != 0 || !isKnown(int32(k>>32)) || !isKnown(int32(uint32(k))) || !isKnown(s.newID) || s.rank < 0 {
 			return nil, errors.New("merge out of range")
 		}
-		m.merges[i] = resolvedMerge{pairKey(a, b), mergeRule{rank: rank, newID: newID}}
 	}
+	m.merges = mergeTableOf(slots)
+	m.mapped = data
 	return m, nil
 }
 
-func encodeBinCache(m *resolvedModel, sum [32]byte) []byte {
-	le := binary.LittleEndian
-	out := make([]byte, binHeaderSize, binHeaderSize+8*len(m.ids)+len(m.text)+16*len(m.merges))
-	copy(out, binCacheMagic)
-	le.PutUint32(out[8:], binCacheVersion)
-	copy(out[12:], sum[:])
-	le.PutUint32(out[44:], uint32(len(m.ids)))
-	le.PutUint32(out[48:], uint32(len(m.text)))
-	le.PutUint32(out[52:], uint32(len(m.merges)))
-	for i := range 4 {
-		le.PutUint32(out[60+4*i:], m.spans[i/2][i%2])
+// tableOf checks and wraps a strTable's sections.
+func tableOf(text, offsB, slotsB []byte, nIDs int, known []bool) (strTable, error) {
+	if len(offsB) != 4*(nIDs+1) || len(slotsB)%8 != 0 {
+		return strTable{}, errors.New("table sizes do not add up")
 	}
-	for i, id := range m.ids {
-		out = le.AppendUint32(le.AppendUint32(out, uint32(id)), m.ends[i])
+	offs := asSlice[uint32](offsB)
+	if offs[0] != 0 || int(offs[nIDs]) != len(text) {
+		return strTable{}, errors.New("offsets out of range")
 	}
-	out = append(out, m.text...)
-	for _, r := range m.merges {
-		out = le.AppendUint32(out, uint32(r.key>>32))
-		out = le.AppendUint32(out, uint32(r.key))
-		out = le.AppendUint32(out, uint32(r.rule.rank))
-		out = le.AppendUint32(out, uint32(r.rule.newID))
+	for i := 1; i <= nIDs; i++ {
+		if offs[i] < offs[i-1] {
+			return strTable{}, errors.New("offsets out of order")
+		}
 	}
-	le.PutUint32(out[56:], crc32.Checksum(out[binHeaderSize:], crcTable))
+	slots := asSlice[uint64](slotsB)
+	if len(slots)&(len(slots)-1) != 0 {
+		return strTable{}, errors.New("slot count")
+	}
+	for _, s := range slots {
+		if s == 0 {
+			continue
+		}
+		if id := int(uint32(s)) - 1; id < 0 || id >= nIDs || !known[id] {
+			return strTable{}, errors.New("slot out of range")
+		}
+	}
+	if len(slots) != 0 && !slices.Contains(slots, 0) {
+		return strTable{}, errors.New("slots full") // a lookup would never end
+	}
+	return strTable{text: unsafeString(text), offs: offs, slots: slots}, nil
+}
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+func encodeBinCache(m *flatModel, sum [32]byte) []byte {
+	var out []byte
+	for _, part := range binCacheParts(m, sum) {
+		out = append(out, part...)
+	}
 	return out
 }
 
+// binCacheParts is the file of m, in pieces: the header, then each section
+// and its padding, the sections the tables' own memory (not copied).
+func binCacheParts(m *flatModel, sum [32]byte) [][]byte {
+	le := binary.LittleEndian
+	known := make([]byte, len(m.known))
+	for i, k := range m.known {
+		if k {
+			known[i] = 1
+		}
+	}
+	var secs [binSections][]byte
+	secs[secTokenText] = stringBytes(m.tokens.text)
+	secs[secTokenOffs] = bytesOf(m.tokens.offs)
+	secs[secKnown] = known
+	if m.byteMode {
+		secs[secByteText] = stringBytes(m.vocab.text)
+		secs[secByteOffs] = bytesOf(m.vocab.offs)
+		secs[secByteSlots] = bytesOf(m.vocab.slots)
+		secs[secOutside] = bytesOf(m.outside)
+	} else {
+		secs[secTokenSlots] = bytesOf(m.tokens.slots)
+	}
+	secs[secMerges] = bytesOf(m.merges.slots)
+	header := make([]byte, binHeaderSize)
+	copy(header, binCacheMagic)
+	le.PutUint32(header[8:], binCacheVersion)
+	copy(header[12:], sum[:])
+	if m.byteMode {
+		le.PutUint32(header[44:], flagByteMode)
+	}
+	le.PutUint32(header[48:], uint32(len(m.known)))
+	for i := range 4 {
+		le.PutUint32(header[56+4*i:], m.spans[i/2][i%2])
+	}
+	var zeros [8]byte
+	parts := [][]byte{header}
+	crc := uint32(0)
+	for i, sec := range secs {
+		le.PutUint32(header[72+4*i:], uint32(len(sec)))
+		pad := zeros[:align8(len(sec))-len(sec)]
+		crc = crc32.Update(crc32.Update(crc, crcTable, sec), crcTable, pad)
+		parts = append(parts, sec, pad)
+	}
+	le.PutUint32(header[52:], crc)
+	return parts
+}
+
+// stringBytes views s's bytes, which must not be written.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // writeBinCache stores m atomically; failing to is not an error of the
 // load, only a slower next one.
-func writeBinCache(dir string, sum [32]byte, m *resolvedModel) error {
+func writeBinCache(dir string, sum [32]byte, m *flatModel) error {
+	if !littleEndian {
+		return nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -169,7 +345,11 @@ func writeBinCache(dir string, sum [32]byte, m *resolvedModel) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeBinCache(m, sum))
+	for _, part := range binCacheParts(m, sum) {
+		if err == nil {
+			_, err = f.Write(part)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -181,41 +361,6 @@ func writeBinCache(dir string, sum [32]byte, m *resolvedModel) error {
 		return fmt.Errorf("tokenizer cache: %w", err)
 	}
 	return nil
-}
-
-// vocabMap builds the vocabulary map from the cached entries, keys cut
-// from the one text.
-func (m *resolvedModel) vocabMap() map[string]int32 {
-	vocab := make(map[string]int32, len(m.ids))
-	start := uint32(0)
-	for i, id := range m.ids {
-		vocab[m.text[start:m.ends[i]]] = id
-		start = m.ends[i]
-	}
-	return vocab
-}
-
-// newResolvedModel records a vocabulary and resolved merges for the cache.
-func newResolvedModel(vocab map[string]int32, merges []resolvedMerge) *resolvedModel {
-	// In id order, so that a file's cache is always the same bytes.
-	type entry struct {
-		tok string
-		id  int32
-	}
-	entries := make([]entry, 0, len(vocab))
-	for tok, id := range vocab {
-		entries = append(entries, entry{tok, id})
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return cmp.Or(cmp.Compare(a.id, b.id), strings.Compare(a.tok, b.tok)) })
-	m := &resolvedModel{ids: make([]int32, 0, len(vocab)), ends: make([]uint32, 0, len(vocab)), merges: merges}
-	var text []byte
-	for _, e := range entries {
-		text = append(text, e.tok...)
-		m.ids = append(m.ids, e.id)
-		m.ends = append(m.ends, uint32(len(text)))
-	}
-	m.text = string(text)
-	return m
 }
 
 func fileSum(data []byte) [32]byte { return sha256.Sum256(data) }

@@ -130,33 +130,75 @@ func TestBinCacheConcurrent(t *testing.T) {
 }
 
 // TestDecodeBinCacheRejects: a file passing the checksum is still refused
-// when an id is out of range or it belongs to another source.
+// when an offset, slot or id is out of range or it belongs to another
+// source.
 func TestDecodeBinCacheRejects(t *testing.T) {
-	m := &resolvedModel{text: "abab", ends: []uint32{1, 2, 4}, ids: []int32{0, 1, 2},
-		merges: []resolvedMerge{{pairKey(0, 1), mergeRule{rank: 0, newID: 2}}}}
-	sum := fileSum([]byte("source"))
-	good := encodeBinCache(m, sum)
-	got, err := decodeBinCache(good, sum)
-	if err != nil || got.text != m.text || !slices.Equal(got.ids, m.ids) || !slices.Equal(got.merges, m.merges) {
-		t.Fatalf("round trip: %+v, %v", got, err)
+	data, err := os.ReadFile(filepath.Join("testdata", "tiny", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := decodeBinCache(good, fileSum([]byte("other"))); err == nil {
+	_, m, err := parseJSONWith(data, nil, true)
+	if err != nil || m == nil {
+		t.Fatalf("resolve: %v, %v", m, err)
+	}
+	sum := fileSum(data)
+	good := encodeBinCache(m, sum)
+	got, err := decodeBinCache(aligned(good), sum)
+	if err != nil || got.tokens.text != m.tokens.text || !slices.Equal(got.known, m.known) ||
+		!slices.Equal(got.merges.slots, m.merges.slots) || !slices.Equal(got.vocab.slots, m.vocab.slots) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if _, err := decodeBinCache(aligned(good), fileSum([]byte("other"))); err == nil {
 		t.Error("a cache of another source was accepted")
 	}
+	le := binary.LittleEndian
 	reseal := func(b []byte) []byte {
-		binary.LittleEndian.PutUint32(b[56:], crc32.Checksum(b[binHeaderSize:], crcTable))
+		le.PutUint32(b[52:], crc32.Checksum(b[binHeaderSize:], crcTable))
 		return b
 	}
+	// section returns where section i starts in b.
+	section := func(b []byte, i int) int {
+		at := binHeaderSize
+		for k := range i {
+			at = align8(at + int(le.Uint32(b[72+4*k:])))
+		}
+		return at
+	}
+	firstMerge := func(b []byte) int {
+		for at := section(b, secMerges); ; at += 16 {
+			if le.Uint64(b[at:]) != 0 {
+				return at
+			}
+		}
+	}
+	firstSlot := func(b []byte) int {
+		for at := section(b, secByteSlots); ; at += 8 {
+			if le.Uint64(b[at:]) != 0 {
+				return at
+			}
+		}
+	}
 	for name, edit := range map[string]func([]byte){
-		"negative id":       func(b []byte) { binary.LittleEndian.PutUint32(b[binHeaderSize:], 0xFFFFFFFF) },
-		"end past the text": func(b []byte) { binary.LittleEndian.PutUint32(b[binHeaderSize+4:], 99) },
-		"negative rank":     func(b []byte) { binary.LittleEndian.PutUint32(b[len(b)-8:], 0x80000000) },
-		"huge id":           func(b []byte) { binary.LittleEndian.PutUint32(b[len(b)-4:], maxTokenID+1) },
+		"offset past the text": func(b []byte) { le.PutUint32(b[section(b, secByteOffs)+4:], 1<<30) },
+		"slot past the ids":    func(b []byte) { le.PutUint32(b[firstSlot(b):], 1<<20) },
+		"unknown flag":         func(b []byte) { b[section(b, secKnown)] = 7 },
+		"negative rank":        func(b []byte) { le.PutUint32(b[firstMerge(b)+8:], 0x80000000) },
+		"huge merged id":       func(b []byte) { le.PutUint32(b[firstMerge(b)+12:], maxTokenID+1) },
+		"huge pair id":         func(b []byte) { le.PutUint64(b[firstMerge(b):], 1<<62) },
+		"truncated section":    func(b []byte) { le.PutUint32(b[72+4*secMerges:], 8) },
 	} {
 		b := slices.Clone(good)
 		edit(b)
-		if _, err := decodeBinCache(reseal(b), sum); err == nil {
+		if _, err := decodeBinCache(aligned(reseal(b)), sum); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// aligned copies b to 8-aligned memory, as a mapping is.
+func aligned(b []byte) []byte {
+	words := make([]uint64, (len(b)+7)/8)
+	out := bytesOf(words)[:len(b)]
+	copy(out, b)
+	return out
 }

@@ -21,9 +21,15 @@ func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b
 // stands for, so pieces are merged straight from the text's bytes instead of
 // being mapped to the byte-level alphabet first; the result is identical.
 type bpe struct {
-	vocab        map[string]int32
-	merges       map[uint64]mergeRule
-	byteMode     bool
+	vocab    strTable // the ids of tokens (in byteMode, of their bytes)
+	merges   mergeTable
+	byteMode bool
+	// outside holds, in byteMode, the tokens with runes outside the byte
+	// alphabet, which vocab leaves out (see writtenID).
+	outside map[string]int32
+	// spelled: vocab's text is each id's token as written, byte-level
+	// decoded, so decoding can use it as it is.
+	spelled      bool
 	byteIDs      [256]int32 // byteMode: the id of each single byte, or -1
 	fallbackIDs  [256]int32 // byte_fallback: the id of "<0xXX>", or -1
 	byteFallback bool
@@ -55,7 +61,7 @@ func (m *bpe) tokenize(dst []int32, word string, ws *workspace) []int32 {
 		return dst
 	}
 	if m.ignoreMerges {
-		if id, ok := m.vocab[word]; ok {
+		if id, ok := m.vocab.lookup(word); ok {
 			return append(dst, id)
 		}
 	}
@@ -149,16 +155,29 @@ func (m *bpe) lookupChar(word string, i, n int, ws *workspace) int32 {
 	var id int32
 	var ok bool
 	if pre == "" && suf == "" {
-		id, ok = m.vocab[word[i:i+n]]
+		id, ok = m.vocab.lookup(word[i : i+n])
 	} else {
 		b := append(append(append(ws.buf[:0], pre...), word[i:i+n]...), suf...)
 		ws.buf = b
-		id, ok = m.vocab[string(b)]
+		id, ok = m.vocab.lookupBytes(b)
 	}
 	if !ok {
 		return -1
 	}
 	return id
+}
+
+// writtenID finds a token as written in the vocabulary.
+func (m *bpe) writtenID(tok string) (int32, bool) {
+	if !m.byteMode {
+		return m.vocab.lookup(tok)
+	}
+	var buf [64]byte
+	if raw, ok := byteLevelDecode(buf[:0], tok); ok {
+		return m.vocab.lookupBytes(raw)
+	}
+	id, ok := m.outside[tok]
+	return id, ok
 }
 
 func (m *bpe) hasFallback(s string) bool {
@@ -171,7 +190,7 @@ func (m *bpe) hasFallback(s string) bool {
 }
 
 func (m *bpe) rule(a, b int32) mergeRule {
-	if r, ok := m.merges[pairKey(a, b)]; ok {
+	if r, ok := m.merges.get(a, b); ok {
 		return r
 	}
 	return mergeRule{rank: noMerge}

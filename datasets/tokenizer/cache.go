@@ -69,3 +69,13 @@ func (c *wordCache) put(word string, ids []int32) {
 	sh.words[strings.Clone(word)] = slices.Clone(ids)
 	sh.mu.Unlock()
 }
+
+// clear drops every entry; their memory goes with the next collection.
+func (c *wordCache) clear() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.words = make(map[string][]int32)
+		sh.mu.Unlock()
+	}
+}

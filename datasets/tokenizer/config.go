@@ -86,27 +86,15 @@ func (t *Tokenizer) tokenID(token string) (int32, bool) {
 	}
 	switch m := t.model.(type) {
 	case *bpe:
-		key := token
-		if m.byteMode {
-			raw, ok := byteLevelDecode(nil, token)
-			if !ok {
-				break // outside the alphabet: not in the byte-keyed map
-			}
-			key = string(raw)
-		}
-		if id, ok := m.vocab[key]; ok {
-			return id, true
-		}
-		return 0, false
+		return m.writtenID(token)
 	case *wordPiece:
-		id, ok := m.vocab[token]
-		return id, ok
+		return m.vocab.lookup(token)
 	case *unigram:
 		return m.lookup(token)
 	}
-	for id, tok := range t.tokens {
-		if t.known[id] && tok == token {
-			return int32(id), true
+	for id := range int32(t.tokens.len()) {
+		if t.known[id] && t.tokens.at(id) == token {
+			return id, true
 		}
 	}
 	return 0, false

@@ -188,15 +188,29 @@ func (s *jsonScanner) readHex4() (rune, error) {
 func (s *jsonScanner) readInt() (int32, error) {
 	s.skipSpace()
 	start := s.pos
-	if s.pos < len(s.data) && s.data[s.pos] == '-' {
+	neg := s.pos < len(s.data) && s.data[s.pos] == '-'
+	if neg {
 		s.pos++
 	}
+	v := int64(0)
+	digits := s.pos
 	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+		v = v*10 + int64(s.data[s.pos]-'0')
 		s.pos++
+		if v > 1<<31 {
+			break // too large; the digits left make it an error
+		}
 	}
-	v, err := strconv.ParseInt(string(s.data[start:s.pos]), 10, 32)
-	if err != nil {
+	n := s.pos - digits
+	if n == 0 || v > 1<<31 || (!neg && v == 1<<31) ||
+		(s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9') {
+		for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+			s.pos++
+		}
 		return 0, s.errorf("invalid integer %q", s.data[start:s.pos])
+	}
+	if neg {
+		v = -v
 	}
 	return int32(v), nil
 }
@@ -309,57 +323,43 @@ func (s *jsonScanner) eachElement(fn func(i int) error) error {
 	}
 }
 
-// readVocab reads {"token": id, ...}. The object is copied into one string
-// and the keys without escapes are sliced out of it: one allocation instead
-// of one per token, which the garbage collector would otherwise trace.
-func (s *jsonScanner) readVocab() (map[string]int32, error) {
-	s.skipSpace()
-	base := s.pos
-	if _, err := s.skipValue(); err != nil {
-		return nil, err
-	}
-	text := string(s.data[base:s.pos])
-	s.pos = base
-	// Sizing the map up front saves rehashing it as it grows; an entry
-	// takes about 24 bytes of tokenizer.json, and the vocabulary rarely a
-	// third of the file.
-	vocab := make(map[string]int32, len(s.data)/72)
+// readVocab reads {"token": id, ...} into one arena: entry i is the token
+// arena[ends[i-1]:ends[i]] (unescaped) with id ids[i], in file order. Flat
+// arrays rather than a map: the garbage collector has nothing to trace and
+// the vocabulary table (table.go) is built from them without a copy when
+// the ids come in order.
+func (s *jsonScanner) readVocab() (arena []byte, ends []uint32, ids []int32, err error) {
 	if err := s.expect('{'); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if s.peek() == '}' {
 		s.pos++
-		return vocab, nil
+		return arena, ends, ids, nil
 	}
 	for {
-		s.skipSpace()
-		at := s.pos + 1
 		raw, err := s.readStringBytes()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		var key string
-		if len(raw) == s.pos-1-at { // no escapes: raw is the text itself
-			key = text[at-base : at-base+len(raw)]
-		} else {
-			key = string(raw)
-		}
+		arena = append(arena, raw...)
+		ends = append(ends, uint32(len(arena)))
 		if err := s.expect(':'); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		id, err := s.readInt()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		vocab[key] = id
+		ids = append(ids, id)
 		switch s.peek() {
 		case ',':
 			s.pos++
+			s.skipSpace()
 		case '}':
 			s.pos++
-			return vocab, nil
+			return arena, ends, ids, nil
 		default:
-			return nil, s.errorf("expected ',' or '}' after field %q", key)
+			return nil, nil, nil, s.errorf("expected ',' or '}' after field %q", raw)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -77,18 +78,20 @@ type fileFormat struct {
 // modelFields is the model object: its small fields raw, its vocabulary
 // decoded, and its merges kept raw until the vocabulary is known.
 type modelFields struct {
-	fields  object
-	vocab   map[string]int32
-	entries []vocabEntry // a Unigram model's vocab list
-	merges  []byte
-	// cached, when set, holds the vocabulary and resolved merges from the
+	fields   object
+	vocab    strTable // a BPE or WordPiece model's tokens, indexed
+	known    []bool   // the ids vocab has a token for
+	hasVocab bool
+	entries  []vocabEntry // a Unigram model's vocab list
+	merges   []byte
+	// cached, when set, holds the vocabulary and merge tables from the
 	// binary cache (bincache.go): the JSON's are skipped, not read.
-	cached  *resolvedModel
+	cached  *flatModel
 	skipped bool         // the JSON's vocabulary object was skipped for cached
 	spans   [2][2]uint32 // where the vocab and merges values lie
 	// resolve asks parseBPE to keep what the cache would hold in resolved.
 	resolve  bool
-	resolved *resolvedModel
+	resolved *flatModel
 }
 
 // loadJSON reads a Hugging Face tokenizer.json file.
@@ -113,18 +116,26 @@ func loadJSON(path string) (*Tokenizer, error) {
 			return t, nil
 		}
 		// A cache that does not fit the file is ignored.
+		unmapFile(cached.mapped)
 	}
 	t, resolved, err := parseJSONWith(data, nil, true)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
-	if resolved != nil {
-		_ = writeBinCache(dir, sum, resolved)
+	if resolved != nil && writeBinCache(dir, sum, resolved) == nil {
+		// Load again from the file just written: its tables mapped, the
+		// heap ones go, and the process looks as every later one will.
+		if cached := readBinCache(dir, sum); cached != nil {
+			if t2, _, err := parseJSONWith(data, cached, false); err == nil {
+				return t2, nil
+			}
+			unmapFile(cached.mapped)
+		}
 	}
 	return t, nil
 }
 
-func readFile(data []byte, cached *resolvedModel) (*fileFormat, error) {
+func readFile(data []byte, cached *flatModel) (*fileFormat, error) {
 	f := &fileFormat{}
 	f.Model.cached = cached
 	s := &jsonScanner{data: data}
@@ -190,8 +201,15 @@ func (s *jsonScanner) readModel(m *modelFields) error {
 					return s.stepOver(m.cached.spans[0])
 				}
 				start := s.pos
-				m.vocab, err = s.readVocab()
+				var arena []byte
+				var ends []uint32
+				var ids []int32
+				if arena, ends, ids, err = s.readVocab(); err != nil {
+					return err
+				}
 				m.spans[0] = [2]uint32{uint32(start), uint32(s.pos)}
+				m.vocab, m.known, err = vocabFromEntries(arena, ends, ids)
+				m.hasVocab = err == nil
 			case '[':
 				m.entries, err = s.readUnigramVocab()
 			default:
@@ -238,7 +256,7 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 
 // parseJSONWith is parseJSON taking a BPE model's vocabulary and merges
 // from cached, or, with resolve, returning them for the cache.
-func parseJSONWith(data []byte, cached *resolvedModel, resolve bool) (*Tokenizer, *resolvedModel, error) {
+func parseJSONWith(data []byte, cached *flatModel, resolve bool) (*Tokenizer, *flatModel, error) {
 	f, err := readFile(data, cached)
 	if err != nil {
 		return nil, nil, fmt.Errorf("not a tokenizer.json: %w", err)
@@ -271,18 +289,18 @@ func parseJSONWith(data []byte, cached *resolvedModel, resolve bool) (*Tokenizer
 	if err := t.parseModel(&f.Model, byteMode); err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
 	}
-	vocab := f.Model.vocab
-	if m, ok := t.model.(*unigram); ok {
+	var lookup func(string) (int32, bool)
+	switch m := t.model.(type) {
+	case *unigram:
 		// A Unigram model keeps no token map; the added tokens are looked
 		// up in its trie.
-		vocab = map[string]int32{}
-		for _, at := range f.AddedTokens {
-			if id, ok := m.lookup(at.Content); ok {
-				vocab[at.Content] = id
-			}
-		}
+		lookup = m.lookup
+	case *bpe:
+		lookup = m.writtenID
+	case *wordPiece:
+		lookup = m.vocab.lookup
 	}
-	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, vocab, t.vocabSize)); err != nil {
+	if err := t.setAddedTokens(assignAddedIDs(f.AddedTokens, lookup, t.vocabSize)); err != nil {
 		return nil, nil, fmt.Errorf("added_tokens: %w", err)
 	}
 	if !isNull(f.PostProcessor) {
@@ -296,6 +314,9 @@ func parseJSONWith(data []byte, cached *resolvedModel, resolve bool) (*Tokenizer
 		}
 	}
 	t.finish()
+	if cached != nil {
+		t.mapped = cached.mapped
+	}
 	return t, f.Model.resolved, nil
 }
 
@@ -345,14 +366,18 @@ func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
 		if typ != "BPE" {
 			return fmt.Errorf("the cached model is BPE, the file's %s", typ)
 		}
-		m.vocab = m.cached.vocabMap()
+		// The tables are the cache's, read-only: known is copied, as added
+		// tokens extend it.
+		m.vocab, m.known, m.hasVocab = m.cached.tokens, slices.Clone(m.cached.known), true
 	}
-	if m.vocab == nil {
+	if !m.hasVocab {
 		return fmt.Errorf("%s model has no vocab", typ)
 	}
-	t.vocabSize = len(m.vocab)
-	if err := t.setTokens(m.vocab); err != nil {
-		return err
+	t.tokens, t.known = tokenList{base: m.vocab}, m.known
+	for _, k := range m.known {
+		if k {
+			t.vocabSize++
+		}
 	}
 	if typ == "BPE" {
 		return t.parseBPE(m, byteMode)
@@ -364,33 +389,15 @@ func (t *Tokenizer) parseModel(m *modelFields, byteMode bool) error {
 // huge; the largest real vocabularies are under 300k.
 const maxTokenID = 1<<24 - 1
 
-// setTokens records id -> token for decoding.
-func (t *Tokenizer) setTokens(vocab map[string]int32) error {
-	maxID := int32(-1)
-	for tok, id := range vocab {
-		if id < 0 || id > maxTokenID {
-			return fmt.Errorf("token %q has id %d, outside [0, %d]", tok, id, maxTokenID)
-		}
-		maxID = max(maxID, id)
-	}
-	t.tokens = make([]string, maxID+1)
-	t.known = make([]bool, maxID+1)
-	for tok, id := range vocab {
-		t.tokens[id], t.known[id] = tok, true
-	}
-	return nil
-}
-
 func (t *Tokenizer) setToken(id int32, tok string) {
-	if int(id) >= len(t.tokens) {
-		t.tokens = append(t.tokens, make([]string, int(id)+1-len(t.tokens))...)
+	t.tokens.set(id, tok)
+	if int(id) >= len(t.known) {
 		t.known = append(t.known, make([]bool, int(id)+1-len(t.known))...)
 	}
-	t.tokens[id] = tok
 	t.known[id] = true
 }
 
-func (t *Tokenizer) parseWordPiece(o object, vocab map[string]int32) error {
+func (t *Tokenizer) parseWordPiece(o object, vocab strTable) error {
 	m := &wordPiece{vocab: vocab, prefix: "##", maxChars: 100}
 	unk := "[UNK]"
 	for key, v := range map[string]any{"unk_token": &unk, "continuing_subword_prefix": &m.prefix, "max_input_chars_per_word": &m.maxChars} {
@@ -398,7 +405,7 @@ func (t *Tokenizer) parseWordPiece(o object, vocab map[string]int32) error {
 			return err
 		}
 	}
-	id, ok := vocab[unk]
+	id, ok := vocab.lookup(unk)
 	if !ok {
 		return fmt.Errorf("WordPiece unk_token %q is not in the vocabulary", unk)
 	}
@@ -408,7 +415,7 @@ func (t *Tokenizer) parseWordPiece(o object, vocab map[string]int32) error {
 }
 
 func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
-	o, vocab := mf.fields, mf.vocab
+	o := mf.fields
 	m := &bpe{unk: -1, byteMode: byteMode, cache: newWordCache()}
 	var unk string
 	var dropout *float64
@@ -422,93 +429,109 @@ func (t *Tokenizer) parseBPE(mf *modelFields, byteMode bool) error {
 	if dropout != nil && *dropout > 0 {
 		return fmt.Errorf("BPE dropout %v makes encoding random; only 0 or null is supported", *dropout)
 	}
+	if c := mf.cached; c != nil {
+		if c.byteMode != byteMode {
+			return fmt.Errorf("the cached model does not fit the file")
+		}
+		m.vocab, m.merges = c.tokens, c.merges
+		if byteMode {
+			m.vocab, m.outside, m.spelled = c.vocab, c.outsideMap(), true
+			// The tokens as written are looked up through vocab.
+			t.tokens.base.slots = nil
+		}
+	} else {
+		// The merges and the byte-keyed vocabulary are independent: build
+		// them side by side.
+		var mergeErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { m.merges, mergeErr = parseMerges(mf.merges, &mf.vocab, mf.known, m.prefix) })
+		m.vocab = mf.vocab
+		var outside []uint32
+		if byteMode {
+			m.vocab, m.outside, outside = byteTable(&mf.vocab, mf.known)
+			m.spelled = true
+			t.tokens.base.slots = nil
+		}
+		wg.Wait()
+		if mergeErr != nil {
+			return mergeErr
+		}
+		if mf.resolve {
+			mf.resolved = &flatModel{spans: mf.spans, byteMode: byteMode, tokens: t.tokens.base,
+				known: mf.known[:len(mf.known):len(mf.known)], vocab: m.vocab, outside: outside, merges: m.merges}
+		}
+	}
 	if unk != "" {
-		id, ok := vocab[unk]
+		id, ok := m.writtenID(unk)
 		if !ok {
 			return fmt.Errorf("BPE unk_token %q is not in the vocabulary", unk)
 		}
 		m.unk = id
 	}
-	// The merges and the byte-keyed vocabulary are independent: build them
-	// side by side.
-	var mergeErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if mf.cached != nil {
-			m.merges, mergeErr = cachedMerges(mf.cached.merges, t.known)
-			return
-		}
-		var list []resolvedMerge
-		m.merges, list, mergeErr = parseMerges(mf.merges, vocab, t.tokens, m.prefix, mf.resolve)
-		if mf.resolve && mergeErr == nil {
-			mf.resolved = newResolvedModel(vocab, list)
-			mf.resolved.spans = mf.spans
-		}
-	})
-	defer wg.Wait()
 	for b := range 256 {
-		m.fallbackIDs[b] = -1
-		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		m.fallbackIDs[b], m.byteIDs[b] = -1, -1
+		if id, ok := m.writtenID(fmt.Sprintf("<0x%02X>", b)); ok {
 			m.fallbackIDs[b] = id
 		}
-	}
-	m.vocab = vocab
-	if byteMode {
-		// Re-key the vocabulary by the bytes each token stands for. Tokens
-		// with runes outside the byte alphabet can never be produced from
-		// byte-mapped text, so they are left out (they still decode).
-		// The keys are cut from one string, as readVocab does.
-		type entry struct{ end, id int32 }
-		entries := make([]entry, 0, len(vocab))
-		var arena []byte
-		for tok, id := range vocab {
-			start := len(arena)
-			var ok bool
-			if arena, ok = byteLevelDecode(arena, tok); ok {
-				entries = append(entries, entry{int32(len(arena)), id})
-			} else {
-				arena = arena[:start]
-			}
-		}
-		text := string(arena)
-		m.vocab = make(map[string]int32, len(entries))
-		start := int32(0)
-		for _, e := range entries {
-			m.vocab[text[start:e.end]] = e.id
-			start = e.end
-		}
-		for b := range 256 {
-			m.byteIDs[b] = -1
-			if id, ok := m.vocab[string([]byte{byte(b)})]; ok {
+		if byteMode {
+			if id, ok := m.vocab.lookup(string([]byte{byte(b)})); ok {
 				m.byteIDs[b] = id
 			}
 		}
-	}
-	wg.Wait()
-	if mergeErr != nil {
-		return mergeErr
 	}
 	t.model = m
 	return nil
 }
 
+// byteTable re-keys a byte-level vocabulary by the bytes each token stands
+// for. Tokens with runes outside the byte alphabet can never be produced
+// from byte-mapped text, so they are left out of the index (they still
+// decode) and returned in outside, by token and by id.
+func byteTable(written *strTable, known []bool) (strTable, map[string]int32, []uint32) {
+	n := written.size()
+	text := make([]byte, 0, len(written.text))
+	offs := make([]uint32, 1, n+1)
+	in := make([]bool, n)
+	count := 0
+	var outside map[string]int32
+	var outsideIDs []uint32
+	for id := range int32(n) {
+		var ok bool
+		tok := written.at(id)
+		text, ok = byteLevelDecode(text, tok)
+		offs = append(offs, uint32(len(text)))
+		switch {
+		case !known[id]:
+		case ok:
+			in[id] = true
+			count++
+		default:
+			if outside == nil {
+				outside = map[string]int32{}
+			}
+			outside[tok] = id
+			outsideIDs = append(outsideIDs, uint32(id))
+		}
+	}
+	v := strTable{text: string(text), offs: offs}
+	v.index(count, func(id int32) bool { return in[id] })
+	return v, outside, outsideIDs
+}
+
 // mergeChunk is how many merges one goroutine resolves at a time.
 var mergeChunk = 1 << 14 // a variable for tests
 
-// parseMerges reads the merges list. A later duplicate of a pair overrides
-// the earlier one, as in Hugging Face. tokens is the vocabulary by id.
+// parseMerges reads the merges list into the merge table. A later duplicate
+// of a pair overrides the earlier one, as in Hugging Face. vocab is the
+// vocabulary as written, indexed.
 //
 // Resolving a merge to ids takes hash lookups in a vocabulary larger than
 // the caches, which is most of the time of loading: one quick pass finds
 // where each chunk of merges starts, the chunks are resolved on all cores,
 // and the table is filled with them in rank order as they come in.
-//
-// With keep, the resolved merges are also returned in rank order.
-func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix string, keep bool) (map[uint64]mergeRule, []resolvedMerge, error) {
-	merges := make(map[uint64]mergeRule, len(raw)/16) // ~16 bytes a merge
-	var list []resolvedMerge
+func parseMerges(raw []byte, vocab *strTable, known []bool, prefix string) (mergeTable, error) {
 	if isNull(raw) {
-		return merges, list, nil
+		return newMergeTable(0), nil
 	}
 	var starts []int
 	s := &jsonScanner{data: raw}
@@ -523,11 +546,9 @@ func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix str
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("merges: %w", err)
+		return mergeTable{}, fmt.Errorf("merges: %w", err)
 	}
-	if keep {
-		list = make([]resolvedMerge, 0, n)
-	}
+	merges := newMergeTable(n)
 	type chunk struct {
 		rules []resolvedMerge
 		err   error
@@ -547,7 +568,7 @@ func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix str
 				}
 				c := &chunks[i]
 				first := i * mergeChunk
-				c.rules, c.err = resolveMerges(raw, starts[i], first, min(mergeChunk, n-first), vocab, tokens, prefix)
+				c.rules, c.err = resolveMerges(raw, starts[i], first, min(mergeChunk, n-first), vocab, known, prefix)
 				close(c.done)
 			}
 		}()
@@ -560,29 +581,12 @@ func parseMerges(raw []byte, vocab map[string]int32, tokens []string, prefix str
 			for j := i + 1; j < len(chunks); j++ {
 				<-chunks[j].done
 			}
-			return nil, nil, fmt.Errorf("merges: %w", c.err)
+			return mergeTable{}, fmt.Errorf("merges: %w", c.err)
 		}
 		for _, r := range c.rules {
-			merges[r.key] = r.rule
-		}
-		if keep {
-			list = append(list, c.rules...)
+			merges.put(int32(r.key>>32), int32(uint32(r.key)), r.rule)
 		}
 		c.rules = nil
-	}
-	return merges, list, nil
-}
-
-// cachedMerges builds the merge table from the cache's merges, each of
-// whose ids must be a token of the vocabulary.
-func cachedMerges(list []resolvedMerge, known []bool) (map[uint64]mergeRule, error) {
-	merges := make(map[uint64]mergeRule, len(list))
-	isKnown := func(id int32) bool { return int(id) < len(known) && known[id] }
-	for _, r := range list {
-		if !isKnown(int32(r.key>>32)) || !isKnown(int32(uint32(r.key))) || !isKnown(r.rule.newID) {
-			return nil, fmt.Errorf("the cached merge of rank %d uses an id outside the vocabulary", r.rule.rank)
-		}
-		merges[r.key] = r.rule
 	}
 	return merges, nil
 }
@@ -600,7 +604,7 @@ type resolvedMerge struct {
 // added to the vocabulary, so the merged token is nearly always the previous
 // merge's or the next id: checking those two first against tokens saves a
 // third of the hash lookups.
-func resolveMerges(raw []byte, pos, first, count int, vocab map[string]int32, tokens []string, prefix string) ([]resolvedMerge, error) {
+func resolveMerges(raw []byte, pos, first, count int, vocab *strTable, known []bool, prefix string) ([]resolvedMerge, error) {
 	s := &jsonScanner{data: raw, pos: pos}
 	out := make([]resolvedMerge, 0, count)
 	var pair [][]byte
@@ -616,22 +620,22 @@ func resolveMerges(raw []byte, pos, first, count int, vocab map[string]int32, to
 		if err != nil {
 			return nil, err
 		}
-		aID, okA := vocab[string(a)]
-		bID, okB := vocab[string(b)]
+		aID, okA := vocab.lookupBytes(a)
+		bID, okB := vocab.lookupBytes(b)
 		if !okA || !okB {
 			return nil, fmt.Errorf("merge %d (%q %q) uses a token missing from the vocabulary", rank, a, b)
 		}
 		b = bytes.TrimPrefix(b, []byte(prefix))
 		newID, ok := int32(-1), false
 		for _, id := range [2]int32{last, last + 1} {
-			if id >= 0 && int(id) < len(tokens) && isConcat(tokens[id], a, b) {
+			if id >= 0 && int(id) < vocab.size() && known[id] && isConcat(vocab.at(id), a, b) {
 				newID, ok = id, true
 				break
 			}
 		}
 		if !ok {
 			merged = append(append(merged[:0], a...), b...)
-			if newID, ok = vocab[string(merged)]; !ok {
+			if newID, ok = vocab.lookupBytes(merged); !ok {
 				return nil, fmt.Errorf("merge %d makes %q, which is missing from the vocabulary", rank, merged)
 			}
 		}
@@ -642,7 +646,7 @@ func resolveMerges(raw []byte, pos, first, count int, vocab map[string]int32, to
 }
 
 // isConcat reports whether tok is a followed by b. A token found so is the
-// one the vocabulary maps a+b to: tokens holds each id's own key.
+// one the vocabulary maps a+b to: vocab holds each id's own key.
 func isConcat(tok string, a, b []byte) bool {
 	return len(tok) == len(a)+len(b) && tok[:len(a)] == string(a) && tok[len(a):] == string(b)
 }

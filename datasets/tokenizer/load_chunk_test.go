@@ -37,7 +37,7 @@ func TestMergeChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tok.model.(*bpe).merges
+		return tok.model.(*bpe).merges.toMap()
 	}
 	var whole map[uint64]mergeRule
 	withMergeChunk(t, 1<<20, func() { whole = load() })
@@ -67,4 +67,15 @@ func TestMergeChunkErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toMap lists a merge table's rules by pair.
+func (t *mergeTable) toMap() map[uint64]mergeRule {
+	out := map[uint64]mergeRule{}
+	for _, s := range t.slots {
+		if s.key != 0 {
+			out[s.key-1] = s.mergeRule
+		}
+	}
+	return out
 }

@@ -260,7 +260,11 @@ func parseTekken(data []byte) (*Tokenizer, error) {
 		vocabSize: vocabSize,
 		tekken:    true,
 	}
-	m := &bpe{vocab: ids, byteMode: true, ignoreMerges: true, unk: -1, merges: tiktokenMerges(ids), cache: newWordCache()}
+	vocab, err := indexedTable(ids)
+	if err != nil {
+		return nil, err
+	}
+	m := &bpe{vocab: vocab, byteMode: true, ignoreMerges: true, unk: -1, merges: tiktokenMerges(ids), cache: newWordCache()}
 	for b := range 256 {
 		m.byteIDs[b], m.fallbackIDs[b] = int32(b+numSpecial), -1
 	}
@@ -268,13 +272,15 @@ func parseTekken(data []byte) (*Tokenizer, error) {
 
 	// id -> token in the byte-level alphabet, as the decoder reads it;
 	// the special tokens spelled as their UTF-8 text.
-	alphabet := make(map[string]int32, vocabSize)
+	strs := make([]string, numSpecial+len(ids))
+	t.known = make([]bool, len(strs))
 	for tok, id := range ids {
-		alphabet[byteLevelString(tok)] = id
+		strs[id], t.known[id] = byteLevelString(tok), true
 	}
-	if err := t.setTokens(alphabet); err != nil {
-		return nil, err
+	for i, s := range specials {
+		strs[i], t.known[i] = byteLevelString(s), true
 	}
+	t.tokens = tokenList{base: newStrTable(strs)}
 	t.added = make([]addedToken, numSpecial)
 	t.addedIDs = make([]int32, numSpecial)
 	bos := int32(-1)
@@ -330,18 +336,14 @@ func (t *Tokenizer) decodeTekken(ids []int32, skipSpecial bool) string {
 		if !t.has(id) {
 			continue
 		}
-		begin := uint32(0)
-		if id > 0 {
-			begin = t.textEnd[id-1]
-		}
-		text := t.byteLevelText[begin:t.textEnd[id]]
+		text := t.byteLevelAt(id)
 		if !t.special[id] {
 			run = append(run, text...)
 			continue
 		}
 		flush()
 		if !skipSpecial {
-			b.Write(text)
+			b.WriteString(text)
 		}
 	}
 	flush()

@@ -117,7 +117,11 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 		dec:       byteLevelDecoder{},
 		vocabSize: len(ranks),
 	}
-	m := &bpe{vocab: ranks, byteMode: true, ignoreMerges: true, unk: -1, merges: tiktokenMerges(ranks), cache: newWordCache()}
+	vocab, err := indexedTable(ranks)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m := &bpe{vocab: vocab, byteMode: true, ignoreMerges: true, unk: -1, merges: tiktokenMerges(ranks), cache: newWordCache()}
 	alphabet := make(map[string]int32, len(ranks))
 	var buf []rune
 	for tok, rank := range ranks {
@@ -127,7 +131,7 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 		}
 		alphabet[string(buf)] = rank
 	}
-	if err := t.setTokens(alphabet); err != nil {
+	if t.tokens, t.known, err = tokensFromMap(alphabet); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for b := range 256 {
@@ -171,16 +175,31 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 // tiktokenMerges derives merge rules from ranks: tiktoken merges the
 // adjacent pair whose concatenation has the lowest rank, so every way of
 // cutting a token into two tokens is a rule ranked by the whole token.
-func tiktokenMerges(ranks map[string]int32) map[uint64]mergeRule {
-	merges := make(map[uint64]mergeRule, len(ranks)*2)
+func tiktokenMerges(ranks map[string]int32) mergeTable {
+	n := 0
+	for tok := range ranks {
+		n += len(tok) - 1
+	}
+	merges := newMergeTable(n)
 	for tok, rank := range ranks {
 		for k := 1; k < len(tok); k++ {
 			a, okA := ranks[tok[:k]]
 			b, okB := ranks[tok[k:]]
 			if okA && okB {
-				merges[pairKey(a, b)] = mergeRule{rank: rank, newID: rank}
+				merges.put(a, b, mergeRule{rank: rank, newID: rank})
 			}
 		}
 	}
 	return merges
+}
+
+// indexedTable lays out a vocabulary map by id and indexes it.
+func indexedTable(vocab map[string]int32) (strTable, error) {
+	l, known, err := tokensFromMap(vocab)
+	if err != nil {
+		return strTable{}, err
+	}
+	v := l.base
+	v.index(len(vocab), func(id int32) bool { return known[id] })
+	return v, nil
 }

@@ -34,16 +34,20 @@ type Tokenizer struct {
 	// (decodeTekken).
 	tekken bool
 
-	tokens    []string // id -> token as written in the vocabulary
-	known     []bool   // id has a token
-	special   []bool   // id's token is a special added token
+	tokens    tokenList // id -> token as written in the vocabulary
+	known     []bool    // id has a token
+	special   []bool    // id's token is a special added token
 	vocabSize int
 
-	// byteLevelText holds, when the decoder is exactly ByteLevel, each
-	// id's bytes back to back (textEnd[id] ends them), so decoding is a
-	// copy per token.
-	byteLevelText []byte
-	textEnd       []uint32
+	// byteLevel holds, when the decoder is exactly ByteLevel, each id's
+	// bytes back to back, so decoding is a copy per token: the ids of
+	// byteLevel, then those of byteTail. A byte-level BPE model's table
+	// is byteLevel itself.
+	byteLevel, byteTail strTable
+
+	// mapped is the binary cache file the model's tables lie in, when
+	// they came from there.
+	mapped []byte
 
 	// chunks caches the ids of chunks of long texts, when they can be cut
 	// exactly (chunk.go); nil otherwise.
@@ -71,7 +75,7 @@ type workspace struct {
 // back: a token already in the vocabulary takes that id, each new one the
 // next id after the vocabulary (or after the highest added id, once that is
 // beyond it), and a repeated content is ignored.
-func assignAddedIDs(tokens []addedToken, vocab map[string]int32, vocabSize int) []addedToken {
+func assignAddedIDs(tokens []addedToken, lookup func(string) (int32, bool), vocabSize int) []addedToken {
 	seen := map[string]bool{}
 	maxID := int32(-1)
 	out := make([]addedToken, 0, len(tokens))
@@ -80,7 +84,7 @@ func assignAddedIDs(tokens []addedToken, vocab map[string]int32, vocabSize int) 
 			continue
 		}
 		seen[at.Content] = true
-		if id, ok := vocab[at.Content]; ok {
+		if id, ok := lookup(at.Content); ok {
 			at.ID = id
 		} else if maxID < 0 || (maxID < int32(vocabSize) && vocabSize > 0) {
 			at.ID = int32(vocabSize)
@@ -119,19 +123,29 @@ func (t *Tokenizer) setAddedTokens(tokens []addedToken) error {
 
 // finish derives the lookup tables once every component is loaded.
 func (t *Tokenizer) finish() {
-	t.special = make([]bool, len(t.tokens))
+	t.special = make([]bool, t.tokens.len())
 	specialContent := map[string]bool{}
+	// Only tokens whose length and first byte a special content has are
+	// looked up in it.
+	var firsts [256]bool
+	var lengths []bool
 	for i, at := range t.added {
 		if at.Special {
 			specialContent[at.Content] = true
 			t.special[t.addedIDs[i]] = true
+			firsts[at.Content[0]] = true
+			if len(at.Content) >= len(lengths) {
+				lengths = append(lengths, make([]bool, len(at.Content)+1-len(lengths))...)
+			}
+			lengths[len(at.Content)] = true
 		}
 	}
 	// Decoding skips by content, so a vocabulary entry spelled like a
 	// special token is skipped too.
 	if len(specialContent) > 0 {
-		for id, tok := range t.tokens {
-			if t.known[id] && specialContent[tok] {
+		for id := range int32(t.tokens.len()) {
+			tok := t.tokens.at(id)
+			if tok != "" && len(tok) < len(lengths) && lengths[len(tok)] && firsts[tok[0]] && t.known[id] && specialContent[tok] {
 				t.special[id] = true
 			}
 		}
@@ -145,10 +159,22 @@ func (t *Tokenizer) finish() {
 	t.addedSpecialIDs = slices.Compact(t.addedSpecialIDs)
 	t.specialIDs = t.addedSpecialIDs
 	if _, ok := t.dec.(byteLevelDecoder); ok {
-		t.textEnd = make([]uint32, len(t.tokens))
-		for id, tok := range t.tokens {
-			t.byteLevelText, _ = byteLevelDecode(t.byteLevelText, tok)
-			t.textEnd[id] = uint32(len(t.byteLevelText))
+		from := int32(0)
+		// A byte-level model has its vocabulary's bytes already.
+		if m, ok := t.model.(*bpe); ok && m.spelled && t.tokens.over == nil && m.vocab.size() == t.tokens.base.size() {
+			t.byteLevel = strTable{text: m.vocab.text, offs: m.vocab.offs}
+			from = int32(m.vocab.size())
+		}
+		var text []byte
+		offs := []uint32{0}
+		for id := from; id < int32(t.tokens.len()); id++ {
+			text, _ = byteLevelDecode(text, t.tokens.at(id))
+			offs = append(offs, uint32(len(text)))
+		}
+		if from == 0 {
+			t.byteLevel = strTable{text: string(text), offs: offs}
+		} else {
+			t.byteTail = strTable{text: string(text), offs: offs}
 		}
 	}
 	if t.chunkable() {
@@ -258,7 +284,7 @@ func (t *Tokenizer) CleanUpTokenizationSpaces() bool { return t.cleanUpSpaces }
 
 // decode is the tokenizers library's decode.
 func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
-	if t.textEnd != nil {
+	if t.byteLevel.offs != nil {
 		return t.decodeByteLevel(ids, skipSpecial)
 	}
 	tokens := make([]string, 0, len(ids))
@@ -266,7 +292,7 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
 			continue
 		}
-		tokens = append(tokens, t.tokens[id])
+		tokens = append(tokens, t.tokens.at(id))
 	}
 	if t.dec == nil {
 		return strings.Join(tokens, " ")
@@ -282,20 +308,21 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 	ws := t.pool.Get().(*workspace)
 	defer t.pool.Put(ws)
-	text := t.byteLevelText
+	nb := int32(t.byteLevel.size())
 	buf := ws.buf[:0]
 	for _, id := range ids {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
 			continue
 		}
-		begin, end := uint32(0), t.textEnd[id]
-		if id > 0 {
-			begin = t.textEnd[id-1]
+		tab, k := &t.byteLevel, id
+		if id >= nb {
+			tab, k = &t.byteTail, id-nb
 		}
+		text, begin, end := tab.text, tab.offs[k], tab.offs[k+1]
 		w := len(buf)
 		if size := int(end - begin); size <= 8 && int(begin)+8 <= len(text) && w+8 <= cap(buf) {
 			buf = buf[:w+8]
-			binary.LittleEndian.PutUint64(buf[w:], binary.LittleEndian.Uint64(text[begin:]))
+			binary.LittleEndian.PutUint64(buf[w:], le64(text[begin:]))
 			buf = buf[:w+size]
 		} else {
 			buf = append(buf, text[begin:end]...)
@@ -309,7 +336,32 @@ func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 	return string(ws.lossy)
 }
 
+// byteLevelAt is id's bytes, when the decoder is ByteLevel.
+func (t *Tokenizer) byteLevelAt(id int32) string {
+	if nb := int32(t.byteLevel.size()); id >= nb {
+		return t.byteTail.at(id - nb)
+	}
+	return t.byteLevel.at(id)
+}
+
 func (t *Tokenizer) has(id int32) bool { return id >= 0 && int(id) < len(t.known) && t.known[id] }
+
+// Trim gives back the memory pages of the tables the tokenizer mapped from
+// its binary cache and clears its caches of encoded words: a run calls it
+// once its prompts are built, when the tokenizer is seldom used again. The
+// pages are read back from the page cache when next needed; nothing else
+// changes.
+func (t *Tokenizer) Trim() {
+	if t.mapped != nil {
+		dropPages(t.mapped)
+	}
+	if m, ok := t.model.(*bpe); ok && m.cache != nil {
+		m.cache.clear()
+	}
+	if t.chunks != nil {
+		t.chunks.clear()
+	}
+}
 
 // VocabSize is Hugging Face's vocab_size: the model's vocabulary, added
 // tokens not counted.
@@ -344,7 +396,7 @@ func (t *Tokenizer) IDToToken(id int32) (string, bool) {
 	if !t.has(id) {
 		return "", false
 	}
-	return t.tokens[id], true
+	return t.tokens.at(id), true
 }
 
 // EncodeBatch encodes texts in parallel on GOMAXPROCS goroutines; the

@@ -312,11 +312,12 @@ func (t *Tokenizer) parseUnigram(mf *modelFields) error {
 		return err
 	}
 	t.vocabSize = len(mf.entries)
-	t.tokens = make([]string, len(mf.entries))
+	strs := make([]string, len(mf.entries))
 	t.known = make([]bool, len(mf.entries))
 	for id, e := range mf.entries {
-		t.tokens[id], t.known[id] = e.token, true
+		strs[id], t.known[id] = e.token, true
 	}
+	t.tokens = tokenList{base: newStrTable(strs)}
 	t.model = m
 	return nil
 }

@@ -200,7 +200,7 @@ func FuzzUnigramViterbi(f *testing.F) {
 		var joined strings.Builder
 		for _, id := range ids {
 			got += m.scores[id]
-			joined.WriteString(tok.tokens[id])
+			joined.WriteString(tok.tokens.at(id))
 		}
 		if joined.String() != text {
 			t.Fatalf("tokens of %q spell %q", text, joined.String())

@@ -8,7 +8,7 @@ import (
 // over the vocabulary, continuation pieces carrying a prefix ("##"), and the
 // whole word becoming unk if any part of it cannot be matched.
 type wordPiece struct {
-	vocab    map[string]int32
+	vocab    strTable
 	unk      int32
 	prefix   string
 	maxChars int
@@ -29,9 +29,9 @@ func (m *wordPiece) tokenize(dst []int32, word string, ws *workspace) []int32 {
 			var ok bool
 			if start > 0 {
 				ws.buf = append(append(ws.buf[:0], m.prefix...), word[start:end]...)
-				id, ok = m.vocab[string(ws.buf)]
+				id, ok = m.vocab.lookupBytes(ws.buf)
 			} else {
-				id, ok = m.vocab[word[start:end]]
+				id, ok = m.vocab.lookup(word[start:end])
 			}
 			if ok {
 				break
