@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,12 +28,22 @@ import (
 // read buffer with the server's key and feeds the plaintext to the
 // connection's Response, and seals the requests with the client's key and
 // writes them itself. crypto/tls keeps the connection's tls.Conn only to
-// take the server's first session ticket into the session cache (handed
-// over synchronously, never touching the socket); a KeyUpdate from the
-// server moves the read key, and if the server asks, the loop answers with
-// its own KeyUpdate and moves the write key. Only TLS 1.3 with an AES-GCM
-// suite can run there; ProbeTLS tells a caller beforehand whether a server
-// negotiates it.
+// take the server's session tickets into the session cache (handed over
+// synchronously, never touching the socket): every ticket of the burst
+// servers send right after the handshake (OpenSSL and rustls send two,
+// one record each), each put in the cache as crypto/tls would, the last
+// one staying; the tls.Conn is let go at the end of the read that brought
+// them, or at the first record of the first response if no ticket came
+// before it. A KeyUpdate from the server moves the read key, and if the
+// server asks, the loop answers with its own KeyUpdate and moves the
+// write key. Only
+// TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there; ProbeTLS tells a
+// caller beforehand whether a server negotiates it.
+//
+// Memory: between handshake and first response byte a connection holds
+// its tls.Conn; from then on only the two keys, the read key warm (its
+// cipher state ready for every record) and the write key cool (16 or 32
+// key bytes, the cipher built again for each request it seals).
 
 // maxHandshakers bounds the handshaker goroutines: each holds a locked
 // thread (its CPU clock is the handshake's CPU) and a deep stack, and the
@@ -51,10 +62,13 @@ type loopTLS struct {
 	read, write *tls13.Key
 	// feed is the server's first traffic key, under which handshake
 	// messages are re-sealed for tc (which never sees a KeyUpdate, so its
-	// key never moves; its Seq counts the records tc has read).
+	// key never moves; its Seq counts the records tc has read). Cool but
+	// while it seals.
 	feed *tls13.Key
-	tc   *tls.Conn    // takes the first session ticket; nil afterwards
-	raw  *stampedConn // tc's transport, used only to inject records
+	tc   *tls.Conn // takes the session tickets; nil once they came
+	// ticketed: tc took a ticket; it goes at the end of the read.
+	ticketed bool
+	raw      *stampedConn // tc's transport, used only to inject records
 	// partial holds the start of a record a read did not complete.
 	partial []byte
 	// out holds sealed bytes the socket did not take yet.
@@ -108,9 +122,9 @@ func openRecord(k *tls13.Key, rec []byte) (typ byte, p []byte, err error) {
 }
 
 // sealRecord appends to dst the record of content type typ carrying p
-// (at most tlsMaxPlain bytes), sealed with k under its next number.
+// (at most tlsMaxPlain bytes), sealed with k (warm) under its next number.
 func sealRecord(dst []byte, k *tls13.Key, typ byte, p []byte) []byte {
-	size := len(p) + 1 + k.AEAD.Overhead()
+	size := len(p) + 1 + tls13.Overhead
 	start := len(dst)
 	dst = append(dst, tlsAppData, 3, 3, byte(size>>8), byte(size))
 	dst = append(dst, p...)
@@ -150,21 +164,22 @@ func keyUpdate(msg []byte) (at int, found, requested bool, err error) {
 	return len(msg), false, false, nil
 }
 
-// handshakeMsgs handles the post-handshake messages of one record: a
-// session ticket goes to crypto/tls (the first only; the tls.Conn is then
-// let go), a KeyUpdate moves the read key and, when the server asks,
-// queues the loop's own KeyUpdate in out and moves the write key.
+// handshakeMsgs handles the post-handshake messages of one record:
+// session tickets go to crypto/tls while it is there, a
+// KeyUpdate moves the read key and, when the server asks, queues the
+// loop's own KeyUpdate in out and moves the write key.
 func (t *loopTLS) handshakeMsgs(msg []byte) error {
 	at, found, requested, err := keyUpdate(msg)
 	if err != nil {
 		return err
 	}
 	if at > 0 && t.tc != nil {
-		// One ticket is enough for the session cache; the tls.Conn and
-		// its buffers go with it. A failed hand-over costs only
-		// resumption.
-		t.inject(msg[:at])
-		t.tc, t.raw, t.feed = nil, nil, nil
+		// A failed hand-over costs only resumption: the tls.Conn goes.
+		if t.inject(msg[:at]) != nil {
+			t.letGo()
+		} else {
+			t.ticketed = true
+		}
 	}
 	if !found {
 		return nil
@@ -173,17 +188,33 @@ func (t *loopTLS) handshakeMsgs(msg []byte) error {
 		return err
 	}
 	if requested {
+		cool := t.write.AEAD == nil
+		if err := t.write.Warm(); err != nil {
+			return err
+		}
 		t.out = sealRecord(t.out, t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
+		if cool {
+			t.write.Cool()
+		}
 		return t.write.Update()
 	}
 	return nil
 }
 
+// letGo drops the tls.Conn, its buffers and the key that fed it: the
+// server's tickets came, or its first response began (servers send their
+// tickets right after the handshake).
+func (t *loopTLS) letGo() { t.tc, t.raw, t.feed, t.ticketed = nil, nil, nil, false }
+
 // inject hands handshake messages to crypto/tls, sealed as the record it
 // expects next; its Read consumes them and returns without touching the
 // socket.
 func (t *loopTLS) inject(msg []byte) error {
+	if err := t.feed.Warm(); err != nil {
+		return err
+	}
 	rec := sealRecord(nil, t.feed, tlsHandshake, msg)
+	t.feed.Cool()
 	t.raw.inject, t.raw.injecting = rec, true
 	var one [1]byte
 	_, err := t.tc.Read(one[:])
@@ -205,14 +236,20 @@ type tlsDial struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	fd          int // the connected socket, -1 if none
-	lt          *loopTLS
-	connectedNs int64 // 0: never connected
-	hs          HandshakeTimes
-	handshook   bool   // a handshake was attempted
-	failure     string // why the connection cannot carry the request
-	reads       atomic.Int64
-	stamped     atomic.Int64
+	fd int // the connected socket, -1 if none
+	// The handshake's outcome, made into the record layer by the shard
+	// (so that its long-lived keys come from the loop's allocations, not
+	// among the handshake's garbage).
+	tc             *tls.Conn
+	raw            *stampedConn
+	version, suite uint16
+	keys           *keyLog
+	connectedNs    int64 // 0: never connected
+	hs             HandshakeTimes
+	handshook      bool   // a handshake was attempted
+	failure        string // why the connection cannot carry the request
+	reads          atomic.Int64
+	stamped        atomic.Int64
 }
 
 // discard closes the socket of a result nobody takes.
@@ -233,16 +270,55 @@ type handshakePool struct {
 	jobs    []*tlsDial
 	head    int
 	running int
+	// gcPercent is the GC target the pool found when it started, to be
+	// restored when it drains; gcLowered says it lowered it.
+	gcPercent int
+	gcLowered bool
 }
+
+// rampGCPercent is the GC target (GOGC) while handshakes run. A handshake
+// leaves some 30 KB of garbage behind and the connections it made stay
+// live, so during a ramp of thousands the heap would grow to twice the
+// live connections' size under the default target of 100, and the
+// process's peak RSS with it; collecting after every quarter of the live
+// heap keeps the peak near the live size, for a few more GC cycles while
+// the handshakes run. The target is restored when the pool drains, and
+// never raised: a lower GOGC (or off) is left as it is.
+const rampGCPercent = 25
 
 func (p *handshakePool) submit(d *tlsDial) {
 	p.mu.Lock()
 	p.jobs = append(p.jobs, d)
 	if p.running < maxHandshakers {
+		if p.running == 0 {
+			p.lowerGC()
+		}
 		p.running++
 		go p.work()
 	}
 	p.mu.Unlock()
+}
+
+// lowerGC sets rampGCPercent unless the target is already lower. Under mu.
+func (p *handshakePool) lowerGC() {
+	prev := debug.SetGCPercent(rampGCPercent)
+	if prev >= 0 && prev <= rampGCPercent {
+		debug.SetGCPercent(prev)
+		return
+	}
+	if prev < 0 {
+		debug.SetGCPercent(prev)
+		return
+	}
+	p.gcPercent, p.gcLowered = prev, true
+}
+
+// restoreGC undoes lowerGC. Under mu.
+func (p *handshakePool) restoreGC() {
+	if p.gcLowered {
+		debug.SetGCPercent(p.gcPercent)
+		p.gcLowered = false
+	}
 }
 
 func (p *handshakePool) work() {
@@ -253,7 +329,9 @@ func (p *handshakePool) work() {
 		p.mu.Lock()
 		if p.head == len(p.jobs) {
 			p.jobs, p.head = p.jobs[:0], 0
-			p.running--
+			if p.running--; p.running == 0 {
+				p.restoreGC()
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -318,12 +396,12 @@ func (d *tlsDial) run() {
 	}
 	cs := tc.ConnectionState()
 	d.hs.Resumed = cs.DidResume
-	if d.lt, err = newLoopTLS(cs, keys); err != nil {
+	if err := loopCarries(cs.Version, keys); err != nil {
 		raw.Close()
 		d.failure = "TLS with " + addr + ": " + err.Error() + "; the run's first handshake chose the event-loop path"
 		return
 	}
-	d.lt.tc, d.lt.raw = tc, raw
+	d.tc, d.raw, d.version, d.suite, d.keys = tc, raw, cs.Version, cs.CipherSuite, keys
 	// The loop keeps a descriptor of its own; closing the net.Conn's
 	// takes it out of the runtime's poller (the socket stays open).
 	var dupErr error
@@ -335,30 +413,41 @@ func (d *tlsDial) run() {
 	}
 }
 
-// newLoopTLS takes the traffic keys of a TLS 1.3 AES-GCM connection from
-// its key log; any other connection cannot run on a loop.
-func newLoopTLS(cs tls.ConnectionState, keys *keyLog) (*loopTLS, error) {
-	if cs.Version != tls.VersionTLS13 {
-		return nil, errors.New("the server negotiated " + tls.VersionName(cs.Version) + ", not TLS 1.3")
+// loopCarries says why a connection cannot run on a loop (nil if it can):
+// only TLS 1.3, with the traffic secrets in the key log.
+func loopCarries(version uint16, keys *keyLog) error {
+	if version != tls.VersionTLS13 {
+		return errors.New("the server negotiated " + tls.VersionName(version) + ", not TLS 1.3")
 	}
 	if keys.server == nil || keys.client == nil {
-		return nil, errors.New("no traffic secrets in the key log")
+		return errors.New("no traffic secrets in the key log")
 	}
-	read, err := tls13.NewKey(cs.CipherSuite, keys.server)
+	return nil
+}
+
+// newLoopTLS takes the traffic keys of a TLS 1.3 connection from its key
+// log; any other connection cannot run on a loop. The write key and the
+// feed start cool.
+func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
+	if err := loopCarries(version, keys); err != nil {
+		return nil, err
+	}
+	read, err := tls13.NewKey(suite, keys.server)
 	if err != nil {
 		return nil, err
 	}
-	feed, _ := tls13.NewKey(cs.CipherSuite, keys.server)
-	write, err := tls13.NewKey(cs.CipherSuite, keys.client)
+	write, err := tls13.NewCoolKey(suite, keys.client)
 	if err != nil {
 		return nil, err
 	}
-	return &loopTLS{read: read, write: write, feed: feed}, nil
+	feed := *read
+	feed.Cool()
+	return &loopTLS{read: read, write: write, feed: &feed}, nil
 }
 
 // ProbeTLS makes one connection and handshake with addr (without the
 // session cache of cfg) and reports whether the server negotiates what the
-// shard loops can carry (TLS 1.3, AES-GCM), and if not, what it chose. A
+// shard loops can carry (TLS 1.3), and if not, what it chose. A
 // connection or handshake that fails says nothing (ok true, why the
 // failure): the run's own connections will fail the same way.
 func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
@@ -378,7 +467,7 @@ func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 		return true, err.Error()
 	}
 	cs := tc.ConnectionState()
-	if _, err := newLoopTLS(cs, keys); err != nil {
+	if _, err := newLoopTLS(cs.Version, cs.CipherSuite, keys); err != nil {
 		return false, err.Error()
 	}
 	return true, ""
@@ -462,10 +551,18 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	if d.hs.Resumed {
 		h.TLSResumed++
 	}
+	lt, err := newLoopTLS(d.version, d.suite, d.keys)
+	if err != nil {
+		d.discard()
+		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
+		return
+	}
+	lt.tc, lt.raw = d.tc, d.raw
 	c.stream.Handshaken(d.hs.EndNs)
 	s.nextTag++
-	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, d.lt, connBusy
+	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, lt, connBusy
 	d.fd = -1
+	d.tc, d.raw, d.keys = nil, nil, nil
 	d.cancel()
 	if err := s.poll.add(c.fd, c.tag, connEvents); err != nil {
 		closeFD(c.fd)
@@ -519,6 +616,10 @@ func (s *Shard) writeTLS(c *conn) {
 			if c.req == nil || c.written == len(c.req.Wire) {
 				return
 			}
+			if err := t.write.Warm(); err != nil {
+				s.fail(c, c.FailureText(err))
+				return
+			}
 			n := min(len(c.req.Wire)-c.written, sealBatch)
 			s.seal = s.seal[:0]
 			for p := c.req.Wire[c.written : c.written+n]; len(p) > 0; {
@@ -527,6 +628,9 @@ func (s *Shard) writeTLS(c *conn) {
 				p = p[m:]
 			}
 			c.written += n
+			if c.written == len(c.req.Wire) {
+				t.write.Cool()
+			}
 			pending = s.seal
 		}
 		m, err := write(c.fd, pending)
@@ -618,6 +722,9 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 			s.onEOF(c, ts)
 			return false
 		case tlsAppData:
+			if t.tc != nil {
+				t.letGo()
+			}
 			if len(p) == 0 {
 				continue
 			}
@@ -642,6 +749,9 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 	}
 	if c.state != connBusy {
 		return false
+	}
+	if t.ticketed {
+		t.letGo()
 	}
 	t.partial = append(t.partial[:0], b...)
 	if len(t.out) > 0 {
