@@ -302,11 +302,7 @@ func (p *handshakePool) submit(d *tlsDial) {
 // lowerGC sets rampGCPercent unless the target is already lower. Under mu.
 func (p *handshakePool) lowerGC() {
 	prev := debug.SetGCPercent(rampGCPercent)
-	if prev >= 0 && prev <= rampGCPercent {
-		debug.SetGCPercent(prev)
-		return
-	}
-	if prev < 0 {
+	if prev <= rampGCPercent { // lower already, or off (-1)
 		debug.SetGCPercent(prev)
 		return
 	}
