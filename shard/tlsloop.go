@@ -36,14 +36,14 @@ import (
 // them, or at the first record of the first response if no ticket came
 // before it. A KeyUpdate from the server moves the read key, and if the
 // server asks, the loop answers with its own KeyUpdate and moves the
-// write key. Only
-// TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there; ProbeTLS tells a
-// caller beforehand whether a server negotiates it.
+// write key. Only TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there;
+// ProbeTLS tells a caller beforehand whether a server negotiates it.
 //
-// Memory: between handshake and first response byte a connection holds
-// its tls.Conn; from then on only the two keys, the read key warm (its
-// cipher state ready for every record) and the write key cool (16 or 32
-// key bytes, the cipher built again for each request it seals).
+// Memory: until the server's tickets (or its first response record) a
+// connection holds its tls.Conn; from then on only the two keys, the read
+// key warm (its cipher state ready for every record) and the write key
+// cool (16 or 32 key bytes, the cipher built again for each request it
+// seals).
 
 // maxHandshakers bounds the handshaker goroutines: each holds a locked
 // thread (its CPU clock is the handshake's CPU) and a deep stack, and the
