@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,10 @@ import (
 // write key. Only TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there;
 // ProbeTLS tells a caller beforehand whether a server negotiates it.
 //
-// Memory: until the server's tickets (or its first response record) a
-// connection holds its tls.Conn; from then on only the two keys, the read
+// Memory: a connection that takes tickets (every full handshake, one
+// resumed in ticketEvery) holds its tls.Conn until the server's tickets
+// (or its first response record); the others let it go when the handshake
+// ends. From then on only the two keys, inside loopTLS, the read
 // key warm (its cipher state ready for every record) and the write key
 // cool (16 or 32 key bytes, the cipher built again for each request it
 // seals).
@@ -59,7 +62,7 @@ const sealBatch = 4 * tlsMaxPlain
 
 // loopTLS is the record layer of one TLS connection on a shard loop.
 type loopTLS struct {
-	read, write *tls13.Key
+	read, write tls13.Key
 	// feed is the server's first traffic key, under which handshake
 	// messages are re-sealed for tc (which never sees a KeyUpdate, so its
 	// key never moves; its Seq counts the records tc has read). Cool but
@@ -192,7 +195,7 @@ func (t *loopTLS) handshakeMsgs(msg []byte) error {
 		if err := t.write.Warm(); err != nil {
 			return err
 		}
-		t.out = sealRecord(t.out, t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
+		t.out = sealRecord(t.out, &t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
 		if cool {
 			t.write.Cool()
 		}
@@ -270,50 +273,106 @@ type handshakePool struct {
 	jobs    []*tlsDial
 	head    int
 	running int
-	// gcPercent is the GC target the pool found when it started, to be
-	// restored when it drains; gcLowered says it lowered it.
-	gcPercent int
-	gcLowered bool
+	ramp    rampMemory
+	// done counts the handshakes finished, to move the memory limit.
+	done atomic.Int64
 }
-
-// rampGCPercent is the GC target (GOGC) while handshakes run. A handshake
-// leaves some 30 KB of garbage behind and the connections it made stay
-// live, so during a ramp of thousands the heap would grow to twice the
-// live connections' size under the default target of 100, and the
-// process's peak RSS with it; collecting after every quarter of the live
-// heap keeps the peak near the live size, for a few more GC cycles while
-// the handshakes run. The target is restored when the pool drains, and
-// never raised: a lower GOGC (or off) is left as it is.
-const rampGCPercent = 25
 
 func (p *handshakePool) submit(d *tlsDial) {
 	p.mu.Lock()
 	p.jobs = append(p.jobs, d)
+	if p.running == 0 {
+		p.ramp.start()
+	}
+	if p.ramp.submitted++; p.ramp.submitted%rampStep == 0 {
+		p.ramp.adjust()
+	}
 	if p.running < maxHandshakers {
-		if p.running == 0 {
-			p.lowerGC()
-		}
 		p.running++
 		go p.work()
 	}
 	p.mu.Unlock()
 }
 
-// lowerGC sets rampGCPercent unless the target is already lower. Under mu.
-func (p *handshakePool) lowerGC() {
-	prev := debug.SetGCPercent(rampGCPercent)
-	if prev <= rampGCPercent { // lower already, or off (-1)
-		debug.SetGCPercent(prev)
-		return
-	}
-	p.gcPercent, p.gcLowered = prev, true
+// Memory during a ramp of handshakes. A handshake leaves 30 to 50 KB of
+// garbage behind (crypto/tls's own) while the connections it made stay
+// live, so under the default GC target the heap would grow to twice the
+// connections' state and the process's peak RSS with it; a lower target
+// (GOGC 25) keeps the peak near the live size but collects after every
+// quarter of the live heap, early in the ramp when that is a few MB,
+// which costs more CPU than the loops' own work. Instead, while the
+// handshakers run, the GC target is off and a soft memory limit
+// (runtime/debug.SetMemoryLimit) stands at what the ramp's connections
+// will hold: the memory in use when it began, rampPerConn for each
+// connection submitted since, and rampMargin. The GC then runs only as the
+// heap nears that limit, when a collection frees the most. The limit is never below
+// the live heap plus a quarter plus the margin (an estimate too low for a
+// run's connections cannot make the GC run back to back), never above a
+// limit already set (GOMEMLIMIT), and the GC target goes off only if it
+// was the default or higher (a lower GOGC is kept, the limit only adds to
+// it). Both are restored when the pool drains.
+type rampMemory struct {
+	on bool
+	// gcPercent and limit: the settings found at the ramp's start.
+	gcPercent int
+	limit     int64
+	// base: memory in use at the start; submitted: handshakes since.
+	base, submitted int64
 }
 
-// restoreGC undoes lowerGC. Under mu.
-func (p *handshakePool) restoreGC() {
-	if p.gcLowered {
-		debug.SetGCPercent(p.gcPercent)
-		p.gcLowered = false
+const (
+	// rampPerConn is the memory a TLS connection holds on a loop,
+	// measured at 10,000 streams: its conn and recorder slot (as a plain
+	// connection's) and its record layer (AES-GCM state, keys).
+	rampPerConn = 3500
+	// rampMargin covers the handshakes in flight and the loops' buffers.
+	rampMargin = 8 << 20
+	// rampStep: the limit moves every rampStep handshakes submitted or
+	// finished (each move stops the world for a moment).
+	rampStep = 128
+)
+
+// memInUse reads what the memory limit is compared with (mapped memory
+// not released to the OS) and the live heap at the last GC.
+func memInUse() (inUse, live int64) {
+	s := [...]metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
+	metrics.Read(s[:])
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
+}
+
+// start sets the ramp's GC target and first limit. Under the pool's mu.
+func (r *rampMemory) start() {
+	r.base, _ = memInUse()
+	r.submitted = 0
+	r.limit = debug.SetMemoryLimit(-1)
+	r.gcPercent = debug.SetGCPercent(-1)
+	if r.gcPercent < 100 {
+		debug.SetGCPercent(r.gcPercent)
+	}
+	r.on = true
+	r.adjust()
+}
+
+// adjust moves the limit to the ramp's connections. Under the pool's mu.
+func (r *rampMemory) adjust() {
+	if !r.on {
+		return
+	}
+	_, live := memInUse()
+	l := max(r.base+r.submitted*rampPerConn, live+live/4) + rampMargin
+	debug.SetMemoryLimit(min(l, r.limit))
+}
+
+// end restores what start found. Under the pool's mu.
+func (r *rampMemory) end() {
+	if r.on {
+		debug.SetGCPercent(r.gcPercent)
+		debug.SetMemoryLimit(r.limit)
+		r.on = false
 	}
 }
 
@@ -326,7 +385,7 @@ func (p *handshakePool) work() {
 		if p.head == len(p.jobs) {
 			p.jobs, p.head = p.jobs[:0], 0
 			if p.running--; p.running == 0 {
-				p.restoreGC()
+				p.ramp.end()
 			}
 			p.mu.Unlock()
 			return
@@ -337,8 +396,26 @@ func (p *handshakePool) work() {
 		p.mu.Unlock()
 		d.run()
 		d.s.handshakeDone(d)
+		if p.done.Add(1)%rampStep == 0 {
+			p.mu.Lock()
+			p.ramp.adjust()
+			p.mu.Unlock()
+		}
 	}
 }
+
+// ticketEvery: one resumed connection in ticketEvery keeps its tls.Conn
+// to take the server's session tickets into the cache; every full
+// handshake does. crypto/tls's client resumes with the cached ticket again
+// and again (all but the first of a ramp's concurrent handshakes use the
+// same one), so the cache needs a fresh ticket now and then, not one per
+// connection, and the others' tls.Conns (some 5 KB each, with the
+// handshake's buffers and ciphers) go as soon as the handshake is done
+// instead of living until the loop's first read of the connection.
+const ticketEvery = 16
+
+// resumedSeen counts the resumed handshakes, for ticketEvery.
+var resumedSeen atomic.Uint64
 
 // run connects and completes the handshake.
 func (d *tlsDial) run() {
@@ -397,7 +474,10 @@ func (d *tlsDial) run() {
 		d.failure = "TLS with " + addr + ": " + err.Error() + "; the run's first handshake chose the event-loop path"
 		return
 	}
-	d.tc, d.raw, d.version, d.suite, d.keys = tc, raw, cs.Version, cs.CipherSuite, keys
+	d.version, d.suite, d.keys = cs.Version, cs.CipherSuite, keys
+	if !cs.DidResume || resumedSeen.Add(1)%ticketEvery == 0 {
+		d.tc, d.raw = tc, raw
+	}
 	// The loop keeps a descriptor of its own; closing the net.Conn's
 	// takes it out of the runtime's poller (the socket stays open).
 	var dupErr error
@@ -428,17 +508,24 @@ func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
 	if err := loopCarries(version, keys); err != nil {
 		return nil, err
 	}
-	read, err := tls13.NewKey(suite, keys.server)
-	if err != nil {
+	t := &loopTLS{}
+	if err := t.read.Init(suite, keys.server); err != nil {
 		return nil, err
 	}
-	write, err := tls13.NewCoolKey(suite, keys.client)
-	if err != nil {
+	if err := t.read.Warm(); err != nil {
 		return nil, err
 	}
-	feed := *read
+	if err := t.write.Init(suite, keys.client); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// takeTickets makes t take the server's session tickets with tc.
+func (t *loopTLS) takeTickets(tc *tls.Conn, raw *stampedConn) {
+	feed := t.read
 	feed.Cool()
-	return &loopTLS{read: read, write: write, feed: &feed}, nil
+	t.tc, t.raw, t.feed = tc, raw, &feed
 }
 
 // ProbeTLS makes one connection and handshake with addr (without the
@@ -553,7 +640,9 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
 		return
 	}
-	lt.tc, lt.raw = d.tc, d.raw
+	if d.tc != nil {
+		lt.takeTickets(d.tc, d.raw)
+	}
 	c.stream.Handshaken(d.hs.EndNs)
 	s.nextTag++
 	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, lt, connBusy
@@ -620,7 +709,7 @@ func (s *Shard) writeTLS(c *conn) {
 			s.seal = s.seal[:0]
 			for p := c.req.Wire[c.written : c.written+n]; len(p) > 0; {
 				m := min(len(p), tlsMaxPlain)
-				s.seal = sealRecord(s.seal, t.write, tlsAppData, p[:m])
+				s.seal = sealRecord(s.seal, &t.write, tlsAppData, p[:m])
 				p = p[m:]
 			}
 			c.written += n
@@ -697,7 +786,7 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		if n == 0 {
 			break
 		}
-		typ, p, err := openRecord(t.read, b[:n])
+		typ, p, err := openRecord(&t.read, b[:n])
 		b = b[n:]
 		if err != nil {
 			s.fail(c, c.FailureText(err))

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -265,25 +266,44 @@ func gcPercent() int {
 	return p
 }
 
-// TestHandshakeRampGC: the handshake pool lowers the GC target while it
-// runs and restores it when it drains; a lower target, or the collector
-// off, is left alone.
-func TestHandshakeRampGC(t *testing.T) {
+// TestHandshakeRampMemory: while handshakes run, the GC target is off
+// (kept if lower than the default) and the memory limit grows with the
+// connections submitted, never below the live heap nor above a limit
+// already set; both come back when the pool drains.
+func TestHandshakeRampMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	for _, found := range []int{100, 400, rampGCPercent - 5, -1} {
-		debug.SetGCPercent(found)
-		var p handshakePool
-		p.lowerGC()
-		want := min(found, rampGCPercent)
-		if found < 0 {
-			want = found
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	for _, c := range []struct {
+		gc    int
+		limit int64
+	}{{100, math.MaxInt64}, {400, math.MaxInt64}, {50, math.MaxInt64}, {-1, math.MaxInt64}, {100, 1 << 40}} {
+		debug.SetGCPercent(c.gc)
+		debug.SetMemoryLimit(c.limit)
+		var r rampMemory
+		r.start()
+		wantGC := c.gc
+		if c.gc >= 100 {
+			wantGC = -1
 		}
-		if got := gcPercent(); got != want {
-			t.Errorf("GOGC %d: %d while handshakes run, want %d", found, got, want)
+		if got := gcPercent(); got != wantGC {
+			t.Errorf("GOGC %d: %d while handshakes run, want %d", c.gc, got, wantGC)
 		}
-		p.restoreGC()
-		if got := gcPercent(); got != found {
-			t.Errorf("GOGC %d: %d after the handshakes, want it back", found, got)
+		first := debug.SetMemoryLimit(-1)
+		inUse, live := memInUse()
+		if first > c.limit || first < live+rampMargin || first > inUse+rampMargin+64<<20 {
+			t.Errorf("GOGC %d: limit %d with %d in use, %d live", c.gc, first, inUse, live)
+		}
+		r.submitted += 10000
+		r.adjust()
+		if got, want := debug.SetMemoryLimit(-1), min(first+10000*rampPerConn, c.limit); got < want-8<<20 || got > want+8<<20 {
+			t.Errorf("GOGC %d: limit %d after 10,000 connections, want about %d", c.gc, got, want)
+		}
+		r.end()
+		if got := gcPercent(); got != c.gc {
+			t.Errorf("GOGC %d: %d after the handshakes, want it back", c.gc, got)
+		}
+		if got := debug.SetMemoryLimit(-1); got != c.limit {
+			t.Errorf("limit %d after the handshakes, want %d back", got, c.limit)
 		}
 	}
 }

@@ -59,13 +59,12 @@ func NewKey(suite uint16, secret []byte) (*Key, error) {
 	return k, k.Warm()
 }
 
-// NewCoolKey is NewKey without the AEAD: Warm builds it when needed.
-func NewCoolKey(suite uint16, secret []byte) (*Key, error) {
-	k := &Key{}
-	if err := k.init(suite, secret); err != nil {
-		return nil, err
-	}
-	return k, nil
+// Init makes k the key of a traffic secret as NewKey does, but cool (no
+// AEAD; Warm builds it), in place: a connection can hold its keys inside
+// its own state rather than as objects of their own.
+func (k *Key) Init(suite uint16, secret []byte) error {
+	*k = Key{}
+	return k.init(suite, secret)
 }
 
 func (k *Key) init(suite uint16, secret []byte) error {

@@ -129,8 +129,8 @@ func TestCoolWarm(t *testing.T) {
 func BenchmarkWarm(b *testing.B) {
 	for _, suite := range []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_CHACHA20_POLY1305_SHA256} {
 		b.Run(tls.CipherSuiteName(suite), func(b *testing.B) {
-			k, err := NewCoolKey(suite, bytes.Repeat([]byte{1}, 32))
-			if err != nil {
+			var k Key
+			if err := k.Init(suite, bytes.Repeat([]byte{1}, 32)); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
