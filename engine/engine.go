@@ -42,7 +42,7 @@ type Config struct {
 	// "host:port". A host name is resolved once, before the run.
 	Network, Address string
 	// TLS, when set, sends over TLS (https:// URLs): on the shard loops
-	// when the server negotiates TLS 1.3 with AES-GCM (one probing
+	// when the server negotiates TLS 1.3 (one probing
 	// handshake before the run tells), else with a goroutine per
 	// connection.
 	TLS *tls.Config

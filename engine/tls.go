@@ -21,8 +21,8 @@ func holdProcs() { raiseProcs(-spareProcs) }
 var tlsOnLoops = true
 
 // tlsPath chooses how a run speaks TLS: on the shard loops (base.TLS set,
-// ok true) when the server's answer to one probing handshake is TLS 1.3
-// with AES-GCM, else on a goroutine per connection; why says what made
+// ok true) when the server's answer to one probing handshake is TLS 1.3,
+// else on a goroutine per connection; why says what made
 // the choice for the goroutines.
 func tlsPath(cfg *tls.Config, addr netip.AddrPort, address string, conns int, timeout time.Duration, base *shard.Config) (ok bool, why string) {
 	if !tlsOnLoops {

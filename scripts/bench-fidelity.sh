@@ -9,6 +9,9 @@
 #   QUICK=1 scripts/bench-fidelity.sh    # 10k × 5 tok/s decode-step only
 #   TLS=1 scripts/bench-fidelity.sh      # decode-step, plain then https://
 #                                        # (mock --tls) side by side
+#                                        # (bin/fidelity ... -tls -heapprofile
+#                                        # FILE: the heap at its peak, and the
+#                                        # memory classes at the RSS peak)
 #   TTFT=1 scripts/bench-fidelity.sh     # where TTFT goes: 1,000 and 10,000
 #                                        # released together, cold, warm
 #                                        # (-warm-connections) and with a

@@ -352,7 +352,7 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 	cl.raw, cl.tc = raw, tc
 	st.hsDone.Add(1)
 	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && cl.keys.server != nil {
-		// Otherwise crypto/tls reads (TLS 1.2, ChaCha20).
+		// Otherwise crypto/tls reads (TLS 1.2).
 		if cl.rr.key, _ = tls13.NewKey(cs.CipherSuite, cl.keys.server); cl.rr.key != nil {
 			st.ownRecords.Add(1)
 		}

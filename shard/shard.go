@@ -61,7 +61,7 @@ type Config struct {
 	// TLS, when set, speaks TLS 1.3 on every connection, the records
 	// sealed and opened on the loop (see tlsloop.go); it should come from
 	// PrepareTLS and name the server. A connection that negotiates
-	// anything but TLS 1.3 with AES-GCM fails its request (ProbeTLS tells
+	// anything but TLS 1.3 fails its request (ProbeTLS tells
 	// beforehand). Warm is ignored.
 	TLS *tls.Config
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,12 +29,24 @@ import (
 // read buffer with the server's key and feeds the plaintext to the
 // connection's Response, and seals the requests with the client's key and
 // writes them itself. crypto/tls keeps the connection's tls.Conn only to
-// take the server's first session ticket into the session cache (handed
-// over synchronously, never touching the socket); a KeyUpdate from the
-// server moves the read key, and if the server asks, the loop answers with
-// its own KeyUpdate and moves the write key. Only TLS 1.3 with an AES-GCM
-// suite can run there; ProbeTLS tells a caller beforehand whether a server
-// negotiates it.
+// take the server's session tickets into the session cache (handed over
+// synchronously, never touching the socket): every ticket of the burst
+// servers send right after the handshake (OpenSSL and rustls send two,
+// one record each), each put in the cache as crypto/tls would, the last
+// one staying; the tls.Conn is let go at the end of the read that brought
+// them, or at the first record of the first response if no ticket came
+// before it. A KeyUpdate from the server moves the read key, and if the
+// server asks, the loop answers with its own KeyUpdate and moves the
+// write key. Only TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there;
+// ProbeTLS tells a caller beforehand whether a server negotiates it.
+//
+// Memory: a connection that takes tickets (every full handshake, one
+// resumed in ticketEvery) holds its tls.Conn until the server's tickets
+// (or its first response record); the others let it go when the handshake
+// ends. From then on only the two keys, inside loopTLS, the read
+// key warm (its cipher state ready for every record) and the write key
+// cool (16 or 32 key bytes, the cipher built again for each request it
+// seals).
 
 // maxHandshakers bounds the handshaker goroutines: each holds a locked
 // thread (its CPU clock is the handshake's CPU) and a deep stack, and the
@@ -48,13 +62,16 @@ const sealBatch = 4 * tlsMaxPlain
 
 // loopTLS is the record layer of one TLS connection on a shard loop.
 type loopTLS struct {
-	read, write *tls13.Key
+	read, write tls13.Key
 	// feed is the server's first traffic key, under which handshake
 	// messages are re-sealed for tc (which never sees a KeyUpdate, so its
-	// key never moves; its Seq counts the records tc has read).
+	// key never moves; its Seq counts the records tc has read). Cool but
+	// while it seals.
 	feed *tls13.Key
-	tc   *tls.Conn    // takes the first session ticket; nil afterwards
-	raw  *stampedConn // tc's transport, used only to inject records
+	tc   *tls.Conn // takes the session tickets; nil once they came
+	// ticketed: tc took a ticket; it goes at the end of the read.
+	ticketed bool
+	raw      *stampedConn // tc's transport, used only to inject records
 	// partial holds the start of a record a read did not complete.
 	partial []byte
 	// out holds sealed bytes the socket did not take yet.
@@ -108,9 +125,9 @@ func openRecord(k *tls13.Key, rec []byte) (typ byte, p []byte, err error) {
 }
 
 // sealRecord appends to dst the record of content type typ carrying p
-// (at most tlsMaxPlain bytes), sealed with k under its next number.
+// (at most tlsMaxPlain bytes), sealed with k (warm) under its next number.
 func sealRecord(dst []byte, k *tls13.Key, typ byte, p []byte) []byte {
-	size := len(p) + 1 + k.AEAD.Overhead()
+	size := len(p) + 1 + tls13.Overhead
 	start := len(dst)
 	dst = append(dst, tlsAppData, 3, 3, byte(size>>8), byte(size))
 	dst = append(dst, p...)
@@ -150,21 +167,22 @@ func keyUpdate(msg []byte) (at int, found, requested bool, err error) {
 	return len(msg), false, false, nil
 }
 
-// handshakeMsgs handles the post-handshake messages of one record: a
-// session ticket goes to crypto/tls (the first only; the tls.Conn is then
-// let go), a KeyUpdate moves the read key and, when the server asks,
-// queues the loop's own KeyUpdate in out and moves the write key.
+// handshakeMsgs handles the post-handshake messages of one record:
+// session tickets go to crypto/tls while it is there, a
+// KeyUpdate moves the read key and, when the server asks, queues the
+// loop's own KeyUpdate in out and moves the write key.
 func (t *loopTLS) handshakeMsgs(msg []byte) error {
 	at, found, requested, err := keyUpdate(msg)
 	if err != nil {
 		return err
 	}
 	if at > 0 && t.tc != nil {
-		// One ticket is enough for the session cache; the tls.Conn and
-		// its buffers go with it. A failed hand-over costs only
-		// resumption.
-		t.inject(msg[:at])
-		t.tc, t.raw, t.feed = nil, nil, nil
+		// A failed hand-over costs only resumption: the tls.Conn goes.
+		if t.inject(msg[:at]) != nil {
+			t.letGo()
+		} else {
+			t.ticketed = true
+		}
 	}
 	if !found {
 		return nil
@@ -173,17 +191,33 @@ func (t *loopTLS) handshakeMsgs(msg []byte) error {
 		return err
 	}
 	if requested {
-		t.out = sealRecord(t.out, t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
+		cool := t.write.AEAD == nil
+		if err := t.write.Warm(); err != nil {
+			return err
+		}
+		t.out = sealRecord(t.out, &t.write, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0})
+		if cool {
+			t.write.Cool()
+		}
 		return t.write.Update()
 	}
 	return nil
 }
 
+// letGo drops the tls.Conn, its buffers and the key that fed it: the
+// server's tickets came, or its first response began (servers send their
+// tickets right after the handshake).
+func (t *loopTLS) letGo() { t.tc, t.raw, t.feed, t.ticketed = nil, nil, nil, false }
+
 // inject hands handshake messages to crypto/tls, sealed as the record it
 // expects next; its Read consumes them and returns without touching the
 // socket.
 func (t *loopTLS) inject(msg []byte) error {
+	if err := t.feed.Warm(); err != nil {
+		return err
+	}
 	rec := sealRecord(nil, t.feed, tlsHandshake, msg)
+	t.feed.Cool()
 	t.raw.inject, t.raw.injecting = rec, true
 	var one [1]byte
 	_, err := t.tc.Read(one[:])
@@ -205,14 +239,20 @@ type tlsDial struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	fd          int // the connected socket, -1 if none
-	lt          *loopTLS
-	connectedNs int64 // 0: never connected
-	hs          HandshakeTimes
-	handshook   bool   // a handshake was attempted
-	failure     string // why the connection cannot carry the request
-	reads       atomic.Int64
-	stamped     atomic.Int64
+	fd int // the connected socket, -1 if none
+	// The handshake's outcome, made into the record layer by the shard
+	// (so that its long-lived keys come from the loop's allocations, not
+	// among the handshake's garbage).
+	tc             *tls.Conn
+	raw            *stampedConn
+	version, suite uint16
+	keys           *keyLog
+	connectedNs    int64 // 0: never connected
+	hs             HandshakeTimes
+	handshook      bool   // a handshake was attempted
+	failure        string // why the connection cannot carry the request
+	reads          atomic.Int64
+	stamped        atomic.Int64
 }
 
 // discard closes the socket of a result nobody takes.
@@ -233,16 +273,107 @@ type handshakePool struct {
 	jobs    []*tlsDial
 	head    int
 	running int
+	ramp    rampMemory
+	// done counts the handshakes finished, to move the memory limit.
+	done atomic.Int64
 }
 
 func (p *handshakePool) submit(d *tlsDial) {
 	p.mu.Lock()
 	p.jobs = append(p.jobs, d)
+	if p.running == 0 {
+		p.ramp.start()
+	}
+	if p.ramp.submitted++; p.ramp.submitted%rampStep == 0 {
+		p.ramp.adjust()
+	}
 	if p.running < maxHandshakers {
 		p.running++
 		go p.work()
 	}
 	p.mu.Unlock()
+}
+
+// Memory during a ramp of handshakes. A handshake leaves 30 to 50 KB of
+// garbage behind (crypto/tls's own) while the connections it made stay
+// live, so under the default GC target the heap would grow to twice the
+// connections' state and the process's peak RSS with it; a lower target
+// (GOGC 25) keeps the peak near the live size but collects after every
+// quarter of the live heap, early in the ramp when that is a few MB,
+// which costs more CPU than the loops' own work. Instead, while the
+// handshakers run, the GC target is off and a soft memory limit
+// (runtime/debug.SetMemoryLimit) stands at what the ramp's connections
+// will hold: the memory in use when it began, rampPerConn for each
+// connection submitted since, and rampMargin. The GC then runs only as the
+// heap nears that limit, when a collection frees the most. The limit is never below
+// the live heap plus a quarter plus the margin (an estimate too low for a
+// run's connections cannot make the GC run back to back), never above a
+// limit already set (GOMEMLIMIT), and the GC target goes off only if it
+// was the default or higher (a lower GOGC is kept, the limit only adds to
+// it). Both are restored when the pool drains.
+type rampMemory struct {
+	on bool
+	// gcPercent and limit: the settings found at the ramp's start.
+	gcPercent int
+	limit     int64
+	// base: memory in use at the start; submitted: handshakes since.
+	base, submitted int64
+}
+
+const (
+	// rampPerConn is the memory a TLS connection holds on a loop,
+	// measured at 10,000 streams: its conn and recorder slot (as a plain
+	// connection's) and its record layer (AES-GCM state, keys).
+	rampPerConn = 3500
+	// rampMargin covers the handshakes in flight and the loops' buffers.
+	rampMargin = 8 << 20
+	// rampStep: the limit moves every rampStep handshakes submitted or
+	// finished (each move stops the world for a moment).
+	rampStep = 128
+)
+
+// memInUse reads what the memory limit is compared with (mapped memory
+// not released to the OS) and the live heap at the last GC.
+func memInUse() (inUse, live int64) {
+	s := [...]metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
+	metrics.Read(s[:])
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
+}
+
+// start sets the ramp's GC target and first limit. Under the pool's mu.
+func (r *rampMemory) start() {
+	r.base, _ = memInUse()
+	r.submitted = 0
+	r.limit = debug.SetMemoryLimit(-1)
+	r.gcPercent = debug.SetGCPercent(-1)
+	if r.gcPercent < 100 {
+		debug.SetGCPercent(r.gcPercent)
+	}
+	r.on = true
+	r.adjust()
+}
+
+// adjust moves the limit to the ramp's connections. Under the pool's mu.
+func (r *rampMemory) adjust() {
+	if !r.on {
+		return
+	}
+	_, live := memInUse()
+	l := max(r.base+r.submitted*rampPerConn, live+live/4) + rampMargin
+	debug.SetMemoryLimit(min(l, r.limit))
+}
+
+// end restores what start found. Under the pool's mu.
+func (r *rampMemory) end() {
+	if r.on {
+		debug.SetGCPercent(r.gcPercent)
+		debug.SetMemoryLimit(r.limit)
+		r.on = false
+	}
 }
 
 func (p *handshakePool) work() {
@@ -253,7 +384,9 @@ func (p *handshakePool) work() {
 		p.mu.Lock()
 		if p.head == len(p.jobs) {
 			p.jobs, p.head = p.jobs[:0], 0
-			p.running--
+			if p.running--; p.running == 0 {
+				p.ramp.end()
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -263,8 +396,26 @@ func (p *handshakePool) work() {
 		p.mu.Unlock()
 		d.run()
 		d.s.handshakeDone(d)
+		if p.done.Add(1)%rampStep == 0 {
+			p.mu.Lock()
+			p.ramp.adjust()
+			p.mu.Unlock()
+		}
 	}
 }
+
+// ticketEvery: one resumed connection in ticketEvery keeps its tls.Conn
+// to take the server's session tickets into the cache; every full
+// handshake does. crypto/tls's client resumes with the cached ticket again
+// and again (all but the first of a ramp's concurrent handshakes use the
+// same one), so the cache needs a fresh ticket now and then, not one per
+// connection, and the others' tls.Conns (some 5 KB each, with the
+// handshake's buffers and ciphers) go as soon as the handshake is done
+// instead of living until the loop's first read of the connection.
+const ticketEvery = 16
+
+// resumedSeen counts the resumed handshakes, for ticketEvery.
+var resumedSeen atomic.Uint64
 
 // run connects and completes the handshake.
 func (d *tlsDial) run() {
@@ -318,12 +469,15 @@ func (d *tlsDial) run() {
 	}
 	cs := tc.ConnectionState()
 	d.hs.Resumed = cs.DidResume
-	if d.lt, err = newLoopTLS(cs, keys); err != nil {
+	if err := loopCarries(cs.Version, keys); err != nil {
 		raw.Close()
 		d.failure = "TLS with " + addr + ": " + err.Error() + "; the run's first handshake chose the event-loop path"
 		return
 	}
-	d.lt.tc, d.lt.raw = tc, raw
+	d.version, d.suite, d.keys = cs.Version, cs.CipherSuite, keys
+	if !cs.DidResume || resumedSeen.Add(1)%ticketEvery == 0 {
+		d.tc, d.raw = tc, raw
+	}
 	// The loop keeps a descriptor of its own; closing the net.Conn's
 	// takes it out of the runtime's poller (the socket stays open).
 	var dupErr error
@@ -335,30 +489,48 @@ func (d *tlsDial) run() {
 	}
 }
 
-// newLoopTLS takes the traffic keys of a TLS 1.3 AES-GCM connection from
-// its key log; any other connection cannot run on a loop.
-func newLoopTLS(cs tls.ConnectionState, keys *keyLog) (*loopTLS, error) {
-	if cs.Version != tls.VersionTLS13 {
-		return nil, errors.New("the server negotiated " + tls.VersionName(cs.Version) + ", not TLS 1.3")
+// loopCarries says why a connection cannot run on a loop (nil if it can):
+// only TLS 1.3, with the traffic secrets in the key log.
+func loopCarries(version uint16, keys *keyLog) error {
+	if version != tls.VersionTLS13 {
+		return errors.New("the server negotiated " + tls.VersionName(version) + ", not TLS 1.3")
 	}
 	if keys.server == nil || keys.client == nil {
-		return nil, errors.New("no traffic secrets in the key log")
+		return errors.New("no traffic secrets in the key log")
 	}
-	read, err := tls13.NewKey(cs.CipherSuite, keys.server)
-	if err != nil {
+	return nil
+}
+
+// newLoopTLS takes the traffic keys of a TLS 1.3 connection from its key
+// log; any other connection cannot run on a loop. The write key and the
+// feed start cool.
+func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
+	if err := loopCarries(version, keys); err != nil {
 		return nil, err
 	}
-	feed, _ := tls13.NewKey(cs.CipherSuite, keys.server)
-	write, err := tls13.NewKey(cs.CipherSuite, keys.client)
-	if err != nil {
+	t := &loopTLS{}
+	if err := t.read.Init(suite, keys.server); err != nil {
 		return nil, err
 	}
-	return &loopTLS{read: read, write: write, feed: feed}, nil
+	if err := t.read.Warm(); err != nil {
+		return nil, err
+	}
+	if err := t.write.Init(suite, keys.client); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// takeTickets makes t take the server's session tickets with tc.
+func (t *loopTLS) takeTickets(tc *tls.Conn, raw *stampedConn) {
+	feed := t.read
+	feed.Cool()
+	t.tc, t.raw, t.feed = tc, raw, &feed
 }
 
 // ProbeTLS makes one connection and handshake with addr (without the
 // session cache of cfg) and reports whether the server negotiates what the
-// shard loops can carry (TLS 1.3, AES-GCM), and if not, what it chose. A
+// shard loops can carry (TLS 1.3), and if not, what it chose. A
 // connection or handshake that fails says nothing (ok true, why the
 // failure): the run's own connections will fail the same way.
 func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
@@ -378,7 +550,7 @@ func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 		return true, err.Error()
 	}
 	cs := tc.ConnectionState()
-	if _, err := newLoopTLS(cs, keys); err != nil {
+	if _, err := newLoopTLS(cs.Version, cs.CipherSuite, keys); err != nil {
 		return false, err.Error()
 	}
 	return true, ""
@@ -462,10 +634,20 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	if d.hs.Resumed {
 		h.TLSResumed++
 	}
+	lt, err := newLoopTLS(d.version, d.suite, d.keys)
+	if err != nil {
+		d.discard()
+		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
+		return
+	}
+	if d.tc != nil {
+		lt.takeTickets(d.tc, d.raw)
+	}
 	c.stream.Handshaken(d.hs.EndNs)
 	s.nextTag++
-	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, d.lt, connBusy
+	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, lt, connBusy
 	d.fd = -1
+	d.tc, d.raw, d.keys = nil, nil, nil
 	d.cancel()
 	if err := s.poll.add(c.fd, c.tag, connEvents); err != nil {
 		closeFD(c.fd)
@@ -519,14 +701,21 @@ func (s *Shard) writeTLS(c *conn) {
 			if c.req == nil || c.written == len(c.req.Wire) {
 				return
 			}
+			if err := t.write.Warm(); err != nil {
+				s.fail(c, c.FailureText(err))
+				return
+			}
 			n := min(len(c.req.Wire)-c.written, sealBatch)
 			s.seal = s.seal[:0]
 			for p := c.req.Wire[c.written : c.written+n]; len(p) > 0; {
 				m := min(len(p), tlsMaxPlain)
-				s.seal = sealRecord(s.seal, t.write, tlsAppData, p[:m])
+				s.seal = sealRecord(s.seal, &t.write, tlsAppData, p[:m])
 				p = p[m:]
 			}
 			c.written += n
+			if c.written == len(c.req.Wire) {
+				t.write.Cool()
+			}
 			pending = s.seal
 		}
 		m, err := write(c.fd, pending)
@@ -597,7 +786,7 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		if n == 0 {
 			break
 		}
-		typ, p, err := openRecord(t.read, b[:n])
+		typ, p, err := openRecord(&t.read, b[:n])
 		b = b[n:]
 		if err != nil {
 			s.fail(c, c.FailureText(err))
@@ -618,6 +807,9 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 			s.onEOF(c, ts)
 			return false
 		case tlsAppData:
+			if t.tc != nil {
+				t.letGo()
+			}
 			if len(p) == 0 {
 				continue
 			}
@@ -642,6 +834,9 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 	}
 	if c.state != connBusy {
 		return false
+	}
+	if t.ticketed {
+		t.letGo()
 	}
 	t.partial = append(t.partial[:0], b...)
 	if len(t.out) > 0 {

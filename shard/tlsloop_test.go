@@ -319,7 +319,7 @@ func FuzzLoopRecords(f *testing.F) {
 	f.Add([]byte{23, 3, 3, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(stream[:len(stream)-1])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		lt := &loopTLS{read: fuzzKey(t), write: fuzzKey(t)}
+		lt := &loopTLS{read: *fuzzKey(t), write: *fuzzKey(t)}
 		for len(b) > 0 {
 			n, err := splitRecord(b)
 			if err != nil || n == 0 {
@@ -330,7 +330,7 @@ func FuzzLoopRecords(f *testing.F) {
 			}
 			rec := b[:n]
 			b = b[n:]
-			typ, p, err := openRecord(lt.read, rec)
+			typ, p, err := openRecord(&lt.read, rec)
 			if err != nil {
 				return
 			}
@@ -393,7 +393,7 @@ func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 	}
 	s.clock = newStampClock(s.cfg.Clock)
 	tb.Cleanup(s.closeAll)
-	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: &loopTLS{read: fuzzKey(tb), write: fuzzKey(tb), sent: true}}
+	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: &loopTLS{read: *fuzzKey(tb), write: *fuzzKey(tb), sent: true}}
 	s.setConn(c.fd, c)
 	c.Init(s.decoder, true)
 	rec.Begin(&c.stream, 0, 1, 0, 0)

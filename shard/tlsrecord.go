@@ -18,7 +18,7 @@ import (
 // handshake, writes the requests, and still sees every post-handshake
 // handshake message (session tickets, KeyUpdate): recordReader re-seals
 // each under the sequence number crypto/tls expects and hands it over.
-// Servers that negotiate TLS 1.2 or ChaCha20 keep crypto/tls's read path.
+// Servers that negotiate TLS 1.2 keep crypto/tls's read path.
 
 const (
 	tlsHeaderLen   = 5

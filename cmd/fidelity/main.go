@@ -44,6 +44,7 @@ type options struct {
 	mode         string
 	kernelStamps bool
 	cpuProfile   string
+	heapProfile  string
 	showLate     time.Duration
 	warm         bool
 	tls          bool
@@ -62,6 +63,7 @@ func main() {
 	flag.BoolVar(&o.kernelStamps, "kernel-stamps", true, "stamp reads with the kernel's receive time")
 	flag.BoolVar(&o.tls, "tls", false, "run the mock with --tls and the client over https://")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile of the run to this file")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the heap profile taken when the client's live heap peaked to this file, and the memory peaks to stderr")
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
 	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
 	flag.BoolVar(&o.busy, "busy", false, "run a busy-loop process on the client's CPU during the run")
@@ -112,6 +114,10 @@ func run(o options) error {
 		defer f.Close()
 		pprof.StartCPUProfile(f)
 	}
+	var watch *heapWatch
+	if o.heapProfile != "" {
+		watch = startHeapWatch()
+	}
 	var tlsConfig *tls.Config
 	if o.tls {
 		tlsConfig = &tls.Config{InsecureSkipVerify: true}
@@ -127,6 +133,11 @@ func run(o options) error {
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
 	pprof.StopCPUProfile()
+	if watch != nil {
+		if err := watch.finish(o.heapProfile); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}

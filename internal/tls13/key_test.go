@@ -28,7 +28,7 @@ func TestKeyMatchesRFC8448(t *testing.T) {
 	if want := unhex(t, "5d313eb2671276ee13000b30"); !bytes.Equal(k.iv[:], want) {
 		t.Errorf("iv %x, want %x", k.iv, want)
 	}
-	key, err := expandLabel(k.hash, secret, "key", 16)
+	key, err := expandLabel(k.hash(), secret, "key", 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,80 @@ func TestNonceCountsRecords(t *testing.T) {
 	}
 }
 
-func TestOnlyAESGCM(t *testing.T) {
-	_, err := NewKey(tls.TLS_CHACHA20_POLY1305_SHA256, make([]byte, 32))
+func TestSuites(t *testing.T) {
+	for _, c := range []struct {
+		suite  uint16
+		secret int
+	}{
+		{tls.TLS_AES_128_GCM_SHA256, 32},
+		{tls.TLS_AES_256_GCM_SHA384, 48},
+		{tls.TLS_CHACHA20_POLY1305_SHA256, 32},
+	} {
+		k, err := NewKey(c.suite, bytes.Repeat([]byte{3}, c.secret))
+		if err != nil {
+			t.Fatalf("%s: %v", tls.CipherSuiteName(c.suite), err)
+		}
+		if k.AEAD.Overhead() != Overhead || k.AEAD.NonceSize() != len(k.iv) {
+			t.Errorf("%s: overhead %d, nonce %d", tls.CipherSuiteName(c.suite), k.AEAD.Overhead(), k.AEAD.NonceSize())
+		}
+		if _, err := NewKey(c.suite, make([]byte, c.secret+1)); err == nil {
+			t.Errorf("%s: a secret of %d bytes was taken", tls.CipherSuiteName(c.suite), c.secret+1)
+		}
+	}
+	_, err := NewKey(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, make([]byte, 32))
 	var e UnsupportedSuiteError
-	if !errors.As(err, &e) || e.Suite != tls.TLS_CHACHA20_POLY1305_SHA256 {
-		t.Fatalf("err %v, want UnsupportedSuiteError for ChaCha20", err)
+	if !errors.As(err, &e) || e.Suite != tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 {
+		t.Fatalf("err %v, want UnsupportedSuiteError for a TLS 1.2 suite", err)
+	}
+}
+
+// A cooled key warms up to the same cipher, and follows a KeyUpdate while
+// cool as a warm one does.
+func TestCoolWarm(t *testing.T) {
+	for _, suite := range []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_CHACHA20_POLY1305_SHA256} {
+		secret := bytes.Repeat([]byte{9}, 32)
+		warm, _ := NewKey(suite, secret)
+		cool, _ := NewKey(suite, secret)
+		cool.Cool()
+		if cool.AEAD != nil {
+			t.Fatal("Cool kept the AEAD")
+		}
+		if err := warm.Update(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cool.Update(); err != nil {
+			t.Fatal(err)
+		}
+		if cool.AEAD != nil {
+			t.Fatal("Update warmed a cool key")
+		}
+		if err := cool.Warm(); err != nil {
+			t.Fatal(err)
+		}
+		sealed := cool.AEAD.Seal(nil, cool.NextNonce(), []byte("request"), []byte("hdr"))
+		p, err := warm.AEAD.Open(nil, warm.NextNonce(), sealed, []byte("hdr"))
+		if err != nil || string(p) != "request" {
+			t.Errorf("%s: the warmed key's record opened as %q, %v", tls.CipherSuiteName(suite), p, err)
+		}
+	}
+}
+
+// BenchmarkWarm is what a cool write key costs per request it seals: the
+// AEAD built again from the key bytes.
+func BenchmarkWarm(b *testing.B) {
+	for _, suite := range []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_CHACHA20_POLY1305_SHA256} {
+		b.Run(tls.CipherSuiteName(suite), func(b *testing.B) {
+			var k Key
+			if err := k.Init(suite, bytes.Repeat([]byte{1}, 32)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := k.Warm(); err != nil {
+					b.Fatal(err)
+				}
+				k.Cool()
+			}
+		})
 	}
 }

@@ -170,7 +170,7 @@ type Config struct {
 	// requests; default 1.
 	EventLoops int
 
-	// TLS, when set, makes the server speak TLS 1.3 (AES-GCM suites) with
+	// TLS, when set, makes the server speak TLS 1.3 with
 	// this configuration's certificates; see SelfSigned.
 	TLS *tls.Config
 }

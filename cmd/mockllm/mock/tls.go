@@ -33,9 +33,8 @@ import (
 // per-connection key log) go to a TLS 1.3 record layer that lives on the
 // connection: the loop decrypts what arrives, and every send seals its
 // bytes into records right before the same write(2) the truth log stamps.
-// The server speaks TLS 1.3 only, with the AES-GCM suites (every client
-// with AES hardware picks one); a client that insists on ChaCha20 is told
-// so by a failed connection.
+// The server speaks TLS 1.3 only, with the suite crypto/tls chooses
+// (AES-GCM for a client with AES hardware, else ChaCha20-Poly1305).
 
 // SelfSigned returns a self-signed ECDSA P-256 certificate for 127.0.0.1,
 // ::1 and localhost, valid for a day.
@@ -89,7 +88,7 @@ func serverTLS(base *tls.Config) *tls.Config {
 const (
 	recordHeader   = 5
 	maxPlaintext   = 16384
-	recordOverhead = recordHeader + 1 + 16 // header, inner content type, GCM tag
+	recordOverhead = recordHeader + 1 + 16 // header, inner content type, AEAD tag
 
 	typeAlert       = 21
 	typeHandshake   = 22
@@ -101,11 +100,11 @@ const (
 )
 
 // newRecordKey is one direction's traffic key for the mock's record
-// layer, which seals and opens AES-GCM records only.
+// layer (AES-GCM or ChaCha20-Poly1305 records).
 func newRecordKey(suite uint16, secret []byte) (*tls13.Key, error) {
 	k, err := tls13.NewKey(suite, secret)
 	if err != nil {
-		return nil, fmt.Errorf("TLS: %w: the mock's record layer supports AES-GCM only", err)
+		return nil, fmt.Errorf("TLS: %w: the mock's record layer supports TLS 1.3 suites only", err)
 	}
 	return k, nil
 }
