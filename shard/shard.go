@@ -349,7 +349,9 @@ func (s *Shard) Run() {
 	if s.cfg.Warmed != nil {
 		s.cfg.Warmed.Done()
 	}
+	loopsRunning.Add(1)
 	s.loop()
+	loopsRunning.Add(-1)
 	s.closeAll()
 	s.health.CPUTime, s.health.Preempted = threadUsage()
 	s.health.CPUTime += s.health.TLSHandshakeCPU

@@ -48,10 +48,9 @@ import (
 // cool (16 or 32 key bytes, the cipher built again for each request it
 // seals).
 
-// maxHandshakers bounds the handshaker goroutines: each holds a locked
-// thread (its CPU clock is the handshake's CPU) and a deep stack, and the
-// client's side of a handshake is CPU-bound, so more than a few per core
-// only queue for the CPU.
+// maxHandshakers bounds the handshaker goroutines: each holds a deep
+// stack, and many are in flight only while they wait for a far server (at
+// most handshakeCPU's tokens compute at once).
 const maxHandshakers = 64
 
 // tlsMaxPlain is the most plaintext one record may carry (RFC 8446 §5.1).
@@ -283,6 +282,7 @@ func (p *handshakePool) submit(d *tlsDial) {
 	p.jobs = append(p.jobs, d)
 	if p.running == 0 {
 		p.ramp.start()
+		handshakeCPU.size()
 	}
 	if p.ramp.submitted++; p.ramp.submitted%rampStep == 0 {
 		p.ramp.adjust()
@@ -377,9 +377,6 @@ func (r *rampMemory) end() {
 }
 
 func (p *handshakePool) work() {
-	// Locked: the thread's CPU clock is then the handshake's CPU.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	for {
 		p.mu.Lock()
 		if p.head == len(p.jobs) {
@@ -402,6 +399,102 @@ func (p *handshakePool) work() {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// handshakeCPU bounds the handshakers computing at once. A shard's
+// goroutine needs a P each time its epoll_wait returns, and the engine
+// keeps GOMAXPROCS a little above the shard count so that one is free
+// (engine/procs.go). A handshake is some 250 µs of CPU, all of it with a
+// near server: with more handshakers runnable than spare Ps, the Go
+// scheduler gives a waking loop's P to one of them and the loop waits on
+// the run queue through time slices of up to 10 ms (1,000-stream TLS runs
+// read tokens 30 to 360 ms late at p99, the stamps then covering several
+// tokens). So a handshaker computes only while it holds one of
+// GOMAXPROCS − loops − 1 tokens (at least one), and gives its token back
+// while it waits for the server: with a far server many handshakes are in
+// flight, with a near one they take turns, and a waking loop always finds
+// a P. (A P for every handshaker instead, GOMAXPROCS + 64, made idle Ps
+// spin: twenty times the CPU per event.) Handshakers are plain goroutines,
+// locked to their thread only while they hold a token: locked throughout,
+// each hand-over of a token switched threads (10,000 TLS streams cost the
+// client 38–40 µs per token event against 29–30 so, the same as without
+// tokens); the span's lock keeps the thread's CPU clock the handshake's,
+// and a handshake's CPU is the sum over its spans. What remains: at 1,000
+// streams some runs still read tokens 10–20 ms late at p99 (against 40 to
+// 160 ms without tokens): the one computing handshaker competes with the
+// loop for the CPU at the same priority, and the runtime's threads cannot
+// take a lower one (a nice value given to a span's thread could not be
+// taken back without privilege). Handshakers locked for life at nice 19
+// as well cleared more runs but not all, for some 20 % more CPU.
+var handshakeCPU cpuTokens
+
+// loopsRunning counts the shard loops in Run, for the tokens' count.
+var loopsRunning atomic.Int32
+
+type cpuTokens struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// size makes the token count GOMAXPROCS − loops − 1, at least 1, for the
+// handshakers starting now; ones holding tokens of an earlier size give
+// them back to that channel.
+func (t *cpuTokens) size() {
+	n := max(1, runtime.GOMAXPROCS(0)-int(loopsRunning.Load())-1)
+	t.mu.Lock()
+	if t.ch == nil || cap(t.ch) != n {
+		t.ch = make(chan struct{}, n)
+	}
+	t.mu.Unlock()
+}
+
+func (t *cpuTokens) tokens() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ch == nil {
+		t.ch = make(chan struct{}, 1)
+	}
+	return t.ch
+}
+
+// gatedConn is a handshake's transport: while the handshake runs it holds
+// a CPU token, except while a Read waits for the server; cpu sums the
+// thread CPU of the spans it held one.
+type gatedConn struct {
+	*stampedConn
+	tokens chan struct{}
+	held   bool
+	cpu0   time.Duration
+	cpu    time.Duration
+}
+
+// acquire waits for a token (parked, on no thread of its own), then locks
+// the goroutine to its thread for the span, so that the thread's CPU clock
+// is the span's.
+func (g *gatedConn) acquire() {
+	g.tokens <- struct{}{}
+	runtime.LockOSThread()
+	g.held = true
+	g.cpu0 = threadCPU()
+}
+
+func (g *gatedConn) release() {
+	if g.held {
+		g.cpu += threadCPU() - g.cpu0
+		runtime.UnlockOSThread()
+		g.held = false
+		<-g.tokens
+	}
+}
+
+func (g *gatedConn) Read(b []byte) (int, error) {
+	if !g.held {
+		return g.stampedConn.Read(b)
+	}
+	g.release()
+	n, err := g.stampedConn.Read(b)
+	g.acquire()
+	return n, err
 }
 
 // ticketEvery: one resumed connection in ticketEvery keeps its tls.Conn
@@ -452,12 +545,14 @@ func (d *tlsDial) run() {
 	cfg := s.cfg.TLS.Clone()
 	keys := &keyLog{next: s.cfg.TLS.KeyLogWriter}
 	cfg.KeyLogWriter = keys
-	tc := tls.Client(raw, cfg)
+	gate := &gatedConn{stampedConn: raw, tokens: handshakeCPU.tokens()}
+	tc := tls.Client(gate, cfg)
 	d.handshook = true
-	cpu0 := threadCPU()
 	start := clock.Now()
+	gate.acquire()
 	err = tc.HandshakeContext(d.ctx)
-	d.hs = HandshakeTimes{StartNs: start, EndNs: clock.Now(), CPU: threadCPU() - cpu0}
+	gate.release()
+	d.hs = HandshakeTimes{StartNs: start, EndNs: clock.Now(), CPU: gate.cpu}
 	if err != nil {
 		raw.Close()
 		if d.ctx.Err() != nil {

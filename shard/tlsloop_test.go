@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -509,5 +510,87 @@ func TestTLSLoopHandshakeFailure(t *testing.T) {
 	}
 	if h := health[0]; h.TLSHandshakes != 2 || h.Connections != 2 {
 		t.Errorf("%d handshakes on %d connections; want 2 on 2", h.TLSHandshakes, h.Connections)
+	}
+}
+
+// A handshake computes only while it holds a CPU token and gives it back
+// while a Read waits for the server: a second handshake runs then, and the
+// first, its bytes come, waits for the token again.
+func TestHandshakeCPUTokens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var reads, stamped atomic.Int64
+	raw, err := newStampedConn(nc.(*net.TCPConn), false, &reads, &stamped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+
+	tokens := make(chan struct{}, 1)
+	first := &gatedConn{stampedConn: raw, tokens: tokens}
+	second := &gatedConn{tokens: tokens}
+	// The first handshake, on a goroutine of its own as in run: take the
+	// token, compute, Read, then give the token back.
+	firstHolds, startRead, readDone, finish, firstDone := make(chan struct{}), make(chan struct{}), make(chan error, 1), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		first.acquire()
+		close(firstHolds)
+		<-startRead
+		_, err := first.Read(make([]byte, 1))
+		readDone <- err
+		<-finish
+		first.release()
+	}()
+	<-firstHolds
+	secondHolds, releaseSecond := make(chan struct{}), make(chan struct{})
+	go func() {
+		second.acquire()
+		close(secondHolds)
+		<-releaseSecond
+		second.release()
+	}()
+	select {
+	case <-secondHolds:
+		t.Fatal("a second handshake took the only token while the first computed")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	close(startRead)
+	<-secondHolds // the first's Read gave its token back
+	if _, err := srv.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-readDone:
+		t.Fatal("the first handshake's Read returned while the second held the token")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(releaseSecond)
+	if err := <-readDone; err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 1 {
+		t.Fatalf("after its Read the first should hold the one token; %d taken", len(tokens))
+	}
+	close(finish)
+	<-firstDone
+	if first.held || len(tokens) != 0 {
+		t.Fatalf("after release: held %v, %d tokens taken", first.held, len(tokens))
+	}
+	if first.cpu <= 0 {
+		t.Errorf("the first handshake's CPU over its spans holding a token is %v; want it counted", first.cpu)
 	}
 }
