@@ -45,8 +45,6 @@ type conn struct {
 	txPending bool
 	txKey     uint32
 	sentBytes uint32
-	// noDelay: TCP_NODELAY is set (see dial).
-	noDelay bool
 	// ur: the shard's io_uring reads the connection (see Shard.reap).
 	ur bool
 

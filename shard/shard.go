@@ -688,16 +688,12 @@ func (s *Shard) writeRequest(c *conn) {
 	}
 }
 
-// wrote accounts n more bytes of c's request written. A request that takes
-// more than one send turns Nagle's algorithm off first (see dial).
+// wrote accounts n more bytes of c's request written.
 func (s *Shard) wrote(c *conn, n int) {
 	c.written += n
 	c.sentBytes += uint32(n)
 	if c.written == len(c.req.Wire) {
 		s.requestSent(c)
-	} else if !c.noDelay {
-		c.noDelay = true
-		setNoDelay(c.fd)
 	}
 }
 

@@ -142,23 +142,20 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 	return sa, unix.AF_INET6
 }
 
-// dial creates a non-blocking TCP socket (with, when asked, kernel software
-// receive timestamps) and starts connecting it. inProgress reports that the
-// connection completes later (wait for EPOLLOUT, then connectResult).
-//
-// It leaves Nagle's algorithm on, saving a system call per connection:
-// Linux holds a segment shorter than the MSS back only while an earlier
-// short segment is unacknowledged (Minshall's rule, tcp_nagle_check), and a
-// request written by one send has none. A connection whose request needs
-// more than one send turns it off first (see setNoDelay); on a reused
-// connection the response already acknowledged every byte of the request
-// before.
+// dial creates a non-blocking TCP socket with TCP_NODELAY (and, when asked,
+// kernel software receive timestamps) and starts connecting it. inProgress
+// reports that the connection completes later (wait for EPOLLOUT, then
+// connectResult).
 //
 // With kernelStamps, the socket also stamps each write's last byte as it
 // leaves (txStamps reports that it does; see enableTxTimestamps).
 func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, txStamps bool, err error) {
 	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
+		return -1, false, false, err
+	}
+	if err = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		unix.Close(fd)
 		return -1, false, false, err
 	}
 	err = unix.Connect(fd, sa)
@@ -178,12 +175,6 @@ func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, 
 		}
 	}
 	return fd, inProgress, txStamps, nil
-}
-
-// setNoDelay turns Nagle's algorithm off on fd (see dial). Failure is not
-// fatal: the rest of the request may then wait for an acknowledgement.
-func setNoDelay(fd int) {
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 }
 
 // enableTxTimestamps adds software transmit stamps to fd's receive stamps:
