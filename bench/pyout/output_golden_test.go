@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -362,29 +361,7 @@ func TestGolden(t *testing.T) {
 // independent Python computation of the same fixtures with Python's own
 // str.format and json, against the golden files.
 func TestGoldenMatchesPythonReference(t *testing.T) {
-	runPyRef(t, filepath.Join("testdata", "output"))
-}
-
-// runPyRef runs dir/pyref.py, which checks the golden files in dir against
-// its own Python computation and exits non-zero on a difference.
-func runPyRef(t *testing.T, dir string) {
-	t.Helper()
-	cmd := exec.Command(python3(t), "pyref.py")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("%s: %v\n%s", filepath.Join(dir, "pyref.py"), err, out)
-	}
-}
-
-// python3 is the path of the python3 interpreter; the test is skipped
-// when there is none.
-func python3(t *testing.T) string {
-	t.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	return python
+	pyouttest.RunPyRef(t, filepath.Join("testdata", "output"))
 }
 
 // TestConsoleRowGeometry checks the invariant every golden line must keep:
@@ -530,18 +507,5 @@ func parseArgs(args []string, getenv func(string) string) (*cli.Config, error) {
 // the file with -update.
 func compareGolden(t *testing.T, dir, name string, data []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", dir, name)
-	if *update {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, data, want)
-	}
+	pyouttest.CompareGolden(t, filepath.Join("testdata", dir, name), data, *update)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -119,7 +120,7 @@ func TestGoldenPyTorch(t *testing.T) {
 // change, so separators, escapes and float spellings are Python's.
 func TestPyTorchMatchesPythonJSON(t *testing.T) {
 	path := filepath.Join("testdata", "pytorch", "generation_full.pytorch.json")
-	out, err := exec.Command(python3(t), "-c",
+	out, err := exec.Command(pyouttest.Python3(t), "-c",
 		"import json, sys; sys.stdout.write(json.dumps(json.load(open(sys.argv[1]))))", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

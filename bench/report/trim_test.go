@@ -2,12 +2,12 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -15,23 +15,7 @@ import (
 // the file with -update.
 func compareGolden(t *testing.T, dir, name string, data []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", dir, name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", path, data, want)
-	}
+	pyouttest.CompareGolden(t, filepath.Join("testdata", dir, name), data, *update)
 }
 
 func TestGoldenTrimmed(t *testing.T) {
@@ -84,5 +68,5 @@ func trimmedGoldenRun() *metrics.RunData { return goldenRun() }
 // independent Python transcription of the fork's trimming with Python's
 // own str.format, against the golden files.
 func TestGoldenTrimmedMatchesPythonReference(t *testing.T) {
-	runPyRef(t, filepath.Join("testdata", "trim"))
+	pyouttest.RunPyRef(t, filepath.Join("testdata", "trim"))
 }

@@ -1,6 +1,7 @@
-// Package pyouttest holds the fixed run that the golden files of Python's
-// outputs (bench/pyout) and of stampede's own blocks (bench) are computed
-// from, so that both packages' tests build the same requests.
+// Package pyouttest holds what the golden tests of Python's outputs
+// (bench/pyout) and of stampede's own blocks (bench/report) share: the
+// fixed run their golden files are computed from, the golden comparison,
+// and the run of a golden directory's Python reference (pyref.py).
 package pyouttest
 
 import (
