@@ -202,6 +202,18 @@ func (h *hfRun) id(k int) string { return h.env.RequestIDPrefix + strconv.Itoa(k
 
 // userTemplate is apply_chat_template([{"role": "user", "content": p}],
 // add_generation_prompt=True, tokenize=False).
+// textRequest is row i's request for a text prompt: templated as the
+// user's message unless --skip-chat-template, out tokens expected.
+func (h *hfRun) textRequest(i int, prompt string, out int) (Request, error) {
+	if !h.env.SkipChatTemplate {
+		var err error
+		if prompt, err = h.userTemplate(prompt); err != nil {
+			return Request{}, err
+		}
+	}
+	return Request{Prompt: prompt, PromptLen: h.tokens(prompt), ExpectedOutputLen: out, RequestID: h.id(i)}, nil
+}
+
 func (h *hfRun) userTemplate(prompt string) (string, error) {
 	if h.env.ChatTemplate == nil {
 		return "", fmt.Errorf("dataset hf (%s): no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are", h.class.name)

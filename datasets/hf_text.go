@@ -27,12 +27,11 @@ func singleTurn(name, path, split, subset string, defaultOut int, prompt func(ro
 				if err != nil {
 					return true, err
 				}
-				if !h.env.SkipChatTemplate {
-					if p, err = h.userTemplate(p); err != nil {
-						return true, err
-					}
+				r, err := h.textRequest(i, p, out)
+				if err != nil {
+					return true, err
 				}
-				reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(i)})
+				reqs = append(reqs, r)
 				return false, nil
 			})
 			if err != nil {
@@ -83,13 +82,11 @@ var instructCoderClass = &hfClass{name: "InstructCoderDataset", paths: []string{
 				return true, f.err
 			}
 			p := pyStr(in) + "\n\n" + pyStr(instr) + " Just output the code, do not include any explanation."
-			if !h.env.SkipChatTemplate {
-				var err error
-				if p, err = h.userTemplate(p); err != nil {
-					return true, err
-				}
+			r, err := h.textRequest(i, p, out)
+			if err != nil {
+				return true, err
 			}
-			reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(i)})
+			reqs = append(reqs, r)
 			return false, nil
 		})
 		if err != nil {
@@ -126,13 +123,11 @@ var blazeditClass = &hfClass{name: "BlazeditDataset", paths: []string{"vdaita/ed
 			p := "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\n" +
 				pyStr(code) + "\n```\n\nChange request:\n" + pyStr(change) +
 				"\n\nPlease generate the new code file in the \"New file\" section below."
-			if !h.env.SkipChatTemplate {
-				var err error
-				if p, err = h.userTemplate(p); err != nil {
-					return true, err
-				}
+			r, err := h.textRequest(i, p, out)
+			if err != nil {
+				return true, err
 			}
-			reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(i)})
+			reqs = append(reqs, r)
 			return false, nil
 		})
 		if err != nil {
