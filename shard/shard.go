@@ -61,8 +61,9 @@ type Config struct {
 	// TLS, when set, speaks TLS 1.3 on every connection, the records
 	// sealed and opened on the loop (see tlsloop.go); it should come from
 	// PrepareTLS and name the server. A connection that negotiates
-	// anything but TLS 1.3 fails its request (ProbeTLS tells
-	// beforehand). Warm is ignored.
+	// anything but TLS 1.3 (ProbeTLS tells beforehand whether the server
+	// does) carries its request through crypto/tls on a goroutine of its
+	// own instead (Health.TLSFallbacks). Warm is ignored.
 	TLS *tls.Config
 }
 
@@ -116,6 +117,10 @@ type Health struct {
 	// the CPU of its connections' handshakes (run on handshaker threads).
 	TLSHandshakes, TLSResumed         int64
 	TLSHandshakeCPU, TLSHandshakeTime time.Duration
+	// TLSFallbacks counts the connections of a shard's TLS run that
+	// negotiated what the loop cannot carry (TLS 1.2) and were read by
+	// crypto/tls on a goroutine instead, one request each.
+	TLSFallbacks int64
 	// TLSPath says how the TLS connections were read (TLSPathUserspace or
 	// TLSPathCryptoTLS) and whether the kernel offers kTLS.
 	TLSPath string

@@ -38,7 +38,13 @@ import (
 // before it. A KeyUpdate from the server moves the read key, and if the
 // server asks, the loop answers with its own KeyUpdate and moves the
 // write key. Only TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run there;
-// ProbeTLS tells a caller beforehand whether a server negotiates it.
+// ProbeTLS tells a caller beforehand whether a server negotiates it. A
+// connection that negotiates anything else all the same (a load balancer
+// whose backends differ) carries its request as on the fallback transport
+// (tls.go): crypto/tls reads it on a goroutine of its own, through the
+// same parsers, with the raw socket's kernel stamps, and the shard records
+// the outcome (see fallBack; Health.TLSFallbacks counts them). Such a
+// connection carries that one request and closes.
 //
 // Memory: a connection that takes tickets (every full handshake, one
 // resumed in ticketEvery) holds its tls.Conn until the server's tickets
@@ -252,6 +258,16 @@ type tlsDial struct {
 	failure        string // why the connection cannot carry the request
 	reads          atomic.Int64
 	stamped        atomic.Int64
+
+	// fallback: the handshake negotiated what the loop cannot carry, and
+	// tc (over raw) stays to carry the request on serve's goroutine.
+	// served: serve ended, the answer parsed in cl, ok or failed with
+	// text; the dial comes back to the shard a second time then.
+	fallback bool
+	served   bool
+	cl       *Client
+	ok       bool
+	text     string
 }
 
 // discard closes the socket of a result nobody takes.
@@ -259,6 +275,14 @@ func (d *tlsDial) discard() {
 	if d.fd >= 0 {
 		closeFD(d.fd)
 		d.fd = -1
+	}
+	if d.fallback && d.tc != nil {
+		d.tc.Close()
+		d.tc, d.raw = nil, nil
+	}
+	if d.cl != nil {
+		d.cl.c.giveBack()
+		d.cl = nil
 	}
 	d.cancel()
 }
@@ -564,9 +588,8 @@ func (d *tlsDial) run() {
 	}
 	cs := tc.ConnectionState()
 	d.hs.Resumed = cs.DidResume
-	if err := loopCarries(cs.Version, keys); err != nil {
-		raw.Close()
-		d.failure = "TLS with " + addr + ": " + err.Error() + "; the run's first handshake chose the event-loop path"
+	if loopCarries(cs.Version, keys) != nil {
+		d.tc, d.raw, d.fallback = tc, raw, true
 		return
 	}
 	d.version, d.suite, d.keys = cs.Version, cs.CipherSuite, keys
@@ -697,8 +720,12 @@ func (s *Shard) takeHandshakes() {
 
 func (s *Shard) tookHandshake(d *tlsDial) {
 	h := &s.health
-	h.Reads += d.reads.Load()
-	h.StampedReads += d.stamped.Load()
+	h.Reads += d.reads.Swap(0)
+	h.StampedReads += d.stamped.Swap(0)
+	if d.served {
+		s.tookFallback(d)
+		return
+	}
 	if d.connectedNs != 0 {
 		h.Connections++
 		if s.lost > 0 {
@@ -729,6 +756,10 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	if d.hs.Resumed {
 		h.TLSResumed++
 	}
+	if d.fallback {
+		s.fallBack(c, d)
+		return
+	}
 	lt, err := newLoopTLS(d.version, d.suite, d.keys)
 	if err != nil {
 		d.discard()
@@ -752,6 +783,68 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	}
 	s.setConn(c.fd, c)
 	s.writeRequest(c)
+}
+
+// fallBack starts c's request on d's connection, which negotiated what the
+// loop cannot carry: serve runs it on a goroutine of its own, as the
+// fallback transport would, with a copy of c's stream. Meanwhile c stays
+// on the list of connections in their handshake, so that its deadline,
+// an abort or the shard's end fail it (on c's stream, whose buffers, empty
+// there, the loop reads no further) and cancel d, which interrupts serve.
+func (s *Shard) fallBack(c *conn, d *tlsDial) {
+	s.health.TLSFallbacks++
+	c.stream.Handshaken(d.hs.EndNs)
+	c.dial, c.hsIndex = d, len(s.handshaking)
+	s.handshaking = append(s.handshaking, c)
+	cl := NewClient(&s.cfg, nil, nil)
+	cl.c.stream = c.stream
+	go d.serve(cl, c.req)
+}
+
+// serve sends req on the fallback connection and reads its answer through
+// crypto/tls with a Client of its own, whose reads carry the raw socket's
+// kernel stamps, until the answer is decided, the request's deadline
+// passes or the shard cancels d; then it closes the connection and hands
+// d back to the shard, which records the outcome. cl's stream is the
+// request's as the shard began it.
+func (d *tlsDial) serve(cl *Client, req *Request) {
+	s := d.s
+	cl.c.beginRequest(req)
+	cl.raw, cl.tc = d.raw, d.tc
+	deadline, _ := d.ctx.Deadline()
+	stop := context.AfterFunc(d.ctx, func() {
+		if errors.Is(d.ctx.Err(), context.Canceled) {
+			cl.Interrupt(time.Time{})
+		}
+	})
+	cl.clock.refresh(s.cfg.Clock.Now())
+	cl.setLive(cl.tc, deadline)
+	text, ok, _ := cl.roundTrip(req)
+	stop()
+	cl.Close()
+	cl.cancelDial()
+	d.tc, d.raw = nil, nil
+	d.cl, d.ok, d.text, d.served = cl, ok, text, true
+	s.handshakeDone(d)
+}
+
+// tookFallback records the outcome of a request serve carried, unless the
+// loop ended it meanwhile.
+func (s *Shard) tookFallback(d *tlsDial) {
+	c, cl := d.c, d.cl
+	if c.state != connHandshaking || c.dial != d {
+		d.discard()
+		return
+	}
+	s.forgetHandshake(c)
+	if d.ok {
+		cl.c.End(s.cfg.Recorder, &s.json, c.req.NumInputSequences)
+	} else {
+		s.cfg.Recorder.Fail(&cl.c.stream, d.text)
+	}
+	d.discard()
+	s.release(c)
+	s.closeConn(c)
 }
 
 // forgetHandshake takes c off the list of connections in their handshake.

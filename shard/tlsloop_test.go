@@ -594,3 +594,120 @@ func TestHandshakeCPUTokens(t *testing.T) {
 		t.Errorf("the first handshake's CPU over its spans holding a token is %v; want it counted", first.cpu)
 	}
 }
+
+// mixedVersions makes a test server's connections alternate TLS 1.3 and
+// TLS 1.2 (the odd ones, from the first, 1.3), as behind a load balancer
+// whose backends differ; tls12 counts the TLS 1.2 ones.
+func mixedVersions(tls12 *atomic.Int64) func(*tls.Config) {
+	return func(cfg *tls.Config) {
+		base := cfg.Clone()
+		var n atomic.Int64
+		cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if n.Add(1)%2 == 1 {
+				return nil, nil
+			}
+			tls12.Add(1)
+			c := base.Clone()
+			c.MaxVersion = tls.VersionTLS12
+			return c, nil
+		}
+	}
+}
+
+// TestTLSLoopFallsBackPerConnection: the probe's handshake chooses the
+// loop (TLS 1.3), then every other connection negotiates TLS 1.2; those
+// carry their requests through crypto/tls on goroutines instead of
+// failing them, every request succeeds with its tokens, kernel-stamped,
+// and the shard counts the connections that fell back.
+func TestTLSLoopFallsBackPerConnection(t *testing.T) {
+	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
+	var tls12 atomic.Int64
+	srv, tlsConfig := shardtest.NewTLSWith(t, mixedVersions(&tls12))
+	if ok, why := ProbeTLS(srv.Addr.String(), tlsConfig, time.Minute); !ok {
+		t.Fatalf("the probe's TLS 1.3 connection did not choose the loop: %s", why)
+	}
+	paths := strings.Fields(strings.Repeat("/ok/5 ", 24))
+	data, health := runPaths(t, srv, paths, run{slots: 4, limit: 4, streaming: true, stamps: true, tls: PrepareTLS(tlsConfig, 4)})
+	for _, res := range data.Results {
+		if !res.Success || res.GeneratedText != "t0t1t2t3t4" {
+			t.Errorf("request %d: success %v, text %q, error %q", res.Index, res.Success, res.GeneratedText, res.Error)
+			continue
+		}
+		checkBreakdown(t, res)
+		if b := res.Breakdown; !b.NewConn && b.TLSNs != 0 {
+			t.Errorf("request %d: reused connection with TLS phase %d", res.Index, b.TLSNs)
+		}
+	}
+	h := health[0]
+	if h.TLSFallbacks == 0 || h.TLSFallbacks != tls12.Load() {
+		t.Errorf("%d connections fell back, the server negotiated TLS 1.2 on %d", h.TLSFallbacks, tls12.Load())
+	}
+	if accepted := srv.Accepted.Load() - 1; h.TLSHandshakes != accepted { // the probe's
+		t.Errorf("%d handshakes for %d accepted connections", h.TLSHandshakes, accepted)
+	}
+	if h.Reads == 0 || h.StampedReads != h.Reads {
+		t.Errorf("kernel stamps on %d of %d reads", h.StampedReads, h.Reads)
+	}
+	if !strings.HasPrefix(h.TLSPath, TLSPathLoop) {
+		t.Errorf("path %q", h.TLSPath)
+	}
+}
+
+// TestTLSLoopFallbackDeadlineAndAbort: a request on a connection that fell
+// back ends at its deadline as on the loop, and an abort ends the ones in
+// flight as cancelled, without waiting for the server.
+func TestTLSLoopFallbackDeadlineAndAbort(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLSWith(t, func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 })
+	data, health := runPaths(t, srv, []string{"/stall", "/ok/3"},
+		run{streaming: true, timeout: 300 * time.Millisecond, tls: PrepareTLS(tlsConfig, 2)})
+	if r := data.Results[0]; r.Error != "request timed out after 300ms" {
+		t.Errorf("stalled request over TLS 1.2: success %v, error %q", r.Success, r.Error)
+	}
+	if r := data.Results[1]; !r.Success || r.GeneratedText != "t0t1t2" {
+		t.Errorf("request over TLS 1.2: success %v, text %q, error %q", r.Success, r.GeneratedText, r.Error)
+	}
+	if h := health[0]; h.TLSFallbacks != 2 {
+		t.Errorf("%d connections fell back, want 2", h.TLSFallbacks)
+	}
+
+	// Abort, with every request sent and stalled on its goroutine.
+	const n = 3
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
+	}
+	before := clientGoroutines()
+	sent := srv.Requests.Load()
+	q := NewQueue(n, 0)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
+		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(sh.Run)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+	}
+	sh.WakeIfSleeping()
+	for srv.Requests.Load() < sent+n && rec.Failed() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	sh.Abort()
+	wg.Wait()
+	for _, r := range metrics.Merge(n, rec).Results {
+		if r.Error != "cancelled" {
+			t.Errorf("request %d after the abort: success %v, error %q", r.Index, r.Success, r.Error)
+		}
+	}
+	if h := sh.Health(); h.TLSFallbacks != n {
+		t.Errorf("%d connections fell back, want %d", h.TLSFallbacks, n)
+	}
+	// The goroutines that read the fallen-back connections end too (a
+	// hang here ends at go test's -timeout with every goroutine's stack).
+	for clientGoroutines() > before {
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -19,7 +19,7 @@ import (
 func WriteHealth(w io.Writer, res *engine.Result) {
 	h := res.Health
 	var cpu, hsCPU, hsTime time.Duration
-	var handshakes, resumed int64
+	var handshakes, resumed, fellBack int64
 	var path string
 	for _, s := range h.Shards {
 		path = cmp.Or(path, s.TLSPath)
@@ -28,12 +28,16 @@ func WriteHealth(w io.Writer, res *engine.Result) {
 		hsTime += s.TLSHandshakeTime
 		handshakes += s.TLSHandshakes
 		resumed += s.TLSResumed
+		fellBack += s.TLSFallbacks
 	}
 	late := ""
 	if handshakes > 0 {
 		n := time.Duration(handshakes)
 		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2fs of the CPU, %s CPU and %s each on average, TLS path: %s",
 			handshakes, resumed, hsCPU.Seconds(), (hsCPU / n).Round(time.Microsecond), (hsTime / n).Round(time.Microsecond), path)
+		if fellBack > 0 {
+			late += fmt.Sprintf(" (%d connections not on TLS 1.3 fell back to crypto/tls reads on goroutines)", fellBack)
+		}
 	}
 	if h.DeadlineLateMax > 0 {
 		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/shard"
 )
 
 func TestSidecarPath(t *testing.T) {
@@ -32,5 +33,25 @@ func TestConnectTroubleText(t *testing.T) {
 	}
 	if strings.Contains(connectTrouble(engine.Health{SlowConnects: 2}), "retransmitted") {
 		t.Error("names retransmits that were not counted")
+	}
+}
+
+// The health line counts, over the shards, the TLS connections that fell
+// back from the loops to crypto/tls, and says nothing when none did.
+func TestHealthLineTLSFallbacks(t *testing.T) {
+	line := func(fell ...int64) string {
+		res := &engine.Result{Shards: len(fell)}
+		for _, n := range fell {
+			res.Health.Shards = append(res.Health.Shards, shard.Health{TLSHandshakes: 4, TLSFallbacks: n, TLSPath: shard.TLSPathLoop})
+		}
+		var b strings.Builder
+		WriteHealth(&b, res)
+		return b.String()
+	}
+	if got := line(2, 0, 1); !strings.Contains(got, "TLS path: "+shard.TLSPathLoop+" (3 connections not on TLS 1.3 fell back") {
+		t.Errorf("health line with 3 fallbacks: %s", got)
+	}
+	if got := line(0, 0); strings.Contains(got, "fell back") {
+		t.Errorf("health line without fallbacks: %s", got)
 	}
 }
