@@ -98,25 +98,8 @@ func clientGoroutines() int {
 func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
 	srv, tlsConfig := shardtest.NewTLS(t)
 	const n = 500
-	reqs := make([]Request, n)
-	for i := range reqs {
-		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
-	}
 	before := clientGoroutines()
-	q := NewQueue(n, 0)
-	clock := NewClock()
-	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
-		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(sh.Run)
-	for i := range reqs {
-		q.Release(i, clock.Now())
-	}
-	sh.WakeIfSleeping()
+	sh, rec, wg := startStalledTLS(t, srv, tlsConfig, n)
 	for srv.Requests.Load() < n {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -672,26 +655,9 @@ func TestTLSLoopFallbackDeadlineAndAbort(t *testing.T) {
 
 	// Abort, with every request sent and stalled on its goroutine.
 	const n = 3
-	reqs := make([]Request, n)
-	for i := range reqs {
-		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
-	}
 	before := clientGoroutines()
 	sent := srv.Requests.Load()
-	q := NewQueue(n, 0)
-	clock := NewClock()
-	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
-		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(sh.Run)
-	for i := range reqs {
-		q.Release(i, clock.Now())
-	}
-	sh.WakeIfSleeping()
+	sh, rec, wg := startStalledTLS(t, srv, tlsConfig, n)
 	for srv.Requests.Load() < sent+n && rec.Failed() == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -710,4 +676,29 @@ func TestTLSLoopFallbackDeadlineAndAbort(t *testing.T) {
 	for clientGoroutines() > before {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// startStalledTLS runs a shard sending n /stall requests over TLS to srv,
+// all released at once; the caller aborts it and waits on wg.
+func startStalledTLS(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config, n int) (*Shard, *metrics.Recorder, *sync.WaitGroup) {
+	t.Helper()
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
+	}
+	q := NewQueue(n, 0)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{})
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
+		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg := new(sync.WaitGroup)
+	wg.Go(sh.Run)
+	for i := range reqs {
+		q.Release(i, clock.Now())
+	}
+	sh.WakeIfSleeping()
+	return sh, rec, wg
 }
