@@ -202,16 +202,32 @@ func (h *hfRun) id(k int) string { return h.env.RequestIDPrefix + strconv.Itoa(k
 
 // userTemplate is apply_chat_template([{"role": "user", "content": p}],
 // add_generation_prompt=True, tokenize=False).
-// textRequest is row i's request for a text prompt: templated as the
-// user's message unless --skip-chat-template, out tokens expected.
-func (h *hfRun) textRequest(i int, prompt string, out int) (Request, error) {
-	if !h.env.SkipChatTemplate {
-		var err error
-		if prompt, err = h.userTemplate(prompt); err != nil {
-			return Request{}, err
+// sampleText is the text classes' sampling: the first --num-prompts rows
+// that prompt keeps (keep false skips a row; its position still counts in
+// the ids), each templated as the user's message unless
+// --skip-chat-template, out tokens expected; then oversampled.
+func (h *hfRun) sampleText(out int, prompt func(row *hfhub.Object) (p string, keep bool, err error)) ([]Request, error) {
+	var reqs []Request
+	err := h.each(func(i int, row *hfhub.Object) (bool, error) {
+		if len(reqs) >= h.env.NumPrompts {
+			return true, nil
 		}
+		p, keep, err := prompt(row)
+		if err != nil || !keep {
+			return err != nil, err
+		}
+		if !h.env.SkipChatTemplate {
+			if p, err = h.userTemplate(p); err != nil {
+				return true, err
+			}
+		}
+		reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(i)})
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return Request{Prompt: prompt, PromptLen: h.tokens(prompt), ExpectedOutputLen: out, RequestID: h.id(i)}, nil
+	return h.oversample(reqs)
 }
 
 func (h *hfRun) userTemplate(prompt string) (string, error) {

@@ -17,27 +17,10 @@ import (
 func singleTurn(name, path, split, subset string, defaultOut int, prompt func(row *hfhub.Object) (string, error)) *hfClass {
 	return &hfClass{name: name, paths: []string{path}, split: split, subset: subset,
 		sample: func(h *hfRun) ([]Request, error) {
-			out := h.outputLen(defaultOut)
-			var reqs []Request
-			err := h.each(func(i int, row *hfhub.Object) (bool, error) {
-				if len(reqs) >= h.env.NumPrompts {
-					return true, nil
-				}
+			return h.sampleText(h.outputLen(defaultOut), func(row *hfhub.Object) (string, bool, error) {
 				p, err := prompt(row)
-				if err != nil {
-					return true, err
-				}
-				r, err := h.textRequest(i, p, out)
-				if err != nil {
-					return true, err
-				}
-				reqs = append(reqs, r)
-				return false, nil
+				return p, true, err
 			})
-			if err != nil {
-				return nil, err
-			}
-			return h.oversample(reqs)
 		}}
 }
 
@@ -70,29 +53,14 @@ var gsm8kClass = singleTurn("GSM8KDataset", "openai/gsm8k", "test", "main", 256,
 // not include any explanation.", templated unless --skip-chat-template.
 var instructCoderClass = &hfClass{name: "InstructCoderDataset", paths: []string{"likaixin/InstructCoder"}, split: "train",
 	sample: func(h *hfRun) ([]Request, error) {
-		out := h.outputLen(200)
-		var reqs []Request
-		err := h.each(func(i int, row *hfhub.Object) (bool, error) {
-			if i >= h.env.NumPrompts {
-				return true, nil
-			}
+		return h.sampleText(h.outputLen(200), func(row *hfhub.Object) (string, bool, error) {
 			f := rowFields{row: row}
 			in, instr := f.get("input"), f.get("instruction")
 			if f.err != nil {
-				return true, f.err
+				return "", false, f.err
 			}
-			p := pyStr(in) + "\n\n" + pyStr(instr) + " Just output the code, do not include any explanation."
-			r, err := h.textRequest(i, p, out)
-			if err != nil {
-				return true, err
-			}
-			reqs = append(reqs, r)
-			return false, nil
+			return pyStr(in) + "\n\n" + pyStr(instr) + " Just output the code, do not include any explanation.", true, nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		return h.oversample(reqs)
 	}}
 
 // blazeditClass is BlazeditDataset: rows whose norm_distance lies in
@@ -101,39 +69,24 @@ var instructCoderClass = &hfClass{name: "InstructCoderDataset", paths: []string{
 // skipped rows included, as in vLLM.
 var blazeditClass = &hfClass{name: "BlazeditDataset", paths: []string{"vdaita/edit_5k_char", "vdaita/edit_10k_char"}, pathOnly: true, split: "train",
 	sample: func(h *hfRun) ([]Request, error) {
-		out := h.outputLen(4000)
 		lo, hi := h.env.Flags.BlazeditMinDistance, h.env.Flags.BlazeditMaxDistance
-		var reqs []Request
-		err := h.each(func(i int, row *hfhub.Object) (bool, error) {
-			if len(reqs) >= h.env.NumPrompts {
-				return true, nil
-			}
+		return h.sampleText(h.outputLen(4000), func(row *hfhub.Object) (string, bool, error) {
 			f := rowFields{row: row}
 			code, change, dv := f.get("code"), f.get("change_request"), f.get("norm_distance")
 			if f.err != nil {
-				return true, f.err
+				return "", false, f.err
 			}
 			d, ok := number(dv)
 			if !ok {
-				return true, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("'<' not supported between instances of '%s' and 'float' (column \"norm_distance\")", pyTypeName(dv))}
+				return "", false, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("'<' not supported between instances of '%s' and 'float' (column \"norm_distance\")", pyTypeName(dv))}
 			}
 			if d < lo || d > hi {
-				return false, nil
+				return "", false, nil
 			}
-			p := "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\n" +
+			return "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\n" +
 				pyStr(code) + "\n```\n\nChange request:\n" + pyStr(change) +
-				"\n\nPlease generate the new code file in the \"New file\" section below."
-			r, err := h.textRequest(i, p, out)
-			if err != nil {
-				return true, err
-			}
-			reqs = append(reqs, r)
-			return false, nil
+				"\n\nPlease generate the new code file in the \"New file\" section below.", true, nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		return h.oversample(reqs)
 	}}
 
 func number(v any) (float64, bool) {
