@@ -862,16 +862,10 @@ func (s *Shard) consume(c *conn, data []byte, realtimeNs int64, full bool) bool 
 		c.stream.FirstByte(ts)
 	}
 	c.gotBytes = true
-	_, failure, ok, decided := c.Consume(data, ts)
-	switch {
-	case !decided:
-	case !ok:
-		s.fail(c, failure)
+	// A server may answer (an error) before the whole request was
+	// written: that connection cannot carry another request either.
+	if _, failed := s.deliver(c, data, ts, c.written == len(c.req.Wire)); failed {
 		return false
-	default:
-		// A server may answer (an error) before the whole request was
-		// written: that connection cannot carry another request either.
-		s.complete(c, c.KeepAlive() && c.written == len(c.req.Wire) && !c.hungUp)
 	}
 	return full || c.hungUp
 }
@@ -1063,4 +1057,22 @@ func (s *Shard) closeAll() {
 	s.poll.close()
 	s.wake.close()
 	s.keeper.close()
+}
+
+// deliver feeds response bytes read at ts to c's exchange and ends it when
+// the response is decided: failed, or complete, the connection kept for
+// another request if the server allows, all of c's request went out
+// (sentAll) and nothing else is pending on it. It reports whether the
+// exchange ended, and whether it failed.
+func (s *Shard) deliver(c *conn, p []byte, ts int64, sentAll bool) (ended, failed bool) {
+	_, failure, ok, decided := c.Consume(p, ts)
+	switch {
+	case !decided:
+		return false, false
+	case !ok:
+		s.fail(c, failure)
+		return true, true
+	}
+	s.complete(c, c.KeepAlive() && sentAll && !c.hungUp)
+	return true, false
 }

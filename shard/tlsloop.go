@@ -1005,14 +1005,7 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 				c.stream.FirstByte(ts)
 				c.gotBytes = true
 			}
-			_, failure, ok, decided := c.Consume(p, ts)
-			switch {
-			case !decided:
-			case !ok:
-				s.fail(c, failure)
-				return false
-			default:
-				s.complete(c, c.KeepAlive() && t.sent && len(b) == 0 && !c.hungUp)
+			if ended, _ := s.deliver(c, p, ts, t.sent && len(b) == 0); ended {
 				return false
 			}
 		default:
