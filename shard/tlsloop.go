@@ -432,7 +432,7 @@ func (p *handshakePool) work() {
 // near server: with more handshakers runnable than spare Ps, the Go
 // scheduler gives a waking loop's P to one of them and the loop waits on
 // the run queue through time slices of up to 10 ms (1,000-stream TLS runs
-// read tokens 30 to 360 ms late at p99, the stamps then covering several
+// read tokens 30 to 160 ms late at p99, the stamps then covering several
 // tokens). So a handshaker computes only while it holds one of
 // GOMAXPROCS − loops − 1 tokens (at least one), and gives its token back
 // while it waits for the server: with a far server many handshakes are in
@@ -444,12 +444,14 @@ func (p *handshakePool) work() {
 // client 38–40 µs per token event against 29–30 so, the same as without
 // tokens); the span's lock keeps the thread's CPU clock the handshake's,
 // and a handshake's CPU is the sum over its spans. What remains: at 1,000
-// streams some runs still read tokens 10–20 ms late at p99 (against 40 to
-// 160 ms without tokens): the one computing handshaker competes with the
-// loop for the CPU at the same priority, and the runtime's threads cannot
-// take a lower one (a nice value given to a span's thread could not be
-// taken back without privilege). Handshakers locked for life at nice 19
-// as well cleared more runs but not all, for some 20 % more CPU.
+// streams × 50 tok/s on one CPU some runs still read tokens 10–20 ms late
+// at p99 (against 30 to 160 ms without tokens): the ramp's handshakes,
+// dialing and GC share the CPU with the loop, and a loop more than one
+// decode step (20 ms) behind reads two steps' records in one read, which
+// share its stamp (README, "TLS"). Handshakers locked for life at nice 19
+// as well cleared more runs but not all, for some 20 % more CPU; a nice
+// value given to a span's thread, one of the runtime's, could not be
+// taken back without privilege.
 var handshakeCPU cpuTokens
 
 // loopsRunning counts the shard loops in Run, for the tokens' count.
@@ -472,12 +474,10 @@ func (t *cpuTokens) size() {
 	t.mu.Unlock()
 }
 
+// tokens is the channel size made for the pool's current run.
 func (t *cpuTokens) tokens() chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ch == nil {
-		t.ch = make(chan struct{}, 1)
-	}
 	return t.ch
 }
 
