@@ -3,6 +3,7 @@ package shard
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -178,17 +179,19 @@ type Shard struct {
 	// read of the same bytes would record the same times (see coalesceNap).
 	stamped bool
 
-	// TLS (Config.TLS): the connections in their handshake, the
-	// handshakes done and not yet taken by the loop (hsDone, under hsMu;
-	// hsSpare is the other half of the double buffer), and the buffer
-	// requests are sealed in.
-	handshaking []*conn
-	hsMu        sync.Mutex
-	hsDone      []*tlsDial
-	hsSpare     []*tlsDial
-	hsClosed    bool
-	hsPending   atomic.Bool
-	seal        []byte
+	// TLS (Config.TLS): the server's address for crypto/tls, the
+	// connections away from the loop (fallen back to crypto/tls on a
+	// goroutine), the handshakes done and not yet taken by the loop
+	// (hsDone, under hsMu; hsSpare is the other half of the double
+	// buffer), and the buffer requests are sealed in.
+	remote    net.Addr
+	away      []*conn
+	hsMu      sync.Mutex
+	hsDone    []*tlsDial
+	hsSpare   []*tlsDial
+	hsClosed  bool
+	hsPending atomic.Bool
+	seal      []byte
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -299,6 +302,7 @@ func New(cfg Config) (*Shard, error) {
 	if cfg.TLS != nil {
 		s.cfg.Warm = 0
 		s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
+		s.remote = net.TCPAddrFromAddrPort(cfg.Addr)
 	}
 	return s, nil
 }
@@ -458,10 +462,17 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 			s.onConnected(c, ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0)
 		}
-		if c.state == connBusy && c.hungUp {
+		switch {
+		case c.state == connBusy && c.hungUp:
 			// The server closed the connection as it was established: this
 			// event is the only one that says so.
 			s.readable(c)
+		case c.state == connHandshaking && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP) != 0:
+			s.feedHandshake(c)
+		}
+	case connHandshaking:
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			s.feedHandshake(c)
 		}
 	case connIdle:
 		// Bytes or EOF on an idle keep-alive connection: the server closed
@@ -522,16 +533,6 @@ func (s *Shard) start(i int, arrivalNs int64) {
 	s.busy++
 	c := s.popIdle()
 	fresh := c == nil
-	if fresh && s.cfg.TLS != nil {
-		c = &conn{fd: -1, heapIndex: -1, state: connHandshaking}
-		c.Init(s.decoder, s.cfg.Streaming)
-		c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
-		s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
-		c.beginRequest(req)
-		s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
-		s.startTLS(c)
-		return
-	}
 	if fresh {
 		var err error
 		if c, err = s.open(); err != nil {
@@ -543,6 +544,10 @@ func (s *Shard) start(i int, arrivalNs int64) {
 		}
 	}
 	s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
+	if fresh && s.cfg.TLS != nil {
+		s.startTLS(c, req)
+		return
+	}
 	if fresh && c.state == connBusy {
 		c.stream.Connected(s.cfg.Clock.Now())
 	}
@@ -664,6 +669,10 @@ func (s *Shard) onConnected(c *conn, errOrHup bool) {
 			s.fail(c, s.connectErrorText(err))
 			return
 		}
+	}
+	if c.dial != nil {
+		s.handshake(c, s.cfg.Clock.Now())
+		return
 	}
 	s.established(c, s.cfg.Clock.Now())
 	s.writeRequest(c)
@@ -1006,20 +1015,27 @@ func (s *Shard) closeConn(c *conn) {
 		s.unlinkIdle(c)
 	}
 	s.timers.clear(c)
-	if c.state == connHandshaking {
-		if c.dial != nil {
-			c.dial.cancel()
-			s.forgetHandshake(c)
+	if c.state == connHandshaking && c.dial != nil {
+		// A handshake in progress on c's socket, which its result closes
+		// (see tlsDial.discard), or a request away from the loop.
+		c.dial.cancel()
+		if c.fd >= 0 {
+			s.conns[c.fd] = nil
+			c.dial = nil
+		} else {
+			s.forgetAway(c)
 		}
 		c.state = connClosed
 		return
 	}
-	s.conns[c.fd] = nil
-	if c.ur {
-		s.ur.cancel(c.ringTag())
-		s.ur.closeAfterSubmit(c.fd)
-	} else {
-		closeFD(c.fd)
+	if c.fd >= 0 {
+		s.conns[c.fd] = nil
+		if c.ur {
+			s.ur.cancel(c.ringTag())
+			s.ur.closeAfterSubmit(c.fd)
+		} else {
+			closeFD(c.fd)
+		}
 	}
 	c.state = connClosed
 }
@@ -1028,7 +1044,7 @@ func (s *Shard) abortAll() { s.abortAllWith("cancelled") }
 
 // abortAllWith fails every request in flight with text.
 func (s *Shard) abortAllWith(text string) {
-	for _, list := range [][]*conn{s.conns, s.handshaking} {
+	for _, list := range [][]*conn{s.conns, s.away} {
 		for _, c := range list {
 			if c != nil && c.req != nil {
 				s.cfg.Recorder.Fail(&c.stream, text)

@@ -103,6 +103,11 @@ func (p *poller) wait(timeoutMs int) ([]unix.EpollEvent, error) {
 	}
 }
 
+// del takes fd out of the set.
+func (p *poller) del(fd int) error {
+	return os.NewSyscallError("epoll_ctl", unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
+}
+
 func (p *poller) close() { unix.Close(p.fd) }
 
 // wakeup is an eventfd other goroutines write to interrupt epoll_wait.

@@ -227,6 +227,9 @@ type stampedConn struct {
 	// errPaused.
 	inject    []byte
 	injecting bool
+	// pre: bytes read off the socket before it came here (a connection
+	// that left a shard loop), returned first.
+	pre []byte
 
 	hdr  [5]byte // the record header being read
 	have int     // bytes of hdr read
@@ -297,6 +300,11 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 func (s *stampedConn) readAny(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if len(s.pre) > 0 {
+		n := copy(p, s.pre)
+		s.pre = s.pre[n:]
+		return n, nil
 	}
 	s.p, s.n, s.stamp, s.recvErr = p, 0, 0, nil
 	err := s.raw.Read(s.recvFn)

@@ -1,23 +1,17 @@
 package shard
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stampede-bench/stampede/internal/tls13"
-	"golang.org/x/sys/unix"
 )
 
 // TLS connections on the shard loops (Config.TLS). A new connection's TCP
@@ -76,7 +70,7 @@ type loopTLS struct {
 	tc   *tls.Conn // takes the session tickets; nil once they came
 	// ticketed: tc took a ticket; it goes at the end of the read.
 	ticketed bool
-	raw      *stampedConn // tc's transport, used only to inject records
+	raw      *hsPipe // tc's transport, used only to inject records
 	// partial holds the start of a record a read did not complete.
 	partial []byte
 	// out holds sealed bytes the socket did not take yet.
@@ -236,377 +230,6 @@ func (t *loopTLS) inject(msg []byte) error {
 	return nil
 }
 
-// tlsDial is one connection's connect and handshake, done by a handshaker
-// for shard s's connection c; the results go back to s.
-type tlsDial struct {
-	s      *Shard
-	c      *conn
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	fd int // the connected socket, -1 if none
-	// The handshake's outcome, made into the record layer by the shard
-	// (so that its long-lived keys come from the loop's allocations, not
-	// among the handshake's garbage).
-	tc             *tls.Conn
-	raw            *stampedConn
-	version, suite uint16
-	keys           *keyLog
-	connectedNs    int64 // 0: never connected
-	hs             HandshakeTimes
-	handshook      bool   // a handshake was attempted
-	failure        string // why the connection cannot carry the request
-	reads          atomic.Int64
-	stamped        atomic.Int64
-
-	// fallback: the handshake negotiated what the loop cannot carry, and
-	// tc (over raw) stays to carry the request on serve's goroutine.
-	// served: serve ended, the answer parsed in cl, ok or failed with
-	// text; the dial comes back to the shard a second time then.
-	fallback bool
-	served   bool
-	cl       *Client
-	ok       bool
-	text     string
-}
-
-// discard closes the socket of a result nobody takes.
-func (d *tlsDial) discard() {
-	if d.fd >= 0 {
-		closeFD(d.fd)
-		d.fd = -1
-	}
-	if d.fallback && d.tc != nil {
-		d.tc.Close()
-		d.tc, d.raw = nil, nil
-	}
-	if d.cl != nil {
-		d.cl.c.giveBack()
-		d.cl = nil
-	}
-	d.cancel()
-}
-
-// handshakers runs tlsDials on at most maxHandshakers goroutines, oldest
-// first.
-var handshakers handshakePool
-
-type handshakePool struct {
-	mu      sync.Mutex
-	jobs    []*tlsDial
-	head    int
-	running int
-	ramp    rampMemory
-	// done counts the handshakes finished, to move the memory limit.
-	done atomic.Int64
-}
-
-func (p *handshakePool) submit(d *tlsDial) {
-	p.mu.Lock()
-	p.jobs = append(p.jobs, d)
-	if p.running == 0 {
-		p.ramp.start()
-		handshakeCPU.size()
-	}
-	if p.ramp.submitted++; p.ramp.submitted%rampStep == 0 {
-		p.ramp.adjust()
-	}
-	if p.running < maxHandshakers {
-		p.running++
-		go p.work()
-	}
-	p.mu.Unlock()
-}
-
-// Memory during a ramp of handshakes. A handshake leaves 30 to 50 KB of
-// garbage behind (crypto/tls's own) while the connections it made stay
-// live, so under the default GC target the heap would grow to twice the
-// connections' state and the process's peak RSS with it; a lower target
-// (GOGC 25) keeps the peak near the live size but collects after every
-// quarter of the live heap, early in the ramp when that is a few MB,
-// which costs more CPU than the loops' own work. Instead, while the
-// handshakers run, the GC target is off and a soft memory limit
-// (runtime/debug.SetMemoryLimit) stands at what the ramp's connections
-// will hold: the memory in use when it began, rampPerConn for each
-// connection submitted since, and rampMargin. The GC then runs only as the
-// heap nears that limit, when a collection frees the most. The limit is never below
-// the live heap plus a quarter plus the margin (an estimate too low for a
-// run's connections cannot make the GC run back to back), never above a
-// limit already set (GOMEMLIMIT), and the GC target goes off only if it
-// was the default or higher (a lower GOGC is kept, the limit only adds to
-// it). Both are restored when the pool drains.
-type rampMemory struct {
-	on bool
-	// gcPercent and limit: the settings found at the ramp's start.
-	gcPercent int
-	limit     int64
-	// base: memory in use at the start; submitted: handshakes since.
-	base, submitted int64
-}
-
-const (
-	// rampPerConn is the memory a TLS connection holds on a loop,
-	// measured at 10,000 streams: its conn and recorder slot (as a plain
-	// connection's) and its record layer (AES-GCM state, keys).
-	rampPerConn = 3500
-	// rampMargin covers the handshakes in flight and the loops' buffers.
-	rampMargin = 8 << 20
-	// rampStep: the limit moves every rampStep handshakes submitted or
-	// finished (each move stops the world for a moment).
-	rampStep = 128
-)
-
-// memInUse reads what the memory limit is compared with (mapped memory
-// not released to the OS) and the live heap at the last GC.
-func memInUse() (inUse, live int64) {
-	s := [...]metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-	}
-	metrics.Read(s[:])
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
-}
-
-// start sets the ramp's GC target and first limit. Under the pool's mu.
-func (r *rampMemory) start() {
-	r.base, _ = memInUse()
-	r.submitted = 0
-	r.limit = debug.SetMemoryLimit(-1)
-	r.gcPercent = debug.SetGCPercent(-1)
-	if r.gcPercent < 100 {
-		debug.SetGCPercent(r.gcPercent)
-	}
-	r.on = true
-	r.adjust()
-}
-
-// adjust moves the limit to the ramp's connections. Under the pool's mu.
-func (r *rampMemory) adjust() {
-	if !r.on {
-		return
-	}
-	_, live := memInUse()
-	l := max(r.base+r.submitted*rampPerConn, live+live/4) + rampMargin
-	debug.SetMemoryLimit(min(l, r.limit))
-}
-
-// end restores what start found. Under the pool's mu.
-func (r *rampMemory) end() {
-	if r.on {
-		debug.SetGCPercent(r.gcPercent)
-		debug.SetMemoryLimit(r.limit)
-		r.on = false
-	}
-}
-
-func (p *handshakePool) work() {
-	for {
-		p.mu.Lock()
-		if p.head == len(p.jobs) {
-			p.jobs, p.head = p.jobs[:0], 0
-			if p.running--; p.running == 0 {
-				p.ramp.end()
-			}
-			p.mu.Unlock()
-			return
-		}
-		d := p.jobs[p.head]
-		p.jobs[p.head] = nil
-		p.head++
-		p.mu.Unlock()
-		d.run()
-		d.s.handshakeDone(d)
-		if p.done.Add(1)%rampStep == 0 {
-			p.mu.Lock()
-			p.ramp.adjust()
-			p.mu.Unlock()
-		}
-	}
-}
-
-// handshakeCPU bounds the handshakers computing at once. A shard's
-// goroutine needs a P each time its epoll_wait returns, and the engine
-// keeps GOMAXPROCS a little above the shard count so that one is free
-// (engine/procs.go). A handshake is some 250 µs of CPU, all of it with a
-// near server: with more handshakers runnable than spare Ps, the Go
-// scheduler gives a waking loop's P to one of them and the loop waits on
-// the run queue through time slices of up to 10 ms (1,000-stream TLS runs
-// read tokens 30 to 160 ms late at p99, the stamps then covering several
-// tokens). So a handshaker computes only while it holds one of
-// GOMAXPROCS − loops − 1 tokens (at least one), and gives its token back
-// while it waits for the server: with a far server many handshakes are in
-// flight, with a near one they take turns, and a waking loop always finds
-// a P. (A P for every handshaker instead, GOMAXPROCS + 64, made idle Ps
-// spin: twenty times the CPU per event.) Handshakers are plain goroutines,
-// locked to their thread only while they hold a token: locked throughout,
-// each hand-over of a token switched threads (10,000 TLS streams cost the
-// client 38–40 µs per token event against 29–30 so, the same as without
-// tokens); the span's lock keeps the thread's CPU clock the handshake's,
-// and a handshake's CPU is the sum over its spans. What remains: at 1,000
-// streams × 50 tok/s on one CPU some runs still read tokens 10–20 ms late
-// at p99 (against 30 to 160 ms without tokens): the ramp's handshakes,
-// dialing and GC share the CPU with the loop, and a loop more than one
-// decode step (20 ms) behind reads two steps' records in one read, which
-// share its stamp (README, "TLS"). Handshakers locked for life at nice 19
-// as well cleared more runs but not all, for some 20 % more CPU; a nice
-// value given to a span's thread, one of the runtime's, could not be
-// taken back without privilege.
-var handshakeCPU cpuTokens
-
-// loopsRunning counts the shard loops in Run, for the tokens' count.
-var loopsRunning atomic.Int32
-
-type cpuTokens struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-// size makes the token count GOMAXPROCS − loops − 1, at least 1, for the
-// handshakers starting now; ones holding tokens of an earlier size give
-// them back to that channel.
-func (t *cpuTokens) size() {
-	n := max(1, runtime.GOMAXPROCS(0)-int(loopsRunning.Load())-1)
-	t.mu.Lock()
-	if t.ch == nil || cap(t.ch) != n {
-		t.ch = make(chan struct{}, n)
-	}
-	t.mu.Unlock()
-}
-
-// tokens is the channel size made for the pool's current run.
-func (t *cpuTokens) tokens() chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ch
-}
-
-// gatedConn is a handshake's transport: while the handshake runs it holds
-// a CPU token, except while a Read waits for the server; cpu sums the
-// thread CPU of the spans it held one.
-type gatedConn struct {
-	*stampedConn
-	tokens chan struct{}
-	held   bool
-	cpu0   time.Duration
-	cpu    time.Duration
-}
-
-// acquire waits for a token (parked, on no thread of its own), then locks
-// the goroutine to its thread for the span, so that the thread's CPU clock
-// is the span's.
-func (g *gatedConn) acquire() {
-	g.tokens <- struct{}{}
-	runtime.LockOSThread()
-	g.held = true
-	g.cpu0 = threadCPU()
-}
-
-func (g *gatedConn) release() {
-	if g.held {
-		g.cpu += threadCPU() - g.cpu0
-		runtime.UnlockOSThread()
-		g.held = false
-		<-g.tokens
-	}
-}
-
-func (g *gatedConn) Read(b []byte) (int, error) {
-	if !g.held {
-		return g.stampedConn.Read(b)
-	}
-	g.release()
-	n, err := g.stampedConn.Read(b)
-	g.acquire()
-	return n, err
-}
-
-// ticketEvery: one resumed connection in ticketEvery keeps its tls.Conn
-// to take the server's session tickets into the cache; every full
-// handshake does. crypto/tls's client resumes with the cached ticket again
-// and again (all but the first of a ramp's concurrent handshakes use the
-// same one), so the cache needs a fresh ticket now and then, not one per
-// connection, and the others' tls.Conns (some 5 KB each, with the
-// handshake's buffers and ciphers) go as soon as the handshake is done
-// instead of living until the loop's first read of the connection.
-const ticketEvery = 16
-
-// resumedSeen counts the resumed handshakes, for ticketEvery.
-var resumedSeen atomic.Uint64
-
-// run connects and completes the handshake.
-func (d *tlsDial) run() {
-	s := d.s
-	if d.ctx.Err() != nil {
-		d.failure = "cancelled"
-		return
-	}
-	addr := s.cfg.Addr.String()
-	nd := net.Dialer{Timeout: s.cfg.ConnectTimeout}
-	nc, err := nd.DialContext(d.ctx, "tcp", addr)
-	if err != nil {
-		var errno syscall.Errno
-		switch {
-		case d.ctx.Err() != nil:
-			d.failure = "cancelled"
-		case errors.As(err, &errno):
-			d.failure = "connect " + addr + ": " + errno.Error()
-		case errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
-			d.failure = "connect " + addr + ": timed out after " + s.cfg.ConnectTimeout.String()
-		default:
-			d.failure = "connect " + addr + ": " + err.Error()
-		}
-		return
-	}
-	clock := s.cfg.Clock
-	d.connectedNs = clock.Now()
-	raw, err := newStampedConn(nc.(*net.TCPConn), s.cfg.KernelTimestamps, &d.reads, &d.stamped)
-	if err != nil {
-		nc.Close()
-		d.failure = "connect " + addr + ": " + err.Error()
-		return
-	}
-	cfg := s.cfg.TLS.Clone()
-	keys := &keyLog{next: s.cfg.TLS.KeyLogWriter}
-	cfg.KeyLogWriter = keys
-	gate := &gatedConn{stampedConn: raw, tokens: handshakeCPU.tokens()}
-	tc := tls.Client(gate, cfg)
-	d.handshook = true
-	start := clock.Now()
-	gate.acquire()
-	err = tc.HandshakeContext(d.ctx)
-	gate.release()
-	d.hs = HandshakeTimes{StartNs: start, EndNs: clock.Now(), CPU: gate.cpu}
-	if err != nil {
-		raw.Close()
-		if d.ctx.Err() != nil {
-			d.failure = "cancelled"
-		} else {
-			d.failure = "TLS handshake with " + addr + ": " + err.Error()
-		}
-		return
-	}
-	cs := tc.ConnectionState()
-	d.hs.Resumed = cs.DidResume
-	if loopCarries(cs.Version, keys) != nil {
-		d.tc, d.raw, d.fallback = tc, raw, true
-		return
-	}
-	d.version, d.suite, d.keys = cs.Version, cs.CipherSuite, keys
-	if !cs.DidResume || resumedSeen.Add(1)%ticketEvery == 0 {
-		d.tc, d.raw = tc, raw
-	}
-	// The loop keeps a descriptor of its own; closing the net.Conn's
-	// takes it out of the runtime's poller (the socket stays open).
-	var dupErr error
-	raw.raw.Control(func(fd uintptr) { d.fd, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) })
-	raw.TCPConn.Close()
-	if dupErr != nil {
-		d.fd = -1
-		d.failure = "TLS with " + addr + ": " + dupErr.Error()
-	}
-}
-
 // loopCarries says why a connection cannot run on a loop (nil if it can):
 // only TLS 1.3, with the traffic secrets in the key log.
 func loopCarries(version uint16, keys *keyLog) error {
@@ -640,7 +263,7 @@ func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
 }
 
 // takeTickets makes t take the server's session tickets with tc.
-func (t *loopTLS) takeTickets(tc *tls.Conn, raw *stampedConn) {
+func (t *loopTLS) takeTickets(tc *tls.Conn, raw *hsPipe) {
 	feed := t.read
 	feed.Cool()
 	t.tc, t.raw, t.feed = tc, raw, &feed
@@ -674,16 +297,59 @@ func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 	return true, ""
 }
 
-// startTLS begins request c.req on a new TLS connection: the handshakers
-// connect it, and handshakeDone registers it.
-func (s *Shard) startTLS(c *conn) {
-	deadline := s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	d := &tlsDial{s: s, c: c, ctx: ctx, cancel: cancel, fd: -1}
-	c.dial = d
-	c.hsIndex = len(s.handshaking)
-	s.handshaking = append(s.handshaking, c)
+// startTLS begins request req on c, a new connection whose connect the
+// loop started (its stream begun): the handshake starts once c is
+// connected. Until then the connect's own deadline stands.
+func (s *Shard) startTLS(c *conn, req *Request) {
+	c.beginRequest(req)
+	c.dial = &tlsDial{s: s, c: c, fd: -1, p: newHSPipe(c.fd, s.remote)}
+	if c.state == connBusy {
+		// Connected inside connect(2).
+		s.handshake(c, s.cfg.Clock.Now())
+		return
+	}
+	s.timers.set(c, min(c.stream.StartNs()+int64(s.cfg.RequestTimeout), s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout)))
+}
+
+// handshake hands connected c to the handshakers.
+func (s *Shard) handshake(c *conn, nowNs int64) {
+	s.established(c, nowNs)
+	c.state = connHandshaking
+	d := c.dial
+	d.fd = c.fd
 	handshakers.submit(d)
+}
+
+// feedHandshake reads what c's socket holds into its handshake's pipe: one
+// read per edge, and more only after a read that filled the buffer or
+// once the peer hung up (see onReadable).
+func (s *Shard) feedHandshake(c *conn) {
+	p := c.dial.p
+	for !p.ended() {
+		data, realtimeNs, err := s.rx.recv(c.fd)
+		switch {
+		case err == errWouldBlock:
+			return
+		case err != nil:
+			p.end(err)
+			return
+		case len(data) == 0:
+			p.end(io.EOF)
+			return
+		}
+		s.health.Reads++
+		if realtimeNs != 0 {
+			s.health.StampedReads++
+		}
+		s.turnBytes += len(data)
+		if !p.put(data, realtimeNs) {
+			p.end(errors.New("more than " + strconv.Itoa(maxHandshakeBytes>>10) + " KB from the server before the handshake ended"))
+			return
+		}
+		if len(data) < len(s.rx.buf) && !c.hungUp {
+			return
+		}
+	}
 }
 
 // handshakeDone passes d back to its shard. Any goroutine.
@@ -720,18 +386,9 @@ func (s *Shard) takeHandshakes() {
 
 func (s *Shard) tookHandshake(d *tlsDial) {
 	h := &s.health
-	h.Reads += d.reads.Swap(0)
-	h.StampedReads += d.stamped.Swap(0)
 	if d.served {
 		s.tookFallback(d)
 		return
-	}
-	if d.connectedNs != 0 {
-		h.Connections++
-		if s.lost > 0 {
-			s.lost--
-			h.Reconnects++
-		}
 	}
 	if d.handshook {
 		h.TLSHandshakes++
@@ -744,12 +401,9 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 		d.discard()
 		return
 	}
-	s.forgetHandshake(c)
-	if d.connectedNs != 0 {
-		c.stream.Connected(d.connectedNs)
-	}
+	// The socket is the loop's alone again.
+	c.dial, d.fd = nil, -1
 	if d.failure != "" {
-		d.discard()
 		s.fail(c, d.failure)
 		return
 	}
@@ -762,81 +416,85 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	}
 	lt, err := newLoopTLS(d.version, d.suite, d.keys)
 	if err != nil {
-		d.discard()
 		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
 		return
 	}
 	if d.tc != nil {
-		lt.takeTickets(d.tc, d.raw)
+		lt.takeTickets(d.tc, d.p)
 	}
 	c.stream.Handshaken(d.hs.EndNs)
-	s.nextTag++
-	c.fd, c.tag, c.tls, c.state = d.fd, s.nextTag, lt, connBusy
-	d.fd = -1
-	d.tc, d.raw, d.keys = nil, nil, nil
-	d.cancel()
-	if err := s.poll.add(c.fd, c.tag, connEvents); err != nil {
-		closeFD(c.fd)
-		c.fd = -1
-		s.fail(c, s.connectErrorText(err))
-		return
-	}
-	s.setConn(c.fd, c)
+	c.tls, c.state = lt, connBusy
+	rest, stampNs, end := d.p.rest()
+	d.tc, d.keys = nil, nil
 	s.writeRequest(c)
+	if c.state == connBusy && (len(rest) > 0 || end != nil) {
+		// Records that came after the handshake's (session tickets), read
+		// before the loop took the connection: no event reports them again.
+		s.openRecords(c, rest, stampNs, end)
+	}
 }
 
 // fallBack starts c's request on d's connection, which negotiated what the
-// loop cannot carry: serve runs it on a goroutine of its own, as the
-// fallback transport would, with a copy of c's stream. Meanwhile c stays
-// on the list of connections in their handshake, so that its deadline,
-// an abort or the shard's end fail it (on c's stream, whose buffers, empty
-// there, the loop reads no further) and cancel d, which interrupts serve.
+// loop cannot carry: the socket leaves the loop for the runtime's poller,
+// and serve runs the request on a goroutine of its own, as the fallback
+// transport would, with a copy of c's stream. Meanwhile c stays on the
+// shard's list of connections away, so that its deadline, an abort or the
+// shard's end fail it (on c's stream, whose buffers, empty there, the loop
+// reads no further) and cancel d, which interrupts serve.
 func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	s.health.TLSFallbacks++
 	c.stream.Handshaken(d.hs.EndNs)
-	c.dial, c.hsIndex = d, len(s.handshaking)
-	s.handshaking = append(s.handshaking, c)
-	cl := NewClient(&s.cfg, nil, nil)
-	cl.c.stream = c.stream
-	go d.serve(cl, c.req)
+	raw, err := s.handOff(c, &d.reads, &d.stamped)
+	if err != nil {
+		d.discard()
+		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
+		return
+	}
+	rest, _, _ := d.p.rest()
+	raw.pre = rest
+	d.raw, d.p.raw = raw, raw
+	d.fallback = true
+	d.deadline = s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
+	d.cl = NewClient(&s.cfg, nil, nil)
+	d.cl.c.stream = c.stream
+	c.state, c.dial, c.hsIndex = connHandshaking, d, len(s.away)
+	s.away = append(s.away, c)
+	go d.serve(c.req)
 }
 
-// serve sends req on the fallback connection and reads its answer through
-// crypto/tls with a Client of its own, whose reads carry the raw socket's
-// kernel stamps, until the answer is decided, the request's deadline
-// passes or the shard cancels d; then it closes the connection and hands
-// d back to the shard, which records the outcome. cl's stream is the
-// request's as the shard began it.
-func (d *tlsDial) serve(cl *Client, req *Request) {
-	s := d.s
-	cl.c.beginRequest(req)
-	cl.raw, cl.tc = d.raw, d.tc
-	deadline, _ := d.ctx.Deadline()
-	stop := context.AfterFunc(d.ctx, func() {
-		if errors.Is(d.ctx.Err(), context.Canceled) {
-			cl.Interrupt(time.Time{})
-		}
-	})
-	cl.clock.refresh(s.cfg.Clock.Now())
-	cl.setLive(cl.tc, deadline)
-	text, ok, _ := cl.roundTrip(req)
-	stop()
-	cl.Close()
-	cl.cancelDial()
-	d.tc, d.raw = nil, nil
-	d.cl, d.ok, d.text, d.served = cl, ok, text, true
-	s.handshakeDone(d)
+// handOff takes c's socket off the loop and gives it to the runtime's
+// poller, as a stampedConn counting its reads in reads and stamped.
+func (s *Shard) handOff(c *conn, reads, stamped *atomic.Int64) (*stampedConn, error) {
+	fd := c.fd
+	s.poll.del(fd)
+	s.conns[fd] = nil
+	c.fd = -1
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f) // a descriptor of its own
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := newStampedConn(nc.(*net.TCPConn), s.cfg.KernelTimestamps, reads, stamped)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return raw, nil
 }
 
 // tookFallback records the outcome of a request serve carried, unless the
 // loop ended it meanwhile.
 func (s *Shard) tookFallback(d *tlsDial) {
+	h := &s.health
+	h.Reads += d.reads.Swap(0)
+	h.StampedReads += d.stamped.Swap(0)
 	c, cl := d.c, d.cl
 	if c.state != connHandshaking || c.dial != d {
 		d.discard()
 		return
 	}
-	s.forgetHandshake(c)
+	s.forgetAway(c)
 	if d.ok {
 		cl.c.End(s.cfg.Recorder, &s.json, c.req.NumInputSequences)
 	} else {
@@ -847,20 +505,26 @@ func (s *Shard) tookFallback(d *tlsDial) {
 	s.closeConn(c)
 }
 
-// forgetHandshake takes c off the list of connections in their handshake.
-func (s *Shard) forgetHandshake(c *conn) {
-	last := len(s.handshaking) - 1
-	moved := s.handshaking[last]
-	s.handshaking[c.hsIndex] = moved
+// forgetAway takes c off the list of connections away from the loop.
+func (s *Shard) forgetAway(c *conn) {
+	last := len(s.away) - 1
+	moved := s.away[last]
+	s.away[c.hsIndex] = moved
 	moved.hsIndex = c.hsIndex
-	s.handshaking[last] = nil
-	s.handshaking = s.handshaking[:last]
-	c.dial = nil
+	s.away[last] = nil
+	s.away = s.away[:last]
+	c.dial, c.hsIndex = nil, -1
 }
 
-// stopHandshakes cancels the handshakes in progress and discards the
-// results not taken; later ones are discarded as they come.
+// stopHandshakes cancels the requests away from the loop and discards the
+// handshakes' results not taken; later ones are discarded as they come.
+// (closeAll cancelled the handshakes in progress already.)
 func (s *Shard) stopHandshakes() {
+	for _, c := range s.away {
+		c.dial.cancel()
+		c.state = connClosed
+	}
+	s.away = nil
 	s.hsMu.Lock()
 	s.hsClosed = true
 	for _, d := range s.hsDone {
@@ -868,11 +532,6 @@ func (s *Shard) stopHandshakes() {
 	}
 	s.hsDone = nil
 	s.hsMu.Unlock()
-	for _, c := range s.handshaking {
-		c.dial.cancel()
-		c.state = connClosed
-	}
-	s.handshaking = nil
 }
 
 // writeTLS seals what is left of c's request and writes it, after any
@@ -930,10 +589,9 @@ func (s *Shard) writeTLS(c *conn) {
 }
 
 // readTLS reads c once and opens the whole records the read completes, in
-// the shard's read buffer behind the partial record c kept from before;
-// application data goes to the Response stamped with the read's receive
-// time, handshake messages to handshakeMsgs. It reports whether more may
-// be waiting that no event will report (see readOnce).
+// the shard's read buffer behind the partial record c kept from before
+// (see openRecords). It reports whether more may be waiting that no event
+// will report (see readOnce).
 func (s *Shard) readTLS(c *conn) (more bool) {
 	t := c.tls
 	buf := s.rx.buf
@@ -948,13 +606,12 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		s.connFailed(c, err)
 		return false
 	}
-	ts := s.readTime(c, realtimeNs)
 	if len(data) == 0 {
 		if k > 0 && c.gotBytes {
 			s.fail(c, c.FailureText(errors.New("connection closed inside a TLS record")))
 			return false
 		}
-		s.onEOF(c, ts)
+		s.onEOF(c, s.readTime(c, realtimeNs))
 		return false
 	}
 	s.health.Reads++
@@ -963,13 +620,23 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 	if s.stamped {
 		s.health.StampedReads++
 	}
-	full := len(data) == len(buf)-k
-	b := buf[:k+len(data)]
+	s.openRecords(c, buf[:k+len(data)], realtimeNs, nil)
+	return c.state == connBusy && (len(data) == len(buf)-k || c.hungUp)
+}
+
+// openRecords opens the whole records in b, all read by the read stamped
+// realtimeNs (0: none): application data goes to the Response with the
+// read's time, handshake messages to handshakeMsgs; c keeps the partial
+// record at the end for the next read. end, when not nil, is the
+// socket's end or error, read after b.
+func (s *Shard) openRecords(c *conn, b []byte, realtimeNs int64, end error) {
+	t := c.tls
+	ts := s.readTime(c, realtimeNs)
 	for c.state == connBusy {
 		n, err := splitRecord(b)
 		if err != nil {
 			s.fail(c, c.FailureText(err))
-			return false
+			return
 		}
 		if n == 0 {
 			break
@@ -978,22 +645,22 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		b = b[n:]
 		if err != nil {
 			s.fail(c, c.FailureText(err))
-			return false
+			return
 		}
 		switch typ {
 		case tlsChangeSpec:
 		case tlsHandshake:
 			if err := t.handshakeMsgs(p); err != nil {
 				s.fail(c, c.FailureText(err))
-				return false
+				return
 			}
 		case tlsAlert:
 			if err := alertError(p); err != errCloseNotify {
 				s.connFailed(c, err)
-				return false
+				return
 			}
 			s.onEOF(c, ts)
-			return false
+			return
 		case tlsAppData:
 			if t.tc != nil {
 				t.letGo()
@@ -1006,15 +673,15 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 				c.gotBytes = true
 			}
 			if ended, _ := s.deliver(c, p, ts, t.sent && len(b) == 0); ended {
-				return false
+				return
 			}
 		default:
 			s.fail(c, c.FailureText(errors.New("TLS: unexpected content type "+strconv.Itoa(int(typ)))))
-			return false
+			return
 		}
 	}
 	if c.state != connBusy {
-		return false
+		return
 	}
 	if t.ticketed {
 		t.letGo()
@@ -1023,5 +690,13 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 	if len(t.out) > 0 {
 		s.writeTLS(c)
 	}
-	return full || c.hungUp
+	switch {
+	case c.state != connBusy || end == nil:
+	case end != io.EOF:
+		s.connFailed(c, end)
+	case len(t.partial) > 0 && c.gotBytes:
+		s.fail(c, c.FailureText(errors.New("connection closed inside a TLS record")))
+	default:
+		s.onEOF(c, ts)
+	}
 }

@@ -1,0 +1,598 @@
+package shard
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A TLS connection's handshake (Config.TLS). The shard connects the socket
+// itself, non-blocking, as it does a plain one, and the socket stays
+// registered with its epoll from the connect on. Once connected, a
+// handshaker goroutine runs crypto/tls's handshake over an hsPipe: its
+// writes go straight to the socket (non-blocking; a handshake flight fits
+// the send buffer of a new connection), its reads take what the loop read
+// for it. The loop reads the server's flight with its own recvmsg, one per
+// edge, into the pipe, and wakes the handshaker. A handshake thus costs the
+// process no dialer, no registration with the runtime's poller, and no
+// read that finds nothing: only its crypto, its writes and the loop's
+// reads. The pipe gives crypto/tls at most the rest of the record it is
+// reading, so what follows the handshake's last record (the server's
+// session tickets, often sent along with it) stays in the pipe, and the
+// loop takes it as the first records of the connection.
+//
+// Ownership of the socket: the loop's while it connects; shared while the
+// handshake runs (the handshaker writes, the loop reads; only the loop
+// reads); the loop's again once it took the handshake's result
+// (tookHandshake). A connection that ends while its handshake runs (its
+// deadline, an abort) only cancels the handshake: the socket is closed
+// with the result (tlsDial.discard), so that its descriptor cannot be
+// reused under a handshaker still writing to it.
+
+// maxHandshakeBytes bounds what the loop takes from a server for one
+// handshake (its flight, certificates and all, and what follows before
+// the loop takes the result).
+const maxHandshakeBytes = 1 << 20
+
+// hsPipe is a handshake's net.Conn.
+type hsPipe struct {
+	fd     int
+	remote net.Addr
+
+	// Filled by the loop, taken by the handshaker, under mu.
+	mu      sync.Mutex
+	buf     []byte // bytes read from the socket; buf[off:] not taken yet
+	off     int
+	stampNs int64 // the kernel receive stamp of the latest read, 0 if none
+	err     error // the socket's end (io.EOF) or error, after buf
+	// closed: the shard cancelled the handshake. wake (one slot) tells a
+	// waiting Read that bytes, the end or the cancel came.
+	closed atomic.Bool
+	wake   chan struct{}
+
+	// The handshaker's: the record being read (hdr, have, left), and the
+	// CPU token it holds while it computes (see handshakeCPU), with the
+	// thread CPU of its spans holding one.
+	hdr        [tlsHeaderLen]byte
+	have, left int
+	tokens     chan struct{}
+	held       bool
+	cpu0, cpu  time.Duration
+
+	// After the handshake. inject, while injecting, is what Read returns
+	// instead (a record handed to the tls.Conn that takes the session
+	// tickets), then errPaused. raw, for a connection that fell back, is
+	// its socket as crypto/tls reads it from then on.
+	inject    []byte
+	injecting bool
+	raw       *stampedConn
+}
+
+func newHSPipe(fd int, remote net.Addr) *hsPipe {
+	return &hsPipe{fd: fd, remote: remote, wake: make(chan struct{}, 1)}
+}
+
+// put appends one read of the socket, stamped stampNs; false if the bytes
+// not taken would pass maxHandshakeBytes. Loop.
+func (p *hsPipe) put(data []byte, stampNs int64) bool {
+	p.mu.Lock()
+	ok := len(p.buf)-p.off+len(data) <= maxHandshakeBytes
+	if ok {
+		p.buf = append(p.buf, data...)
+		p.stampNs = stampNs
+	}
+	p.mu.Unlock()
+	p.signal()
+	return ok
+}
+
+// end records the socket's end or error, after the bytes put. Loop.
+func (p *hsPipe) end(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+// ended reports whether end was called. Loop.
+func (p *hsPipe) ended() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err != nil
+}
+
+// rest returns the bytes the handshake did not take, the stamp of the read
+// that brought the last of them, and the socket's end if it came; the
+// pipe keeps none of them. Loop, once the handshaker is done.
+func (p *hsPipe) rest() (b []byte, stampNs int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, stampNs, err = p.buf[p.off:], p.stampNs, p.err
+	p.buf, p.off = nil, 0
+	return b, stampNs, err
+}
+
+// cancel makes the handshake's reads and writes fail. Loop.
+func (p *hsPipe) cancel() {
+	p.closed.Store(true)
+	p.signal()
+}
+
+func (p *hsPipe) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// acquire waits for a CPU token (parked, on no thread of its own), then
+// locks the goroutine to its thread for the span, so that the thread's
+// CPU clock is the span's.
+func (p *hsPipe) acquire() {
+	p.tokens <- struct{}{}
+	runtime.LockOSThread()
+	p.held = true
+	p.cpu0 = threadCPU()
+}
+
+// release ends a span holding a token, if one is held.
+func (p *hsPipe) release() {
+	if p.held {
+		p.cpu += threadCPU() - p.cpu0
+		runtime.UnlockOSThread()
+		p.held = false
+		<-p.tokens
+	}
+}
+
+// Read implements net.Conn for crypto/tls: what the loop read, up to the
+// end of the record being read. With nothing there it waits, without its
+// token.
+func (p *hsPipe) Read(b []byte) (int, error) {
+	switch {
+	case p.injecting:
+		if len(p.inject) == 0 {
+			return 0, errPaused
+		}
+		n := copy(b, p.inject)
+		p.inject = p.inject[n:]
+		return n, nil
+	case p.raw != nil:
+		return p.raw.Read(b)
+	}
+	want := p.left
+	if want == 0 {
+		want = tlsHeaderLen - p.have
+	}
+	b = b[:min(len(b), want)]
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		if p.closed.Load() {
+			return 0, net.ErrClosed
+		}
+		p.mu.Lock()
+		n := copy(b, p.buf[p.off:])
+		if p.off += n; p.off == len(p.buf) {
+			p.buf, p.off = p.buf[:0], 0
+		}
+		err := p.err
+		p.mu.Unlock()
+		if n > 0 {
+			if p.left > 0 {
+				p.left -= n
+			} else if p.have += copy(p.hdr[p.have:], b[:n]); p.have == tlsHeaderLen {
+				p.left, p.have = int(binary.BigEndian.Uint16(p.hdr[3:])), 0
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		p.release()
+		<-p.wake
+		p.acquire()
+	}
+}
+
+// Write implements net.Conn for crypto/tls: straight to the socket. A full
+// send buffer (which a handshake's flight meets only on a congested path)
+// is waited out a while at a time, so that a cancel is seen.
+func (p *hsPipe) Write(b []byte) (int, error) {
+	if p.raw != nil {
+		return p.raw.Write(b)
+	}
+	n := 0
+	for n < len(b) {
+		if p.closed.Load() {
+			return n, net.ErrClosed
+		}
+		m, err := unix.Write(p.fd, b[n:])
+		switch err {
+		case nil:
+			n += m
+		case unix.EINTR:
+		case unix.EAGAIN:
+			p.release()
+			fds := [1]unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLOUT}}
+			unix.Poll(fds[:], 50)
+			p.acquire()
+		default:
+			return n, os.NewSyscallError("write", err)
+		}
+	}
+	return n, nil
+}
+
+// Close cancels the handshake (crypto/tls closes its transport when its
+// handshake fails), or closes the socket of a connection that fell back.
+func (p *hsPipe) Close() error {
+	if p.raw != nil {
+		return p.raw.Close()
+	}
+	p.cancel()
+	return nil
+}
+
+func (p *hsPipe) LocalAddr() net.Addr  { return p.remote }
+func (p *hsPipe) RemoteAddr() net.Addr { return p.remote }
+
+func (p *hsPipe) SetDeadline(t time.Time) error {
+	if p.raw != nil {
+		return p.raw.SetDeadline(t)
+	}
+	return nil
+}
+
+func (p *hsPipe) SetReadDeadline(t time.Time) error {
+	if p.raw != nil {
+		return p.raw.SetReadDeadline(t)
+	}
+	return nil
+}
+
+func (p *hsPipe) SetWriteDeadline(t time.Time) error {
+	if p.raw != nil {
+		return p.raw.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+// tlsDial is one connection's handshake, run by a handshaker for shard s's
+// connection c over p; the results go back to s.
+type tlsDial struct {
+	s *Shard
+	c *conn
+	p *hsPipe
+	// fd is the socket while the handshake has it, to be closed with a
+	// result the shard does not take; -1 once the shard took it back.
+	fd int
+
+	// The handshake's outcome, made into the record layer by the shard
+	// (so that its long-lived keys come from the loop's allocations, not
+	// among the handshake's garbage).
+	tc             *tls.Conn
+	version, suite uint16
+	keys           *keyLog
+	hs             HandshakeTimes
+	handshook      bool   // a handshake was attempted
+	failure        string // why the connection cannot carry the request
+
+	// fallback: the handshake negotiated what the loop cannot carry, and
+	// tc stays to carry the request on serve's goroutine, with cl, until
+	// deadline, over raw (the socket handed to the runtime's poller).
+	// served: serve ended, the answer parsed in cl, ok or failed with
+	// text; the dial comes back to the shard a second time then.
+	fallback bool
+	cl       *Client
+	raw      *stampedConn
+	deadline time.Time
+	served   bool
+	ok       bool
+	text     string
+	reads    atomic.Int64
+	stamped  atomic.Int64
+}
+
+// cancel ends the handshake, or the request of a connection that fell
+// back, in progress. Loop.
+func (d *tlsDial) cancel() {
+	d.p.cancel()
+	if d.cl != nil {
+		d.cl.Interrupt(time.Time{})
+	}
+}
+
+// discard closes the socket of a result nobody takes.
+func (d *tlsDial) discard() {
+	if d.fd >= 0 {
+		closeFD(d.fd)
+		d.fd = -1
+	}
+	if d.fallback && d.tc != nil {
+		d.tc.Close()
+	}
+	d.tc, d.raw = nil, nil
+	if d.served {
+		d.cl.c.giveBack()
+	}
+}
+
+// handshakers runs tlsDials on at most maxHandshakers goroutines, oldest
+// first.
+var handshakers handshakePool
+
+type handshakePool struct {
+	mu      sync.Mutex
+	jobs    []*tlsDial
+	head    int
+	running int
+	ramp    rampMemory
+	// done counts the handshakes finished, to move the memory limit.
+	done atomic.Int64
+}
+
+func (p *handshakePool) submit(d *tlsDial) {
+	p.mu.Lock()
+	p.jobs = append(p.jobs, d)
+	if p.running == 0 {
+		p.ramp.start()
+		handshakeCPU.size()
+	}
+	if p.ramp.submitted++; p.ramp.submitted%rampStep == 0 {
+		p.ramp.adjust()
+	}
+	if p.running < maxHandshakers {
+		p.running++
+		go p.work()
+	}
+	p.mu.Unlock()
+}
+
+// Memory during a ramp of handshakes. A handshake leaves 30 to 50 KB of
+// garbage behind (crypto/tls's own) while the connections it made stay
+// live, so under the default GC target the heap would grow to twice the
+// connections' state and the process's peak RSS with it; a lower target
+// (GOGC 25) keeps the peak near the live size but collects after every
+// quarter of the live heap, early in the ramp when that is a few MB,
+// which costs more CPU than the loops' own work. Instead, while the
+// handshakers run, the GC target is off and a soft memory limit
+// (runtime/debug.SetMemoryLimit) stands at what the ramp's connections
+// will hold: the memory in use when it began, rampPerConn for each
+// connection submitted since, and rampMargin. The GC then runs only as the
+// heap nears that limit, when a collection frees the most. The limit is never below
+// the live heap plus a quarter plus the margin (an estimate too low for a
+// run's connections cannot make the GC run back to back), never above a
+// limit already set (GOMEMLIMIT), and the GC target goes off only if it
+// was the default or higher (a lower GOGC is kept, the limit only adds to
+// it). Both are restored when the pool drains.
+type rampMemory struct {
+	on bool
+	// gcPercent and limit: the settings found at the ramp's start.
+	gcPercent int
+	limit     int64
+	// base: memory in use at the start; submitted: handshakes since.
+	base, submitted int64
+}
+
+const (
+	// rampPerConn is the memory a TLS connection holds on a loop,
+	// measured at 10,000 streams: its conn and recorder slot (as a plain
+	// connection's) and its record layer (AES-GCM state, keys).
+	rampPerConn = 3500
+	// rampMargin covers the handshakes in flight and the loops' buffers.
+	rampMargin = 8 << 20
+	// rampStep: the limit moves every rampStep handshakes submitted or
+	// finished (each move stops the world for a moment).
+	rampStep = 128
+)
+
+// memInUse reads what the memory limit is compared with (mapped memory
+// not released to the OS) and the live heap at the last GC.
+func memInUse() (inUse, live int64) {
+	s := [...]metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
+	metrics.Read(s[:])
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
+}
+
+// start sets the ramp's GC target and first limit. Under the pool's mu.
+func (r *rampMemory) start() {
+	r.base, _ = memInUse()
+	r.submitted = 0
+	r.limit = debug.SetMemoryLimit(-1)
+	r.gcPercent = debug.SetGCPercent(-1)
+	if r.gcPercent < 100 {
+		debug.SetGCPercent(r.gcPercent)
+	}
+	r.on = true
+	r.adjust()
+}
+
+// adjust moves the limit to the ramp's connections. Under the pool's mu.
+func (r *rampMemory) adjust() {
+	if !r.on {
+		return
+	}
+	_, live := memInUse()
+	l := max(r.base+r.submitted*rampPerConn, live+live/4) + rampMargin
+	debug.SetMemoryLimit(min(l, r.limit))
+}
+
+// end restores what start found. Under the pool's mu.
+func (r *rampMemory) end() {
+	if r.on {
+		debug.SetGCPercent(r.gcPercent)
+		debug.SetMemoryLimit(r.limit)
+		r.on = false
+	}
+}
+
+func (p *handshakePool) work() {
+	for {
+		p.mu.Lock()
+		if p.head == len(p.jobs) {
+			p.jobs, p.head = p.jobs[:0], 0
+			if p.running--; p.running == 0 {
+				p.ramp.end()
+			}
+			p.mu.Unlock()
+			return
+		}
+		d := p.jobs[p.head]
+		p.jobs[p.head] = nil
+		p.head++
+		p.mu.Unlock()
+		d.run()
+		d.s.handshakeDone(d)
+		if p.done.Add(1)%rampStep == 0 {
+			p.mu.Lock()
+			p.ramp.adjust()
+			p.mu.Unlock()
+		}
+	}
+}
+
+// handshakeCPU bounds the handshakers computing at once. A shard's
+// goroutine needs a P each time its epoll_wait returns, and the engine
+// keeps GOMAXPROCS a little above the shard count so that one is free
+// (engine/procs.go). A handshake is some 250 µs of CPU, all of it with a
+// near server: with more handshakers runnable than spare Ps, the Go
+// scheduler gives a waking loop's P to one of them and the loop waits on
+// the run queue through time slices of up to 10 ms (1,000-stream TLS runs
+// read tokens 30 to 160 ms late at p99, the stamps then covering several
+// tokens). So a handshaker computes only while it holds one of
+// GOMAXPROCS − loops − 1 tokens (at least one), and gives its token back
+// while it waits for the server: with a far server many handshakes are in
+// flight, with a near one they take turns, and a waking loop always finds
+// a P. (A P for every handshaker instead, GOMAXPROCS + 64, made idle Ps
+// spin: twenty times the CPU per event.) Handshakers are plain goroutines,
+// locked to their thread only while they hold a token: locked throughout,
+// each hand-over of a token switched threads (10,000 TLS streams cost the
+// client 38–40 µs per token event against 29–30 so, the same as without
+// tokens); the span's lock keeps the thread's CPU clock the handshake's,
+// and a handshake's CPU is the sum over its spans. What remains: at 1,000
+// streams × 50 tok/s on one CPU some runs still read tokens 10–20 ms late
+// at p99 (against 30 to 160 ms without tokens): the ramp's handshakes,
+// dialing and GC share the CPU with the loop, and a loop more than one
+// decode step (20 ms) behind reads two steps' records in one read, which
+// share its stamp (README, "TLS"). Handshakers locked for life at nice 19
+// as well cleared more runs but not all, for some 20 % more CPU; a nice
+// value given to a span's thread, one of the runtime's, could not be
+// taken back without privilege.
+var handshakeCPU cpuTokens
+
+// loopsRunning counts the shard loops in Run, for the tokens' count.
+var loopsRunning atomic.Int32
+
+type cpuTokens struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// size makes the token count GOMAXPROCS − loops − 1, at least 1, for the
+// handshakers starting now; ones holding tokens of an earlier size give
+// them back to that channel.
+func (t *cpuTokens) size() {
+	n := max(1, runtime.GOMAXPROCS(0)-int(loopsRunning.Load())-1)
+	t.mu.Lock()
+	if t.ch == nil || cap(t.ch) != n {
+		t.ch = make(chan struct{}, n)
+	}
+	t.mu.Unlock()
+}
+
+// tokens is the channel size made for the pool's current run.
+func (t *cpuTokens) tokens() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ch
+}
+
+// ticketEvery: one resumed connection in ticketEvery keeps its tls.Conn
+// to take the server's session tickets into the cache; every full
+// handshake does. crypto/tls's client resumes with the cached ticket again
+// and again (all but the first of a ramp's concurrent handshakes use the
+// same one), so the cache needs a fresh ticket now and then, not one per
+// connection, and the others' tls.Conns (some 5 KB each, with the
+// handshake's buffers and ciphers) go as soon as the handshake is done
+// instead of living until the loop's first read of the connection.
+const ticketEvery = 16
+
+// resumedSeen counts the resumed handshakes, for ticketEvery.
+var resumedSeen atomic.Uint64
+
+// run completes the handshake over the connected socket.
+func (d *tlsDial) run() {
+	s, p := d.s, d.p
+	if p.closed.Load() {
+		d.failure = "cancelled"
+		return
+	}
+	addr := s.cfg.Addr.String()
+	cfg := s.cfg.TLS.Clone()
+	keys := &keyLog{next: s.cfg.TLS.KeyLogWriter}
+	cfg.KeyLogWriter = keys
+	p.tokens = handshakeCPU.tokens()
+	tc := tls.Client(p, cfg)
+	d.handshook = true
+	clock := s.cfg.Clock
+	start := clock.Now()
+	p.acquire()
+	err := tc.Handshake()
+	p.release()
+	d.hs = HandshakeTimes{StartNs: start, EndNs: clock.Now(), CPU: p.cpu}
+	if err != nil {
+		if p.closed.Load() {
+			d.failure = "cancelled"
+		} else {
+			d.failure = "TLS handshake with " + addr + ": " + err.Error()
+		}
+		return
+	}
+	cs := tc.ConnectionState()
+	d.hs.Resumed = cs.DidResume
+	if loopCarries(cs.Version, keys) != nil {
+		d.tc, d.fallback = tc, true
+		return
+	}
+	d.version, d.suite, d.keys = cs.Version, cs.CipherSuite, keys
+	if !cs.DidResume || resumedSeen.Add(1)%ticketEvery == 0 {
+		d.tc = tc
+	}
+}
+
+// serve sends req on the connection that fell back and reads its answer
+// through crypto/tls with d.cl, whose reads carry the raw socket's kernel
+// stamps, until the answer is decided, the request's deadline passes or
+// the shard cancels d; then it closes the connection and hands d back to
+// the shard, which records the outcome. cl's stream is the request's as
+// the shard began it.
+func (d *tlsDial) serve(req *Request) {
+	s, cl := d.s, d.cl
+	cl.c.beginRequest(req)
+	cl.raw, cl.tc = d.raw, d.tc
+	cl.clock.refresh(s.cfg.Clock.Now())
+	cl.setLive(cl.tc, d.deadline)
+	text, ok, _ := cl.roundTrip(req)
+	cl.Close()
+	cl.cancelDial()
+	d.tc, d.raw = nil, nil
+	d.ok, d.text, d.served = ok, text, true
+	s.handshakeDone(d)
+}
