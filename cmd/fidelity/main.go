@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -123,6 +124,7 @@ func run(o options) error {
 		tlsConfig = &tls.Config{InsecureSkipVerify: true}
 	}
 	var before, after unix.Rusage
+	gcBefore := gcCPU()
 	unix.Getrusage(unix.RUSAGE_SELF, &before)
 	res, err := engine.Run(context.Background(), engine.Config{
 		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
@@ -132,6 +134,7 @@ func run(o options) error {
 		TLS: tlsConfig,
 	})
 	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	gc := gcCPU() - gcBefore
 	pprof.StopCPUProfile()
 	if watch != nil {
 		if err := watch.finish(o.heapProfile); err != nil {
@@ -149,8 +152,16 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("truth log: %w", err)
 	}
-	report(o, res, truth, cpuTime(after)-cpuTime(before), after.Maxrss)
+	report(o, res, truth, cpuTime(after)-cpuTime(before), gc, after.Maxrss)
 	return nil
+}
+
+// gcCPU is the runtime's estimate of the CPU its garbage collector has
+// used so far.
+func gcCPU() time.Duration {
+	s := []rtmetrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	rtmetrics.Read(s)
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // startMock runs the mock server under taskset and returns its address.
@@ -200,7 +211,7 @@ func cpuTime(ru unix.Rusage) time.Duration {
 
 // report matches client token events to the truth log by request id and
 // token index and prints the error distributions.
-func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.Duration, maxRSSKiB int64) {
+func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu, gc time.Duration, maxRSSKiB int64) {
 	sent := make(map[string][]mock.TruthToken, len(truth))
 	arrivalOf := make(map[string]int64, len(truth))
 	truthOf := make(map[string]*mock.TruthRequest, len(truth))
@@ -294,7 +305,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu time.D
 	if events > 0 {
 		perEvent = float64(cpu.Microseconds()) / float64(events)
 	}
-	fmt.Printf("client CPU %v = %.2f µs/event; peak RSS %.1f MB\n", cpu.Round(time.Millisecond), perEvent, float64(maxRSSKiB)/1024)
+	fmt.Printf("client CPU %v = %.2f µs/event (GC %v); peak RSS %.1f MB\n", cpu.Round(time.Millisecond), perEvent, gc.Round(time.Millisecond), float64(maxRSSKiB)/1024)
 	fmt.Printf("kernel stamp coverage %.4f; longest loop turn %v; schedule lag p50 %v p99 %v max %v\n",
 		h.KernelStampCoverage, h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax)
 	for _, s := range h.Shards {
