@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"crypto/tls"
 	"strings"
 	"sync"
 	"testing"
@@ -14,18 +15,18 @@ import (
 // runWires sends reqs through one shard with kernel stamps on, slots at a
 // time, and returns the results and the shard's health.
 func runWires(t *testing.T, srv *shardtest.Server, reqs []Request, slots int) ([]metrics.RequestResult, Health) {
-	res, h, _ := runWiresRec(t, srv, reqs, slots)
+	res, h, _ := runWiresRec(t, srv, reqs, slots, nil)
 	return res, h
 }
 
-func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int) ([]metrics.RequestResult, Health, *metrics.Recorder) {
+func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int, tlsConfig *tls.Config) ([]metrics.RequestResult, Health, *metrics.Recorder) {
 	t.Helper()
 	q := NewQueue(len(reqs), slots)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{KeepDetail: true})
 	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
 		Requests: reqs, Queue: q, Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
-		KernelTimestamps: true, Clock: clock, Recorder: rec})
+		KernelTimestamps: true, Clock: clock, Recorder: rec, TLS: tlsConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +115,31 @@ func TestBreakdownLargeRequest(t *testing.T) {
 	}
 }
 
+// Over TLS on the loop the stamps count from the request's first
+// ciphertext byte, after the handshake's: every request is stamped,
+// large ones sealed and written in pieces and KeyUpdates included.
+func TestTxStampsOverTLS(t *testing.T) {
+	shardtest.HoldKernelStamps(t)
+	srv, tlsConfig := shardtest.NewTLS(t)
+	body := []byte(`{"prompt":"` + strings.Repeat("x", 1<<20) + `"}`)
+	reqs := []Request{{Wire: shardtest.WireBody("/ok/3", body)}, {Wire: shardtest.Wire("/ok/6")}, {Wire: shardtest.WireBody("/ok/3", body)}, {Wire: shardtest.Wire("/ok/2")}}
+	results, h, _ := runWiresRec(t, srv, reqs, 1, PrepareTLS(tlsConfig, 1))
+	for _, res := range results {
+		if !res.Success {
+			t.Errorf("request %d: %s", res.Index, res.Error)
+		}
+		checkBreakdown(t, res)
+	}
+	if h.Sent != 4 || h.TxStamped != 4 {
+		t.Errorf("sent %d, kernel-stamped %d; want 4 of 4", h.Sent, h.TxStamped)
+	}
+}
+
 // Token events of a stream parsed from one read share its stamp, and are
 // counted: the test server writes each response in one write.
 func TestSharedStampsCounted(t *testing.T) {
 	srv := shardtest.New(t)
-	results, _, rec := runWiresRec(t, srv, []Request{{Wire: shardtest.Wire("/ok/5")}, {Wire: shardtest.Wire("/ok/4")}}, 1)
+	results, _, rec := runWiresRec(t, srv, []Request{{Wire: shardtest.Wire("/ok/5")}, {Wire: shardtest.Wire("/ok/4")}}, 1, nil)
 	zero := 0
 	for _, res := range results {
 		if !res.Success {

@@ -613,7 +613,7 @@ func (s *Shard) established(c *conn, nowNs int64) {
 
 // open dials a new connection; it is connConnecting until onConnected.
 func (s *Shard) open() (*conn, error) {
-	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps)
+	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps, s.cfg.TLS != nil)
 	if err != nil {
 		return nil, err
 	}

@@ -153,8 +153,10 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 // connectResult).
 //
 // With kernelStamps, the socket also stamps each write's last byte as it
-// leaves (txStamps reports that it does; see enableTxTimestamps).
-func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, txStamps bool, err error) {
+// leaves (txStamps reports that it does; see enableTxTimestamps), unless
+// rxOnly (a TLS connection, whose handshake writes first: see
+// enableTxTimestampsFromNow).
+func dial(sa unix.Sockaddr, family int, kernelStamps, rxOnly bool) (fd int, inProgress, txStamps bool, err error) {
 	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, false, false, err
@@ -175,7 +177,7 @@ func dial(sa unix.Sockaddr, family int, kernelStamps bool) (fd int, inProgress, 
 	if kernelStamps {
 		// Receive stamps matter from the response on, so one call after
 		// connect(2) sets both.
-		if txStamps = enableTxTimestamps(fd); !txStamps {
+		if txStamps = !rxOnly && enableTxTimestamps(fd); !txStamps {
 			enableRxTimestamps(fd)
 		}
 	}
@@ -193,6 +195,18 @@ func enableTxTimestamps(fd int) bool {
 	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW,
 		unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|
 			unix.SOF_TIMESTAMPING_OPT_ID|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
+}
+
+// enableTxTimestampsFromNow is enableTxTimestamps on an established
+// connection, the stamps' keys counting from the next byte written
+// (OPT_ID_TCP: from the write sequence, not from the last byte the peer
+// acknowledged): a TLS connection's request bytes, after the handshake's
+// that crypto/tls wrote. Kernels before 6.2 refuse it; the requests are
+// then timed by the clock.
+func enableTxTimestampsFromNow(fd int) bool {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW,
+		unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|
+			unix.SOF_TIMESTAMPING_OPT_ID|unix.SOF_TIMESTAMPING_OPT_ID_TCP|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
 }
 
 // txStamp is one transmit stamp from a socket's error queue.

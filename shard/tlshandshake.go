@@ -499,15 +499,18 @@ func (p *handshakePool) work() {
 // each hand-over of a token switched threads (10,000 TLS streams cost the
 // client 38–40 µs per token event against 29–30 so, the same as without
 // tokens); the span's lock keeps the thread's CPU clock the handshake's,
-// and a handshake's CPU is the sum over its spans. What remains: at 1,000
-// streams × 50 tok/s on one CPU some runs still read tokens 10–20 ms late
-// at p99 (against 30 to 160 ms without tokens): the ramp's handshakes,
-// dialing and GC share the CPU with the loop, and a loop more than one
-// decode step (20 ms) behind reads two steps' records in one read, which
-// share its stamp (README, "TLS"). Handshakers locked for life at nice 19
-// as well cleared more runs but not all, for some 20 % more CPU; a nice
-// value given to a span's thread, one of the runtime's, could not be
-// taken back without privilege.
+// and a handshake's CPU is the sum over its spans. What remained with
+// the handshakers dialing and reading their sockets themselves (through
+// the runtime's poller, a read per record header and body): at 1,000
+// streams × 50 tok/s on one CPU half the runs read tokens 10–20 ms late
+// at p99, the ramp's dialing, scheduling and reads sharing the CPU with the
+// loop, and a loop more than one decode step (20 ms) behind reads two
+// steps' records in one read, which share its stamp. With the loop
+// connecting and reading for them, a ramp costs the process 19 % less CPU
+// at 10,000 streams and the 1,000-stream p99 stays at 40–56 µs (README,
+// "TLS"). Handshakers locked for life at nice 19 cleared more runs then but
+// not all, for some 20 % more CPU; a nice value given to a span's thread,
+// one of the runtime's, could not be taken back without privilege.
 var handshakeCPU cpuTokens
 
 // loopsRunning counts the shard loops in Run, for the tokens' count.

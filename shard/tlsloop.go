@@ -14,14 +14,14 @@ import (
 	"github.com/stampede-bench/stampede/internal/tls13"
 )
 
-// TLS connections on the shard loops (Config.TLS). A new connection's TCP
-// connect and TLS handshake run in crypto/tls on a handshaker goroutine
-// (at most maxHandshakers in the process); the socket and the two traffic
-// keys then move to the shard, which registers the socket with its epoll
-// like any other. From there on the loop reads ciphertext with the same
-// recvmsg (kernel stamps included), opens each record in place in its one
-// read buffer with the server's key and feeds the plaintext to the
-// connection's Response, and seals the requests with the client's key and
+// TLS connections on the shard loops (Config.TLS). The loop connects a
+// new connection's socket as it does a plain one, and a handshaker
+// goroutine runs crypto/tls's handshake over it, the loop reading for it
+// (tlshandshake.go); the two traffic keys then come to the shard, and the
+// connection lives on the loop like any other. From there on the loop
+// reads ciphertext with the same recvmsg (kernel stamps included), opens
+// each record in place in its one read buffer with the server's key and
+// feeds the plaintext to the connection's Response, and seals the requests with the client's key and
 // writes them itself. crypto/tls keeps the connection's tls.Conn only to
 // take the server's session tickets into the session cache (handed over
 // synchronously, never touching the socket): every ticket of the burst
@@ -424,6 +424,9 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	}
 	c.stream.Handshaken(d.hs.EndNs)
 	c.tls, c.state = lt, connBusy
+	if s.cfg.KernelTimestamps {
+		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
+	}
 	rest, stampNs, end := d.p.rest()
 	d.tc, d.keys = nil, nil
 	s.writeRequest(c)
@@ -570,6 +573,7 @@ func (s *Shard) writeTLS(c *conn) {
 			s.connFailed(c, err)
 			return
 		}
+		c.sentBytes += uint32(m)
 		switch {
 		case m == len(pending) && fromOut:
 			t.out = t.out[:0]
@@ -669,6 +673,9 @@ func (s *Shard) openRecords(c *conn, b []byte, realtimeNs int64, end error) {
 				continue
 			}
 			if !c.gotBytes {
+				if c.txPending {
+					s.readTxStamps(c)
+				}
 				c.stream.FirstByte(ts)
 				c.gotBytes = true
 			}

@@ -67,6 +67,9 @@ func TestTLSOnLoop(t *testing.T) {
 	if h.Reads == 0 || h.StampedReads != h.Reads {
 		t.Errorf("kernel stamps on %d of %d reads", h.StampedReads, h.Reads)
 	}
+	if h.Sent != int64(len(paths)) || h.TxStamped != h.Sent {
+		t.Errorf("sent %d, kernel-stamped %d; want %d of each", h.Sent, h.TxStamped, len(paths))
+	}
 	if !strings.HasPrefix(h.TLSPath, TLSPathLoop) || h.TLSHandshakeCPU <= 0 || h.CPUTime < h.TLSHandshakeCPU {
 		t.Errorf("path %q, handshake CPU %v, shard CPU %v", h.TLSPath, h.TLSHandshakeCPU, h.CPUTime)
 	}
@@ -531,7 +534,7 @@ func TestHandshakeCPUTokens(t *testing.T) {
 	}
 
 	close(startRead)
-	<-secondHolds // the first's Read gave its token back
+	<-secondHolds             // the first's Read gave its token back
 	first.put([]byte("x"), 0) // as the loop does with what it read
 	select {
 	case <-readDone:
