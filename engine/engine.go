@@ -105,8 +105,9 @@ type Config struct {
 	// connections (each shard its share, rounded up) before the schedule
 	// starts, paced so the server's accept
 	// queue keeps up (see shard/warm.go): TTFT then holds no connect, as
-	// for a long-running client. Not Python's behaviour; the TLS transport
-	// ignores it.
+	// for a long-running client; over TLS on the shard loops their
+	// handshakes are done too. Not Python's behaviour; the fallback TLS
+	// transport (a goroutine per connection) ignores it.
 	WarmConnections bool
 	// Probe, when set, sends side probes during the run (see Probe); their
 	// results are Result.Probes.
@@ -274,17 +275,17 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
-	if cfg.WarmConnections && cfg.TLS == nil {
+	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
+	tlsOnLoops, tlsWhy := false, ""
+	if cfg.TLS != nil {
+		tlsOnLoops, tlsWhy = tlsPath(cfg.TLS, addr, cfg.Address, slotsTotal, cfg.ConnectTimeout, &base)
+	}
+	if cfg.WarmConnections && (cfg.TLS == nil || tlsOnLoops) {
 		// Each shard may carry up to its Slots of the requests in flight,
 		// so each gets its share rounded up.
 		base.Warm = min(base.Slots, (min(slotsTotal, n)+count-1)/count)
 		base.Warmed = &r.warmed
 		r.warmed.Add(count)
-	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
-	tlsOnLoops, tlsWhy := false, ""
-	if cfg.TLS != nil {
-		tlsOnLoops, tlsWhy = tlsPath(cfg.TLS, addr, cfg.Address, slotsTotal, cfg.ConnectTimeout, &base)
 	}
 	if cfg.TLS != nil && !tlsOnLoops {
 		count = 1

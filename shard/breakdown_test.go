@@ -175,10 +175,56 @@ func TestConnectTroubleCounted(t *testing.T) {
 }
 
 // With a warm-up, the connections are open before the first request: no
-// request opens one, and the server accepts exactly the warm-up's.
+// request opens one, and the server accepts exactly the warm-up's. Over
+// TLS their handshakes are done as well: no request has a TLS phase.
 func TestWarmConnections(t *testing.T) {
-	srv := shardtest.New(t)
-	const n = 40
+	t.Run("plain", func(t *testing.T) {
+		srv := shardtest.New(t)
+		h, results := runWarm(t, srv, nil, 40)
+		if h.Warm.Opened != 40 || h.Warm.Failed != 0 || h.Connections != 40 {
+			t.Errorf("warm-up %+v, %d connections; want 40 opened, no other", h.Warm, h.Connections)
+		}
+		checkWarmed(t, results)
+		if got := srv.Accepted.Load(); got != 40 {
+			t.Errorf("server accepted %d connections, want 40", got)
+		}
+	})
+	t.Run("TLS", func(t *testing.T) {
+		srv, tlsConfig := shardtest.NewTLS(t)
+		h, results := runWarm(t, srv, PrepareTLS(tlsConfig, 40), 40)
+		if h.Warm.Opened != 40 || h.Warm.Failed != 0 || h.Connections != 40 || h.TLSHandshakes != 40 {
+			t.Errorf("warm-up %+v, %d connections, %d handshakes; want 40 opened, no other", h.Warm, h.Connections, h.TLSHandshakes)
+		}
+		checkWarmed(t, results)
+		for _, res := range results {
+			if !res.Success || res.Breakdown.TLSNs != 0 {
+				t.Errorf("request %d: success %v (%s), TLS phase %d ns", res.Index, res.Success, res.Error, res.Breakdown.TLSNs)
+			}
+		}
+		if got := srv.Accepted.Load(); got != 40 {
+			t.Errorf("server accepted %d connections, want 40", got)
+		}
+	})
+	t.Run("TLS 1.2", func(t *testing.T) {
+		// The warm-up's connections cannot stay on the loop: they close,
+		// and the requests open their own, which fall back.
+		srv, tlsConfig := shardtest.NewTLSWith(t, func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 })
+		h, results := runWarm(t, srv, PrepareTLS(tlsConfig, 4), 4)
+		if h.Warm.Opened != 0 || h.Warm.Failed == 0 {
+			t.Errorf("warm-up %+v; want every connection failed", h.Warm)
+		}
+		for _, res := range results {
+			if !res.Success || !res.Breakdown.NewConn {
+				t.Errorf("request %d: success %v (%s), new connection %v", res.Index, res.Success, res.Error, res.Breakdown.NewConn)
+			}
+		}
+	})
+}
+
+// runWarm runs n requests on one shard with n slots after a warm-up of n
+// connections, over TLS if tlsConfig is set.
+func runWarm(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config, n int) (Health, []metrics.RequestResult) {
+	t.Helper()
 	reqs := make([]Request, n)
 	for i := range reqs {
 		reqs[i] = Request{Wire: shardtest.Wire("/ok/2")}
@@ -190,7 +236,7 @@ func TestWarmConnections(t *testing.T) {
 	warmed.Add(1)
 	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
 		Requests: reqs, Queue: q, Slots: n, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
-		KernelTimestamps: true, Clock: clock, Recorder: rec, Warm: n, Warmed: &warmed})
+		KernelTimestamps: true, Clock: clock, Recorder: rec, Warm: n, Warmed: &warmed, TLS: tlsConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,18 +250,16 @@ func TestWarmConnections(t *testing.T) {
 	<-q.Done()
 	sh.Stop()
 	wg.Wait()
-	h := sh.Health()
-	if h.Warm.Opened != n || h.Warm.Failed != 0 || h.Connections != n {
-		t.Errorf("warm-up %+v, %d connections; want %d opened, no other", h.Warm, h.Connections, n)
-	}
-	for _, res := range metrics.Merge(n, rec).Results {
+	return sh.Health(), metrics.Merge(n, rec).Results
+}
+
+func checkWarmed(t *testing.T, results []metrics.RequestResult) {
+	t.Helper()
+	for _, res := range results {
 		checkBreakdown(t, res)
 		if res.Breakdown.NewConn {
 			t.Errorf("request %d opened a connection after the warm-up", res.Index)
 		}
-	}
-	if got := srv.Accepted.Load(); got != n {
-		t.Errorf("server accepted %d connections, want %d", got, n)
 	}
 }
 

@@ -64,7 +64,8 @@ type Config struct {
 	// PrepareTLS and name the server. A connection that negotiates
 	// anything but TLS 1.3 (ProbeTLS tells beforehand whether the server
 	// does) carries its request through crypto/tls on a goroutine of its
-	// own instead (Health.TLSFallbacks). Warm is ignored.
+	// own instead (Health.TLSFallbacks). Warm connections complete their
+	// handshakes too (one that negotiates anything but TLS 1.3 is closed).
 	TLS *tls.Config
 }
 
@@ -192,6 +193,10 @@ type Shard struct {
 	hsClosed  bool
 	hsPending atomic.Bool
 	seal      []byte
+	// warmTook counts the warm-up's handshakes that ended, warmOpened
+	// those that left an idle connection; warmFailed: one did not.
+	warmTook, warmOpened int
+	warmFailed           bool
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -300,7 +305,6 @@ func New(cfg Config) (*Shard, error) {
 	}
 	s.health.CPU = cfg.CPU
 	if cfg.TLS != nil {
-		s.cfg.Warm = 0
 		s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
 		s.remote = net.TCPAddrFromAddrPort(cfg.Addr)
 	}
@@ -775,10 +779,21 @@ func (s *Shard) onReadable(c *conn) {
 // the server closed it, or broke protocol. Either way it cannot carry a
 // request.
 func (s *Shard) checkIdle(c *conn) {
-	if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+	if !s.idleOpen(c) {
 		s.lost++
 		s.closeConn(c)
 	}
+}
+
+// idleOpen reports whether idle c can carry a request: nothing waits in
+// its socket, or over TLS only what a server may send between requests
+// (session tickets, a KeyUpdate), which it takes (see idleTLS).
+func (s *Shard) idleOpen(c *conn) bool {
+	if c.tls != nil {
+		return s.idleTLS(c)
+	}
+	_, _, err := s.rx.recv(c.fd)
+	return err == errWouldBlock
 }
 
 // deferRead puts c at the end of the ready list, once.
@@ -971,7 +986,7 @@ func (s *Shard) popIdle() *conn {
 		// A close (or stray bytes) that reached the socket since the loop
 		// last looked would fail the request, which is never sent twice:
 		// one look at the socket now saves it.
-		if _, _, err := s.rx.recv(c.fd); err != errWouldBlock {
+		if !s.idleOpen(c) {
 			s.lost++
 			s.closeConn(c)
 			continue

@@ -302,7 +302,7 @@ func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 // connected. Until then the connect's own deadline stands.
 func (s *Shard) startTLS(c *conn, req *Request) {
 	c.beginRequest(req)
-	c.dial = &tlsDial{s: s, c: c, fd: -1, p: newHSPipe(c.fd, s.remote)}
+	s.newDial(c)
 	if c.state == connBusy {
 		// Connected inside connect(2).
 		s.handshake(c, s.cfg.Clock.Now())
@@ -311,9 +311,18 @@ func (s *Shard) startTLS(c *conn, req *Request) {
 	s.timers.set(c, min(c.stream.StartNs()+int64(s.cfg.RequestTimeout), s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout)))
 }
 
+// newDial readies the handshake of c, a new connection.
+func (s *Shard) newDial(c *conn) {
+	c.dial = &tlsDial{s: s, c: c, fd: -1, p: newHSPipe(c.fd, s.remote)}
+}
+
 // handshake hands connected c to the handshakers.
 func (s *Shard) handshake(c *conn, nowNs int64) {
 	s.established(c, nowNs)
+	s.submitHandshake(c)
+}
+
+func (s *Shard) submitHandshake(c *conn) {
 	c.state = connHandshaking
 	d := c.dial
 	d.fd = c.fd
@@ -385,15 +394,18 @@ func (s *Shard) takeHandshakes() {
 }
 
 func (s *Shard) tookHandshake(d *tlsDial) {
-	h := &s.health
 	if d.served {
 		s.tookFallback(d)
 		return
 	}
+	h := &s.health
 	if d.handshook {
 		h.TLSHandshakes++
 		h.TLSHandshakeCPU += d.hs.CPU
 		h.TLSHandshakeTime += time.Duration(d.hs.EndNs - d.hs.StartNs)
+	}
+	if d.hs.Resumed {
+		h.TLSResumed++
 	}
 	c := d.c
 	if c.state != connHandshaking || c.dial != d {
@@ -403,38 +415,72 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 	}
 	// The socket is the loop's alone again.
 	c.dial, d.fd = nil, -1
+	if c.req == nil {
+		s.tookWarm(c, d)
+		return
+	}
 	if d.failure != "" {
 		s.fail(c, d.failure)
 		return
-	}
-	if d.hs.Resumed {
-		h.TLSResumed++
 	}
 	if d.fallback {
 		s.fallBack(c, d)
 		return
 	}
-	lt, err := newLoopTLS(d.version, d.suite, d.keys)
+	rest, stampNs, end, err := s.toLoop(c, d)
 	if err != nil {
 		s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
 		return
 	}
-	if d.tc != nil {
-		lt.takeTickets(d.tc, d.p)
-	}
 	c.stream.Handshaken(d.hs.EndNs)
-	c.tls, c.state = lt, connBusy
-	if s.cfg.KernelTimestamps {
-		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
-	}
-	rest, stampNs, end := d.p.rest()
-	d.tc, d.keys = nil, nil
 	s.writeRequest(c)
 	if c.state == connBusy && (len(rest) > 0 || end != nil) {
 		// Records that came after the handshake's (session tickets), read
 		// before the loop took the connection: no event reports them again.
 		s.openRecords(c, rest, stampNs, end)
 	}
+}
+
+// toLoop makes c, whose handshake d completed, a connection of the loop's
+// record layer, busy. It returns what the handshake left in its pipe: the
+// bytes after its last record, their read's stamp, and the socket's end
+// if it came.
+func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, err error) {
+	lt, err := newLoopTLS(d.version, d.suite, d.keys)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if d.tc != nil {
+		lt.takeTickets(d.tc, d.p)
+	}
+	c.tls, c.state = lt, connBusy
+	if s.cfg.KernelTimestamps {
+		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
+	}
+	rest, stampNs, end = d.p.rest()
+	d.tc, d.keys = nil, nil
+	return rest, stampNs, end, nil
+}
+
+// tookWarm ends the handshake of a warm-up's connection (see warm): it
+// joins the idle pool, or it closes when it cannot carry requests on the
+// loop (a failure, TLS 1.2, the server's end or data).
+func (s *Shard) tookWarm(c *conn, d *tlsDial) {
+	s.warmTook++
+	ok := d.failure == "" && !d.fallback
+	if ok {
+		rest, _, end, err := s.toLoop(c, d)
+		ok = err == nil && end == nil && c.tls.openIdle(rest)
+	}
+	if !ok {
+		s.health.Warm.Failed++
+		s.warmFailed = true
+		d.discard()
+		s.closeConn(c)
+		return
+	}
+	s.warmOpened++
+	s.putIdle(c)
 }
 
 // fallBack starts c's request on d's connection, which negotiated what the
@@ -625,7 +671,7 @@ func (s *Shard) readTLS(c *conn) (more bool) {
 		s.health.StampedReads++
 	}
 	s.openRecords(c, buf[:k+len(data)], realtimeNs, nil)
-	return c.state == connBusy && (len(data) == len(buf)-k || c.hungUp)
+	return c.state != connClosed && (len(data) == len(buf)-k || c.hungUp)
 }
 
 // openRecords opens the whole records in b, all read by the read stamped
@@ -679,13 +725,19 @@ func (s *Shard) openRecords(c *conn, b []byte, realtimeNs int64, end error) {
 				c.stream.FirstByte(ts)
 				c.gotBytes = true
 			}
-			if ended, _ := s.deliver(c, p, ts, t.sent && len(b) == 0); ended {
-				return
-			}
+			// A response that ended leaves c idle (or closed), which ends
+			// the loop; records after it are seen to below.
+			s.deliver(c, p, ts, t.sent)
 		default:
 			s.fail(c, c.FailureText(errors.New("TLS: unexpected content type "+strconv.Itoa(int(typ)))))
 			return
 		}
+	}
+	if c.state == connIdle && len(b) > 0 && !t.openIdle(b) {
+		// The response ended, and what came after it in the same read was
+		// not what a server may send between requests.
+		s.lost++
+		s.closeConn(c)
 	}
 	if c.state != connBusy {
 		return
@@ -706,4 +758,63 @@ func (s *Shard) openRecords(c *conn, b []byte, realtimeNs int64, end error) {
 	default:
 		s.onEOF(c, ts)
 	}
+}
+
+// idleTLS reads what waits on idle connection c and opens its whole
+// records (see openIdle): false when the socket ended or failed, or a
+// record was not one a server may send between requests.
+func (s *Shard) idleTLS(c *conn) bool {
+	t := c.tls
+	buf := s.rx.buf
+	for {
+		k := copy(buf, t.partial)
+		data, realtimeNs, err := s.rx.recvInto(c.fd, buf[k:])
+		switch {
+		case err == errWouldBlock:
+			return true
+		case err != nil || len(data) == 0:
+			return false
+		}
+		s.health.Reads++
+		if realtimeNs != 0 {
+			s.health.StampedReads++
+		}
+		if !t.openIdle(buf[:k+len(data)]) {
+			return false
+		}
+		if len(data) < len(buf)-k {
+			return true
+		}
+	}
+}
+
+// openIdle opens the whole records in b on a connection between requests:
+// handshake messages (session tickets, a KeyUpdate) are taken as on a busy
+// connection, a ChangeCipherSpec is passed over, and anything else (data,
+// an alert) makes it report false. A partial record at the end stays for
+// the next read.
+func (t *loopTLS) openIdle(b []byte) bool {
+	for {
+		n, err := splitRecord(b)
+		if err != nil {
+			return false
+		}
+		if n == 0 {
+			break
+		}
+		typ, p, err := openRecord(&t.read, b[:n])
+		b = b[n:]
+		switch {
+		case err != nil:
+			return false
+		case typ == tlsChangeSpec:
+		case typ != tlsHandshake || t.handshakeMsgs(p) != nil:
+			return false
+		}
+	}
+	if t.ticketed {
+		t.letGo()
+	}
+	t.partial = append(t.partial[:0], b...)
+	return true
 }

@@ -133,6 +133,13 @@ func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
 // second request on the connection can only be read by crypto/tls if the
 // client sent its KeyUpdate and sealed the request with its updated key.
 func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter) {
+	keyUpdateServerIdle(ln, cert, got, records, nil)
+}
+
+// keyUpdateServerIdle is keyUpdateServer, or with idle set one that sends
+// its KeyUpdate (not asking for one back) after its first whole answer,
+// while the client's connection is idle, then closes idle.
+func keyUpdateServerIdle(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter, idle chan struct{}) {
 	nc, err := ln.Accept()
 	if err != nil {
 		got <- err.Error()
@@ -163,6 +170,15 @@ func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, r
 				got <- err.Error()
 				return
 			}
+		}
+		if i == 0 && idle != nil {
+			c.Write(sealRecord(nil, key, tlsAppData, []byte(answer)))
+			c.Write(sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0}))
+			key.Update()
+			close(idle)
+			continue
+		}
+		if i == 0 {
 			out = sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
 			key.Update()
 		}
@@ -221,6 +237,51 @@ func TestTLSKeyUpdate(t *testing.T) {
 	// its KeyUpdate, the second request.
 	if n := records.count(); n != 4 {
 		t.Errorf("client sent %d protected records; want 4 (Finished, request, KeyUpdate, request)", n)
+	}
+}
+
+// TestTLSIdleKeyUpdate: a KeyUpdate that reaches a connection between
+// requests moves its read key, and the connection carries the next
+// request (before, any byte on an idle connection closed it, and the next
+// request, on a server that accepts once, failed).
+func TestTLSIdleKeyUpdate(t *testing.T) {
+	cert := testCert(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 4)
+	records := &recordCounter{}
+	idle := make(chan struct{})
+	go keyUpdateServerIdle(ln, cert, got, records, idle)
+	reqs := []Request{{Wire: shardtest.Wire("/first")}, {Wire: shardtest.Wire("/second")}}
+	q := NewQueue(2, 1)
+	clock := NewClock()
+	rec := metrics.NewRecorder(metrics.Options{KeepText: true})
+	sh, err := New(Config{CPU: -1, Addr: netip.MustParseAddrPort(ln.Addr().String()), Streaming: true, Kind: sse.Completions,
+		Requests: reqs, Queue: q, Slots: 1, ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		Clock: clock, Recorder: rec, TLS: PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(sh.Run)
+	q.Release(0, clock.Now())
+	sh.WakeIfSleeping()
+	<-idle // the first answer and the KeyUpdate after it were sent
+	q.Release(1, clock.Now())
+	sh.WakeIfSleeping()
+	<-q.Done()
+	sh.Stop()
+	wg.Wait()
+	for _, r := range metrics.Merge(2, rec).Results {
+		if !r.Success || r.GeneratedText != "a" {
+			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
+		}
+	}
+	if h := sh.Health(); h.Connections != 1 {
+		t.Errorf("%d connections; want the one, reused", h.Connections)
 	}
 }
 

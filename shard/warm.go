@@ -13,7 +13,10 @@ import (
 // one round's SYNs are outstanding. A round is doubled while the
 // handshakes come back fast, and halved, after a pause, when one was slow
 // or needed a retransmission: that is what a server whose accept queue
-// overflowed (or a lossy network) looks like from the client.
+// overflowed (or a lossy network) looks like from the client. Over TLS a
+// round waits for its connections' handshakes as well (the handshakers run
+// them as for a request's connection), so that TTFT holds neither; a
+// handshake's time does not make a round slow.
 
 const (
 	// warmFirstRound and warmMaxRound bound the connections one round
@@ -62,13 +65,22 @@ func (s *Shard) warmRound(k int) (opened int, slow, ok bool) {
 	ok = true
 	startNs := s.cfg.Clock.Now()
 	pending := 0
+	tls := s.cfg.TLS != nil
+	s.warmTook, s.warmOpened, s.warmFailed = 0, 0, false
 	for range k {
 		c, err := s.open()
 		if err != nil {
 			s.health.Warm.Failed++
 			return opened, slow, false
 		}
-		if c.state == connBusy {
+		if tls {
+			s.newDial(c)
+		}
+		switch {
+		case c.state != connBusy:
+		case tls:
+			s.submitHandshake(c)
+		default:
 			s.putIdle(c)
 			opened++
 			continue
@@ -93,14 +105,20 @@ func (s *Shard) warmRound(k int) (opened int, slow, ok bool) {
 				continue
 			}
 			c := s.conn(int(ev.Fd))
-			if c == nil || c.tag != eventTag(ev) || c.state != connConnecting {
+			if c == nil || c.tag != eventTag(ev) {
 				continue
 			}
-			if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+			if c.state == connHandshaking {
+				if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+					s.feedHandshake(c)
+				}
 				continue
 			}
-			pending--
+			if c.state != connConnecting || ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+				continue
+			}
 			if ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 && connectResult(c.fd) != nil {
+				pending--
 				s.health.Warm.Failed++
 				s.closeConn(c)
 				ok = false
@@ -111,13 +129,25 @@ func (s *Shard) warmRound(k int) (opened int, slow, ok bool) {
 			if took > warmSlow || handshakeRetransmits(c.fd) > 0 {
 				slow = true
 			}
+			if tls {
+				s.submitHandshake(c)
+				continue
+			}
+			pending--
 			s.putIdle(c)
 			opened++
 		}
+		if tls {
+			took := s.warmTook
+			s.takeHandshakes()
+			pending -= s.warmTook - took
+		}
 	}
-	// Handshakes that did not complete in time are closed.
+	opened += s.warmOpened
+	ok = ok && !s.warmFailed
+	// Connects and handshakes that did not complete in time are closed.
 	for _, c := range s.conns {
-		if c != nil && c.state == connConnecting {
+		if c != nil && (c.state == connConnecting || c.state == connHandshaking) {
 			s.health.Warm.Failed++
 			s.closeConn(c)
 			ok = false
