@@ -132,14 +132,10 @@ func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
 // (each answer's last record split across two segments). The
 // second request on the connection can only be read by crypto/tls if the
 // client sent its KeyUpdate and sealed the request with its updated key.
-func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter) {
-	keyUpdateServerIdle(ln, cert, got, records, nil)
-}
-
-// keyUpdateServerIdle is keyUpdateServer, or with idle set one that sends
-// its KeyUpdate (not asking for one back) after its first whole answer,
-// while the client's connection is idle, then closes idle.
-func keyUpdateServerIdle(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter, idle chan struct{}) {
+// With idle set, the server sends its KeyUpdate (not asking for one back)
+// after its first whole answer instead, while the client's connection is
+// idle, then closes idle.
+func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, records *recordCounter, idle chan struct{}) {
 	nc, err := ln.Accept()
 	if err != nil {
 		got <- err.Error()
@@ -191,6 +187,21 @@ func keyUpdateServerIdle(ln net.Listener, cert tls.Certificate, got chan<- strin
 	}
 }
 
+// startKeyUpdateServer starts keyUpdateServer on a loopback port; got
+// receives the paths it read (or its errors), records counts the client's
+// protected records.
+func startKeyUpdateServer(t *testing.T, idle chan struct{}) (netip.AddrPort, chan string, *recordCounter) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got, records := make(chan string, 4), &recordCounter{}
+	go keyUpdateServer(ln, testCert(t), got, records, idle)
+	return netip.MustParseAddrPort(ln.Addr().String()), got, records
+}
+
 func sseChunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
 
 func testCert(t *testing.T) tls.Certificate {
@@ -211,16 +222,8 @@ func testCert(t *testing.T) tls.Certificate {
 // seals the next request with its new write key (crypto/tls on the server
 // reads it).
 func TestTLSKeyUpdate(t *testing.T) {
-	cert := testCert(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan string, 4)
-	records := &recordCounter{}
-	go keyUpdateServer(ln, cert, got, records)
-	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
+	addr, got, records := startKeyUpdateServer(t, nil)
+	srv := &shardtest.Server{Addr: addr}
 	cfg := PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)
 	data, _ := runPaths(t, srv, []string{"/first", "/second"}, run{slots: 1, limit: 1, streaming: true, tls: cfg})
 	for _, r := range data.Results {
@@ -245,21 +248,13 @@ func TestTLSKeyUpdate(t *testing.T) {
 // request (before, any byte on an idle connection closed it, and the next
 // request, on a server that accepts once, failed).
 func TestTLSIdleKeyUpdate(t *testing.T) {
-	cert := testCert(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan string, 4)
-	records := &recordCounter{}
 	idle := make(chan struct{})
-	go keyUpdateServerIdle(ln, cert, got, records, idle)
+	addr, _, _ := startKeyUpdateServer(t, idle)
 	reqs := []Request{{Wire: shardtest.Wire("/first")}, {Wire: shardtest.Wire("/second")}}
 	q := NewQueue(2, 1)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{KeepText: true})
-	sh, err := New(Config{CPU: -1, Addr: netip.MustParseAddrPort(ln.Addr().String()), Streaming: true, Kind: sse.Completions,
+	sh, err := New(Config{CPU: -1, Addr: addr, Streaming: true, Kind: sse.Completions,
 		Requests: reqs, Queue: q, Slots: 1, ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
 		Clock: clock, Recorder: rec, TLS: PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)})
 	if err != nil {
