@@ -177,3 +177,19 @@ func FuzzHSPipeRecords(f *testing.F) {
 		checkPipeReads(t, data, []int{int(put), int(put) * 3}, []int{int(size), 1 << 14})
 	})
 }
+
+// The pipe takes at most maxHandshakeBytes not yet read: a server cannot
+// make the loop buffer without bound while a handshake waits for its turn.
+func TestHSPipeBound(t *testing.T) {
+	p := newHSPipe(-1, nil)
+	chunk := make([]byte, 64<<10)
+	n := 0
+	for p.put(chunk, 0) {
+		if n += len(chunk); n > 2*maxHandshakeBytes {
+			t.Fatalf("the pipe took %d bytes", n)
+		}
+	}
+	if n > maxHandshakeBytes || n+len(chunk) <= maxHandshakeBytes {
+		t.Errorf("the pipe refused a read after %d bytes; want it at the bound, %d", n, maxHandshakeBytes)
+	}
+}
