@@ -339,7 +339,9 @@ type handshakePool struct {
 	jobs    []*tlsDial
 	head    int
 	running int
-	ramp    rampMemory
+	// held: warm-ups in progress (see hold); the ramp lasts while any is.
+	held int
+	ramp rampMemory
 	// done counts the handshakes finished, to move the memory limit.
 	done atomic.Int64
 }
@@ -347,7 +349,7 @@ type handshakePool struct {
 func (p *handshakePool) submit(d *tlsDial) {
 	p.mu.Lock()
 	p.jobs = append(p.jobs, d)
-	if p.running == 0 {
+	if p.running == 0 && p.held == 0 {
 		p.ramp.start()
 		handshakeCPU.size()
 	}
@@ -359,6 +361,27 @@ func (p *handshakePool) submit(d *tlsDial) {
 		go p.work()
 	}
 	p.mu.Unlock()
+}
+
+// hold makes one ramp of a warm-up's rounds, whose handshakers go idle
+// between rounds: otherwise each round would start a ramp of its own, the
+// limit counting the garbage the rounds before left. release ends it.
+func (p *handshakePool) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running == 0 && p.held == 0 {
+		p.ramp.start()
+		handshakeCPU.size()
+	}
+	p.held++
+}
+
+func (p *handshakePool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held--; p.running == 0 && p.held == 0 {
+		p.ramp.end()
+	}
 }
 
 // Memory during a ramp of handshakes. A handshake leaves 30 to 50 KB of
@@ -461,7 +484,7 @@ func (p *handshakePool) work() {
 		p.mu.Lock()
 		if p.head == len(p.jobs) {
 			p.jobs, p.head = p.jobs[:0], 0
-			if p.running--; p.running == 0 {
+			if p.running--; p.running == 0 && p.held == 0 {
 				p.ramp.end()
 			}
 			p.mu.Unlock()

@@ -307,3 +307,25 @@ func TestHandshakeRampMemory(t *testing.T) {
 		}
 	}
 }
+
+// A warm-up holds one ramp over its rounds: the GC target stays off from
+// hold to release, however often the handshakers go idle in between.
+func TestHandshakeRampHeld(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	var p handshakePool
+	p.hold()
+	if got := gcPercent(); got != -1 {
+		t.Fatalf("GOGC %d while a warm-up holds the ramp, want -1 (off)", got)
+	}
+	p.mu.Lock()
+	p.running++ // a round's handshaker comes and goes
+	p.mu.Unlock()
+	p.work()
+	if got := gcPercent(); got != -1 {
+		t.Errorf("GOGC %d after a round's handshaker went idle, want the ramp still on", got)
+	}
+	p.release()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("GOGC %d after the warm-up, want 100 back", got)
+	}
+}

@@ -39,6 +39,10 @@ type WarmStats struct {
 // an abort, or once a round has failed entirely: the run then opens the
 // rest itself.
 func (s *Shard) warm(n int) {
+	if s.cfg.TLS != nil {
+		handshakers.hold()
+		defer handshakers.release()
+	}
 	round := warmFirstRound
 	for s.health.Warm.Opened < n && !s.aborting.Load() && !s.stopping.Load() {
 		k := min(round, n-s.health.Warm.Opened)
