@@ -9,6 +9,7 @@
 #
 #   scripts/bench-hostile.sh                 # 1,000 streams
 #   STREAMS=200 scripts/bench-hostile.sh
+#   TLS=1 scripts/bench-hostile.sh           # the same over https:// (mock --tls)
 #
 # Targets: deadline and Ctrl-C honoured within 100 ms p99; peak RSS
 # <= 200 MB with 1,000 endless lines; zero requests sent twice.
@@ -24,4 +25,4 @@ if [[ $(nproc) -ge 2 ]]; then
 	cpus=(-server-cpu 0 -client-cpu 1)
 fi
 "$BIN/hostile" -stampede "$BIN/stampede" -mockllm "$BIN/mockllm" \
-	-streams "${STREAMS:-1000}" "${cpus[@]}" "$@"
+	-streams "${STREAMS:-1000}" "${cpus[@]}" ${TLS:+-tls} "$@"

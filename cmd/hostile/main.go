@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,6 +44,7 @@ type options struct {
 	serverCPU, clientCPU         int
 	extra                        string
 	detailed                     bool
+	tls                          bool
 }
 
 func main() {
@@ -58,6 +60,7 @@ func main() {
 	flag.IntVar(&o.clientCPU, "client-cpu", -1, "CPU for stampede (-1: any)")
 	flag.StringVar(&o.extra, "stampede-args", "", "extra stampede arguments, space-separated")
 	flag.BoolVar(&o.detailed, "detailed", false, "run with --save-detailed (every token's time and text kept) and list the error texts")
+	flag.BoolVar(&o.tls, "tls", false, "run the mock with --tls and stampede over https:// (--insecure)")
 	flag.Parse()
 	for _, mode := range strings.Split(o.modes, ",") {
 		for _, interrupt := range []bool{false, true} {
@@ -99,7 +102,7 @@ func runCase(o options, mode string, interrupt bool) error {
 	}
 	defer mockCmd.Process.Kill()
 
-	args := []string{o.stampede, "serve", "--backend", "vllm", "--base-url", "http://" + addr,
+	args := []string{o.stampede, "serve", "--backend", "vllm", "--base-url", scheme(o) + addr,
 		"--model", "mock-llm", "--tokenizer", o.tokenizer, "--dataset-name", "random",
 		"--random-input-len", "16", "--random-output-len", "16", "--num-prompts", strconv.Itoa(o.streams),
 		"--request-rate", "inf", "--ready-check-timeout-sec", "0", "--disable-tqdm",
@@ -107,6 +110,9 @@ func runCase(o options, mode string, interrupt bool) error {
 		"--result-dir", dir, "--result-filename", "result.json"}
 	if o.detailed {
 		args = append(args, "--save-detailed")
+	}
+	if o.tls {
+		args = append(args, "--insecure")
 	}
 	if interrupt {
 		args = append(args, "--request-timeout-sec", "3600", "--cancel-grace-sec", "0")
@@ -134,7 +140,7 @@ func runCase(o options, mode string, interrupt bool) error {
 	var waitErr error
 	if interrupt {
 		// Let every stream reach the mock and run a while, then Ctrl-C.
-		ready := waitRunning(addr, o.streams, exited, 60*time.Second)
+		ready := waitRunning(o, addr, o.streams, exited, 60*time.Second)
 		if ready {
 			time.Sleep(o.settle)
 		}
@@ -189,16 +195,29 @@ func monoNs() int64 {
 	return ts.Nano()
 }
 
+// scheme is the mock's URL scheme.
+func scheme(o options) string {
+	if o.tls {
+		return "https://"
+	}
+	return "http://"
+}
+
 // startMock runs the mock with the hostile fault on every request.
 func startMock(o options, mode, truthPath string) (*exec.Cmd, string, error) {
-	return mockproc.Start(o.mockllm, o.serverCPU, io.Discard, "--fault", mode, "--truth-log", truthPath)
+	args := []string{"--fault", mode, "--truth-log", truthPath}
+	if o.tls {
+		args = append(args, "--tls")
+	}
+	return mockproc.Start(o.mockllm, o.serverCPU, io.Discard, args...)
 }
 
 // waitRunning polls the mock's /metrics until n answers are running, the
 // client exited, or limit passed.
-func waitRunning(addr string, n int, exited chan error, limit time.Duration) bool {
+func waitRunning(o options, addr string, n int, exited chan error, limit time.Duration) bool {
 	re := regexp.MustCompile(`(?m)^vllm:num_requests_running\{[^}]*\} (\S+)$`)
-	client := http.Client{Timeout: time.Second}
+	client := http.Client{Timeout: time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		select {
@@ -207,7 +226,7 @@ func waitRunning(addr string, n int, exited chan error, limit time.Duration) boo
 			return false
 		default:
 		}
-		if resp, err := client.Get("http://" + addr + "/metrics"); err == nil {
+		if resp, err := client.Get(scheme(o) + addr + "/metrics"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if m := re.FindSubmatch(b); m != nil {

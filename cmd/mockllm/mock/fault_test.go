@@ -2,6 +2,7 @@ package mock
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -100,6 +101,12 @@ func rawStream(t *testing.T, addr string, maxTokens int) (net.Conn, *bufio.Reade
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawStreamOn(t, c, maxTokens)
+}
+
+// rawStreamOn is rawStream on connection c.
+func rawStreamOn(t *testing.T, c net.Conn, maxTokens int) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	t.Cleanup(func() { c.Close() })
 	body := fmt.Sprintf(`{"prompt":"a","max_tokens":%d,"stream":true}`, maxTokens)
 	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
@@ -258,6 +265,7 @@ func TestFaultConnectionClose(t *testing.T) {
 
 // The hostile answers never end: the mock writes as long as the client
 // reads, and notes in the truth log when the client closed the connection.
+// Over TLS too, every byte sealed.
 func TestFaultHostileAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -286,30 +294,50 @@ func TestFaultHostileAnswers(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kind, func(t *testing.T) {
-			t.Parallel()
-			f, err := ParseFault(tt.kind)
-			if err != nil {
-				t.Fatal(err)
-			}
-			truth := filepath.Join(t.TempDir(), "truth.log")
-			srv, _ := startServer(t, Config{Faults: []Fault{f}, TruthLog: truth})
-			c, r := rawStream(t, srv.Addr(), 3)
-			b := make([]byte, 4<<20)
-			if _, err := io.ReadFull(r, b); err != nil {
-				t.Fatalf("reading 4 MiB of the answer: %v", err)
-			}
-			if msg := tt.check(string(b)); msg != "" {
-				t.Fatalf("%s: %q...", msg, b[:min(len(b), 300)])
-			}
-			c.Close()
-			for srv.Stats().Finished < 1 {
-				time.Sleep(time.Millisecond)
-			}
-			reqs := closeAndRead(t, srv, truth)
-			if len(reqs) != 1 || reqs[0].ClosedNs <= reqs[0].ArrivalNs {
-				t.Fatalf("truth log %+v; want one request with its close after its arrival", reqs)
-			}
-		})
+		for _, overTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tls=%v", tt.kind, overTLS), func(t *testing.T) {
+				t.Parallel()
+				hostileAnswer(t, tt.kind, overTLS, tt.check)
+			})
+		}
+	}
+}
+
+// hostileAnswer reads the start of a kind answer, over TLS or not,
+// checks it, closes, and looks for the close in the truth log.
+func hostileAnswer(t *testing.T, kind string, overTLS bool, check func(string) string) {
+	f, err := ParseFault(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := filepath.Join(t.TempDir(), "truth.log")
+	cfg := Config{Faults: []Fault{f}, TruthLog: truth}
+	var srv *Server
+	var c net.Conn
+	if overTLS {
+		srv, _, _ = startTLSServer(t, cfg)
+		c, err = tls.Dial("tcp", srv.Addr(), &tls.Config{InsecureSkipVerify: true})
+	} else {
+		srv, _ = startServer(t, cfg)
+		c, err = net.Dial("tcp", srv.Addr())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, r := rawStreamOn(t, c, 3)
+	b := make([]byte, 4<<20)
+	if _, err := io.ReadFull(r, b); err != nil {
+		t.Fatalf("reading 4 MiB of the answer: %v", err)
+	}
+	if msg := check(string(b)); msg != "" {
+		t.Fatalf("%s: %q...", msg, b[:min(len(b), 300)])
+	}
+	c.Close()
+	for srv.Stats().Finished < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	reqs := closeAndRead(t, srv, truth)
+	if len(reqs) != 1 || reqs[0].ClosedNs <= reqs[0].ArrivalNs {
+		t.Fatalf("truth log %+v; want one request with its close after its arrival", reqs)
 	}
 }

@@ -45,7 +45,9 @@ type floodStream struct {
 	head   []byte
 	unit   []byte
 	inHead bool
-	off    int // next byte of head or unit
+	off    int // next byte of head or unit (of sealed, over TLS)
+	// sealed: over TLS, the records of the piece being written.
+	sealed []byte
 	ended  bool
 }
 
@@ -220,6 +222,12 @@ func (f *flooder) pump(fs *floodStream) (more bool) {
 		if fs.inHead {
 			piece = fs.head
 		}
+		if cn.tls != nil {
+			if len(fs.sealed) == 0 {
+				fs.sealed = append(fs.sealed, cn.tls.seal(piece, typeApplication)...)
+			}
+			piece = fs.sealed
+		}
 		n, err := unix.Write(cn.fd, piece[fs.off:])
 		switch err {
 		case nil:
@@ -239,6 +247,7 @@ func (f *flooder) pump(fs *floodStream) (more bool) {
 		if fs.off += n; fs.off == len(piece) {
 			fs.off = 0
 			fs.inHead = false
+			fs.sealed = fs.sealed[:0]
 		}
 	}
 	return true
