@@ -31,9 +31,9 @@ import (
 // loop takes it as the first records of the connection.
 //
 // Ownership of the socket: the loop's while it connects; shared while the
-// handshake runs (the handshaker writes, the loop reads; only the loop
-// reads); the loop's again once it took the handshake's result
-// (tookHandshake). A connection that ends while its handshake runs (its
+// handshake runs (the handshaker writes, the loop alone reads); the loop's
+// again once it took the handshake's result (tookHandshake), or the
+// runtime's poller's for a connection that fell back (handOff). A connection that ends while its handshake runs (its
 // deadline, an abort) only cancels the handshake: the socket is closed
 // with the result (tlsDial.discard), so that its descriptor cannot be
 // reused under a handshaker still writing to it.
