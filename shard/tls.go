@@ -2,7 +2,6 @@ package shard
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"io"
 	"net"
 	"strconv"
@@ -222,18 +221,12 @@ type stampedConn struct {
 	reads   *atomic.Int64
 	stamped *atomic.Int64
 
-	// inject, while injecting, is what Read returns instead of the
-	// socket's bytes (a record recordReader hands to crypto/tls), then
-	// errPaused.
-	inject    []byte
-	injecting bool
+	// recordGate bounds crypto/tls's reads to a record and feeds it the
+	// records recordReader hands over.
+	recordGate
 	// pre: bytes read off the socket before it came here (a connection
 	// that left a shard loop), returned first.
 	pre []byte
-
-	hdr  [5]byte // the record header being read
-	have int     // bytes of hdr read
-	left int     // bytes of the current record's body not yet read
 
 	// recv's arguments and results, so that raw.Read takes a method
 	// value made once instead of a closure per read.
@@ -269,29 +262,12 @@ func (s *stampedConn) recv(fd uintptr) bool {
 // Read implements net.Conn for crypto/tls, honouring the connection's
 // deadlines; a read ends at most at the end of a TLS record.
 func (s *stampedConn) Read(p []byte) (int, error) {
-	if s.injecting {
-		if len(s.inject) == 0 {
-			return 0, errPaused
-		}
-		n := copy(p, s.inject)
-		s.inject = s.inject[n:]
-		return n, nil
+	if n, err, ok := s.injected(p); ok {
+		return n, err
 	}
-	want := s.left
-	if want == 0 {
-		want = len(s.hdr) - s.have
-	}
-	if len(p) > want {
-		p = p[:want]
-	}
+	p = s.limit(p)
 	n, err := s.readAny(p)
-	if n > 0 {
-		if s.left > 0 {
-			s.left -= n
-		} else if s.have += copy(s.hdr[s.have:], p[:n]); s.have == len(s.hdr) {
-			s.left, s.have = int(binary.BigEndian.Uint16(s.hdr[3:])), 0
-		}
-	}
+	s.took(p[:n])
 	return n, err
 }
 

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"net"
 	"os"
 	"runtime"
@@ -59,22 +58,18 @@ type hsPipe struct {
 	closed atomic.Bool
 	wake   chan struct{}
 
-	// The handshaker's: the record being read (hdr, have, left), and the
-	// CPU token it holds while it computes (see handshakeCPU), with the
-	// thread CPU of its spans holding one.
-	hdr        [tlsHeaderLen]byte
-	have, left int
-	tokens     chan struct{}
-	held       bool
-	cpu0, cpu  time.Duration
+	// The handshaker's: the CPU token it holds while it computes (see
+	// handshakeCPU), with the thread CPU of its spans holding one.
+	tokens    chan struct{}
+	held      bool
+	cpu0, cpu time.Duration
 
-	// After the handshake. inject, while injecting, is what Read returns
-	// instead (a record handed to the tls.Conn that takes the session
-	// tickets), then errPaused. raw, for a connection that fell back, is
-	// its socket as crypto/tls reads it from then on.
-	inject    []byte
-	injecting bool
-	raw       *stampedConn
+	// recordGate bounds crypto/tls's reads to a record during the
+	// handshake, and after it feeds the tls.Conn that takes the session
+	// tickets. raw, for a connection that fell back, is its socket as
+	// crypto/tls reads it from then on.
+	recordGate
+	raw *stampedConn
 }
 
 func newHSPipe(fd int, remote net.Addr) *hsPipe {
@@ -160,22 +155,13 @@ func (p *hsPipe) release() {
 // end of the record being read. With nothing there it waits, without its
 // token.
 func (p *hsPipe) Read(b []byte) (int, error) {
-	switch {
-	case p.injecting:
-		if len(p.inject) == 0 {
-			return 0, errPaused
-		}
-		n := copy(b, p.inject)
-		p.inject = p.inject[n:]
-		return n, nil
-	case p.raw != nil:
+	if n, err, ok := p.injected(b); ok {
+		return n, err
+	}
+	if p.raw != nil {
 		return p.raw.Read(b)
 	}
-	want := p.left
-	if want == 0 {
-		want = tlsHeaderLen - p.have
-	}
-	b = b[:min(len(b), want)]
+	b = p.limit(b)
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -191,11 +177,7 @@ func (p *hsPipe) Read(b []byte) (int, error) {
 		err := p.err
 		p.mu.Unlock()
 		if n > 0 {
-			if p.left > 0 {
-				p.left -= n
-			} else if p.have += copy(p.hdr[p.have:], b[:n]); p.have == tlsHeaderLen {
-				p.left, p.have = int(binary.BigEndian.Uint16(p.hdr[3:])), 0
-			}
+			p.took(b[:n])
 			return n, nil
 		}
 		if err != nil {

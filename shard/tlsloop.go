@@ -70,7 +70,7 @@ type loopTLS struct {
 	tc   *tls.Conn // takes the session tickets; nil once they came
 	// ticketed: tc took a ticket; it goes at the end of the read.
 	ticketed bool
-	raw      *hsPipe // tc's transport, used only to inject records
+	raw      *recordGate // tc's transport's, to feed it records
 	// partial holds the start of a record a read did not complete.
 	partial []byte
 	// out holds sealed bytes the socket did not take yet.
@@ -217,17 +217,7 @@ func (t *loopTLS) inject(msg []byte) error {
 	}
 	rec := sealRecord(nil, t.feed, tlsHandshake, msg)
 	t.feed.Cool()
-	t.raw.inject, t.raw.injecting = rec, true
-	var one [1]byte
-	_, err := t.tc.Read(one[:])
-	t.raw.inject, t.raw.injecting = nil, false
-	if !errors.Is(err, errPaused) {
-		if err == nil {
-			err = errors.New("TLS: application data inside a handshake record")
-		}
-		return err
-	}
-	return nil
+	return feedTLS(t.tc, t.raw, rec)
 }
 
 // loopCarries says why a connection cannot run on a loop (nil if it can):
@@ -263,7 +253,7 @@ func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
 }
 
 // takeTickets makes t take the server's session tickets with tc.
-func (t *loopTLS) takeTickets(tc *tls.Conn, raw *hsPipe) {
+func (t *loopTLS) takeTickets(tc *tls.Conn, raw *recordGate) {
 	feed := t.read
 	feed.Cool()
 	t.tc, t.raw, t.feed = tc, raw, &feed
@@ -451,7 +441,7 @@ func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, er
 		return nil, 0, nil, err
 	}
 	if d.tc != nil {
-		lt.takeTickets(d.tc, d.p)
+		lt.takeTickets(d.tc, &d.p.recordGate)
 	}
 	c.tls, c.state = lt, connBusy
 	if s.cfg.KernelTimestamps {

@@ -122,6 +122,67 @@ func (r *recordReader) record(raw *stampedConn) ([]byte, error) {
 	}
 }
 
+// recordGate is the part of a transport under crypto/tls that keeps its
+// reads within one TLS record at a time, so that what follows the records
+// crypto/tls needs stays unread for the record layer after it, and that
+// hands crypto/tls records sealed outside it (see feedTLS).
+type recordGate struct {
+	hdr        [tlsHeaderLen]byte // the record header being read
+	have, left int                // bytes of hdr read; of the body not yet read
+	// inject, while injecting, is what Read returns instead of the
+	// socket's bytes, then errPaused.
+	inject    []byte
+	injecting bool
+}
+
+// limit cuts p to the rest of the record being read (its header first).
+func (g *recordGate) limit(p []byte) []byte {
+	want := g.left
+	if want == 0 {
+		want = tlsHeaderLen - g.have
+	}
+	return p[:min(len(p), want)]
+}
+
+// took accounts b, just read into what limit returned.
+func (g *recordGate) took(b []byte) {
+	if g.left > 0 {
+		g.left -= len(b)
+	} else if g.have += copy(g.hdr[g.have:], b); g.have == tlsHeaderLen {
+		g.left, g.have = int(binary.BigEndian.Uint16(g.hdr[3:])), 0
+	}
+}
+
+// injected is Read's answer while a record is handed over: ok false when
+// none is.
+func (g *recordGate) injected(p []byte) (n int, err error, ok bool) {
+	if !g.injecting {
+		return 0, nil, false
+	}
+	if len(g.inject) == 0 {
+		return 0, errPaused, true
+	}
+	n = copy(p, g.inject)
+	g.inject = g.inject[n:]
+	return n, nil, true
+}
+
+// feedTLS hands tc the record rec through g, its transport's gate: tc's
+// Read consumes it and returns without touching the socket.
+func feedTLS(tc *tls.Conn, g *recordGate, rec []byte) error {
+	g.inject, g.injecting = rec, true
+	var one [1]byte
+	_, err := tc.Read(one[:])
+	g.inject, g.injecting = nil, false
+	if !errors.Is(err, errPaused) {
+		if err == nil {
+			err = errors.New("TLS: application data inside a handshake record")
+		}
+		return err
+	}
+	return nil
+}
+
 // errTLSAlert is a fatal alert from the server.
 type errTLSAlert byte
 
@@ -170,14 +231,7 @@ func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) erro
 	r.seal = append(r.seal, tlsHandshake)
 	r.seal = k.AEAD.Seal(r.seal[:tlsHeaderLen], k.Nonce(r.fed), r.seal[tlsHeaderLen:], r.seal[:tlsHeaderLen])
 	r.fed++
-	raw.inject, raw.injecting = r.seal, true
-	var one [1]byte
-	_, err := tc.Read(one[:])
-	raw.inject, raw.injecting = nil, false
-	if !errors.Is(err, errPaused) {
-		if err == nil {
-			err = errors.New("TLS: application data inside a handshake record")
-		}
+	if err := feedTLS(tc, &raw.recordGate, r.seal); err != nil {
 		return err
 	}
 	if hasKeyUpdate(msg) {
