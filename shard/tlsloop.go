@@ -492,7 +492,6 @@ func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	rest, _, _ := d.p.rest()
 	raw.pre = rest
 	d.raw, d.p.raw = raw, raw
-	d.fallback = true
 	d.deadline = s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
 	d.cl = NewClient(&s.cfg, nil, nil)
 	d.cl.c.stream = c.stream
