@@ -16,7 +16,7 @@ import (
 // read is accounted for. Every other Python option must be read somewhere
 // outside the flag table (TestFlagAudit checks the source).
 var flagAudit = map[string]struct {
-	status string   // noEffect: none in Python either; readme: named in "Not supported yet"
+	status string   // noEffect: none in Python either; readme: named in docs/cli.md's "Not supported yet"
 	refuse []string // for status "refused": arguments that must give a usage error naming it
 }{
 	"--use-beam-search":   {status: "noEffect"},
@@ -65,16 +65,16 @@ func readSelectors(t *testing.T) map[string]bool {
 	return names
 }
 
-// notSupportedSection is README's "Not supported yet" section.
+// notSupportedSection is docs/cli.md's "Not supported yet" section.
 func notSupportedSection(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(moduleRoot, "README.md"))
+	data, err := os.ReadFile(filepath.Join(moduleRoot, "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(data), "### Not supported yet")
 	if !ok {
-		t.Fatal(`README.md has no "### Not supported yet" section`)
+		t.Fatal(`docs/cli.md has no "### Not supported yet" section`)
 	}
 	section, _, _ := strings.Cut(rest, "\n### ")
 	return section
@@ -82,7 +82,7 @@ func notSupportedSection(t *testing.T) string {
 
 // TestFlagAudit: every option of vllm bench serve changes stampede's run
 // (its field is read outside the flag table), or changes nothing in Python
-// either, or is refused with a usage error naming it, or README's "Not
+// either, or is refused with a usage error naming it, or docs/cli.md's "Not
 // supported yet" names it; refused ones are named there too.
 func TestFlagAudit(t *testing.T) {
 	read := readSelectors(t)
@@ -102,7 +102,7 @@ func TestFlagAudit(t *testing.T) {
 		audit, listed := flagAudit[opt]
 		if !listed {
 			if !read[field] {
-				t.Errorf("%s (field %s) is parsed and never read: make it work, refuse it, or list it in flagAudit and README", opt, field)
+				t.Errorf("%s (field %s) is parsed and never read: make it work, refuse it, or list it in flagAudit and docs/cli.md", opt, field)
 			}
 			continue
 		}
@@ -110,7 +110,7 @@ func TestFlagAudit(t *testing.T) {
 		case "noEffect":
 		case "readme", "refused":
 			if !strings.Contains(readme, "`"+opt) {
-				t.Errorf("%s is %s but README's \"Not supported yet\" does not name it", opt, audit.status)
+				t.Errorf("%s is %s but docs/cli.md's \"Not supported yet\" does not name it", opt, audit.status)
 			}
 		default:
 			t.Errorf("%s: unknown audit status %q", opt, audit.status)
