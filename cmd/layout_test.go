@@ -105,19 +105,19 @@ func TestPackageDocs(t *testing.T) {
 	}
 }
 
-// TestReadmeLayout checks the README's layout table against the tree: every
+// TestReadmeLayout checks docs/architecture.md's layout table against the tree: every
 // row names a package, and every package is a row or is named (by its path
 // below the row's) in the row of the nearest package above it. The module's
 // top-level cmd package, which only documents the commands, needs no row.
 func TestReadmeLayout(t *testing.T) {
 	_, pkgs := listPackages(t)
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Layout" section`)
+		t.Fatal(`docs/architecture.md has no "## Layout" section`)
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
 	rowRE := regexp.MustCompile("(?m)^\\| `([^`]+)` \\|(.*)\\|$")
@@ -126,7 +126,7 @@ func TestReadmeLayout(t *testing.T) {
 		rows[m[1]] = m[2]
 	}
 	if len(rows) == 0 {
-		t.Fatal("README.md's layout table has no rows")
+		t.Fatal("docs/architecture.md's layout table has no rows")
 	}
 	exists := map[string]bool{}
 	for _, p := range pkgs {
@@ -134,7 +134,7 @@ func TestReadmeLayout(t *testing.T) {
 	}
 	for row := range rows {
 		if !exists[row] {
-			t.Errorf("README.md's layout table has a row for %s, which is not a package", row)
+			t.Errorf("docs/architecture.md's layout table has a row for %s, which is not a package", row)
 		}
 	}
 	for _, p := range pkgs {
@@ -151,11 +151,11 @@ func TestReadmeLayout(t *testing.T) {
 			}
 		}
 		if parent == "" {
-			t.Errorf("README.md's layout table has no row for %s", p.rel)
+			t.Errorf("docs/architecture.md's layout table has no row for %s", p.rel)
 			continue
 		}
 		if sub := strings.TrimPrefix(p.rel, parent+"/"); !strings.Contains(rows[parent], "`"+sub+"`") {
-			t.Errorf("README.md's layout row for %s does not name `%s` (package %s)", parent, sub, p.rel)
+			t.Errorf("docs/architecture.md's layout row for %s does not name `%s` (package %s)", parent, sub, p.rel)
 		}
 	}
 }
