@@ -93,7 +93,7 @@ fuzz:
 demo:
 	@BIN=$(BIN) bash scripts/demo.sh
 
-# The README's screenshot of the HTML report (docs/report.png), from a run
+# docs/report.md's screenshot of the HTML report (docs/report.png), from a run
 # against the mock server with --server-metrics; needs chromium.
 report-screenshot:
 	@BIN=$(BIN) bash scripts/report-screenshot.sh

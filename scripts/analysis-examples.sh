@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the README's examples of sweep, --num-runs, slo, compare and
+# Runs the docs' examples of sweep, --num-runs, slo, compare and
 # --steady-state against two local mocks (ITL 10 ms and 12 ms; 32
 # sequences at once, TTFT 20 ms) and prints each command's output.
 # Usage: bash scripts/analysis-examples.sh [WORKDIR]

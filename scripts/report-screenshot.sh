@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's report screenshot (docs/report.png): a benchmark against the
+# The report screenshot of docs/report.md (docs/report.png): a benchmark against the
 # mock server with --server-metrics and --report, rendered by headless
 # Chromium. Rerun with `make report-screenshot`.
 set -euo pipefail
