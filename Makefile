@@ -20,9 +20,13 @@ FUZZTIME    ?= 30s
 
 all: build
 
+# The version `stampede --version` prints: git describe of this tree.
+DESCRIBE    ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS     ?= -X github.com/stampede-bench/stampede/internal/buildinfo.described=$(DESCRIBE)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/stampede ./cmd/mockllm
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/stampede ./cmd/mockllm
 
 # Fuzz targets' seed corpora (testdata/fuzz and f.Add seeds) run as ordinary
 # tests under `go test`.

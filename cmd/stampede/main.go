@@ -138,9 +138,19 @@ const (
 
 // run is the command without the process around it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	topLevel := true
 	if len(args) > 0 {
 		switch args[0] {
+		case "help":
+			fmt.Fprintln(stdout, "usage: stampede [SUBCOMMAND] [options]")
+			fmt.Fprintln(stdout)
+			writeSubcommands(stdout)
+			return exitOK
+		case "version", "--version":
+			writeVersion(stdout)
+			return exitOK
 		case "serve":
+			topLevel = false
 			args = args[1:]
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
@@ -168,6 +178,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &help):
 		if err := cli.WriteHelp(stdout, help.Keyword, bench.Backends()); err != nil {
 			return exitError
+		}
+		if topLevel && help.Keyword == "" {
+			fmt.Fprintln(stdout)
+			writeSubcommands(stdout)
 		}
 		return exitOK
 	case err != nil:
