@@ -32,8 +32,13 @@ build:
 # tests under `go test`.
 test: test-unit test-race
 
+# go test's output through cmd/testsummary: the same ok/FAIL lines and
+# failed tests' output, then every skipped test with its reason.
 test-unit:
-	$(GO) test -count=1 ./...
+	@echo "make test: building and running every package's tests (a first run compiles for a few minutes)"
+	@mkdir -p $(BIN)
+	@$(GO) build -o $(BIN)/testsummary ./cmd/testsummary
+	bash -o pipefail -c '$(GO) test -count=1 -json ./... | $(BIN)/testsummary'
 
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
