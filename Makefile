@@ -20,16 +20,25 @@ FUZZTIME    ?= 30s
 
 all: build
 
+# The version `stampede --version` prints: git describe of this tree.
+DESCRIBE    ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS     ?= -X github.com/stampede-bench/stampede/internal/buildinfo.described=$(DESCRIBE)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/stampede ./cmd/mockllm
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/stampede ./cmd/mockllm
 
 # Fuzz targets' seed corpora (testdata/fuzz and f.Add seeds) run as ordinary
 # tests under `go test`.
 test: test-unit test-race
 
+# go test's output through cmd/testsummary: the same ok/FAIL lines and
+# failed tests' output, then every skipped test with its reason.
 test-unit:
-	$(GO) test -count=1 ./...
+	@echo "make test: building and running every package's tests (a first run compiles for a few minutes)"
+	@mkdir -p $(BIN)
+	@$(GO) build -o $(BIN)/testsummary ./cmd/testsummary
+	bash -o pipefail -c '$(GO) test -count=1 -json ./... | $(BIN)/testsummary'
 
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)

@@ -7,7 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin=${BIN:-bin}
-go build -o "$bin/" ./cmd/stampede ./cmd/mockllm
+echo "demo: building $bin/stampede and $bin/mockllm (a first build downloads modules and compiles for a few minutes)"
+make --no-print-directory BIN="$bin" build >/dev/null
 
 # The Llama-3 tokenizer.json ships inside github.com/daulet/tokenizers'
 # test data; download that module into the cache (not into go.mod) and use

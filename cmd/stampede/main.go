@@ -34,7 +34,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "report" {
 		os.Exit(runReport(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit, stopSignals...)
 	var code int
 	if len(os.Args) > 1 && os.Args[1] == "dataset" {
 		code = runDataset(ctx, os.Args[2:], os.Stdout, os.Stderr)
@@ -50,19 +50,25 @@ type interrupted struct{ sig syscall.Signal }
 
 func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
 
+// stopSignals are the signals that stop a run the way the first Ctrl-C
+// does: an interrupt, a terminate (a Kubernetes eviction, a Job's
+// deadline, kill) and a hang-up (a dropped SSH session). Each of them
+// must leave what was measured printed and saved.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 // interruptContext turns signals into the three ways of stopping a run
-// (README "Stopping a run"). The first interrupt cancels the returned
-// context, with an interrupted cause: the run stops sending, gives the
-// requests in flight the grace period, then prints and saves what it
-// measured. The second closes the context's hard stop (bench.WithHardStop):
-// the run stops waiting, fails what is still in flight as "cancelled", and
-// still prints and saves. A third interrupt, or terminate at any time,
-// calls exit with 128 + the signal's number at once, writing nothing more.
-func interruptContext(parent context.Context, stderr io.Writer, exit func(code int), interrupt, terminate os.Signal) (context.Context, func()) {
+// (README "Stopping a run"); any of the given signals counts, in any mix.
+// The first cancels the returned context, with an interrupted cause naming
+// it: the run stops sending, gives the requests in flight the grace
+// period, then prints and saves what it measured. The second closes the
+// context's hard stop (bench.WithHardStop): the run stops waiting, fails
+// what is still in flight as "cancelled", and still prints and saves. A
+// third calls exit with 128 + its number at once, writing nothing more.
+func interruptContext(parent context.Context, stderr io.Writer, exit func(code int), signals ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	hard := make(chan struct{})
 	ch := make(chan os.Signal, 3)
-	signal.Notify(ch, interrupt, terminate)
+	signal.Notify(ch, signals...)
 	done := make(chan struct{})
 	go func() {
 		for n := 1; ; n++ {
@@ -73,18 +79,19 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(code i
 				return
 			}
 			sig, _ := s.(syscall.Signal)
-			switch {
-			case s == terminate || n >= 3:
+			switch n {
+			case 1:
+				fmt.Fprintf(stderr, "\n%s: %s: no more requests are sent; those in flight get the grace period "+
+					"(--cancel-grace-sec) to finish. %s\n", cli.ProgramName, stopCause(sig), againHint(sig))
+				cancel(interrupted{sig})
+			case 2:
+				fmt.Fprintf(stderr, "\n%s: %s again: stopping at once; requests in flight are failed \"cancelled\" "+
+					"and the results so far are still reported. Interrupt a third time to quit without results.\n",
+					cli.ProgramName, stopCause(sig))
+				close(hard)
+			default:
 				exit(exitSignal + int(sig))
 				return
-			case n == 1:
-				fmt.Fprintf(stderr, "\n%s: interrupted: no more requests are sent; those in flight get the grace period "+
-					"(--cancel-grace-sec) to finish. Interrupt again to stop at once.\n", cli.ProgramName)
-				cancel(interrupted{sig})
-			case n == 2:
-				fmt.Fprintf(stderr, "\n%s: interrupted again: stopping at once; requests in flight are failed \"cancelled\" "+
-					"and the results so far are still reported. Interrupt a third time to quit without results.\n", cli.ProgramName)
-				close(hard)
 			}
 		}
 	}()
@@ -93,6 +100,28 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(code i
 		close(done)
 		cancel(context.Canceled)
 	}
+}
+
+// againHint says how to stop at once after the first signal.
+func againHint(sig syscall.Signal) string {
+	if sig == syscall.SIGINT {
+		return "Interrupt again to stop at once."
+	}
+	return "A second signal (Ctrl-C, SIGTERM or SIGHUP) stops at once."
+}
+
+// stopCause is how the stop lines name a signal: "interrupted" for
+// Ctrl-C, as before, and the signal's name for the others.
+func stopCause(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "interrupted"
+	case syscall.SIGTERM:
+		return "terminated (SIGTERM)"
+	case syscall.SIGHUP:
+		return "hung up (SIGHUP)"
+	}
+	return "stopped by " + sig.String()
 }
 
 // Exit codes, as vllm bench serve's: argparse errors exit 2, exceptions
@@ -109,9 +138,19 @@ const (
 
 // run is the command without the process around it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	topLevel := true
 	if len(args) > 0 {
 		switch args[0] {
+		case "help":
+			fmt.Fprintln(stdout, "usage: stampede [SUBCOMMAND] [options]")
+			fmt.Fprintln(stdout)
+			writeSubcommands(stdout)
+			return exitOK
+		case "version", "--version":
+			writeVersion(stdout)
+			return exitOK
 		case "serve":
+			topLevel = false
 			args = args[1:]
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
@@ -139,6 +178,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &help):
 		if err := cli.WriteHelp(stdout, help.Keyword, bench.Backends()); err != nil {
 			return exitError
+		}
+		if topLevel && help.Keyword == "" {
+			fmt.Fprintln(stdout)
+			writeSubcommands(stdout)
 		}
 		return exitOK
 	case err != nil:

@@ -187,7 +187,8 @@ func (s *stallServer) waitRequests(t *testing.T, n int64) {
 // three requests stall in flight and the grace period would outlast the
 // test. Two Ctrl-Cs: the run stops at once, exits 130, prints the block
 // and writes the result, whose counts add up (the completed request, the
-// three cancelled in flight). SIGTERM: exits 143 at once, with neither.
+// three cancelled in flight). SIGTERM and SIGHUP, alone or mixed with
+// Ctrl-C, do the same with the first signal's exit status.
 func TestSignalsInAChildProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the command in a child process")
@@ -205,18 +206,14 @@ func TestSignalsInAChildProcess(t *testing.T) {
 		return srv, c, filepath.Join(dir, "r.json")
 	}
 
-	t.Run("interrupt twice", func(t *testing.T) {
-		_, c, result := run(t)
-		c.cmd.Process.Signal(syscall.SIGINT)
-		c.waitLine(t, "Interrupt again to stop at once.")
-		c.cmd.Process.Signal(syscall.SIGINT)
-		code, rest := c.exitCode(t)
-		if code != 130 {
-			t.Errorf("exit status %d, want 130", code)
-		}
+	// stoppedAtOnce checks what a run stopped by two signals left: the
+	// block on stdout and the result file, both counting the completed
+	// request and the three cancelled in flight.
+	stoppedAtOnce := func(t *testing.T, c *child, result string, rest []string) {
+		t.Helper()
 		if !strings.Contains(strings.Join(rest, "\n"), "Interrupted again: stopped at once; the results below cover the 4 requests sent, "+
 			"of which 3 still in flight were failed \"cancelled\" (4 never sent are left out).") {
-			t.Errorf("stderr after the second interrupt:\n%s", strings.Join(rest, "\n"))
+			t.Errorf("stderr after the second signal:\n%s", strings.Join(rest, "\n"))
 		}
 		out := c.stdout.String()
 		if !strings.Contains(out, "Successful requests:                     1         \nFailed requests:                         3         \n") ||
@@ -243,20 +240,29 @@ func TestSignalsInAChildProcess(t *testing.T) {
 		if res.Completed != 1 || res.Failed != 3 || cancelled != 3 || len(res.Errors) != 4 {
 			t.Errorf("saved completed %d failed %d, errors %q; want 1 + 3 cancelled of 4 sent", res.Completed, res.Failed, res.Errors)
 		}
-	})
+	}
 
-	t.Run("terminate", func(t *testing.T) {
-		_, c, result := run(t)
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		code, _ := c.exitCode(t)
-		if code != 143 {
-			t.Errorf("exit status %d, want 143", code)
-		}
-		if strings.Contains(c.stdout.String(), "Serving Benchmark Result") {
-			t.Errorf("SIGTERM printed a result block:\n%s", c.stdout.String())
-		}
-		if _, err := os.Stat(result); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("SIGTERM left a result file (%v)", err)
-		}
-	})
+	// Every stop signal, and any mix of them, stops the run as Ctrl-C
+	// does; the exit status is the first signal's.
+	for _, tc := range []struct {
+		name          string
+		first, second syscall.Signal
+		firstLine     string
+	}{
+		{"interrupt twice", syscall.SIGINT, syscall.SIGINT, "Interrupt again to stop at once."},
+		{"terminate, then hang up", syscall.SIGTERM, syscall.SIGHUP, "terminated (SIGTERM): no more requests are sent"},
+		{"hang up, then interrupt", syscall.SIGHUP, syscall.SIGINT, "hung up (SIGHUP): no more requests are sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, result := run(t)
+			c.cmd.Process.Signal(tc.first)
+			c.waitLine(t, tc.firstLine)
+			c.cmd.Process.Signal(tc.second)
+			code, rest := c.exitCode(t)
+			if want := 128 + int(tc.first); code != want {
+				t.Errorf("exit status %d, want %d", code, want)
+			}
+			stoppedAtOnce(t, c, result, rest)
+		})
+	}
 }
