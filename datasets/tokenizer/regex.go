@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2/v2"
@@ -41,14 +43,62 @@ func newMatcher(pattern string) (matcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := probeBacktracking(re); err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	re.MatchTimeout = encodeMatchTimeout
 	return regexMatcher{re}, nil
+}
+
+// A split pattern is a backtracking regex run over every prompt, so a
+// crafted tokenizer.json can make one match take exponential time
+// ((\p{L}|\p{L}\p{L})+[0-9] grows about 1.6× per letter). Such a pattern is
+// refused when it loads, the way Hugging Face's tokenizers gives up on it
+// (Oniguruma's retry limit): it runs over probe texts, runs of one kind of
+// character where nested quantifiers blow up, and must finish each within
+// probeMatchTimeout. A sound pattern takes microseconds on them; an
+// exponential one cannot finish a 64-character probe within the age of
+// the machine, so the bound is far from both and a stalled CPU does not
+// trip it.
+const (
+	probeLen          = 64
+	probeMatchTimeout = time.Second
+	// encodeMatchTimeout bounds one search for the next match while
+	// encoding, for a blow-up the probes did not find: the encode stops
+	// with the pattern named instead of hanging the run.
+	encodeMatchTimeout = 30 * time.Second
+)
+
+// probeRuns are the characters whose runs make up the probes: letters
+// (ASCII, Latin-1, CJK), digits, spaces, newlines, punctuation, and the
+// pairs that alternate classes.
+var probeRuns = []string{"a", "é", "中", "1", " ", "\n", "!", "a1", "a ", " \n", "a!"}
+
+// errBacktracking is why a pattern failed the probes.
+var errBacktracking = errors.New("backtracks without bound (a match over a short run of repeated characters " +
+	"did not finish within " + probeMatchTimeout.String() + "); the file's pre-tokenizer cannot be used")
+
+// probeBacktracking runs re over every probe with probeMatchTimeout.
+func probeBacktracking(re *regexp2.Regexp) error {
+	saved := re.MatchTimeout
+	re.MatchTimeout = probeMatchTimeout
+	defer func() { re.MatchTimeout = saved }()
+	for _, run := range probeRuns {
+		probe := strings.Repeat(run, probeLen/utf8.RuneCountInString(run))
+		if _, err := re.FindAllStringIndex(probe, -1); err != nil {
+			return errBacktracking
+		}
+	}
+	return nil
 }
 
 func (m regexMatcher) appendMatches(dst []span, s string) []span {
 	idx, err := m.re.FindAllStringIndex(s, -1)
 	if err != nil {
-		// Only a match timeout can fail here, and none is set.
-		panic(fmt.Sprintf("tokenizer: regexp2 %q: %v", m.re.String(), err))
+		// Only the match timeout fails here: the pattern blew up on
+		// this text although it passed the probes.
+		panic(fmt.Sprintf("tokenizer: split pattern %q gave up on a %d-byte text after %v (it backtracks without bound): %v",
+			m.re.String(), len(s), encodeMatchTimeout, err))
 	}
 	for _, ix := range idx {
 		dst = append(dst, span{ix[0], ix[1]})
