@@ -182,9 +182,10 @@ func (q *reportRequests) ok(i int) bool {
 	return q.errors == nil || q.errors[i] == ""
 }
 
-// distributions are the per-request latencies in ms, as the console
-// block's statistics take them: TTFT, E2EL and TPOT over successes (TPOT
-// of those with more than one output token), ITL over every gap.
+// distributions are the per-request latencies in ms by section key, as
+// the console block's statistics take them: TTFT, E2EL and TPOT over
+// successes (TPOT of those with more than one output token), ITL over
+// every gap.
 func (q *reportRequests) distributions() map[string][]float64 {
 	d := map[string][]float64{}
 	for i := range q.latencies {
@@ -192,15 +193,15 @@ func (q *reportRequests) distributions() map[string][]float64 {
 			continue
 		}
 		if q.ttfts != nil {
-			d["ttft"] = append(d["ttft"], q.ttfts[i]*1000)
+			d[pyout.TTFT.Key] = append(d[pyout.TTFT.Key], q.ttfts[i]*1000)
 		}
-		d["e2el"] = append(d["e2el"], q.latencies[i]*1000)
+		d[pyout.E2EL.Key] = append(d[pyout.E2EL.Key], q.latencies[i]*1000)
 		if q.ttfts != nil && q.outLens != nil && q.outLens[i] > 1 {
-			d["tpot"] = append(d["tpot"], (q.latencies[i]-q.ttfts[i])/float64(q.outLens[i]-1)*1000)
+			d[pyout.TPOT.Key] = append(d[pyout.TPOT.Key], (q.latencies[i]-q.ttfts[i])/float64(q.outLens[i]-1)*1000)
 		}
 		if q.itls != nil {
 			for _, g := range q.itls[i] {
-				d["itl"] = append(d["itl"], g*1000)
+				d[pyout.ITL.Key] = append(d[pyout.ITL.Key], g*1000)
 			}
 		}
 	}

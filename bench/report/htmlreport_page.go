@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -293,17 +294,17 @@ func distributionCharts(runs []*ReportRun, reqs []*reportRequests) []*chartView 
 	}
 	var charts []*chartView
 	for _, sec := range reportLatencies {
-		m := struct{ key, title string }{sec.Key, sec.Name}
-		cdf := &svgChart{ID: "cdf-" + m.key, Title: m.title + " — CDF", XLabel: m.title + " (ms)", YLabel: "% of requests", Y0: 0, Y1: 100}
-		if m.key == "itl" {
+		key, title := sec.Key, sec.Name
+		cdf := &svgChart{ID: "cdf-" + key, Title: title + " — CDF", XLabel: title + " (ms)", YLabel: "% of requests", Y0: 0, Y1: 100}
+		if key == pyout.ITL.Key {
 			cdf.YLabel = "% of gaps"
 		}
-		hist := &svgChart{ID: "hist-" + m.key, Title: m.title + " — histogram", XLabel: m.title + " (ms), up to P99", YLabel: "count"}
+		hist := &svgChart{ID: "hist-" + key, Title: title + " — histogram", XLabel: title + " (ms), up to P99", YLabel: "count"}
 		hi, lo := 0.0, math.Inf(1)
 		for _, d := range dists {
-			if d != nil && len(d[m.key]) > 0 {
-				hi = max(hi, percentileSorted(d[m.key], 99))
-				lo = min(lo, d[m.key][0])
+			if d != nil && len(d[key]) > 0 {
+				hi = max(hi, percentileSorted(d[key], 99))
+				lo = min(lo, d[key][0])
 			}
 		}
 		if math.IsInf(lo, 1) {
@@ -317,10 +318,10 @@ func distributionCharts(runs []*ReportRun, reqs []*reportRequests) []*chartView 
 		}
 		maxAll := 0.0
 		for i, d := range dists {
-			if d == nil || len(d[m.key]) == 0 {
+			if d == nil || len(d[key]) == 0 {
 				continue
 			}
-			v := d[m.key]
+			v := d[key]
 			maxAll = max(maxAll, v[len(v)-1])
 			xs, ps := quantiles(v, cdfPoints)
 			cdf.Lines = append(cdf.Lines, svgLine{Name: shortName(runs[i].Name), Color: chartColor(i), X: xs, Y: ps, Step: true})
@@ -332,7 +333,7 @@ func distributionCharts(runs []*ReportRun, reqs []*reportRequests) []*chartView 
 		}
 		cdf.X0, cdf.X1 = lo, lo+(maxAll-lo)*1.02
 		hist.X0, hist.X1 = lo, lo+(hi-lo)*1.02
-		cdf.Note, hist.Note = "no "+m.title+" values", "no "+m.title+" values"
+		cdf.Note, hist.Note = "no "+title+" values", "no "+title+" values"
 		charts = append(charts, cdf.view(), hist.view())
 	}
 	return charts
