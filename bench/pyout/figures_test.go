@@ -3,6 +3,8 @@ package pyout
 import (
 	"slices"
 	"testing"
+
+	"github.com/stampede-bench/stampede/metrics"
 )
 
 func TestSectionFigure(t *testing.T) {
@@ -60,5 +62,20 @@ func TestPyTorchMetricKeys(t *testing.T) {
 	}
 	if !slices.Equal(pytorchMetrics, want) {
 		t.Errorf("pytorchMetrics = %q, want %q", pytorchMetrics, want)
+	}
+}
+
+// TestSideFieldForms: a side report's counts are integers and its other
+// figures floats, so each row prints as Python's "{:<10}" or
+// "{:<10.2f}" does for that value.
+func TestSideFieldForms(t *testing.T) {
+	var fields []SideField
+	fields = append(fields, probeFields(&metrics.ProbeStats{})...)
+	fields = append(fields, specDecodeFields(&metrics.SpecDecodeStats{})...)
+	fields = append(fields, diffusionFields(&metrics.DiffusionStats{})...)
+	for _, f := range fields {
+		if _, integer := f.Value.(int64); integer != f.Count {
+			t.Errorf("%s: value %T, Count %v", f.Name, f.Value, f.Count)
+		}
 	}
 }
