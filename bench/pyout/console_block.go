@@ -37,18 +37,14 @@ type Section struct {
 func Sections(s *metrics.Summary, p *RunSettings) []Section {
 	var all []Section
 	if !s.Pooling && p.HasTokenizer() {
-		all = append(all,
-			Section{"ttft", "TTFT", "Time to First Token", &s.TTFT},
-			Section{"tpot", "TPOT", "Time per Output Token (excl. 1st token)", &s.TPOT},
-			Section{"itl", "ITL", "Inter-token Latency", &s.ITL})
+		all = append(all, TTFT.With(&s.TTFT), TPOT.With(&s.TPOT), ITL.With(&s.ITL))
 	}
-	all = append(all, Section{"e2el", "E2EL", "End-to-end Latency", &s.E2EL})
+	all = append(all, E2EL.With(&s.E2EL))
 	if s.ClientQueueTime != nil {
-		all = append(all, Section{"client_queue_time", "Client Queue Time", "Client-side Queueing", s.ClientQueueTime})
+		all = append(all, ClientQueueTime.With(s.ClientQueueTime))
 	}
 	if s.E2ELInclQueue != nil {
-		all = append(all, Section{"e2el_including_client_queue", "E2EL incl. Client Queue",
-			"Queue-inclusive End-to-end Latency", s.E2ELInclQueue})
+		all = append(all, E2ELInclQueue.With(s.E2ELInclQueue))
 	}
 	var out []Section
 	for _, sec := range all {
@@ -57,6 +53,12 @@ func Sections(s *metrics.Summary, p *RunSettings) []Section {
 		}
 	}
 	return out
+}
+
+// With is the section with its statistics.
+func (sec Section) With(stats *metrics.Stats) Section {
+	sec.Stats = stats
+	return sec
 }
 
 // Console prints rows the way Python's blocks do; stampede's own blocks
@@ -97,46 +99,57 @@ func (c Console) RowF(label string, value float64) {
 	c.Line(py.Left(label, LabelWidth) + " " + py.Left(py.Fixed(value, 2), ValueWidth))
 }
 
+// Figure prints figure f's row: "{:<10}" of an integer for a count,
+// "{:<10.2f}" otherwise. v is an int or int64 for a count, else an int or
+// float64.
+func (c Console) Figure(f Figure, v any) {
+	if f.Count {
+		c.Row(f.Label(), v)
+		return
+	}
+	switch v := v.(type) {
+	case int:
+		c.RowF(f.Label(), float64(v))
+	case int64:
+		c.RowF(f.Label(), float64(v))
+	case float64:
+		c.RowF(f.Label(), v)
+	}
+}
+
 // Section prints one percentile section: its header, mean, median and the
 // selected percentiles.
 func (c Console) Section(sec Section) {
 	c.Header(sec.Header, '-')
-	c.RowF("Mean "+sec.Name+" (ms):", sec.Stats.MeanMs)
-	c.RowF("Median "+sec.Name+" (ms):", sec.Stats.MedianMs)
+	c.RowF(sec.Figure(StatMean).Label(), sec.Stats.MeanMs)
+	c.RowF(sec.Figure(StatMedian).Label(), sec.Stats.MedianMs)
 	for _, pc := range sec.Stats.Percentiles {
-		c.RowF("P"+PercentileWord(pc.P)+" "+sec.Name+" (ms):", pc.ValueMs)
+		c.RowF(sec.Figure(StatPercentile(pc.P)).Label(), pc.ValueMs)
 	}
 }
 
-// Fields prints side-report rows: integers as "{:<10}", floats as
-// "{:<10.2f}".
+// Fields prints side-report rows, in order.
 func (c Console) Fields(fs []SideField) {
 	for _, f := range fs {
-		switch v := f.Value.(type) {
-		case int64:
-			c.Row(f.Label, v)
-		case float64:
-			c.RowF(f.Label, v)
-		}
+		c.Figure(f.Figure, f.Value)
 	}
 }
 
 // SideField is one figure of a side report (probes, speculative or
-// diffusion decoding): its console label, its result JSON key and its value,
-// an int64 or a float64. The console rows and the JSON keys come in the
-// same order.
+// diffusion decoding) and its value, an int64 for a count, else a
+// float64. The console rows and the JSON keys come in the same order.
 type SideField struct {
-	Label, Key string
-	Value      any
+	Figure
+	Value any
 }
 
 func probeFields(pr *metrics.ProbeStats) []SideField {
 	return []SideField{
-		{"Probe requests completed:", "probe_completed", int64(pr.Completed)},
-		{"Probe requests failed:", "probe_failed", int64(pr.Failed)},
-		{"Median probe E2EL (ms):", "probe_median_e2el_ms", pr.MedianE2ELMs},
-		{"P99 probe E2EL (ms):", "probe_p99_e2el_ms", pr.P99E2ELMs},
-		{"Max probe E2EL (ms):", "probe_max_e2el_ms", pr.MaxE2ELMs},
+		{ProbeCompleted, int64(pr.Completed)},
+		{ProbeFailed, int64(pr.Failed)},
+		{ProbeMedianE2EL, pr.MedianE2ELMs},
+		{ProbeP99E2EL, pr.P99E2ELMs},
+		{ProbeMaxE2EL, pr.MaxE2ELMs},
 	}
 }
 
@@ -144,11 +157,11 @@ func probeFields(pr *metrics.ProbeStats) []SideField {
 // prints as one row per position and the JSON as one list.
 func specDecodeFields(sd *metrics.SpecDecodeStats) []SideField {
 	return []SideField{
-		{"Acceptance rate (%):", "spec_decode_acceptance_rate", sd.AcceptanceRate},
-		{"Acceptance length:", "spec_decode_acceptance_length", sd.AcceptanceLength},
-		{"Drafts:", "spec_decode_num_drafts", sd.NumDrafts},
-		{"Draft tokens:", "spec_decode_draft_tokens", sd.DraftTokens},
-		{"Accepted tokens:", "spec_decode_accepted_tokens", sd.AcceptedTokens},
+		{SpecAcceptanceRate, sd.AcceptanceRate},
+		{SpecAcceptanceLength, sd.AcceptanceLength},
+		{SpecDrafts, sd.NumDrafts},
+		{SpecDraftTokens, sd.DraftTokens},
+		{SpecAcceptedTokens, sd.AcceptedTokens},
 	}
 }
 
@@ -156,12 +169,12 @@ func specDecodeFields(sd *metrics.SpecDecodeStats) []SideField {
 // Python's int() does.
 func diffusionFields(df *metrics.DiffusionStats) []SideField {
 	return []SideField{
-		{"Committed throughput (tok/s):", "diffusion_committed_throughput", df.CommittedThroughput},
-		{"Denoising steps per canvas:", "diffusion_steps_per_canvas", df.StepsPerCanvas},
-		{"Committed per denoising step:", "diffusion_committed_per_step", df.CommittedPerStep},
-		{"Committed tokens:", "diffusion_committed_tokens", df.CommittedTokens},
-		{"Denoising steps:", "diffusion_denoising_steps", pyInt(df.DenoisingSteps)},
-		{"Canvas positions evaluated:", "diffusion_canvas_positions", df.CanvasPositions},
+		{DiffusionCommittedThroughput, df.CommittedThroughput},
+		{DiffusionStepsPerCanvas, df.StepsPerCanvas},
+		{DiffusionCommittedPerStep, df.CommittedPerStep},
+		{DiffusionCommittedTokens, df.CommittedTokens},
+		{DiffusionDenoisingSteps, pyInt(df.DenoisingSteps)},
+		{DiffusionCanvasPositions, df.CanvasPositions},
 	}
 }
 
@@ -188,40 +201,40 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 
 	c.Header(" Serving Benchmark Result ", '=')
 	if p.Workers > 0 {
-		c.Row("Number of worker processes:", p.Workers)
+		c.Figure(WorkerProcesses, p.Workers)
 	}
-	c.Row("Successful requests:", s.Completed)
-	c.Row("Failed requests:", s.Failed)
+	c.Figure(Completed, s.Completed)
+	c.Figure(Failed, s.Failed)
 	if p.MaxConcurrency != 0 {
-		c.Row("Maximum request concurrency:", p.MaxConcurrency)
+		c.Figure(MaxConcurrency, p.MaxConcurrency)
 	}
 	if !math.IsInf(p.RequestRate, 1) {
-		c.RowF("Request rate configured (RPS):", p.RequestRate)
+		c.Figure(RequestRateConfigured, p.RequestRate)
 	}
-	c.RowF("Benchmark duration (s):", s.DurationS)
-	c.Row("Total input tokens:", s.TotalInput)
+	c.Figure(Duration, s.DurationS)
+	c.Figure(TotalInputTokens, s.TotalInput)
 	if !s.Pooling && p.HasTokenizer() {
-		c.Row("Total generated tokens:", s.TotalOutput)
+		c.Figure(TotalOutputTokens, s.TotalOutput)
 	}
-	c.RowF("Request throughput (req/s):", s.RequestThroughput)
+	c.Figure(RequestThroughput, s.RequestThroughput)
 	if s.Pooling {
-		c.RowF("Input throughput (inputs/s):", s.InputSequenceThroughput)
+		c.Figure(InputThroughput, s.InputSequenceThroughput)
 	}
 	if p.Goodput && !s.Pooling {
-		c.RowF("Request goodput (req/s):", s.RequestGoodput)
+		c.Figure(RequestGoodput, s.RequestGoodput)
 	}
 	if !s.Pooling {
 		if p.HasTokenizer() {
-			c.RowF("Output token throughput (tok/s):", s.OutputThroughput)
-			c.RowF("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS)
+			c.Figure(OutputThroughput, s.OutputThroughput)
+			c.Figure(PeakOutputThroughput, s.MaxOutputTokensPerS)
 		}
-		c.RowF("Peak concurrent requests:", float64(s.MaxConcurrentRequests))
+		c.Figure(PeakConcurrentRequests, s.MaxConcurrentRequests)
 		if s.RTFx > 0 {
-			c.RowF("RTFx (Inverse Real-Time Factor):", s.RTFx)
+			c.Figure(RTFx, s.RTFx)
 		}
 	}
 	if p.HasTokenizer() {
-		c.RowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
+		c.Figure(TotalTokenThroughput, s.TotalTokenThroughput)
 	}
 
 	if p.Probe != nil {
@@ -240,9 +253,9 @@ func WriteResult(w io.Writer, s *metrics.Summary, p *ReportParams) error {
 		c.Header("Speculative Decoding", '-')
 		c.Fields(specDecodeFields(sd))
 		if len(sd.PerPositionAcceptanceRates) > 0 {
-			c.Line("Per-position acceptance (%):")
+			c.Line(SpecPerPositionAcceptance.Label())
 			for i, rate := range sd.PerPositionAcceptanceRates {
-				c.RowF("  Position "+strconv.Itoa(i)+":", rate*100)
+				c.Figure(SpecPosition(i), rate*100)
 			}
 		}
 	}

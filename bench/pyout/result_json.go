@@ -84,15 +84,15 @@ func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now ti
 	}
 
 	if p.RequestRate < math.Inf(1) {
-		res.Set("request_rate", p.RequestRate)
+		res.Set(RequestRateConfigured.Key, p.RequestRate)
 	} else {
-		res.Set("request_rate", "inf")
+		res.Set(RequestRateConfigured.Key, "inf")
 	}
 	res.Set("burstiness", p.Burstiness)
 	if p.MaxConcurrency != 0 {
-		res.Set("max_concurrency", p.MaxConcurrency)
+		res.Set(MaxConcurrency.Key, p.MaxConcurrency)
 	} else {
-		res.Set("max_concurrency", nil)
+		res.Set(MaxConcurrency.Key, nil)
 	}
 	if p.RampUpStrategy != "" {
 		res.Set("ramp_up_strategy", p.RampUpStrategy)
@@ -130,14 +130,14 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 	queueTimes := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.QueueNs) })
 
 	b := py.NewObject()
-	b.Set("duration", s.DurationS)
-	b.Set("completed", s.Completed)
+	b.Set(Duration.Key, s.DurationS)
+	b.Set(Completed.Key, s.Completed)
 	if s.Pooling {
-		b.Set("total_input_tokens", s.TotalInput)
-		b.Set("total_input_sequences", s.TotalInputSequences)
-		b.Set("request_throughput", s.RequestThroughput)
-		b.Set("input_sequence_throughput", s.InputSequenceThroughput)
-		b.Set("total_token_throughput", s.TotalTokenThroughput)
+		b.Set(TotalInputTokens.Key, s.TotalInput)
+		b.Set(TotalInputSequences.Key, s.TotalInputSequences)
+		b.Set(RequestThroughput.Key, s.RequestThroughput)
+		b.Set(InputThroughput.Key, s.InputSequenceThroughput)
+		b.Set(TotalTokenThroughput.Key, s.TotalTokenThroughput)
 		b.Set("input_lens", inputLens)
 		b.Set("latencies", latencies)
 		b.Set("queue_times", queueTimes)
@@ -156,17 +156,17 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 			}
 			texts[i] = rs[i].GeneratedText
 		}
-		b.Set("failed", s.Failed)
-		b.Set("total_input_tokens", s.TotalInput)
-		b.Set("total_output_tokens", s.TotalOutput)
-		b.Set("request_throughput", s.RequestThroughput)
+		b.Set(Failed.Key, s.Failed)
+		b.Set(TotalInputTokens.Key, s.TotalInput)
+		b.Set(TotalOutputTokens.Key, s.TotalOutput)
+		b.Set(RequestThroughput.Key, s.RequestThroughput)
 		if p.Goodput {
-			b.Set("request_goodput", s.RequestGoodput)
+			b.Set(RequestGoodput.Key, s.RequestGoodput)
 		} else {
-			b.Set("request_goodput", nil)
+			b.Set(RequestGoodput.Key, nil)
 		}
-		b.Set("output_throughput", s.OutputThroughput)
-		b.Set("total_token_throughput", s.TotalTokenThroughput)
+		b.Set(OutputThroughput.Key, s.OutputThroughput)
+		b.Set(TotalTokenThroughput.Key, s.TotalTokenThroughput)
 		b.Set("input_lens", inputLens)
 		b.Set("output_lens", s.OutputLens)
 		b.Set("ttfts", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.TTFTNs) }))
@@ -176,9 +176,9 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		b.Set("queue_times", queueTimes)
 		b.Set("generated_texts", texts)
 		b.Set("errors", errs)
-		b.Set("max_output_tokens_per_s", s.MaxOutputTokensPerS)
-		b.Set("max_concurrent_requests", s.MaxConcurrentRequests)
-		b.Set("rtfx", s.RTFx)
+		b.Set(PeakOutputThroughput.Key, s.MaxOutputTokensPerS)
+		b.Set(PeakConcurrentRequests.Key, s.MaxConcurrentRequests)
+		b.Set(RTFx.Key, s.RTFx)
 	}
 
 	setFields := func(fs []SideField) {
@@ -204,17 +204,17 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		if rates == nil {
 			rates = []float64{}
 		}
-		b.Set("spec_decode_per_position_acceptance_rates", rates)
+		b.Set(SpecPerPositionAcceptance.Key, rates)
 	}
 	if p.Diffusion != nil {
 		setFields(diffusionFields(p.Diffusion))
 	}
 	for _, sec := range Sections(s, &p.RunSettings) {
-		b.Set("mean_"+sec.Key+"_ms", sec.Stats.MeanMs)
-		b.Set("median_"+sec.Key+"_ms", sec.Stats.MedianMs)
-		b.Set("std_"+sec.Key+"_ms", sec.Stats.StdMs)
+		b.Set(sec.Figure(StatMean).Key, sec.Stats.MeanMs)
+		b.Set(sec.Figure(StatMedian).Key, sec.Stats.MedianMs)
+		b.Set(sec.Figure(StatStd).Key, sec.Stats.StdMs)
 		for _, pc := range sec.Stats.Percentiles {
-			b.Set("p"+PercentileWord(pc.P)+"_"+sec.Key+"_ms", pc.ValueMs)
+			b.Set(sec.Figure(StatPercentile(pc.P)).Key, pc.ValueMs)
 		}
 	}
 	return b

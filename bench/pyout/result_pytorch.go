@@ -39,11 +39,23 @@ import (
 // pytorchMetrics are the result keys that become records, in Python's
 // order; a key missing from the result (a metric not selected, a
 // percentile other than 99) gives no record.
-var pytorchMetrics = []string{
-	"median_ttft_ms", "mean_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
-	"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms",
-	"median_itl_ms", "mean_itl_ms", "std_itl_ms", "p99_itl_ms",
-}
+var pytorchMetrics = func() []string {
+	p99 := StatPercentile(99)
+	var keys []string
+	for _, stat := range []struct {
+		sec   Section
+		stats []Statistic
+	}{
+		{TTFT, []Statistic{StatMedian, StatMean, StatStd, p99}},
+		{TPOT, []Statistic{StatMean, StatMedian, StatStd, p99}},
+		{ITL, []Statistic{StatMedian, StatMean, StatStd, p99}},
+	} {
+		for _, st := range stat.stats {
+			keys = append(keys, stat.sec.Figure(st).Key)
+		}
+	}
+	return keys
+}()
 
 // pytorchIgnored are the large per-request lists left out of extra_info.
 var pytorchIgnored = []string{"ttfts", "itls", "generated_texts", "errors"}

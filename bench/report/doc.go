@@ -7,4 +7,10 @@
 // (--report and `stampede report`), the --plot-dataset-stats figure, and a
 // sweep's summary files. It reads what a run measured (engine, metrics)
 // and never runs anything: package bench computes and calls it.
+//
+// The pages are html/template files in assets/ (pages.go embeds them):
+// the Go side lays a page out as plain values (htmlreport_page.go, the
+// charts in htmlreport_svg.go, the sweeps in htmlreport_sweep.go) and the
+// templates write the markup. Python's figures (labels, JSON keys) are
+// read from package pyout's table, never spelled here.
 package report

@@ -8,8 +8,8 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -182,9 +182,10 @@ func (q *reportRequests) ok(i int) bool {
 	return q.errors == nil || q.errors[i] == ""
 }
 
-// distributions are the per-request latencies in ms, as the console
-// block's statistics take them: TTFT, E2EL and TPOT over successes (TPOT
-// of those with more than one output token), ITL over every gap.
+// distributions are the per-request latencies in ms by section key, as
+// the console block's statistics take them: TTFT, E2EL and TPOT over
+// successes (TPOT of those with more than one output token), ITL over
+// every gap.
 func (q *reportRequests) distributions() map[string][]float64 {
 	d := map[string][]float64{}
 	for i := range q.latencies {
@@ -192,15 +193,15 @@ func (q *reportRequests) distributions() map[string][]float64 {
 			continue
 		}
 		if q.ttfts != nil {
-			d["ttft"] = append(d["ttft"], q.ttfts[i]*1000)
+			d[pyout.TTFT.Key] = append(d[pyout.TTFT.Key], q.ttfts[i]*1000)
 		}
-		d["e2el"] = append(d["e2el"], q.latencies[i]*1000)
+		d[pyout.E2EL.Key] = append(d[pyout.E2EL.Key], q.latencies[i]*1000)
 		if q.ttfts != nil && q.outLens != nil && q.outLens[i] > 1 {
-			d["tpot"] = append(d["tpot"], (q.latencies[i]-q.ttfts[i])/float64(q.outLens[i]-1)*1000)
+			d[pyout.TPOT.Key] = append(d[pyout.TPOT.Key], (q.latencies[i]-q.ttfts[i])/float64(q.outLens[i]-1)*1000)
 		}
 		if q.itls != nil {
 			for _, g := range q.itls[i] {
-				d["itl"] = append(d["itl"], g*1000)
+				d[pyout.ITL.Key] = append(d[pyout.ITL.Key], g*1000)
 			}
 		}
 	}
@@ -320,65 +321,62 @@ func (r *ReportRun) steadyWindow() *[2]float64 {
 	return nil
 }
 
-// summaryRows are the console block's lines, from the result's keys, in
-// the block's order: what the block printed, to two decimals.
-func (r *ReportRun) summaryRows() [][2]string {
-	var rows [][2]string
-	add := func(label, key string, integer bool) {
-		v, ok := r.number(key)
+// reportFigures are the figures of the result block the report's summary
+// shows, in the block's order, each when the result holds it as a number.
+var reportFigures = []pyout.Figure{
+	pyout.Completed, pyout.Failed, pyout.MaxConcurrency, pyout.Duration,
+	pyout.TotalInputTokens, pyout.TotalOutputTokens, pyout.RequestThroughput, pyout.RequestGoodput,
+	pyout.OutputThroughput, pyout.PeakOutputThroughput, pyout.PeakConcurrentRequests, pyout.TotalTokenThroughput,
+}
+
+// reportLatencies are the latency sections the report summarises and
+// draws.
+var reportLatencies = []pyout.Section{pyout.TTFT, pyout.TPOT, pyout.ITL, pyout.E2EL}
+
+// summaryRow is one figure of a run's result as the summary shows it:
+// the value as the console block prints it (counts whole, the rest to
+// two decimals), and for a latency statistic its section and statistic.
+type summaryRow struct {
+	figure  pyout.Figure
+	section *pyout.Section
+	stat    pyout.Statistic
+	value   string
+}
+
+// summaryRows are the result block's figures, from the result's keys, in
+// the block's order: the counts and throughputs, then per latency its
+// mean, median and percentiles by ascending percentile.
+func (r *ReportRun) summaryRows() []summaryRow {
+	var rows []summaryRow
+	add := func(f pyout.Figure, sec *pyout.Section, st pyout.Statistic) {
+		v, ok := r.number(f.Key)
 		if !ok {
 			return
 		}
-		if integer {
-			rows = append(rows, [2]string{label, fmt.Sprintf("%.0f", v)})
-		} else {
-			rows = append(rows, [2]string{label, py.Fixed(v, 2)})
+		text := py.Fixed(v, 2)
+		if f.Count {
+			text = fmt.Sprintf("%.0f", v)
 		}
+		rows = append(rows, summaryRow{f, sec, st, text})
 	}
-	add("Successful requests", "completed", true)
-	add("Failed requests", "failed", true)
-	if mc, ok := r.Result["max_concurrency"].(float64); ok {
-		rows = append(rows, [2]string{"Maximum request concurrency", fmt.Sprintf("%.0f", mc)})
+	for _, f := range reportFigures {
+		add(f, nil, pyout.Statistic{})
 	}
-	add("Benchmark duration (s)", "duration", false)
-	add("Total input tokens", "total_input_tokens", true)
-	add("Total generated tokens", "total_output_tokens", true)
-	add("Request throughput (req/s)", "request_throughput", false)
-	add("Request goodput (req/s)", "request_goodput", false)
-	add("Output token throughput (tok/s)", "output_throughput", false)
-	add("Peak output token throughput (tok/s)", "max_output_tokens_per_s", false)
-	add("Peak concurrent requests", "max_concurrent_requests", false)
-	add("Total token throughput (tok/s)", "total_token_throughput", false)
-	for _, m := range []struct{ key, title string }{
-		{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"},
-	} {
-		add("Mean "+m.title+" (ms)", "mean_"+m.key+"_ms", false)
-		add("Median "+m.title+" (ms)", "median_"+m.key+"_ms", false)
-		var ps []string
+	for i := range reportLatencies {
+		sec := &reportLatencies[i]
+		add(sec.Figure(pyout.StatMean), sec, pyout.StatMean)
+		add(sec.Figure(pyout.StatMedian), sec, pyout.StatMedian)
+		var ps []float64
 		for k := range r.Result {
-			if strings.HasPrefix(k, "p") && strings.HasSuffix(k, "_"+m.key+"_ms") {
-				ps = append(ps, k)
+			if p, ok := sec.PercentileOfKey(k); ok {
+				ps = append(ps, p)
 			}
 		}
-		slices.SortFunc(ps, func(a, b string) int {
-			pa, pb := percentOfKey(a, m.key), percentOfKey(b, m.key)
-			if pa < pb {
-				return -1
-			}
-			if pa > pb {
-				return 1
-			}
-			return 0
-		})
-		for _, k := range ps {
-			add("P"+strings.TrimSuffix(strings.TrimPrefix(k, "p"), "_"+m.key+"_ms")+" "+m.title+" (ms)", k, false)
+		slices.Sort(ps)
+		for _, p := range ps {
+			st := pyout.StatPercentile(p)
+			add(sec.Figure(st), sec, st)
 		}
 	}
 	return rows
-}
-
-func percentOfKey(k, metric string) float64 {
-	var p float64
-	fmt.Sscan(strings.TrimSuffix(strings.TrimPrefix(k, "p"), "_"+metric+"_ms"), &p)
-	return p
 }

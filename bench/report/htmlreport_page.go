@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"html"
+	"html/template"
 	"io"
 	"math"
 	"slices"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -42,7 +43,7 @@ const cdfPoints = 400
 
 // WriteReport writes the HTML report of runs: one self-contained page
 // (style, charts and the timeline's script inline; nothing is fetched
-// when it is opened).
+// when it is opened), from assets/report.html.
 func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
 	if len(runs) == 0 && len(opts.Sweeps) == 0 {
 		return fmt.Errorf("report: no run")
@@ -50,139 +51,153 @@ func WriteReport(w io.Writer, runs []*ReportRun, opts ReportOptions) error {
 	if opts.ITLThresholdsMs == [2]float64{} {
 		opts.ITLThresholdsMs = [2]float64{25, 50}
 	}
-	title := opts.Title
-	if title == "" {
-		title = "stampede report"
+	page, err := newReportPage(runs, opts)
+	if err != nil {
+		return err
 	}
-	var b strings.Builder
-	b.WriteString(reportHead)
-	b.WriteString("<title>" + html.EscapeString(title) + "</title>\n")
-	b.WriteString(timelineStyle)
-	b.WriteString(reportStyle)
-	b.WriteString("</head>\n<body>\n")
-	b.WriteString("<h1>" + html.EscapeString(title) + "</h1>\n<p class=\"meta\">")
+	bw := bufio.NewWriter(w)
+	if err := pages.ExecuteTemplate(bw, "report.html", page); err != nil {
+		return fmt.Errorf("report page: %w", err)
+	}
+	return bw.Flush()
+}
+
+// reportPage is what assets/report.html shows, section by section.
+type reportPage struct {
+	Title     string
+	Runs      []runSwatch
+	Generated string
+	Sweeps    []*sweepView
+	// NoRuns is a page of sweeps whose results were not found: it has
+	// none of the sections below.
+	NoRuns         bool
+	Summary        *summaryView
+	ServerVsClient []*serverVsClientView
+	OverTime       []*overTimeView
+	// Distributions are the CDF and histogram of each latency; nil when
+	// no run has per-request arrays.
+	Distributions []*chartView
+	RunExtras     []runExtras
+	Timeline      *timelineSection
+}
+
+// runSwatch names a run beside its colour in the charts.
+type runSwatch struct {
+	Color, Name string
+}
+
+// runExtras are one run's sections from its sidecar; nil where absent.
+type runExtras struct {
+	Breakdown *breakdownView
+	Health    *healthView
+}
+
+func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
+	page := &reportPage{Title: opts.Title, Sweeps: sweepViews(opts.Sweeps), NoRuns: len(runs) == 0}
+	if page.Title == "" {
+		page.Title = "stampede report"
+	}
 	for i, r := range runs {
-		if i > 0 {
-			b.WriteString(" &middot; ")
-		}
-		fmt.Fprintf(&b, `<span class="swatch" style="background:%s"></span>%s`, chartColor(i), html.EscapeString(r.Name))
+		page.Runs = append(page.Runs, runSwatch{chartColor(i), r.Name})
 	}
 	if !opts.Generated.IsZero() {
-		b.WriteString(" &middot; generated " + html.EscapeString(opts.Generated.Format("2006-01-02 15:04:05 MST")))
+		page.Generated = opts.Generated.Format("2006-01-02 15:04:05 MST")
 	}
-	b.WriteString("</p>\n")
-
+	if page.NoRuns {
+		return page, nil
+	}
+	many := len(runs) > 1
 	reqs := make([]*reportRequests, len(runs))
 	for i, r := range runs {
 		reqs[i] = r.requests()
 	}
-	writeSweeps(&b, opts.Sweeps)
-	if len(runs) == 0 {
-		b.WriteString("<p class=\"meta\">None of the sweep's result files was found beside it: only the sweep's figures are drawn.</p>\n")
-		b.WriteString("<script>\n" + reportSelfCheck + "</script>\n</body>\n</html>\n")
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	writeSummaryTable(&b, runs)
+	page.Summary = newSummaryView(runs)
 	for _, r := range runs {
-		writeServerVsClientTable(&b, r, len(runs) > 1)
+		if v := newServerVsClientView(r, many); v != nil {
+			page.ServerVsClient = append(page.ServerVsClient, v)
+		}
 	}
 	for i, r := range runs {
-		writeOverTime(&b, r, reqs[i], i, len(runs) > 1)
+		page.OverTime = append(page.OverTime, newOverTimeView(r, reqs[i], i, many))
 	}
-	writeDistributions(&b, runs, reqs)
+	page.Distributions = distributionCharts(runs, reqs)
 	for _, r := range runs {
-		writeBreakdown(&b, r, len(runs) > 1)
-		writeHealthTable(&b, r, len(runs) > 1)
+		page.RunExtras = append(page.RunExtras, runExtras{newBreakdownView(r, many), newHealthView(r, many)})
 	}
-	if err := writeReportTimeline(&b, runs, reqs, opts); err != nil {
-		return err
+	tl, err := newTimelineSection(runs, reqs, opts)
+	if err != nil {
+		return nil, err
 	}
-	b.WriteString("<script>\n" + reportSelfCheck + "</script>\n</body>\n</html>\n")
-	bw := bufio.NewWriter(w)
-	bw.WriteString(b.String())
-	return bw.Flush()
+	page.Timeline = tl
+	return page, nil
 }
 
-func section(b *strings.Builder, id, title string) {
-	fmt.Fprintf(b, "<h2 id=\"%s\">%s</h2>\n", id, html.EscapeString(title))
+// summaryView is the Summary section. With one run, Rows are its counts
+// and throughputs (one value each) and Latency the metric × statistic
+// matrix; with several, Columns are the runs and Rows every figure of any
+// run, latencies included.
+type summaryView struct {
+	Columns    []runSwatch
+	Rows       []summaryLine
+	Statistics []string
+	Latency    []summaryLine
 }
 
-func writeSummaryTable(b *strings.Builder, runs []*ReportRun) {
-	section(b, "summary", "Summary")
+// summaryLine is one labelled row of values.
+type summaryLine struct {
+	Label  string
+	Values []string
+}
+
+func newSummaryView(runs []*ReportRun) *summaryView {
+	v := &summaryView{}
 	if len(runs) == 1 {
-		writeSingleSummary(b, runs[0])
-		return
+		var stats, metrics []string
+		cell := map[[2]string]string{}
+		for _, row := range runs[0].summaryRows() {
+			if row.section == nil {
+				v.Rows = append(v.Rows, summaryLine{row.figure.Name, []string{row.value}})
+				continue
+			}
+			metric := row.section.Name
+			if !slices.Contains(stats, row.stat.Name) {
+				stats = append(stats, row.stat.Name)
+			}
+			if !slices.Contains(metrics, metric) {
+				metrics = append(metrics, metric)
+			}
+			cell[[2]string{metric, row.stat.Name}] = row.value
+		}
+		v.Statistics = stats
+		for _, m := range metrics {
+			line := summaryLine{Label: m}
+			for _, st := range stats {
+				line.Values = append(line.Values, cell[[2]string{m, st}])
+			}
+			v.Latency = append(v.Latency, line)
+		}
+		return v
 	}
 	var labels []string
 	values := make([]map[string]string, len(runs))
 	for i, r := range runs {
+		v.Columns = append(v.Columns, runSwatch{chartColor(i), shortName(r.Name)})
 		values[i] = map[string]string{}
 		for _, row := range r.summaryRows() {
-			if !slices.Contains(labels, row[0]) {
-				labels = append(labels, row[0])
+			if !slices.Contains(labels, row.figure.Name) {
+				labels = append(labels, row.figure.Name)
 			}
-			values[i][row[0]] = row[1]
+			values[i][row.figure.Name] = row.value
 		}
 	}
-	b.WriteString(`<table class="summary"><thead><tr><th></th>`)
-	for i, r := range runs {
-		fmt.Fprintf(b, `<th><span class="swatch" style="background:%s"></span>%s</th>`, chartColor(i), html.EscapeString(shortName(r.Name)))
-	}
-	b.WriteString("</tr></thead><tbody>\n")
 	for _, l := range labels {
-		fmt.Fprintf(b, "<tr><td>%s</td>", html.EscapeString(l))
+		line := summaryLine{Label: l}
 		for i := range runs {
-			fmt.Fprintf(b, "<td class=\"num\">%s</td>", html.EscapeString(values[i][l]))
+			line.Values = append(line.Values, values[i][l])
 		}
-		b.WriteString("</tr>\n")
+		v.Rows = append(v.Rows, line)
 	}
-	b.WriteString("</tbody></table>\n")
-}
-
-// writeSingleSummary lays one run's block out as two tables: the counts
-// and throughputs, and the latencies as a metric × statistic matrix.
-func writeSingleSummary(b *strings.Builder, r *ReportRun) {
-	b.WriteString(`<div class="row"><table class="summary"><tbody>`)
-	var latency [][2]string
-	for _, row := range r.summaryRows() {
-		if strings.HasSuffix(row[0], "(ms)") {
-			latency = append(latency, row)
-			continue
-		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>\n", html.EscapeString(row[0]), html.EscapeString(row[1]))
-	}
-	b.WriteString("</tbody></table>\n")
-	// Rows "Mean TTFT (ms)", "P99 TTFT (ms)": the statistic, then the metric.
-	var stats, metricsOrder []string
-	cell := map[[2]string]string{}
-	for _, row := range latency {
-		stat, rest, _ := strings.Cut(row[0], " ")
-		metric := strings.TrimSuffix(rest, " (ms)")
-		if !slices.Contains(stats, stat) {
-			stats = append(stats, stat)
-		}
-		if !slices.Contains(metricsOrder, metric) {
-			metricsOrder = append(metricsOrder, metric)
-		}
-		cell[[2]string{metric, stat}] = row[1]
-	}
-	if len(metricsOrder) > 0 {
-		b.WriteString(`<table class="summary"><thead><tr><th>ms</th>`)
-		for _, st := range stats {
-			fmt.Fprintf(b, "<th class=\"num\">%s</th>", html.EscapeString(st))
-		}
-		b.WriteString("</tr></thead><tbody>\n")
-		for _, m := range metricsOrder {
-			fmt.Fprintf(b, "<tr><td>%s</td>", html.EscapeString(m))
-			for _, st := range stats {
-				fmt.Fprintf(b, "<td class=\"num\">%s</td>", html.EscapeString(cell[[2]string{m, st}]))
-			}
-			b.WriteString("</tr>\n")
-		}
-		b.WriteString("</tbody></table>")
-	}
-	b.WriteString("</div>\n")
+	return v
 }
 
 func shortName(name string) string {
@@ -199,34 +214,41 @@ func runHeading(r *ReportRun, many bool) string {
 	return ""
 }
 
-func writeServerVsClientTable(b *strings.Builder, r *ReportRun, many bool) {
+// serverVsClientView compares the server's histograms with the client's
+// samples, from the sidecar's server_metrics.
+type serverVsClientView struct {
+	Heading, URL, LastError string
+	Scrapes                 int
+	Rows                    []serverVsClientLine
+	Window, Interval        string
+}
+
+type serverVsClientLine struct {
+	Percentile, Server, Client, Diff, BucketLo, BucketHi, Histogram string
+}
+
+func newServerVsClientView(r *ReportRun, many bool) *serverVsClientView {
 	s := r.Server
 	if s == nil {
-		return
+		return nil
 	}
-	section(b, "server-vs-client", "Server vs client"+runHeading(r, many))
-	if s.Scrapes == 0 {
-		fmt.Fprintf(b, "<p class=\"meta\">No scrape of %s succeeded: %s</p>\n", html.EscapeString(s.URL), html.EscapeString(s.LastError))
-		return
-	}
-	if len(s.VsClient) == 0 {
-		fmt.Fprintf(b, "<p class=\"meta\">%s has no TTFT, ITL or E2E histogram to compare with.</p>\n", html.EscapeString(s.URL))
-		return
-	}
-	b.WriteString(`<table class="summary"><thead><tr><th>Percentile</th><th>Server (ms)</th><th>Client (ms)</th><th>Client − server (ms)</th><th>Server's bucket (ms)</th><th>Server histogram</th></tr></thead><tbody>` + "\n")
+	v := &serverVsClientView{Heading: runHeading(r, many), URL: s.URL, LastError: s.LastError, Scrapes: s.Scrapes,
+		Interval: strconv.FormatFloat(s.IntervalSec, 'g', -1, 64)}
 	for _, row := range s.VsClient {
-		fmt.Fprintf(b, "<tr><td>P%s %s</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%s – %s</td><td><code>%s</code></td></tr>\n",
-			trimFloat(row.P), strings.ToUpper(row.Metric), row.ServerMs, row.ClientMs, row.DiffMs,
-			trimFloat(row.BucketLoMs), trimFloat(row.BucketHiMs), html.EscapeString(row.Histogram))
+		v.Rows = append(v.Rows, serverVsClientLine{
+			Percentile: "P" + trimFloat(row.P) + " " + strings.ToUpper(row.Metric),
+			Server:     fixed2(row.ServerMs), Client: fixed2(row.ClientMs), Diff: fixed2(row.DiffMs),
+			BucketLo: trimFloat(row.BucketLoMs), BucketHi: trimFloat(row.BucketHiMs), Histogram: row.Histogram,
+		})
 	}
-	b.WriteString("</tbody></table>\n")
-	win := ""
 	if s.Window != nil {
-		win = fmt.Sprintf(" over %.1f s", s.Window.ToS-s.Window.FromS)
+		v.Window = fmt.Sprintf(" over %.1f s", s.Window.ToS-s.Window.FromS)
 	}
-	fmt.Fprintf(b, "<p class=\"meta\">Server percentiles are interpolated in its histogram's growth%s (%d scrapes of %s every %gs); each is only known to lie in its bucket, so a difference smaller than the bucket says nothing. The difference is the network and the client.</p>\n",
-		win, s.Scrapes, html.EscapeString(s.URL), s.IntervalSec)
+	return v
 }
+
+// fixed2 is a value as "%.2f" prints it.
+func fixed2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // quantiles samples a sorted slice at n evenly spaced probabilities.
 func quantiles(sorted []float64, n int) (xs, ps []float64) {
@@ -256,8 +278,9 @@ func percentileSorted(sorted []float64, p float64) float64 {
 	return sorted[min(int(p/100*float64(len(sorted)-1)+0.5), len(sorted)-1)]
 }
 
-func writeDistributions(b *strings.Builder, runs []*ReportRun, reqs []*reportRequests) {
-	section(b, "distributions", "Latency distributions")
+// distributionCharts draws each latency's CDF and histogram, one line per
+// run; nil when no run has per-request arrays.
+func distributionCharts(runs []*ReportRun, reqs []*reportRequests) []*chartView {
 	dists := make([]map[string][]float64, len(runs))
 	any := false
 	for i, q := range reqs {
@@ -267,21 +290,21 @@ func writeDistributions(b *strings.Builder, runs []*ReportRun, reqs []*reportReq
 		}
 	}
 	if !any {
-		b.WriteString("<p class=\"meta\">The results have no per-request arrays: save them with --save-detailed to draw distributions.</p>\n")
-		return
+		return nil
 	}
-	b.WriteString(`<div class="grid">`)
-	for _, m := range []struct{ key, title string }{{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}} {
-		cdf := &svgChart{ID: "cdf-" + m.key, Title: m.title + " — CDF", XLabel: m.title + " (ms)", YLabel: "% of requests", Y0: 0, Y1: 100}
-		if m.key == "itl" {
+	var charts []*chartView
+	for _, sec := range reportLatencies {
+		key, title := sec.Key, sec.Name
+		cdf := &svgChart{ID: "cdf-" + key, Title: title + " — CDF", XLabel: title + " (ms)", YLabel: "% of requests", Y0: 0, Y1: 100}
+		if key == pyout.ITL.Key {
 			cdf.YLabel = "% of gaps"
 		}
-		hist := &svgChart{ID: "hist-" + m.key, Title: m.title + " — histogram", XLabel: m.title + " (ms), up to P99", YLabel: "count"}
+		hist := &svgChart{ID: "hist-" + key, Title: title + " — histogram", XLabel: title + " (ms), up to P99", YLabel: "count"}
 		hi, lo := 0.0, math.Inf(1)
 		for _, d := range dists {
-			if d != nil && len(d[m.key]) > 0 {
-				hi = max(hi, percentileSorted(d[m.key], 99))
-				lo = min(lo, d[m.key][0])
+			if d != nil && len(d[key]) > 0 {
+				hi = max(hi, percentileSorted(d[key], 99))
+				lo = min(lo, d[key][0])
 			}
 		}
 		if math.IsInf(lo, 1) {
@@ -295,10 +318,10 @@ func writeDistributions(b *strings.Builder, runs []*ReportRun, reqs []*reportReq
 		}
 		maxAll := 0.0
 		for i, d := range dists {
-			if d == nil || len(d[m.key]) == 0 {
+			if d == nil || len(d[key]) == 0 {
 				continue
 			}
-			v := d[m.key]
+			v := d[key]
 			maxAll = max(maxAll, v[len(v)-1])
 			xs, ps := quantiles(v, cdfPoints)
 			cdf.Lines = append(cdf.Lines, svgLine{Name: shortName(runs[i].Name), Color: chartColor(i), X: xs, Y: ps, Step: true})
@@ -310,11 +333,10 @@ func writeDistributions(b *strings.Builder, runs []*ReportRun, reqs []*reportReq
 		}
 		cdf.X0, cdf.X1 = lo, lo+(maxAll-lo)*1.02
 		hist.X0, hist.X1 = lo, lo+(hi-lo)*1.02
-		cdf.Note, hist.Note = "no "+m.title+" values", "no "+m.title+" values"
-		cdf.render(b)
-		hist.render(b)
+		cdf.Note, hist.Note = "no "+title+" values", "no "+title+" values"
+		charts = append(charts, cdf.view(), hist.view())
 	}
-	b.WriteString("</div>\n")
+	return charts
 }
 
 // niceFloor rounds v down to a round number of its magnitude.
@@ -422,39 +444,49 @@ func overTime(q *reportRequests, lo, hi float64) (centres, done, tokens, infligh
 	return centres, done, tokens, inflight
 }
 
-func writeOverTime(b *strings.Builder, r *ReportRun, q *reportRequests, idx int, many bool) {
-	section(b, "over-time", "Over time"+runHeading(r, many))
+// overTimeView is one run's charts over run time: its requests' and the
+// server's.
+type overTimeView struct {
+	Heading string
+	// Shade is the steady-state window's bounds, when one was found.
+	Shade    *[2]string
+	NoStarts bool
+	Charts   []*chartView
+}
+
+func newOverTimeView(r *ReportRun, q *reportRequests, idx int, many bool) *overTimeView {
+	v := &overTimeView{Heading: runHeading(r, many)}
 	lo, hi := reportTimeSpan(q, r.Server)
 	shade := r.steadyWindow()
-	axis := func(c *svgChart) *svgChart {
+	axis := func(c *svgChart) *chartView {
 		c.X0, c.X1, c.W = lo, hi, 600
 		c.XLabel = "run time (s)"
 		c.Shade, c.ShadeLabel = shade, "steady-state window"
-		return c
+		return c.view()
 	}
 	if shade != nil {
-		fmt.Fprintf(b, "<p class=\"meta\"><span class=\"swatch\" style=\"background:#fff3c4\"></span>Shaded: the steady-state window, %.2f–%.2f s.</p>\n", shade[0], shade[1])
+		v.Shade = &[2]string{fixed2(shade[0]), fixed2(shade[1])}
 	}
-	b.WriteString(`<div class="grid">`)
 	if q != nil && q.starts != nil {
 		centres, done, tokens, inflight := overTime(q, lo, hi)
 		color := chartColor(idx)
-		axis(&svgChart{ID: fmt.Sprintf("tput-%d", idx), Title: "Request throughput", YLabel: "requests/s",
-			Lines: []svgLine{{X: centres, Y: done, Step: true, Color: color}}}).render(b)
-		axis(&svgChart{ID: fmt.Sprintf("tokens-%d", idx), Title: "Output token throughput", YLabel: "tokens/s",
-			Lines: []svgLine{{X: centres, Y: tokens, Step: true, Color: color}}}).render(b)
-		axis(&svgChart{ID: fmt.Sprintf("inflight-%d", idx), Title: "Requests in flight (peak per bin)", YLabel: "requests",
-			Lines: []svgLine{{X: centres, Y: inflight, Step: true, Color: color}}}).render(b)
+		v.Charts = append(v.Charts,
+			axis(&svgChart{ID: fmt.Sprintf("tput-%d", idx), Title: "Request throughput", YLabel: "requests/s",
+				Lines: []svgLine{{X: centres, Y: done, Step: true, Color: color}}}),
+			axis(&svgChart{ID: fmt.Sprintf("tokens-%d", idx), Title: "Output token throughput", YLabel: "tokens/s",
+				Lines: []svgLine{{X: centres, Y: tokens, Step: true, Color: color}}}),
+			axis(&svgChart{ID: fmt.Sprintf("inflight-%d", idx), Title: "Requests in flight (peak per bin)", YLabel: "requests",
+				Lines: []svgLine{{X: centres, Y: inflight, Step: true, Color: color}}}))
 	} else {
-		b.WriteString("<p class=\"meta\">The result has no start times: save it with --save-detailed to draw throughput and concurrency over time.</p>\n")
+		v.NoStarts = true
 	}
 	if s := r.Server; s != nil {
 		for k, c := range serverCharts(s) {
 			c.ID = fmt.Sprintf("server-%d-%d", idx, k)
-			axis(c).render(b)
+			v.Charts = append(v.Charts, axis(c))
 		}
 	}
-	b.WriteString("</div>\n")
+	return v
 }
 
 // serverCharts draws the scraped series, one chart per metric, one line
@@ -562,20 +594,43 @@ func labelText(labels map[string]string, _ int) string {
 	return strings.Join(parts, ",")
 }
 
-// writeBreakdown draws the sidecar's TTFT breakdown: the mean of each
-// phase and their table.
-func writeBreakdown(b *strings.Builder, r *ReportRun, many bool) {
+// breakdownView is the sidecar's TTFT breakdown: the table of its phases
+// and the mean TTFT as one bar split into them.
+type breakdownView struct {
+	Heading string
+	Rows    []breakdownLine
+	Bar     *breakdownBar
+}
+
+type breakdownLine struct {
+	Phase, Mean, Median, Std string
+}
+
+type breakdownBar struct {
+	Total string
+	Parts []breakdownPart
+}
+
+// breakdownPart is one phase's stretch of the bar; a stretch wide enough
+// carries its label at LabelX.
+type breakdownPart struct {
+	Phase, Color, D, Mean, MeanShort string
+	Labelled                         bool
+	LabelX                           float64
+}
+
+func newBreakdownView(r *ReportRun, many bool) *breakdownView {
 	bd := r.sidecarObject("breakdown")
 	if bd == nil {
-		return
+		return nil
 	}
 	phases, _ := bd["phases"].(map[string]any)
 	if phases == nil {
-		return
+		return nil
 	}
-	section(b, "breakdown", "TTFT breakdown"+runHeading(r, many))
+	v := &breakdownView{Heading: runHeading(r, many)}
+	ms3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	order := []string{"queue_wait", "connect", "tls_handshake", "send_delay", "server_ttfb", "first_token", "ttft"}
-	b.WriteString(`<table class="summary"><thead><tr><th>Phase</th><th>Mean (ms)</th><th>Median (ms)</th><th>Std (ms)</th></tr></thead><tbody>`)
 	means := map[string]float64{}
 	for _, name := range order {
 		p, _ := phases[name].(map[string]any)
@@ -586,72 +641,91 @@ func writeBreakdown(b *strings.Builder, r *ReportRun, many bool) {
 		median, _ := p["median_ms"].(float64)
 		std, _ := p["std_ms"].(float64)
 		means[name] = mean
-		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td><td class=\"num\">%.3f</td></tr>", name, mean, median, std)
+		v.Rows = append(v.Rows, breakdownLine{name, ms3(mean), ms3(median), ms3(std)})
 	}
-	b.WriteString("</tbody></table>\n")
-	// The mean TTFT as one bar split into its phases (which add up to it).
+	// The phases of the TTFT add up to it.
 	parts := []string{"connect", "tls_handshake", "send_delay", "server_ttfb", "first_token"}
 	total := 0.0
 	for _, p := range parts {
 		total += max(means[p], 0)
 	}
 	if total <= 0 {
-		return
+		return v
 	}
-	const w, barW, x0 = 900, 860.0, 20.0
-	fmt.Fprintf(b, `<figure class="chart" id="breakdown"><svg viewBox="0 0 %d 64" width="%d" height="64" role="img" aria-label="Mean TTFT by phase">`, w, w)
-	fmt.Fprintf(b, `<text class="title" x="%g" y="14">Mean TTFT by phase (%.3f ms)</text>`, x0, total)
+	const barW, x0 = 860.0, 20.0
+	bar := &breakdownBar{Total: ms3(total)}
 	x := x0
 	for i, p := range parts {
 		pw := max(means[p], 0) / total * barW
 		if pw <= 0 {
 			continue
 		}
-		fmt.Fprintf(b, `<path class="mark" fill="%s" d="M%.1f 22h%.1fv20h-%.1fZ"><title>%s %.3f ms</title></path>`, chartColor(i), x, pw, pw, p, means[p])
-		if pw > 70 {
-			fmt.Fprintf(b, `<text x="%.1f" y="56">%s %.2f ms</text>`, x+2, p, means[p])
-		}
+		bar.Parts = append(bar.Parts, breakdownPart{
+			Phase: p, Color: chartColor(i), D: fmt.Sprintf("M%.1f 22h%.1fv20h-%.1fZ", x, pw, pw),
+			Mean: ms3(means[p]), MeanShort: fixed2(means[p]), Labelled: pw > 70, LabelX: x + 2,
+		})
 		x += pw
 	}
-	b.WriteString("</svg></figure>\n")
+	v.Bar = bar
+	return v
 }
 
-// writeHealthTable lists the sidecar's client health figures.
-func writeHealthTable(b *strings.Builder, r *ReportRun, many bool) {
+// healthView lists the sidecar's client health figures, by name.
+type healthView struct {
+	Heading string
+	Rows    []healthLine
+}
+
+type healthLine struct {
+	Label, Value string
+}
+
+func newHealthView(r *ReportRun, many bool) *healthView {
 	h := r.sidecarObject("health")
 	if h == nil {
-		return
+		return nil
 	}
-	section(b, "health", "Client health"+runHeading(r, many))
+	v := &healthView{Heading: runHeading(r, many)}
 	keys := make([]string, 0, len(h))
 	for k := range h {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b.WriteString(`<table class="summary"><tbody>`)
 	for _, k := range keys {
 		var text string
 		if f, ok := h[k].(float64); ok {
 			text = strconv.FormatFloat(f, 'g', 6, 64)
 		} else {
-			v, _ := json.Marshal(h[k])
-			text = string(v)
+			b, _ := json.Marshal(h[k])
+			text = string(b)
 		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%s</td></tr>", html.EscapeString(k), html.EscapeString(text))
+		v.Rows = append(v.Rows, healthLine{k, text})
 	}
-	b.WriteString("</tbody></table>\n")
+	return v
 }
 
-func writeReportTimeline(b *strings.Builder, runs []*ReportRun, reqs []*reportRequests, opts ReportOptions) error {
-	section(b, "timeline", "Request timeline"+runHeading(runs[0], len(runs) > 1))
+// timelineSection is the first run's request timeline, drawn by
+// timeline.js from Data.
+type timelineSection struct {
+	Heading string
+	// Missing is set when the result has no per-request times.
+	Missing bool
+	// Compacted is the number of token events when there were too many
+	// to draw each; 0 otherwise.
+	Compacted int
+	Data      template.JS
+}
+
+func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOptions) (*timelineSection, error) {
+	v := &timelineSection{Heading: runHeading(runs[0], len(runs) > 1)}
 	q := reqs[0]
 	var rd *metrics.RunData
 	if q != nil {
 		rd = q.runData()
 	}
 	if rd == nil {
-		b.WriteString("<p class=\"meta\">The result has no per-request times: save it with --save-detailed to draw the timeline.</p>\n")
-		return nil
+		v.Missing = true
+		return v, nil
 	}
 	events := 0
 	for i := range rd.Results {
@@ -678,7 +752,7 @@ func writeReportTimeline(b *strings.Builder, runs []*ReportRun, reqs []*reportRe
 	}
 	data, err := buildTimeline(rd, TimelineOptions{ITLThresholdsMs: opts.ITLThresholdsMs})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if compact {
 		// Colour each decode segment by the request's mean gap.
@@ -692,88 +766,14 @@ func writeReportTimeline(b *strings.Builder, runs []*ReportRun, reqs []*reportRe
 			}
 			k++
 		}
-		fmt.Fprintf(b, "<p class=\"meta\">%d token events: each request is drawn as its TTFT and one decode segment coloured by its mean gap.</p>\n", events)
+		v.Compacted = events
 	}
+	// encoding/json escapes <, > and & inside strings, so the data cannot
+	// close its <script> element.
 	payload, err := json.Marshal(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.WriteString(`<div id="timeline-section">`)
-	b.WriteString(timelineBody)
-	b.WriteString(`<script id="timeline-data" type="application/json">`)
-	b.Write(payload)
-	b.WriteString("</script>\n<script>\n" + timelineScript + "</script>\n</div>\n")
-	return nil
+	v.Data = template.JS(payload)
+	return v, nil
 }
-
-const reportHead = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<script>
-// Errors while the page loads are kept on the page itself, so a reader (or
-// a test) can see that every chart was drawn.
-window.reportErrors = [];
-window.addEventListener("error", function (e) {
-  window.reportErrors.push(String(e.message));
-  document.documentElement.setAttribute("data-report-errors", window.reportErrors.join(" | "));
-});
-</script>
-`
-
-const reportStyle = `<style>
-body { max-width: 1240px; }
-h2 { font-size: 15px; font-weight: 600; margin: 22px 0 8px; border-bottom: 1px solid #e3e3e3; padding-bottom: 3px; }
-.meta { color: #555; }
-.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px; vertical-align: 0; }
-table.summary { border-collapse: collapse; margin: 4px 0 8px; }
-table.summary th, table.summary td { padding: 2px 12px 2px 4px; border-bottom: 1px solid #eee; text-align: left; }
-table.summary td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.row { display: flex; flex-wrap: wrap; gap: 8px 40px; align-items: flex-start; }
-table.summary th.num { text-align: right; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 6px 12px; }
-.stack figure { margin: 0 0 4px; }
-figure.chart { margin: 0; }
-figure.chart svg { max-width: 100%; height: auto; font: 11px system-ui, sans-serif; }
-svg .title { font-size: 12px; font-weight: 600; fill: #222; }
-svg .axis line { stroke: #ececec; }
-svg .axis line.xt { stroke: #999; }
-svg .axis text { fill: #555; }
-svg .frame { fill: none; stroke: #bbb; }
-svg .shade { fill: #fff3c4; }
-svg .note { fill: #999; font-style: italic; }
-svg .legend text { fill: #333; }
-</style>
-`
-
-// reportSelfCheck runs once the page has loaded: it marks each chart
-// with how many marks it drew (paths for the SVG charts, painted pixels
-// for the timeline's canvas), so a reader or a test can tell an empty
-// chart from a drawn one.
-const reportSelfCheck = `"use strict";
-window.addEventListener("load", function () {
-  document.querySelectorAll("figure.chart").forEach(function (f) {
-    f.setAttribute("data-marks", String(f.querySelectorAll("path.mark").length));
-  });
-  const canvas = document.getElementById("canvas");
-  if (canvas) {
-    const ctx = canvas.getContext("2d");
-    const img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-    // Pixels of the segments' colours only (not the axes' or the text's).
-    const colours = JSON.parse(document.getElementById("timeline-data").textContent).colors.map(function (c) {
-      return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
-    });
-    let painted = 0;
-    for (let i = 0; i < img.length; i += 4) {
-      for (const c of colours) {
-        if (Math.abs(img[i] - c[0]) < 3 && Math.abs(img[i + 1] - c[1]) < 3 && Math.abs(img[i + 2] - c[2]) < 3) { painted++; break; }
-      }
-    }
-    canvas.setAttribute("data-marks", String(painted));
-  }
-  // Everything is inline: the page must not have loaded a single resource.
-  document.documentElement.setAttribute("data-resources", String(performance.getEntriesByType("resource").length));
-  document.documentElement.setAttribute("data-report-ready", String(Math.round(performance.now())));
-});
-`

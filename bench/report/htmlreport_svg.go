@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
 )
 
-// The report's charts are SVG written here, in Go: a chart is a few
+// The report's charts are SVG laid out here and written by
+// assets/chart.html: a chart is a few
 // hundred path points at most (distributions are drawn from quantiles,
 // series from bins), so a page for 10,000 requests stays small, needs no
 // script to draw, and tests can count its marks without a browser.
@@ -104,9 +104,56 @@ func (c *svgChart) marks() int {
 	return n
 }
 
-// render writes the chart as an <svg> element. Every drawn series is a
-// <path class="mark">; a chart with no data shows its Note.
-func (c *svgChart) render(b *strings.Builder) {
+// chartView is a chart laid out for assets/chart.html: every position in
+// the SVG's user units, every series as one path's d attribute.
+type chartView struct {
+	ID, Title string
+	W, H      int
+	// Left, Top, PlotW and PlotH are the plot area; Right and Bottom its
+	// far edges, MidX and MidY its centre.
+	Left              int
+	Top, PlotW, PlotH float64
+	Right, Bottom     float64
+	MidX, MidY        float64
+	XLabelY           int
+	XLabel, YLabel    string
+	Shade             *chartShade
+	YTicks, XTicks    []chartTick
+	Note              string // shown when nothing is drawn
+	Paths             []chartPath
+	Legend            []chartLegend
+}
+
+type chartShade struct {
+	X, W  float64
+	Label string
+}
+
+// chartTick is one tick: Pos is its y (Y ticks) or x (X ticks); the
+// label sits at LabelX, LabelY (Y ticks) or at TextY under the tick mark
+// that ends at LabelY (X ticks).
+type chartTick struct {
+	Pos           float64
+	LabelX        int
+	LabelY, TextY float64
+	Label         string
+}
+
+// chartPath is one drawn series, a mark for the page's self-check: a
+// stroked line when Stroke is set, else filled bars or dots.
+type chartPath struct {
+	Class, Fill, Stroke, D, Title string
+	Dash, Translucent             bool
+}
+
+type chartLegend struct {
+	X, TextX    float64
+	Color, Name string
+}
+
+// view lays the chart out. Every drawn series is a path of class "mark";
+// a chart with no data shows its Note.
+func (c *svgChart) view() *chartView {
 	w, h := c.W, c.H
 	if w == 0 {
 		w = 560
@@ -155,20 +202,19 @@ func (c *svgChart) render(b *strings.Builder) {
 	yOf := func(y float64) float64 { return mt + ph - (y-y0)/(y1-y0)*ph }
 	clampX := func(px float64) float64 { return min(max(px, chartMarginL), chartMarginL+pw) }
 
-	fmt.Fprintf(b, `<figure class="chart" id="%s"><svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		html.EscapeString(c.ID), w, h, w, h, html.EscapeString(c.Title))
-	fmt.Fprintf(b, `<text class="title" x="%d" y="16">%s</text>`, chartMarginL, html.EscapeString(c.Title))
+	v := &chartView{
+		ID: c.ID, Title: c.Title, W: w, H: h,
+		Left: chartMarginL, Top: mt, PlotW: pw, PlotH: ph,
+		Right: chartMarginL + pw, Bottom: mt + ph, MidX: chartMarginL + pw/2, MidY: mt + ph/2,
+		XLabelY: h - 6, XLabel: c.XLabel, YLabel: c.YLabel,
+	}
 	if c.Shade != nil {
 		a, z := clampX(xOf(c.Shade[0])), clampX(xOf(c.Shade[1]))
-		fmt.Fprintf(b, `<rect class="shade" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
-			a, mt, max(z-a, 0), ph, html.EscapeString(c.ShadeLabel))
+		v.Shade = &chartShade{X: a, W: max(z-a, 0), Label: c.ShadeLabel}
 	}
-	// Grid and ticks.
-	b.WriteString(`<g class="axis">`)
 	for _, t := range niceTicks(y0, y1, 5) {
 		y := yOf(t)
-		fmt.Fprintf(b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`,
-			chartMarginL, chartMarginL+pw, y, y, chartMarginL-4, y+4, fmtTick(t))
+		v.YTicks = append(v.YTicks, chartTick{Pos: y, LabelX: chartMarginL - 4, LabelY: y + 4, Label: fmtTick(t)})
 	}
 	var xt []float64
 	if c.LogX {
@@ -181,99 +227,79 @@ func (c *svgChart) render(b *strings.Builder) {
 		xt = niceTicks(x0, x1, 6)
 	}
 	for _, t := range xt {
-		x := xOf(t)
-		fmt.Fprintf(b, `<line class="xt" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`,
-			x, x, mt+ph, mt+ph+4, x, mt+ph+16, fmtTick(t))
+		v.XTicks = append(v.XTicks, chartTick{Pos: xOf(t), LabelY: mt + ph + 4, TextY: mt + ph + 16, Label: fmtTick(t)})
 	}
-	fmt.Fprintf(b, `<rect class="frame" x="%d" y="%.1f" width="%.1f" height="%.1f"/>`, chartMarginL, mt, pw, ph)
-	fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, chartMarginL+pw/2, h-6, html.EscapeString(c.XLabel))
-	fmt.Fprintf(b, `<text x="12" y="%.1f" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`,
-		mt+ph/2, mt+ph/2, html.EscapeString(c.YLabel))
-	b.WriteString(`</g>`)
-
 	if c.marks() == 0 {
-		note := c.Note
-		if note == "" {
-			note = "no data"
+		v.Note = c.Note
+		if v.Note == "" {
+			v.Note = "no data"
 		}
-		fmt.Fprintf(b, `<text class="note" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, chartMarginL+pw/2, mt+ph/2, html.EscapeString(note))
 	}
-	fmt.Fprintf(b, `<svg x="%d" y="%.1f" width="%.1f" height="%.1f" viewBox="%d %.1f %.1f %.1f" overflow="hidden">`,
-		chartMarginL, mt, pw, ph, chartMarginL, mt, pw, ph)
 	for _, l := range c.Lines {
-		if len(l.X) == 0 {
-			continue
+		if p, ok := l.path(xOf, yOf, y0); ok {
+			v.Paths = append(v.Paths, p)
 		}
-		var d strings.Builder
-		pen := false
-		if l.Bars {
-			for i := range l.X {
-				if math.IsNaN(l.Y[i]) || l.Y[i] <= y0 {
-					continue
-				}
-				a, z := xOf(l.X[i]-l.BarW/2), xOf(l.X[i]+l.BarW/2)
-				top := yOf(l.Y[i])
-				fmt.Fprintf(&d, "M%.1f %.1fV%.1fH%.1fV%.1fZ", a, yOf(y0), top, max(z-0.5, a+0.5), yOf(y0))
-			}
-			if d.Len() > 0 {
-				fmt.Fprintf(b, `<path class="mark bars" fill="%s" fill-opacity="0.55" d="%s"><title>%s</title></path>`, l.Color, d.String(), html.EscapeString(l.Name))
-			}
-			continue
-		}
-		if l.Dots {
-			for i := range l.X {
-				if math.IsNaN(l.Y[i]) || math.IsNaN(l.X[i]) {
-					continue
-				}
-				x, y := xOf(l.X[i]), yOf(l.Y[i])
-				fmt.Fprintf(&d, "M%.1f %.1fa3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0", x-3.5, y)
-			}
-			if d.Len() > 0 {
-				fmt.Fprintf(b, `<path class="mark dots" fill="%s" d="%s"><title>%s</title></path>`, l.Color, d.String(), html.EscapeString(l.Name))
-			}
-			continue
-		}
-		for i := range l.X {
-			if math.IsNaN(l.Y[i]) || math.IsNaN(l.X[i]) {
-				pen = false
-				continue
-			}
-			x, y := xOf(l.X[i]), yOf(l.Y[i])
-			switch {
-			case !pen:
-				fmt.Fprintf(&d, "M%.1f %.1f", x, y)
-			case l.Step:
-				fmt.Fprintf(&d, "H%.1fV%.1f", x, y)
-			default:
-				fmt.Fprintf(&d, "L%.1f %.1f", x, y)
-			}
-			pen = true
-		}
-		if l.Step && pen {
-			fmt.Fprintf(&d, "H%.1f", xOf(l.X[len(l.X)-1])+0.5)
-		}
-		if d.Len() == 0 {
-			continue
-		}
-		dash := ""
-		if l.Dash {
-			dash = ` stroke-dasharray="5 3"`
-		}
-		fmt.Fprintf(b, `<path class="mark" fill="none" stroke="%s" stroke-width="1.6"%s d="%s"><title>%s</title></path>`,
-			l.Color, dash, d.String(), html.EscapeString(l.Name))
 	}
-	b.WriteString(`</svg>`)
-	// Legend, under the title.
 	if legend {
 		lx := float64(chartMarginL)
 		for _, l := range c.Lines {
 			if l.Name == "" {
 				continue
 			}
-			fmt.Fprintf(b, `<g class="legend"><rect x="%.1f" y="22" width="12" height="10" fill="%s"/><text x="%.1f" y="31">%s</text></g>`,
-				lx, l.Color, lx+15, html.EscapeString(l.Name))
+			v.Legend = append(v.Legend, chartLegend{X: lx, TextX: lx + 15, Color: l.Color, Name: l.Name})
 			lx += float64(len([]rune(l.Name)))*6.2 + 26
 		}
 	}
-	b.WriteString("</svg></figure>\n")
+	return v
+}
+
+// path draws the series with the chart's scales; false when it has
+// nothing to draw. y0 is the axis the bars stand on.
+func (l *svgLine) path(xOf, yOf func(float64) float64, y0 float64) (chartPath, bool) {
+	if len(l.X) == 0 {
+		return chartPath{}, false
+	}
+	var d strings.Builder
+	switch {
+	case l.Bars:
+		for i := range l.X {
+			if math.IsNaN(l.Y[i]) || l.Y[i] <= y0 {
+				continue
+			}
+			a, z := xOf(l.X[i]-l.BarW/2), xOf(l.X[i]+l.BarW/2)
+			top := yOf(l.Y[i])
+			fmt.Fprintf(&d, "M%.1f %.1fV%.1fH%.1fV%.1fZ", a, yOf(y0), top, max(z-0.5, a+0.5), yOf(y0))
+		}
+		return chartPath{Class: "mark bars", Fill: l.Color, Translucent: true, D: d.String(), Title: l.Name}, d.Len() > 0
+	case l.Dots:
+		for i := range l.X {
+			if math.IsNaN(l.Y[i]) || math.IsNaN(l.X[i]) {
+				continue
+			}
+			x, y := xOf(l.X[i]), yOf(l.Y[i])
+			fmt.Fprintf(&d, "M%.1f %.1fa3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0", x-3.5, y)
+		}
+		return chartPath{Class: "mark dots", Fill: l.Color, D: d.String(), Title: l.Name}, d.Len() > 0
+	}
+	pen := false
+	for i := range l.X {
+		if math.IsNaN(l.Y[i]) || math.IsNaN(l.X[i]) {
+			pen = false
+			continue
+		}
+		x, y := xOf(l.X[i]), yOf(l.Y[i])
+		switch {
+		case !pen:
+			fmt.Fprintf(&d, "M%.1f %.1f", x, y)
+		case l.Step:
+			fmt.Fprintf(&d, "H%.1fV%.1f", x, y)
+		default:
+			fmt.Fprintf(&d, "L%.1f %.1f", x, y)
+		}
+		pen = true
+	}
+	if l.Step && pen {
+		fmt.Fprintf(&d, "H%.1f", xOf(l.X[len(l.X)-1])+0.5)
+	}
+	return chartPath{Class: "mark", Stroke: l.Color, Dash: l.Dash, D: d.String(), Title: l.Name}, d.Len() > 0
 }

@@ -3,12 +3,13 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/stampede-bench/stampede/bench/pyout"
 )
 
 // ReportSweep is a `stampede sweep` summary (sweep.json) for the report:
@@ -94,30 +95,53 @@ func paretoFront(latency, throughput []float64) []int {
 	return front
 }
 
-func writeSweeps(b *strings.Builder, sweeps []*ReportSweep) {
+// sweepView is one sweep's section: throughput against each P99 latency
+// with the Pareto front, and the table of its points.
+type sweepView struct {
+	ID, Name string
+	Points   int
+	Axes     string
+	Charts   []*chartView
+	Columns  []string
+	Rows     []sweepLine
+}
+
+type sweepLine struct {
+	Point  string
+	Values []string
+	Failed int
+}
+
+// sweepLatencies are the latencies a sweep is drawn against, each point's
+// P99.
+var sweepLatencies = []struct {
+	sec pyout.Section
+	get func(*PointMetrics) float64
+}{
+	{pyout.TTFT, func(p *PointMetrics) float64 { return p.TTFTP99 }},
+	{pyout.TPOT, func(p *PointMetrics) float64 { return p.TPOTP99 }},
+	{pyout.ITL, func(p *PointMetrics) float64 { return p.ITLP99 }},
+	{pyout.E2EL, func(p *PointMetrics) float64 { return p.E2ELP99 }},
+}
+
+func sweepViews(sweeps []*ReportSweep) []*sweepView {
+	var views []*sweepView
+	p99 := pyout.StatPercentile(99)
 	for k, s := range sweeps {
 		rows := s.Result.Rows
-		section(b, fmt.Sprintf("sweep-%d", k), "Sweep — "+shortName(s.Name))
 		var axes []string
 		for _, a := range s.Result.Axes {
 			axes = append(axes, "--"+a.Flag)
 		}
-		fmt.Fprintf(b, "<p class=\"meta\">%d points over %s; the line joins the Pareto front (no other point has both more throughput and less latency).</p>\n",
-			len(rows), html.EscapeString(strings.Join(axes, ", ")))
+		v := &sweepView{ID: fmt.Sprintf("sweep-%d", k), Name: shortName(s.Name), Points: len(rows),
+			Axes: strings.Join(axes, ", "), Columns: []string{"Point", "Output tok/s", "Req/s"}}
 		tput := make([]float64, len(rows))
 		for i, r := range rows {
 			tput[i] = r.Metrics.OutputThroughput
 		}
-		b.WriteString(`<div class="grid">`)
-		for _, m := range []struct {
-			id, title string
-			get       func(*PointMetrics) float64
-		}{
-			{"ttft", "P99 TTFT", func(p *PointMetrics) float64 { return p.TTFTP99 }},
-			{"tpot", "P99 TPOT", func(p *PointMetrics) float64 { return p.TPOTP99 }},
-			{"itl", "P99 ITL", func(p *PointMetrics) float64 { return p.ITLP99 }},
-			{"e2el", "P99 E2EL", func(p *PointMetrics) float64 { return p.E2ELP99 }},
-		} {
+		for _, m := range sweepLatencies {
+			title := p99.Name + " " + m.sec.Name
+			v.Columns = append(v.Columns, m.sec.Figure(p99).Name)
 			lat := make([]float64, len(rows))
 			for i := range rows {
 				lat[i] = m.get(&rows[i].Metrics)
@@ -128,26 +152,28 @@ func writeSweeps(b *strings.Builder, sweeps []*ReportSweep) {
 				fx[j], fy[j] = lat[i], tput[i]
 			}
 			x1 := 0.0
-			for _, v := range lat {
-				if !math.IsNaN(v) {
-					x1 = max(x1, v)
+			for _, l := range lat {
+				if !math.IsNaN(l) {
+					x1 = max(x1, l)
 				}
 			}
-			c := &svgChart{ID: fmt.Sprintf("sweep-%d-%s", k, m.id), Title: "Output throughput vs " + m.title,
-				XLabel: m.title + " (ms)", YLabel: "tokens/s", X0: 0, X1: x1 * 1.05,
+			c := &svgChart{ID: fmt.Sprintf("sweep-%d-%s", k, m.sec.Key), Title: "Output throughput vs " + title,
+				XLabel: title + " (ms)", YLabel: "tokens/s", X0: 0, X1: x1 * 1.05,
 				Lines: []svgLine{
 					{Name: "Pareto front", Color: chartColor(1), X: fx, Y: fy},
 					{Name: "points", Color: chartColor(0), X: lat, Y: tput, Dots: true},
 				}}
-			c.render(b)
+			v.Charts = append(v.Charts, c.view())
 		}
-		b.WriteString("</div>\n")
-		b.WriteString(`<table class="summary"><thead><tr><th>Point</th><th>Output tok/s</th><th>Req/s</th><th>P99 TTFT (ms)</th><th>P99 TPOT (ms)</th><th>P99 ITL (ms)</th><th>P99 E2EL (ms)</th><th>Failed</th></tr></thead><tbody>`)
+		v.Columns = append(v.Columns, "Failed")
 		for _, r := range rows {
 			p := r.Metrics
-			fmt.Fprintf(b, "<tr><td>%s</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%.2f</td><td class=\"num\">%d</td></tr>\n",
-				html.EscapeString(r.Point), p.OutputThroughput, p.RequestThroughput, p.TTFTP99, p.TPOTP99, p.ITLP99, p.E2ELP99, p.Failed)
+			v.Rows = append(v.Rows, sweepLine{Point: r.Point, Failed: p.Failed, Values: []string{
+				fixed2(p.OutputThroughput), fixed2(p.RequestThroughput),
+				fixed2(p.TTFTP99), fixed2(p.TPOTP99), fixed2(p.ITLP99), fixed2(p.E2ELP99),
+			}})
 		}
-		b.WriteString("</tbody></table>\n")
+		views = append(views, v)
 	}
+	return views
 }

@@ -36,7 +36,7 @@ func WriteReasoning(w io.Writer, st *metrics.ReasoningStats) error {
 		c.Rule()
 		return c.Flush()
 	}
-	c.Row("Successful requests:", st.Requests)
+	c.Figure(pyout.Completed, st.Requests)
 	c.Row("With reasoning:", st.WithReasoning)
 	c.Row("With answer text:", st.WithAnswer)
 	c.Row("With tool calls:", st.WithToolCalls)

@@ -27,22 +27,22 @@ func WriteSteadyState(w io.Writer, st *metrics.SteadyState, p *pyout.RunSettings
 	c.RowF("Window duration (s):", st.DurationS)
 	s := st.Summary
 	c.Row("Requests inside the window:", st.Requests)
-	c.Row("Successful requests:", s.Completed)
-	c.Row("Failed requests:", s.Failed)
-	c.Row("Total input tokens:", s.TotalInput)
+	c.Figure(pyout.Completed, s.Completed)
+	c.Figure(pyout.Failed, s.Failed)
+	c.Figure(pyout.TotalInputTokens, s.TotalInput)
 	if !s.Pooling {
-		c.Row("Total generated tokens:", s.TotalOutput)
+		c.Figure(pyout.TotalOutputTokens, s.TotalOutput)
 	}
-	c.RowF("Request throughput (req/s):", s.RequestThroughput)
+	c.Figure(pyout.RequestThroughput, s.RequestThroughput)
 	if st.RequestGoodput != nil {
-		c.RowF("Request goodput (req/s):", *st.RequestGoodput)
+		c.Figure(pyout.RequestGoodput, *st.RequestGoodput)
 	}
 	if !s.Pooling {
-		c.RowF("Output token throughput (tok/s):", s.OutputThroughput)
+		c.Figure(pyout.OutputThroughput, s.OutputThroughput)
 	}
-	c.RowF("Total token throughput (tok/s):", s.TotalTokenThroughput)
+	c.Figure(pyout.TotalTokenThroughput, s.TotalTokenThroughput)
 	for _, sec := range pyout.Sections(s, p) {
-		if sec.Key == "client_queue_time" || sec.Key == "e2el_including_client_queue" {
+		if sec.Key == pyout.ClientQueueTime.Key || sec.Key == pyout.E2ELInclQueue.Key {
 			continue
 		}
 		c.Section(sec)

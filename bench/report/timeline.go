@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
+	"html/template"
 	"io"
 	"os"
 	"strconv"
@@ -167,17 +167,13 @@ func WriteTimeline(w io.Writer, d *metrics.RunData, opts TimelineOptions) error 
 		return fmt.Errorf("timeline data: %w", err)
 	}
 	bw := bufio.NewWriter(w)
-	title := html.EscapeString(opts.Title)
-	bw.WriteString(timelineHead)
-	bw.WriteString("<title>" + title + "</title>\n")
-	bw.WriteString(timelineStyle)
-	bw.WriteString("</head>\n<body>\n<h1>" + title + "</h1>\n")
-	bw.WriteString(timelineBody)
-	bw.WriteString(`<script id="timeline-data" type="application/json">`)
-	bw.Write(payload)
-	bw.WriteString("</script>\n<script>\n")
-	bw.WriteString(timelineScript)
-	bw.WriteString("</script>\n</body>\n</html>\n")
+	page := struct {
+		Title string
+		Data  template.JS
+	}{opts.Title, template.JS(payload)}
+	if err := pages.ExecuteTemplate(bw, "timeline.html", page); err != nil {
+		return fmt.Errorf("timeline page: %w", err)
+	}
 	return bw.Flush()
 }
 

@@ -35,12 +35,12 @@ func WriteTrimmed(w io.Writer, t *metrics.Trimmed, pooling bool, p *pyout.RunSet
 	c.Row("Warm-up Time:", py.FloatRepr(t.WarmupS))
 	c.Row("Cool-down Time:", py.FloatRepr(t.CooldownS))
 	c.Row("Total counted tokens at filtering:", t.Tokens)
-	c.RowF("Benchmark duration (s):", t.DurationS)
+	c.Figure(pyout.Duration, t.DurationS)
 	if !pooling {
-		c.Row("Total generated tokens:", t.Tokens)
-		c.RowF("Output token throughput (tok/s):", t.OutputThroughput)
-		if p.Selected("itl") {
-			c.Section(pyout.Section{Key: "itl", Name: "ITL", Header: "Inter-token Latency", Stats: &t.ITL})
+		c.Figure(pyout.TotalOutputTokens, t.Tokens)
+		c.Figure(pyout.OutputThroughput, t.OutputThroughput)
+		if p.Selected(pyout.ITL.Key) {
+			c.Section(pyout.ITL.With(&t.ITL))
 		}
 	}
 	c.Rule()

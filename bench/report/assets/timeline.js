@@ -1,43 +1,4 @@
-package report
-
-// The fixed parts of the --plot-timeline page. The script reads the JSON
-// of buildTimeline from the element #timeline-data and draws it on a
-// canvas: rows top to bottom in request order, segments coloured by their
-// label's index (0 TTFT, 1–3 the ITL classes). The wheel zooms time about
-// the pointer, Shift+wheel zooms the rows, dragging pans, a double click
-// shows everything again, and hovering a segment shows vLLM's hover text.
-// Segments of one colour are filled as one path per frame, and on each
-// row a segment narrower than a pixel is skipped when the pixel already
-// holds one of its class or a worse one, so a zoomed-out view of a long
-// run draws at most a few rectangles per pixel column and row, and the
-// worst ITL class in a pixel is the one that shows.
-
-const timelineHead = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-`
-
-const timelineStyle = `<style>
-body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 16px; color: #222; }
-h1 { font-size: 16px; font-weight: 600; margin: 0 0 6px; }
-#legend span { display: inline-block; margin-right: 16px; }
-#legend i { display: inline-block; width: 12px; height: 12px; margin-right: 5px; vertical-align: -2px; }
-.hint { color: #666; margin: 4px 0 8px; }
-#plot { position: relative; }
-#canvas { display: block; width: 100%; border: 1px solid #ddd; cursor: crosshair; }
-#tip { position: absolute; display: none; pointer-events: none; white-space: pre; font-size: 12px;
-  background: rgba(255, 255, 255, 0.96); border: 1px solid #999; border-radius: 3px; padding: 4px 7px; }
-</style>
-`
-
-const timelineBody = `<div id="legend"></div>
-<div class="hint">Wheel: zoom time &middot; Shift+wheel: zoom requests &middot; drag: pan &middot; double-click: reset</div>
-<div id="plot"><canvas id="canvas"></canvas><div id="tip"></div></div>
-`
-
-const timelineScript = `"use strict";
+"use strict";
 (function () {
   const data = JSON.parse(document.getElementById("timeline-data").textContent);
   const reqs = data.requests;
@@ -249,4 +210,3 @@ const timelineScript = `"use strict";
   window.addEventListener("resize", resize);
   resize();
 })();
-`
