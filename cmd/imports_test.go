@@ -115,7 +115,8 @@ var importRules = []importRule{
 		may: []string{"bench/plan", "bench/backend", "bench/endpoint", "bench/cluster", "bench/scrape",
 			"bench/outcome", "bench/progress", "bench/pyout", "bench/report",
 			"datasets/...", "engine", "httpwire", "sse", "metrics"},
-		tests:   append([]string{"bench/pyout/pyouttest", "bench/report/reporttest"}, benchTests...),
+		// Its clients' end-to-end tests drive the real Run, so they live here.
+		tests:   append([]string{"bench/search", "bench/multiturn", "bench/pyout/pyouttest", "bench/report/reporttest"}, benchTests...),
 		mustNot: httpAndTLS,
 		why:     "bench is the run only: it touches no socket (net, net/http, crypto/tls), reaches the shards through engine and never shard, reads its settings from bench/plan, not bench/cli, and its clients (search, multiturn) are not its parts"},
 	{pkg: "bench/plan",
