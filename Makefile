@@ -67,7 +67,7 @@ bench-hostile:
 bench-tls-interop:
 	bash scripts/bench-tls-interop.sh
 
-lint: fmt vet staticcheck layout tidy tracked-binaries
+lint: fmt vet tidy tracked-binaries staticcheck layout
 
 # DESIGN.md's arrows: every package against its row of the import allow-list
 # (cmd/imports_test.go); `make test` runs the same tests.
