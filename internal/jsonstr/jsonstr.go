@@ -67,7 +67,8 @@ var plain, plainASCII = func() (all, ascii [256]bool) {
 var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // Append appends the unescaped text of content, a JSON string's content
-// without its quotes, to dst.
+// without its quotes, to dst. An error is a *SyntaxError; dst then holds
+// the text before it.
 func Append[T ~string | ~[]byte](dst []byte, content T, f Flags) ([]byte, error) {
 	dst, _, err := appendString(dst, content, f, false)
 	return dst, err
@@ -75,7 +76,8 @@ func Append[T ~string | ~[]byte](dst []byte, content T, f Flags) ([]byte, error)
 
 // AppendQuoted appends the unescaped text of the JSON string that s starts,
 // just after its opening quote, to dst, and returns the length of s up to
-// and including the closing quote.
+// and including the closing quote. An error is a *SyntaxError, and the
+// length returned with it is its Offset.
 func AppendQuoted[T ~string | ~[]byte](dst []byte, s T, f Flags) ([]byte, int, error) {
 	return appendString(dst, s, f, true)
 }
