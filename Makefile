@@ -16,7 +16,7 @@ BENCHTIME   ?= 1s
 FUZZTIME    ?= 30s
 
 .PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile bench-cli bench-tls-interop lint fmt vet \
-	staticcheck demo fuzz tokenizers tokenizer-golden clean report-screenshot
+	staticcheck layout tidy tracked-binaries demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
 
@@ -76,7 +76,20 @@ bench-hostile:
 bench-tls-interop:
 	bash scripts/bench-tls-interop.sh
 
-lint: fmt vet staticcheck
+lint: fmt vet tidy tracked-binaries staticcheck layout
+
+# DESIGN.md's arrows: every package against its row of the import allow-list
+# (cmd/imports_test.go); `make test` runs the same tests.
+layout:
+	$(GO) test -count=1 -run 'Layout|ImportArrows|Allow' ./cmd/
+
+# go.mod and go.sum as `go mod tidy` writes them.
+tidy:
+	$(GO) mod tidy -diff
+
+# No build output in git: a tracked ELF, Mach-O or PE file fails.
+tracked-binaries:
+	bash scripts/check-tracked-binaries.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

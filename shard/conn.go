@@ -1,5 +1,7 @@
 package shard
 
+import "github.com/stampede-bench/stampede/internal/fifo"
+
 type connState uint8
 
 const (
@@ -81,28 +83,4 @@ func (c *conn) beginRequest(req *Request) {
 // connFIFO is the ready list: connections with bytes left to read, in the
 // order they are to be served. It reuses its array, so a steady state
 // allocates nothing.
-type connFIFO struct {
-	items []*conn
-	head  int
-}
-
-func (q *connFIFO) len() int { return len(q.items) - q.head }
-
-func (q *connFIFO) push(c *conn) {
-	if q.head > 0 && q.head*2 >= len(q.items) {
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-	q.items = append(q.items, c)
-}
-
-func (q *connFIFO) pop() *conn {
-	c := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
-	return c
-}
+type connFIFO = fifo.Queue[*conn]

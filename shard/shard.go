@@ -422,7 +422,7 @@ func (s *Shard) loop() {
 		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
 			s.health.LongestTurn = d
 		}
-		if s.stamped && len(events)+reaped > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.len() == 0 {
+		if s.stamped && len(events)+reaped > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.Len() == 0 {
 			s.health.Naps++
 			nap(coalesceNap)
 		}
@@ -432,7 +432,7 @@ func (s *Shard) loop() {
 // timeoutMs is epoll_wait's timeout: until the earliest deadline, rounded
 // up so the deadline has passed on wake-up.
 func (s *Shard) timeoutMs() int {
-	if s.startBudget == 0 || s.ready.len() > 0 || s.ringMore {
+	if s.startBudget == 0 || s.ready.Len() > 0 || s.ringMore {
 		// Requests may be waiting that this turn had no budget to start,
 		// or connections with bytes left to read.
 		return 0
@@ -505,7 +505,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 // readable reads busy c now, or puts it on the ready list when others wait
 // for their turn already.
 func (s *Shard) readable(c *conn) {
-	if s.ready.len() > 0 || s.turnBytes >= turnReadBytes {
+	if s.ready.Len() > 0 || s.turnBytes >= turnReadBytes {
 		s.deferRead(c)
 	} else {
 		s.onReadable(c)
@@ -800,7 +800,7 @@ func (s *Shard) idleOpen(c *conn) bool {
 func (s *Shard) deferRead(c *conn) {
 	if !c.queued {
 		c.queued = true
-		s.ready.push(c)
+		s.ready.Push(c)
 		s.health.Deferred++
 	}
 }
@@ -808,8 +808,8 @@ func (s *Shard) deferRead(c *conn) {
 // serveReady reads once from each connection that was on the ready list at
 // the start of the call, oldest first, until the turn's byte bound.
 func (s *Shard) serveReady() {
-	for n := s.ready.len(); n > 0 && s.turnBytes < turnReadBytes; n-- {
-		c := s.ready.pop()
+	for n := s.ready.Len(); n > 0 && s.turnBytes < turnReadBytes; n-- {
+		c := s.ready.Pop()
 		c.queued = false
 		switch c.state {
 		case connBusy:

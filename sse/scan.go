@@ -3,12 +3,13 @@ package sse
 import (
 	"errors"
 	"fmt"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
 	"github.com/valyala/fastjson/fastfloat"
+
+	"github.com/stampede-bench/stampede/internal/jsonstr"
 )
 
 // The Decoder reads a chunk in one scan that both validates it as strict
@@ -365,67 +366,10 @@ func (d *Decoder) str(i int) (end int, esc bool) {
 // as fastjson unescapes it, so that text and keys read as they always have:
 // a surrogate escape followed by another \u escape makes one rune of the
 // pair (U+FFFD when they do not pair); one followed by anything else stays
-// escaped, as it came.
+// escaped, as it came. str has checked s, so there is no error to report.
 func appendUnescaped(dst, s []byte) []byte {
-	for len(s) > 0 {
-		n := 0
-		for n < len(s) && s[n] != '\\' {
-			n++
-		}
-		dst = append(dst, s[:n]...)
-		if n == len(s) {
-			break
-		}
-		c := s[n+1]
-		s = s[n+2:]
-		switch c {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(s)
-			if !utf16.IsSurrogate(r) {
-				dst = utf8.AppendRune(dst, r)
-				s = s[4:]
-				break
-			}
-			if len(s) < 10 || s[4] != '\\' || s[5] != 'u' {
-				dst = append(dst, '\\', 'u')
-				dst = append(dst, s[:4]...)
-				s = s[4:]
-				break
-			}
-			dst = utf8.AppendRune(dst, utf16.DecodeRune(r, hex4(s[6:])))
-			s = s[10:]
-		default: // '"', '\\', '/'
-			dst = append(dst, c)
-		}
-	}
+	dst, _ = jsonstr.Append(dst, s, jsonstr.FastjsonSurrogates|jsonstr.KeepInvalidUTF8)
 	return dst
-}
-
-// hex4 reads the four hex digits, already checked, at the start of s.
-func hex4(s []byte) rune {
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case c <= '9':
-			c -= '0'
-		case c <= 'F':
-			c -= 'A' - 10
-		default:
-			c -= 'a' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
 
 // raw returns the raw text of v.

@@ -3,11 +3,11 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/jsonstr"
 )
 
 // jsonScanner reads the large parts of tokenizer.json (the vocabulary and
@@ -108,80 +108,41 @@ func (s *jsonScanner) skipPlain() {
 	}
 }
 
+// readEscapedString reads the rest of a string that holds an escape, from
+// its content's start, into a new slice. Bytes that are not UTF-8 stay as
+// they come, as they do in the strings without escapes, which alias the
+// input.
 func (s *jsonScanner) readEscapedString(start int) ([]byte, error) {
-	buf := append([]byte(nil), s.data[start:s.pos]...)
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			return buf, nil
-		case c < 0x20:
-			return nil, s.errorf("control character in string")
-		case c != '\\':
-			buf = append(buf, c)
-			s.pos++
-			continue
-		}
-		if s.pos+1 >= len(s.data) {
-			break
-		}
-		esc := s.data[s.pos+1]
-		s.pos += 2
-		switch esc {
-		case '"', '\\', '/':
-			buf = append(buf, esc)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, err := s.readHex4()
-			if err != nil {
-				return nil, err
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-					save := s.pos
-					s.pos += 2
-					if r2, err = s.readHex4(); err != nil {
-						return nil, err
-					}
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						r = dec
-					} else {
-						s.pos = save
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			return nil, s.errorf("invalid escape \\%c", esc)
-		}
+	buf, n, err := jsonstr.AppendQuoted(nil, s.data[start:], jsonstr.KeepInvalidUTF8)
+	if err != nil {
+		return nil, s.stringError(start, err)
 	}
-	return nil, s.errorf("unterminated string")
+	s.pos = start + n
+	return buf, nil
 }
 
-func (s *jsonScanner) readHex4() (rune, error) {
-	if s.pos+4 > len(s.data) {
-		return 0, s.errorf("short \\u escape")
+// stringError words a bad string at the offset of what is wrong: the bad
+// byte, or the end of an escape's first two bytes.
+func (s *jsonScanner) stringError(start int, err error) error {
+	se, ok := errors.AsType[*jsonstr.SyntaxError](err)
+	if !ok {
+		return s.errorf("%v", err)
 	}
-	v, err := strconv.ParseUint(string(s.data[s.pos:s.pos+4]), 16, 32)
-	if err != nil {
-		return 0, s.errorf("invalid \\u escape %q", s.data[s.pos:s.pos+4])
+	s.pos = start + se.Offset
+	switch se.Err {
+	case jsonstr.ErrControl:
+		return s.errorf("control character in string")
+	case jsonstr.ErrEscape:
+		s.pos += 2
+		return s.errorf("invalid escape \\%c", s.data[s.pos-1])
+	case jsonstr.ErrUnicodeEscape:
+		s.pos += 2
+		if s.pos+4 > len(s.data) {
+			return s.errorf("short \\u escape")
+		}
+		return s.errorf("invalid \\u escape %q", s.data[s.pos:s.pos+4])
 	}
-	s.pos += 4
-	return rune(v), nil
+	return s.errorf("unterminated string")
 }
 
 // readInt reads a JSON integer that fits an int32.

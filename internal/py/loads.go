@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/stampede-bench/stampede/internal/jsonstr"
 )
 
 // JSONKind names a JSONValue's JSON type.
@@ -253,83 +253,37 @@ func (p *jsonParser) number() (*JSONValue, error) {
 }
 
 // string parses a quoted string at p.i, returning its decoded text and
-// its source text.
+// its source text. Bytes that are not UTF-8 become U+FFFD, so the decoded
+// text re-encodes to itself.
 func (p *jsonParser) string() (string, string, error) {
 	start := p.i
-	p.i++
-	var out []byte
-	for {
-		if p.i >= len(p.s) {
-			return "", "", p.errorf("unterminated string starting at %d", start)
-		}
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return string(out), p.s[start:p.i], nil
-		case c < 0x20:
-			return "", "", p.errorf("invalid control character")
-		case c == '\\':
-			if p.i+1 >= len(p.s) {
-				return "", "", p.errorf("unterminated string starting at %d", start)
-			}
-			esc := p.s[p.i+1]
-			p.i += 2
-			switch esc {
-			case '"', '\\', '/':
-				out = append(out, esc)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, err := p.hex4()
-				if err != nil {
-					return "", "", err
-				}
-				if utf16.IsSurrogate(r) && p.i+6 <= len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
-					save := p.i
-					p.i += 2
-					r2, err := p.hex4()
-					if err == nil && utf16.DecodeRune(r, r2) != utf8.RuneError {
-						r = utf16.DecodeRune(r, r2)
-					} else {
-						p.i = save
-					}
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				return "", "", p.errorf("invalid \\escape")
-			}
-		case c >= utf8.RuneSelf:
-			// Bytes that are not UTF-8 become U+FFFD, so the decoded text
-			// re-encodes to itself.
-			r, size := utf8.DecodeRuneInString(p.s[p.i:])
-			out = utf8.AppendRune(out, r)
-			p.i += size
-		default:
-			out = append(out, c)
-			p.i++
-		}
+	text, n, err := jsonstr.AppendQuoted(nil, p.s[start+1:], 0)
+	if err != nil {
+		return "", "", p.stringError(start, err)
 	}
+	p.i = start + 1 + n
+	return string(text), p.s[start:p.i], nil
 }
 
-func (p *jsonParser) hex4() (rune, error) {
-	if p.i+4 > len(p.s) {
-		return 0, p.errorf("invalid \\uXXXX escape")
+// stringError words a bad string as json.loads does, at the offset it
+// reports: the bad byte, or the end of an escape's first two bytes.
+func (p *jsonParser) stringError(start int, err error) error {
+	se, ok := errors.AsType[*jsonstr.SyntaxError](err)
+	if !ok {
+		return err
 	}
-	v, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
-	if err != nil {
-		return 0, p.errorf("invalid \\uXXXX escape")
+	p.i = start + 1 + se.Offset
+	switch se.Err {
+	case jsonstr.ErrControl:
+		return p.errorf("invalid control character")
+	case jsonstr.ErrEscape:
+		p.i += 2
+		return p.errorf("invalid \\escape")
+	case jsonstr.ErrUnicodeEscape:
+		p.i += 2
+		return p.errorf("invalid \\uXXXX escape")
 	}
-	p.i += 4
-	return rune(v), nil
+	return p.errorf("unterminated string starting at %d", start)
 }
 
 func (p *jsonParser) array(depth int) (*JSONValue, error) {

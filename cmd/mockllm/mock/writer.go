@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/stampede-bench/stampede/internal/fifo"
 )
 
 // writer is the token clock. One goroutine keeps the schedule of every
@@ -26,7 +28,7 @@ type writer struct {
 	due        dueHeap   // per-stream mode
 	active     int       // per-stream mode: admitted, unfinished streams
 	running    []*stream // decode-step mode
-	waiting    fifo
+	waiting    fifo.Queue[*stream]
 	nextStepNs int64 // decode-step mode: 0 while idle
 	// fireNs is when the timer fires next (0: disarmed), as last armed;
 	// periodNs its period (0: once).
@@ -219,14 +221,14 @@ func (w *writer) accept(st *stream, now int64) {
 	}
 	w.s.stats.waiting.Add(1)
 	if w.cfg.Mode == DecodeStep {
-		w.waiting.push(st)
+		w.waiting.Push(st)
 		if w.nextStepNs == 0 {
 			w.nextStepNs = now
 		}
 		return
 	}
 	if w.cfg.MaxNumSeqs > 0 && w.active >= w.cfg.MaxNumSeqs {
-		w.waiting.push(st)
+		w.waiting.Push(st)
 		return
 	}
 	w.startPerStream(st, st.arrivalNs)
@@ -320,7 +322,7 @@ func (w *writer) runSteps() int64 {
 		stepNs := w.nextStepNs
 		w.step(stepNs)
 		w.steps++
-		if len(w.running) == 0 && w.waiting.len() == 0 {
+		if len(w.running) == 0 && w.waiting.Len() == 0 {
 			w.nextStepNs = 0
 			return 0
 		}
@@ -340,8 +342,8 @@ func (w *writer) runSteps() int64 {
 // room, then give every running stream that is past its prefill its next
 // token.
 func (w *writer) step(stepNs int64) {
-	for w.waiting.len() > 0 && (w.cfg.MaxNumSeqs == 0 || len(w.running) < w.cfg.MaxNumSeqs) {
-		st := w.waiting.pop()
+	for w.waiting.Len() > 0 && (w.cfg.MaxNumSeqs == 0 || len(w.running) < w.cfg.MaxNumSeqs) {
+		st := w.waiting.Pop()
 		w.s.stats.waiting.Add(-1)
 		w.s.stats.running.Add(1)
 		w.s.load.admitted(st, stepNs)
@@ -482,8 +484,8 @@ func (w *writer) finish(st *stream) {
 	st.conn = nil
 	if w.cfg.Mode == PerStream {
 		w.active--
-		if w.waiting.len() > 0 {
-			w.startPerStream(w.waiting.pop(), w.clock.nowNs())
+		if w.waiting.Len() > 0 {
+			w.startPerStream(w.waiting.Pop(), w.clock.nowNs())
 		}
 	}
 }
@@ -553,28 +555,4 @@ func (h dueHeap) down(i int) {
 		h[i], h[least] = h[least], h[i]
 		i = least
 	}
-}
-
-// fifo is a queue of waiting streams.
-type fifo struct {
-	items []*stream
-	head  int
-}
-
-func (q *fifo) len() int { return len(q.items) - q.head }
-
-func (q *fifo) push(st *stream) {
-	if q.head > 0 && q.head*2 >= len(q.items) {
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-	q.items = append(q.items, st)
-}
-
-func (q *fifo) pop() *stream {
-	st := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	return st
 }
