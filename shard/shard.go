@@ -23,7 +23,7 @@ type Request struct {
 	NumInputSequences int    // pooling requests over a list prompt; 0 means 1
 	// PoolingUsage is where a pooling answer's usage is, by the request's
 	// encoding_format.
-	PoolingUsage PoolingUsage
+	PoolingUsage sse.PoolingUsage
 }
 
 // Config is what one shard needs to run. Requests, Queue and Clock are
