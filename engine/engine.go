@@ -30,11 +30,15 @@ type Request struct {
 	NumInputSequences int
 	// PoolingUsage is where a pooling answer's usage is, by the request's
 	// encoding_format.
-	PoolingUsage shard.PoolingUsage
+	PoolingUsage sse.PoolingUsage
 	// OffsetNs is the request's send time after the start, from a timed
 	// trace; used only with Config.SelfTimed.
 	OffsetNs int64
 }
+
+// DefaultMaxBufferedBytes is the default of --max-buffered-bytes (see
+// shard.DefaultBudgetBytes for why it is this size).
+const DefaultMaxBufferedBytes = shard.DefaultBudgetBytes
 
 // Config describes one run.
 type Config struct {
@@ -153,7 +157,7 @@ type Result struct {
 
 // Health tells how well the client itself kept up (DESIGN principle 6).
 type Health struct {
-	Shards []shard.Health
+	Shards []ShardHealth
 	// ScheduleLag is actual minus intended release time over all requests.
 	ScheduleLagP50, ScheduleLagP99, ScheduleLagMax time.Duration
 	// LongestTurn is the longest event-loop pass of any shard.
@@ -171,10 +175,10 @@ type Health struct {
 	// same receive stamp as the event before them in their stream (one
 	// read), so that the ITL between them, 0, measured nothing.
 	TokenEvents, SharedStamps int64
-	// Connect trouble summed over the shards (see shard.Health).
+	// Connect trouble summed over the shards (see ShardHealth).
 	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
-	Warm shard.WarmStats
+	Warm WarmStats
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -218,7 +222,7 @@ type transport interface {
 	stop()
 	abort()
 	wait()
-	health() []shard.Health
+	health() []ShardHealth
 }
 
 // Start validates cfg, starts the transport and the schedule, and returns
@@ -663,10 +667,10 @@ func (s *shardSet) abort() {
 
 func (s *shardSet) wait() { s.wg.Wait() }
 
-func (s *shardSet) health() []shard.Health {
-	h := make([]shard.Health, len(s.shards))
+func (s *shardSet) health() []ShardHealth {
+	h := make([]ShardHealth, len(s.shards))
 	for i, sh := range s.shards {
-		h[i] = sh.Health()
+		h[i] = shardHealth(sh.Health())
 	}
 	return h
 }

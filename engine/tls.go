@@ -55,7 +55,7 @@ func (s tlsSet) wakeOne()               { s.t.Wake() }
 func (s tlsSet) stop()                  { s.t.Stop() }
 func (s tlsSet) abort()                 { s.t.Abort() }
 func (s tlsSet) wait()                  { s.t.Wait() }
-func (s tlsSet) health() []shard.Health { return []shard.Health{s.t.Health()} }
+func (s tlsSet) health() []ShardHealth { return []ShardHealth{shardHealth(s.t.Health())} }
 
 // withServerName returns cfg, or a copy naming address's host as the
 // server when cfg names none.
