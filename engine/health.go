@@ -107,3 +107,12 @@ func shardHealth(h shard.Health) ShardHealth {
 		TLSFallbacks: h.TLSFallbacks, TLSPath: h.TLSPath,
 	}
 }
+
+// publish is shardHealth of each of hs.
+func publish(hs []shard.Health) []ShardHealth {
+	out := make([]ShardHealth, len(hs))
+	for i, h := range hs {
+		out[i] = shardHealth(h)
+	}
+	return out
+}
