@@ -595,4 +595,3 @@ func resolve(network, address string) (netip.AddrPort, error) {
 	}
 	return ap, nil
 }
-

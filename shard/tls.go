@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"golang.org/x/sys/unix"
 )
 
@@ -221,9 +222,9 @@ type stampedConn struct {
 	reads   *atomic.Int64
 	stamped *atomic.Int64
 
-	// recordGate bounds crypto/tls's reads to a record and feeds it the
+	// Gate bounds crypto/tls's reads to a record and feeds it the
 	// records recordReader hands over.
-	recordGate
+	tls13.Gate
 	// pre: bytes read off the socket before it came here (a connection
 	// that left a shard loop), returned first.
 	pre []byte
@@ -262,12 +263,12 @@ func (s *stampedConn) recv(fd uintptr) bool {
 // Read implements net.Conn for crypto/tls, honouring the connection's
 // deadlines; a read ends at most at the end of a TLS record.
 func (s *stampedConn) Read(p []byte) (int, error) {
-	if n, err, ok := s.injected(p); ok {
+	if n, err, ok := s.Injected(p); ok {
 		return n, err
 	}
-	p = s.limit(p)
+	p = s.Limit(p)
 	n, err := s.readAny(p)
-	s.took(p[:n])
+	s.Took(p[:n])
 	return n, err
 }
 

@@ -229,23 +229,23 @@ func TestHasKeyUpdateWalksMessageLengths(t *testing.T) {
 		m := []byte{4, byte(bodyLen >> 16), byte(bodyLen >> 8), byte(bodyLen)}
 		body := make([]byte, bodyLen)
 		for i := range body {
-			body[i] = tlsKeyUpdate // every body byte looks like a message type
+			body[i] = tls13.MsgKeyUpdate // every body byte looks like a message type
 		}
 		return append(m, body...)
 	}
-	keyUpdate := []byte{tlsKeyUpdate, 0, 0, 1, 0}
+	keyUpdate := []byte{tls13.MsgKeyUpdate, 0, 0, 1, 0}
 	for _, n := range []int{0, 4, 5, 7, 0x104, 0x145, 0x1ff04} {
-		if hasKeyUpdate(ticket(n)) {
+		if tls13.HasKeyUpdate(ticket(n)) {
 			t.Errorf("a %d-byte ticket read as a KeyUpdate", n)
 		}
-		if two := append(ticket(n), ticket(n+3)...); hasKeyUpdate(two) {
+		if two := append(ticket(n), ticket(n+3)...); tls13.HasKeyUpdate(two) {
 			t.Errorf("two tickets (%d, %d bytes) read as a KeyUpdate", n, n+3)
 		}
-		if !hasKeyUpdate(append(ticket(n), keyUpdate...)) {
+		if !tls13.HasKeyUpdate(append(ticket(n), keyUpdate...)) {
 			t.Errorf("KeyUpdate after a %d-byte ticket not seen", n)
 		}
 	}
-	if !hasKeyUpdate(keyUpdate) {
+	if !tls13.HasKeyUpdate(keyUpdate) {
 		t.Error("a lone KeyUpdate not seen")
 	}
 }
