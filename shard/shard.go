@@ -60,8 +60,8 @@ type Config struct {
 	Warmed *sync.WaitGroup
 
 	// TLS, when set, speaks TLS 1.3 on every connection, the records
-	// sealed and opened on the loop (see tlsloop.go); it should come from
-	// PrepareTLS and name the server. A connection that negotiates
+	// sealed and opened on the loop (see tlsloop.go); Start sets it from
+	// PrepareTLS, naming the server. A connection that negotiates
 	// anything but TLS 1.3 (ProbeTLS tells beforehand whether the server
 	// does) carries its request through crypto/tls on a goroutine of its
 	// own instead (Health.TLSFallbacks). Warm connections complete their
@@ -180,23 +180,8 @@ type Shard struct {
 	// read of the same bytes would record the same times (see coalesceNap).
 	stamped bool
 
-	// TLS (Config.TLS): the server's address for crypto/tls, the
-	// connections away from the loop (fallen back to crypto/tls on a
-	// goroutine), the handshakes done and not yet taken by the loop
-	// (hsDone, under hsMu; hsSpare is the other half of the double
-	// buffer), and the buffer requests are sealed in.
-	remote    net.Addr
-	away      []*conn
-	hsMu      sync.Mutex
-	hsDone    []*tlsDial
-	hsSpare   []*tlsDial
-	hsClosed  bool
-	hsPending atomic.Bool
-	seal      []byte
-	// warmTook counts the warm-up's handshakes that ended, warmOpened
-	// those that left an idle connection; warmFailed: one did not.
-	warmTook, warmOpened int
-	warmFailed           bool
+	// The TLS connections' handshakes and hand-overs (tlsdial.go).
+	tlsState
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -493,7 +478,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		if ev.Events&unix.EPOLLERR != 0 && c.txPending {
 			s.readTxStamps(c)
 		}
-		if ev.Events&unix.EPOLLOUT != 0 && (c.written < len(c.req.Wire) || c.tls != nil && len(c.tls.out) > 0) {
+		if ev.Events&unix.EPOLLOUT != 0 && (c.written < len(c.req.Wire) || c.tls.unsent()) {
 			s.writeRequest(c)
 		}
 		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,6 +27,27 @@ import (
 // through the same parsers, with the raw socket's kernel stamps, and the
 // shard records the outcome (see fallBack; Health.TLSFallbacks counts
 // them). Such a connection carries that one request and closes.
+
+// tlsState is a shard's part in its TLS connections' handshakes.
+type tlsState struct {
+	// The server's address for crypto/tls, the connections away from the
+	// loop (fallen back to crypto/tls on a goroutine), the handshakes done
+	// and not yet taken by the loop (hsDone, under hsMu; hsSpare is the
+	// other half of the double buffer), and the buffer requests are
+	// sealed in.
+	remote    net.Addr
+	away      []*conn
+	hsMu      sync.Mutex
+	hsDone    []*tlsDial
+	hsSpare   []*tlsDial
+	hsClosed  bool
+	hsPending atomic.Bool
+	seal      []byte
+	// warmTook counts the warm-up's handshakes that ended, warmOpened
+	// those that left an idle connection; warmFailed: one did not.
+	warmTook, warmOpened int
+	warmFailed           bool
+}
 
 // maxHandshakers bounds the handshaker goroutines: each holds a deep
 // stack, and many are in flight only while they wait for a far server (at

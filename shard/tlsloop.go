@@ -38,6 +38,10 @@ type loopTLS struct {
 	sent bool
 }
 
+// unsent reports whether t (nil on a plain connection) holds sealed
+// bytes the socket did not take yet.
+func (t *loopTLS) unsent() bool { return t != nil && len(t.out) > 0 }
+
 // newLoopTLS takes the traffic keys of a TLS 1.3 connection from its key
 // log; any other connection cannot run on a loop.
 func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
