@@ -31,7 +31,7 @@
 // tlshandshake.go), then the loop reads and writes the socket itself and
 // the connection's record layer (internal/tls13) opens and seals the TLS
 // 1.3 records in place (tlsloop.go). Servers that negotiate anything else
-// use TLSTransport, a goroutine per connection over crypto/tls feeding the
+// fall back to a goroutine per connection over crypto/tls feeding the
 // same parsers and recorder. Start chooses among the three for a run. All
 // system calls live in sys_linux.go.
 package shard

@@ -61,10 +61,10 @@ type Config struct {
 
 	// TLS, when set, speaks TLS 1.3 on every connection, the records
 	// sealed and opened on the loop (see tlsloop.go); Start sets it from
-	// PrepareTLS, naming the server. A connection that negotiates
-	// anything but TLS 1.3 (ProbeTLS tells beforehand whether the server
-	// does) carries its request through crypto/tls on a goroutine of its
-	// own instead (Health.TLSFallbacks). Warm connections complete their
+	// PrepareTLS, naming the server, once a probing handshake showed the
+	// server negotiates TLS 1.3. A connection that negotiates anything
+	// else all the same carries its request through crypto/tls on a
+	// goroutine of its own instead (Health.TLSFallbacks). Warm connections complete their
 	// handshakes too (one that negotiates anything but TLS 1.3 is closed).
 	TLS *tls.Config
 }

@@ -60,9 +60,9 @@ type RunConfig struct {
 
 // Start starts cfg's transport and owns its choice: plain TCP on the
 // shard loops; TLS 1.3 on the loops when one probing handshake shows the
-// server negotiates it (ProbeTLS); else one crypto/tls goroutine per
-// connection (StartTLS), whose Health says why. The loops' TLS
-// configuration gets StartTLS's defaults (PrepareTLS).
+// server negotiates it (probeTLS); else one crypto/tls goroutine per
+// connection (startFallback), whose Health says why. The loops' TLS
+// configuration gets startFallback's defaults (PrepareTLS).
 func Start(cfg RunConfig) (Transport, error) {
 	if cfg.TLS == nil {
 		return startLoops(cfg)
@@ -71,7 +71,7 @@ func Start(cfg RunConfig) (Transport, error) {
 	if cfg.LoopTLS {
 		prepared := PrepareTLS(cfg.TLS, cfg.Conns)
 		var ok bool
-		if ok, why = ProbeTLS(cfg.Base.Addr.String(), prepared, cfg.Base.ConnectTimeout); ok {
+		if ok, why = probeTLS(cfg.Base.Addr.String(), prepared, cfg.Base.ConnectTimeout); ok {
 			cfg.Base.TLS = prepared
 			return startLoops(cfg)
 		}
@@ -80,9 +80,7 @@ func Start(cfg RunConfig) (Transport, error) {
 	base.ID, base.CPU = 0, -1
 	base.Warm, base.Warmed = 0, nil
 	base.Recorder = metrics.NewRecorder(cfg.Recording)
-	t := StartTLS(base, cfg.TLS, cfg.Conns)
-	t.NoteFallback(why)
-	return fallbackTransport{t}, nil
+	return fallbackTransport{startFallback(base, cfg.TLS, cfg.Conns, why)}, nil
 }
 
 // loopSet is the epoll transport: one pinned event loop per shard.
@@ -160,8 +158,8 @@ func (s *loopSet) Health() []Health {
 func (s *loopSet) Recorders() []*metrics.Recorder { return s.recs }
 func (s *loopSet) Loops() int                     { return len(s.shards) }
 
-// fallbackTransport is TLSTransport as a run's Transport.
-type fallbackTransport struct{ t *TLSTransport }
+// fallbackTransport is tlsFallback as a run's Transport.
+type fallbackTransport struct{ t *tlsFallback }
 
 func (f fallbackTransport) Wake()            { f.t.Wake() }
 func (f fallbackTransport) Stop()            { f.t.Stop() }

@@ -20,7 +20,7 @@ import (
 // (tlsloop.go). crypto/tls keeps the connection's tls.Conn only to take
 // the server's session tickets into the session cache (tls13.Records
 // hands them over). Only TLS 1.3 (AES-GCM or ChaCha20-Poly1305) can run
-// there; ProbeTLS tells Start beforehand whether a server negotiates it.
+// there; probeTLS tells Start beforehand whether a server negotiates it.
 // A connection that negotiates anything else all the same (a load
 // balancer whose backends differ) carries its request as on the fallback
 // transport (tls.go): crypto/tls reads it on a goroutine of its own,
@@ -54,12 +54,12 @@ type tlsState struct {
 // most handshakeCPU's tokens compute at once).
 const maxHandshakers = 64
 
-// ProbeTLS makes one connection and handshake with addr (without the
+// probeTLS makes one connection and handshake with addr (without the
 // session cache of cfg) and reports whether the server negotiates what the
 // shard loops can carry (TLS 1.3), and if not, what it chose. A
 // connection or handshake that fails says nothing (ok true, why the
 // failure): the run's own connections will fail the same way.
-func ProbeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
+func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
 	cfg = cfg.Clone()
 	cfg.ClientSessionCache = nil
 	keys := &keyLog{}

@@ -571,7 +571,7 @@ func TestTLSLoopFallsBackPerConnection(t *testing.T) {
 	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	var tls12 atomic.Int64
 	srv, tlsConfig := shardtest.NewTLSWith(t, mixedVersions(&tls12))
-	if ok, why := ProbeTLS(srv.Addr.String(), tlsConfig, time.Minute); !ok {
+	if ok, why := probeTLS(srv.Addr.String(), tlsConfig, time.Minute); !ok {
 		t.Fatalf("the probe's TLS 1.3 connection did not choose the loop: %s", why)
 	}
 	paths := strings.Fields(strings.Repeat("/ok/5 ", 24))

@@ -78,7 +78,7 @@ func TestTLSChaCha(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}, 2)
-	if ok, why := ProbeTLS(addr.String(), cfg, timeoutForTests); !ok {
+	if ok, why := probeTLS(addr.String(), cfg, timeoutForTests); !ok {
 		t.Fatalf("probe: the loops cannot carry the server's TLS: %s", why)
 	}
 	srv := &shardtest.Server{Addr: addr}
