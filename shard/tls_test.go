@@ -64,7 +64,7 @@ func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Con
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rr = &recordReader{key: readKey}
+	rr = &recordReader{open: tls13.Reader{Key: readKey}}
 	server = <-accepted
 	if server == nil {
 		tb.Fatal("accept failed")

@@ -12,13 +12,10 @@ import (
 	"github.com/stampede-bench/stampede/internal/tls13"
 )
 
-// The server's records after a TLS 1.3 handshake are decrypted here, not
-// in crypto/tls: its read path allocates on every record it reads from
-// the socket, and holds bytes the worker cannot stamp. crypto/tls does the
-// handshake, writes the requests, and still sees every post-handshake
-// handshake message (session tickets, KeyUpdate): recordReader re-seals
-// each under the sequence number crypto/tls expects and hands it over.
-// Servers that negotiate TLS 1.2 keep crypto/tls's read path.
+// The fallback transport's side of TLS 1.3 records: the server's records
+// are read off the socket here and opened by tls13.Reader, not by
+// crypto/tls (see there why). Servers that negotiate TLS 1.2 keep
+// crypto/tls's read path.
 
 // keyLog takes a connection's secrets from crypto/tls (NSS key log lines)
 // and passes every line on to the user's KeyLogWriter, if any.
@@ -63,16 +60,15 @@ const tlsInitialSize = 2 << 10
 // plain TCP (and as the kernel's coalescing of queued segments would make
 // them anyway).
 type recordReader struct {
-	key        *tls13.Key
+	open       tls13.Reader
 	buf        []byte // ciphertext; whole and partial records in [start, end)
 	start, end int
-	fed        uint64 // records handed to crypto/tls under the current key
-	seal       []byte // a re-sealed record for crypto/tls
 }
 
 // reset readies the reader for a new connection, keeping its buffer.
 func (r *recordReader) reset() {
-	r.key, r.start, r.end, r.fed = nil, 0, 0, 0
+	r.open.Reset(nil)
+	r.start, r.end = 0, 0
 }
 
 // record returns the next whole record, header included, reading if none
@@ -123,48 +119,8 @@ func (r *recordReader) next(raw *stampedConn, tc *tls.Conn) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		typ, p, err := tls13.Open(r.key, rec)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case tls13.TypeChangeCipherSpec:
-			continue
-		case tls13.TypeApplicationData:
-			return p, nil
-		case tls13.TypeAlert:
-			if err := tls13.Alert(p); err != tls13.ErrCloseNotify {
-				return nil, err
-			}
-			return nil, io.EOF
-		case tls13.TypeHandshake:
-			if err := r.handOver(raw, tc, p); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, errors.New("TLS: unexpected content type " + strconv.Itoa(int(typ)))
+		if data, ok, err := r.open.Open(rec, tc, &raw.Gate); ok || err != nil {
+			return data, err
 		}
 	}
-}
-
-// handOver gives crypto/tls the handshake messages in msg, sealed as the
-// record it expects next, and follows a KeyUpdate.
-func (r *recordReader) handOver(raw *stampedConn, tc *tls.Conn, msg []byte) error {
-	k := r.key
-	size := len(msg) + 1 + k.AEAD.Overhead()
-	r.seal = append(r.seal[:0], tls13.TypeApplicationData, 3, 3, byte(size>>8), byte(size))
-	r.seal = append(r.seal, msg...)
-	r.seal = append(r.seal, tls13.TypeHandshake)
-	r.seal = k.AEAD.Seal(r.seal[:tls13.HeaderLen], k.Nonce(r.fed), r.seal[tls13.HeaderLen:], r.seal[:tls13.HeaderLen])
-	r.fed++
-	if err := tls13.Feed(tc, &raw.Gate, r.seal); err != nil {
-		return err
-	}
-	if tls13.HasKeyUpdate(msg) {
-		if err := k.Update(); err != nil {
-			return err
-		}
-		r.fed = 0
-	}
-	return nil
 }
