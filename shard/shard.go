@@ -3,7 +3,6 @@ package shard
 import (
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -64,8 +63,9 @@ type Config struct {
 	// PrepareTLS, naming the server, once a probing handshake showed the
 	// server negotiates TLS 1.3. A connection that negotiates anything
 	// else all the same carries its request through crypto/tls on a
-	// goroutine of its own instead (Health.TLSFallbacks). Warm connections complete their
-	// handshakes too (one that negotiates anything but TLS 1.3 is closed).
+	// goroutine of its own instead (Health.TLSFallbacks). Warm connections
+	// complete their handshakes too (one that negotiates anything but TLS
+	// 1.3 is closed).
 	TLS *tls.Config
 }
 
@@ -290,8 +290,7 @@ func New(cfg Config) (*Shard, error) {
 	}
 	s.health.CPU = cfg.CPU
 	if cfg.TLS != nil {
-		s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
-		s.remote = net.TCPAddrFromAddrPort(cfg.Addr)
+		s.initTLS()
 	}
 	return s, nil
 }

@@ -49,6 +49,12 @@ type tlsState struct {
 	warmFailed           bool
 }
 
+// initTLS readies a new shard for TLS connections.
+func (s *Shard) initTLS() {
+	s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
+	s.remote = net.TCPAddrFromAddrPort(s.cfg.Addr)
+}
+
 // maxHandshakers bounds the handshaker goroutines: each holds a deep
 // stack, and many are in flight only while they wait for a far server (at
 // most handshakeCPU's tokens compute at once).
