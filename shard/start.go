@@ -61,8 +61,8 @@ type RunConfig struct {
 // Start starts cfg's transport and owns its choice: plain TCP on the
 // shard loops; TLS 1.3 on the loops when one probing handshake shows the
 // server negotiates it (probeTLS); else one crypto/tls goroutine per
-// connection (startFallback), whose Health says why. The loops' TLS
-// configuration gets startFallback's defaults (PrepareTLS).
+// connection (startFallback), whose Health says why. Either TLS path
+// gets PrepareTLS's defaults.
 func Start(cfg RunConfig) (Transport, error) {
 	if cfg.TLS == nil {
 		return startLoops(cfg)

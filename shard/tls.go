@@ -87,9 +87,9 @@ func startFallback(cfg Config, tlsConfig *tls.Config, workers int, why string) *
 	return t
 }
 
-// PrepareTLS returns a copy of c with the defaults startFallback applies: a
-// session cache for at least conns connections and the X25519 / P-256 key
-// exchange, unless c sets its own.
+// PrepareTLS returns a copy of c with the defaults every TLS path applies:
+// a session cache for at least conns connections and the X25519 / P-256
+// key exchange, unless c sets its own.
 func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	c = c.Clone()
 	if c.ClientSessionCache == nil {
