@@ -11,7 +11,6 @@ import (
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
-	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
 )
 
@@ -505,8 +504,8 @@ func NumInputSequences(backend string, req *datasets.Request) int {
 	return 1
 }
 
-// poolingUsage names shard.PoolingUsage for the run's own fields.
-type poolingUsage = shard.PoolingUsage
+// poolingUsage names sse.PoolingUsage for the run's own fields.
+type poolingUsage = sse.PoolingUsage
 
 // PoolingUsage is where Python's _run_pooling_request finds the prompt
 // tokens of req's answer: by payload.get("encoding_format", "float"),
@@ -514,30 +513,30 @@ type poolingUsage = shard.PoolingUsage
 // header; "bytes_only": the request's own prompt length; anything else:
 // the JSON body). vllm-rerank posts no extra body, and the streaming
 // backends have no pooling answer.
-func PoolingUsage(backend string, req *datasets.Request, p BodyParams) (shard.PoolingUsage, error) {
+func PoolingUsage(backend string, req *datasets.Request, p BodyParams) (sse.PoolingUsage, error) {
 	b, err := lookupBackend(backend)
 	if err != nil {
-		return shard.UsageInBody, err
+		return sse.UsageInBody, err
 	}
 	switch b.api.kind {
 	case embeddingsKind, infinityKind, poolingKind:
 	default:
-		return shard.UsageInBody, nil
+		return sse.UsageInBody, nil
 	}
 	extra, err := p.extraBody(req)
 	if err != nil {
-		return shard.UsageInBody, err
+		return sse.UsageInBody, err
 	}
 	raw, ok := extra.Get("encoding_format")
 	var format string
 	if !ok || json.Unmarshal(raw, &format) != nil {
-		return shard.UsageInBody, nil
+		return sse.UsageInBody, nil
 	}
 	switch format {
 	case "bytes":
-		return shard.UsageInMetadata, nil
+		return sse.UsageInMetadata, nil
 	case "bytes_only":
-		return shard.UsageFromRequest, nil
+		return sse.UsageFromRequest, nil
 	}
-	return shard.UsageInBody, nil
+	return sse.UsageInBody, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
-	"github.com/stampede-bench/stampede/shard"
+	"github.com/stampede-bench/stampede/sse"
 )
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
@@ -194,21 +194,21 @@ func TestPoolingUsage(t *testing.T) {
 		backend string
 		extra   cli.JSONObject
 		over    string // request overrides
-		want    shard.PoolingUsage
+		want    sse.PoolingUsage
 	}{
-		{"openai-embeddings", cli.JSONObject{}, "", shard.UsageInBody},
-		{"openai-embeddings", obj("encoding_format", `"float"`), "", shard.UsageInBody},
-		{"openai-embeddings", obj("encoding_format", `"base64"`), "", shard.UsageInBody},
-		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
-		{"openai-embeddings-chat", obj("encoding_format", `"bytes_only"`), "", shard.UsageFromRequest},
-		{"vllm-pooling", obj("encoding_format", `"bytes"`), "", shard.UsageInMetadata},
-		{"infinity-embeddings", obj("encoding_format", `"bytes_only"`), "", shard.UsageFromRequest},
-		{"openai-embeddings", obj("encoding_format", `"bytes"`), `{"encoding_format": "float"}`, shard.UsageInBody},
-		{"openai-embeddings", obj("encoding_format", `["bytes"]`), "", shard.UsageInBody},
-		{"openai-embeddings", obj("encoding_format", `"BYTES"`), "", shard.UsageInBody},
+		{"openai-embeddings", cli.JSONObject{}, "", sse.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"float"`), "", sse.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"base64"`), "", sse.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", sse.UsageInMetadata},
+		{"openai-embeddings-chat", obj("encoding_format", `"bytes_only"`), "", sse.UsageFromRequest},
+		{"vllm-pooling", obj("encoding_format", `"bytes"`), "", sse.UsageInMetadata},
+		{"infinity-embeddings", obj("encoding_format", `"bytes_only"`), "", sse.UsageFromRequest},
+		{"openai-embeddings", obj("encoding_format", `"bytes"`), `{"encoding_format": "float"}`, sse.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `["bytes"]`), "", sse.UsageInBody},
+		{"openai-embeddings", obj("encoding_format", `"BYTES"`), "", sse.UsageInBody},
 		// Rerank posts no extra body; streams have no pooling answer.
-		{"vllm-rerank", obj("encoding_format", `"bytes"`), "", shard.UsageInBody},
-		{"openai", obj("encoding_format", `"bytes"`), "", shard.UsageInBody},
+		{"vllm-rerank", obj("encoding_format", `"bytes"`), "", sse.UsageInBody},
+		{"openai", obj("encoding_format", `"bytes"`), "", sse.UsageInBody},
 	}
 	for _, tt := range tests {
 		req := &datasets.Request{Prompt: "a", PromptLen: 3}

@@ -30,11 +30,15 @@ type Request struct {
 	NumInputSequences int
 	// PoolingUsage is where a pooling answer's usage is, by the request's
 	// encoding_format.
-	PoolingUsage shard.PoolingUsage
+	PoolingUsage sse.PoolingUsage
 	// OffsetNs is the request's send time after the start, from a timed
 	// trace; used only with Config.SelfTimed.
 	OffsetNs int64
 }
+
+// DefaultMaxBufferedBytes is the default of --max-buffered-bytes (see
+// shard.DefaultBudgetBytes for why it is this size).
+const DefaultMaxBufferedBytes = shard.DefaultBudgetBytes
 
 // Config describes one run.
 type Config struct {
@@ -153,7 +157,7 @@ type Result struct {
 
 // Health tells how well the client itself kept up (DESIGN principle 6).
 type Health struct {
-	Shards []shard.Health
+	Shards []ShardHealth
 	// ScheduleLag is actual minus intended release time over all requests.
 	ScheduleLagP50, ScheduleLagP99, ScheduleLagMax time.Duration
 	// LongestTurn is the longest event-loop pass of any shard.
@@ -171,10 +175,10 @@ type Health struct {
 	// same receive stamp as the event before them in their stream (one
 	// read), so that the ITL between them, 0, measured nothing.
 	TokenEvents, SharedStamps int64
-	// Connect trouble summed over the shards (see shard.Health).
+	// Connect trouble summed over the shards (see ShardHealth).
 	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
-	Warm shard.WarmStats
+	Warm WarmStats
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -196,7 +200,7 @@ type Runner struct {
 	queue     *shard.Queue
 	clock     shard.Clock
 	recorders []*metrics.Recorder
-	transport transport
+	transport shard.Transport
 	probes    *probeLoop // nil without Config.Probe
 	// warmed is done when every shard's warm-up ended.
 	warmed sync.WaitGroup
@@ -210,15 +214,6 @@ type Runner struct {
 	// Submit side of a Feed run (nil otherwise).
 	reqs []shard.Request
 	feed *feed
-}
-
-// transport is how requests go out: the shard loops, or TLS.
-type transport interface {
-	wakeOne()
-	stop()
-	abort()
-	wait()
-	health() []shard.Health
 }
 
 // Start validates cfg, starts the transport and the schedule, and returns
@@ -276,28 +271,25 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
-	tlsOnLoops, tlsWhy := false, ""
-	if cfg.TLS != nil {
-		tlsOnLoops, tlsWhy = tlsPath(cfg.TLS, addr, cfg.Address, slotsTotal, cfg.ConnectTimeout, &base)
-	}
-	if cfg.WarmConnections && (cfg.TLS == nil || tlsOnLoops) {
+	if cfg.WarmConnections {
 		// Each shard may carry up to its Slots of the requests in flight,
 		// so each gets its share rounded up.
 		base.Warm = min(base.Slots, (min(slotsTotal, n)+count-1)/count)
 		base.Warmed = &r.warmed
-		r.warmed.Add(count)
 	}
-	if cfg.TLS != nil && !tlsOnLoops {
-		count = 1
-		holdProcs()
-		r.transport, r.recorders, err = startTLS(base, cfg.TLS, cfg.Address, slotsTotal, opts, tlsWhy)
-	} else {
-		raiseProcs(count)
-		r.transport, r.recorders, err = startShards(base, count, cpus, opts)
+	run := shard.RunConfig{Base: base, Loops: count, CPUs: cpus, Recording: opts, Conns: slotsTotal, LoopTLS: tlsOnLoops}
+	if cfg.TLS != nil {
+		run.TLS = withServerName(cfg.TLS, cfg.Address)
 	}
+	r.transport, err = shard.Start(run)
 	if err != nil {
-		restoreProcs()
 		return nil, err
+	}
+	r.recorders = r.transport.Recorders()
+	if loops := r.transport.Loops(); loops > 0 {
+		raiseProcs(loops)
+	} else {
+		holdProcs()
 	}
 	if cfg.Probe != nil {
 		var tlsConfig *tls.Config
@@ -349,7 +341,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	select {
 	case <-warmed:
 	case <-ctx.Done():
-		r.transport.abort()
+		r.transport.Abort()
 		<-warmed
 	}
 	if !r.cfg.StartAt.IsZero() {
@@ -378,19 +370,19 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	select {
 	case <-r.queue.Done():
 		endNs = r.clock.Now()
-		r.transport.stop()
+		r.transport.Stop()
 	case <-r.feed.ended():
 		endNs = r.clock.Now()
-		r.transport.stop()
+		r.transport.Stop()
 	case <-ctx.Done():
 		res.Cancelled = true
 		r.queue.Close()
 		r.drain(r.cfg.CancelGrace)
 		endNs = r.clock.Now()
 		res.Aborted = r.aborted.Err() != nil
-		r.transport.abort()
+		r.transport.Abort()
 	}
-	r.transport.wait()
+	r.transport.Wait()
 	if r.probes != nil {
 		// Python takes the duration after awaiting the probe loop.
 		res.Probes = r.probes.stop()
@@ -458,7 +450,7 @@ func (r *Runner) dispatch(ctx context.Context, startNs int64, offsets []int64, r
 		}
 		now := r.clock.Now()
 		r.queue.Release(i, now)
-		r.transport.wakeOne()
+		r.transport.Wake()
 		lags = append(lags, now-due)
 		if r.cfg.RampUp != nil && !r.cfg.SelfTimed {
 			res.RampUpEvents = rampUpEvents(res.RampUpEvents, &lastRPS, rates[i], time.Now())
@@ -483,7 +475,7 @@ func (r *Runner) drain(grace time.Duration) {
 }
 
 func (r *Runner) health(lags []int64) Health {
-	h := Health{Shards: r.transport.health()}
+	h := Health{Shards: publish(r.transport.Health())}
 	var reads, stamped int64
 	for _, s := range h.Shards {
 		reads += s.Reads
@@ -602,71 +594,4 @@ func resolve(network, address string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, errors.New("server address " + address + ": no IP address")
 	}
 	return ap, nil
-}
-
-// shardSet is the epoll transport: one pinned event loop per shard.
-type shardSet struct {
-	shards []*shard.Shard
-	wg     sync.WaitGroup
-	next   int // round-robin start for wake-ups; dispatcher goroutine only
-}
-
-func startShards(base shard.Config, count int, cpus []int, opts metrics.Options) (*shardSet, []*metrics.Recorder, error) {
-	set := &shardSet{}
-	var recs []*metrics.Recorder
-	for i := range count {
-		cfg := base
-		cfg.ID = i
-		cfg.CPU = -1
-		if len(cpus) > 0 {
-			cfg.CPU = max(cpus[i%len(cpus)], -1)
-		}
-		cfg.Recorder = metrics.NewRecorder(opts)
-		s, err := shard.New(cfg)
-		if err != nil {
-			for _, s := range set.shards {
-				s.Abort()
-			}
-			set.wait()
-			return nil, nil, err
-		}
-		set.shards = append(set.shards, s)
-		recs = append(recs, cfg.Recorder)
-		set.wg.Go(s.Run)
-	}
-	return set, recs, nil
-}
-
-// wakeOne wakes one shard that sleeps with a free slot, if any; busy
-// shards look at the queue after every event anyway.
-func (s *shardSet) wakeOne() {
-	for k := range s.shards {
-		i := (s.next + k) % len(s.shards)
-		if s.shards[i].WakeIfSleeping() {
-			s.next = i + 1
-			return
-		}
-	}
-}
-
-func (s *shardSet) stop() {
-	for _, sh := range s.shards {
-		sh.Stop()
-	}
-}
-
-func (s *shardSet) abort() {
-	for _, sh := range s.shards {
-		sh.Abort()
-	}
-}
-
-func (s *shardSet) wait() { s.wg.Wait() }
-
-func (s *shardSet) health() []shard.Health {
-	h := make([]shard.Health, len(s.shards))
-	for i, sh := range s.shards {
-		h[i] = sh.Health()
-	}
-	return h
 }

@@ -80,7 +80,7 @@ func (r *Runner) Submit(req Request) (int, error) {
 	// The release's atomic store publishes the request to the shard that
 	// takes it.
 	r.queue.Release(i, r.clock.Now())
-	r.transport.wakeOne()
+	r.transport.Wake()
 	return i, nil
 }
 

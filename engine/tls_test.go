@@ -30,7 +30,7 @@ func bothTLSPaths(t *testing.T, test func(t *testing.T)) {
 }
 
 // tlsHealth sums the TLS figures over the shards.
-func tlsHealth(hs []shard.Health) (h shard.Health) {
+func tlsHealth(hs []ShardHealth) (h ShardHealth) {
 	for _, s := range hs {
 		h.TLSHandshakes += s.TLSHandshakes
 		h.TLSResumed += s.TLSResumed

@@ -38,7 +38,7 @@ type Client struct {
 	json  fastjson.Parser
 	clock stampClock
 	keys  keyLog       // the connection's secrets
-	rr    recordReader // reads the server's records once rr.key is set
+	rr    recordReader // reads the server's records once rr.open.Key is set
 
 	// dialCtx is cancelled once an interrupt's cutoff passes: a connect in
 	// progress gives up.
@@ -231,7 +231,7 @@ func (cl *Client) roundTrip(req *Request) (text string, ok, early bool) {
 		var data []byte
 		var err error
 		switch {
-		case cl.rr.key != nil:
+		case cl.rr.open.Key != nil:
 			data, err = cl.rr.next(cl.raw, cl.tc)
 		default:
 			if cl.buf == nil {
@@ -353,7 +353,8 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 	st.hsDone.Add(1)
 	if cs := tc.ConnectionState(); cs.Version == tls.VersionTLS13 && cl.keys.server != nil {
 		// Otherwise crypto/tls reads (TLS 1.2).
-		if cl.rr.key, _ = tls13.NewKey(cs.CipherSuite, cl.keys.server); cl.rr.key != nil {
+		if key, _ := tls13.NewKey(cs.CipherSuite, cl.keys.server); key != nil {
+			cl.rr.open.Reset(key)
 			st.ownRecords.Add(1)
 		}
 	}

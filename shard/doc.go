@@ -26,10 +26,12 @@
 // sent twice: one whose reused connection fails before any response byte
 // fails.
 //
-// https:// targets live on the loops too (Config.TLS, tlsloop.go): crypto/tls
-// does each handshake on a bounded pool of goroutines, then the loop opens
-// and seals the TLS 1.3 AES-GCM records itself. Servers that negotiate
-// anything else use TLSTransport, a goroutine per connection over crypto/tls
-// feeding the same parsers and recorder. All system calls live in
-// sys_linux.go.
+// https:// targets live on the loops too (Config.TLS): crypto/tls does
+// each handshake on a bounded pool of goroutines (tlsdial.go,
+// tlshandshake.go), then the loop reads and writes the socket itself and
+// the connection's record layer (internal/tls13) opens and seals the TLS
+// 1.3 records in place (tlsloop.go). Servers that negotiate anything else
+// fall back to a goroutine per connection over crypto/tls feeding the
+// same parsers and recorder. Start chooses among the three for a run. All
+// system calls live in sys_linux.go.
 package shard

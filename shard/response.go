@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,41 +48,18 @@ type Response struct {
 	sse  sse.Parser
 
 	reason []byte
-	body   []byte
 
-	// The request's own facts a pooling answer needs (SetPoolingUsage).
-	pooling          PoolingUsage
+	// A pooling answer's body and "metadata" header, and the request's
+	// own facts it needs (SetPoolingUsage).
+	pooled           sse.PoolingAnswer
+	pooling          sse.PoolingUsage
 	requestPromptLen int
-	metadata         []byte // the "metadata" header, for UsageInMetadata
-	hasMetadata      bool
 }
 
 var (
 	_ httpwire.Handler = (*Response)(nil)
 	_ sse.EventHandler = (*Response)(nil)
 )
-
-// PoolingUsage says where a pooling answer's prompt token count comes
-// from. Python's _run_pooling_request chooses by the request's own
-// encoding_format (spec §b, "Non-streaming pooling"); a server that
-// answers in another form than asked fails the request as it would there.
-type PoolingUsage uint8
-
-const (
-	// UsageInBody ("float", "base64", anything else) reads the JSON body's
-	// usage.prompt_tokens.
-	UsageInBody PoolingUsage = iota
-	// UsageInMetadata ("bytes") drains the binary body and reads usage from
-	// the JSON in the "metadata" response header.
-	UsageInMetadata
-	// UsageFromRequest ("bytes_only") drains the binary body and takes the
-	// request's own prompt length.
-	UsageFromRequest
-)
-
-// MissingMetadataError is the failure text of a "bytes" answer without a
-// metadata header: Python's str() of the KeyError it raises.
-const MissingMetadataError = "'metadata'"
 
 // ErrClosedByPeer is the server closing the connection before the
 // response was complete.
@@ -117,9 +93,9 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 		r.reason = append(r.reason[:0], h.Reason...)
 	}
 	r.keepAlive = h.KeepAlive
-	if h.StatusCode == 200 && !r.streaming && r.pooling == UsageInMetadata {
+	if h.StatusCode == 200 && !r.streaming && r.pooling == sse.UsageInMetadata {
 		v := h.Header("metadata")
-		r.metadata, r.hasMetadata = append(r.metadata[:0], v...), v != nil
+		r.pooled.Metadata, r.pooled.HasMetadata = append(r.pooled.Metadata[:0], v...), v != nil
 	}
 }
 
@@ -132,8 +108,8 @@ func (r *Response) OnBody(b []byte, tsNs int64) {
 		return
 	}
 	if !r.streaming {
-		if r.pooling == UsageInBody {
-			r.body = append(r.body, b...)
+		if r.pooling == sse.UsageInBody {
+			r.pooled.Body = append(r.pooled.Body, b...)
 		}
 		return
 	}
@@ -189,8 +165,8 @@ func (r *Response) Reset() {
 	r.keepAlive = false
 	r.done = false
 	r.handlerErr = nil
-	r.body = r.body[:0]
-	r.metadata, r.hasMetadata = r.metadata[:0], false
+	r.pooled.Body = r.pooled.Body[:0]
+	r.pooled.Metadata, r.pooled.HasMetadata = r.pooled.Metadata[:0], false
 	r.http.Reset(false)
 	r.sse.Reset()
 }
@@ -242,7 +218,7 @@ func (r *Response) account() (failure string, ok bool) {
 	if r.budget == nil {
 		return "", true
 	}
-	held := int64(r.sse.Buffered() + len(r.body))
+	held := int64(r.sse.Buffered() + len(r.pooled.Body))
 	if held == r.held {
 		return "", true
 	}
@@ -293,9 +269,9 @@ func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
 }
 
 // SetPoolingUsage tells a pooling Response where the next answer's usage
-// is and the request's own prompt length (for UsageFromRequest). It holds
+// is and the request's own prompt length (for sse.UsageFromRequest). It holds
 // until changed; streams ignore it.
-func (r *Response) SetPoolingUsage(u PoolingUsage, requestPromptLen int) {
+func (r *Response) SetPoolingUsage(u sse.PoolingUsage, requestPromptLen int) {
 	r.pooling, r.requestPromptLen = u, requestPromptLen
 }
 
@@ -312,82 +288,13 @@ func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 		}
 		return
 	}
-	prompt := int64(-1)
-	switch r.pooling {
-	case UsageFromRequest:
-		prompt = int64(r.requestPromptLen)
-	case UsageInMetadata:
-		if !r.hasMetadata {
-			rec.Fail(&r.stream, MissingMetadataError)
-			return
-		}
-		v, err := p.ParseBytes(r.metadata)
-		if err != nil {
-			rec.Fail(&r.stream, "malformed JSON in the metadata response header: "+err.Error())
-			return
-		}
-		var failure string
-		if prompt, failure = promptTokens(v); failure != "" {
-			rec.Fail(&r.stream, failure)
-			return
-		}
-	default:
-		v, err := p.ParseBytes(r.body)
-		if err != nil {
-			rec.Fail(&r.stream, "malformed JSON response body: "+err.Error())
-			return
-		}
-		var failure string
-		if prompt, failure = promptTokens(v); failure != "" {
-			rec.Fail(&r.stream, failure)
-			return
-		}
+	prompt, failure := r.pooled.PromptTokens(p, r.pooling, r.requestPromptLen)
+	if failure != "" {
+		rec.Fail(&r.stream, failure)
+		return
 	}
 	r.stream.Usage(prompt, -1)
 	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
-}
-
-// promptTokens is a pooling answer's usage.prompt_tokens, -1 when absent
-// or not a number. Python reads it as answer.get("usage", {}).get(
-// "prompt_tokens", 0), so an answer or a present usage that is not a JSON
-// object fails the request with the AttributeError's text.
-func promptTokens(answer *fastjson.Value) (prompt int64, failure string) {
-	o, err := answer.Object()
-	if err != nil {
-		return -1, noGetError(answer)
-	}
-	usage := sse.LastField(o, "usage")
-	if usage == nil {
-		return -1, ""
-	}
-	u, err := usage.Object()
-	if err != nil {
-		return -1, noGetError(usage)
-	}
-	if n := sse.LastField(u, "prompt_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		return int64(n.GetFloat64()), ""
-	}
-	return -1, ""
-}
-
-// noGetError is Python's text for calling .get on a JSON value that is not
-// an object: "'list' object has no attribute 'get'".
-func noGetError(v *fastjson.Value) string {
-	name := "NoneType"
-	switch v.Type() {
-	case fastjson.TypeArray:
-		name = "list"
-	case fastjson.TypeString:
-		name = "str"
-	case fastjson.TypeTrue, fastjson.TypeFalse:
-		name = "bool"
-	case fastjson.TypeNumber:
-		name = "int"
-		if bytes.ContainsAny(v.MarshalTo(nil), ".eE") {
-			name = "float"
-		}
-	}
-	return "'" + name + "' object has no attribute 'get'"
 }
 
 // progressText describes how far the answer got, for error texts.

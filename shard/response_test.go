@@ -11,13 +11,13 @@ import (
 
 // answer runs one whole answer through a Response as the loops do and
 // returns the recorded result and the recorder's server messages.
-func answer(t *testing.T, kind sse.Kind, streaming bool, usage PoolingUsage, opts metrics.Options, raw string) (metrics.RequestResult, *metrics.ServerMessages) {
+func answer(t *testing.T, kind sse.Kind, streaming bool, usage sse.PoolingUsage, opts metrics.Options, raw string) (metrics.RequestResult, *metrics.ServerMessages) {
 	res, msgs, _ := answerStatus(t, kind, streaming, usage, opts, raw)
 	return res, msgs
 }
 
 // answerStatus is answer that also returns the status code read.
-func answerStatus(t *testing.T, kind sse.Kind, streaming bool, usage PoolingUsage, opts metrics.Options, raw string) (metrics.RequestResult, *metrics.ServerMessages, int) {
+func answerStatus(t *testing.T, kind sse.Kind, streaming bool, usage sse.PoolingUsage, opts metrics.Options, raw string) (metrics.RequestResult, *metrics.ServerMessages, int) {
 	t.Helper()
 	var r Response
 	r.Init(sse.NewDecoder(kind), streaming)
@@ -50,39 +50,39 @@ func TestPoolingUsageSources(t *testing.T) {
 	metadata := `{"id": "embd-1", "created": 1, "model": "m", "data": [{"index": 0, "embed_dtype": "float32", "endianness": "native", "start": 0, "end": 8, "shape": [2]}], "usage": {"prompt_tokens": 5, "total_tokens": 5}}`
 	tests := []struct {
 		name       string
-		usage      PoolingUsage
+		usage      sse.PoolingUsage
 		raw        string
 		wantOK     bool
 		wantPrompt int
 		wantError  string
 	}{
-		{"float: JSON body", UsageInBody,
+		{"float: JSON body", sse.UsageInBody,
 			"HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(jsonBody)) + "\r\n\r\n" + jsonBody, true, 7, ""},
-		{"float: no usage counts 0", UsageInBody,
+		{"float: no usage counts 0", sse.UsageInBody,
 			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", true, 0, ""},
-		{"float: a binary body is not JSON", UsageInBody,
+		{"float: a binary body is not JSON", sse.UsageInBody,
 			"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n" + binary, false, 0, "malformed JSON response body"},
-		{"bytes: usage from the metadata header", UsageInMetadata,
+		{"bytes: usage from the metadata header", sse.UsageInMetadata,
 			"HTTP/1.1 200 OK\r\nmetadata: " + metadata + "\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(binary), true, 5, ""},
-		{"bytes: metadata without usage counts 0", UsageInMetadata,
+		{"bytes: metadata without usage counts 0", sse.UsageInMetadata,
 			"HTTP/1.1 200 OK\r\nMetadata: {\"id\": \"x\"}\r\nContent-Length: 8\r\n\r\n" + binary, true, 0, ""},
-		{"bytes: no metadata header", UsageInMetadata,
-			"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n" + binary, false, 0, MissingMetadataError},
-		{"bytes: metadata not JSON", UsageInMetadata,
+		{"bytes: no metadata header", sse.UsageInMetadata,
+			"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n" + binary, false, 0, sse.MissingMetadataError},
+		{"bytes: metadata not JSON", sse.UsageInMetadata,
 			"HTTP/1.1 200 OK\r\nmetadata: {usage\r\nContent-Length: 8\r\n\r\n" + binary, false, 0, "malformed JSON in the metadata response header"},
-		{"bytes_only: the request's prompt length", UsageFromRequest,
+		{"bytes_only: the request's prompt length", sse.UsageFromRequest,
 			"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(binary), true, 9, ""},
-		{"bytes_only: even over a JSON body", UsageFromRequest,
+		{"bytes_only: even over a JSON body", sse.UsageFromRequest,
 			"HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(jsonBody)) + "\r\n\r\n" + jsonBody, true, 9, ""},
-		{"float: a JSON list fails as Python's .get does", UsageInBody,
+		{"float: a JSON list fails as Python's .get does", sse.UsageInBody,
 			"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n[1,2]", false, 0, "'list' object has no attribute 'get'"},
-		{"float: a null usage fails as Python's .get does", UsageInBody,
+		{"float: a null usage fails as Python's .get does", sse.UsageInBody,
 			"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"usage\": null}", false, 0, "'NoneType' object has no attribute 'get'"},
-		{"bytes: usage a number", UsageInMetadata,
+		{"bytes: usage a number", sse.UsageInMetadata,
 			"HTTP/1.1 200 OK\r\nmetadata: {\"usage\": 1.5}\r\nContent-Length: 0\r\n\r\n", false, 0, "'float' object has no attribute 'get'"},
-		{"bytes: metadata a string", UsageInMetadata,
+		{"bytes: metadata a string", sse.UsageInMetadata,
 			"HTTP/1.1 200 OK\r\nmetadata: \"x\"\r\nContent-Length: 0\r\n\r\n", false, 0, "'str' object has no attribute 'get'"},
-		{"non-200 fails on the reason", UsageInMetadata,
+		{"non-200 fails on the reason", sse.UsageInMetadata,
 			"HTTP/1.1 429 Too Many Requests\r\nmetadata: " + metadata + "\r\nContent-Length: 0\r\n\r\n", false, 0, "Too Many Requests"},
 	}
 	for _, tt := range tests {
@@ -122,7 +122,7 @@ func TestStreamErrorEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, msgs := answer(t, sse.Completions, true, UsageInBody, metrics.Options{KeepText: true}, head+chunked(tt.body))
+			res, msgs := answer(t, sse.Completions, true, sse.UsageInBody, metrics.Options{KeepText: true}, head+chunked(tt.body))
 			if res.Success != tt.wantOK || res.Error != tt.wantError || res.GeneratedText != tt.wantText {
 				t.Errorf("success %v, error %q, text %q; want %v, %q, %q", res.Success, res.Error, res.GeneratedText, tt.wantOK, tt.wantError, tt.wantText)
 			}
@@ -140,7 +140,7 @@ func TestCutStreamKeepsNoText(t *testing.T) {
 	event := "data: {\"choices\":[{\"text\":\"ab\"}]}\n\n"
 	raw := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
 		strconv.FormatInt(int64(len(event)), 16) + "\r\n" + event + "\r\n"
-	res, _ := answer(t, sse.Completions, true, UsageInBody, metrics.Options{KeepText: true, KeepUncountedText: true}, raw)
+	res, _ := answer(t, sse.Completions, true, sse.UsageInBody, metrics.Options{KeepText: true, KeepUncountedText: true}, raw)
 	if res.Success || res.ChunkEvents != 1 || res.GeneratedText != "" || res.Error == "" {
 		t.Errorf("cut stream: %+v; want a failure with 1 token event and no text", res)
 	}
@@ -157,7 +157,7 @@ func TestAudioUsageIgnoresPromptTokens(t *testing.T) {
 		kind       sse.Kind
 		wantPrompt int
 	}{{sse.Audio, 9}, {sse.Chat, 123}} {
-		res, _ := answer(t, tt.kind, true, UsageInBody, metrics.Options{}, raw)
+		res, _ := answer(t, tt.kind, true, sse.UsageInBody, metrics.Options{}, raw)
 		if !res.Success || res.PromptLen != tt.wantPrompt || res.OutputTokens != 4 {
 			t.Errorf("%v: success %v, prompt len %d, output tokens %d; want true, %d, 4", tt.kind, res.Success, res.PromptLen, res.OutputTokens, tt.wantPrompt)
 		}
@@ -182,7 +182,7 @@ func FuzzPoolingResponse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, usage uint8) {
-		res, _, status := answerStatus(t, sse.Completions, false, PoolingUsage(usage%3), metrics.Options{}, string(raw))
+		res, _, status := answerStatus(t, sse.Completions, false, sse.PoolingUsage(usage%3), metrics.Options{}, string(raw))
 		if res.Success && (res.Error != "" || status != 200 || res.PromptLen < 0) {
 			t.Fatalf("success on status %d: %+v", status, res)
 		}

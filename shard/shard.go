@@ -3,7 +3,6 @@ package shard
 import (
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -23,7 +22,7 @@ type Request struct {
 	NumInputSequences int    // pooling requests over a list prompt; 0 means 1
 	// PoolingUsage is where a pooling answer's usage is, by the request's
 	// encoding_format.
-	PoolingUsage PoolingUsage
+	PoolingUsage sse.PoolingUsage
 }
 
 // Config is what one shard needs to run. Requests, Queue and Clock are
@@ -60,12 +59,13 @@ type Config struct {
 	Warmed *sync.WaitGroup
 
 	// TLS, when set, speaks TLS 1.3 on every connection, the records
-	// sealed and opened on the loop (see tlsloop.go); it should come from
-	// PrepareTLS and name the server. A connection that negotiates
-	// anything but TLS 1.3 (ProbeTLS tells beforehand whether the server
-	// does) carries its request through crypto/tls on a goroutine of its
-	// own instead (Health.TLSFallbacks). Warm connections complete their
-	// handshakes too (one that negotiates anything but TLS 1.3 is closed).
+	// sealed and opened on the loop (see tlsloop.go); Start sets it from
+	// PrepareTLS, naming the server, once a probing handshake showed the
+	// server negotiates TLS 1.3. A connection that negotiates anything
+	// else all the same carries its request through crypto/tls on a
+	// goroutine of its own instead (Health.TLSFallbacks). Warm connections
+	// complete their handshakes too (one that negotiates anything but TLS
+	// 1.3 is closed).
 	TLS *tls.Config
 }
 
@@ -180,23 +180,8 @@ type Shard struct {
 	// read of the same bytes would record the same times (see coalesceNap).
 	stamped bool
 
-	// TLS (Config.TLS): the server's address for crypto/tls, the
-	// connections away from the loop (fallen back to crypto/tls on a
-	// goroutine), the handshakes done and not yet taken by the loop
-	// (hsDone, under hsMu; hsSpare is the other half of the double
-	// buffer), and the buffer requests are sealed in.
-	remote    net.Addr
-	away      []*conn
-	hsMu      sync.Mutex
-	hsDone    []*tlsDial
-	hsSpare   []*tlsDial
-	hsClosed  bool
-	hsPending atomic.Bool
-	seal      []byte
-	// warmTook counts the warm-up's handshakes that ended, warmOpened
-	// those that left an idle connection; warmFailed: one did not.
-	warmTook, warmOpened int
-	warmFailed           bool
+	// The TLS connections' handshakes and hand-overs (tlsdial.go).
+	tlsState
 
 	sleeping atomic.Bool
 	stopping atomic.Bool
@@ -305,8 +290,7 @@ func New(cfg Config) (*Shard, error) {
 	}
 	s.health.CPU = cfg.CPU
 	if cfg.TLS != nil {
-		s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
-		s.remote = net.TCPAddrFromAddrPort(cfg.Addr)
+		s.initTLS()
 	}
 	return s, nil
 }
@@ -493,7 +477,7 @@ func (s *Shard) handle(ev *unix.EpollEvent) {
 		if ev.Events&unix.EPOLLERR != 0 && c.txPending {
 			s.readTxStamps(c)
 		}
-		if ev.Events&unix.EPOLLOUT != 0 && (c.written < len(c.req.Wire) || c.tls != nil && len(c.tls.out) > 0) {
+		if ev.Events&unix.EPOLLOUT != 0 && (c.written < len(c.req.Wire) || c.tls.unsent()) {
 			s.writeRequest(c)
 		}
 		if c.state == connBusy && ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {

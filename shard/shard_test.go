@@ -439,8 +439,8 @@ func TestReusedTLSConnectionResetIsNotResent(t *testing.T) {
 	q := NewQueue(len(reqs), 1)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	tr := StartTLS(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
-		ConnectTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, Clock: clock, Recorder: rec}, tlsConfig, 1)
+	tr := startFallback(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
+		ConnectTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, Clock: clock, Recorder: rec}, tlsConfig, 1, "")
 	for i := range reqs {
 		q.Release(i, clock.Now())
 		tr.Wake()

@@ -10,17 +10,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"golang.org/x/sys/unix"
 )
 
-// TLSTransport sends requests to https:// targets. crypto/tls wants a
+// tlsFallback sends requests to https:// targets the loops cannot carry. crypto/tls wants a
 // blocking net.Conn, so this transport runs a goroutine per connection
 // instead of an event loop, each with its own Client; the bytes still go
 // through the same httpwire and sse parsers into the same Recorder, and
 // reads still carry the kernel's receive timestamp (recvmsg on the raw
 // socket under crypto/tls). It takes work from the same Queue as the
 // shards.
-type TLSTransport struct {
+type tlsFallback struct {
 	cfg     Config
 	clients []*Client
 	stats   ClientStats
@@ -52,23 +53,25 @@ type HandshakeTimes struct {
 	Resumed        bool
 }
 
-// StartTLS starts workers goroutines (one per concurrent request) serving
-// cfg.Queue over TLS. cfg.Slots is ignored; tlsConfig must name the server
-// (ServerName) unless it skips verification.
+// startFallback starts workers goroutines (one per concurrent request)
+// serving cfg.Queue over TLS; why is the reason the run is not on the
+// loops, for Health's TLSPath. cfg.Slots is ignored; tlsConfig must name
+// the server (ServerName) unless it skips verification.
 //
 // Unless tlsConfig says otherwise, connections share a session cache, so a
 // reconnect resumes with a TLS 1.3 ticket instead of a full handshake, and
 // the key exchange is X25519 (then P-256), without the hybrid ML-KEM share
 // that would triple each handshake's client CPU.
-func StartTLS(cfg Config, tlsConfig *tls.Config, workers int) *TLSTransport {
+func startFallback(cfg Config, tlsConfig *tls.Config, workers int, why string) *tlsFallback {
 	tlsConfig = PrepareTLS(tlsConfig, workers)
-	t := &TLSTransport{
+	t := &tlsFallback{
 		cfg:        cfg,
 		kick:       make(chan struct{}, workers),
 		stopCh:     make(chan struct{}),
 		keeper:     stampKeeper{fd: -1},
 		handshakes: make([]HandshakeTimes, len(cfg.Requests)),
 		startCPU:   processCPU(),
+		fallback:   why,
 	}
 	t.ktls = ktlsNote()
 	if cfg.KernelTimestamps {
@@ -84,9 +87,9 @@ func StartTLS(cfg Config, tlsConfig *tls.Config, workers int) *TLSTransport {
 	return t
 }
 
-// PrepareTLS returns a copy of c with the defaults StartTLS applies: a
-// session cache for at least conns connections and the X25519 / P-256 key
-// exchange, unless c sets its own.
+// PrepareTLS returns a copy of c with the defaults every TLS path applies:
+// a session cache for at least conns connections and the X25519 / P-256
+// key exchange, unless c sets its own.
 func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	c = c.Clone()
 	if c.ClientSessionCache == nil {
@@ -98,12 +101,8 @@ func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	return c
 }
 
-// NoteFallback gives the reason the run uses this transport rather than
-// the shard loops, for Health's TLSPath. Call it before any request.
-func (t *TLSTransport) NoteFallback(why string) { t.fallback = why }
-
 // Wake tells an idle worker that a request was released. Any goroutine.
-func (t *TLSTransport) Wake() {
+func (t *tlsFallback) Wake() {
 	select {
 	case t.kick <- struct{}{}:
 	default:
@@ -111,10 +110,10 @@ func (t *TLSTransport) Wake() {
 }
 
 // Stop lets the workers return once idle.
-func (t *TLSTransport) Stop() { t.stopOnce.Do(func() { close(t.stopCh) }) }
+func (t *tlsFallback) Stop() { t.stopOnce.Do(func() { close(t.stopCh) }) }
 
 // Abort fails the requests in flight as "cancelled" and stops the workers.
-func (t *TLSTransport) Abort() {
+func (t *tlsFallback) Abort() {
 	t.aborting.Store(true)
 	t.Stop()
 	for _, cl := range t.clients {
@@ -123,12 +122,12 @@ func (t *TLSTransport) Abort() {
 }
 
 // Wait returns when every worker has returned.
-func (t *TLSTransport) Wait() {
+func (t *tlsFallback) Wait() {
 	t.wg.Wait()
 	t.keeper.close()
 }
 
-func (t *TLSTransport) work(cl *Client) {
+func (t *tlsFallback) work(cl *Client) {
 	defer cl.Close()
 	for !t.aborting.Load() {
 		i, arrivalNs, ok := t.cfg.Queue.take()
@@ -146,11 +145,11 @@ func (t *TLSTransport) work(cl *Client) {
 }
 
 // Health reports the transport as one entry: the process's CPU time since
-// StartTLS (the workers are goroutines on no thread of their own), the
+// startFallback (the workers are goroutines on no thread of their own), the
 // longest a received record waited between its kernel stamp and its
 // worker (the goroutine counterpart of a loop turn), reads, connections
 // and the handshakes' share.
-func (t *TLSTransport) Health() Health {
+func (t *tlsFallback) Health() Health {
 	st := &t.stats
 	return Health{
 		CPU: -1, CPUTime: processCPU() - t.startCPU,
@@ -165,7 +164,7 @@ func (t *TLSTransport) Health() Health {
 }
 
 // path names the TLS path the run's connections took.
-func (t *TLSTransport) path() string {
+func (t *tlsFallback) path() string {
 	p := t.pathOnly()
 	if p != "" && t.fallback != "" {
 		p = "goroutine per connection (" + t.fallback + "), " + p
@@ -173,7 +172,7 @@ func (t *TLSTransport) path() string {
 	return p
 }
 
-func (t *TLSTransport) pathOnly() string {
+func (t *tlsFallback) pathOnly() string {
 	own, all := t.stats.ownRecords.Load(), t.stats.hsDone.Load()
 	switch {
 	case all == 0:
@@ -190,7 +189,7 @@ func (t *TLSTransport) pathOnly() string {
 // Handshake returns the TLS handshake of the connection request i opened,
 // or the zero value if it reused a connection or never got one. Call it
 // after Wait.
-func (t *TLSTransport) Handshake(i int) HandshakeTimes { return t.handshakes[i] }
+func (t *tlsFallback) Handshake(i int) HandshakeTimes { return t.handshakes[i] }
 
 func processCPU() time.Duration {
 	var ru unix.Rusage
@@ -221,9 +220,9 @@ type stampedConn struct {
 	reads   *atomic.Int64
 	stamped *atomic.Int64
 
-	// recordGate bounds crypto/tls's reads to a record and feeds it the
+	// Gate bounds crypto/tls's reads to a record and feeds it the
 	// records recordReader hands over.
-	recordGate
+	tls13.Gate
 	// pre: bytes read off the socket before it came here (a connection
 	// that left a shard loop), returned first.
 	pre []byte
@@ -262,12 +261,12 @@ func (s *stampedConn) recv(fd uintptr) bool {
 // Read implements net.Conn for crypto/tls, honouring the connection's
 // deadlines; a read ends at most at the end of a TLS record.
 func (s *stampedConn) Read(p []byte) (int, error) {
-	if n, err, ok := s.injected(p); ok {
+	if n, err, ok := s.Injected(p); ok {
 		return n, err
 	}
-	p = s.limit(p)
+	p = s.Limit(p)
 	n, err := s.readAny(p)
-	s.took(p[:n])
+	s.Took(p[:n])
 	return n, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,11 +65,11 @@ type hsPipe struct {
 	held      bool
 	cpu0, cpu time.Duration
 
-	// recordGate bounds crypto/tls's reads to a record during the
+	// Gate bounds crypto/tls's reads to a record during the
 	// handshake, and after it feeds the tls.Conn that takes the session
 	// tickets. raw, for a connection that fell back, is its socket as
 	// crypto/tls reads it from then on.
-	recordGate
+	tls13.Gate
 	raw *stampedConn
 }
 
@@ -155,13 +156,13 @@ func (p *hsPipe) release() {
 // end of the record being read. With nothing there it waits, without its
 // token.
 func (p *hsPipe) Read(b []byte) (int, error) {
-	if n, err, ok := p.injected(b); ok {
+	if n, err, ok := p.Injected(b); ok {
 		return n, err
 	}
 	if p.raw != nil {
 		return p.raw.Read(b)
 	}
-	b = p.limit(b)
+	b = p.Limit(b)
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -177,7 +178,7 @@ func (p *hsPipe) Read(b []byte) (int, error) {
 		err := p.err
 		p.mu.Unlock()
 		if n > 0 {
-			p.took(b[:n])
+			p.Took(b[:n])
 			return n, nil
 		}
 		if err != nil {
@@ -593,7 +594,7 @@ func (d *tlsDial) handshake() {
 	}
 	cs := tc.ConnectionState()
 	d.hs.Resumed = cs.DidResume
-	if loopCarries(cs.Version, keys) != nil {
+	if tls13.Carries(cs.Version, keys.server, keys.client) != nil {
 		d.tc, d.fallback = tc, true
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 )
 
@@ -119,8 +120,8 @@ func checkPipeReads(t *testing.T, data []byte, put, sizes []int) {
 	p.end(io.EOF)
 	// Record ends, from the headers.
 	var ends []int
-	for at := 0; at+tlsHeaderLen <= len(data); {
-		at += tlsHeaderLen + int(binary.BigEndian.Uint16(data[at+3:]))
+	for at := 0; at+tls13.HeaderLen <= len(data); {
+		at += tls13.HeaderLen + int(binary.BigEndian.Uint16(data[at+3:]))
 		ends = append(ends, at)
 	}
 	var got []byte

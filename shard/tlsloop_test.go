@@ -168,17 +168,17 @@ func keyUpdateServer(ln net.Listener, cert tls.Certificate, got chan<- string, r
 			}
 		}
 		if i == 0 && idle != nil {
-			c.Write(sealRecord(nil, key, tlsAppData, []byte(answer)))
-			c.Write(sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 0}))
+			c.Write(tls13.Seal(nil, key, tls13.TypeApplicationData, []byte(answer)))
+			c.Write(tls13.Seal(nil, key, tls13.TypeHandshake, []byte{tls13.MsgKeyUpdate, 0, 0, 1, 0}))
 			key.Update()
 			close(idle)
 			continue
 		}
 		if i == 0 {
-			out = sealRecord(nil, key, tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
+			out = tls13.Seal(nil, key, tls13.TypeHandshake, []byte{tls13.MsgKeyUpdate, 0, 0, 1, 1})
 			key.Update()
 		}
-		out = sealRecord(out, key, tlsAppData, []byte(answer))
+		out = tls13.Seal(out, key, tls13.TypeApplicationData, []byte(answer))
 		// The last record in two segments: the read that completes it
 		// completes the answer, and the connection is then reused.
 		c.Write(out[:len(out)-7])
@@ -298,11 +298,11 @@ func (r *recordCounter) feed(b []byte) {
 			b = b[n:]
 			continue
 		}
-		n := min(tlsHeaderLen-len(r.hdr), len(b))
+		n := min(tls13.HeaderLen-len(r.hdr), len(b))
 		r.hdr = append(r.hdr, b[:n]...)
 		b = b[n:]
-		if len(r.hdr) == tlsHeaderLen {
-			if r.hdr[0] == tlsAppData {
+		if len(r.hdr) == tls13.HeaderLen {
+			if r.hdr[0] == tls13.TypeApplicationData {
 				r.records++
 			}
 			r.skip = int(r.hdr[3])<<8 | int(r.hdr[4])
@@ -328,6 +328,17 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// fixedLoopTLS is a connection's record layer whose both keys are
+// fuzzKey's, its request sent.
+func fixedLoopTLS(tb testing.TB) *loopTLS {
+	secret := bytes.Repeat([]byte{7}, 32)
+	t := &loopTLS{sent: true}
+	if err := t.records.Init(tls.VersionTLS13, tls.TLS_AES_128_GCM_SHA256, secret, secret); err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
 // fuzzKey is a fixed AES-128-GCM traffic key, so sealed seeds stay valid.
 func fuzzKey(tb testing.TB) *tls13.Key {
 	k, err := tls13.NewKey(tls.TLS_AES_128_GCM_SHA256, bytes.Repeat([]byte{7}, 32))
@@ -335,88 +346,6 @@ func fuzzKey(tb testing.TB) *tls13.Key {
 		tb.Fatal(err)
 	}
 	return k
-}
-
-// FuzzLoopRecords feeds a byte stream to the loop's record layer as
-// readTLS does: split off whole records, open each in place, handle the
-// handshake messages. It must never panic, return more plaintext than the
-// record held, or accept a record it did not open; a KeyUpdate asking for
-// an answer queues exactly one record to write.
-func FuzzLoopRecords(f *testing.F) {
-	seal := fuzzKey(f)
-	var stream []byte
-	stream = sealRecord(stream, seal, tlsAppData, []byte("data: {}\n\n"))
-	f.Add(stream)
-	f.Add(sealRecord(nil, seal, tlsHandshake, []byte{4, 0, 0, 4, 1, 2, 3, 4})) // a ticket, nobody to take it
-	ku := sealRecord(nil, fuzzKey(f), tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 1, 1})
-	updated := fuzzKey(f)
-	updated.Seq = 1
-	updated.Update()
-	f.Add(sealRecord(ku, updated, tlsAppData, []byte("after the update")))
-	f.Add(sealRecord(nil, fuzzKey(f), tlsAlert, []byte{1, 0}))
-	f.Add(sealRecord(nil, fuzzKey(f), tlsAlert, []byte{2, 40}))
-	f.Add(sealRecord(nil, fuzzKey(f), tlsHandshake, []byte{tlsKeyUpdate, 0, 0, 2, 1, 1}))
-	f.Add([]byte{20, 3, 3, 0, 1, 1})
-	f.Add([]byte{22, 3, 3, 0, 2, 0, 0})
-	f.Add([]byte{23, 3, 3, 0xff, 0xff})
-	f.Add([]byte{23, 3, 3, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
-	f.Add(stream[:len(stream)-1])
-	f.Fuzz(func(t *testing.T, b []byte) {
-		lt := &loopTLS{read: *fuzzKey(t), write: *fuzzKey(t)}
-		for len(b) > 0 {
-			n, err := splitRecord(b)
-			if err != nil || n == 0 {
-				if err == nil && len(b) >= tlsHeaderLen && tlsHeaderLen+(int(b[3])<<8|int(b[4])) <= len(b) {
-					t.Fatalf("a whole record of %d bytes not split off", len(b))
-				}
-				return
-			}
-			rec := b[:n]
-			b = b[n:]
-			typ, p, err := openRecord(&lt.read, rec)
-			if err != nil {
-				return
-			}
-			if typ != tlsChangeSpec && len(p) > n-tlsHeaderLen-1-lt.read.AEAD.Overhead() {
-				t.Fatalf("%d bytes of plaintext from a %d-byte record", len(p), n)
-			}
-			if typ == tlsHandshake {
-				before := len(lt.out)
-				_, found, requested, kerr := keyUpdate(p)
-				if err := lt.handshakeMsgs(p); err != nil {
-					return
-				}
-				if grew := len(lt.out) > before; grew != (kerr == nil && found && requested) {
-					t.Fatalf("KeyUpdate %v (requested %v), answer queued %v", found, requested, grew)
-				}
-			}
-		}
-	})
-}
-
-// TestSealOpenRoundTrip: what sealRecord seals, openRecord opens, content
-// type included, under matching sequence numbers.
-func TestSealOpenRoundTrip(t *testing.T) {
-	w, r := fuzzKey(t), fuzzKey(t)
-	var stream []byte
-	msgs := []string{"", "x", strings.Repeat("y", tlsMaxPlain)}
-	for _, m := range msgs {
-		stream = sealRecord(stream, w, tlsAppData, []byte(m))
-	}
-	for _, m := range msgs {
-		n, err := splitRecord(stream)
-		if err != nil || n == 0 {
-			t.Fatalf("split: %d, %v", n, err)
-		}
-		typ, p, err := openRecord(r, stream[:n])
-		if err != nil || typ != tlsAppData || string(p) != m {
-			t.Fatalf("opened type %d, %d bytes, %v; want %d bytes of application data", typ, len(p), err, len(m))
-		}
-		stream = stream[n:]
-	}
-	if _, _, err := openRecord(r, sealRecord(nil, fuzzKey(t), tlsAppData, []byte("replayed"))); err == nil {
-		t.Error("a record sealed under sequence number 0 opened as number 3")
-	}
 }
 
 // loopTLSConn is a shard and a busy TLS connection on it, read through
@@ -436,7 +365,7 @@ func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 	}
 	s.clock = newStampClock(s.cfg.Clock)
 	tb.Cleanup(s.closeAll)
-	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: &loopTLS{read: *fuzzKey(tb), write: *fuzzKey(tb), sent: true}}
+	c = &conn{fd: fds[0], heapIndex: -1, state: connBusy, tls: fixedLoopTLS(tb)}
 	s.setConn(c.fd, c)
 	c.Init(s.decoder, true)
 	rec.Begin(&c.stream, 0, 1, 0, 0)
@@ -447,7 +376,7 @@ func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 	c.beginRequest(&Request{Wire: []byte("x")})
 	c.written = 1
 	seal = fuzzKey(tb)
-	head := sealRecord(nil, seal, tlsAppData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	head := tls13.Seal(nil, seal, tls13.TypeApplicationData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
 	unix.Write(fds[1], head)
 	s.readTLS(c)
 	if c.state != connBusy || !c.gotBytes {
@@ -465,7 +394,7 @@ func TestTLSLoopEventAllocatesNothing(t *testing.T) {
 	event := chunkedEvent(`{"choices":[{"index":0,"text":"x"}]}`)
 	var records [][]byte
 	for range runs + 2 {
-		records = append(records, sealRecord(nil, seal, tlsAppData, event))
+		records = append(records, tls13.Seal(nil, seal, tls13.TypeApplicationData, event))
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(runs, func() {
@@ -492,9 +421,9 @@ func BenchmarkTLSLoopEventPath(b *testing.B) {
 	event := chunkedEvent(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`)
 	var stream []byte
 	for range 1024 {
-		stream = sealRecord(stream, seal, tlsAppData, event)
+		stream = tls13.Seal(stream, seal, tls13.TypeApplicationData, event)
 	}
-	n, _ := splitRecord(stream)
+	n, _ := tls13.Split(stream)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(event)))
 	b.ResetTimer()
@@ -504,7 +433,7 @@ func BenchmarkTLSLoopEventPath(b *testing.B) {
 			// The next 1,024 records continue the sequence numbers.
 			stream = stream[:0]
 			for range 1024 {
-				stream = sealRecord(stream, seal, tlsAppData, event)
+				stream = tls13.Seal(stream, seal, tls13.TypeApplicationData, event)
 			}
 			if i%4096 == 0 {
 				s.cfg.Recorder.Begin(&c.stream, 0, 1, 0, 0)
@@ -642,7 +571,7 @@ func TestTLSLoopFallsBackPerConnection(t *testing.T) {
 	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	var tls12 atomic.Int64
 	srv, tlsConfig := shardtest.NewTLSWith(t, mixedVersions(&tls12))
-	if ok, why := ProbeTLS(srv.Addr.String(), tlsConfig, time.Minute); !ok {
+	if ok, why := probeTLS(srv.Addr.String(), tlsConfig, time.Minute); !ok {
 		t.Fatalf("the probe's TLS 1.3 connection did not choose the loop: %s", why)
 	}
 	paths := strings.Fields(strings.Repeat("/ok/5 ", 24))

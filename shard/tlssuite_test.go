@@ -78,7 +78,7 @@ func TestTLSChaCha(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}, 2)
-	if ok, why := ProbeTLS(addr.String(), cfg, timeoutForTests); !ok {
+	if ok, why := probeTLS(addr.String(), cfg, timeoutForTests); !ok {
 		t.Fatalf("probe: the loops cannot carry the server's TLS: %s", why)
 	}
 	srv := &shardtest.Server{Addr: addr}
@@ -162,7 +162,7 @@ func (d *ticketDoubler) Write(p []byte) (int, error) {
 	d.pending = append(d.pending, p...)
 	var out []byte
 	for {
-		n, err := splitRecord(d.pending)
+		n, err := tls13.Split(d.pending)
 		if err != nil {
 			return 0, err
 		}
@@ -181,7 +181,7 @@ func (d *ticketDoubler) Write(p []byte) (int, error) {
 
 // record appends to out what goes on the wire for the server's record rec.
 func (d *ticketDoubler) record(out, rec []byte) []byte {
-	if rec[0] != tlsAppData || d.keys.server == nil {
+	if rec[0] != tls13.TypeApplicationData || d.keys.server == nil {
 		return append(out, rec...)
 	}
 	if d.key == nil {
@@ -195,21 +195,21 @@ func (d *ticketDoubler) record(out, rec []byte) []byte {
 		}
 		// A record under a handshake key does not open with it.
 		probe := *k
-		if _, _, err := openRecord(&probe, append([]byte(nil), rec...)); err != nil {
+		if _, _, err := tls13.Open(&probe, append([]byte(nil), rec...)); err != nil {
 			return append(out, rec...)
 		}
 		d.key = k
 	}
 	d.key.Seq = d.in
-	typ, p, err := openRecord(d.key, rec)
+	typ, p, err := tls13.Open(d.key, rec)
 	if err != nil {
 		panic(err)
 	}
 	d.in++
 	d.key.Seq = d.out
-	out = sealRecord(out, d.key, typ, p)
+	out = tls13.Seal(out, d.key, typ, p)
 	d.out++
-	if typ == tlsHandshake && len(p) > 4 && p[0] == 4 {
+	if typ == tls13.TypeHandshake && len(p) > 4 && p[0] == 4 {
 		// NewSessionTicket: lifetime, age_add, nonce<1>, ticket<2>, extensions.
 		body := p[4:]
 		nonceEnd := 8 + 1 + int(body[8])
@@ -219,7 +219,7 @@ func (d *ticketDoubler) record(out, rec []byte) []byte {
 		second = binary.BigEndian.AppendUint16(second, uint16(len(label)+4))
 		second = append(append(append(second, "2nd|"...), label...), rest...)
 		msg := append([]byte{4, byte(len(second) >> 16), byte(len(second) >> 8), byte(len(second))}, second...)
-		out = sealRecord(out, d.key, tlsHandshake, msg)
+		out = tls13.Seal(out, d.key, tls13.TypeHandshake, msg)
 		d.out++
 	}
 	return out

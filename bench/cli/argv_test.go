@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/shard"
+	"github.com/stampede-bench/stampede/engine"
 )
 
 func usageMsg(t *testing.T, args []string) string {
@@ -106,7 +106,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults: bucket config %v", c.RandomMMBucketConfig)
 	case c.RequestTimeoutSec != 21600 || c.ConnectTimeoutSec != 30 || c.CancelGraceSec != 5 || c.Shards != 0:
 		t.Errorf("defaults: stampede options")
-	case c.MaxResponseBytes != 1<<30 || c.MaxBufferedBytes != shard.DefaultBudgetBytes:
+	case c.MaxResponseBytes != 1<<30 || c.MaxBufferedBytes != engine.DefaultMaxBufferedBytes:
 		t.Errorf("defaults: --max-response-bytes %d, --max-buffered-bytes %d", c.MaxResponseBytes, c.MaxBufferedBytes)
 	}
 	if !requestIDPrefix.MatchString(c.RequestIDPrefix) {

@@ -11,7 +11,6 @@ import (
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/shard"
 )
 
 // SidecarVersion is the version of the sidecar's schema. Fields are only
@@ -176,8 +175,8 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 	}
 }
 
-func sidecarWarm(w shard.WarmStats) *SidecarWarm {
-	if w == (shard.WarmStats{}) {
+func sidecarWarm(w engine.WarmStats) *SidecarWarm {
+	if w == (engine.WarmStats{}) {
 		return nil
 	}
 	return &SidecarWarm{Opened: w.Opened, Failed: w.Failed, SlowRounds: w.Slowed, LongestHandshakeMs: durMs(w.Longest)}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/engine"
-	"github.com/stampede-bench/stampede/shard"
 )
 
 func TestSidecarPath(t *testing.T) {
@@ -42,13 +41,13 @@ func TestHealthLineTLSFallbacks(t *testing.T) {
 	line := func(fell ...int64) string {
 		res := &engine.Result{Shards: len(fell)}
 		for _, n := range fell {
-			res.Health.Shards = append(res.Health.Shards, shard.Health{TLSHandshakes: 4, TLSFallbacks: n, TLSPath: shard.TLSPathLoop})
+			res.Health.Shards = append(res.Health.Shards, engine.ShardHealth{TLSHandshakes: 4, TLSFallbacks: n, TLSPath: engine.TLSPathLoop})
 		}
 		var b strings.Builder
 		WriteHealth(&b, res)
 		return b.String()
 	}
-	if got := line(2, 0, 1); !strings.Contains(got, "TLS path: "+shard.TLSPathLoop+" (3 connections not on TLS 1.3 fell back") {
+	if got := line(2, 0, 1); !strings.Contains(got, "TLS path: "+engine.TLSPathLoop+" (3 connections not on TLS 1.3 fell back") {
 		t.Errorf("health line with 3 fallbacks: %s", got)
 	}
 	if got := line(0, 0); strings.Contains(got, "fell back") {

@@ -1,7 +1,11 @@
-// Package tls13 holds one direction's TLS 1.3 record protection key
-// (RFC 8446 §7.3) for the two places that read or write records outside
-// crypto/tls: the client's record layer (shard) and the mock server's
-// record layer. AES-GCM and ChaCha20-Poly1305 suites.
+// Package tls13 is the TLS 1.3 record layer (RFC 8446 §5, §7) for the
+// places that read or write records outside crypto/tls: one direction's
+// record protection key (Key), record framing, opening and sealing
+// (record.go), the hand-over of records to crypto/tls (Gate), and a
+// client connection's record layer after a handshake crypto/tls did
+// (Records, behind RecordLayer), which the shard loops use; the mock
+// server's record layer uses the keys. AES-GCM and ChaCha20-Poly1305
+// suites.
 package tls13
 
 import (
