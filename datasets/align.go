@@ -179,7 +179,7 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 		s.space()
 		s.eat(':')
 		s.space()
-		if !isTokensKey(key) {
+		if !isMember(key, "tokens") {
 			s.skip()
 			continue
 		}
@@ -191,14 +191,14 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 	return dst, nil
 }
 
-// isTokensKey reports whether a member name (quoted) is "tokens" as
+// isMember reports whether a member name (quoted) is name as
 // encoding/json matches names: ignoring case, after unescaping.
-func isTokensKey(key []byte) bool {
+func isMember(key []byte, name string) bool {
 	if bytes.IndexByte(key, '\\') < 0 {
-		return bytes.EqualFold(key, []byte(`"tokens"`))
+		return len(key) == len(name)+2 && bytes.EqualFold(key[1:len(key)-1], []byte(name))
 	}
-	var name string
-	return json.Unmarshal(key, &name) == nil && strings.EqualFold(name, "tokens")
+	var unquoted string
+	return json.Unmarshal(key, &unquoted) == nil && strings.EqualFold(unquoted, name)
 }
 
 // ids reads a "tokens" value.

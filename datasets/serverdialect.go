@@ -168,7 +168,7 @@ func countProblem(n int, text string) string {
 		return fmt.Sprintf("0 tokens for a %d-byte text with words in it", len(text))
 	case n > len(text)+maxAddedSpecial:
 		return fmt.Sprintf("%d tokens for a %d-byte text, more than one per byte", n, len(text))
-	case n*maxTokenBytes < len(text):
+	case n > 0 && n*maxTokenBytes < len(text):
 		return fmt.Sprintf("%d tokens for a %d-byte text, more than %d bytes per token", n, len(text), maxTokenBytes)
 	}
 	return ""
@@ -297,8 +297,11 @@ func exchange(ctx context.Context, c *http.Client, url string, body []byte, answ
 }
 
 // scanTGITokens appends where each token id of a TGI /tokenize answer lies
-// in data: a JSON list of objects whose "id" member is the id (a number,
-// or a string holding one, whose contents are then the span).
+// in data, accepting what encoding/json accepts into a []struct{ID
+// json.Number `json:"id"`}, bar tokens without an id: a JSON list of
+// objects whose members named "id" (ignoring case; the last one counts)
+// are numbers or strings holding one (the span is then the string's
+// contents).
 func scanTGITokens(dst [][2]int32, data []byte) ([][2]int32, error) {
 	if len(data) > math.MaxInt32 || !json.Valid(data) {
 		return dst, errors.New("not JSON")
@@ -314,6 +317,7 @@ func scanTGITokens(dst [][2]int32, data []byte) ([][2]int32, error) {
 		if !s.eat('{') {
 			return dst, errors.New("a token is not a JSON object")
 		}
+		var span [2]int32
 		found := false
 		for s.space(); !s.eat('}'); s.space() {
 			s.eat(',')
@@ -322,19 +326,20 @@ func scanTGITokens(dst [][2]int32, data []byte) ([][2]int32, error) {
 			s.space()
 			s.eat(':')
 			s.space()
-			if found || string(key) != `"id"` {
+			if !isMember(key, "id") {
 				s.skip()
 				continue
 			}
-			span, err := s.id()
-			if err != nil {
+			var err error
+			if span, err = s.id(); err != nil {
 				return dst, err
 			}
-			dst, found = append(dst, span), true
+			found = true
 		}
 		if !found {
 			return dst, errors.New(`a token has no "id"`)
 		}
+		dst = append(dst, span)
 	}
 	return dst, nil
 }
