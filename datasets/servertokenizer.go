@@ -208,7 +208,7 @@ const vocabSample = 64
 func (t *ServerTokenizer) checkVocab(ctx context.Context, vocab int) error {
 	for _, id := range t.probeIDs {
 		if n, err := strconv.ParseInt(string(id), 10, 64); err != nil || n >= int64(vocab) {
-			return fmt.Errorf("probing %s/detokenize: it rejects ids from %d on, but /tokenize hands out %s; "+
+			return fmt.Errorf("probing %s/detokenize: the server rejects ids from %d on, but /tokenize hands out %s; "+
 				"pass --tokenizer PATH (the served model's tokenizer) instead", t.baseURL, vocab, id)
 		}
 	}
@@ -240,7 +240,7 @@ func (t *ServerTokenizer) checkVocab(ctx context.Context, vocab int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("probing %s/detokenize: it decodes ids up to %d, but none of ids %d..%d comes back from /tokenize "+
+	return fmt.Errorf("probing %s/detokenize: the server decodes ids up to %d, but none of ids %d..%d comes back from /tokenize "+
 		"as an id from that range: the vocabulary is smaller than /detokenize lets on; pass --tokenizer PATH (the served model's tokenizer) instead",
 		t.baseURL, vocab-1, top, vocab-1)
 }
