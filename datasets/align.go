@@ -172,6 +172,25 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 		return dst, errors.New("not a JSON object")
 	}
 	start := len(dst)
+	err := s.object(func(key []byte) error {
+		if !isMember(key, "tokens") {
+			s.skip()
+			return nil
+		}
+		var err error
+		dst, err = s.ids(dst[:start])
+		return err
+	})
+	if err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// object steps through the members of the JSON object whose '{' the
+// scanner has just passed, up to and including its '}': member gets each
+// name (quoted) with the scanner at the value, and steps over it.
+func (s *scanner) object(member func(key []byte) error) error {
 	for s.space(); !s.eat('}'); s.space() {
 		s.eat(',')
 		s.space()
@@ -179,16 +198,11 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 		s.space()
 		s.eat(':')
 		s.space()
-		if !isMember(key, "tokens") {
-			s.skip()
-			continue
-		}
-		var err error
-		if dst, err = s.ids(dst[:start]); err != nil {
-			return dst[:start], err
+		if err := member(key); err != nil {
+			return err
 		}
 	}
-	return dst, nil
+	return nil
 }
 
 // isMember reports whether a member name (quoted) is name as

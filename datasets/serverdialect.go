@@ -68,11 +68,7 @@ var (
 	llamaCppDialect = &tokenizeDialect{
 		name: "llama.cpp",
 		appendTokenize: func(b *bytes.Buffer, _, text string, addSpecial bool) {
-			b.WriteString(`{"content": `)
-			py.AppendJSONString(b, text, true)
-			b.WriteString(`, "add_special": `)
-			b.WriteString(strconv.FormatBool(addSpecial))
-			b.WriteByte('}')
+			appendModellessTokenize(b, "content", text, "add_special", addSpecial)
 		},
 		scanIDs:    scanTokenIDs,
 		textMember: "content",
@@ -80,11 +76,7 @@ var (
 	tgiDialect = &tokenizeDialect{
 		name: "tgi",
 		appendTokenize: func(b *bytes.Buffer, _, text string, addSpecial bool) {
-			b.WriteString(`{"inputs": `)
-			py.AppendJSONString(b, text, true)
-			b.WriteString(`, "add_special_tokens": `)
-			b.WriteString(strconv.FormatBool(addSpecial))
-			b.WriteByte('}')
+			appendModellessTokenize(b, "inputs", text, "add_special_tokens", addSpecial)
 		},
 		scanIDs: scanTGITokens,
 	}
@@ -103,6 +95,17 @@ func appendPromptTokenize(b *bytes.Buffer, model, text string, addSpecial bool) 
 	b.WriteString(`, "prompt": `)
 	py.AppendJSONString(b, text, true)
 	b.WriteString(`, "add_special_tokens": `)
+	b.WriteString(strconv.FormatBool(addSpecial))
+	b.WriteByte('}')
+}
+
+// appendModellessTokenize is the llama.cpp and TGI /tokenize body: the
+// text and the special-token switch under their names, no model (each
+// server serves one).
+func appendModellessTokenize(b *bytes.Buffer, textMember, text, specialMember string, addSpecial bool) {
+	b.WriteString(`{"` + textMember + `": `)
+	py.AppendJSONString(b, text, true)
+	b.WriteString(`, "` + specialMember + `": `)
 	b.WriteString(strconv.FormatBool(addSpecial))
 	b.WriteByte('}')
 }
@@ -319,22 +322,18 @@ func scanTGITokens(dst [][2]int32, data []byte) ([][2]int32, error) {
 		}
 		var span [2]int32
 		found := false
-		for s.space(); !s.eat('}'); s.space() {
-			s.eat(',')
-			s.space()
-			key := s.str()
-			s.space()
-			s.eat(':')
-			s.space()
+		err := s.object(func(key []byte) error {
 			if !isMember(key, "id") {
 				s.skip()
-				continue
+				return nil
 			}
 			var err error
-			if span, err = s.id(); err != nil {
-				return dst, err
-			}
-			found = true
+			span, err = s.id()
+			found = err == nil
+			return err
+		})
+		if err != nil {
+			return dst, err
 		}
 		if !found {
 			return dst, errors.New(`a token has no "id"`)
