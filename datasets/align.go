@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // alignConcurrency is how many /tokenize calls alignment keeps in flight.
@@ -26,81 +24,114 @@ const alignConcurrency = 64
 // the server's detokenization of its first PromptLen tokens. PromptLen is
 // left as it is. Requests without a string prompt turn alignment off.
 //
-// Calls go to baseURL/tokenize and /detokenize with no extra headers;
-// failures keep the original prompt. The two warning lines Python prints go
-// to out.
-func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID string, reqs []Request, out io.Writer) {
+// Calls go to baseURL/tokenize and /detokenize with no extra headers, in
+// the dialect the server answers the first prompt in (tokenizeDialect;
+// vLLM's first, so a vLLM server sees what Python sends). A server that
+// does not answer /tokenize in any dialect gets Python's warning and no
+// alignment; one whose /tokenize answers only what cannot be right (no
+// tokens for a prompt with words, more tokens than bytes) is an error,
+// as is a /detokenize answer without text: re-aligning on either would
+// send prompts of lengths nobody asked for. A prompt whose exchange fails
+// otherwise keeps its text. TGI, which has no /detokenize, gets the
+// mismatch warning and a second one saying prompts stay as sampled. The
+// warning lines go to out.
+func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID string, reqs []Request, out io.Writer) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	if len(reqs) == 0 {
-		return
+		return nil
 	}
 	for _, r := range reqs {
 		if r.Prompt == "" && (r.PromptIDs != nil || r.PromptList != nil || r.ChatMessages != nil) {
-			return
+			return nil
 		}
 	}
-	first, err := postTokenize(ctx, client, baseURL, modelID, reqs[0].Prompt, false)
+	d, _, first, err := detectDialect(ctx, client, baseURL, modelID, reqs[0].Prompt)
 	if err != nil {
-		fmt.Fprintln(out, "WARNING: /tokenize unavailable, skipping alignment.")
-		return
+		var none *noDialectError
+		if errors.As(err, &none) && !none.answered {
+			fmt.Fprintln(out, "WARNING: /tokenize unavailable, skipping alignment.")
+			return nil
+		}
+		return fmt.Errorf("aligning prompts with the server's tokenizer: %w", err)
 	}
 	if len(first) == reqs[0].PromptLen {
-		return
+		return nil
 	}
 	fmt.Fprintf(out, "WARNING: tokenizer mismatch (server=%d, expected=%d), re-aligning prompts.\n", len(first), reqs[0].PromptLen)
+	if !d.detokenizes() {
+		fmt.Fprintf(out, "WARNING: the server speaks %s's /tokenize, which has no /detokenize to cut prompts with; prompts stay as sampled.\n", d.name)
+		return nil
+	}
 
 	// A fixed set of workers, each with its own buffers: a prompt's
 	// /tokenize answer is scanned where it was read, the first PromptLen
 	// ids copied from it into the /detokenize body as the server wrote
-	// them, so a prompt costs no memory beyond its new text.
+	// them, so a prompt costs no memory beyond its new text. The first
+	// answer that cannot be right stops them all.
 	var next atomic.Int64
+	var failed atomic.Bool
+	var failure error
+	var failOnce sync.Once
 	var wg sync.WaitGroup
 	for range min(alignConcurrency, len(reqs)) {
 		wg.Go(func() {
-			a := aligner{client: client, base: baseURL, model: modelID}
-			for i := int(next.Add(1) - 1); i < len(reqs); i = int(next.Add(1) - 1) {
+			a := aligner{client: client, base: baseURL, model: modelID, dialect: d}
+			for i := int(next.Add(1) - 1); i < len(reqs) && !failed.Load(); i = int(next.Add(1) - 1) {
 				r := &reqs[i]
-				if text, ok := a.align(ctx, r.Prompt, r.PromptLen); ok {
+				text, ok, err := a.align(ctx, r.Prompt, r.PromptLen)
+				if err != nil {
+					failOnce.Do(func() { failure = fmt.Errorf("aligning request %d with the server's tokenizer: %w", i, err) })
+					failed.Store(true)
+					return
+				}
+				if ok {
 					r.Prompt = text
 				}
 			}
 		})
 	}
 	wg.Wait()
+	return failure
 }
 
-// aligner is one alignment worker: its request and response buffers, and
-// the offsets of the ids in the last /tokenize answer.
+// aligner is one alignment worker: the dialect it speaks, its request and
+// response buffers, and the offsets of the ids in the last /tokenize
+// answer.
 type aligner struct {
 	client      *http.Client
 	base, model string
+	dialect     *tokenizeDialect
 	body        bytes.Buffer
 	resp        bytes.Buffer
 	ids         [][2]int32
 }
 
 // align returns the server's detokenization of prompt's first n tokens
-// when the server counts more than n, and false otherwise or on failure.
-func (a *aligner) align(ctx context.Context, prompt string, n int) (string, bool) {
+// when the server counts more than n. ok is false when it counts n or
+// fewer, or when an exchange failed, which keeps the prompt as Python
+// does; err is an answer that cannot be right.
+func (a *aligner) align(ctx context.Context, prompt string, n int) (text string, ok bool, err error) {
+	d := a.dialect
 	a.body.Reset()
-	a.body.WriteString(`{"model": `)
-	py.AppendJSONString(&a.body, a.model, true)
-	a.body.WriteString(`, "prompt": `)
-	py.AppendJSONString(&a.body, prompt, true)
-	a.body.WriteString(`, "add_special_tokens": false}`)
-	if err := a.post(ctx, "/tokenize"); err != nil {
-		return "", false
+	d.appendTokenize(&a.body, a.model, prompt, false)
+	url := a.base + "/tokenize"
+	status, err := exchange(ctx, a.client, url, a.body.Bytes(), &a.resp)
+	if err != nil || status != http.StatusOK {
+		return "", false, nil
 	}
-	var err error
-	if a.ids, err = scanTokenIDs(a.ids[:0], a.resp.Bytes()); err != nil || len(a.ids) <= n {
-		return "", false
+	if a.ids, err = d.scanIDs(a.ids[:0], a.resp.Bytes()); err != nil {
+		return "", false, d.wrong(url, status, a.resp.Bytes(), err.Error())
+	}
+	if why := countProblem(len(a.ids), prompt); why != "" {
+		return "", false, d.wrong(url, status, a.resp.Bytes(), why)
+	}
+	if len(a.ids) <= n {
+		return "", false, nil
 	}
 	a.body.Reset()
-	a.body.WriteString(`{"model": `)
-	py.AppendJSONString(&a.body, a.model, true)
-	a.body.WriteString(`, "tokens": [`)
+	d.openDetokenize(&a.body, a.model)
 	for k, span := range a.ids[:n] {
 		if k > 0 {
 			a.body.WriteString(", ")
@@ -108,38 +139,18 @@ func (a *aligner) align(ctx context.Context, prompt string, n int) (string, bool
 		a.body.Write(a.resp.Bytes()[span[0]:span[1]])
 	}
 	a.body.WriteString(`]}`)
-	if err := a.post(ctx, "/detokenize"); err != nil {
-		return "", false
+	url = a.base + "/detokenize"
+	if status, err = exchange(ctx, a.client, url, a.body.Bytes(), &a.resp); err != nil || status != http.StatusOK {
+		return "", false, nil
 	}
-	var out struct {
-		Prompt *string `json:"prompt"`
-	}
-	if json.Unmarshal(a.resp.Bytes(), &out) != nil || out.Prompt == nil {
-		return "", false
-	}
-	return *out.Prompt, true
-}
-
-// post sends the body to base+path and reads a 200 answer into resp.
-func (a *aligner) post(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(a.body.Bytes()))
+	text, _, err = d.readText(a.resp.Bytes())
 	if err != nil {
-		return err
+		return "", false, d.wrong(url, status, a.resp.Bytes(), err.Error())
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return err
+	if text == "" && n > 0 {
+		return "", false, d.wrong(url, status, a.resp.Bytes(), fmt.Sprintf("no text for %d token ids", n))
 	}
-	defer resp.Body.Close()
-	a.resp.Reset()
-	if _, err := a.resp.ReadFrom(io.LimitReader(resp.Body, maxTokenizeResponse)); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: HTTP %d", path, resp.StatusCode)
-	}
-	return nil
+	return text, true, nil
 }
 
 // scanTokenIDs appends to dst where each id of a /tokenize answer's
@@ -161,6 +172,25 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 		return dst, errors.New("not a JSON object")
 	}
 	start := len(dst)
+	err := s.object(func(key []byte) error {
+		if !isMember(key, "tokens") {
+			s.skip()
+			return nil
+		}
+		var err error
+		dst, err = s.ids(dst[:start])
+		return err
+	})
+	if err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// object steps through the members of the JSON object whose '{' the
+// scanner has just passed, up to and including its '}': member gets each
+// name (quoted) with the scanner at the value, and steps over it.
+func (s *scanner) object(member func(key []byte) error) error {
 	for s.space(); !s.eat('}'); s.space() {
 		s.eat(',')
 		s.space()
@@ -168,26 +198,21 @@ func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 		s.space()
 		s.eat(':')
 		s.space()
-		if !isTokensKey(key) {
-			s.skip()
-			continue
-		}
-		var err error
-		if dst, err = s.ids(dst[:start]); err != nil {
-			return dst[:start], err
+		if err := member(key); err != nil {
+			return err
 		}
 	}
-	return dst, nil
+	return nil
 }
 
-// isTokensKey reports whether a member name (quoted) is "tokens" as
+// isMember reports whether a member name (quoted) is name as
 // encoding/json matches names: ignoring case, after unescaping.
-func isTokensKey(key []byte) bool {
+func isMember(key []byte, name string) bool {
 	if bytes.IndexByte(key, '\\') < 0 {
-		return bytes.EqualFold(key, []byte(`"tokens"`))
+		return len(key) == len(name)+2 && bytes.EqualFold(key[1:len(key)-1], []byte(name))
 	}
-	var name string
-	return json.Unmarshal(key, &name) == nil && strings.EqualFold(name, "tokens")
+	var unquoted string
+	return json.Unmarshal(key, &unquoted) == nil && strings.EqualFold(unquoted, name)
 }
 
 // ids reads a "tokens" value.
@@ -202,22 +227,32 @@ func (s *scanner) ids(dst [][2]int32) ([][2]int32, error) {
 	for s.space(); !s.eat(']'); s.space() {
 		s.eat(',')
 		s.space()
-		from := s.pos
-		quoted := s.data[from] == '"'
-		s.skip()
-		to := s.pos
-		for to > from && isSpace(s.data[to-1]) {
-			to--
+		span, err := s.id()
+		if err != nil {
+			return dst, err
 		}
-		if quoted {
-			from, to = from+1, to-1
-		}
-		if !isJSONNumber(s.data[from:to]) {
-			return dst, fmt.Errorf("token id %s is not a number", s.data[from:to])
-		}
-		dst = append(dst, [2]int32{int32(from), int32(to)})
+		dst = append(dst, span)
 	}
 	return dst, nil
+}
+
+// id reads one token id: a number, or a string holding one, whose
+// contents are then the span.
+func (s *scanner) id() ([2]int32, error) {
+	from := s.pos
+	quoted := s.data[from] == '"'
+	s.skip()
+	to := s.pos
+	for to > from && isSpace(s.data[to-1]) {
+		to--
+	}
+	if quoted {
+		from, to = from+1, to-1
+	}
+	if !isJSONNumber(s.data[from:to]) {
+		return [2]int32{}, fmt.Errorf("token id %s is not a number", s.data[from:to])
+	}
+	return [2]int32{int32(from), int32(to)}, nil
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
