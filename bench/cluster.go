@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/progress"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
@@ -109,7 +110,7 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 		}
 		return err
 	}
-	bar := NewProgress(r.stderr, len(share), c.DisableTqdm)
+	bar := progress.New(r.stderr, len(share), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
 	res, err := waitRun(ctx, runner)
 	stopBar()

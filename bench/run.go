@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/progress"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/datasets"
@@ -634,7 +635,7 @@ func (r *run) benchmark(ctx context.Context) error {
 		scraper.abort()
 		return err
 	}
-	bar := NewProgress(r.stderr, len(r.wire), c.DisableTqdm)
+	bar := progress.New(r.stderr, len(r.wire), c.DisableTqdm)
 	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
 	res, err := waitRun(ctx, runner)
 	stopBar()

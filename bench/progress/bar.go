@@ -1,4 +1,6 @@
-package bench
+// Package progress draws the run's progress bar on stderr, in the format
+// of the tqdm bar Python's benchmark shows.
+package progress
 
 import (
 	"io"
@@ -13,7 +15,7 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// Progress is a progress bar in tqdm's default format, the one Python's
+// Bar is a progress bar in tqdm's default format, the one Python's
 // benchmark shows on stderr:
 //
 //	42%|████▏     | 420/1000 [00:05<00:06, 84.10it/s]
@@ -22,7 +24,7 @@ import (
 // completion counters, see Poll); each redraw rewrites the line after a
 // carriage return, and Close draws the final state and ends the line.
 // Methods must not be called concurrently, except through Poll's stop.
-type Progress struct {
+type Bar struct {
 	w        io.Writer
 	total    int
 	disabled bool
@@ -39,11 +41,11 @@ type Progress struct {
 // Redraw no more often than tqdm's default mininterval.
 const progressMinInterval = 100 * time.Millisecond
 
-// NewProgress starts a bar for total items on w (drawing "0%" at once);
+// New starts a bar for total items on w (drawing "0%" at once);
 // with disabled (--disable-tqdm) it draws nothing. When w is a terminal
 // the bar fills its width, as tqdm's does; otherwise it has 10 cells.
-func NewProgress(w io.Writer, total int, disabled bool) *Progress {
-	p := &Progress{w: w, total: total, disabled: disabled, now: time.Now, ncols: terminalColumns(w)}
+func New(w io.Writer, total int, disabled bool) *Bar {
+	p := &Bar{w: w, total: total, disabled: disabled, now: time.Now, ncols: terminalColumns(w)}
 	p.start = p.now()
 	p.lastDraw = p.start
 	p.draw(p.start)
@@ -52,7 +54,7 @@ func NewProgress(w io.Writer, total int, disabled bool) *Progress {
 
 // Set records that n items are done and redraws the bar if n changed and
 // at least 100 ms passed since the last redraw.
-func (p *Progress) Set(n int) {
+func (p *Bar) Set(n int) {
 	if p.closed || n == p.n {
 		return
 	}
@@ -64,7 +66,7 @@ func (p *Progress) Set(n int) {
 }
 
 // Close draws the final state and ends the line; later calls do nothing.
-func (p *Progress) Close() {
+func (p *Bar) Close() {
 	if p.closed {
 		return
 	}
@@ -80,7 +82,7 @@ func (p *Progress) Close() {
 // Poll calls Set(count()) every interval on its own goroutine until the
 // returned stop is called; stop then sets the final count and closes the
 // bar. count must be safe to call from that goroutine (e.g. atomic loads).
-func (p *Progress) Poll(count func() int, interval time.Duration) (stop func()) {
+func (p *Bar) Poll(count func() int, interval time.Duration) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -110,7 +112,7 @@ func (p *Progress) Poll(count func() int, interval time.Duration) (stop func()) 
 
 // sample feeds the progress since the last redraw into the smoothed rate,
 // as tqdm does on each redraw (exponential moving average, smoothing 0.3).
-func (p *Progress) sample(t time.Time) {
+func (p *Bar) sample(t time.Time) {
 	dn, dt := p.n-p.lastDrawN, t.Sub(p.lastDraw).Seconds()
 	if dn > 0 && dt > 0 {
 		p.emaDn.add(float64(dn))
@@ -119,7 +121,7 @@ func (p *Progress) sample(t time.Time) {
 	p.lastDrawN, p.lastDraw = p.n, t
 }
 
-func (p *Progress) draw(t time.Time) {
+func (p *Bar) draw(t time.Time) {
 	if p.disabled {
 		return
 	}

@@ -1,4 +1,4 @@
-package bench
+package progress
 
 import (
 	"bytes"
@@ -42,9 +42,9 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func newTestProgress(w *bytes.Buffer, total int, disabled bool) (*Progress, *fakeClock) {
+func newTestProgress(w *bytes.Buffer, total int, disabled bool) (*Bar, *fakeClock) {
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p := &Progress{w: w, total: total, disabled: disabled, now: clock.now}
+	p := &Bar{w: w, total: total, disabled: disabled, now: clock.now}
 	p.start, p.lastDraw = clock.t, clock.t
 	p.draw(clock.t)
 	return p, clock
@@ -87,7 +87,7 @@ func TestProgressDisabled(t *testing.T) {
 
 func TestProgressPoll(t *testing.T) {
 	var out bytes.Buffer
-	p := NewProgress(&out, 3, false)
+	p := New(&out, 3, false)
 	var done atomic.Int64
 	stop := p.Poll(func() int { return int(done.Load()) }, time.Millisecond)
 	done.Store(2)
