@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/progress"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
@@ -143,7 +144,7 @@ func (r *run) clusterBenchmark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.outcome, err = WriteMerged(r.stdout, r.stderr, merged, time.Now())
+	r.measured, err = WriteMerged(r.stdout, r.stderr, merged, time.Now())
 	return err
 }
 
@@ -266,7 +267,7 @@ func savePartialFile(path string, p *Partial) error {
 
 // savePartial saves a single-host run as the one partial of a cluster of
 // one (--save-partial without --cluster-size).
-func (r *run) savePartial(o *Outcome) error {
+func (r *run) savePartial(o *outcome.Outcome) error {
 	if r.cfg.SavePartial == "" || o == nil {
 		return nil
 	}

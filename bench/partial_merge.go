@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
@@ -168,7 +169,7 @@ func ReadPartialFiles(paths []string) ([]*Partial, error) {
 // stderr, Python's block, the --breakdown block) with the cluster's clock
 // figures on stderr, and saves the result JSON and its sidecar as the
 // run's flags asked; now gives the result's date.
-func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*Outcome, error) {
+func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcome.Outcome, error) {
 	summary, err := metrics.Compute(&m.Data, m.Options)
 	if err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*Outcom
 		}
 	}
 	writeClusterClocks(stderr, m.Agents)
-	out := &Outcome{Summary: summary, Data: &m.Data, Params: m.Params, Options: m.Options, Cancelled: m.Cancelled}
+	out := &outcome.Outcome{Summary: summary, Data: &m.Data, Params: m.Params, Options: m.Options, Cancelled: m.Cancelled}
 	p := m.Params
 	if err := pyout.CheckMetadata(p.Metadata); err != nil {
 		return out, err

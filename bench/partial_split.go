@@ -3,6 +3,7 @@ package bench
 import (
 	"github.com/stampede-bench/stampede/metrics"
 
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/report"
 )
 
@@ -12,7 +13,7 @@ import (
 // the run's. It is how a single-host run is saved with --save-partial
 // (size 1), and how the merge is held to computing over all the requests
 // at once.
-func SplitOutcome(o *Outcome, breakdown bool, health report.SidecarHealth, size int) []*Partial {
+func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealth, size int) []*Partial {
 	settings := newPartialSettings(o.Params, &o.Options, breakdown)
 	n := 0
 	for _, r := range o.Data.Results {

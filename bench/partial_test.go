@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
@@ -17,7 +18,7 @@ import (
 
 // runOutcome runs a benchmark against the mock and returns what it
 // measured and printed.
-func runOutcome(t *testing.T, cfg mock.Config, args ...string) (*Outcome, string) {
+func runOutcome(t *testing.T, cfg mock.Config, args ...string) (*outcome.Outcome, string) {
 	t.Helper()
 	srv := startTinyMock(t, cfg)
 	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
@@ -36,7 +37,7 @@ func runOutcome(t *testing.T, cfg mock.Config, args ...string) (*Outcome, string
 // singleHostOutputs is what one host prints and saves for o: Python's
 // block (with the --breakdown block when asked) and the result JSON dated
 // now, as the run's own code writes them.
-func singleHostOutputs(t *testing.T, o *Outcome, breakdown bool, now time.Time) (block string, result []byte) {
+func singleHostOutputs(t *testing.T, o *outcome.Outcome, breakdown bool, now time.Time) (block string, result []byte) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := pyout.WriteResult(&b, o.Summary, o.Params); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/progress"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
@@ -50,7 +51,7 @@ func Run(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 // serve, each repeat of --num-runs, each sweep point and each SLO probe.
 // The outcome is nil when the run ended before its main part; it is set
 // alongside an error raised after the measurement (a failed save).
-func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*Outcome, error) {
+func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*O
 	} else {
 		err = r.benchmark(ctx)
 	}
-	return r.outcome, err
+	return r.measured, err
 }
 
 // releaseLoadMemory gives back what loading the tokenizer and building the
@@ -119,7 +120,7 @@ type run struct {
 	testUsage poolingUsage
 
 	// outcome is what the main run measured, once computed.
-	outcome *Outcome
+	measured *outcome.Outcome
 
 	// endpointErr is the URL-suffix check's verdict on --endpoint for
 	// --backend. Python makes that check inside each request function,
@@ -668,7 +669,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.outcome = &Outcome{Summary: summary, Data: &res.Data, Params: params, Options: opts, Cancelled: res.Cancelled}
+	r.measured = &outcome.Outcome{Summary: summary, Data: &res.Data, Params: params, Options: opts, Cancelled: res.Cancelled}
 	if err := pyout.WriteWarnings(r.stderr, summary); err != nil {
 		return err
 	}
@@ -691,9 +692,9 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.perTokenReport(res.Data.Results, summary); err != nil {
 		return err
 	}
-	r.steadyState(r.outcome)
-	r.sidecar.SteadyState = r.outcome.SteadyState
-	if err := r.writeSteadyStateBlock(r.outcome); err != nil {
+	r.steadyState(r.measured)
+	r.sidecar.SteadyState = r.measured.SteadyState
+	if err := r.writeSteadyStateBlock(r.measured); err != nil {
 		return err
 	}
 	r.compareServerMetrics(summary)
@@ -711,7 +712,7 @@ func (r *run) benchmark(ctx context.Context) error {
 	if err := r.save(summary, &res.Data, params); err != nil {
 		return err
 	}
-	if err := r.savePartial(r.outcome); err != nil {
+	if err := r.savePartial(r.measured); err != nil {
 		return err
 	}
 	return r.writeReport(summary, res, params)
@@ -849,7 +850,7 @@ func (r *run) save(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams
 		return err
 	}
 	if p.SaveResult || p.AppendResult {
-		r.outcome.ResultPath = name
+		r.measured.ResultPath = name
 		if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 			return fmt.Errorf("saving results to %s: %w", name, err)
 		}

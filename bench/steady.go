@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
 // steadyState computes the run's steady state (metrics.ComputeSteadyState)
 // into the outcome; a run without one keeps the reason.
-func (r *run) steadyState(o *Outcome) {
+func (r *run) steadyState(o *outcome.Outcome) {
 	c := r.cfg
 	t := metrics.SteadyTarget{RequestRate: c.RequestRate}
 	if c.MaxConcurrency != nil {
@@ -26,7 +27,7 @@ func (r *run) steadyState(o *Outcome) {
 
 // writeSteadyStateBlock prints the block with --steady-state, or why
 // there is none on stderr.
-func (r *run) writeSteadyStateBlock(o *Outcome) error {
+func (r *run) writeSteadyStateBlock(o *outcome.Outcome) error {
 	if !r.cfg.SteadyState {
 		return nil
 	}

@@ -1,4 +1,6 @@
-package bench
+// Package outcome holds what one run measured, shared by the run and the
+// commands built from runs (--num-runs, sweep, slo, the cluster merge).
+package outcome
 
 import (
 	"math"
