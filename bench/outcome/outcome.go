@@ -64,3 +64,18 @@ func (o *Outcome) Point() (report.PointMetrics, error) {
 	}
 	return pm, nil
 }
+
+// DropUnsent removes the requests an interrupt kept from being sent: they
+// measured nothing, and counting them as failures would bury the requests
+// that did fail. It returns how many it removed.
+func DropUnsent(d *metrics.RunData) int {
+	kept := d.Results[:0]
+	for _, rr := range d.Results {
+		if rr.Sent() {
+			kept = append(kept, rr)
+		}
+	}
+	n := len(d.Results) - len(kept)
+	d.Results = kept
+	return n
+}

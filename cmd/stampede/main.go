@@ -23,8 +23,11 @@ import (
 	"syscall"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 func main() {
@@ -54,7 +57,7 @@ func (e interrupted) Error() string { return "interrupted by " + e.sig.String() 
 // (README "Stopping a run"). The first interrupt cancels the returned
 // context, with an interrupted cause: the run stops sending, gives the
 // requests in flight the grace period, then prints and saves what it
-// measured. The second closes the context's hard stop (bench.WithHardStop):
+// measured. The second closes the context's hard stop (endpoint.WithHardStop):
 // the run stops waiting, fails what is still in flight as "cancelled", and
 // still prints and saves. A third interrupt, or terminate at any time,
 // calls exit with 128 + the signal's number at once, writing nothing more.
@@ -88,7 +91,7 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(code i
 			}
 		}
 	}()
-	return bench.WithHardStop(ctx, hard), func() {
+	return endpoint.WithHardStop(ctx, hard), func() {
 		signal.Stop(ch)
 		close(done)
 		cancel(context.Canceled)
@@ -125,19 +128,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runMultiturn(ctx, args[1:], stdout, stderr)
 		}
 	}
-	own, args, err := bench.SplitOwnFlags(args, []bench.OwnFlag{{Name: "num-runs", Value: true}})
+	own, args, err := search.SplitOwnFlags(args, []search.OwnFlag{{Name: "num-runs", Value: true}})
 	numRuns := 1
 	if err == nil && own["num-runs"] != nil {
-		numRuns, err = bench.ParseNumRuns(own["num-runs"][0])
+		numRuns, err = search.ParseNumRuns(own["num-runs"][0])
 	}
 	var cfg *cli.Config
 	if err == nil {
-		cfg, err = cli.Parse(args, bench.Backends())
+		cfg, err = cli.Parse(args, backend.Choices())
 	}
 	var help *cli.HelpRequested
 	switch {
 	case errors.As(err, &help):
-		if err := cli.WriteHelp(stdout, help.Keyword, bench.Backends()); err != nil {
+		if err := cli.WriteHelp(stdout, help.Keyword, backend.Choices()); err != nil {
 			return exitError
 		}
 		return exitOK
@@ -146,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	writeWarnings(stderr, cfg)
 	if numRuns > 1 {
-		err = bench.RunRepeated(ctx, cfg, numRuns, stdout, stderr)
+		err = search.RunRepeated(ctx, bench.RunOnce, cfg, numRuns, stdout, stderr)
 	} else {
 		err = runBenchmark(ctx, cfg, stdout, stderr)
 	}

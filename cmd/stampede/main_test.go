@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 )
 
 func TestRun(t *testing.T) {
@@ -168,7 +168,7 @@ func TestInterruptContext(t *testing.T) {
 		var stderr syncBuffer
 		ctx, stop := interruptContext(context.Background(), &stderr, func(code int) { exited <- code }, syscall.SIGUSR1, syscall.SIGUSR2)
 		defer stop()
-		hard := bench.HardStop(ctx)
+		hard := endpoint.HardStop(ctx)
 
 		send(t, syscall.SIGUSR1)
 		wait(t, ctx.Done(), "cancelling the context")
