@@ -12,8 +12,8 @@ import (
 	"github.com/stampede-bench/stampede/datasets"
 )
 
-// The control requests around a run (model discovery, /metrics scrapes,
-// profiling) are few and off the measured path, so they use net/http.
+// The control requests around a run (model discovery, profiling) are few
+// and off the measured path, so they use net/http.
 
 // errNoModels is /v1/models answering with an empty list.
 type errNoModels struct{}
