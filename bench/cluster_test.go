@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,19 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cluster"
+	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
-
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // TestClusterRunInProcess runs three agents of one run against one mock,
 // and holds agent 0's merged result to a single host's run of the same
@@ -40,7 +30,7 @@ func TestClusterRunInProcess(t *testing.T) {
 			"--result-dir", dir, "--result-filename", "run.json", "--seed", "3"}, extra...)
 	}
 	singleDir := t.TempDir()
-	c, err := parseArgs(args(singleDir), noEnv)
+	c, err := benchtest.ParseArgs(args(singleDir), benchtest.NoEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +38,7 @@ func TestClusterRunInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	coordinator := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	coordinator := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
 	clusterDir := t.TempDir()
 	const size = 3
 	outs := make([]bytes.Buffer, size)
@@ -56,7 +46,7 @@ func TestClusterRunInProcess(t *testing.T) {
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for i := range size {
-		c, err := parseArgs(args(clusterDir, "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator,
+		c, err := benchtest.ParseArgs(args(clusterDir, "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator,
 			"--cluster-timeout-sec", "30", "--save-partial", filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i))),
 			func(k string) string {
 				if k == "JOB_COMPLETION_INDEX" {
@@ -108,16 +98,16 @@ func TestClusterRunInProcess(t *testing.T) {
 	for i := range size {
 		files = append(files, filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i)))
 	}
-	parts, err := ReadPartialFiles(files)
+	parts, err := cluster.ReadPartialFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := MergePartials(parts)
+	m, err := cluster.MergePartials(parts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var block bytes.Buffer
-	if _, err := WriteMerged(&block, new(bytes.Buffer), func() *MergedRun { m.Params.SaveResult = false; return m }(), time.Now()); err != nil {
+	if _, err := cluster.WriteMerged(&block, new(bytes.Buffer), func() *cluster.MergedRun { m.Params.SaveResult = false; return m }(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(outs[0].String(), block.String()) {

@@ -13,7 +13,7 @@ import (
 // made-up words, its token count reported as "tokens". Done on a shard's
 // thread at each request's end it would hold that loop for this long;
 // stampede keeps the text and counts after the run instead
-// (run.computeOptions).
+// (bench.run.computeOptions).
 func BenchmarkCountGeneratedText(b *testing.B) {
 	tok, err := tokenizer.Load("../testdata/tokenizers/llama3.json")
 	if err != nil {

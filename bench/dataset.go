@@ -21,17 +21,19 @@ func SampleRequests(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writ
 	if err != nil {
 		return nil, err
 	}
-	r.skipAlign = !cfg.Given("base-url")
-	if err := r.discoverModel(ctx); err != nil {
+	model, err := r.server.DiscoverModel(ctx, stdout)
+	if err != nil {
 		return nil, err
 	}
-	if err := r.loadTokenizer(ctx); err != nil {
+	tok, err := r.loadTokenizer(ctx, model)
+	if err != nil {
 		return nil, err
 	}
-	if err := r.sampleDataset(ctx); err != nil {
+	ds, err := r.sampleDataset(ctx, model, tok, cfg.Given("base-url"))
+	if err != nil {
 		return nil, err
 	}
-	return r.requests, nil
+	return ds.requests, nil
 }
 
 // datasetRow is one line of `stampede dataset` output: the `custom`

@@ -1,19 +1,22 @@
-// Package bench orchestrates a `vllm bench serve`-compatible run: ready
-// check, warm-up, profiling, the main run through the engine, and the
-// calls to its outputs (Python's in package bench/pyout, stampede's own in
-// package bench/report); it also builds the backends' request bodies. The
-// command line it runs from is package bench/cli's.
+// Package bench is one `vllm bench serve`-compatible run, Run, told as its
+// phases in data-flow order (DESIGN.md "One run, as data"): model
+// discovery, tokenizer, dataset, the requests' bytes, the ready check,
+// warm-ups, the measured run through the engine (profiler, banner,
+// /metrics before and after), its figures, the blocks and the files.
+// Every phase returns what the next needs.
 //
-// Files by duty:
-//   - the run: run.go, endpoint.go, dataset.go, probe.go, interrupt.go,
-//     progress.go, server_requests.go (/v1/models, /metrics, profiling),
-//     basic_auth.go, servermetrics.go and servermetrics_run.go (the
-//     --server-metrics scraper), repeat.go, sweep.go, slo.go, compare.go,
-//     cluster*.go, partial*.go, outcome.go;
-//   - the request side: backend*.go (the backend table and the bodies),
-//     tokenizer_mode.go;
-//   - the steps that hand a run to its outputs: run.go (Python's block and
-//     result JSON, savePyTorch's PyTorch side file, the sidecar),
-//     outputs.go (--plot-timeline, --plot-dataset-stats, --report), and
-//     the flags' files steady.go, trim.go, pertoken.go, reasoning.go.
+// Files by phase:
+//   - run.go: Run and the phases before the measured run;
+//   - benchmark.go: the measured run and its figures; probe.go, the side
+//     probes; cluster.go, the measured run as one agent of a cluster;
+//   - blocks.go: the blocks after Python's and the sidecar, with the
+//     flags' own files trim.go, reasoning.go, pertoken.go, steady.go;
+//   - outputs.go: the result JSON, the sidecar and stampede's pages;
+//   - dataset.go: `stampede dataset`'s sampling and its JSONL.
+//
+// The pieces it calls live beside it: the server side in bench/endpoint,
+// the request bodies in bench/backend, the /metrics scraper in
+// bench/scrape, the cluster protocol in bench/cluster, the progress bar in
+// bench/progress, Python's outputs in bench/pyout and stampede's in
+// bench/report.
 package bench

@@ -6,14 +6,76 @@ import (
 	"os"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cluster"
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
-	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// The run's steps that write stampede's own files beside the result
-// (package bench/report draws them); a failure only warns.
+// The run's files: the result JSON (Python's), its PyTorch side file and
+// the sidecar, --save-partial's partial, and stampede's own pages beside
+// the result (package bench/report draws them), whose failure only warns.
+
+// save writes the result JSON with --save-result or --append-result (and
+// its PyTorch side file and the sidecar), the timeline with
+// --plot-timeline and the dataset figure with --plot-dataset-stats. It
+// sets the outcome's ResultPath.
+func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar) error {
+	s, d, p := o.Summary, o.Data, o.Params
+	if err := pyout.CheckMetadata(p.Metadata); err != nil {
+		return err
+	}
+	if !p.SaveResult && !p.AppendResult && !p.PlotTimeline {
+		return nil
+	}
+	res, err := pyout.BuildResult(s, d, p, time.Now())
+	if err != nil {
+		return err
+	}
+	name, err := pyout.ResultFilename(&p.RunSettings, res.Date)
+	if err != nil {
+		return err
+	}
+	if p.SaveResult || p.AppendResult {
+		o.ResultPath = name
+		if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
+			return fmt.Errorf("saving results to %s: %w", name, err)
+		}
+		if err := r.savePyTorch(name, res); err != nil {
+			return err
+		}
+		if err := report.SaveSidecar(report.SidecarPath(name), sidecar, p.AppendResult); err != nil {
+			return err
+		}
+	}
+	r.plotTimeline(name, s, d)
+	r.plotDatasetStats(name, s, d)
+	return nil
+}
+
+// savePyTorch writes the side file of the result saved at resultPath when
+// $SAVE_TO_PYTORCH_BENCHMARK_FORMAT is set.
+func (r *run) savePyTorch(resultPath string, res *pyout.Result) error {
+	if !r.cfg.SaveToPyTorchFormat {
+		return nil
+	}
+	path := pyout.PyTorchPath(resultPath)
+	if _, err := pyout.WritePyTorchBenchmark(path, r.cfg, res); err != nil {
+		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
+	}
+	return nil
+}
+
+// savePartial saves a single-host run as the one partial of a cluster of
+// one (--save-partial without --cluster-size).
+func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
+	if r.cfg.SavePartial == "" {
+		return nil
+	}
+	return cluster.SavePartialFile(r.cfg.SavePartial, cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1)[0])
+}
 
 // plotTimeline writes the --plot-timeline page next to the result file
 // and reports where, as vLLM does; a failure only warns (spec §f).
@@ -63,12 +125,12 @@ func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics
 // through the same JSON a saved result holds, so this page and one made
 // later by `stampede report` from the saved files agree. A failure only
 // warns, as the timeline's does.
-func (r *run) writeReport(s *metrics.Summary, res *engine.Result, p *pyout.ReportParams) error {
+func (r *run) writeReport(model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar) error {
 	path := r.cfg.Report
 	if path == "" {
 		return nil
 	}
-	if err := r.writeReportFile(path, s, res, p); err != nil {
+	if err := r.writeReportFile(path, model, o, sidecar); err != nil {
 		fmt.Fprintf(r.stderr, "WARNING: report not written: %v\n", err)
 		return nil
 	}
@@ -76,10 +138,10 @@ func (r *run) writeReport(s *metrics.Summary, res *engine.Result, p *pyout.Repor
 	return nil
 }
 
-func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Result, p *pyout.ReportParams) error {
-	detailed := *p
+func (r *run) writeReportFile(path string, model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar) error {
+	detailed := *o.Params
 	detailed.SaveDetailed = true
-	result, err := pyout.BuildResult(s, &res.Data, &detailed, time.Now())
+	result, err := pyout.BuildResult(o.Summary, o.Data, &detailed, time.Now())
 	if err != nil {
 		return err
 	}
@@ -87,11 +149,11 @@ func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Resul
 	if err != nil {
 		return err
 	}
-	sidecar, err := json.Marshal(r.sidecar)
+	sidecarJSON, err := json.Marshal(sidecar)
 	if err != nil {
 		return err
 	}
-	run, err := report.ParseReportRun("this run", body, sidecar)
+	run, err := report.ParseReportRun("this run", body, sidecarJSON)
 	if err != nil {
 		return err
 	}
@@ -99,7 +161,7 @@ func (r *run) writeReportFile(path string, s *metrics.Summary, res *engine.Resul
 	if err != nil {
 		return err
 	}
-	opts := report.ReportOptions{Title: "stampede report: " + r.modelID, Generated: time.Now()}
+	opts := report.ReportOptions{Title: "stampede report: " + model.ID, Generated: time.Now()}
 	if th := r.cfg.TimelineITLThresholdsMs; len(th) == 2 {
 		opts.ITLThresholdsMs = [2]float64{th[0], th[1]}
 	}

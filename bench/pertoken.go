@@ -19,35 +19,22 @@ import (
 // block and result JSON are the same with or without the flag; only the
 // request body differs.
 
-const (
-	streamOptionsUsage      = `{"include_usage": true}`
-	streamOptionsContinuous = `{"include_usage": true, "continuous_usage_stats": true}`
-)
-
-// streamOptions is the "stream_options" value of a completions or chat
-// body, in json.dumps form.
-func (p BodyParams) streamOptions() []byte {
-	if p.ContinuousUsage {
-		return []byte(streamOptionsContinuous)
-	}
-	return []byte(streamOptionsUsage)
-}
-
-// perTokenReport prints the --per-token-itl block, says on stderr what
-// fell back, and puts the account in the sidecar.
-func (r *run) perTokenReport(results []metrics.RequestResult, s *metrics.Summary) error {
+// perToken prints the --per-token-itl block, says on stderr what fell
+// back, and returns the sidecar's account; nil without the flag.
+func (r *run) perToken(results []metrics.RequestResult, s *metrics.Summary) (*report.SidecarPerToken, error) {
 	if !r.cfg.PerTokenITL {
-		return nil
+		return nil, nil
 	}
 	p := metrics.ComputePerToken(results, r.cfg.SelectedPercentiles)
+	var account *report.SidecarPerToken
 	if p != nil {
-		r.sidecar.PerToken = report.NewSidecarPerToken(p, s.ITL)
+		account = report.NewSidecarPerToken(p, s.ITL)
 		if r.cfg.SaveDetailed {
-			r.sidecar.PerToken.PerRequest = report.NewSidecarRequestTokens(results)
+			account.PerRequest = report.NewSidecarRequestTokens(results)
 		}
 		if note := report.PerTokenNote(p); note != "" {
 			fmt.Fprintln(r.stderr, "per-token ITL: "+note+".")
 		}
 	}
-	return report.WritePerToken(r.stdout, p, s.ITL)
+	return account, report.WritePerToken(r.stdout, p, s.ITL)
 }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
-	"github.com/stampede-bench/stampede/datasets"
 )
 
 // runPerToken runs a benchmark against a mock started with cfg and returns
@@ -27,8 +27,8 @@ func runPerToken(t *testing.T, cfg mock.Config, name string, args ...string) (st
 	dir := t.TempDir()
 	cfg.TruthLog = filepath.Join(dir, "truth.log")
 	srv := startTinyMock(t, cfg)
-	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer, "--disable-tqdm",
-		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", name + ".json"}, args...), noEnv)
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer, "--disable-tqdm",
+		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", name + ".json"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatalf("parseArgs: %v", err)
 	}
@@ -223,28 +223,5 @@ func TestPerTokenITLFallback(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "No running usage: tokens per chunk unknown.") || !strings.Contains(stdout, fmt.Sprintf("%-40s %-10d\n", "Requests at one token per chunk:", 4)) {
 		t.Errorf("block does not say what fell back:\n%s", stdout)
-	}
-}
-
-func TestPerTokenITLRequestBody(t *testing.T) {
-	req := &datasets.Request{Prompt: "hi", PromptLen: 1, ExpectedOutputLen: 5}
-	for _, backend := range []string{"openai", "openai-chat"} {
-		for _, on := range []bool{false, true} {
-			body, err := BuildRequestBody(backend, req, BodyParams{Model: "m", ContinuousUsage: on})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := `"stream_options": {"include_usage": true}`
-			if on {
-				want = `"stream_options": {"include_usage": true, "continuous_usage_stats": true}`
-			}
-			if !bytes.Contains(body, []byte(want)) {
-				t.Errorf("%s, continuous %v: body %s lacks %s", backend, on, body, want)
-			}
-		}
-	}
-	if _, err := parseArgs([]string{"--backend", "openai-embeddings", "--endpoint", "/v1/embeddings", "--per-token-itl"}, noEnv); err == nil ||
-		!strings.Contains(err.Error(), "argument --per-token-itl: backend openai-embeddings returns one response") {
-		t.Errorf("--per-token-itl with a pooling backend: %v", err)
 	}
 }

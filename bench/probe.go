@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/engine"
 )
 
@@ -16,35 +18,30 @@ import (
 // an id) with prompt "Hi", prompt_len 1, output_len 1, and no media or chat
 // messages, exactly as Python's probe_loop replaces them. It returns nil
 // when --probe-request-rate is not positive.
-func (r *run) newProbe() (*engine.Probe, error) {
+func (r *run) newProbe(model endpoint.Model, ds *dataset) (*engine.Probe, error) {
 	c := r.cfg
 	rate := c.ProbeRequestRate
 	if !(rate > 0) {
 		return nil, nil
 	}
-	if backendOf(c.Backend).api.kind == rerankKind {
+	if backend.Of(c.Backend).QueryWithDocuments() {
 		return nil, cli.UsageErrorf("--probe-request-rate is not supported with --backend %s: "+
 			"the probe prompt \"Hi\" is not a query with documents", c.Backend)
 	}
-	probe := r.requests[0]
+	probe := ds.requests[0]
 	probe.RequestID = ""
 	probe.Prompt, probe.PromptIDs, probe.PromptList = "Hi", nil, nil
 	probe.PromptLen, probe.ExpectedOutputLen = 1, 1
 	probe.MultiModal, probe.ChatMessages, probe.Audio = nil, nil, nil
-	params := BodyParams{
-		Model: r.modelID, ModelName: r.modelName, Logprobs: c.Logprobs,
-		IgnoreEOS: c.IgnoreEOS, ExtraBody: c.RequestExtraBody,
-	}
-	wire, err := r.encode(&probe, params)
-	if err != nil {
-		return nil, fmt.Errorf("probe request: %w", err)
-	}
-	usage, err := PoolingUsage(c.Backend, &probe, params)
+	params := r.bodyParams(model)
+	// The probe asks for no running usage: its ITL is not counted per token.
+	params.ContinuousUsage = false
+	q, err := r.encode(&probe, params)
 	if err != nil {
 		return nil, fmt.Errorf("probe request: %w", err)
 	}
 	return &engine.Probe{
-		Request: engine.Request{Wire: wire, PromptLen: 1, PoolingUsage: usage},
+		Request: q,
 		// An infinite rate gives Python's sleep(0): probes back to back.
 		Interval: time.Duration(float64(time.Second) / rate),
 	}, nil

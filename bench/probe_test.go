@@ -12,20 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets"
 )
 
 // newMockRun starts the mock server and returns a run aimed at it, built
-// from argv as the command line would.
-func newMockRun(t *testing.T, cfg mock.Config, args ...string) (*run, *mock.Server) {
+// from argv as the command line would, and its model.
+func newMockRun(t *testing.T, cfg mock.Config, args ...string) (*run, endpoint.Model) {
 	t.Helper()
 	srv, err := mock.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--model", "mock-llm"}, args...), noEnv)
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--model", "mock-llm"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +35,7 @@ func newMockRun(t *testing.T, cfg mock.Config, args ...string) (*run, *mock.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.modelID = c.Model
-	return r, srv
+	return r, endpoint.Model{ID: c.Model}
 }
 
 func TestProbeRequestBody(t *testing.T) {
@@ -55,9 +56,8 @@ func TestProbeRequestBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, _ := newMockRun(t, mock.Config{}, tt.args...)
-			r.requests = []datasets.Request{first}
-			p, err := r.newProbe()
+			r, model := newMockRun(t, mock.Config{}, tt.args...)
+			p, err := r.newProbe(model, &dataset{requests: []datasets.Request{first}})
 			if err != nil || p == nil {
 				t.Fatalf("newProbe = %v, %v", p, err)
 			}
@@ -92,9 +92,8 @@ func TestProbeRequestBody(t *testing.T) {
 
 func TestProbeLoopOffWithoutRate(t *testing.T) {
 	for _, rate := range []string{"0", "-1"} {
-		r, _ := newMockRun(t, mock.Config{}, "--probe-request-rate", rate)
-		r.requests = []datasets.Request{{Prompt: "x", PromptLen: 1, ExpectedOutputLen: 1}}
-		if p, err := r.newProbe(); p != nil || err != nil {
+		r, model := newMockRun(t, mock.Config{}, "--probe-request-rate", rate)
+		if p, err := r.newProbe(model, &dataset{requests: []datasets.Request{{Prompt: "x", PromptLen: 1, ExpectedOutputLen: 1}}}); p != nil || err != nil {
 			t.Errorf("--probe-request-rate %s: probe %v, err %v; want none", rate, p, err)
 		}
 	}
@@ -111,10 +110,10 @@ func TestProbesInRun(t *testing.T) {
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg, err := parseArgs([]string{"--base-url", "http://" + srv.Addr(), "--model", "mock-llm",
+	cfg, err := benchtest.ParseArgs([]string{"--base-url", "http://" + srv.Addr(), "--model", "mock-llm",
 		"--dataset-name", "random", "--num-prompts", "3", "--random-input-len", "8", "--random-output-len", "30",
 		"--ignore-eos", "--max-concurrency", "1", "--probe-request-rate", "20", "--disable-tqdm",
-		"--save-result", "--result-dir", dir, "--result-filename", "result.json"}, noEnv)
+		"--save-result", "--result-dir", dir, "--result-filename", "result.json"}, benchtest.NoEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

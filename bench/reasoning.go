@@ -10,13 +10,13 @@ import (
 // reasoning, how much it reasoned, and when it called tools. Python's block
 // is unchanged: its TTFT is the first chunk, reasoning or not.
 
-// reasoning prints the --reasoning-metrics block (when asked) and puts
-// the account in the sidecar.
-func (r *run) reasoning(results []metrics.RequestResult) error {
+// reasoning prints the --reasoning-metrics block (when asked) and returns
+// the sidecar's account.
+func (r *run) reasoning(results []metrics.RequestResult) (*report.SidecarReasoning, error) {
 	st := metrics.ComputeReasoning(results, r.cfg.SelectedPercentiles)
-	r.sidecar.Reasoning = report.NewSidecarReasoning(results, st, r.cfg.SaveDetailed)
+	account := report.NewSidecarReasoning(results, st, r.cfg.SaveDetailed)
 	if !r.cfg.ReasoningMetrics {
-		return nil
+		return account, nil
 	}
-	return report.WriteReasoning(r.stdout, st)
+	return account, report.WriteReasoning(r.stdout, st)
 }

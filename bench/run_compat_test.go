@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 	"github.com/stampede-bench/stampede/metrics"
@@ -209,7 +210,7 @@ func streamServer(t *testing.T, events func(i int64, w io.Writer)) *httptest.Ser
 func runAgainstServer(t *testing.T, url string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	c, err := parseArgs(append([]string{"--base-url", url, "--tokenizer", tinyTokenizer, "--disable-tqdm"}, args...), noEnv)
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", url, "--tokenizer", tinyTokenizer, "--disable-tqdm"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
@@ -51,8 +53,8 @@ func startTinyMock(t *testing.T, cfg mock.Config) *mock.Server {
 func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	srv := startTinyMock(t, cfg)
-	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
-		"--disable-tqdm"}, args...), noEnv)
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
+		"--disable-tqdm"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatalf("parseArgs: %v", err)
 	}
@@ -438,8 +440,8 @@ func TestRunFailures(t *testing.T) {
 func runAgainstMockCancelled(t *testing.T, cfg mock.Config, when func(mock.Stats) bool, args ...string) (stdout, stderr string, atReturn mock.Stats, err error) {
 	t.Helper()
 	srv := startTinyMock(t, cfg)
-	c, err := parseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
-		"--disable-tqdm"}, args...), noEnv)
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
+		"--disable-tqdm"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatalf("parseArgs: %v", err)
 	}
@@ -654,7 +656,7 @@ func TestRunSecondInterrupt(t *testing.T) {
 		cancel()
 		time.AfterFunc(100*time.Millisecond, func() { close(hard) })
 	})
-	stdout, stderr, err := runAgainstMock(t, WithHardStop(ctx, hard), mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
+	stdout, stderr, err := runAgainstMock(t, endpoint.WithHardStop(ctx, hard), mock.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond},
 		"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "6", "--random-input-len", "16",
 		"--random-output-len", "500", "--max-concurrency", "3", "--cancel-grace-sec", "3600",
 		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "r.json")

@@ -5,28 +5,28 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
-// steadyState computes the run's steady state (metrics.ComputeSteadyState)
-// into the outcome; a run without one keeps the reason.
-func (r *run) steadyState(o *Outcome) {
+// steadyState is the run's steady state (metrics.ComputeSteadyState);
+// a run without one has the reason instead.
+func (r *run) steadyState(o *outcome.Outcome) (*metrics.SteadyState, error) {
 	c := r.cfg
 	t := metrics.SteadyTarget{RequestRate: c.RequestRate}
 	if c.MaxConcurrency != nil {
 		t.MaxConcurrency = *c.MaxConcurrency
 	}
 	if c.RampUpStrategy != "" {
-		o.SteadyStateErr = fmt.Errorf("%w: the rate ramps up (--ramp-up-strategy)", metrics.ErrNoSteadyState)
-		return
+		return nil, fmt.Errorf("%w: the rate ramps up (--ramp-up-strategy)", metrics.ErrNoSteadyState)
 	}
-	o.SteadyState, o.SteadyStateErr = metrics.ComputeSteadyState(o.Data, o.Options, t)
+	return metrics.ComputeSteadyState(o.Data, o.Options, t)
 }
 
 // writeSteadyStateBlock prints the block with --steady-state, or why
 // there is none on stderr.
-func (r *run) writeSteadyStateBlock(o *Outcome) error {
+func (r *run) writeSteadyStateBlock(o *outcome.Outcome) error {
 	if !r.cfg.SteadyState {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
@@ -21,7 +22,7 @@ func TestSteadyStateBlock(t *testing.T) {
 		if flag {
 			args = append(args, "--steady-state")
 		}
-		cfg, err := cli.Parse(args, Backends())
+		cfg, err := cli.Parse(args, backend.Choices())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/bench/search"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -53,7 +55,7 @@ func TestSweepShowsQueueing(t *testing.T) {
 	dir := t.TempDir()
 	args := append(startMock(t, knownCapacity), "--random-output-len", "16", "--num-prompts", "192", "--result-dir", dir)
 	var out, errOut bytes.Buffer
-	res, err := Sweep(context.Background(), SweepOptions{
+	res, err := search.Sweep(context.Background(), search.SweepOptions{Run: RunOnce,
 		Args: args, NumRuns: 1, Axes: []report.SweepAxis{{Flag: "max-concurrency", Values: []string{"8", "32", "128"}}},
 	}, &out, &errOut)
 	if err != nil {
@@ -99,13 +101,13 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	dir := t.TempDir()
 	args := append(startMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}),
 		"--random-output-len", "4", "--num-prompts", "16", "--result-dir", dir)
-	opts := SweepOptions{Args: args, NumRuns: 2, Axes: []report.SweepAxis{
+	opts := search.SweepOptions{Run: RunOnce, Args: args, NumRuns: 2, Axes: []report.SweepAxis{
 		{Flag: "max-concurrency", Values: []string{"2", "4"}}, {Flag: "request-rate", Values: []string{"inf", "500"}}}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := &cancelOn{marker: "Sweep point max-concurrency=4,request-rate=inf", cancel: cancel}
-	_, err := Sweep(ctx, opts, &bytes.Buffer{}, w)
+	_, err := search.Sweep(ctx, opts, &bytes.Buffer{}, w)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted sweep: %v", err)
 	}
@@ -119,7 +121,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 
 	opts.Resume = true
 	var out bytes.Buffer
-	res, err := Sweep(context.Background(), opts, &bytes.Buffer{}, &out)
+	res, err := search.Sweep(context.Background(), opts, &bytes.Buffer{}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,30 +140,17 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	}
 }
 
-func TestParseSweepAxis(t *testing.T) {
-	a, err := ParseSweepAxis("--max-concurrency=8, 32,128")
-	if err != nil || a.Flag != "max-concurrency" || strings.Join(a.Values, "|") != "8|32|128" {
-		t.Errorf("got %+v, %v", a, err)
-	}
-	for _, bad := range []string{"max-concurrency", "=1,2", "request-rate=1,,2"} {
-		var usage *cli.UsageError
-		if _, err := ParseSweepAxis(bad); !errors.As(err, &usage) || !strings.Contains(usage.Msg, "FLAG=V1,V2") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-}
-
 // --num-runs keeps every run's result JSON and prints the spread.
 func TestRunRepeatedKeepsEveryRun(t *testing.T) {
 	dir := t.TempDir()
 	args := append(startMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond}),
 		"--random-output-len", "4", "--num-prompts", "16", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
-	cfg, err := cli.Parse(args, Backends())
+	cfg, err := cli.Parse(args, backend.Choices())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := RunRepeated(context.Background(), cfg, 3, &out, &bytes.Buffer{}); err != nil {
+	if err := search.RunRepeated(context.Background(), RunOnce, cfg, 3, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for k := 1; k <= 3; k++ {

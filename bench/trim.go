@@ -13,11 +13,11 @@ import (
 // --warmup-time and --cooldown-time: the fork's second block
 // (report.WriteTrimmed), after Python's.
 
-// writeSteadyState prints the trimmed block after the result block when
+// writeTrimmed prints the trimmed block after the result block when
 // --warmup-time or --cooldown-time is set. A window that cannot be formed
 // (longer trims than the run) is reported on stderr and the run goes on:
 // the main result stands on its own.
-func (r *run) writeSteadyState(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams) error {
+func (r *run) writeTrimmed(s *metrics.Summary, d *metrics.RunData, p *pyout.ReportParams) error {
 	c := r.cfg
 	if !c.TrimsSteadyState() {
 		return nil

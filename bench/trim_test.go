@@ -31,7 +31,7 @@ func TestWriteSteadyState(t *testing.T) {
 			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
 			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
 			s := &metrics.Summary{}
-			if err := r.writeSteadyState(s, pyouttest.GoldenRun(), &pyout.ReportParams{}); err != nil {
+			if err := r.writeTrimmed(s, pyouttest.GoldenRun(), &pyout.ReportParams{}); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(stdout.String(), tc.stdout) || (tc.stdout == "") != (stdout.Len() == 0) {

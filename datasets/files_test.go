@@ -297,7 +297,7 @@ func TestSampleSonnet(t *testing.T) {
 			t.Errorf("request %d = %q (len %d, id %s)", i, r.Prompt, r.PromptLen, r.RequestID)
 		}
 	}
-	o.ChatBackend = true
+	o.Backend = chatBackend
 	raw, err := SampleSonnet(o)
 	if err != nil {
 		t.Fatal(err)

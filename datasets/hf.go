@@ -98,9 +98,6 @@ type hfRun struct {
 	hub    hfhub.Options
 }
 
-// multimodalBackends are get_samples' multimodal_backends for serve.
-var multimodalBackends = []string{"openai-audio", "openai-chat"}
-
 func sampleHF(env *Env) ([]Request, error) {
 	f := env.Flags
 	class := findHFClass(env.Path, f.HFName)
@@ -108,11 +105,11 @@ func sampleHF(env *Env) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("Unsupported dataset path: %s. Huggingface dataset only supports dataset_path from one of following: %s. Please consider contributing if you would like to add support for additional dataset formats.",
 			pyNone(env.Path), knownHFPaths()))
 	}
-	if class == bfclClass && env.Backend != "openai-chat" {
+	if class == bfclClass && !env.Backend.ChatLike {
 		return nil, valueError("BFCL dataset requires the 'openai-chat' backend because it sends per-request tool schemas via chat completions.")
 	}
-	if class.multimodal && !contains(multimodalBackends, env.Backend) && !strings.Contains(env.Backend, "embeddings-") {
-		return nil, valueError(fmt.Sprintf("Multi-modal content is not supported on backend '%s'; use one of ['openai-audio', 'openai-chat'].", env.Backend))
+	if class.multimodal && !env.Backend.Multimodal && !env.Backend.EmbedsMedia {
+		return nil, valueError(fmt.Sprintf("Multi-modal content is not supported on backend '%s'; use one of ['openai-audio', 'openai-chat'].", env.Backend.Name))
 	}
 	if env.Tokenizer == nil {
 		return nil, &PythonError{Type: "AssertionError", Msg: "Tokenizer must be initialized for the 'hf' dataset."}
@@ -287,15 +284,6 @@ func pyNone(s string) string {
 		return "None"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // field returns row[key], or Python's KeyError.

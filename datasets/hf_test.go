@@ -73,7 +73,7 @@ func hfTestEnv(path string, n int) *Env {
 	f.ASRMaxAudioLenSec = math.Inf(1)
 	f.BlazeditMaxDistance = 1
 	return &Env{Tokenizer: newBPETokenizer(), ChatTemplate: fakeTemplate, NumPrompts: n,
-		Backend: "openai-chat", Path: path, Flags: f, DisableShuffle: true, Globals: PythonGlobals{}.orPrivate(0)}
+		Backend: chatBackend, Path: path, Flags: f, DisableShuffle: true, Globals: PythonGlobals{}.orPrivate(0)}
 }
 
 func intp(n int) *int { return &n }
@@ -93,13 +93,13 @@ func TestHFUnknownPathListsKnown(t *testing.T) {
 
 func TestHFBackendChecks(t *testing.T) {
 	env := hfTestEnv("lmarena-ai/VisionArena-Chat", 1)
-	env.Backend = "vllm"
+	env.Backend = vllmBackend
 	_, err := sampleHF(env)
 	if err == nil || err.Error() != "Multi-modal content is not supported on backend 'vllm'; use one of ['openai-audio', 'openai-chat']." {
 		t.Errorf("multimodal on vllm: %v", err)
 	}
 	env = hfTestEnv("gorilla-llm/Berkeley-Function-Calling-Leaderboard", 1)
-	env.Backend = "openai"
+	env.Backend = openAIBackend
 	if _, err := sampleHF(env); err == nil || !strings.HasPrefix(err.Error(), "BFCL dataset requires the 'openai-chat' backend") {
 		t.Errorf("BFCL on openai: %v", err)
 	}
@@ -600,7 +600,7 @@ func TestHFASR(t *testing.T) {
 		{Audio: asrAudio{Bytes: clip(1)}, Text: "one"},
 	})
 	env := hfTestEnv("openslr/librispeech_asr", 2)
-	env.Backend = "openai-audio"
+	env.Backend = audioBackend
 	env.TokenizerName = "openai/whisper-large-v3"
 	env.Flags.HFSubset = "clean"
 	env.Flags.HFSplit = "train.100"
@@ -660,7 +660,7 @@ func TestHFMMVULocalCopy(t *testing.T) {
 		Video:    "https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main/videos/1.mp4",
 	}})
 	env := hfTestEnv(dir, 1)
-	env.Backend = "vllm" // MMVU does not set IS_MULTIMODAL
+	env.Backend = vllmBackend // MMVU does not set IS_MULTIMODAL
 	env.Flags.HFName = "yale-nlp/MMVU"
 	reqs, err := sampleHF(env)
 	if err != nil {

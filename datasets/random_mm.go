@@ -58,8 +58,8 @@ func ParseMMLimits(s string) ([]MMLimit, error) {
 }
 
 // RandomMMOptions are the `random-mm` dataset's inputs: those of `random`
-// (with the Env's --backend, which Python requires to be openai-chat or
-// openai-audio, "" skipping the check; --enable-multimodal-chat, which
+// (with the Env's --backend, which Python requires to be multimodal
+// (openai-chat, openai-audio), no name skipping the check; --enable-multimodal-chat, which
 // makes the prompt and the images one user chat message (ChatMessages)
 // instead of Prompt + MultiModal; and Workers, which also bound the JPEG
 // encoding) plus the media ones, parsed. BatchSize must be 1 (0 is taken
@@ -75,9 +75,6 @@ type RandomMMOptions struct {
 	Limits               []MMLimit  // --random-mm-limit-mm-per-prompt, in JSON order
 	Buckets              []MMBucket // --random-mm-bucket-config, in dict order
 }
-
-// randomMMBackends are the backends random-mm may be used with.
-var randomMMBackends = []string{"openai-audio", "openai-chat"}
 
 // SampleRandomMM is RandomMultiModalDataset.sample. The text is
 // built as `random` builds it (SampleRandom) from the same private
@@ -103,8 +100,8 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
-	if o.Backend != "" && !containsString(randomMMBackends, o.Backend) {
-		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend)))
+	if o.Backend.Name != "" && !o.Backend.Multimodal {
+		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend.Name)))
 	}
 	if o.BatchSize != 0 && o.BatchSize != 1 {
 		return nil, &PythonError{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
@@ -384,15 +381,6 @@ func bucketsRepr(buckets []MMBucket) string {
 		parts[i] = bucketKeyRepr(b) + ": " + py.FloatRepr(b.Probability)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // RandomMMFlags are the random-mm dataset's options.

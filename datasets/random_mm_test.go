@@ -119,7 +119,7 @@ func TestSampleRandomMMMatchesSequentialReference(t *testing.T) {
 	buckets := []MMBucket{{8, 12, 1, 1}, {16, 4, 1, 3}, {32, 32, 4, 0}}
 	o := RandomMMOptions{
 		RandomOptions: RandomOptions{
-			Env:      &Env{NumPrompts: 30, Seed: 11, Backend: "openai-chat", RequestIDPrefix: "mm-", Workers: 3},
+			Env:      &Env{NumPrompts: 30, Seed: 11, Backend: chatBackend, RequestIDPrefix: "mm-", Workers: 3},
 			InputLen: 40, OutputLen: 9, RangeRatio: RangeRatio{0.3, 0.2},
 		},
 		BaseItemsPerRequest: 2, NumMMItemsRangeRatio: 0.5,
@@ -276,7 +276,7 @@ func TestSampleRandomMMErrors(t *testing.T) {
 		want   string
 		python bool
 	}{
-		{"backend", func(o *RandomMMOptions) { o.Backend = "openai" },
+		{"backend", func(o *RandomMMOptions) { o.Backend = openAIBackend },
 			"Multi-modal content (images) is not supported on backend 'openai'; use one of ['openai-audio', 'openai-chat'].", true},
 		{"batch", func(o *RandomMMOptions) { o.BatchSize = 4 }, "batchsize > 1 is not supported for RandomMultiModalDataset.", true},
 		{"text range", func(o *RandomMMOptions) { o.RangeRatio.Output = 1 }, "output_range_ratio must be in [0, 1).", true},

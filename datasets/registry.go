@@ -92,11 +92,9 @@ type Env struct {
 	NumPrompts int
 	// RequestIDPrefix is --request-id-prefix.
 	RequestIDPrefix string
-	// Backend is --backend, for the datasets whose Python code reads it.
-	Backend string
-	// ChatBackend is set when the backend posts the Chat Completions API,
-	// whose server applies the chat template itself.
-	ChatBackend bool
+	// Backend is what the datasets whose Python code reads --backend
+	// need of it; the zero value (no name) skips their backend checks.
+	Backend Backend
 	// Workers bounds the goroutines doing tokenizer work (and random-mm's
 	// JPEG encoding) in the random* datasets; 0 means one per usable CPU.
 	// With a ServerTokenizer each round is an HTTP call, so more workers

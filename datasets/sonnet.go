@@ -85,7 +85,7 @@ func SampleSonnet(env *Env) ([]Request, error) {
 			continue
 		}
 		rejects = 0
-		if !env.ChatBackend {
+		if !env.Backend.ChatLike {
 			prompt = formatted
 		}
 		reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, ExpectedOutputLen: f.SonnetOutputLen, RequestID: env.RequestIDPrefix + strconv.Itoa(len(reqs))})

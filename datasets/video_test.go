@@ -371,7 +371,7 @@ func TestSampleRandomMMVideos(t *testing.T) {
 	buckets := []MMBucket{{8, 12, 1, 1}, {16, 24, 3, 1}, {10, 6, 2, 2}}
 	o := RandomMMOptions{
 		RandomOptions: RandomOptions{
-			Env:      &Env{NumPrompts: 12, Seed: 4, Backend: "openai-chat", RequestIDPrefix: "v-", Workers: 2},
+			Env:      &Env{NumPrompts: 12, Seed: 4, Backend: chatBackend, RequestIDPrefix: "v-", Workers: 2},
 			InputLen: 20, OutputLen: 5,
 		},
 		BaseItemsPerRequest: 2, NumMMItemsRangeRatio: 0.5,

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 )
 
 // Command runs `stampede multiturn` once its flags are parsed: read the
@@ -18,7 +18,7 @@ func Command(ctx context.Context, opts *Options, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ep, err := bench.OpenEndpoint(ctx, opts.Serve, stdout, stderr, NeedsTokenizer(opts, in))
+	ep, err := endpoint.Open(ctx, opts.Serve, stdout, stderr, NeedsTokenizer(opts, in))
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -141,7 +141,7 @@ func Run(ctx context.Context, opts *Options, plan *Plan, sender Sender) (*Outcom
 	d.runner = runner
 	d.loop(ctx)
 	runner.EndFeed()
-	res, err := bench.WaitRun(ctx, runner)
+	res, err := endpoint.WaitRun(ctx, runner)
 	if err != nil {
 		return nil, err
 	}

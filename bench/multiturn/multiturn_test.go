@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -72,7 +72,7 @@ func runAgainst(t *testing.T, srv *mock.Server, args ...string) (*Options, *Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := bench.OpenEndpoint(context.Background(), opts.Serve, io.Discard, io.Discard, false)
+	ep, err := endpoint.Open(context.Background(), opts.Serve, io.Discard, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 // Options are multiturn's own flags, named after vLLM's
@@ -34,7 +35,7 @@ type Options struct {
 }
 
 // ownFlags are split off before serve's parser sees the rest.
-var ownFlags = []bench.OwnFlag{
+var ownFlags = []search.OwnFlag{
 	{Name: "input-file", Value: true}, {Name: "num-clients", Value: true},
 	{Name: "max-active-conversations", Value: true}, {Name: "max-num-requests", Value: true},
 	{Name: "max-turns", Value: true}, {Name: "limit-min-tokens", Value: true},
@@ -91,7 +92,7 @@ request under --save-detailed.
 // ParseArgs splits args into multiturn's flags and serve's, which go to
 // serve's parser with the chat completions endpoint as the default.
 func ParseArgs(args []string) (*Options, error) {
-	own, rest, err := bench.SplitOwnFlags(args, ownFlags)
+	own, rest, err := search.SplitOwnFlags(args, ownFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +183,10 @@ func ParseArgs(args []string) (*Options, error) {
 	}
 	// Chat completions unless the command line says otherwise (last wins).
 	serve := append([]string{"--backend", "openai-chat", "--endpoint", "/v1/chat/completions"}, rest...)
-	if o.Serve, err = cli.Parse(serve, bench.Backends()); err != nil {
+	if o.Serve, err = cli.Parse(serve, backend.Choices()); err != nil {
 		return nil, err
 	}
-	if o.Serve.Backend != "openai-chat" {
+	if !backend.Of(o.Serve.Backend).ChatLike() {
 		return nil, usage("argument --backend: multiturn speaks chat completions; want openai-chat, not %q", o.Serve.Backend)
 	}
 	return o, nil

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 const compareUsage = `usage: stampede compare [--alpha P] [--min-effect F] [--json] A.json B.json [C.json ...]
@@ -48,7 +48,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stampede compare", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var opts bench.CompareOptions
+	var opts search.CompareOptions
 	fs.Float64Var(&opts.Alpha, "alpha", 0.05, "")
 	fs.Float64Var(&opts.MinEffect, "min-effect", 0.02, "")
 	asJSON := fs.Bool("json", false, "")
@@ -71,18 +71,18 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		return usageError("--min-effect %g: a relative change is 0 or more (such as 0.02 for 2%%)", opts.MinEffect)
 	}
 	if opts.MinEffect == 0 {
-		opts.MinEffect = 1e-300 // 0 means the default to bench.Compare
+		opts.MinEffect = 1e-300 // 0 means the default to search.Compare
 	}
-	var sides []*bench.CompareSide
+	var sides []*search.CompareSide
 	for _, f := range files {
-		s, err := bench.LoadCompareSide(f)
+		s, err := search.LoadCompareSide(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "stampede compare: %v\n", err)
 			return exitError
 		}
 		sides = append(sides, s)
 	}
-	c := bench.Compare(sides, opts)
+	c := search.Compare(sides, opts)
 	if *asJSON {
 		b, err := json.MarshalIndent(c, "", "  ")
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 )
@@ -72,7 +73,7 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "stampede dataset: the following arguments are required: -o/--output (a .jsonl file, or - for stdout)\n\n%s", datasetUsage)
 		return exitUsage
 	}
-	cfg, err := cli.Parse(rest, bench.Backends())
+	cfg, err := cli.Parse(rest, backend.Choices())
 	if err != nil {
 		return failed(stderr, err)
 	}

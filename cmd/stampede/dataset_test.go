@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 )
 
@@ -28,7 +29,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 		t.Errorf("stderr %q does not report the sampling", stderr.String())
 	}
 
-	cfg, err := cli.Parse(sample, bench.Backends())
+	cfg, err := cli.Parse(sample, backend.Choices())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err = cli.Parse(append([]string{"--dataset-name", "custom", "--dataset-path", out, "--custom-output-len", "-1",
-		"--skip-chat-template", "--disable-shuffle"}, common...), bench.Backends())
+		"--skip-chat-template", "--disable-shuffle"}, common...), backend.Choices())
 	if err != nil {
 		t.Fatal(err)
 	}

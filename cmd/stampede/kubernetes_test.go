@@ -11,11 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench"
-	"github.com/stampede-bench/stampede/bench/cli"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stampede-bench/stampede/bench/backend"
+	"github.com/stampede-bench/stampede/bench/cli"
 )
 
 // These tests hold deploy/kubernetes together: every manifest decodes
@@ -216,7 +217,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	}
 	t.Setenv("JOB_COMPLETION_INDEX", "0")
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	cfg, err := cli.Parse(argv, bench.Backends())
+	cfg, err := cli.Parse(argv, backend.Choices())
 	if err != nil {
 		t.Fatalf("the agents' command line %q: %v", argv, err)
 	}

@@ -23,8 +23,11 @@ import (
 	"syscall"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 func main() {
@@ -57,11 +60,11 @@ func (e interrupted) Error() string { return "interrupted by " + e.sig.String() 
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // interruptContext turns signals into the three ways of stopping a run
-// (README "Stopping a run"); any of the given signals counts, in any mix.
+// (docs/cli.md "Stopping a run"); any of the given signals counts, in any mix.
 // The first cancels the returned context, with an interrupted cause naming
 // it: the run stops sending, gives the requests in flight the grace
 // period, then prints and saves what it measured. The second closes the
-// context's hard stop (bench.WithHardStop): the run stops waiting, fails
+// context's hard stop (endpoint.WithHardStop): the run stops waiting, fails
 // what is still in flight as "cancelled", and still prints and saves. A
 // third calls exit with 128 + its number at once, writing nothing more.
 func interruptContext(parent context.Context, stderr io.Writer, exit func(code int), signals ...os.Signal) (context.Context, func()) {
@@ -95,7 +98,7 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(code i
 			}
 		}
 	}()
-	return bench.WithHardStop(ctx, hard), func() {
+	return endpoint.WithHardStop(ctx, hard), func() {
 		signal.Stop(ch)
 		close(done)
 		cancel(context.Canceled)
@@ -164,19 +167,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runMultiturn(ctx, args[1:], stdout, stderr)
 		}
 	}
-	own, args, err := bench.SplitOwnFlags(args, []bench.OwnFlag{{Name: "num-runs", Value: true}})
+	own, args, err := search.SplitOwnFlags(args, []search.OwnFlag{{Name: "num-runs", Value: true}})
 	numRuns := 1
 	if err == nil && own["num-runs"] != nil {
-		numRuns, err = bench.ParseNumRuns(own["num-runs"][0])
+		numRuns, err = search.ParseNumRuns(own["num-runs"][0])
 	}
 	var cfg *cli.Config
 	if err == nil {
-		cfg, err = cli.Parse(args, bench.Backends())
+		cfg, err = cli.Parse(args, backend.Choices())
 	}
 	var help *cli.HelpRequested
 	switch {
 	case errors.As(err, &help):
-		if err := cli.WriteHelp(stdout, help.Keyword, bench.Backends()); err != nil {
+		if err := cli.WriteHelp(stdout, help.Keyword, backend.Choices()); err != nil {
 			return exitError
 		}
 		if topLevel && help.Keyword == "" {
@@ -189,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	writeWarnings(stderr, cfg)
 	if numRuns > 1 {
-		err = bench.RunRepeated(ctx, cfg, numRuns, stdout, stderr)
+		err = search.RunRepeated(ctx, bench.RunOnce, cfg, numRuns, stdout, stderr)
 	} else {
 		err = runBenchmark(ctx, cfg, stdout, stderr)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
 )
 
 func TestRun(t *testing.T) {
@@ -167,7 +167,7 @@ func TestInterruptContext(t *testing.T) {
 		exited := make(chan int, 1)
 		ctx, stop := interruptContext(context.Background(), io.Discard, func(code int) { exited <- code }, syscall.SIGUSR1, syscall.SIGUSR2)
 		defer stop()
-		hard := bench.HardStop(ctx)
+		hard := endpoint.HardStop(ctx)
 
 		send(t, syscall.SIGUSR2)
 		wait(t, ctx.Done(), "cancelling the context")

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/report"
 )
 
@@ -41,12 +41,12 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stampede merge: give the partial result files (--save-partial) of one run\n\n%s", mergeUsage)
 		return exitUsage
 	}
-	parts, err := bench.ReadPartialFiles(files)
+	parts, err := cluster.ReadPartialFiles(files)
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
 		return exitError
 	}
-	m, err := bench.MergePartials(parts)
+	m, err := cluster.MergePartials(parts)
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
 		return exitError
@@ -60,7 +60,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			m.Params.ResultFilename = *name
 		}
 	}
-	out, err := bench.WriteMerged(stdout, stderr, m, time.Now())
+	out, err := cluster.WriteMerged(stdout, stderr, m, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
 		return exitError

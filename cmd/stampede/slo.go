@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 const sloUsage = `usage: stampede slo [serve options] --goodput KEY:MS [KEY:MS ...]
@@ -29,7 +30,7 @@ JSON and slo.json go to --result-dir).
 
 // runSLO is `stampede slo`.
 func runSLO(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	own, rest, err := bench.SplitOwnFlags(args, []bench.OwnFlag{
+	own, rest, err := search.SplitOwnFlags(args, []search.OwnFlag{
 		{Name: "slo-over", Value: true}, {Name: "slo-attainment", Value: true}, {Name: "slo-start", Value: true},
 		{Name: "slo-max", Value: true}, {Name: "slo-tolerance", Value: true}, {Name: "help"}, {Name: "h"},
 	})
@@ -40,7 +41,7 @@ func runSLO(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, sloUsage)
 		return exitOK
 	}
-	opts := bench.SLOOptions{Args: rest, Over: bench.SLOOverConcurrency, Attainment: 0.99, Tolerance: 0.05, Start: 1}
+	opts := search.SLOOptions{Run: bench.RunOnce, Args: rest, Over: search.SLOOverConcurrency, Attainment: 0.99, Tolerance: 0.05, Start: 1}
 	if v := own["slo-over"]; v != nil {
 		opts.Over = v[0]
 	}
@@ -65,7 +66,7 @@ func runSLO(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		*f.dst = x
 	}
-	_, err = bench.SearchSLO(ctx, opts, stdout, stderr)
+	_, err = search.SearchSLO(ctx, opts, stdout, stderr)
 	return exitCode(ctx, err, stderr)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/search"
 )
 
 const sweepUsage = `usage: stampede sweep [serve options] --sweep FLAG=V1,V2,... [--sweep FLAG2=...]
@@ -26,7 +27,7 @@ also saved there as sweep.csv and sweep.json.
 
 // runSweep is `stampede sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	own, rest, err := bench.SplitOwnFlags(args, []bench.OwnFlag{
+	own, rest, err := search.SplitOwnFlags(args, []search.OwnFlag{
 		{Name: "sweep", Value: true, Repeat: true}, {Name: "sweep-cooldown-sec", Value: true},
 		{Name: "num-runs", Value: true}, {Name: "resume"}, {Name: "help"}, {Name: "h"},
 	})
@@ -37,9 +38,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stdout, sweepUsage)
 		return exitOK
 	}
-	opts := bench.SweepOptions{Args: rest, NumRuns: 1, Resume: own["resume"] != nil}
+	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: 1, Resume: own["resume"] != nil}
 	for _, s := range own["sweep"] {
-		ax, err := bench.ParseSweepAxis(s)
+		ax, err := search.ParseSweepAxis(s)
 		if err != nil {
 			return sweepUsageError(stderr, err.Error())
 		}
@@ -56,11 +57,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		opts.Cooldown = time.Duration(sec * float64(time.Second))
 	}
 	if v := own["num-runs"]; v != nil {
-		if opts.NumRuns, err = bench.ParseNumRuns(v[0]); err != nil {
+		if opts.NumRuns, err = search.ParseNumRuns(v[0]); err != nil {
 			return sweepUsageError(stderr, err.Error())
 		}
 	}
-	_, err = bench.Sweep(ctx, opts, stdout, stderr)
+	_, err = search.Sweep(ctx, opts, stdout, stderr)
 	return exitCode(ctx, err, stderr)
 }
 

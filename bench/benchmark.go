@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench/backend"
+	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/progress"
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/bench/scrape"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// benchmark is the measured part, Python's benchmark() coroutine: the
+// main run, its figures, the blocks, the profiler's stop and the files.
+func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*outcome.Outcome, error) {
+	// The requests made once the measured part is over go out even after
+	// a first Ctrl-C, as Python's would, but not after a hard stop.
+	after, cancelAfter := endpoint.AfterRunContext(ctx)
+	defer cancelAfter()
+	m, err := r.measure(ctx, after, model, tok, ds, enc)
+	if err != nil {
+		return nil, err
+	}
+	opts := r.computeOptions(m.res.Data.Results, tok, ds)
+	summary, err := metrics.Compute(&m.res.Data, opts)
+	if err != nil {
+		return nil, err
+	}
+	o := &outcome.Outcome{Summary: summary, Data: &m.res.Data, Params: m.params, Options: opts, Cancelled: m.res.Cancelled}
+	sidecar, err := r.writeBlocks(o, m)
+	if err != nil {
+		return o, err
+	}
+	if r.cfg.Profile {
+		r.server.StopProfile(after, r.stdout)
+	}
+	if err := r.save(o, sidecar); err != nil {
+		return o, err
+	}
+	if err := r.savePartial(o, sidecar); err != nil {
+		return o, err
+	}
+	return o, r.writeReport(model, o, sidecar)
+}
+
+// measurement is what the main run gave: the engine's result, the
+// parameters its block is printed with (filled with the probes, the
+// /metrics deltas and the ramp's steps), and what --server-metrics
+// scraped (nil without it).
+type measurement struct {
+	res           *engine.Result
+	params        *pyout.ReportParams
+	serverMetrics *report.ServerMetrics
+}
+
+// measure starts the profiler, prints the banner, reads the server's
+// counters, runs every request through the engine under the progress bar,
+// and reads the counters again (with after, the context of the requests
+// made once the run is over).
+func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*measurement, error) {
+	c := r.cfg
+	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
+	if c.Profile {
+		r.server.StartProfile(ctx, r.stdout)
+	}
+	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
+	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
+		return nil, err
+	}
+	metricsURL := c.BaseURL + "/metrics"
+	before, beforeOK := scrape.ReadCounters(ctx, r.server.Control(), metricsURL, c.Headers)
+
+	ec := r.server.EngineConfig(enc.wire)
+	ec.RequestRate, ec.Burstiness = c.RequestRate, c.Burstiness
+	ec.Gaps = ds.globals.NumPy
+	ec.SelfTimed = c.SelfTimed
+	ec.RampUp = rampUp(c)
+	if c.MaxConnectionsPerWorker != nil {
+		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
+	}
+	ec.KeepDetail = c.SaveDetailed || c.TrimsSteadyState() || c.PlotTimeline || c.Report != ""
+	// Python re-tokenizes the text of a request whose usage gave no output
+	// token count; kept only for those, it is counted after the run, off
+	// the shards' threads (metrics.Compute's CountTokens).
+	ec.KeepText = c.SaveDetailed
+	ec.KeepUncountedText = tok != nil
+	ec.WarmConnections = c.WarmConnections
+	ec.RunningUsage = c.PerTokenITL
+
+	probe, err := r.newProbe(model, ds)
+	if err != nil {
+		return nil, err
+	}
+	ec.Probe = probe
+	if r.endpointErr != nil {
+		return nil, r.endpointErr
+	}
+	if err := checkArrivals(c); err != nil {
+		return nil, err
+	}
+	scraper := scrape.Start(ctx, c.ServerMetricsURL(), c.ScrapeInterval(), r.server.Control(), c.Headers)
+	runner, err := engine.Start(ctx, ec)
+	if err != nil {
+		scraper.Abort()
+		return nil, err
+	}
+	res, err := r.wait(ctx, runner, len(enc.wire))
+	if err != nil {
+		return nil, err
+	}
+	params.Probe = metrics.ComputeProbes(res.Probes)
+	if res.Cancelled {
+		reportInterrupt(r.stderr, res)
+	}
+	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
+	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, c.Headers); ok && beforeOK {
+		if sd := metrics.SpecDecodeDelta(before.Spec, after.Spec); sd != nil {
+			params.SpecDecode = sd
+		}
+		if dd := metrics.DiffusionDelta(before.Diffusion, after.Diffusion, metrics.Seconds(res.Data.DurationNs)); dd != nil {
+			params.Diffusion = dd
+		}
+	}
+	for _, ev := range res.RampUpEvents {
+		params.RPSChangeEvents = append(params.RPSChangeEvents, pyout.RPSChange{RPS: ev.RPS, Timestamp: py.ISOFormat(ev.At)})
+	}
+	return m, nil
+}
+
+// wait waits for a started run of n requests under the progress bar.
+func (r *run) wait(ctx context.Context, runner *engine.Runner, n int) (*engine.Result, error) {
+	bar := progress.New(r.stderr, n, r.cfg.DisableTqdm)
+	stopBar := bar.Poll(func() int { done, failed, _ := runner.Progress(); return done + failed }, 100*time.Millisecond)
+	res, err := endpoint.WaitRun(ctx, runner)
+	stopBar()
+	bar.Close()
+	return res, err
+}
+
+// rampUp is --ramp-up-strategy's ramp; nil without one.
+func rampUp(c *cli.Config) *engine.RampUp {
+	if c.RampUpStrategy == "" {
+		return nil
+	}
+	return &engine.RampUp{Strategy: c.RampUpStrategy, StartRPS: *c.RampUpStartRPS, EndRPS: *c.RampUpEndRPS}
+}
+
+// checkArrivals makes the assertions Python's get_request makes when the
+// main run starts, after the banner: a positive burstiness, and unless the
+// trace times itself, a positive rate for every request. Rates never fall
+// during a ramp-up (its start is at most its end), so the first request's
+// rate is the one to check. The engine reads zero values as its defaults,
+// so they must not reach it.
+func checkArrivals(c *cli.Config) error {
+	if !(c.Burstiness > 0) {
+		return &cli.ValidationError{Type: "AssertionError",
+			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", py.FloatRepr(c.Burstiness))}
+	}
+	if c.SelfTimed {
+		return nil
+	}
+	first := c.RequestRate
+	if c.RampUpStrategy != "" {
+		first = float64(*c.RampUpStartRPS)
+	}
+	if !(first > 0) {
+		return &cli.ValidationError{Type: "AssertionError",
+			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", py.FloatRepr(first))}
+	}
+	return nil
+}
+
+// reportInterrupt drops the requests an interrupt kept from being sent
+// and says on stderr what the results cover.
+func reportInterrupt(w io.Writer, res *engine.Result) {
+	unsent := outcome.DropUnsent(&res.Data)
+	if !res.Aborted {
+		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
+			len(res.Data.Results), unsent)
+		return
+	}
+	cut := 0
+	for _, rr := range res.Data.Results {
+		if !rr.Success && rr.Error == "cancelled" {
+			cut++
+		}
+	}
+	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
+		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
+		len(res.Data.Results), cut, unsent)
+}
+
+// computeOptions are the metric settings for results (in request order,
+// each carrying its dataset index).
+func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
+	c := r.cfg
+	o := metrics.ComputeOptions{
+		Pooling:     c.TaskType == cli.Pooling,
+		Percentiles: c.SelectedPercentiles,
+		ClientQueue: c.MaxConcurrency != nil,
+	}
+	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
+	if backend.Of(c.Backend).Multipart() {
+		o.InputAudioSeconds = make([]float64, len(results))
+		for i, rr := range results {
+			if audio := ds.requests[rr.Index].Audio; audio != nil {
+				o.InputAudioSeconds[i] = audio.DurationSec
+			}
+		}
+	}
+	if len(c.GoodputSLOs) > 0 {
+		o.Goodput = make(map[string]float64, len(c.GoodputSLOs))
+		for _, s := range c.GoodputSLOs {
+			o.Goodput[s.Metric] = s.ValueMs
+		}
+	}
+	if tok != nil {
+		t := tok.Tokenizer
+		o.CountTokens = func(text string) int { return len(t.Encode(nil, text, false)) }
+	}
+	return o
+}
+
+// runSettings are the run's settings as the outputs read them; workers is
+// the multi-process fork's worker count (0 hides its row).
+func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers int) pyout.RunSettings {
+	c := r.cfg
+	p := pyout.RunSettings{
+		Backend: c.Backend, ModelID: model.ID,
+		NumPrompts: c.NumPrompts, RequestRate: c.RequestRate, Burstiness: c.Burstiness,
+		RampUpStrategy: c.RampUpStrategy, Metadata: c.Metadata,
+		PercentileMetrics: c.SelectedPercentileMetrics, Goodput: len(c.GoodputSLOs) > 0,
+		SelfTimed: c.SelfTimed, ProbeRequestRate: c.ProbeRequestRate, Workers: workers,
+		SaveResult: c.SaveResult, SaveDetailed: c.SaveDetailed, AppendResult: c.AppendResult,
+		PlotTimeline: c.PlotTimeline, ResultDir: c.ResultDir, ResultFilename: c.ResultFilename,
+	}
+	if tok != nil {
+		p.TokenizerID = tok.ID
+	}
+	p.Label = c.Label
+	if c.MaxConcurrency != nil {
+		p.MaxConcurrency = *c.MaxConcurrency
+	}
+	if c.RampUpStrategy != "" {
+		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
+	}
+	return p
+}

@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/bench/scrape"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// writeBlocks prints what the run measured, Python's block first and then
+// stampede's behind their flags, and assembles the sidecar (the extras
+// saved beside the result) from the same figures: the one place it is
+// built. It sets the outcome's steady state.
+func (r *run) writeBlocks(o *outcome.Outcome, m *measurement) (*report.Sidecar, error) {
+	c := r.cfg
+	res := m.res
+	if err := pyout.WriteWarnings(r.stderr, o.Summary); err != nil {
+		return nil, err
+	}
+	if err := pyout.WriteResult(r.stdout, o.Summary, o.Params); err != nil {
+		return nil, err
+	}
+	if err := r.writeTrimmed(o.Summary, o.Data, o.Params); err != nil {
+		return nil, err
+	}
+	breakdown := metrics.ComputeBreakdown(res.Data.Results, c.SelectedPercentiles)
+	if c.Breakdown {
+		if err := report.WriteBreakdown(r.stdout, breakdown); err != nil {
+			return nil, err
+		}
+	}
+	sidecar := report.NewSidecar(res, breakdown, c.SaveDetailed)
+	var err error
+	if sidecar.Reasoning, err = r.reasoning(res.Data.Results); err != nil {
+		return sidecar, err
+	}
+	if sidecar.PerToken, err = r.perToken(res.Data.Results, o.Summary); err != nil {
+		return sidecar, err
+	}
+	o.SteadyState, o.SteadyStateErr = r.steadyState(o)
+	sidecar.SteadyState = o.SteadyState
+	if err := r.writeSteadyStateBlock(o); err != nil {
+		return sidecar, err
+	}
+	scrape.CompareWithClient(m.serverMetrics, o.Summary)
+	sidecar.ServerMetrics = m.serverMetrics
+	report.WriteServerVsClient(r.stdout, m.serverMetrics)
+	report.WriteHealth(r.stderr, res)
+	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
+	return sidecar, nil
+}

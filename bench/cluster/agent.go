@@ -1,0 +1,238 @@
+// Package cluster runs one benchmark over several agents (spec §j, the
+// Kubernetes Indexed Job): registration with agent 0 (authenticated by
+// the run's digest), clock offsets, one announced start, the partial
+// results and their exact merge. Its control plane uses sockets of its
+// own, never a shard.
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// clusterStartLead is how far ahead agent 0 announces the start: time for
+// the announcement to reach every agent and for each to be waiting.
+const clusterStartLead = time.Second
+
+// WarmLeadPerConn is added to the lead per warm connection of an agent's
+// share (--warm-connections): agents open them before they wait for the
+// start, paced, so that they all are up when it comes.
+const WarmLeadPerConn = 2 * time.Millisecond
+
+// Session is one agent's place in a cluster run, from its registration
+// to the delivery of its partial.
+type Session struct {
+	size, index int
+	timeout     time.Duration
+	coord       *coordinator // agent 0's
+	link        *agentLink   // every other agent's
+	start       clusterStart
+}
+
+// Join registers this agent (index of size) for the run identified by
+// digest. Agent 0 listens on coordinator, waits for the others, measures
+// their clocks and announces a start far enough ahead (plus extraLead);
+// every other agent connects to it and receives that start. Progress goes
+// to stderr.
+func Join(ctx context.Context, coordinator string, size, index int, digest string, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+	s := &Session{size: size, index: index, timeout: timeout}
+	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: digest}
+	var err error
+	if index == 0 {
+		if s.coord, err = listenCoordinator(coordinator, size, hello.Digest, timeout); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "stampede: agent 0 of %d waits for the other agents on %s\n", size, s.coord.ln.Addr())
+		if err := s.coord.register(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		if err := s.coord.probeClocks(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		lead := clusterStartLead + 4*s.coord.maxRTT() + extraLead
+		s.start.StartUnixNs = time.Now().Add(lead).UnixNano()
+		if err := s.coord.announce(s.start.StartUnixNs); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else if s.link, s.start, err = joinCluster(ctx, coordinator, hello, timeout); err != nil {
+		return nil, err
+	}
+	clock := s.start.Clock
+	fmt.Fprintf(stderr, "stampede: agent %d of %d: clock offset %s ± %s against agent 0; the run starts at %s\n",
+		index, size, time.Duration(clock.OffsetNs), time.Duration(clock.ErrorBoundNs),
+		time.Unix(0, s.start.StartUnixNs).Format(time.RFC3339Nano))
+	return s, nil
+}
+
+// StartAt is the announced start on this agent's clock: agent = agent 0
+// + offset.
+func (s *Session) StartAt() time.Time {
+	return time.Unix(0, s.start.StartUnixNs+s.start.Clock.OffsetNs)
+}
+
+// StartUnixNs is the announced start on agent 0's clock.
+func (s *Session) StartUnixNs() int64 { return s.start.StartUnixNs }
+
+// Fail tells the other agents why the run ends (agent 0 only), and
+// returns err.
+func (s *Session) Fail(err error) error {
+	if s.coord != nil {
+		return s.coord.fail(err)
+	}
+	return err
+}
+
+// Close ends the session's connections.
+func (s *Session) Close() {
+	if s.coord != nil {
+		s.coord.Close()
+	}
+	if s.link != nil {
+		s.link.Close()
+	}
+}
+
+// Gather delivers this agent's partial: an agent other than 0 sends it to
+// agent 0 and returns nil; agent 0 collects the others' (even after an
+// interrupt, so that what they measured is kept) and returns the merged
+// run.
+func (s *Session) Gather(ctx context.Context, part *Partial, stderr io.Writer) (*MergedRun, error) {
+	if s.link != nil {
+		if err := s.link.sendPartial(part, s.timeout); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "stampede: agent %d sent its partial result (%d requests) to agent 0, which prints and saves the run\n",
+			s.index, len(part.Records))
+		return nil, nil
+	}
+	others, err := s.coord.collect(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return MergePartials(append([]*Partial{part}, others...))
+}
+
+// GlobalSchedule is the arrival schedule of every request of the run, as
+// a single host computes it (engine.ArrivalSchedule with the same gap
+// source and seed, or a timed trace's own times, selfTimed), in run
+// nanoseconds from the start, with the rate that applied to each under a
+// ramp-up (nil without one).
+func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness float64, ramp *engine.RampUp, gaps engine.GapSource) (offsetsNs []int64, rates []float64, err error) {
+	offsetsNs = make([]int64, len(wire))
+	if selfTimed {
+		for i, q := range wire {
+			offsetsNs[i] = max(q.OffsetNs, 0)
+		}
+		return offsetsNs, nil, nil
+	}
+	s, err := engine.ArrivalSchedule(len(wire), rate, burstiness, ramp, gaps)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, sec := range s.OffsetsSec {
+		offsetsNs[i] = int64(math.Round(sec * 1e9))
+	}
+	if ramp == nil {
+		return offsetsNs, nil, nil
+	}
+	return offsetsNs, s.Rates, nil
+}
+
+// RunDigest identifies a run for the agents' registration: the settings,
+// every request's prompt length and the global schedule. Request ids are
+// left out: each agent draws its own --request-id-prefix unless given.
+func RunDigest(settings PartialSettings, wire []engine.Request, offsets []int64) string {
+	h := sha256.New()
+	s, _ := json.Marshal(settings)
+	h.Write(s)
+	var b [8]byte
+	for i, q := range wire {
+		binary.LittleEndian.PutUint64(b[:], uint64(q.PromptLen))
+		h.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], uint64(offsets[i]))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AgentPartial is this agent's share of the run (res, its unsent
+// requests already dropped) with every time moved onto the shared clock:
+// run time 0 is the announced start on agent 0's clock. A time t of this
+// agent's run is at wall time Start + t here, so at Start + t − offset on
+// agent 0's clock. options gives the metric settings of the shifted
+// results; rpsChanges are the ramp's steps, which agent 0 alone reports.
+func (s *Session) AgentPartial(res *engine.Result, settings PartialSettings, numRequests int,
+	options func([]metrics.RequestResult) metrics.ComputeOptions, rpsChanges []pyout.RPSChange) *Partial {
+	start := s.start
+	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
+	results := res.Data.Results
+	for i := range results {
+		rr := &results[i]
+		if rr.ArrivalNs != 0 {
+			rr.ArrivalNs += shift
+		}
+		if rr.StartNs != 0 {
+			rr.StartNs += shift
+		}
+	}
+	opts := options(results)
+	clock := start.Clock
+	clock.StartLateNs = res.ScheduleStartNs + shift
+	h := PartialHeader{
+		ClusterSize: s.size, ClusterIndex: s.index, NumRequests: numRequests,
+		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
+		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
+		RPSChangeEvents: rpsChanges,
+	}
+	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
+	return &Partial{Header: h, Records: newPartialRecords(results, opts.CountTokens, opts.InputAudioSeconds)}
+}
+
+// RampUpChanges are the ramp's whole-rate steps as a single host records
+// them: the start rate at the start, then each whole rate at the release
+// of the first request that reached it (on the schedule, agent 0's clock).
+func RampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []pyout.RPSChange {
+	at := func(ns int64) string { return py.ISOFormat(time.Unix(0, ns)) }
+	events := []pyout.RPSChange{{RPS: startRPS, Timestamp: at(startUnixNs)}}
+	last := startRPS
+	for i, rate := range rates {
+		for v := last + 1; v <= int(rate); v++ {
+			events = append(events, pyout.RPSChange{RPS: v, Timestamp: at(startUnixNs + offsets[i])})
+		}
+		last = max(last, int(rate))
+	}
+	return events
+}
+
+// SavePartialFile writes p to path (--save-partial).
+func SavePartialFile(path string, p *Partial) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--save-partial: %w", err)
+	}
+	err = WritePartial(f, p)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--save-partial %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,444 @@
+package cluster
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// A partial is one agent's share of a cluster run (or, with
+// --save-partial, a whole single-host run), kept exactly so that merging
+// the partials of a run computes the same block and JSON as one host that
+// had measured every request. It holds every per-request record with every
+// token gap in nanoseconds, all times on the cluster's shared clock, and
+// the settings the statistics and the outputs need.
+//
+// The format, version 1 (README "Partial results"), is a gzip stream of:
+//
+//	magic      "stampede-partial\n"
+//	version    uvarint
+//	header     uvarint length, then that many bytes of JSON (PartialHeader)
+//	count      uvarint, the number of records
+//	records    count times:
+//	  index                               uvarint
+//	  flags                               byte (partialSuccess, …)
+//	  error, text                         uvarint length + bytes (text only with partialText)
+//	  prompt, output, chunks, sequences   uvarint
+//	  arrival, start, queue, ttft, latency varint (ns)
+//	  breakdown                           5 varints (ns), only with partialBreakdown
+//	  counted                             uvarint, only with partialCounted
+//	  audio                               8 bytes, float64 bits little-endian, only with Settings.AudioSeconds
+//	  gaps                                uvarint count, then each gap as a varint (ns)
+//
+// Varints are encoding/binary's (zig-zag for the signed ones).
+const (
+	partialMagic = "stampede-partial\n"
+	// PartialVersion is the format's version; a reader refuses another.
+	PartialVersion = 1
+	// maxPartialBytes bounds a partial's decompressed size: a partial read
+	// from the network must not take all memory. 20,000 streams of 1,000
+	// tokens take about 100 MB.
+	maxPartialBytes = 4 << 30
+)
+
+// Record flags.
+const (
+	partialSuccess = 1 << iota
+	partialBreakdown
+	partialNewConn
+	partialText
+	partialCounted
+)
+
+// Partial is one agent's share of a run.
+type Partial struct {
+	Header PartialHeader
+	// Records are this agent's requests, each carrying its index in the
+	// whole run; ITLNs holds every gap (nil when none), Gaps is unused.
+	Records []PartialRecord
+}
+
+// PartialRecord is one request's outcome with what the merge needs beside
+// it.
+type PartialRecord struct {
+	metrics.RequestResult
+	// Counted is the tokenizer's count of GeneratedText, for a successful
+	// request whose usage gave no output token count; -1 when not counted.
+	Counted int
+	// AudioSec is the request's input audio duration (multipart backends).
+	AudioSec float64
+}
+
+// PartialHeader is a partial's JSON header.
+type PartialHeader struct {
+	ClusterSize  int `json:"cluster_size"`
+	ClusterIndex int `json:"cluster_index"`
+	// NumRequests is the number of requests in the whole run.
+	NumRequests int `json:"num_requests"`
+	// Settings must be equal in every partial of a run.
+	Settings PartialSettings `json:"settings"`
+	// DurationNs is the span from the run's start (the announced start on
+	// the shared clock) to when this agent's last request ended.
+	DurationNs int64 `json:"duration_ns"`
+	// RPSChangeEvents are the ramp-up's steps (the merge takes agent 0's).
+	RPSChangeEvents []pyout.RPSChange `json:"rps_change_events,omitempty"`
+	Cancelled       bool              `json:"cancelled"`
+	// Clock is how this agent's clock was mapped onto the shared one.
+	Clock report.SidecarAgentClock `json:"clock"`
+	// Health is this agent's own health figures.
+	Health         report.SidecarHealth   `json:"health"`
+	ServerMessages []metrics.MessageCount `json:"server_messages,omitempty"`
+	// ServerMessagesRest counts the messages whose text was not kept.
+	ServerMessagesRest int `json:"server_messages_rest,omitempty"`
+}
+
+// PartialSettings are what the statistics and the outputs need besides the
+// records: the report's parameters and the compute options.
+type PartialSettings struct {
+	// Params are the report's parameters, less the rates (JSON has no
+	// infinity) and the ramp-up's events, which travel beside them.
+	Params             *pyout.ReportParams `json:"params"`
+	RequestRate        string              `json:"request_rate"`
+	Burstiness         string              `json:"burstiness"`
+	Pooling            bool                `json:"pooling"`
+	Percentiles        []float64           `json:"percentiles"`
+	Goodput            map[string]float64  `json:"goodput,omitempty"`
+	ClientQueue        bool                `json:"client_queue"`
+	QueueInclusiveE2EL bool                `json:"queue_inclusive_e2el"`
+	AudioSeconds       bool                `json:"audio_seconds"`
+	// Breakdown prints the --breakdown block after Python's.
+	Breakdown bool `json:"breakdown"`
+}
+
+// NewPartialSettings captures the settings of a run computed with opts.
+func NewPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, breakdown bool) PartialSettings {
+	params := *p
+	params.RequestRate, params.Burstiness, params.RPSChangeEvents = 0, 0, nil
+	return PartialSettings{
+		Params:      &params,
+		RequestRate: strconv.FormatFloat(p.RequestRate, 'g', -1, 64),
+		Burstiness:  strconv.FormatFloat(p.Burstiness, 'g', -1, 64),
+		Pooling:     opts.Pooling, Percentiles: opts.Percentiles, Goodput: opts.Goodput,
+		ClientQueue: opts.ClientQueue, QueueInclusiveE2EL: opts.QueueInclusiveE2EL,
+		AudioSeconds: opts.InputAudioSeconds != nil,
+		Breakdown:    breakdown,
+	}
+}
+
+// reportParams returns the parameters with their rates restored.
+func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
+	if s.Params == nil {
+		return nil, errors.New("partial: settings without params")
+	}
+	p := *s.Params
+	var err error
+	if p.RequestRate, err = strconv.ParseFloat(s.RequestRate, 64); err != nil {
+		return nil, fmt.Errorf("partial: request_rate %q: %w", s.RequestRate, err)
+	}
+	if p.Burstiness, err = strconv.ParseFloat(s.Burstiness, 64); err != nil {
+		return nil, fmt.Errorf("partial: burstiness %q: %w", s.Burstiness, err)
+	}
+	return &p, nil
+}
+
+// newPartialRecords turns results into records: the gaps copied out of
+// the shards' arenas, and the token count of each text the statistics
+// would count with countTokens. audio[i] (nil: none) goes with
+// results[i].
+func newPartialRecords(results []metrics.RequestResult, countTokens func(string) int, audio []float64) []PartialRecord {
+	recs := make([]PartialRecord, len(results))
+	for i, r := range results {
+		rec := PartialRecord{RequestResult: r, Counted: -1}
+		rec.Gaps = metrics.Gaps{}
+		rec.ITLNs = nil
+		if n := r.NumITLs(); n > 0 {
+			rec.ITLNs = make([]int64, 0, n)
+			for g := range r.ITLs() {
+				rec.ITLNs = append(rec.ITLNs, g)
+			}
+		}
+		if r.Success && r.OutputTokens == 0 && countTokens != nil {
+			rec.Counted = countTokens(r.GeneratedText)
+		}
+		if audio != nil {
+			rec.AudioSec = audio[i]
+		}
+		recs[i] = rec
+	}
+	return recs
+}
+
+// WritePartial writes p in the partial format.
+func WritePartial(w io.Writer, p *Partial) error {
+	header, err := json.Marshal(&p.Header)
+	if err != nil {
+		return fmt.Errorf("partial header: %w", err)
+	}
+	zw := gzip.NewWriter(w)
+	buf := []byte(partialMagic)
+	buf = binary.AppendUvarint(buf, PartialVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(header)))
+	buf = append(buf, header...)
+	buf = binary.AppendUvarint(buf, uint64(len(p.Records)))
+	for i := range p.Records {
+		buf = appendRecord(buf, &p.Records[i], p.Header.Settings.AudioSeconds)
+		if len(buf) >= 1<<20 {
+			if _, err := zw.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	if _, err := zw.Write(buf); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func appendRecord(b []byte, r *PartialRecord, audio bool) []byte {
+	var flags byte
+	if r.Success {
+		flags |= partialSuccess
+	}
+	if r.Breakdown.Known {
+		flags |= partialBreakdown
+	}
+	if r.Breakdown.NewConn {
+		flags |= partialNewConn
+	}
+	if r.GeneratedText != "" {
+		flags |= partialText
+	}
+	if r.Counted >= 0 {
+		flags |= partialCounted
+	}
+	b = binary.AppendUvarint(b, uint64(r.Index))
+	b = append(b, flags)
+	b = appendString(b, r.Error)
+	if flags&partialText != 0 {
+		b = appendString(b, r.GeneratedText)
+	}
+	for _, v := range []int{r.PromptLen, r.OutputTokens, r.ChunkEvents, r.NumInputSequences} {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	for _, v := range []int64{r.ArrivalNs, r.StartNs, r.QueueNs, r.TTFTNs, r.LatencyNs} {
+		b = binary.AppendVarint(b, v)
+	}
+	if flags&partialBreakdown != 0 {
+		bd := &r.Breakdown
+		for _, v := range []int64{bd.ConnectNs, bd.TLSNs, bd.SendNs, bd.ServerNs, bd.FirstTokenNs} {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	if flags&partialCounted != 0 {
+		b = binary.AppendUvarint(b, uint64(r.Counted))
+	}
+	if audio {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.AudioSec))
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.ITLNs)))
+	for _, g := range r.ITLNs {
+		b = binary.AppendVarint(b, g)
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// ReadPartial reads a partial written by WritePartial.
+func ReadPartial(r io.Reader) (*Partial, error) {
+	data, err := ReadPartialBytes(r)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartial(data)
+}
+
+// ReadPartialBytes decompresses a partial, up to maxPartialBytes.
+func ReadPartialBytes(r io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("partial: not a gzip stream: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, maxPartialBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("partial: %w", err)
+	}
+	if len(data) > maxPartialBytes {
+		return nil, fmt.Errorf("partial: larger than %d bytes once decompressed", maxPartialBytes)
+	}
+	return data, nil
+}
+
+// PartialError names what is wrong in a partial's bytes.
+type PartialError struct {
+	Part string // "magic", "header", "record 12", …
+	What string
+}
+
+func (e *PartialError) Error() string { return "malformed partial: " + e.Part + ": " + e.What }
+
+// partialReader reads the uncompressed form; the first error sticks.
+type partialReader struct {
+	b    []byte
+	part string
+	err  error
+}
+
+func (p *partialReader) fail(what string) {
+	if p.err == nil {
+		p.err = &PartialError{Part: p.part, What: what}
+	}
+}
+
+func (p *partialReader) uvarint(max uint64) uint64 {
+	if p.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(p.b)
+	if n <= 0 {
+		p.fail("truncated or overlong varint")
+		return 0
+	}
+	p.b = p.b[n:]
+	if v > max {
+		p.fail(fmt.Sprintf("value %d is above %d", v, max))
+		return 0
+	}
+	return v
+}
+
+func (p *partialReader) varint() int64 {
+	if p.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(p.b)
+	if n <= 0 {
+		p.fail("truncated or overlong varint")
+		return 0
+	}
+	p.b = p.b[n:]
+	return v
+}
+
+func (p *partialReader) bytes(n uint64) []byte {
+	if p.err != nil {
+		return nil
+	}
+	if n > uint64(len(p.b)) {
+		p.fail(fmt.Sprintf("%d bytes announced, %d left", n, len(p.b)))
+		return nil
+	}
+	out := p.b[:n]
+	p.b = p.b[n:]
+	return out
+}
+
+func (p *partialReader) string() string { return string(p.bytes(p.uvarint(uint64(len(p.b))))) }
+
+// ParsePartial parses a partial's uncompressed bytes.
+func ParsePartial(data []byte) (*Partial, error) {
+	pr := &partialReader{b: data, part: "magic"}
+	if !bytes.HasPrefix(data, []byte(partialMagic)) {
+		pr.fail("not a stampede partial result")
+		return nil, pr.err
+	}
+	pr.b = pr.b[len(partialMagic):]
+	pr.part = "version"
+	if v := pr.uvarint(math.MaxUint32); pr.err == nil && v != PartialVersion {
+		pr.fail(fmt.Sprintf("version %d; this stampede reads version %d", v, PartialVersion))
+	}
+	pr.part = "header"
+	header := pr.bytes(pr.uvarint(uint64(len(pr.b))))
+	if pr.err != nil {
+		return nil, pr.err
+	}
+	p := &Partial{}
+	dec := json.NewDecoder(bytes.NewReader(header))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p.Header); err != nil {
+		pr.fail(err.Error())
+		return nil, pr.err
+	}
+	h := &p.Header
+	if h.NumRequests < 0 || h.ClusterSize < 1 || h.ClusterIndex < 0 || h.ClusterIndex >= h.ClusterSize {
+		pr.fail(fmt.Sprintf("cluster index %d of size %d over %d requests", h.ClusterIndex, h.ClusterSize, h.NumRequests))
+		return nil, pr.err
+	}
+	pr.part = "record count"
+	// A record takes at least 9 bytes, so a count above len/9 is a lie.
+	count := pr.uvarint(min(uint64(h.NumRequests), uint64(len(pr.b)/9)))
+	p.Records = make([]PartialRecord, 0, count)
+	for i := range count {
+		pr.part = "record " + strconv.FormatUint(i, 10)
+		rec := readRecord(pr, h)
+		if pr.err != nil {
+			return nil, pr.err
+		}
+		p.Records = append(p.Records, rec)
+	}
+	if len(pr.b) != 0 {
+		pr.part = "end"
+		pr.fail(fmt.Sprintf("%d bytes after the last record", len(pr.b)))
+		return nil, pr.err
+	}
+	return p, nil
+}
+
+func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
+	r := PartialRecord{Counted: -1}
+	r.Index = int(pr.uvarint(uint64(max(h.NumRequests-1, 0))))
+	flagByte := pr.bytes(1)
+	if pr.err != nil {
+		return r
+	}
+	flags := flagByte[0]
+	if flags >= partialCounted<<1 {
+		pr.fail(fmt.Sprintf("unknown flags %#x", flags))
+	}
+	r.Success = flags&partialSuccess != 0
+	r.Error = pr.string()
+	if flags&partialText != 0 {
+		r.GeneratedText = pr.string()
+	}
+	const maxCount = math.MaxInt32
+	r.PromptLen = int(pr.uvarint(maxCount))
+	r.OutputTokens = int(pr.uvarint(maxCount))
+	r.ChunkEvents = int(pr.uvarint(maxCount))
+	r.NumInputSequences = int(pr.uvarint(maxCount))
+	r.ArrivalNs, r.StartNs, r.QueueNs, r.TTFTNs, r.LatencyNs = pr.varint(), pr.varint(), pr.varint(), pr.varint(), pr.varint()
+	if flags&partialBreakdown != 0 {
+		bd := &r.Breakdown
+		bd.Known, bd.NewConn = true, flags&partialNewConn != 0
+		bd.ConnectNs, bd.TLSNs, bd.SendNs, bd.ServerNs, bd.FirstTokenNs = pr.varint(), pr.varint(), pr.varint(), pr.varint(), pr.varint()
+	}
+	if flags&partialCounted != 0 {
+		r.Counted = int(pr.uvarint(maxCount))
+	}
+	if h.Settings.AudioSeconds {
+		if b := pr.bytes(8); b != nil {
+			r.AudioSec = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		}
+	}
+	// Every gap takes at least one byte.
+	if n := pr.uvarint(uint64(len(pr.b))); n > 0 {
+		r.ITLNs = make([]int64, n)
+		for j := range r.ITLNs {
+			r.ITLNs[j] = pr.varint()
+		}
+	}
+	return r
+}

@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"github.com/stampede-bench/stampede/metrics"
+
+	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/report"
+)
+
+// SplitOutcome cuts a finished run into the partials of size agents, as
+// if agent k had sent the requests whose index i has i mod size = k: the
+// records on the run's own clock (offset 0), and as each agent's duration
+// the run's. It is how a single-host run is saved with --save-partial
+// (size 1), and how the merge is held to computing over all the requests
+// at once.
+func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealth, size int) []*Partial {
+	settings := NewPartialSettings(o.Params, &o.Options, breakdown)
+	n := 0
+	for _, r := range o.Data.Results {
+		n = max(n, r.Index+1)
+	}
+	results := make([][]metrics.RequestResult, size)
+	audio := make([][]float64, size)
+	for i, r := range o.Data.Results {
+		k := r.Index % size
+		results[k] = append(results[k], r)
+		if o.Options.InputAudioSeconds != nil {
+			audio[k] = append(audio[k], o.Options.InputAudioSeconds[i])
+		}
+	}
+	parts := make([]*Partial, size)
+	for k := range parts {
+		h := PartialHeader{
+			ClusterSize: size, ClusterIndex: k, NumRequests: n, Settings: settings,
+			DurationNs: o.Data.DurationNs, RPSChangeEvents: o.Params.RPSChangeEvents,
+			Cancelled: o.Cancelled, Health: health,
+		}
+		if k == 0 {
+			h.ServerMessages, h.ServerMessagesRest = o.Data.ServerMessages.Top(maxMessageTexts)
+		}
+		parts[k] = &Partial{Header: h, Records: newPartialRecords(results[k], o.Options.CountTokens, audio[k])}
+	}
+	return parts
+}
+
+// maxMessageTexts is at least as many texts as a run keeps (see
+// metrics.ServerMessages), so that Top returns them all.
+const maxMessageTexts = 1 << 16

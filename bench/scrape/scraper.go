@@ -1,0 +1,489 @@
+// Package scrape reads the server's Prometheus /metrics: the series of
+// --server-metrics, polled on a goroutine of its own through the run, and
+// the counters Python samples before and after it.
+package scrape
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/report"
+)
+
+// --server-metrics: the server's own view of the run. A goroutine of its
+// own (never a shard) GETs the server's Prometheus endpoint every
+// --server-metrics-interval seconds from just before the run until just
+// after it, parses the answer with the Prometheus project's parser (text
+// format or OpenMetrics, as the Content-Type says) and keeps the series
+// vLLM and SGLang export about load, caches, tokens and latency. The
+// result goes to the sidecar under "server_metrics" (report.ServerMetrics)
+// and into the report.
+
+// serverMetricNames are the families kept, by name without a "_total"
+// suffix: vLLM's (current and older spellings), then SGLang's.
+var serverMetricNames = map[string]bool{
+	"vllm:num_requests_running": true, "vllm:num_requests_waiting": true,
+	"vllm:kv_cache_usage_perc": true, "vllm:gpu_cache_usage_perc": true,
+	"vllm:prefix_cache_queries": true, "vllm:prefix_cache_hits": true,
+	"vllm:gpu_prefix_cache_queries": true, "vllm:gpu_prefix_cache_hits": true,
+	"vllm:prompt_tokens": true, "vllm:generation_tokens": true, "vllm:num_preemptions": true,
+	"vllm:time_to_first_token_seconds": true, "vllm:inter_token_latency_seconds": true,
+	"vllm:time_per_output_token_seconds": true, "vllm:request_time_per_output_token_seconds": true,
+	"vllm:e2e_request_latency_seconds": true, "vllm:request_queue_time_seconds": true,
+
+	"sglang:num_running_reqs": true, "sglang:num_queue_reqs": true, "sglang:num_used_tokens": true,
+	"sglang:token_usage": true, "sglang:cache_hit_rate": true, "sglang:gen_throughput": true,
+	"sglang:prompt_tokens": true, "sglang:generation_tokens": true,
+	"sglang:time_to_first_token_seconds": true, "sglang:inter_token_latency_seconds": true,
+	"sglang:time_per_output_token_seconds": true, "sglang:e2e_request_latency_seconds": true,
+	"sglang:queue_time_seconds": true,
+}
+
+// The histograms the "server vs client" table reads, per client metric,
+// in order of preference.
+var (
+	serverTTFTNames = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
+	serverITLNames  = []string{"vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds",
+		"vllm:time_per_output_token_seconds", "sglang:time_per_output_token_seconds"}
+	serverE2ELNames = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"}
+)
+
+// promPoint is one kept sample of one scrape.
+type promPoint struct {
+	name   string
+	labels map[string]string
+	typ    string
+	value  float64
+	// Histograms: cumulative buckets, ascending bounds, the last +Inf.
+	bounds []float64
+	cum    []float64
+	count  float64
+	sum    float64
+}
+
+// maxScrapeBytes bounds one /metrics answer.
+const maxScrapeBytes = 64 << 20
+
+// parseServerMetrics reads one /metrics answer with the Prometheus
+// parser chosen by its Content-Type (the text format when it names none)
+// and returns the kept series' samples.
+func parseServerMetrics(body []byte, contentType string) ([]promPoint, error) {
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	format := expfmt.ResponseFormat(h)
+	if format.FormatType() != expfmt.TypeOpenMetrics && format.FormatType() != expfmt.TypeProtoDelim {
+		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	}
+	dec := expfmt.NewDecoder(bytes.NewReader(body), format)
+	var out []promPoint
+	for {
+		var mf dto.MetricFamily
+		err := dec.Decode(&mf)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = appendKept(out, &mf)
+	}
+}
+
+func appendKept(out []promPoint, mf *dto.MetricFamily) []promPoint {
+	name := mf.GetName()
+	base := strings.TrimSuffix(name, "_total")
+	if !serverMetricNames[base] {
+		return out
+	}
+	for _, m := range mf.Metric {
+		p := promPoint{name: name, labels: labelMap(m.Label)}
+		switch {
+		case mf.GetType() == dto.MetricType_COUNTER && m.Counter != nil:
+			p.typ, p.value, p.name = "counter", m.Counter.GetValue(), base+"_total"
+		case m.Gauge != nil:
+			p.typ, p.value = "gauge", m.Gauge.GetValue()
+		case m.Untyped != nil:
+			p.typ, p.value = "untyped", m.Untyped.GetValue()
+		case m.Histogram != nil:
+			h := m.Histogram
+			p.typ, p.count, p.sum = "histogram", float64(h.GetSampleCount()), h.GetSampleSum()
+			for _, b := range h.Bucket {
+				p.bounds = append(p.bounds, b.GetUpperBound())
+				p.cum = append(p.cum, float64(b.GetCumulativeCount()))
+			}
+			if n := len(p.bounds); n == 0 || !math.IsInf(p.bounds[n-1], 1) {
+				p.bounds = append(p.bounds, math.Inf(1))
+				p.cum = append(p.cum, p.count)
+			}
+		default:
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func labelMap(ls []*dto.LabelPair) map[string]string {
+	if len(ls) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(ls))
+	for _, l := range ls {
+		m[l.GetName()] = l.GetValue()
+	}
+	return m
+}
+
+// seriesKey names a series by its name and sorted labels.
+func seriesKey(name string, labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(name)
+	for _, k := range keys {
+		b.WriteString("\x00" + k + "=" + labels[k])
+	}
+	return b.String()
+}
+
+// scrape is one parsed answer and when it was taken (the midpoint of the
+// request and its answer).
+type scrape struct {
+	at     time.Time
+	points []promPoint
+}
+
+// Scraper polls /metrics on its own goroutine.
+type Scraper struct {
+	url      string
+	interval time.Duration
+	client   *http.Client
+	headers  []cli.Header
+
+	mu       sync.Mutex
+	scrapes  []scrape
+	failures int
+	lastErr  string
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	done     chan struct{}
+}
+
+func newScraper(url string, interval time.Duration, client *http.Client, headers []cli.Header) *Scraper {
+	return &Scraper{url: url, interval: interval, client: client, headers: headers,
+		stopCh: make(chan struct{}), done: make(chan struct{})}
+}
+
+// start takes a first scrape at once and then one every interval until
+// stop.
+func (s *Scraper) start(ctx context.Context) {
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		for {
+			s.scrapeOnce(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.stopCh:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stop ends the polling and takes one last scrape with ctx, so the
+// histogram deltas cover the whole run.
+func (s *Scraper) stop(ctx context.Context) {
+	s.Abort()
+	s.scrapeOnce(ctx)
+}
+
+// Abort ends the polling without a last scrape (the run did not start);
+// a nil scraper does nothing.
+func (s *Scraper) Abort() {
+	if s == nil {
+		return
+	}
+	s.stopOnce.Do(func() { close(s.stopCh) })
+	<-s.done
+}
+
+func (s *Scraper) scrapeOnce(ctx context.Context) {
+	timeout := min(max(s.interval, time.Second), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sent := time.Now()
+	points, err := s.get(ctx)
+	at := sent.Add(time.Since(sent) / 2)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.failures++
+		s.lastErr = err.Error()
+		return
+	}
+	s.scrapes = append(s.scrapes, scrape{at: at, points: points})
+}
+
+func (s *Scraper) get(ctx context.Context) ([]promPoint, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1")
+	for _, h := range s.headers {
+		req.Header.Set(h.Key, h.Value)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: HTTP %s", s.url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxScrapeBytes))
+	if err != nil {
+		return nil, err
+	}
+	points, err := parseServerMetrics(body, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.url, err)
+	}
+	return points, nil
+}
+
+// result turns the scrapes into series, times counted from origin (the
+// run's time 0). firstS and lastS are the run's first start and last
+// end, in seconds from origin: the histogram deltas run from the last
+// scrape at or before firstS to the first scrape at or after lastS.
+func (s *Scraper) result(origin time.Time, firstS, lastS float64) *report.ServerMetrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return buildServerMetrics(s.url, s.interval, s.scrapes, s.failures, s.lastErr, origin, firstS, lastS)
+}
+
+func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, failures int, lastErr string,
+	origin time.Time, firstS, lastS float64) *report.ServerMetrics {
+	out := &report.ServerMetrics{URL: url, IntervalSec: interval.Seconds(), Scrapes: len(scrapes), Failures: failures,
+		LastError: lastErr, Series: []report.ServerSeries{}, Histograms: []report.ServerHistogram{}}
+	if len(scrapes) == 0 {
+		return out
+	}
+	times := make([]float64, len(scrapes))
+	for i, sc := range scrapes {
+		times[i] = sc.at.Sub(origin).Seconds()
+	}
+	from, to := 0, len(scrapes)-1
+	for i, t := range times {
+		if t <= firstS {
+			from = i
+		}
+	}
+	for i := len(times) - 1; i >= 0; i-- {
+		if times[i] >= lastS {
+			to = i
+		}
+	}
+	if to < from {
+		to = from
+	}
+	out.Window = &report.ServerMetricsWindow{FromS: times[from], ToS: times[to]}
+
+	series := map[string]*report.ServerSeries{}
+	hists := map[string]*report.ServerHistogram{}
+	firstCum := map[string][]float64{}
+	var order []string
+	for i, sc := range scrapes {
+		for _, p := range sc.points {
+			key := seriesKey(p.name, p.labels)
+			if p.typ == "histogram" {
+				h := hists[key]
+				if h == nil {
+					h = &report.ServerHistogram{Name: p.name, Labels: p.labels}
+					for _, b := range p.bounds {
+						h.UpperBounds = append(h.UpperBounds, report.JSONFloat(b))
+					}
+					hists[key] = h
+					order = append(order, key)
+				}
+				h.T = append(h.T, times[i])
+				h.Count = append(h.Count, p.count)
+				h.Sum = append(h.Sum, p.sum)
+				if i <= from || firstCum[key] == nil {
+					if len(p.cum) == len(h.UpperBounds) {
+						firstCum[key] = p.cum
+					}
+				}
+				if i <= to && len(p.cum) == len(h.UpperBounds) && firstCum[key] != nil {
+					h.DeltaCumulative = make([]float64, len(p.cum))
+					for k := range p.cum {
+						h.DeltaCumulative[k] = max(p.cum[k]-firstCum[key][k], 0)
+					}
+				}
+				continue
+			}
+			ser := series[key]
+			if ser == nil {
+				ser = &report.ServerSeries{Name: p.name, Labels: p.labels, Type: p.typ}
+				series[key] = ser
+				order = append(order, key)
+			}
+			ser.T = append(ser.T, times[i])
+			ser.V = append(ser.V, p.value)
+		}
+	}
+	slices.Sort(order)
+	for _, key := range order {
+		if ser := series[key]; ser != nil {
+			out.Series = append(out.Series, *ser)
+		}
+		if h := hists[key]; h != nil {
+			if h.DeltaCumulative == nil {
+				h.DeltaCumulative = make([]float64, len(h.UpperBounds))
+			}
+			out.Histograms = append(out.Histograms, *h)
+		}
+	}
+	return out
+}
+
+// histogramQuantile is Prometheus's histogram_quantile over cumulative
+// buckets: linear interpolation inside the bucket holding rank q·count,
+// from 0 for the first bucket; a rank in the +Inf bucket gives the
+// highest finite bound. It is NaN without observations.
+func histogramQuantile(q float64, bounds []float64, cum []float64) float64 {
+	n := len(cum)
+	if n == 0 || len(bounds) != n || cum[n-1] <= 0 {
+		return math.NaN()
+	}
+	total := cum[n-1]
+	rank := q * total
+	i := sort.SearchFloat64s(cum, rank)
+	if i >= n {
+		i = n - 1
+	}
+	if math.IsInf(bounds[i], 1) {
+		if n >= 2 {
+			return bounds[n-2]
+		}
+		return math.NaN()
+	}
+	lo, below := 0.0, 0.0
+	if i > 0 {
+		lo, below = bounds[i-1], cum[i-1]
+	}
+	inBucket := cum[i] - below
+	if inBucket <= 0 {
+		return bounds[i]
+	}
+	return lo + (bounds[i]-lo)*(rank-below)/inBucket
+}
+
+// bucketOf is the bounds of the bucket histogramQuantile interpolates q
+// in (the highest finite bound twice for the +Inf bucket).
+func bucketOf(q float64, bounds, cum []float64) (lo, hi float64) {
+	n := len(cum)
+	i := min(sort.SearchFloat64s(cum, q*cum[n-1]), n-1)
+	if math.IsInf(bounds[i], 1) {
+		if n >= 2 {
+			return bounds[n-2], bounds[n-2]
+		}
+		return math.NaN(), math.NaN()
+	}
+	if i > 0 {
+		lo = bounds[i-1]
+	}
+	return lo, bounds[i]
+}
+
+// mergedDelta sums the window deltas of every label set of the first of
+// names the server has (label sets whose bounds differ from the first's
+// are left out).
+func mergedDelta(m *report.ServerMetrics, names []string) (string, []float64, []float64) {
+	for _, name := range names {
+		var bounds, cum []float64
+		for _, h := range m.Histograms {
+			if h.Name != name {
+				continue
+			}
+			if bounds == nil {
+				for _, b := range h.UpperBounds {
+					bounds = append(bounds, float64(b))
+				}
+				cum = make([]float64, len(bounds))
+			}
+			if len(h.DeltaCumulative) != len(bounds) {
+				continue
+			}
+			for k, v := range h.DeltaCumulative {
+				cum[k] += v
+			}
+		}
+		if bounds != nil {
+			return name, bounds, cum
+		}
+	}
+	return "", nil, nil
+}
+
+// clientPercentiles is a client metric's median and percentiles (ms).
+type clientPercentiles struct {
+	metric string
+	ps     []float64 // 0..100
+	ms     []float64
+}
+
+// compareWithClient fills m.VsClient: for each client metric the server
+// has a histogram of, every percentile of the client's beside the
+// server's.
+func compareWithClient(m *report.ServerMetrics, client []clientPercentiles) {
+	m.VsClient = nil
+	for _, c := range client {
+		var names []string
+		switch c.metric {
+		case "ttft":
+			names = serverTTFTNames
+		case "itl":
+			names = serverITLNames
+		case "e2el":
+			names = serverE2ELNames
+		}
+		name, bounds, cum := mergedDelta(m, names)
+		if name == "" || cum[len(cum)-1] <= 0 {
+			continue
+		}
+		for i, p := range c.ps {
+			server := histogramQuantile(p/100, bounds, cum) * 1000
+			if math.IsNaN(server) {
+				continue
+			}
+			lo, hi := bucketOf(p/100, bounds, cum)
+			m.VsClient = append(m.VsClient, report.ServerClientRow{Metric: c.metric, P: p, Histogram: name,
+				ServerMs: server, BucketLoMs: lo * 1000, BucketHiMs: hi * 1000, ClientMs: c.ms[i], DiffMs: c.ms[i] - server})
+		}
+	}
+}
