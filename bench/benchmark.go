@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/progress"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
@@ -148,7 +148,7 @@ func (r *run) wait(ctx context.Context, runner *engine.Runner, n int) (*engine.R
 }
 
 // rampUp is --ramp-up-strategy's ramp; nil without one.
-func rampUp(c *cli.Config) *engine.RampUp {
+func rampUp(c *plan.Plan) *engine.RampUp {
 	if c.RampUpStrategy == "" {
 		return nil
 	}
@@ -161,9 +161,9 @@ func rampUp(c *cli.Config) *engine.RampUp {
 // during a ramp-up (its start is at most its end), so the first request's
 // rate is the one to check. The engine reads zero values as its defaults,
 // so they must not reach it.
-func checkArrivals(c *cli.Config) error {
+func checkArrivals(c *plan.Plan) error {
 	if !(c.Burstiness > 0) {
-		return &cli.ValidationError{Type: "AssertionError",
+		return &py.Error{Type: "AssertionError",
 			Msg: fmt.Sprintf("A positive burstiness factor is expected, but given %s.", py.FloatRepr(c.Burstiness))}
 	}
 	if c.SelfTimed {
@@ -174,7 +174,7 @@ func checkArrivals(c *cli.Config) error {
 		first = float64(*c.RampUpStartRPS)
 	}
 	if !(first > 0) {
-		return &cli.ValidationError{Type: "AssertionError",
+		return &py.Error{Type: "AssertionError",
 			Msg: fmt.Sprintf("Obtained non-positive request rate %s.", py.FloatRepr(first))}
 	}
 	return nil
@@ -205,7 +205,7 @@ func reportInterrupt(w io.Writer, res *engine.Result) {
 func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
-		Pooling:     c.TaskType == cli.Pooling,
+		Pooling:     c.TaskType == plan.Pooling,
 		Percentiles: c.SelectedPercentiles,
 		ClientQueue: c.MaxConcurrency != nil,
 	}

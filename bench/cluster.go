@@ -6,13 +6,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -22,7 +22,7 @@ import (
 // agent 0, which prints and saves the whole run as one host would.
 func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*outcome.Outcome, error) {
 	c := r.cfg
-	size, index := c.ClusterSize, c.AgentIndex()
+	size, index := c.ClusterSize, c.AgentIndex
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
 	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
 	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
@@ -36,7 +36,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	}
 	offsets, rates, err := cluster.GlobalSchedule(enc.wire, c.SelfTimed, c.RequestRate, c.Burstiness, rampUp(c), ds.globals.NumPy)
 	if err != nil {
-		return nil, &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
+		return nil, &py.Error{Type: "ValueError", Msg: err.Error()}
 	}
 	var share []engine.Request
 	for i := index; i < len(enc.wire); i += size {

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 )
 
@@ -16,7 +16,7 @@ import (
 // `prefix_repetition` prompts runs only when --base-url was given, since
 // without it there is no server to ask. Lines Python prints while sampling
 // go to stdout and stderr as in a run.
-func SampleRequests(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) ([]datasets.Request, error) {
+func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) ([]datasets.Request, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Side probes (--probe-request-rate r, spec §c "Probes") are an engine
@@ -25,7 +25,7 @@ func (r *run) newProbe(model endpoint.Model, ds *dataset) (*engine.Probe, error)
 		return nil, nil
 	}
 	if backend.Of(c.Backend).QueryWithDocuments() {
-		return nil, cli.UsageErrorf("--probe-request-rate is not supported with --backend %s: "+
+		return nil, py.UsageErrorf("--probe-request-rate is not supported with --backend %s: "+
 			"the probe prompt \"Hi\" is not a query with documents", c.Backend)
 	}
 	probe := ds.requests[0]

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/engine"
@@ -28,13 +28,13 @@ import (
 // engine, /metrics after, the result block, profiler stop, and the result
 // file. Lines Python prints go to stdout; the progress bar, log lines,
 // warnings and stampede's own health line go to stderr. An exception
-// Python raises during the run comes back as a *ValidationError of the
+// Python raises during the run comes back as a *py.Error of the
 // same type, at the same point of the output.
 //
 // Cancelling ctx (Ctrl-C) during the main run stops sending; what was
 // measured is still printed and saved, and Run returns nil. Cancelling it
 // before the main run returns ctx's error.
-func Run(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 	_, err := RunOnce(ctx, cfg, stdout, stderr)
 	return err
 }
@@ -43,7 +43,7 @@ func Run(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
 // serve, each repeat of --num-runs, each sweep point and each SLO probe.
 // The outcome is nil when the run ended before its main part; it is set
 // alongside an error raised after the measurement (a failed save).
-func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*outcome.Outcome, error) {
+func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func RunOnce(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*o
 // settings, where the output goes, and the server. What a phase produces
 // it returns to the next.
 type run struct {
-	cfg            *cli.Config
+	cfg            *plan.Plan
 	stdout, stderr io.Writer
 	server         *endpoint.Server
 
@@ -93,7 +93,7 @@ type run struct {
 	endpointErr error
 }
 
-func newRun(cfg *cli.Config, stdout, stderr io.Writer) (*run, error) {
+func newRun(cfg *plan.Plan, stdout, stderr io.Writer) (*run, error) {
 	s, err := endpoint.New(cfg)
 	if err != nil {
 		return nil, err
@@ -125,19 +125,19 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 	c := r.cfg
 	globals, err := datasets.NewPythonGlobals(int64(c.Seed))
 	if err != nil {
-		return nil, &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
+		return nil, &py.Error{Type: "ValueError", Msg: err.Error()}
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(r.stderr, format+"\n", args...) }
 	var kwargs map[string]any
 	if len(c.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-			return nil, &cli.UsageError{Msg: "argument --chat-template-kwargs: " +
+			return nil, &py.UsageError{Msg: "argument --chat-template-kwargs: " +
 				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
 	d := datasets.Lookup(c.DatasetName)
 	if d == nil || !d.Built() {
-		return nil, &cli.UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
+		return nil, &py.UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
 	env := &datasets.Env{
 		ChatTemplateKwargs: kwargs, NoStream: c.NoStream,
@@ -146,23 +146,32 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		Backend: backend.Of(c.Backend).Datasets(),
 		Path:    c.DatasetPath, DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
 		SkipChatTemplate: c.SkipChatTemplate, EnableMultimodalChat: c.EnableMultimodalChat,
-		Flags: &c.Flags.Flags,
+		Flags: &c.Flags,
 	}
 	if tok != nil {
 		env.Tokenizer, env.ChatTemplate, env.ChatRender, env.TokenizerName = tok.Tokenizer, tok.ChatTemplate, tok.ChatRender, tok.ID
 	}
 	requests, err := d.Sample(env)
+	if err == nil && tok != nil {
+		// The server's tokenizer cannot return errors through the
+		// Tokenizer interface; it keeps the first one.
+		if st, ok := tok.Tokenizer.(*datasets.ServerTokenizer); ok {
+			err = st.Err()
+		}
+	}
 	if err != nil {
 		return nil, datasetError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(requests) == 0 {
-		return nil, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
+		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
 	if d.AlignWithServer && align {
-		datasets.AlignWithServer(ctx, r.server.Control(), c.BaseURL, model.ID, requests, r.stdout)
+		if err := datasets.AlignWithServer(ctx, r.server.Control(), c.BaseURL, model.ID, requests, r.stdout); err != nil {
+			return nil, &py.Error{Type: "RuntimeError", Msg: err.Error()}
+		}
 	}
 	if c.WarnDefaultTemperature {
-		fmt.Fprintln(r.stdout, cli.TemperatureWarning)
+		fmt.Fprintln(r.stdout, plan.TemperatureWarning)
 	}
 	return &dataset{requests: requests, globals: globals}, nil
 }
@@ -170,9 +179,9 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 // datasetError keeps a dataset's Python exception type for the exit path;
 // a file that cannot be opened is named with the flag it came from.
 func datasetError(name string, err error, path string) error {
-	var pe *datasets.PythonError
+	var pe *py.Error
 	if errors.As(err, &pe) {
-		return &cli.ValidationError{Type: pe.Type, Msg: pe.Msg}
+		return pe
 	}
 	var fe *fs.PathError
 	if errors.As(err, &fe) {
@@ -183,13 +192,13 @@ func datasetError(name string, err error, path string) error {
 		if fe.Path == path {
 			where = "--dataset-path " + fe.Path
 		}
-		return &cli.ValidationError{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
+		return &py.Error{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "dataset ") {
 		msg = fmt.Sprintf("dataset %s: %s", name, msg)
 	}
-	return &cli.ValidationError{Type: "ValueError", Msg: msg}
+	return &py.Error{Type: "ValueError", Msg: msg}
 }
 
 // encoded is every request's HTTP bytes, and the test request (request #0
@@ -215,7 +224,7 @@ func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error
 	c := r.cfg
 	adapters, err := backend.LoRAAdapters(c.LoraModules, c.LoraAssignment, len(ds.requests), ds.globals.Random)
 	if err != nil {
-		return nil, &cli.UsageError{Msg: err.Error()}
+		return nil, &py.UsageError{Msg: err.Error()}
 	}
 	params := r.bodyParams(model)
 	enc := &encoded{wire: make([]engine.Request, len(ds.requests))}
@@ -360,7 +369,7 @@ func (r *run) readyCheck(ctx context.Context, enc *encoded) error {
 	if lastErr == "" {
 		lastErr = fmt.Sprintf("Endpoint readiness timed out after %ds.", timeoutSec)
 	}
-	return &cli.ValidationError{Type: "ValueError", Msg: "Initial test run failed - Please make sure benchmark " +
+	return &py.Error{Type: "ValueError", Msg: "Initial test run failed - Please make sure benchmark " +
 		"arguments are correctly specified. Error: " + lastErr}
 }
 

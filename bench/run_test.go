@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // These tests run whole benchmarks through Run against the in-process mock
@@ -124,7 +125,7 @@ func TestRunGenerationOutput(t *testing.T) {
 	want := []string{
 		"Model not specified, fetching first model from server...",
 		"First model name: mock-llm, first model id: mock-llm",
-		cli.TemperatureWarning,
+		plan.TemperatureWarning,
 		"Starting initial single prompt test run...",
 		"Waiting for endpoint to become up in 600 seconds",
 		"Initial test run completed.",
@@ -417,7 +418,7 @@ func TestRunFailures(t *testing.T) {
 			args := append([]string{"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "2",
 				"--random-input-len", "16", "--random-output-len", "2"}, tt.args...)
 			stdout, stderr, err := runAgainstMock(t, context.Background(), tt.mock, args...)
-			var ve *cli.ValidationError
+			var ve *py.Error
 			if !errors.As(err, &ve) || ve.Type != tt.errType || ve.Msg != tt.errMsg {
 				t.Fatalf("Run error %#v (%v), want %s: %s", err, err, tt.errType, tt.errMsg)
 			}
@@ -512,7 +513,7 @@ func TestRunBadMetadata(t *testing.T) {
 			args = append(args, "--save-result")
 		}
 		stdout, _, err := runAgainstMock(t, context.Background(), mock.Config{}, args...)
-		var ve *cli.ValidationError
+		var ve *py.Error
 		if !errors.As(err, &ve) || ve.Type != "ValueError" || ve.Msg != "Invalid metadata format. Please use KEY=VALUE format." {
 			t.Fatalf("save %v: Run error %v, want Python's ValueError for the metadata", save, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/bench/report"
@@ -27,7 +27,7 @@ func TestWriteSteadyState(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			cfg := &cli.Config{SelectedPercentiles: []float64{99}}
+			cfg := &plan.Plan{SelectedPercentiles: []float64{99}}
 			cfg.WarmupTime, cfg.CooldownTime = tc.warmup, tc.cooldown
 			r := &run{cfg: cfg, stdout: &stdout, stderr: &stderr}
 			s := &metrics.Summary{}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // SampleBurstGPT is BurstGPTDataset: keep the rows whose Model is "GPT-4"
@@ -43,7 +44,7 @@ func SampleBurstGPT(env *Env) ([]Request, error) {
 		return nil, err
 	}
 	if len(picked) > 0 && columns < 4 {
-		return nil, &PythonError{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (burstgpt reads the "+
+		return nil, &py.Error{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (burstgpt reads the "+
 			"request tokens from the 3rd column and the response tokens from the 4th; %s has %d columns)", env.Path, columns)}
 	}
 	vocab := tok.VocabSize()
@@ -130,7 +131,7 @@ func readBurstGPT(path string) ([]burstGPTRow, int, error) {
 	rd.FieldsPerRecord = -1
 	header, err := rd.Read()
 	if err == io.EOF {
-		return nil, 0, &PythonError{Type: "EmptyDataError", Msg: "No columns to parse from file"}
+		return nil, 0, &py.Error{Type: "EmptyDataError", Msg: "No columns to parse from file"}
 	}
 	if err != nil {
 		return nil, 0, csvError(path, err)
@@ -141,7 +142,7 @@ func readBurstGPT(path string) ([]burstGPTRow, int, error) {
 				return i, nil
 			}
 		}
-		return 0, &PythonError{Type: "KeyError", Msg: "'" + name + "'"}
+		return 0, &py.Error{Type: "KeyError", Msg: "'" + name + "'"}
 	}
 	modelCol, err := col("Model")
 	if err != nil {
@@ -175,7 +176,7 @@ func readBurstGPT(path string) ([]burstGPTRow, int, error) {
 		}
 		v, err := strconv.ParseFloat(resp, 64)
 		if err != nil {
-			return nil, 0, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("'>' not supported between instances of 'str' and 'int' (dataset burstgpt %s line %d: Response tokens %q)", path, line, resp)}
+			return nil, 0, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("'>' not supported between instances of 'str' and 'int' (dataset burstgpt %s line %d: Response tokens %q)", path, line, resp)}
 		}
 		if !(v > 0) {
 			continue

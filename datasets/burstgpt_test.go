@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Expected rows come from numpy/pandas documentation and well-known
@@ -114,7 +116,7 @@ func TestSampleBurstGPTErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := SampleBurstGPT(&Env{Tokenizer: tok, Path: writeFile(t, "b.csv", c.csv), NumPrompts: c.n, Flags: &Flags{}})
-			var pyErr *PythonError
+			var pyErr *py.Error
 			// Python's message, then perhaps what it leaves out in parentheses.
 			if !errors.As(err, &pyErr) || pyErr.Type != c.pyType || (pyErr.Msg != c.want && !strings.HasPrefix(pyErr.Msg, c.want+" (")) {
 				t.Errorf("error %v, want %s: %s", err, c.pyType, c.want)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // ChatTemplate renders a single user turn the way Hugging Face's
@@ -38,7 +40,7 @@ func SampleCustom(env *Env) ([]Request, error) {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
 	if !strings.HasSuffix(env.Path, ".jsonl") {
-		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
+		return nil, &py.Error{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
 	if tok != nil && !env.SkipChatTemplate && env.ChatTemplate == nil {
 		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")

@@ -72,7 +72,7 @@ func SampleCustomAudio(env *Env) ([]Request, error) {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
 	if !strings.HasSuffix(env.Path, ".jsonl") {
-		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
+		return nil, &py.Error{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
 	template := tok != nil && !env.EnableMultimodalChat && !env.SkipChatTemplate && env.ChatTemplate != nil
 	rows, columns, err := readJSONL(env.Path)
@@ -123,7 +123,7 @@ func customAudioRequest(env *Env, row customRow, template bool, columns map[stri
 		return r, nil
 	}
 	if !columns["audio"] {
-		return Request{}, &PythonError{Type: "KeyError", Msg: "'audio'"}
+		return Request{}, &py.Error{Type: "KeyError", Msg: "'audio'"}
 	}
 	pcm, err := rowAudio(env.Path, row)
 	if err != nil {

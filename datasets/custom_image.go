@@ -36,7 +36,7 @@ func SampleCustomImage(env *Env) ([]Request, error) {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
 	if !strings.HasSuffix(env.Path, ".jsonl") {
-		return nil, &PythonError{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomImageDataset."}
+		return nil, &py.Error{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomImageDataset."}
 	}
 	rows, err := readCustomImageRows(env.Path)
 	if err != nil {

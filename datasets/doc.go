@@ -15,7 +15,7 @@
 // generators Python shares between datasets and the scheduler are passed
 // explicitly as PythonGlobals.
 //
-// Errors whose text Python defines are *PythonError values carrying the
+// Errors whose text Python defines are *py.Error values carrying the
 // exception class and the message word for word; the rest name the flag or
 // field and what would be accepted.
 //

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -118,7 +119,7 @@ func TestSampleShareGPTValidity(t *testing.T) {
 
 func TestOversampleErrors(t *testing.T) {
 	_, err := maybeOversample(nil, 3, "", false, 0, pyrand.NewRandom(0))
-	var pe *PythonError
+	var pe *py.Error
 	if !errors.As(err, &pe) || pe.Type != "IndexError" {
 		t.Errorf("oversampling nothing: error %v, want IndexError", err)
 	}

@@ -112,7 +112,7 @@ func sampleHF(env *Env) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("Multi-modal content is not supported on backend '%s'; use one of ['openai-audio', 'openai-chat'].", env.Backend.Name))
 	}
 	if env.Tokenizer == nil {
-		return nil, &PythonError{Type: "AssertionError", Msg: "Tokenizer must be initialized for the 'hf' dataset."}
+		return nil, &py.Error{Type: "AssertionError", Msg: "Tokenizer must be initialized for the 'hf' dataset."}
 	}
 	h := &hfRun{env: env, class: class, path: env.Path, name: f.HFName, subset: f.HFSubset, split: f.HFSplit}
 	if h.name == "" {
@@ -290,7 +290,7 @@ func pyNone(s string) string {
 func field(row *hfhub.Object, key string) (any, error) {
 	v, ok := row.Get(key)
 	if !ok {
-		return nil, &PythonError{Type: "KeyError", Msg: "'" + key + "'"}
+		return nil, &py.Error{Type: "KeyError", Msg: "'" + key + "'"}
 	}
 	return v, nil
 }
@@ -304,7 +304,7 @@ func strField(row *hfhub.Object, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", &PythonError{Type: "TypeError", Msg: fmt.Sprintf("column %q holds %s, want a str", key, pyTypeName(v))}
+		return "", &py.Error{Type: "TypeError", Msg: fmt.Sprintf("column %q holds %s, want a str", key, pyTypeName(v))}
 	}
 	return s, nil
 }

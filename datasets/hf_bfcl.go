@@ -131,7 +131,7 @@ func (h *hfRun) bfclPromptLen(msgJSON, toolsJSON []byte, messages []any) (int, e
 	for _, m := range messages {
 		o, _ := m.(*hfhub.Object)
 		if o == nil {
-			return 0, &PythonError{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'get' (a BFCL message)", pyTypeName(m))}
+			return 0, &py.Error{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'get' (a BFCL message)", pyTypeName(m))}
 		}
 		c, ok := o.Get("content")
 		if !ok {
@@ -139,7 +139,7 @@ func (h *hfRun) bfclPromptLen(msgJSON, toolsJSON []byte, messages []any) (int, e
 		}
 		s, isStr := c.(string)
 		if !isStr {
-			return 0, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("sequence item: expected str instance, %s found", pyTypeName(c))}
+			return 0, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("sequence item: expected str instance, %s found", pyTypeName(c))}
 		}
 		texts = append(texts, s)
 	}

@@ -59,7 +59,7 @@ func (h *hfRun) imageBytes(o *hfhub.Object) ([]byte, error) {
 		case string:
 			return []byte(b), nil
 		}
-		return nil, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("image \"bytes\" holds %s, want bytes", pyTypeName(b))}
+		return nil, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("image \"bytes\" holds %s, want bytes", pyTypeName(b))}
 	}
 	if p, ok := o.Get("path"); ok {
 		if s, ok := p.(string); ok && s != "" {
@@ -160,7 +160,7 @@ var visionArenaClass = &hfClass{name: "VisionArenaDataset", paths: []string{"lma
 			}
 			list, _ := imgs.([]any)
 			if len(list) == 0 {
-				return true, &PythonError{Type: "IndexError", Msg: "list index out of range (column \"images\" is empty)"}
+				return true, &py.Error{Type: "IndexError", Msg: "list index out of range (column \"images\" is empty)"}
 			}
 			media, err := h.processImage(list[0])
 			if err != nil {
@@ -185,18 +185,18 @@ func firstTurnContent(row *hfhub.Object, column string) (string, error) {
 	}
 	outer, _ := v.([]any)
 	if len(outer) == 0 {
-		return "", &PythonError{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (%s[0])", column)}
+		return "", &py.Error{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (%s[0])", column)}
 	}
 	inner := outer[0]
 	if l, ok := inner.([]any); ok {
 		if len(l) == 0 {
-			return "", &PythonError{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (%s[0][0])", column)}
+			return "", &py.Error{Type: "IndexError", Msg: fmt.Sprintf("list index out of range (%s[0][0])", column)}
 		}
 		inner = l[0]
 	}
 	msg, _ := inner.(*hfhub.Object)
 	if msg == nil {
-		return "", &PythonError{Type: "TypeError", Msg: fmt.Sprintf("%s[0][0] holds %s, want a message dict", column, pyTypeName(inner))}
+		return "", &py.Error{Type: "TypeError", Msg: fmt.Sprintf("%s[0][0] holds %s, want a message dict", column, pyTypeName(inner))}
 	}
 	return strField(msg, "content")
 }
@@ -230,7 +230,7 @@ var mmvuClass = &hfClass{name: "MMVUDataset", paths: []string{"yale-nlp/MMVU"}, 
 			}
 			choices, _ := cv.(*hfhub.Object)
 			if choices == nil {
-				return true, &PythonError{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'items' (column \"choices\")", pyTypeName(cv))}
+				return true, &py.Error{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'items' (column \"choices\")", pyTypeName(cv))}
 			}
 			parts := make([]string, len(choices.Keys))
 			for j, k := range choices.Keys {
@@ -286,7 +286,7 @@ var mmstarClass = &hfClass{name: "MMStarDataset", paths: []string{"Lin-Chen/MMSt
 			if v, ok := row.Get("question"); ok {
 				s, isStr := v.(string)
 				if !isStr {
-					return true, &PythonError{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'split' (column \"question\")", pyTypeName(v))}
+					return true, &py.Error{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute 'split' (column \"question\")", pyTypeName(v))}
 				}
 				full = s
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/datasets/hfhub"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // rowFields keeps the first error and reads nothing after it, so a class
@@ -17,7 +18,7 @@ func TestRowFieldsFirstError(t *testing.T) {
 	if s := f.str("n"); s != "" || f.err == nil || f.err.Error() != `column "n" holds int, want a str` {
 		t.Fatalf("str of an int: %q, %v", s, f.err)
 	}
-	if pe, ok := f.err.(*PythonError); !ok || pe.Type != "TypeError" {
+	if pe, ok := f.err.(*py.Error); !ok || pe.Type != "TypeError" {
 		t.Fatalf("str of an int: %#v, want a TypeError", f.err)
 	}
 	first := f.err
@@ -28,7 +29,7 @@ func TestRowFieldsFirstError(t *testing.T) {
 	if g.get("missing"); g.err == nil || g.err.Error() != "'missing'" {
 		t.Fatalf("missing column: %v", g.err)
 	}
-	if pe, ok := g.err.(*PythonError); !ok || pe.Type != "KeyError" {
+	if pe, ok := g.err.(*py.Error); !ok || pe.Type != "KeyError" {
 		t.Fatalf("missing column: %#v, want a KeyError", g.err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // writeParquet writes rows with the same library stampede reads with.
@@ -80,7 +81,7 @@ func intp(n int) *int { return &n }
 
 func TestHFUnknownPathListsKnown(t *testing.T) {
 	_, err := sampleHF(hfTestEnv("nobody/nothing", 1))
-	pe, ok := err.(*PythonError)
+	pe, ok := err.(*py.Error)
 	if !ok || pe.Type != "ValueError" || !strings.HasPrefix(pe.Msg, "Unsupported dataset path: nobody/nothing. Huggingface dataset only supports dataset_path from one of following: {") {
 		t.Fatalf("error %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/datasets/hfhub"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // The text-only hf datasets: one prompt column (sometimes templated), a
@@ -31,11 +32,11 @@ var mtBenchClass = singleTurn("MTBenchDataset", "philschmid/mt-bench", "train", 
 	}
 	list, ok := turns.([]any)
 	if !ok || len(list) == 0 {
-		return "", &PythonError{Type: "IndexError", Msg: "list index out of range (column \"turns\" has no first turn)"}
+		return "", &py.Error{Type: "IndexError", Msg: "list index out of range (column \"turns\" has no first turn)"}
 	}
 	s, ok := list[0].(string)
 	if !ok {
-		return "", &PythonError{Type: "TypeError", Msg: fmt.Sprintf("turns[0] holds %s, want a str", pyTypeName(list[0]))}
+		return "", &py.Error{Type: "TypeError", Msg: fmt.Sprintf("turns[0] holds %s, want a str", pyTypeName(list[0]))}
 	}
 	return s, nil
 })
@@ -78,7 +79,7 @@ var blazeditClass = &hfClass{name: "BlazeditDataset", paths: []string{"vdaita/ed
 			}
 			d, ok := number(dv)
 			if !ok {
-				return "", false, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("'<' not supported between instances of '%s' and 'float' (column \"norm_distance\")", pyTypeName(dv))}
+				return "", false, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("'<' not supported between instances of '%s' and 'float' (column \"norm_distance\")", pyTypeName(dv))}
 			}
 			if d < lo || d > hi {
 				return "", false, nil
@@ -116,7 +117,7 @@ func (h *hfRun) recordedPair(prompt, completion string, maxPrompt, maxTotal int)
 		outLen = *h.env.Flags.HFOutputLen
 	}
 	if outLen <= 0 {
-		return 0, 0, false, &PythonError{Type: "AssertionError", Msg: fmt.Sprintf("output length must be a positive int, got %d", outLen)}
+		return 0, 0, false, &py.Error{Type: "AssertionError", Msg: fmt.Sprintf("output length must be a positive int, got %d", outLen)}
 	}
 	if dynamic && !validSequence(promptLen, completionLen, maxPrompt, maxTotal) {
 		return 0, 0, false, nil
@@ -138,7 +139,7 @@ func conversationTurns(row *hfhub.Object) (prompt, completion string, ok bool, e
 	}
 	conv, isList := v.([]any)
 	if !isList {
-		return "", "", false, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("column \"conversations\" holds %s, want a list of turns", pyTypeName(v))}
+		return "", "", false, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("column \"conversations\" holds %s, want a list of turns", pyTypeName(v))}
 	}
 	if len(conv) < 2 {
 		return "", "", false, nil
@@ -147,7 +148,7 @@ func conversationTurns(row *hfhub.Object) (prompt, completion string, ok bool, e
 	for i := range texts {
 		turn, _ := conv[i].(*hfhub.Object)
 		if turn == nil {
-			return "", "", false, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("conversations[%d] holds %s, want a dict with \"value\"", i, pyTypeName(conv[i]))}
+			return "", "", false, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("conversations[%d] holds %s, want a dict with \"value\"", i, pyTypeName(conv[i]))}
 		}
 		if texts[i], err = strField(turn, "value"); err != nil {
 			return "", "", false, err
@@ -301,7 +302,7 @@ var mlperfClass = &hfClass{name: "MLPerfDataset", paths: []string{"mgoin/mlperf-
 			}
 			answer, ok := output.(string)
 			if !ok {
-				return true, &PythonError{Type: "TypeError", Msg: fmt.Sprintf("column \"output\" holds %s, want a str", pyTypeName(output))}
+				return true, &py.Error{Type: "TypeError", Msg: fmt.Sprintf("column \"output\" holds %s, want a str", pyTypeName(output))}
 			}
 			msgs, _ := json.Marshal([]any{
 				orderedMsg{"system", system},

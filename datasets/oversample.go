@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // maybeOversample is BenchmarkDataset.maybe_oversample_requests: unless
@@ -17,7 +18,7 @@ func maybeOversample(reqs []Request, n int, idPrefix string, noOversample bool, 
 	}
 	if have := len(reqs); have < n {
 		if have == 0 {
-			return nil, &PythonError{Type: "IndexError", Msg: "Cannot choose from an empty sequence"}
+			return nil, &py.Error{Type: "IndexError", Msg: "Cannot choose from an empty sequence"}
 		}
 		global.Seed(seed)
 		for i := range n - have {

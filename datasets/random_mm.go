@@ -104,7 +104,7 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend.Name)))
 	}
 	if o.BatchSize != 0 && o.BatchSize != 1 {
-		return nil, &PythonError{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
+		return nil, &py.Error{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
 	}
 	logf := o.Logf
 	if logf == nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -185,7 +186,7 @@ func TestSampleRandomErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := SampleRandom(tok, tt.o)
-			var pe *PythonError
+			var pe *py.Error
 			if !errors.As(err, &pe) || pe.Type != "ValueError" || err.Error() != tt.want {
 				t.Fatalf("error = %v, want ValueError %q", err, tt.want)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // SampleSpecBench is SpecBench: keep the rows of --spec-bench-category
@@ -54,7 +56,7 @@ func firstTurnPrompts(path, column, category string, extract func(json.RawMessag
 		return nil, valueError(missingColumn)
 	}
 	if category != "" && !columns["category"] {
-		return nil, &PythonError{Type: "KeyError", Msg: "'category'"}
+		return nil, &py.Error{Type: "KeyError", Msg: "'category'"}
 	}
 	var prompts []string
 	for _, row := range rows {
@@ -108,10 +110,10 @@ func sampleCustomPrompts(env *Env, dataset string, prompts []string, outputLen i
 	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, 0, random)
 }
 
-// datasetError names the dataset in err, except for a *PythonError, whose
+// datasetError names the dataset in err, except for a *py.Error, whose
 // text must stay Python's word for word.
 func datasetError(dataset string, err error) error {
-	var pyErr *PythonError
+	var pyErr *py.Error
 	if errors.As(err, &pyErr) {
 		return err
 	}

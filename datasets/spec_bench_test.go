@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // bracketTemplate is a stand-in chat template that shows its kwargs.
@@ -154,16 +156,16 @@ func TestSampleSpeedBenchErrors(t *testing.T) {
 	}
 }
 
-// checkDatasetError wants a *PythonError with exactly want, or another
+// checkDatasetError wants a *py.Error with exactly want, or another
 // error containing want.
 func checkDatasetError(t *testing.T, err error, want string, python bool) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want %q", want)
 	}
-	var pyErr *PythonError
+	var pyErr *py.Error
 	if isPy := errors.As(err, &pyErr); isPy != python {
-		t.Errorf("PythonError = %v, want %v: %v", isPy, python, err)
+		t.Errorf("py.Error = %v, want %v: %v", isPy, python, err)
 	}
 	if python && err.Error() != want || !python && !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q, want %q", err, want)

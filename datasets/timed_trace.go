@@ -346,10 +346,10 @@ func pyStrListRepr(items []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// lineError places err at a line of path; a *PythonError keeps Python's
+// lineError places err at a line of path; a *py.Error keeps Python's
 // text first and gains the place after it.
 func lineError(path string, line int, err error) error {
-	var pyErr *PythonError
+	var pyErr *py.Error
 	if errors.As(err, &pyErr) {
 		return withPlace(pyErr, path, line)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/datasets/pyrand"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // CPython 3.11 (SipHash-1-3) values of hash(s), printed by
@@ -214,9 +215,9 @@ func TestSampleTimedTraceErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			var pyErr *PythonError
+			var pyErr *py.Error
 			if got := errors.As(err, &pyErr); got != c.python {
-				t.Errorf("PythonError = %v, want %v (%v)", got, c.python, err)
+				t.Errorf("py.Error = %v, want %v (%v)", got, c.python, err)
 			}
 			// Python's message, then what it leaves out: the flag's real
 			// name, the file and line.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -38,11 +37,11 @@ import (
 // errNoAudio is Python's TypeError for a request that carries no clip
 // (custom_audio without a tokenizer, or a text dataset): raised before the
 // request is sent, it ends the run.
-var errNoAudio = &cli.ValidationError{Type: "TypeError", Msg: "multi_modal_content must be a dict containing 'audio' or 'audio_path'"}
+var errNoAudio = &py.Error{Type: "TypeError", Msg: "multi_modal_content must be a dict containing 'audio' or 'audio_path'"}
 
 // errHeaderInjection is aiohttp's refusal of a control character in a form
 // field's name, filename or content type.
-var errHeaderInjection = &cli.ValidationError{Type: "ValueError", Msg: "Forbidden control character detected in headers. Potential header injection attack."}
+var errHeaderInjection = &py.Error{Type: "ValueError", Msg: "Forbidden control character detected in headers. Potential header injection attack."}
 
 // maxBoundaryLen is aiohttp's (and RFC 2046's) limit on a boundary.
 const maxBoundaryLen = 70

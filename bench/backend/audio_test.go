@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 const testBoundary = "5c0ffee0a1b2c3d4e5f60718293a4b5c"
@@ -218,7 +218,7 @@ func TestBuildAudioRequestErrors(t *testing.T) {
 		})
 	}
 	_, _, err := BuildAudioRequest(req, nil, BodyParams{Model: "m"}, testBoundary)
-	var verr *cli.ValidationError
+	var verr *py.Error
 	if !errors.As(err, &verr) || verr.Type != "TypeError" {
 		t.Errorf("no clip: %#v, want a TypeError", err)
 	}

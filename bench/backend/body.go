@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/sse"
@@ -28,7 +28,7 @@ type BodyParams struct {
 	IgnoreEOS bool
 	// ExtraBody is {**sampling params, **--extra-body} (Config.
 	// RequestExtraBody), merged last so it can override any field.
-	ExtraBody cli.JSONObject
+	ExtraBody plan.JSONObject
 	// ContinuousUsage (--per-token-itl) asks for a running usage object in
 	// every chunk (streamOptions).
 	ContinuousUsage bool
@@ -58,7 +58,7 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 	if err != nil {
 		return nil, err
 	}
-	var body cli.JSONObject
+	var body plan.JSONObject
 	body.Set("model", pyString(p.SentModel()))
 	switch b.api.kind {
 	case completionsKind:
@@ -140,12 +140,12 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 // extraBody is the per-request extra body, {**p.ExtraBody,
 // **req.Overrides}: an override replaces a key in place, new keys follow.
 // Values are JSON text as given, not yet in json.dumps form.
-func (p BodyParams) extraBody(req *datasets.Request) (cli.JSONObject, error) {
+func (p BodyParams) extraBody(req *datasets.Request) (plan.JSONObject, error) {
 	extra := p.ExtraBody.Clone()
 	if len(req.Overrides) > 0 {
-		overrides, ok := cli.JSONText(req.Overrides).Object()
+		overrides, ok := plan.JSONText(req.Overrides).Object()
 		if !ok {
-			return cli.JSONObject{}, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
+			return plan.JSONObject{}, fmt.Errorf("request %q: request overrides must be a JSON object, got %s", req.RequestID, req.Overrides)
 		}
 		extra.Merge(overrides)
 	}
@@ -177,7 +177,7 @@ func (p BodyParams) SentModel() string {
 
 // setEmbeddingsInput fills "input" (openai-embeddings) or "messages" (the
 // embeddings-chat family, with clip's and vlm2vec's prompt rewriting).
-func setEmbeddingsInput(body *cli.JSONObject, b *Backend, req *datasets.Request) error {
+func setEmbeddingsInput(body *plan.JSONObject, b *Backend, req *datasets.Request) error {
 	text, err := promptValue(req)
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func setEmbeddingsInput(body *cli.JSONObject, b *Backend, req *datasets.Request)
 // setInfinityInput is the Infinity server's body: the prompt as "input",
 // or, for an empty prompt (clip blanks it when media is attached), the one
 // media item's URL with its modality ("image_url" → "image").
-func setInfinityInput(body *cli.JSONObject, b *Backend, req *datasets.Request) error {
+func setInfinityInput(body *plan.JSONObject, b *Backend, req *datasets.Request) error {
 	backend := b.name
 	blank := b.mediaText == blankText && len(req.MultiModal) > 0
 	if !blank && (req.Prompt != "" || len(req.PromptList) > 0 || len(req.PromptIDs) > 0) {
@@ -293,7 +293,7 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 		}
 		parts = append(parts, v)
 	}
-	var textPart cli.JSONObject
+	var textPart plan.JSONObject
 	textPart.Set("type", pyString("text"))
 	textPart.Set("text", text)
 	if mediaFirst {
@@ -316,12 +316,12 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 // already present is replaced in place, as dict |= does; keys compare
 // case-sensitively as Python's dict keys do), then x-request-id when the
 // request has an id.
-func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []cli.Header) ([]cli.Header, error) {
+func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []plan.Header) ([]plan.Header, error) {
 	b, err := lookupBackend(backend)
 	if err != nil {
 		return nil, err
 	}
-	var hs []cli.Header
+	var hs []plan.Header
 	set := func(k, v string) {
 		for i := range hs {
 			if hs[i].Key == k {
@@ -329,7 +329,7 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 				return
 			}
 		}
-		hs = append(hs, cli.Header{Key: k, Value: v})
+		hs = append(hs, plan.Header{Key: k, Value: v})
 	}
 	if b.api.contentType {
 		set("Content-Type", "application/json")

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/sse"
 )
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 
-func obj(pairs ...string) cli.JSONObject {
-	var o cli.JSONObject
+func obj(pairs ...string) plan.JSONObject {
+	var o plan.JSONObject
 	for i := 0; i < len(pairs); i += 2 {
 		o.Set(pairs[i], json.RawMessage(pairs[i+1]))
 	}
@@ -139,16 +139,16 @@ func TestRequestHeaders(t *testing.T) {
 		backend string
 		req     datasets.Request
 		apiKey  string
-		extra   []cli.Header
-		want    []cli.Header
+		extra   []plan.Header
+		want    []plan.Header
 	}{
 		{"completions leaves Content-Type to the client", "vllm", datasets.Request{RequestID: "bench-1-0"}, "", nil,
-			[]cli.Header{{Key: "x-request-id", Value: "bench-1-0"}}},
+			[]plan.Header{{Key: "x-request-id", Value: "bench-1-0"}}},
 		{"chat with key, user headers last but in place", "openai-chat", datasets.Request{RequestID: "r7"}, "sk-1",
-			[]cli.Header{{Key: "X-Team", Value: "a"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "x-request-id", Value: "mine"}},
-			[]cli.Header{{Key: "Content-Type", Value: "application/json"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "X-Team", Value: "a"}, {Key: "x-request-id", Value: "r7"}}},
+			[]plan.Header{{Key: "X-Team", Value: "a"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "x-request-id", Value: "mine"}},
+			[]plan.Header{{Key: "Content-Type", Value: "application/json"}, {Key: "Authorization", Value: "Bearer user"}, {Key: "X-Team", Value: "a"}, {Key: "x-request-id", Value: "r7"}}},
 		{"no id, no key", "openai-embeddings", datasets.Request{}, "", nil,
-			[]cli.Header{{Key: "Content-Type", Value: "application/json"}}},
+			[]plan.Header{{Key: "Content-Type", Value: "application/json"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,11 +193,11 @@ func TestNumInputSequences(t *testing.T) {
 func TestPoolingUsage(t *testing.T) {
 	tests := []struct {
 		backend string
-		extra   cli.JSONObject
+		extra   plan.JSONObject
 		over    string // request overrides
 		want    sse.PoolingUsage
 	}{
-		{"openai-embeddings", cli.JSONObject{}, "", sse.UsageInBody},
+		{"openai-embeddings", plan.JSONObject{}, "", sse.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"float"`), "", sse.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"base64"`), "", sse.UsageInBody},
 		{"openai-embeddings", obj("encoding_format", `"bytes"`), "", sse.UsageInMetadata},

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 )
 
 // parseArgs parses a `stampede serve` command line over this package's
 // backend table, with getenv as the environment.
-func parseArgs(args []string, getenv func(string) string) (*cli.Config, error) {
+func parseArgs(args []string, getenv func(string) string) (*plan.Plan, error) {
 	return cli.ParseEnv(args, Choices(), getenv)
 }
 

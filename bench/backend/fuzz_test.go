@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/pyrand"
 )
@@ -33,7 +33,7 @@ func FuzzBuildRequestBody(f *testing.F) {
 		if utf8.ValidString(prompt) && decoded["prompt"] != prompt {
 			t.Fatalf("prompt %q came back as %q", prompt, decoded["prompt"])
 		}
-		obj, ok := cli.JSONText(extra).Object()
+		obj, ok := plan.JSONText(extra).Object()
 		if !ok {
 			return
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 )
 
@@ -20,7 +20,7 @@ import (
 // Responses API takes neither token ids nor chat-style media parts, so a
 // request that has them is refused with its id. The usage comes in the
 // response.completed event, so no stream_options are needed.
-func setResponsesBody(body *cli.JSONObject, req *datasets.Request) error {
+func setResponsesBody(body *plan.JSONObject, req *datasets.Request) error {
 	switch {
 	case req.PromptIDs != nil || req.PromptList != nil:
 		return fmt.Errorf("--backend openai-responses: request %q has a prompt of token ids or a list of prompts; the Responses API takes one text input (use a text dataset, or --backend openai)", req.RequestID)

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/sse"
 )
 
@@ -121,10 +122,10 @@ func backendNames() []string {
 // Choices are the --backend rows as the command line needs them (the
 // choices and the facts its checks read), in table order: the backends
 // argument of cli.Parse and cli.WriteHelp.
-func Choices() []cli.Backend {
-	out := make([]cli.Backend, len(backends))
+func Choices() []plan.Backend {
+	out := make([]plan.Backend, len(backends))
 	for i, b := range backends {
-		out[i] = cli.Backend{Name: b.name, OpenAICompatible: b.openAICompatible, Pooling: b.pooling, Completions: b.api.kind == completionsKind}
+		out[i] = plan.Backend{Name: b.name, OpenAICompatible: b.openAICompatible, Pooling: b.pooling, Completions: b.api.kind == completionsKind}
 	}
 	return out
 }
@@ -205,5 +206,5 @@ func CheckEndpoint(backend, apiURL string) error {
 	for i, s := range accepted {
 		quoted[i] = "'" + s + "'"
 	}
-	return &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("%s URL must end with one of: {%s}.", api.name, strings.Join(quoted, ", "))}
+	return &py.Error{Type: "ValueError", Msg: fmt.Sprintf("%s URL must end with one of: {%s}.", api.name, strings.Join(quoted, ", "))}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -139,11 +140,11 @@ func (t *actionTable) addString(s string, a *action) {
 }
 
 var (
-	jsonTextType     = reflect.TypeOf(JSONText(nil))
+	jsonTextType     = reflect.TypeOf(plan.JSONText(nil))
 	jsonFlagType     = reflect.TypeOf(datasets.JSONFlag(nil))
 	bucketConfigType = reflect.TypeOf(BucketConfig(nil))
 	commaListType    = reflect.TypeOf(CommaList(nil))
-	cpuListType      = reflect.TypeOf(CPUList(nil))
+	cpuListType      = reflect.TypeOf(plan.CPUList(nil))
 )
 
 func newAction(o *flags.Option) *action {
@@ -163,11 +164,11 @@ func newAction(o *flags.Option) *action {
 	case typ.Kind() == reflect.Bool:
 		a.nargs = nargsNone
 	case typ == jsonTextType:
-		a.typeName, a.convert = "loads", viaUnmarshaler(new(JSONText))
+		a.typeName, a.convert = "loads", viaUnmarshaler(new(plan.JSONText))
 	case typ == jsonFlagType:
 		// A dataset's JSON option: checked here and stored canonical.
 		a.typeName, a.convert = "loads", func(s string) (string, error) {
-			var t JSONText
+			var t plan.JSONText
 			err := t.UnmarshalFlag(s)
 			return string(t), err
 		}
@@ -176,7 +177,7 @@ func newAction(o *flags.Option) *action {
 	case typ == commaListType:
 		a.typeName = "<lambda>"
 	case typ == cpuListType:
-		a.typeName, a.convert = "CPU list", viaUnmarshaler(new(CPUList))
+		a.typeName, a.convert = "CPU list", viaUnmarshaler(new(plan.CPUList))
 	case typ.Kind() == reflect.Slice:
 		a.typeName = "str"
 		switch field.Tag.Get("nargs") {
@@ -226,13 +227,8 @@ type parsedArgv struct {
 }
 
 // argError is an argparse error for a given action: "argument X: msg".
-func argError(a *action, format string, args ...any) *UsageError {
-	return &UsageError{Msg: "argument " + a.name() + ": " + fmt.Sprintf(format, args...)}
-}
-
-// UsageErrorf is a usage error (exit 2) with a formatted message.
-func UsageErrorf(format string, args ...any) *UsageError {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+func argError(a *action, format string, args ...any) *py.UsageError {
+	return &py.UsageError{Msg: "argument " + a.name() + ": " + fmt.Sprintf(format, args...)}
 }
 
 // parseArgv runs FlexibleArgumentParser's rewriting and argparse's option
@@ -295,7 +291,7 @@ func (t *actionTable) parseArgv(args []string) (*parsedArgv, error) {
 		i = next
 	}
 	if len(extras) > 0 {
-		return nil, UsageErrorf("unrecognized arguments: %s", strings.Join(extras, " "))
+		return nil, py.UsageErrorf("unrecognized arguments: %s", strings.Join(extras, " "))
 	}
 
 	for _, as := range out.assignments {
@@ -441,7 +437,7 @@ func (t *actionTable) matchOption(arg string) (*optionMatch, error) {
 		for i, m := range found {
 			names[i] = m.option
 		}
-		return nil, UsageErrorf("ambiguous option: %s could match %s", arg, strings.Join(names, ", "))
+		return nil, py.UsageErrorf("ambiguous option: %s could match %s", arg, strings.Join(names, ", "))
 	case len(found) == 1:
 		return found[0], nil
 	}
@@ -545,7 +541,7 @@ func flexibleRewrite(args []string, out *parsedArgv) ([]string, error) {
 			}
 		} else {
 			if i+1 >= len(processed) {
-				return nil, UsageErrorf("argument %s: expected one argument", name)
+				return nil, py.UsageErrorf("argument %s: expected one argument", name)
 			}
 			value = processed[i+1]
 			deleted[i+1] = true

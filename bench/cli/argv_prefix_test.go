@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // pythonLongOptions is what argparse sees of vLLM's options once
@@ -48,7 +51,7 @@ func shortestUniquePrefix(list []string, s string) string {
 func resolve(t *testing.T, table *actionTable, arg string) (string, string) {
 	t.Helper()
 	m, err := table.matchOption(arg)
-	var u *UsageError
+	var u *py.UsageError
 	switch {
 	case errors.As(err, &u):
 		return "", u.Msg
@@ -108,28 +111,28 @@ func TestPythonAbbreviations(t *testing.T) {
 func TestPythonAbbreviationsThroughArgv(t *testing.T) {
 	tests := []struct {
 		args  []string
-		check func(c *Config) bool
+		check func(c *plan.Plan) bool
 	}{
-		{[]string{"--max-con", "4"}, func(c *Config) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 4 }},
-		{[]string{"--max-c", "4"}, func(c *Config) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 4 }},
-		{[]string{"--max_c=5"}, func(c *Config) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 5 }},
-		{[]string{"--sh", "7"}, func(c *Config) bool { return c.SharegptOutputLen != nil && *c.SharegptOutputLen == 7 }},
-		{[]string{"--shar", "10"}, func(c *Config) bool { return c.SharegptOutputLen != nil && *c.SharegptOutputLen == 10 }},
+		{[]string{"--max-con", "4"}, func(c *plan.Plan) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 4 }},
+		{[]string{"--max-c", "4"}, func(c *plan.Plan) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 4 }},
+		{[]string{"--max_c=5"}, func(c *plan.Plan) bool { return c.MaxConcurrency != nil && *c.MaxConcurrency == 5 }},
+		{[]string{"--sh", "7"}, func(c *plan.Plan) bool { return c.SharegptOutputLen != nil && *c.SharegptOutputLen == 7 }},
+		{[]string{"--shar", "10"}, func(c *plan.Plan) bool { return c.SharegptOutputLen != nil && *c.SharegptOutputLen == 10 }},
 		{[]string{"--c", "1"}, nil}, // Python's candidates only
 		// stampede's own options: unique among all options, or exact.
-		{[]string{"--sha", "3"}, func(c *Config) bool { return *c.SharegptOutputLen == 3 && c.Shards == 0 }},
-		{[]string{"--shards", "3"}, func(c *Config) bool { return c.Shards == 3 }},
-		{[]string{"--shard", "3"}, func(c *Config) bool { return c.Shards == 3 }},
-		{[]string{"--max-conn", "3"}, func(c *Config) bool {
+		{[]string{"--sha", "3"}, func(c *plan.Plan) bool { return *c.SharegptOutputLen == 3 && c.Shards == 0 }},
+		{[]string{"--shards", "3"}, func(c *plan.Plan) bool { return c.Shards == 3 }},
+		{[]string{"--shard", "3"}, func(c *plan.Plan) bool { return c.Shards == 3 }},
+		{[]string{"--max-conn", "3"}, func(c *plan.Plan) bool {
 			return c.MaxConnectionsPerWorker != nil && *c.MaxConnectionsPerWorker == 3 && c.MaxConcurrency == nil
 		}},
-		{[]string{"--cpu", "0"}, func(c *Config) bool { return len(c.CPUs) == 1 }},
-		{[]string{"--cancel", "1"}, func(c *Config) bool { return c.CancelGraceSec == 1 }},
+		{[]string{"--cpu", "0"}, func(c *plan.Plan) bool { return len(c.CPUs) == 1 }},
+		{[]string{"--cancel", "1"}, func(c *plan.Plan) bool { return c.CancelGraceSec == 1 }},
 	}
 	for _, tt := range tests {
 		c, err := parseFlags(tt.args, testBackends)
 		if tt.check == nil {
-			var u *UsageError
+			var u *py.UsageError
 			if !errors.As(err, &u) || strings.Contains(u.Msg, "--cpus") || strings.Contains(u.Msg, "--cancel-grace-sec") ||
 				strings.Contains(u.Msg, "--connect-timeout-sec") || strings.Contains(u.Msg, "--cooldown-time") {
 				t.Errorf("parseFlags(%q) = %v, want an ambiguity among Python's options only", tt.args, err)
@@ -140,8 +143,8 @@ func TestPythonAbbreviationsThroughArgv(t *testing.T) {
 			t.Errorf("parseFlags(%q): %v", tt.args, err)
 			continue
 		}
-		if !tt.check(c) {
-			t.Errorf("parseFlags(%q) gave %+v", tt.args, c.Flags)
+		if !tt.check(c.Plan) {
+			t.Errorf("parseFlags(%q) gave %+v", tt.args, *c.Plan)
 		}
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func usageMsg(t *testing.T, args []string) string {
 	t.Helper()
 	_, err := parseFlags(args, testBackends)
-	var u *UsageError
+	var u *py.UsageError
 	if !errors.As(err, &u) {
 		t.Fatalf("parseFlags(%q) = %v, want a usage error", args, err)
 	}
@@ -74,13 +75,13 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-func mustParseFlags(t *testing.T, args ...string) *Config {
+func mustParseFlags(t *testing.T, args ...string) *plan.Plan {
 	t.Helper()
 	c, err := parseFlags(args, testBackends)
 	if err != nil {
 		t.Fatalf("parseFlags(%q): %v", args, err)
 	}
-	return c
+	return c.Plan
 }
 
 func TestDefaults(t *testing.T) {
@@ -106,7 +107,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults: bucket config %v", c.RandomMMBucketConfig)
 	case c.RequestTimeoutSec != 21600 || c.ConnectTimeoutSec != 30 || c.CancelGraceSec != 5 || c.Shards != 0:
 		t.Errorf("defaults: stampede options")
-	case c.MaxResponseBytes != 1<<30 || c.MaxBufferedBytes != engine.DefaultMaxBufferedBytes:
+	case c.MaxResponseBytes != 1<<30 || c.MaxBufferedBytes != 32<<20:
 		t.Errorf("defaults: --max-response-bytes %d, --max-buffered-bytes %d", c.MaxResponseBytes, c.MaxBufferedBytes)
 	}
 	if !requestIDPrefix.MatchString(c.RequestIDPrefix) {
@@ -118,85 +119,85 @@ func TestParsingRules(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  []string
-		check func(c *Config) bool
+		check func(c *plan.Plan) bool
 	}{
 		{"underscores", []string{"--num_prompts", "5", "--random_input-len=7"},
-			func(c *Config) bool { return c.NumPrompts == 5 && c.RandomInputLen == 7 }},
+			func(c *plan.Plan) bool { return c.NumPrompts == 5 && c.RandomInputLen == 7 }},
 		{"underscore value untouched", []string{"--model=org/my_model", "--label", "a_b"},
-			func(c *Config) bool { return c.Model == "org/my_model" && *c.Label == "a_b" }},
+			func(c *plan.Plan) bool { return c.Model == "org/my_model" && *c.Label == "a_b" }},
 		{"abbreviation", []string{"--num-prom", "10", "--tem=0.5"},
-			func(c *Config) bool { return c.NumPrompts == 10 && *c.Temperature == 0.5 }},
+			func(c *plan.Plan) bool { return c.NumPrompts == 10 && *c.Temperature == 0.5 }},
 		{"exact match beats longer names", []string{"--model", "m", "--host", "h"},
-			func(c *Config) bool { return c.Model == "m" && c.Host == "h" }},
+			func(c *plan.Plan) bool { return c.Model == "m" && c.Host == "h" }},
 		{"last wins", []string{"--seed", "1", "--seed=2", "--see", "3"},
-			func(c *Config) bool { return c.Seed == 3 }},
+			func(c *plan.Plan) bool { return c.Seed == 3 }},
 		{"python numbers", []string{"--num-prompts", " 1_000 ", "--request-rate", "1e3", "--burstiness", "Infinity", "--seed", "+7"},
-			func(c *Config) bool {
+			func(c *plan.Plan) bool {
 				return c.NumPrompts == 1000 && c.RequestRate == 1000 && math.IsInf(c.Burstiness, 1) && c.Seed == 7
 			}},
-		{"nan", []string{"--top-p", "nan"}, func(c *Config) bool { return math.IsNaN(*c.TopP) }},
+		{"nan", []string{"--top-p", "nan"}, func(c *plan.Plan) bool { return math.IsNaN(*c.TopP) }},
 		{"negative numbers are values", []string{"--seed", "-5", "--temperature", "-0.5", "--top-p", "-.5"},
-			func(c *Config) bool { return c.Seed == -5 && *c.Temperature == -0.5 && *c.TopP == -0.5 }},
+			func(c *plan.Plan) bool { return c.Seed == -5 && *c.Temperature == -0.5 && *c.TopP == -0.5 }},
 		{"nargs star", []string{"--header", "a=1", "b=2", "--seed", "1"},
-			func(c *Config) bool { return len(c.Header) == 2 && c.Header[1] == "b=2" && c.Seed == 1 }},
+			func(c *plan.Plan) bool { return len(c.Header) == 2 && c.Header[1] == "b=2" && c.Seed == 1 }},
 		{"nargs star empty", []string{"--header", "--seed", "1"},
-			func(c *Config) bool { return c.Header == nil && c.Given("header") }},
+			func(c *plan.Plan) bool { return c.Header == nil && c.Given("header") }},
 		{"nargs star last wins", []string{"--metadata", "a=1", "b=2", "--metadata", "c=3"},
-			func(c *Config) bool { return len(c.Metadata) == 1 && c.Metadata[0] == "c=3" }},
+			func(c *plan.Plan) bool { return len(c.Metadata) == 1 && c.Metadata[0] == "c=3" }},
 		{"nargs plus takes negative numbers", []string{"--goodput", "ttft:5", "-1", "--seed", "2"},
-			func(c *Config) bool { return len(c.Goodput) == 2 && c.Goodput[1] == "-1" && c.Seed == 2 }},
+			func(c *plan.Plan) bool { return len(c.Goodput) == 2 && c.Goodput[1] == "-1" && c.Seed == 2 }},
 		{"nargs with equals", []string{"--lora-modules=a", "b"},
-			func(c *Config) bool { return false }},
+			func(c *plan.Plan) bool { return false }},
 		{"self-timed tri-state off", []string{"--self-timed", "--no-self-timed"},
-			func(c *Config) bool { return c.SelfTimedOff && !c.SelfTimedOn }},
+			func(c *plan.Plan) bool { return c.SelfTimedOff && !c.SelfTimedOn }},
 		{"self-timed tri-state on", []string{"--no-self-timed", "--self"},
-			func(c *Config) bool { return c.SelfTimedOn && !c.SelfTimedOff }},
+			func(c *plan.Plan) bool { return c.SelfTimedOn && !c.SelfTimedOff }},
 		{"json", []string{"--extra-body", ` {"b": 1, "a": {"x": [1, 2.50]}, "b": 3} `},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"b":3,"a":{"x":[1,2.50]}}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"b":3,"a":{"x":[1,2.50]}}` }},
 		{"json nan", []string{"--extra-body", `{"x": NaN, "y": -Infinity}`},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"x":NaN,"y":-Infinity}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"x":NaN,"y":-Infinity}` }},
 		{"dotted", []string{"--extra-body.temperature", "0.5", "--extra_body.chat_template_kwargs.enable_thinking", "false"},
-			func(c *Config) bool {
+			func(c *plan.Plan) bool {
 				return string(c.ExtraBody) == `{"temperature":0.5,"chat_template_kwargs":{"enable_thinking":false}}`
 			}},
 		{"dotted replaces explicit", []string{"--extra-body.a=1", "--extra-body", `{"b": 2}`},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"a":1}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"a":1}` }},
 		{"dotted list append", []string{"--extra-body.stop+", "a,b", "--extra-body.stop+=c"},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"stop":["a","b","c"]}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"stop":["a","b","c"]}` }},
 		{"dotted human int and raw string", []string{"--extra-body.n", "1k", "--extra-body.m", "2K", "--extra-body.s", "hello"},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"n":1000,"m":2048,"s":"hello"}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"n":1000,"m":2048,"s":"hello"}` }},
 		{"dotted abbreviation", []string{"--extra.x", "1"},
-			func(c *Config) bool { return string(c.ExtraBody) == `{"x":1}` }},
+			func(c *plan.Plan) bool { return string(c.ExtraBody) == `{"x":1}` }},
 		{"dotted into a string flag", []string{"--label.a", "1.50"},
-			func(c *Config) bool { return *c.Label == `{"a": 1.5}` }},
+			func(c *plan.Plan) bool { return *c.Label == `{"a": 1.5}` }},
 		{"dotted values re-spelled as json.dumps", []string{"--label.a", "é😀", "--label.b", "1e3", "--label.c", "-0", "--label.d", "[1.50, null]"},
-			func(c *Config) bool {
+			func(c *plan.Plan) bool {
 				return *c.Label == `{"a": "\u00e9\ud83d\ude00", "b": 1000.0, "c": 0, "d": [1.5, null]}`
 			}},
 		{"equals value with a dot", []string{"--request-rate=0.5"},
-			func(c *Config) bool { return c.RequestRate == 0.5 }},
+			func(c *plan.Plan) bool { return c.RequestRate == 0.5 }},
 		{"bucket config", []string{"--random-mm-bucket-config", `{"(256,256,1)": 1, (720, 1280, 16): '0.25'}`},
-			func(c *Config) bool {
+			func(c *plan.Plan) bool {
 				return len(c.RandomMMBucketConfig) == 2 &&
 					c.RandomMMBucketConfig[0] == MMBucket{Height: 256, Width: 256, Frames: 1, Probability: 1} && c.RandomMMBucketConfig[1] == MMBucket{Height: 720, Width: 1280, Frames: 16, Probability: 0.25}
 			}},
 		{"bfcl categories", []string{"--bfcl-categories", "a,,b"},
-			func(c *Config) bool { return len(c.BFCLCategories) == 2 }},
+			func(c *plan.Plan) bool { return len(c.BFCLCategories) == 2 }},
 		{"choice", []string{"--speed-bench-dataset-subset", "throughput_8k", "--lora-assignment", "round-robin"},
-			func(c *Config) bool {
+			func(c *plan.Plan) bool {
 				return c.SpeedBenchDatasetSubset == "throughput_8k" && c.LoraAssignment == "round-robin"
 			}},
 		{"cpus", []string{"--cpus", "0-2,5"},
-			func(c *Config) bool { return len(c.CPUs) == 4 && c.CPUs[3] == 5 }},
+			func(c *plan.Plan) bool { return len(c.CPUs) == 4 && c.CPUs[3] == 5 }},
 		{"request id prefix given", []string{"--request-id-prefix", ""},
-			func(c *Config) bool { return c.RequestIDPrefix == "" }},
+			func(c *plan.Plan) bool { return c.RequestIDPrefix == "" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := parseFlags(tt.args, testBackends)
 			if tt.name == "nargs with equals" {
 				// An explicit value is the only value: "b" is left over.
-				var u *UsageError
+				var u *py.UsageError
 				if !errors.As(err, &u) || u.Msg != "unrecognized arguments: b" {
 					t.Fatalf("got %v, want unrecognized arguments: b", err)
 				}
@@ -205,8 +206,8 @@ func TestParsingRules(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseFlags(%q): %v", tt.args, err)
 			}
-			if !tt.check(c) {
-				t.Errorf("parseFlags(%q) gave %+v", tt.args, c.Flags)
+			if !tt.check(c.Plan) {
+				t.Errorf("parseFlags(%q) gave %+v", tt.args, *c.Plan)
 			}
 		})
 	}
@@ -300,8 +301,8 @@ func FuzzParseArgs(f *testing.F) {
 		args := strings.Split(line, " ")
 		_, err := parseArgs(args, func(string) string { return "" })
 		var (
-			u *UsageError
-			v *ValidationError
+			u *py.UsageError
+			v *py.Error
 			h *HelpRequested
 		)
 		if err != nil && !errors.As(err, &u) && !errors.As(err, &v) && !errors.As(err, &h) {
@@ -313,7 +314,7 @@ func FuzzParseArgs(f *testing.F) {
 func TestByteLimitsRejectNegative(t *testing.T) {
 	for _, flag := range []string{"--max-response-bytes", "--max-buffered-bytes"} {
 		_, err := parseArgs([]string{flag, "-1"}, noEnv)
-		var ue *UsageError
+		var ue *py.UsageError
 		if !errors.As(err, &ue) || ue.Msg != "argument "+flag+": invalid value -1: want a number of bytes, or 0 for no limit" {
 			t.Errorf("%s -1: %v; want a usage error naming the flag", flag, err)
 		}

@@ -1,11 +1,13 @@
 package cli
 
+import "github.com/stampede-bench/stampede/bench/plan"
+
 // testBackends stand in for bench's backend table, whose rows cli cannot
 // import: the same names in the same order, with the facts the command
 // line reads. The help goldens list these names, and bench's
 // TestHelpGoldenFromTable renders the help from its table against the same
 // goldens, so the two lists cannot drift apart.
-var testBackends = []Backend{
+var testBackends = []plan.Backend{
 	{Name: "vllm", OpenAICompatible: true, Completions: true},
 	{Name: "openai", OpenAICompatible: true, Completions: true},
 	{Name: "openai-chat", OpenAICompatible: true},
@@ -22,6 +24,6 @@ var testBackends = []Backend{
 }
 
 // parseArgs is Parse over the fixture with the given environment.
-func parseArgs(args []string, getenv func(string) string) (*Config, error) {
+func parseArgs(args []string, getenv func(string) string) (*plan.Plan, error) {
 	return ParseEnv(args, testBackends, getenv)
 }

@@ -6,22 +6,22 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // ClusterFlags run one benchmark from several hosts (README "Beyond one
 // host"): every agent builds the same requests and arrival schedule from
 // the same flags and seed and sends request i when i mod size is its
-// index; agent 0 coordinates the start and merges the partial results.
+// index; agent 0 coordinates the start and merges the partial results
+// (plan.Cluster).
 type ClusterFlags struct {
 	ClusterSize       int     `long:"cluster-size" default:"1" value-name:"N" description:"Agents that run this benchmark together, each sending every N-th request (request i goes to agent i mod N); --max-concurrency is split between them."`
 	ClusterIndex      *int    `long:"cluster-index" value-name:"I" description:"This agent's index, 0 to N-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it); agent 0 coordinates."`
 	Coordinator       string  `long:"coordinator" value-name:"HOST:PORT" description:"Where the agents reach agent 0, which listens there (on PORT of every interface when HOST is not its own address); required with --cluster-size above 1."`
 	ClusterTimeoutSec float64 `long:"cluster-timeout-sec" default:"300" description:"Seconds agent 0 waits for every agent to register, and for their results after its own share ended; agents wait as long for agent 0."`
 	SavePartial       string  `long:"save-partial" value-name:"FILE" description:"Also save this agent's partial result (every request and token time, compressed) for 'stampede merge'."`
-
-	// agentIndex is the index in force: --cluster-index, or
-	// $JOB_COMPLETION_INDEX.
-	agentIndex int
 }
 
 // jobCompletionIndex is the variable a Kubernetes Indexed Job sets in each
@@ -32,32 +32,32 @@ const jobCompletionIndex = "JOB_COMPLETION_INDEX"
 // yet; a cluster of one runs them all.
 var clusterUnsupported = []struct {
 	flag string
-	set  func(c *Config) bool
+	set  func(c *plan.Plan) bool
 }{
-	{"--probe-request-rate", func(c *Config) bool { return c.ProbeRequestRate > 0 }},
-	{"--server-metrics", func(c *Config) bool { return c.ServerMetrics != "" }},
-	{"--report", func(c *Config) bool { return c.Report != "" }},
-	{"--plot-timeline", func(c *Config) bool { return c.PlotTimeline }},
-	{"--steady-state", func(c *Config) bool { return c.SteadyState }},
-	{"--profile", func(c *Config) bool { return c.Profile }},
-	{"--warmup-time", func(c *Config) bool { return c.WarmupTime > 0 }},
-	{"--cooldown-time", func(c *Config) bool { return c.CooldownTime > 0 }},
+	{"--probe-request-rate", func(c *plan.Plan) bool { return c.ProbeRequestRate > 0 }},
+	{"--server-metrics", func(c *plan.Plan) bool { return c.ServerMetrics != "" }},
+	{"--report", func(c *plan.Plan) bool { return c.Report != "" }},
+	{"--plot-timeline", func(c *plan.Plan) bool { return c.PlotTimeline }},
+	{"--steady-state", func(c *plan.Plan) bool { return c.SteadyState }},
+	{"--profile", func(c *plan.Plan) bool { return c.Profile }},
+	{"--warmup-time", func(c *plan.Plan) bool { return c.WarmupTime > 0 }},
+	{"--cooldown-time", func(c *plan.Plan) bool { return c.CooldownTime > 0 }},
 }
 
 // resolveCluster checks the cluster options and takes the index from
 // $JOB_COMPLETION_INDEX when --cluster-index is not given.
-func (c *Config) resolveCluster(getenv func(string) string) error {
+func (c *draft) resolveCluster(getenv func(string) string) error {
 	if c.ClusterSize < 1 {
-		return &UsageError{Msg: fmt.Sprintf("argument --cluster-size: invalid value %d: want the number of agents, 1 or more", c.ClusterSize)}
+		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-size: invalid value %d: want the number of agents, 1 or more", c.ClusterSize)}
 	}
 	if t := c.ClusterTimeoutSec; !(t > 0) || math.IsInf(t, 1) {
-		return &UsageError{Msg: fmt.Sprintf("argument --cluster-timeout-sec: invalid value %v: want seconds, greater than 0", t)}
+		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-timeout-sec: invalid value %v: want seconds, greater than 0", t)}
 	}
 	if c.ClusterSize == 1 {
 		if c.ClusterIndex != nil && *c.ClusterIndex != 0 {
-			return &UsageError{Msg: fmt.Sprintf("argument --cluster-index: invalid value %d: a cluster of one (--cluster-size 1) has only agent 0", *c.ClusterIndex)}
+			return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-index: invalid value %d: a cluster of one (--cluster-size 1) has only agent 0", *c.ClusterIndex)}
 		}
-		c.agentIndex = 0
+		c.AgentIndex = 0
 		return nil
 	}
 	from, text := "argument --cluster-index", ""
@@ -66,48 +66,27 @@ func (c *Config) resolveCluster(getenv func(string) string) error {
 	} else {
 		from, text = "$"+jobCompletionIndex, getenv(jobCompletionIndex)
 		if text == "" {
-			return &UsageError{Msg: fmt.Sprintf("--cluster-size %d needs this agent's index: give --cluster-index or set $%s", c.ClusterSize, jobCompletionIndex)}
+			return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d needs this agent's index: give --cluster-index or set $%s", c.ClusterSize, jobCompletionIndex)}
 		}
 	}
 	i, err := strconv.Atoi(strings.TrimSpace(text))
 	if err != nil || i < 0 || i >= c.ClusterSize {
-		return &UsageError{Msg: fmt.Sprintf("%s: invalid value %q: want an agent index from 0 to %d (--cluster-size %d)", from, text, c.ClusterSize-1, c.ClusterSize)}
+		return &py.UsageError{Msg: fmt.Sprintf("%s: invalid value %q: want an agent index from 0 to %d (--cluster-size %d)", from, text, c.ClusterSize-1, c.ClusterSize)}
 	}
-	c.agentIndex = i
+	c.AgentIndex = i
 	if c.Coordinator == "" {
-		return &UsageError{Msg: fmt.Sprintf("--cluster-size %d needs --coordinator HOST:PORT, where agent 0 listens", c.ClusterSize)}
+		return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d needs --coordinator HOST:PORT, where agent 0 listens", c.ClusterSize)}
 	}
 	if _, port, err := net.SplitHostPort(c.Coordinator); err != nil || port == "" {
-		return &UsageError{Msg: fmt.Sprintf("argument --coordinator: invalid value %q: want HOST:PORT", c.Coordinator)}
+		return &py.UsageError{Msg: fmt.Sprintf("argument --coordinator: invalid value %q: want HOST:PORT", c.Coordinator)}
 	}
 	for _, u := range clusterUnsupported {
-		if u.set(c) {
-			return &UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1 yet", u.flag)}
+		if u.set(c.Plan) {
+			return &py.UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1 yet", u.flag)}
 		}
 	}
 	if c.MaxConcurrency != nil && *c.MaxConcurrency < c.ClusterSize {
-		return &UsageError{Msg: fmt.Sprintf("--max-concurrency %d is split between %d agents: want at least one request in flight per agent", *c.MaxConcurrency, c.ClusterSize)}
+		return &py.UsageError{Msg: fmt.Sprintf("--max-concurrency %d is split between %d agents: want at least one request in flight per agent", *c.MaxConcurrency, c.ClusterSize)}
 	}
 	return nil
-}
-
-// AgentIndex is this agent's index, once the configuration is parsed.
-func (c *Config) AgentIndex() int { return c.agentIndex }
-
-// Clustered reports whether the run is one agent's share of a cluster run.
-func (c *Config) Clustered() bool { return c.ClusterSize > 1 }
-
-// AgentConcurrency is this agent's share of --max-concurrency C over N
-// agents: ⌊C/N⌋, one more for the first C mod N agents, so that the
-// shares add up to C; 0 (no cap) without the flag.
-func (c *Config) AgentConcurrency() int {
-	if c.MaxConcurrency == nil {
-		return 0
-	}
-	total, n := *c.MaxConcurrency, c.ClusterSize
-	share := total / n
-	if c.AgentIndex() < total%n {
-		share++
-	}
-	return share
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func TestClusterFlags(t *testing.T) {
@@ -43,33 +45,13 @@ func TestClusterFlags(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
-		case tc.err == "" && c.AgentIndex() != tc.index:
-			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex(), tc.index)
+		case tc.err == "" && c.AgentIndex != tc.index:
+			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex, tc.index)
 		}
 		if tc.err != "" {
-			if _, ok := err.(*UsageError); !ok {
+			if _, ok := err.(*py.UsageError); !ok {
 				t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
 			}
-		}
-	}
-}
-
-// TestAgentConcurrencySplit: the shares add up to --max-concurrency, and
-// differ by at most one, the larger ones on the lowest indices.
-func TestAgentConcurrencySplit(t *testing.T) {
-	for _, tc := range []struct{ total, n int }{{10, 3}, {9, 3}, {4, 4}, {10000, 7}} {
-		sum, prev := 0, tc.total
-		for i := range tc.n {
-			c := &Config{}
-			c.ClusterSize, c.agentIndex, c.MaxConcurrency = tc.n, i, &tc.total
-			share := c.AgentConcurrency()
-			if share > prev || share < tc.total/tc.n || share > tc.total/tc.n+1 {
-				t.Errorf("%d over %d: agent %d gets %d after %d", tc.total, tc.n, i, share, prev)
-			}
-			sum, prev = sum+share, share
-		}
-		if sum != tc.total {
-			t.Errorf("%d over %d: shares add up to %d", tc.total, tc.n, sum)
 		}
 	}
 }

@@ -11,145 +11,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// Config is one `stampede serve` run: every flag (Flags, with Python's
-// post-parse rewriting applied: --input-len/--output-len copied, ignore_eos
-// forced, self-timed resolved) and the values main_async derives before it
-// needs the server. Where a derived field shares a flag's name (BaseURL),
-// the flag as given stays reachable as cfg.Flags.BaseURL, as Python keeps
-// args.base_url beside its local base_url.
-type Config struct {
-	Flags
-
-	// APIURL is where benchmark requests go: base URL + --endpoint.
-	APIURL string
-	// BaseURL is --base-url, or http://host:port (IPv6 hosts bracketed).
-	// Credentials in --base-url (user:password@) are removed from BaseURL
-	// and APIURL, so that no output shows them; URLAuthorization carries
-	// them.
-	BaseURL string
-	// URLAuthorization is the "Basic ..." Authorization value of
-	// --base-url's credentials, sent on every request as aiohttp does; ""
-	// when the URL has none.
-	URLAuthorization string
-	// Headers are the --header pairs in order (a repeated key keeps its
-	// first position and its last value); nil when none were given.
-	Headers []Header
-	// APIKey is $OPENAI_API_KEY, sent as a Bearer token on benchmark
-	// requests when non-empty.
-	APIKey string
-	// SaveToPyTorchFormat is $SAVE_TO_PYTORCH_BENCHMARK_FORMAT non-empty.
-	SaveToPyTorchFormat bool
-
-	// SelfTimed is true when requests are sent at the trace's timestamps
-	// (timed_trace, unless --no-self-timed).
-	SelfTimed bool
-	// TaskType is pooling for the embeddings/pooling/rerank backends,
-	// generation otherwise.
-	TaskType TaskType
-	// SamplingParams are the sampling flags given, in Python's order:
-	// top_p, top_k, min_p, temperature, frequency_penalty,
-	// presence_penalty, repetition_penalty. Empty for pooling.
-	SamplingParams JSONObject
-	// RequestExtraBody is {**SamplingParams, **--extra-body}: merged into
-	// every request body last, so it can override any field. Values are
-	// JSON as Python's json module writes it, which allows NaN and
-	// Infinity: append them to a body as bytes rather than through
-	// encoding/json, which refuses those.
-	RequestExtraBody JSONObject
-	// WarnDefaultTemperature is set for generation runs without
-	// --temperature; the run prints TemperatureWarning after sampling the
-	// dataset, where Python prints it.
-	WarnDefaultTemperature bool
-	// SelectedPercentileMetrics are the metrics to report percentiles of
-	// (--percentile-metrics split at commas, or the task's default);
-	// unknown names are kept and ignored when printing, as in Python.
-	SelectedPercentileMetrics []string
-	// SelectedPercentiles are --metric-percentiles as numbers.
-	SelectedPercentiles []float64
-	// GoodputSLOs are the --goodput objectives in order; empty without it.
-	GoodputSLOs []GoodputSLO
-	// TimelineITLThresholdsMs are the two --timeline-itl-thresholds when
-	// --plot-timeline is set.
-	TimelineITLThresholdsMs []float64
-
-	// Warnings are messages the command line produced (FlexibleArgument-
-	// Parser's duplicate keys); the command prints them to stderr.
-	Warnings []string
-
-	given   map[string]bool
-	backend *Backend // --backend's row; nil when it is not one of the choices
-}
-
-// Header is one --header pair.
-type Header struct{ Key, Value string }
-
-// GoodputSLO is one --goodput objective: Metric (ttft, tpot or e2el) at
-// most ValueMs milliseconds.
-type GoodputSLO struct {
-	Metric  string
-	ValueMs float64
-}
-
-// TaskType is what the backend measures.
-type TaskType int
-
-const (
-	// Generation backends stream tokens (completions, chat, audio).
-	Generation TaskType = iota
-	// Pooling backends return one response (embeddings, pooling, rerank).
-	Pooling
-)
-
-func (t TaskType) String() string {
-	if t == Pooling {
-		return "pooling"
-	}
-	return "generation"
-}
-
-// TemperatureWarning is the line vllm bench serve prints when no
-// --temperature is given for a generation backend.
-const TemperatureWarning = "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. " +
-	"The default will be determined on the server side and can be model/API specific. " +
-	"For the old behavior, include --temperature=0."
-
-// Given reports whether the option --long appeared on the command line.
-func (c *Config) Given(long string) bool { return c.given[long] }
-
-// WorkerProcesses is the number of workers the multi-process fork would
-// start for n requests with --max-connections-per-worker K: ceil(n/K), at
-// least 1; 0 when the flag was not given.
-func (c *Config) WorkerProcesses(n int) int {
-	if c.MaxConnectionsPerWorker == nil {
-		return 0
-	}
-	k := *c.MaxConnectionsPerWorker
-	m := (n + k - 1) / k
-	return max(m, 1)
-}
-
-// UsageError is an argparse error: the command prints the usage line and
-// "stampede serve: error: " + Msg to stderr and exits 2.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-// ValidationError is an exception vllm bench serve raises after parsing
-// (Python prints a traceback ending in "Type: Msg" and exits 1).
-type ValidationError struct {
-	Type string // Python exception class: ValueError, TypeError, ...
-	Msg  string
-}
-
-func (e *ValidationError) Error() string { return e.Msg }
-
-func valueErrorf(format string, args ...any) *ValidationError {
-	return &ValidationError{Type: "ValueError", Msg: fmt.Sprintf(format, args...)}
+// draft is a plan on its way from the command line: the options as
+// parsed, checked and rewritten in place as main_async does, and the
+// derived values filled in, beside what only the checks read.
+type draft struct {
+	*plan.Plan
+	backend *plan.Backend // --backend's row; nil when it is not one of the choices
 }
 
 // HelpRequested is returned for -h/--help: print WriteHelp and exit 0.
@@ -165,22 +38,23 @@ const ProgramName = "stampede serve"
 
 // WriteUsageError prints err as argparse does: the usage line, then
 // "stampede serve: error: ...".
-func WriteUsageError(w io.Writer, err *UsageError) {
+func WriteUsageError(w io.Writer, err *py.UsageError) {
 	fmt.Fprintf(w, "usage: %s [-h] [OPTIONS]\n%s: error: %s\n", ProgramName, ProgramName, err.Msg)
 }
 
 // Parse parses `vllm bench serve` arguments (without the "serve"
 // subcommand) with Python's rules, then validates and rewrites them as
-// main_async does before it contacts the server. backends are the
-// --backend choices (bench's table). Errors are *UsageError (exit 2),
-// *ValidationError (exit 1) or *HelpRequested (exit 0).
-func Parse(args []string, backends []Backend) (*Config, error) {
+// main_async does before it contacts the server, into the run's plan.
+// backends are the --backend choices (bench's table). Errors are
+// *py.UsageError (exit 2), *py.Error (Python's exception: exit 1) or
+// *HelpRequested (exit 0).
+func Parse(args []string, backends []plan.Backend) (*plan.Plan, error) {
 	return ParseEnv(args, backends, os.Getenv)
 }
 
 // ParseEnv is Parse reading the environment ($OPENAI_API_KEY,
 // $SAVE_TO_PYTORCH_BENCHMARK_FORMAT, $JOB_COMPLETION_INDEX) through getenv.
-func ParseEnv(args []string, backends []Backend, getenv func(string) string) (*Config, error) {
+func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string) (*plan.Plan, error) {
 	cfg, err := parseFlags(args, backends)
 	if err != nil {
 		return nil, err
@@ -196,13 +70,15 @@ func ParseEnv(args []string, backends []Backend, getenv func(string) string) (*C
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return cfg, nil
+	cfg.Args = namespace(cfg.Plan)
+	return cfg.Plan, nil
 }
 
-// parseFlags is the argparse step alone: args to Flags, with defaults.
-func parseFlags(args []string, backends []Backend) (*Config, error) {
-	cfg := &Config{}
-	parser := newFlagParser(&cfg.Flags, backends)
+// parseFlags is the argparse step alone: args to Flags, with defaults,
+// then Flags to a plan.
+func parseFlags(args []string, backends []plan.Backend) (*draft, error) {
+	var f Flags
+	parser := newFlagParser(&f, backends)
 	parsed, err := newActionTable(parser).parseArgv(args)
 	if err != nil {
 		return nil, err
@@ -230,8 +106,8 @@ func parseFlags(args []string, backends []Backend) (*Config, error) {
 			return nil, fmt.Errorf("flag table rejected %s %q: %v", as.option, as.values, err)
 		}
 	}
-	cfg.given = parsed.given
-	cfg.backend = findBackend(backends, cfg.Backend)
+	cfg := &draft{Plan: f.plan(), backend: findBackend(backends, f.Backend)}
+	cfg.GivenOptions = parsed.given
 	cfg.Warnings = parsed.warnings
 	return cfg, nil
 }
@@ -246,24 +122,24 @@ func newRequestIDPrefix() string {
 
 // validate applies main_async's checks and rewrites that need no server,
 // in Python's order, so the first error reported is Python's.
-func (c *Config) validate() error {
+func (c *draft) validate() error {
 	if c.MaxConcurrency != nil && *c.MaxConcurrency <= 0 {
-		return valueErrorf("--max-concurrency must be greater than 0")
+		return py.ValueErrorf("--max-concurrency must be greater than 0")
 	}
 	if c.PlotTimeline {
 		var err error
 		if c.TimelineITLThresholdsMs, err = parseFloatList(c.TimelineITLThresholds, true); err != nil {
-			return valueErrorf("Invalid --timeline-itl-thresholds format: %v", err)
+			return py.ValueErrorf("Invalid --timeline-itl-thresholds format: %v", err)
 		}
 		if n := len(c.TimelineITLThresholdsMs); n != 2 {
-			return valueErrorf("Invalid --timeline-itl-thresholds format: Expected 2 ITL threshold values, got %d", n)
+			return py.ValueErrorf("Invalid --timeline-itl-thresholds format: Expected 2 ITL threshold values, got %d", n)
 		}
 	}
 	// vLLM names the figure after the result file, which it computes only
 	// for these flags; without one its run fails on an assertion after the
 	// benchmark. Refusing here saves the run.
 	if c.PlotDatasetStats && !(c.SaveResult || c.AppendResult || c.PlotTimeline) {
-		return UsageErrorf("--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline")
+		return py.UsageErrorf("--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline")
 	}
 	if err := c.validateRampUp(); err != nil {
 		return err
@@ -279,7 +155,7 @@ func (c *Config) validate() error {
 	}
 	// Request ids go out as x-request-id values.
 	if err := httpwire.ValidateHeader("x-request-id", c.RequestIDPrefix); err != nil {
-		return &UsageError{Msg: "argument --request-id-prefix: " + err.Error()}
+		return &py.UsageError{Msg: "argument --request-id-prefix: " + err.Error()}
 	}
 	if err := c.rewriteDataset(); err != nil {
 		return err
@@ -294,25 +170,25 @@ func (c *Config) validate() error {
 	names := c.PercentileMetrics
 	if names == "" {
 		names = "ttft,tpot,itl"
-		if c.TaskType == Pooling {
+		if c.TaskType == plan.Pooling {
 			names = "e2el"
 		}
 	}
 	c.SelectedPercentileMetrics = strings.Split(names, ",")
 	if c.SelectedPercentiles, err = parseFloatList(c.MetricPercentiles, false); err != nil {
-		return valueErrorf("%v", err)
+		return py.ValueErrorf("%v", err)
 	}
 	return c.validateLimits()
 }
 
 // validateLimits checks stampede's own byte limits, which Python lacks.
-func (c *Config) validateLimits() error {
+func (c *draft) validateLimits() error {
 	for _, l := range []struct {
 		flag string
 		v    int
 	}{{"--max-response-bytes", c.MaxResponseBytes}, {"--max-buffered-bytes", c.MaxBufferedBytes}} {
 		if l.v < 0 {
-			return &UsageError{Msg: fmt.Sprintf("argument %s: invalid value %d: want a number of bytes, or 0 for no limit", l.flag, l.v)}
+			return &py.UsageError{Msg: fmt.Sprintf("argument %s: invalid value %d: want a number of bytes, or 0 for no limit", l.flag, l.v)}
 		}
 	}
 	if err := c.validatePerTokenITL(); err != nil {
@@ -321,38 +197,38 @@ func (c *Config) validateLimits() error {
 	return c.validateReportFlags()
 }
 
-func (c *Config) validateRampUp() error {
+func (c *draft) validateRampUp() error {
 	if c.RampUpStrategy == "" {
 		return nil
 	}
 	if !math.IsInf(c.RequestRate, 1) {
-		return valueErrorf("When using ramp-up, do not specify --request-rate. " +
+		return py.ValueErrorf("When using ramp-up, do not specify --request-rate. " +
 			"The request rate will be controlled by ramp-up parameters. " +
 			"Please remove the --request-rate argument.")
 	}
 	if c.RampUpStartRPS == nil || c.RampUpEndRPS == nil {
-		return valueErrorf("When using --ramp-up-strategy, both --ramp-up-start-rps and " +
+		return py.ValueErrorf("When using --ramp-up-strategy, both --ramp-up-start-rps and " +
 			"--ramp-up-end-rps must be specified")
 	}
 	start, end := *c.RampUpStartRPS, *c.RampUpEndRPS
 	switch {
 	case start < 0 || end < 0:
-		return valueErrorf("Ramp-up start and end RPS must be non-negative")
+		return py.ValueErrorf("Ramp-up start and end RPS must be non-negative")
 	case start > end:
-		return valueErrorf("Ramp-up start RPS must be less than end RPS")
+		return py.ValueErrorf("Ramp-up start RPS must be less than end RPS")
 	case c.RampUpStrategy == "exponential" && start == 0:
-		return valueErrorf("For exponential ramp-up, the start RPS cannot be 0.")
+		return py.ValueErrorf("For exponential ramp-up, the start RPS cannot be 0.")
 	}
 	return nil
 }
 
 // buildURLs is Python's URL building: plain string concatenation, no
 // slash normalisation; credentials in --base-url become URLAuthorization.
-func (c *Config) buildURLs() error {
+func (c *draft) buildURLs() error {
 	if c.Given("base-url") {
-		base, auth, err := splitURLCredentials(c.Flags.BaseURL)
+		base, auth, err := splitURLCredentials(c.Options.BaseURL)
 		if err != nil {
-			return &UsageError{Msg: err.Error()}
+			return &py.UsageError{Msg: err.Error()}
 		}
 		c.APIURL = base + c.Endpoint
 		c.BaseURL = base
@@ -370,10 +246,10 @@ func (c *Config) buildURLs() error {
 // --header) beside credentials in the URL. Python's run would fail every
 // request with this ValueError; stampede says so before it starts. It also
 // checks $OPENAI_API_KEY as a header value.
-func (c *Config) checkAuthorization() error {
+func (c *draft) checkAuthorization() error {
 	if c.APIKey != "" {
 		if err := httpwire.ValidateHeader("Authorization", "Bearer "+c.APIKey); err != nil {
-			return &UsageError{Msg: "environment variable OPENAI_API_KEY: " + err.Error()}
+			return &py.UsageError{Msg: "environment variable OPENAI_API_KEY: " + err.Error()}
 		}
 	}
 	if c.URLAuthorization == "" {
@@ -393,7 +269,7 @@ func (c *Config) checkAuthorization() error {
 	if source == "" {
 		return nil
 	}
-	return valueErrorf("Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL "+
+	return py.ValueErrorf("Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL "+
 		"(--base-url has user:password@, and %s; keep one of the two)", source)
 }
 
@@ -405,15 +281,15 @@ func joinHostPort(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
-func (c *Config) parseHeaders() error {
+func (c *draft) parseHeaders() error {
 	for _, item := range c.Header {
 		key, value, ok := strings.Cut(item, "=")
 		if !ok {
-			return valueErrorf("Invalid header format. Please use KEY=VALUE format.")
+			return py.ValueErrorf("Invalid header format. Please use KEY=VALUE format.")
 		}
 		key, value = pyStrip(key), pyStrip(value)
 		if err := httpwire.ValidateHeader(key, value); err != nil {
-			return &UsageError{Msg: "argument --header: " + err.Error()}
+			return &py.UsageError{Msg: "argument --header: " + err.Error()}
 		}
 		replaced := false
 		for i := range c.Headers {
@@ -423,7 +299,7 @@ func (c *Config) parseHeaders() error {
 			}
 		}
 		if !replaced {
-			c.Headers = append(c.Headers, Header{Key: key, Value: value})
+			c.Headers = append(c.Headers, plan.Header{Key: key, Value: value})
 		}
 	}
 	return nil
@@ -436,24 +312,24 @@ func pyStrip(s string) string { return strings.TrimFunc(s, py.IsSpace) }
 // synthetic datasets refuse --dataset-path, --input-len/--output-len are
 // copied into the per-dataset flags, random datasets and timed_trace force
 // ignore_eos, and --self-timed is resolved.
-func (c *Config) rewriteDataset() error {
+func (c *draft) rewriteDataset() error {
 	d := datasets.Lookup(c.DatasetName)
 	if d == nil {
-		return UsageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
+		return py.UsageErrorf("--dataset-name %s is not supported yet", c.DatasetName)
 	}
 	if d.Synthetic && c.Given("dataset-path") {
-		return valueErrorf("Cannot use '%s' dataset with --dataset-path. "+
+		return py.ValueErrorf("Cannot use '%s' dataset with --dataset-path. "+
 			"Please specify the appropriate --dataset-name (e.g., "+
 			"'sharegpt', 'custom', 'hf') for your dataset file: %s", c.DatasetName, c.DatasetPath)
 	}
-	c.Flags.Flags.CopyLengths(c.InputLen, c.OutputLen)
+	c.Flags.CopyLengths(c.InputLen, c.OutputLen)
 	if d.ExactOutputLen && c.backend.OpenAICompatible {
 		c.IgnoreEOS = true
 	}
 	selfTimedGiven := c.SelfTimedOn || c.SelfTimedOff
 	if d.SelfTimed {
 		if !c.backend.Completions {
-			return valueErrorf("%s dataset passes pre-tokenized prompts (list[int])"+
+			return py.ValueErrorf("%s dataset passes pre-tokenized prompts (list[int])"+
 				" and requires a completions backend ('vllm' or 'openai').", d.Name)
 		}
 		c.IgnoreEOS = true
@@ -461,7 +337,7 @@ func (c *Config) rewriteDataset() error {
 		return nil
 	}
 	if selfTimedGiven {
-		return valueErrorf("--self-timed/--no-self-timed is only supported with --dataset-name=timed_trace")
+		return py.ValueErrorf("--self-timed/--no-self-timed is only supported with --dataset-name=timed_trace")
 	}
 	c.SelfTimed = false
 	return nil
@@ -469,12 +345,12 @@ func (c *Config) rewriteDataset() error {
 
 // buildRequestExtras collects the sampling parameters and merges
 // --extra-body over them.
-func (c *Config) buildRequestExtras() error {
-	c.TaskType = Generation
+func (c *draft) buildRequestExtras() error {
+	c.TaskType = plan.Generation
 	if c.backend.Pooling {
-		c.TaskType = Pooling
+		c.TaskType = plan.Pooling
 	}
-	if c.TaskType == Generation {
+	if c.TaskType == plan.Generation {
 		floatParam := func(key string, v *float64) {
 			if v != nil {
 				c.SamplingParams.Set(key, py.AppendJSONFloat(nil, *v))
@@ -490,7 +366,7 @@ func (c *Config) buildRequestExtras() error {
 		floatParam("presence_penalty", c.PresencePenalty)
 		floatParam("repetition_penalty", c.RepetitionPenalty)
 		if c.SamplingParams.Len() > 0 && !c.backend.OpenAICompatible {
-			return valueErrorf("Sampling parameters are only supported by openai-compatible backends.")
+			return py.ValueErrorf("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		c.WarnDefaultTemperature = c.Temperature == nil
 	}
@@ -504,7 +380,7 @@ func (c *Config) buildRequestExtras() error {
 	}
 	extra, ok := c.ExtraBody.Object()
 	if !ok {
-		return &ValidationError{Type: "TypeError", Msg: fmt.Sprintf("'%s' object is not a mapping", body.Kind.TypeName(body.Raw))}
+		return py.NewError("TypeError", fmt.Sprintf("'%s' object is not a mapping", body.Kind.TypeName(body.Raw)))
 	}
 	c.RequestExtraBody.Merge(extra)
 	return nil
@@ -532,8 +408,8 @@ func parseFloatList(s string, strip bool) ([]float64, error) {
 var goodputMetrics = []string{"ttft", "tpot", "e2el"}
 
 // parseGoodput is Python's check_goodput_args over the --goodput pairs.
-func parseGoodput(pairs []string) ([]GoodputSLO, error) {
-	var slos []GoodputSLO
+func parseGoodput(pairs []string) ([]plan.GoodputSLO, error) {
+	var slos []plan.GoodputSLO
 	for _, pair := range pairs {
 		parts := strings.Split(pair, ":")
 		var v float64
@@ -542,10 +418,10 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 			v, err = py.ParseFloat(parts[1])
 		}
 		if len(parts) != 2 || err != nil {
-			return nil, &ValidationError{Type: "ArgumentTypeError", Msg: "Invalid format found for service level objectives. " +
-				`Specify service level objectives for goodput as "KEY:VALUE" ` +
-				"pairs, where the key is a metric name, and the value is a " +
-				"number in milliseconds."}
+			return nil, py.NewError("ArgumentTypeError", "Invalid format found for service level objectives. "+
+				`Specify service level objectives for goodput as "KEY:VALUE" `+
+				"pairs, where the key is a metric name, and the value is a "+
+				"number in milliseconds.")
 		}
 		replaced := false
 		for i := range slos {
@@ -555,17 +431,17 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 			}
 		}
 		if !replaced {
-			slos = append(slos, GoodputSLO{Metric: parts[0], ValueMs: v})
+			slos = append(slos, plan.GoodputSLO{Metric: parts[0], ValueMs: v})
 		}
 	}
 	for _, slo := range slos {
 		if !contains(goodputMetrics, slo.Metric) {
-			return nil, valueErrorf("Invalid metric name found, %s: %s. "+
+			return nil, py.ValueErrorf("Invalid metric name found, %s: %s. "+
 				"The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ",
 				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
 		if slo.ValueMs < 0 {
-			return nil, valueErrorf("Invalid value found, %s: %s. "+
+			return nil, py.ValueErrorf("Invalid value found, %s: %s. "+
 				"The service level objective value should be non-negative.",
 				slo.Metric, py.FloatRepr(slo.ValueMs))
 		}
@@ -575,14 +451,10 @@ func parseGoodput(pairs []string) ([]GoodputSLO, error) {
 
 // validatePerTokenITL refuses --per-token-itl where no token streams: the
 // pooling backends answer once.
-func (c *Config) validatePerTokenITL() error {
-	if c.PerTokenITL && c.TaskType == Pooling {
-		return &UsageError{Msg: fmt.Sprintf("argument --per-token-itl: backend %s returns one response, not a token stream; "+
+func (c *draft) validatePerTokenITL() error {
+	if c.PerTokenITL && c.TaskType == plan.Pooling {
+		return &py.UsageError{Msg: fmt.Sprintf("argument --per-token-itl: backend %s returns one response, not a token stream; "+
 			"use it with a completions or chat backend", c.Backend)}
 	}
 	return nil
 }
-
-// TrimsSteadyState reports whether the run asks for the trimmed block; the
-// fork checks warmup_time > 0 or cooldown_time > 0.
-func (c *Config) TrimsSteadyState() bool { return c.WarmupTime > 0 || c.CooldownTime > 0 }

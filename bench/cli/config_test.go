@@ -6,13 +6,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 var requestIDPrefix = regexp.MustCompile(`^bench-[0-9a-f]{8}-$`)
 
 func noEnv(string) string { return "" }
 
-func mustParse(t *testing.T, args ...string) *Config {
+func mustParse(t *testing.T, args ...string) *plan.Plan {
 	t.Helper()
 	c, err := parseArgs(args, noEnv)
 	if err != nil {
@@ -62,7 +65,7 @@ func TestValidationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			_, err := parseArgs(tt.args, noEnv)
-			var v *ValidationError
+			var v *py.Error
 			if !errors.As(err, &v) {
 				t.Fatalf("parseArgs(%q) = %v, want %s", tt.args, err, tt.typ)
 			}
@@ -83,7 +86,7 @@ func TestNotSupportedYet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := parseArgs(tt.args, noEnv)
-		var u *UsageError
+		var u *py.UsageError
 		if !errors.As(err, &u) || u.Msg != tt.want {
 			t.Errorf("parseArgs(%q) = %v, want usage error %q", tt.args, err, tt.want)
 		}
@@ -134,7 +137,7 @@ func TestURLs(t *testing.T) {
 
 func TestHeaders(t *testing.T) {
 	c := mustParse(t, "--header", " X-A = 1 ", "b==2=", "X-A=3", "empty=")
-	want := []Header{{"X-A", "3"}, {"b", "=2="}, {"empty", ""}}
+	want := []plan.Header{{Key: "X-A", Value: "3"}, {Key: "b", Value: "=2="}, {Key: "empty", Value: ""}}
 	if len(c.Headers) != len(want) {
 		t.Fatalf("headers %v, want %v", c.Headers, want)
 	}
@@ -234,9 +237,9 @@ func TestSamplingAndExtraBody(t *testing.T) {
 				tt.args, sampling, body, c.WarnDefaultTemperature, tt.sampling, tt.body, tt.warn)
 		}
 	}
-	if !strings.HasPrefix(TemperatureWarning, "WARNING: vllm bench serve no longer sets temperature==0") ||
-		!strings.HasSuffix(TemperatureWarning, "For the old behavior, include --temperature=0.") {
-		t.Errorf("TemperatureWarning = %q", TemperatureWarning)
+	if !strings.HasPrefix(plan.TemperatureWarning, "WARNING: vllm bench serve no longer sets temperature==0") ||
+		!strings.HasSuffix(plan.TemperatureWarning, "For the old behavior, include --temperature=0.") {
+		t.Errorf("plan.TemperatureWarning = %q", plan.TemperatureWarning)
 	}
 }
 
@@ -251,7 +254,7 @@ func TestPoolingBackendSamplingRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(c.RequestExtraBody)
-	if c.TaskType != Pooling || c.SamplingParams.Len() != 0 || string(body) != `{"a":1}` || c.WarnDefaultTemperature {
+	if c.TaskType != plan.Pooling || c.SamplingParams.Len() != 0 || string(body) != `{"a":1}` || c.WarnDefaultTemperature {
 		t.Errorf("pooling: task %v sampling %v body %s warn %v", c.TaskType, c.SamplingParams, body, c.WarnDefaultTemperature)
 	}
 	if strings.Join(c.SelectedPercentileMetrics, ",") != "e2el" {
@@ -276,7 +279,7 @@ func TestPercentileSettings(t *testing.T) {
 		t.Errorf("given: %q %v", c.SelectedPercentileMetrics, c.SelectedPercentiles)
 	}
 	c = mustParse(t, "--goodput", "ttft:100", "e2el:2e3", "ttft:50")
-	want := []GoodputSLO{{"ttft", 50}, {"e2el", 2000}}
+	want := []plan.GoodputSLO{{Metric: "ttft", ValueMs: 50}, {Metric: "e2el", ValueMs: 2000}}
 	if len(c.GoodputSLOs) != 2 || c.GoodputSLOs[0] != want[0] || c.GoodputSLOs[1] != want[1] {
 		t.Errorf("goodput %v, want %v", c.GoodputSLOs, want)
 	}
@@ -332,70 +335,6 @@ func TestWorkerProcesses(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
-
-func TestJSONObject(t *testing.T) {
-	var o JSONObject
-	o.Set("b", json.RawMessage(`1`))
-	o.Set("a", json.RawMessage(`2`))
-	var other JSONObject
-	other.Set("b", json.RawMessage(`"x"`))
-	other.Set("c", nil)
-	o.Merge(other)
-	got, _ := json.Marshal(o)
-	if string(got) != `{"b":"x","a":2,"c":null}` {
-		t.Errorf("JSONObject = %s", got)
-	}
-	if v, ok := o.Get("a"); !ok || string(v) != "2" {
-		t.Errorf("Get(a) = %s, %v", v, ok)
-	}
-	if _, ok := o.Get("z"); ok {
-		t.Error("Get(z) found a value")
-	}
-}
-
-func TestJSONTextParsing(t *testing.T) {
-	good := map[string]string{
-		`{"a": 1, "a": 2}`:           `{"a":2}`,
-		` [1, -0.5e+3, "\u00e9\n"] `: `[1,-0.5e+3,"é\n"]`,
-		`"\ud83d\ude00"`:             `"😀"`,
-		`-Infinity`:                  `-Infinity`,
-		`{"k": {"x": [true, null]}}`: `{"k":{"x":[true,null]}}`,
-		`"<&>"`:                      `"<&>"`,
-	}
-	for in, want := range good {
-		var v JSONText
-		if err := v.UnmarshalFlag(in); err != nil || string(v) != want {
-			t.Errorf("JSONText(%q) = %s, %v; want %s", in, v, err, want)
-		}
-	}
-	for _, in := range []string{"", "{", "[1,]", "{'a': 1}", "01", "1.", `"\x"`, "nan", "{\"a\" 1}", "\"a\tb\"", "1 2", strings.Repeat("[", 2000)} {
-		var v JSONText
-		if err := v.UnmarshalFlag(in); err == nil {
-			t.Errorf("JSONText(%q) accepted as %s", in, v)
-		}
-	}
-}
-
-// FuzzJSONText checks the json.loads reader never panics and that its
-// compact re-encoding is a fixed point.
-func FuzzJSONText(f *testing.F) {
-	for _, seed := range []string{`{"a": [1, 2.5e3, "x\u00e9"], "a": null}`, `NaN`, `-Infinity`, `"\ud800"`, `[[[]]]`, `{"":{}}`} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var once JSONText
-		if err := once.UnmarshalFlag(s); err != nil {
-			return
-		}
-		var twice JSONText
-		if err := twice.UnmarshalFlag(string(once)); err != nil {
-			t.Fatalf("re-encoding %q of %q does not parse: %v", once, s, err)
-		}
-		if string(once) != string(twice) {
-			t.Fatalf("re-encoding is not stable: %q then %q", once, twice)
-		}
-	})
-}
 
 // FuzzBucketConfig checks the Python literal reader never panics.
 func FuzzBucketConfig(f *testing.F) {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // flagAudit is how each of vLLM's options that stampede's code does not
@@ -117,7 +119,7 @@ func TestFlagAudit(t *testing.T) {
 		}
 		if audit.status == "refused" {
 			_, err := parseArgs(audit.refuse, func(string) string { return "" })
-			var u *UsageError
+			var u *py.UsageError
 			if !errors.As(err, &u) || !strings.Contains(u.Msg, opt) {
 				t.Errorf("%q: %v, want a usage error naming %s", audit.refuse, err, opt)
 			}

@@ -142,46 +142,6 @@ func TestRegistrationOrderListsEveryOptionOnce(t *testing.T) {
 	}
 }
 
-func TestCPUList(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []int
-		err  bool
-	}{
-		{in: "0", want: []int{0}},
-		{in: "0-3,6", want: []int{0, 1, 2, 3, 6}},
-		{in: "6, 2-3,2", want: []int{2, 3, 6}},
-		{in: "3-1", err: true},
-		{in: "a", err: true},
-		{in: "-1", err: true},
-		{in: "", err: true},
-		{in: "0-", err: true},
-	}
-	for _, tt := range tests {
-		var l CPUList
-		err := l.UnmarshalFlag(tt.in)
-		if (err != nil) != tt.err {
-			t.Errorf("CPUList(%q) error = %v, want error %v", tt.in, err, tt.err)
-			continue
-		}
-		if !tt.err && !equalInts(l, tt.want) {
-			t.Errorf("CPUList(%q) = %v, want %v", tt.in, l, tt.want)
-		}
-	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestCommaList(t *testing.T) {
 	var l CommaList
 	if err := l.UnmarshalFlag("simple,,live_simple, multiple,"); err != nil {

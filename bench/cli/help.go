@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +33,7 @@ const helpDescription = "Benchmark an LLM serving endpoint. Accepts the options 
 // options whose names contain it ('_' read as '-'); a narrowed help has no
 // usage line, as in Python. The width is argparse's: $COLUMNS, else the
 // terminal's when w is one, else 80.
-func WriteHelp(w io.Writer, keyword string, backends []Backend) error {
+func WriteHelp(w io.Writer, keyword string, backends []plan.Backend) error {
 	width := 80
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		width = n
@@ -45,7 +46,7 @@ func WriteHelp(w io.Writer, keyword string, backends []Backend) error {
 	return err
 }
 
-func renderHelp(keyword string, width int, backends []Backend) string {
+func renderHelp(keyword string, width int, backends []plan.Backend) string {
 	var f Flags
 	p := newFlagParser(&f, backends)
 	var b strings.Builder

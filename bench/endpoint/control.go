@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 )
 
@@ -22,7 +22,7 @@ func (errNoModels) Error() string { return "no models" }
 
 // fetchFirstModel is GET /v1/models with the --header headers only (no
 // API key, as in Python): the first model's id and root.
-func fetchFirstModel(ctx context.Context, client *http.Client, url string, headers []cli.Header) (id, root string, err error) {
+func fetchFirstModel(ctx context.Context, client *http.Client, url string, headers []plan.Header) (id, root string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", "", err
@@ -64,7 +64,7 @@ func fetchFirstModel(ctx context.Context, client *http.Client, url string, heade
 
 // postProfile is POST /start_profile or /stop_profile; it reports HTTP
 // 200. Failures are silent, as in Python.
-func postProfile(ctx context.Context, client *http.Client, url string, headers []cli.Header) bool {
+func postProfile(ctx context.Context, client *http.Client, url string, headers []plan.Header) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(nil))
 	if err != nil {
 		return false

@@ -18,16 +18,17 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Server is the server a serve configuration benchmarks.
 type Server struct {
-	cfg    *cli.Config
+	cfg    *plan.Plan
 	target Target
 	// control carries the requests around a run (/v1/models, /metrics,
 	// profiling, /tokenize): few and off the measured path, so net/http.
@@ -35,7 +36,7 @@ type Server struct {
 }
 
 // New resolves cfg's target and builds its control client.
-func New(cfg *cli.Config) (*Server, error) {
+func New(cfg *plan.Plan) (*Server, error) {
 	t, err := ParseTarget(cfg.APIURL, cfg.Insecure)
 	if err != nil {
 		return nil, err
@@ -76,10 +77,10 @@ func (s *Server) DiscoverModel(ctx context.Context, stdout io.Writer) (Model, er
 	if err != nil {
 		var empty errNoModels
 		if errors.As(err, &empty) {
-			return Model{}, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("No models found on the server at %s. "+
+			return Model{}, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("No models found on the server at %s. "+
 				"Make sure the server is running and has models loaded.", c.BaseURL)}
 		}
-		return Model{}, &cli.ValidationError{Type: "RuntimeError", Msg: fmt.Sprintf("Failed to fetch models from server at %s. Check that:\n"+
+		return Model{}, &py.Error{Type: "RuntimeError", Msg: fmt.Sprintf("Failed to fetch models from server at %s. Check that:\n"+
 			"1. The server is running\n2. The server URL is correct\nError: %v", modelsURL, err)}
 	}
 	fmt.Fprintf(stdout, "First model name: %s, first model id: %s\n", pyout.TerminalText(name), pyout.TerminalText(root))
@@ -104,7 +105,7 @@ func (s *Server) EncodeRequest(req *datasets.Request, p backend.BodyParams) ([]b
 // frame puts body in an HTTP request to the target with headers hs; an
 // empty contentType is aiohttp's json= default, which a backend's own
 // Content-Type or a --header replaces.
-func (s *Server) frame(contentType string, body []byte, hs []cli.Header) ([]byte, error) {
+func (s *Server) frame(contentType string, body []byte, hs []plan.Header) ([]byte, error) {
 	if contentType == "" {
 		contentType = "application/json"
 	}
@@ -120,7 +121,7 @@ func (s *Server) frame(contentType string, body []byte, hs []cli.Header) ([]byte
 		hreq.Headers = append(hreq.Headers, httpwire.Header{Key: h.Key, Value: h.Value})
 	}
 	if err := hreq.Validate(); err != nil {
-		return nil, &cli.ValidationError{Type: "ValueError", Msg: err.Error()}
+		return nil, &py.Error{Type: "ValueError", Msg: err.Error()}
 	}
 	return httpwire.AppendRequest(nil, &hreq), nil
 }
@@ -134,7 +135,7 @@ func (s *Server) EngineConfig(reqs []engine.Request) engine.Config {
 	ec := engine.Config{
 		Network: s.target.Network, Address: s.target.Address, TLS: s.target.TLS,
 		Kind:      backend.Of(c.Backend).Stream(),
-		Streaming: c.TaskType == cli.Generation,
+		Streaming: c.TaskType == plan.Generation,
 		Requests:  reqs,
 		// Test and warm-up requests all go at once.
 		RequestRate: math.Inf(1), Burstiness: 1,
@@ -197,7 +198,7 @@ type Endpoint struct {
 // when --model is not given, as serve does), and loads the tokenizer when
 // withTokenizer is set (the server's /tokenize standing in when none can
 // be had, with a warning).
-func Open(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer, withTokenizer bool) (*Endpoint, error) {
+func Open(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer, withTokenizer bool) (*Endpoint, error) {
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func (e *Endpoint) Tokenizer() datasets.Tokenizer {
 // Frame puts a JSON body in a POST to the endpoint with serve's headers
 // (Content-Type, $OPENAI_API_KEY's bearer token, --header) and extra after
 // them (a key already set is replaced).
-func (e *Endpoint) Frame(body []byte, extra ...cli.Header) ([]byte, error) {
+func (e *Endpoint) Frame(body []byte, extra ...plan.Header) ([]byte, error) {
 	c := e.server.cfg
 	hs, err := backend.RequestHeaders(c.Backend, &datasets.Request{}, c.APIKey, append(c.Headers[:len(c.Headers):len(c.Headers)], extra...))
 	if err != nil {

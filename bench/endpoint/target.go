@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/url"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Target is where benchmark requests go, split for the engine.
@@ -22,7 +22,7 @@ type Target struct {
 func ParseTarget(apiURL string, insecure bool) (Target, error) {
 	u, err := url.Parse(apiURL)
 	if err != nil {
-		return Target{}, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("invalid URL %q: %v", apiURL, err)}
+		return Target{}, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("invalid URL %q: %v", apiURL, err)}
 	}
 	var t Target
 	port := u.Port()
@@ -37,11 +37,11 @@ func ParseTarget(apiURL string, insecure bool) (Target, error) {
 		}
 		t.TLS = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: insecure}
 	default:
-		return Target{}, &cli.ValidationError{Type: "ValueError",
+		return Target{}, &py.Error{Type: "ValueError",
 			Msg: fmt.Sprintf("URL %q: scheme %q is not supported (use http:// or https://)", apiURL, u.Scheme)}
 	}
 	if u.Hostname() == "" {
-		return Target{}, &cli.ValidationError{Type: "ValueError", Msg: fmt.Sprintf("URL %q has no host", apiURL)}
+		return Target{}, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("URL %q has no host", apiURL)}
 	}
 	t.Network = "tcp"
 	t.Address = net.JoinHostPort(u.Hostname(), port)

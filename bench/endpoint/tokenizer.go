@@ -8,7 +8,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/datasets/chattemplate"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
@@ -46,8 +46,8 @@ func (s *Server) LoadTokenizer(ctx context.Context, modelID string, stderr io.Wr
 		name = modelID
 	}
 	tok, path, err := loadTokenizerMode(s.cfg.TokenizerMode, name)
-	var invalid *cli.ValidationError
-	var usage *cli.UsageError
+	var invalid *py.Error
+	var usage *py.UsageError
 	if errors.As(err, &invalid) || errors.As(err, &usage) {
 		return nil, err
 	}
@@ -64,11 +64,20 @@ func (s *Server) LoadTokenizer(ctx context.Context, modelID string, stderr io.Wr
 		}
 		return t, nil
 	}
+	if s.cfg.Tokenizer != "" {
+		// A tokenizer the user named and that cannot be had is an error,
+		// as in Python: the server's /tokenize would count other lengths
+		// in silence.
+		return nil, &py.Error{Type: "OSError", Msg: fmt.Sprintf("--tokenizer %s could not be loaded: %v "+
+			"(give a tokenizer.json file, a directory holding one, or a Hugging Face id in the local cache; "+
+			"without --tokenizer, tokens are counted with the server's /tokenize)", name, err)}
+	}
 	fmt.Fprintf(stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
 	st := datasets.NewServerTokenizer(s.cfg.BaseURL, modelID, s.control)
 	if perr := st.Probe(ctx); perr != nil {
-		return nil, &cli.ValidationError{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
+		return nil, &py.Error{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
 	}
+	fmt.Fprintf(stderr, "Counting tokens with the server's /tokenize and /detokenize (%s dialect).\n", st.Dialect())
 	return &Tokenizer{Tokenizer: st, ID: name}, nil
 }
 
@@ -77,7 +86,7 @@ var builtTokenizerModes = []string{"auto", "hf", "slow", "mistral"}
 
 // loadTokenizerMode resolves and loads the tokenizer name (a path or hub
 // id) in the given mode. path is where a Hugging Face tokenizer came from
-// (its chat template lives beside it), "" for Mistral's; a *ValidationError is vLLM's own failure for
+// (its chat template lives beside it), "" for Mistral's; a *py.Error is vLLM's own failure for
 // the mode and must not be papered over by the server's /tokenize.
 func loadTokenizerMode(mode, name string) (tok *tokenizer.Tokenizer, path string, err error) {
 	if mode == "auto" {
@@ -103,11 +112,11 @@ func loadTokenizerMode(mode, name string) (tok *tokenizer.Tokenizer, path string
 		// never with a jinja template that may sit beside it.
 		return tok, "", nil
 	}
-	if slices.Contains(cli.RegisteredTokenizerModes, mode) {
+	if slices.Contains(plan.RegisteredTokenizerModes, mode) {
 		// checkSupported refused it already; reached only by callers
 		// that skip it.
-		return nil, "", cli.UsageErrorf("--tokenizer-mode %s is not supported yet", mode)
+		return nil, "", py.UsageErrorf("--tokenizer-mode %s is not supported yet", mode)
 	}
-	return nil, "", &cli.ValidationError{Type: "ValueError",
+	return nil, "", &py.Error{Type: "ValueError",
 		Msg: fmt.Sprintf("No tokenizer registered for tokenizer_mode=%s.", py.StrRepr(mode))}
 }

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // writeByteTekken writes the smallest tekken.json: the 256 byte ranks and
@@ -77,16 +78,16 @@ func TestTokenizerModes(t *testing.T) {
 	}
 	// A mode vLLM does not know fails as vLLM's registry does.
 	_, _, err = loadTokenizerMode("foo", tekkenDir)
-	var invalid *cli.ValidationError
+	var invalid *py.Error
 	if !errors.As(err, &invalid) || invalid.Type != "ValueError" || invalid.Msg != "No tokenizer registered for tokenizer_mode='foo'." {
 		t.Errorf("unknown mode: %#v", err)
 	}
 }
 
 func TestTokenizerModeRefusals(t *testing.T) {
-	for _, mode := range cli.RegisteredTokenizerModes {
+	for _, mode := range plan.RegisteredTokenizerModes {
 		_, err := benchtest.ParseArgs([]string{"--tokenizer-mode", mode}, func(string) string { return "" })
-		var u *cli.UsageError
+		var u *py.UsageError
 		if !errors.As(err, &u) || u.Msg != "--tokenizer-mode "+mode+" is not supported yet" {
 			t.Errorf("--tokenizer-mode %s: %v, want a usage error naming the flag", mode, err)
 		}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/backend"
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func TestURLCredentialsConfig(t *testing.T) {
@@ -19,8 +19,8 @@ func TestURLCredentialsConfig(t *testing.T) {
 	if c.BaseURL != "http://h:1" || c.APIURL != "http://h:1/v1/completions" || c.URLAuthorization != "Basic YWxpY2U6cHc=" {
 		t.Errorf("BaseURL %q APIURL %q URLAuthorization %q", c.BaseURL, c.APIURL, c.URLAuthorization)
 	}
-	if c.Flags.BaseURL != "http://alice:pw@h:1" {
-		t.Errorf("the flag as given is %q", c.Flags.BaseURL)
+	if c.Options.BaseURL != "http://alice:pw@h:1" {
+		t.Errorf("the flag as given is %q", c.Options.BaseURL)
 	}
 	for _, tt := range []struct {
 		args []string
@@ -37,7 +37,7 @@ func TestURLCredentialsConfig(t *testing.T) {
 			return ""
 		}
 		_, err := benchtest.ParseArgs(append([]string{"--base-url", "http://alice:pw@h:1"}, tt.args...), getenv)
-		var ve *cli.ValidationError
+		var ve *py.Error
 		if !errors.As(err, &ve) || ve.Type != "ValueError" ||
 			!strings.HasPrefix(ve.Msg, "Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL") ||
 			!strings.Contains(ve.Msg, tt.from) {
@@ -93,7 +93,7 @@ func TestHeaderValidation(t *testing.T) {
 			}
 			return ""
 		})
-		var ue *cli.UsageError
+		var ue *py.UsageError
 		if !errors.As(err, &ue) || ue.Msg != tt.want {
 			t.Errorf("%q key %q: error %v, want usage error %q", tt.args, tt.key, err, tt.want)
 		}

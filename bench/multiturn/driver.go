@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -29,7 +29,7 @@ type Plan struct {
 // Sender is the transport side of a run: how a body becomes a request,
 // the engine's settings, and how a started run is waited for.
 type Sender interface {
-	Frame(body []byte, extra ...cli.Header) ([]byte, error)
+	Frame(body []byte, extra ...plan.Header) ([]byte, error)
 	EngineConfig(n int) engine.Config
 }
 
@@ -299,9 +299,9 @@ func (d *driver) request(si int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []cli.Header
+	var extra []plan.Header
 	if d.opts.SessionHeader != "" {
-		extra = append(extra, cli.Header{Key: d.opts.SessionHeader, Value: s.conv.ID})
+		extra = append(extra, plan.Header{Key: d.opts.SessionHeader, Value: s.conv.ID})
 	}
 	return d.sender.Frame(data, extra...)
 }

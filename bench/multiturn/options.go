@@ -7,7 +7,9 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/search"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // Options are multiturn's own flags, named after vLLM's
@@ -31,7 +33,7 @@ type Options struct {
 	// IgnoreEOS is serve's --ignore-eos as given (serve forces it on for
 	// its random dataset, which multiturn does not use).
 	IgnoreEOS bool
-	Serve     *cli.Config
+	Serve     *plan.Plan
 }
 
 // ownFlags are split off before serve's parser sees the rest.
@@ -97,7 +99,7 @@ func ParseArgs(args []string) (*Options, error) {
 		return nil, err
 	}
 	o := &Options{NumClients: 1, Sampling: "round_robin", SessionHeader: "X-Session-ID", History: "server"}
-	usage := func(format string, a ...any) error { return &cli.UsageError{Msg: fmt.Sprintf(format, a...)} }
+	usage := func(format string, a ...any) error { return &py.UsageError{Msg: fmt.Sprintf(format, a...)} }
 	intFlag := func(name string, dst *int, lo int, what string) error {
 		v := own[name]
 		if v == nil {
@@ -144,7 +146,7 @@ func ParseArgs(args []string) (*Options, error) {
 	}
 	if v := own["think-time-sec"]; v != nil {
 		if o.ThinkTime, err = ParseThinkTime(v[0]); err != nil {
-			return nil, &cli.UsageError{Msg: err.Error()}
+			return nil, &py.UsageError{Msg: err.Error()}
 		}
 	}
 	if v := own["session-id-header"]; v != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -492,14 +493,14 @@ func ExampleWriteResult() {
 
 // goldenBackends are the --backend rows the golden runs' command lines
 // need (bench's table holds them all).
-var goldenBackends = []cli.Backend{
+var goldenBackends = []plan.Backend{
 	{Name: "vllm", OpenAICompatible: true, Completions: true},
 	{Name: "openai", OpenAICompatible: true, Completions: true},
 	{Name: "openai-chat", OpenAICompatible: true},
 }
 
 // parseArgs parses a golden run's command line.
-func parseArgs(args []string, getenv func(string) string) (*cli.Config, error) {
+func parseArgs(args []string, getenv func(string) string) (*plan.Plan, error) {
 	return cli.ParseEnv(args, goldenBackends, getenv)
 }
 

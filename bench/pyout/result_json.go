@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -25,7 +24,7 @@ var detailedKeys = []string{
 
 // errMetadataFormat is Python's ValueError for a --metadata item without
 // "=".
-var errMetadataFormat = &cli.ValidationError{Type: "ValueError", Msg: "Invalid metadata format. Please use KEY=VALUE format."}
+var errMetadataFormat = &py.Error{Type: "ValueError", Msg: "Invalid metadata format. Please use KEY=VALUE format."}
 
 // CheckMetadata reports the first --metadata item without "=". Python
 // builds the result dict, and so raises this, after every run, whether or

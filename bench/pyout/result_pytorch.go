@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"reflect"
 	"slices"
-	"strings"
 
-	"github.com/stampede-bench/stampede/bench/cli"
-	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -24,17 +21,9 @@ import (
 //	  "metric": {"name": "median_ttft_ms", "benchmark_values": [v],
 //	             "extra_info": {every other result key}}}, ...]
 //
-// args is Python's argparse namespace. stampede writes its flag table in
-// its place, each flag under its argparse dest (the long name with "-"
-// turned into "_") with the value stampede ran with, after Python's
-// post-parse rewriting (--input-len copied, ignore_eos forced, self_timed
-// resolved; --self-timed and --no-self-timed share the one dest
-// self_timed). What differs from Python's namespace: the keys follow
-// stampede's flag table order, not argparse's registration order; the
-// flags stampede adds (--shards, --cpus, the timeouts, ...) are present;
-// the CLI's own entries (subcommand, dispatch function) are absent. The
-// dict keys of --random-mm-bucket-config are written as Python's str() of
-// the tuple, as write_to_json's encoder does with tuple keys.
+// args is Python's argparse namespace: the plan's Args, which the command
+// line fills with every option under its argparse dest and the value the
+// run uses (plan.Plan.Args says how it differs from Python's).
 
 // pytorchMetrics are the result keys that become records, in Python's
 // order; a key missing from the result (a metric not selected, a
@@ -71,7 +60,7 @@ func PyTorchPath(resultPath string) string {
 // result to path (truncating it). When the result holds none of the
 // latency statistics, nothing is written and written is false, as in
 // Python.
-func WritePyTorchBenchmark(path string, c *cli.Config, res *Result) (written bool, err error) {
+func WritePyTorchBenchmark(path string, c *plan.Plan, res *Result) (written bool, err error) {
 	records := pytorchRecords(c, res)
 	if len(records) == 0 {
 		return false, nil
@@ -89,8 +78,8 @@ func WritePyTorchBenchmark(path string, c *cli.Config, res *Result) (written boo
 // pytorchRecords builds the records. As in Python, every record shares one
 // args dict and one extra_info dict; a tensor_parallel_size given through
 // --metadata is copied into args.
-func pytorchRecords(c *cli.Config, res *Result) []*py.Object {
-	args := flagsNamespace(c)
+func pytorchRecords(c *plan.Plan, res *Result) []*py.Object {
+	args := c.Args.Copy()
 	extra := py.NewObject()
 	for k, v := range res.dict.All() {
 		if !slices.Contains(pytorchMetrics, k) && !slices.Contains(pytorchIgnored, k) {
@@ -109,7 +98,7 @@ func pytorchRecords(c *cli.Config, res *Result) []*py.Object {
 		benchmark := py.NewObject()
 		benchmark.Set("name", "vLLM benchmark")
 		benchmarkExtra := py.NewObject()
-		benchmarkExtra.Set("args", args)
+		benchmarkExtra.Set("args", &args)
 		benchmark.Set("extra_info", benchmarkExtra)
 		model := py.NewObject()
 		model.Set("name", args.Value("model"))
@@ -125,93 +114,6 @@ func pytorchRecords(c *cli.Config, res *Result) []*py.Object {
 		records = append(records, record)
 	}
 	return records
-}
-
-// flagsNamespace is vars(args) for stampede's flags (see the file comment).
-func flagsNamespace(c *cli.Config) *py.Object {
-	d := py.NewObject()
-	addFlagFields(d, reflect.ValueOf(&c.Flags).Elem())
-	d.Set("self_timed", c.SelfTimed)
-	d.Delete("no_self_timed")
-	return d
-}
-
-func addFlagFields(d *py.Object, v reflect.Value) {
-	t := v.Type()
-	for i := range t.NumField() {
-		field := t.Field(i)
-		if field.Anonymous && field.Type.Kind() == reflect.Struct {
-			addFlagFields(d, v.Field(i))
-			continue
-		}
-		long := field.Tag.Get("long")
-		if long == "" || long == "help" {
-			continue
-		}
-		_, hasDefault := field.Tag.Lookup("default")
-		d.Set(strings.ReplaceAll(long, "-", "_"), flagValue(v.Field(i), hasDefault))
-	}
-}
-
-// flagValue is the Python value of one flag. A string flag without a
-// default is None in Python until given, and "" here.
-func flagValue(v reflect.Value, hasDefault bool) any {
-	switch x := v.Interface().(type) {
-	case datasets.JSONFlag:
-		return flagValue(reflect.ValueOf(cli.JSONText(x)), hasDefault)
-	case cli.JSONText:
-		if len(x) == 0 {
-			return nil
-		}
-		v, err := py.Reencode(x)
-		if err != nil {
-			return nil // cannot happen: the flag parsed it
-		}
-		return py.RawJSON(v)
-	case cli.BucketConfig:
-		d := py.NewObject()
-		for _, bucket := range x {
-			d.Set(fmt.Sprintf("(%d, %d, %d)", bucket.Height, bucket.Width, bucket.Frames), bucket.Probability)
-		}
-		return d
-	case cli.CPUList:
-		if x == nil {
-			return nil
-		}
-		return []int(x)
-	case cli.CommaList:
-		if x == nil {
-			return nil
-		}
-		return []string(x)
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			return nil
-		}
-		return flagValue(v.Elem(), true)
-	case reflect.Bool:
-		return v.Bool()
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return v.Int()
-	case reflect.Float64:
-		return v.Float()
-	case reflect.String:
-		if v.String() == "" && !hasDefault {
-			return nil
-		}
-		return v.String()
-	case reflect.Slice:
-		if v.IsNil() {
-			return nil
-		}
-		if s, ok := v.Interface().([]string); ok {
-			return s
-		}
-	}
-	// write_to_json's fallback for values json cannot encode.
-	return "<" + v.Type().Name() + " is not JSON serializable>"
 }
 
 // appendPyTorchJSON is write_to_json's encoding: json.dump's defaults with

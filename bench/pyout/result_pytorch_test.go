@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout/pyouttest"
 	"github.com/stampede-bench/stampede/internal/py"
 	"github.com/stampede-bench/stampede/metrics"
@@ -18,7 +18,7 @@ import (
 
 // pytorchGolden is the full report golden case with a tensor_parallel_size
 // in --metadata, and the flags of a run that would produce it.
-func pytorchGolden(t *testing.T) (*cli.Config, *Result) {
+func pytorchGolden(t *testing.T) (*plan.Plan, *Result) {
 	t.Helper()
 	c := goldenCases()[0]
 	c.params.Metadata = append(c.params.Metadata, "tensor_parallel_size=8")
@@ -139,7 +139,7 @@ func TestPyTorchNoRecords(t *testing.T) {
 	res := &Result{dict: py.NewObject()}
 	res.dict.Set("mean_e2el_ms", 1.5)
 	path := filepath.Join(t.TempDir(), "p.pytorch.json")
-	written, err := WritePyTorchBenchmark(path, &cli.Config{}, res)
+	written, err := WritePyTorchBenchmark(path, &plan.Plan{}, res)
 	if err != nil || written {
 		t.Fatalf("written %v, error %v", written, err)
 	}

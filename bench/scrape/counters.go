@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -20,7 +20,7 @@ type Counters struct {
 // ReadCounters is GET url (the server's /metrics); ok is false when the
 // server has no such endpoint or it failed, and the deltas are then
 // skipped, as in Python.
-func ReadCounters(ctx context.Context, client *http.Client, url string, headers []cli.Header) (Counters, bool) {
+func ReadCounters(ctx context.Context, client *http.Client, url string, headers []plan.Header) (Counters, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

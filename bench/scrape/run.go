@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
@@ -14,7 +14,7 @@ import (
 // Start starts --server-metrics' scraper of url (with the control client
 // and the --header headers) before the first request, so that its first
 // scrape is the baseline; nil when url is "" (no --server-metrics).
-func Start(ctx context.Context, url string, interval time.Duration, client *http.Client, headers []cli.Header) *Scraper {
+func Start(ctx context.Context, url string, interval time.Duration, client *http.Client, headers []plan.Header) *Scraper {
 	if url == "" {
 		return nil
 	}

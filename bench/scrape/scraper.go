@@ -20,7 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 )
 
@@ -177,7 +177,7 @@ type Scraper struct {
 	url      string
 	interval time.Duration
 	client   *http.Client
-	headers  []cli.Header
+	headers  []plan.Header
 
 	mu       sync.Mutex
 	scrapes  []scrape
@@ -189,7 +189,7 @@ type Scraper struct {
 	done     chan struct{}
 }
 
-func newScraper(url string, interval time.Duration, client *http.Client, headers []cli.Header) *Scraper {
+func newScraper(url string, interval time.Duration, client *http.Client, headers []plan.Header) *Scraper {
 	return &Scraper{url: url, interval: interval, client: client, headers: headers,
 		stopCh: make(chan struct{}), done: make(chan struct{})}
 }

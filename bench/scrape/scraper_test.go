@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // vllmExposition is a trimmed /metrics answer of vLLM (text format 0.0.4).
@@ -175,7 +175,7 @@ func TestReportFlagsValidation(t *testing.T) {
 		{"--report", "out.txt"},
 	} {
 		_, err := benchtest.ParseArgs(append([]string{"--model", "m"}, args...), benchtest.NoEnv)
-		var usage *cli.UsageError
+		var usage *py.UsageError
 		if err == nil || !asUsage(err, &usage) || !strings.Contains(usage.Msg, strings.TrimPrefix(args[0], "")) {
 			t.Errorf("%v: %v, want a usage error naming %s", args, err, args[0])
 		}
@@ -199,8 +199,8 @@ func TestReportFlagsValidation(t *testing.T) {
 	}
 }
 
-func asUsage(err error, target **cli.UsageError) bool {
-	u, ok := err.(*cli.UsageError)
+func asUsage(err error, target **py.UsageError) bool {
+	u, ok := err.(*py.UsageError)
 	if ok {
 		*target = u
 	}

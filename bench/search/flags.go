@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // OwnFlag is a flag of stampede's run-based commands (sweep, slo,
@@ -43,12 +43,12 @@ func SplitOwnFlags(args []string, own []OwnFlag) (map[string][]string, []string,
 		}
 		switch {
 		case !f.Value && hasValue:
-			return nil, nil, &cli.UsageError{Msg: fmt.Sprintf("argument --%s: ignored explicit argument '%s'", name, value)}
+			return nil, nil, &py.UsageError{Msg: fmt.Sprintf("argument --%s: ignored explicit argument '%s'", name, value)}
 		case !f.Value:
 			value = "true"
 		case !hasValue:
 			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
-				return nil, nil, &cli.UsageError{Msg: fmt.Sprintf("argument --%s: expected one argument", name)}
+				return nil, nil, &py.UsageError{Msg: fmt.Sprintf("argument --%s: expected one argument", name)}
 			}
 			i++
 			value = args[i]
@@ -66,7 +66,7 @@ func SplitOwnFlags(args []string, own []OwnFlag) (map[string][]string, []string,
 func ParseNumRuns(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, &cli.UsageError{Msg: fmt.Sprintf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", s)}
+		return 0, &py.UsageError{Msg: fmt.Sprintf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", s)}
 	}
 	return n, nil
 }

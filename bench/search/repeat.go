@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 )
 
 // RunFunc is one run of a parsed configuration, returning what it
 // measured (bench.RunOnce): nil when the run ended before its main part.
-type RunFunc func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) (*outcome.Outcome, error)
+type RunFunc func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*outcome.Outcome, error)
 
 // RunRepeated is `stampede serve --num-runs N`: N runs of cfg one after
 // another, each printing its own block; then the spread of every
@@ -28,7 +28,7 @@ type RunFunc func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer
 // --append-result all runs go to the one file, one per line). An
 // interrupt ends the series after the run it cut short, whose figures
 // are left out of the summary.
-func RunRepeated(ctx context.Context, run RunFunc, cfg *cli.Config, n int, stdout, stderr io.Writer) error {
+func RunRepeated(ctx context.Context, run RunFunc, cfg *plan.Plan, n int, stdout, stderr io.Writer) error {
 	var points []report.PointMetrics
 	for k := 1; k <= n; k++ {
 		if n > 1 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/internal/py"
@@ -73,10 +74,10 @@ type SLOProbe struct {
 
 // SLOResult is the search's answer and every probe, in order.
 type SLOResult struct {
-	Over       string           `json:"over"`
-	Goodput    []cli.GoodputSLO `json:"goodput"`
-	Attainment float64          `json:"target_attainment"`
-	Probes     []SLOProbe       `json:"probes"`
+	Over       string            `json:"over"`
+	Goodput    []plan.GoodputSLO `json:"goodput"`
+	Attainment float64           `json:"target_attainment"`
+	Probes     []SLOProbe        `json:"probes"`
 	// Answer is the highest passing load; null when even the lowest
 	// probed load failed.
 	Answer *SLOProbe `json:"answer"`
@@ -92,7 +93,7 @@ const SLOFileJSON = "slo.json"
 
 type sloSearch struct {
 	o              SLOOptions
-	base           *cli.Config
+	base           *plan.Plan
 	stdout, stderr io.Writer
 	res            *SLOResult
 	// measure runs one probe: the load's figures and result file; nil
@@ -105,10 +106,10 @@ type sloSearch struct {
 // search after the probe it cut short, which is not counted.
 func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SLOResult, error) {
 	if o.Over != SLOOverConcurrency && o.Over != SLOOverRate {
-		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-over: invalid choice: %q (choose from %q, %q)", o.Over, SLOOverConcurrency, SLOOverRate)}
+		return nil, &py.UsageError{Msg: fmt.Sprintf("argument --slo-over: invalid choice: %q (choose from %q, %q)", o.Over, SLOOverConcurrency, SLOOverRate)}
 	}
 	if !(o.Attainment > 0 && o.Attainment <= 1) {
-		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-attainment: invalid value %g: a share of requests in (0, 1], such as 0.99", o.Attainment)}
+		return nil, &py.UsageError{Msg: fmt.Sprintf("argument --slo-attainment: invalid value %g: a share of requests in (0, 1], such as 0.99", o.Attainment)}
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 0.05
@@ -117,14 +118,14 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 		o.Start = 1
 	}
 	if !(o.Start > 0) || (o.Over == SLOOverConcurrency && o.Start != math.Trunc(o.Start)) {
-		return nil, &cli.UsageError{Msg: fmt.Sprintf("argument --slo-start: invalid value %g: a positive load (a whole number for max-concurrency)", o.Start)}
+		return nil, &py.UsageError{Msg: fmt.Sprintf("argument --slo-start: invalid value %g: a positive load (a whole number for max-concurrency)", o.Start)}
 	}
 	base, err := cli.Parse(o.Args, backend.Choices())
 	if err != nil {
 		return nil, err
 	}
 	if len(base.GoodputSLOs) == 0 {
-		return nil, &cli.UsageError{Msg: "stampede slo needs the SLOs: --goodput KEY:VALUE ..., such as --goodput ttft:500 tpot:50"}
+		return nil, &py.UsageError{Msg: "stampede slo needs the SLOs: --goodput KEY:VALUE ..., such as --goodput ttft:500 tpot:50"}
 	}
 	s := &sloSearch{o: o, base: base, stdout: stdout, stderr: stderr,
 		res: &SLOResult{Over: o.Over, Goodput: base.GoodputSLOs, Attainment: o.Attainment}}
@@ -147,7 +148,7 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 	return s.res, err
 }
 
-func sloText(slos []cli.GoodputSLO) string {
+func sloText(slos []plan.GoodputSLO) string {
 	var parts []string
 	for _, g := range slos {
 		parts = append(parts, g.Metric+":"+strconv.FormatFloat(g.ValueMs, 'g', -1, 64)+"ms")

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // fakeServer answers probes from a formula: every request meets the SLOs
@@ -76,7 +76,7 @@ func TestSLONothingPasses(t *testing.T) {
 
 func TestSLONeedsGoodput(t *testing.T) {
 	_, err := SearchSLO(context.Background(), SLOOptions{Args: []string{"--model", "m"}, Over: SLOOverConcurrency, Attainment: 0.99}, &bytes.Buffer{}, &bytes.Buffer{})
-	var usage *cli.UsageError
+	var usage *py.UsageError
 	if !errors.As(err, &usage) || !strings.Contains(usage.Msg, "--goodput") {
 		t.Errorf("err = %v", err)
 	}

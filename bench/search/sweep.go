@@ -12,6 +12,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -31,7 +32,7 @@ func ParseSweepAxis(s string) (report.SweepAxis, error) {
 	flag, values, ok := strings.Cut(s, "=")
 	flag = strings.TrimPrefix(flag, "--")
 	bad := func(why string) (report.SweepAxis, error) {
-		return report.SweepAxis{}, &cli.UsageError{Msg: fmt.Sprintf("argument --sweep: invalid value %q: %s; expected FLAG=V1,V2,... such as max-concurrency=8,32,128", s, why)}
+		return report.SweepAxis{}, &py.UsageError{Msg: fmt.Sprintf("argument --sweep: invalid value %q: %s; expected FLAG=V1,V2,... such as max-concurrency=8,32,128", s, why)}
 	}
 	if !ok || flag == "" {
 		return bad("no FLAG=")
@@ -62,7 +63,7 @@ type SweepOptions struct {
 type sweepPoint struct {
 	settings []report.SweepSetting
 	name     string
-	cfgs     []*cli.Config
+	cfgs     []*plan.Plan
 	files    []string
 }
 
@@ -95,7 +96,7 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 			}
 			cfg, err := cli.Parse(append(args, "--save-result", "--result-dir", dir, "--result-filename", file), backend.Choices())
 			if err != nil {
-				var usage *cli.UsageError
+				var usage *py.UsageError
 				if errors.As(err, &usage) {
 					usage.Msg = fmt.Sprintf("sweep point %s: %s", p.name, usage.Msg)
 				}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func TestParseSweepAxis(t *testing.T) {
@@ -14,7 +14,7 @@ func TestParseSweepAxis(t *testing.T) {
 		t.Errorf("got %+v, %v", a, err)
 	}
 	for _, bad := range []string{"max-concurrency", "=1,2", "request-rate=1,,2"} {
-		var usage *cli.UsageError
+		var usage *py.UsageError
 		if _, err := ParseSweepAxis(bad); !errors.As(err, &usage) || !strings.Contains(usage.Msg, "FLAG=V1,V2") {
 			t.Errorf("%q: %v", bad, err)
 		}

@@ -221,8 +221,8 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agents' command line %q: %v", argv, err)
 	}
-	if strconv.Itoa(cfg.ClusterSize) != d.size || cfg.AgentIndex() != 0 || cfg.ClusterIndex != nil {
-		t.Errorf("agent parsed size %d index %d (flag %v), want %s from CLUSTER_SIZE and 0 from the Job", cfg.ClusterSize, cfg.AgentIndex(), cfg.ClusterIndex, d.size)
+	if strconv.Itoa(cfg.ClusterSize) != d.size || cfg.AgentIndex != 0 || cfg.ClusterIndex != nil {
+		t.Errorf("agent parsed size %d index %d (flag %v), want %s from CLUSTER_SIZE and 0 from the Job", cfg.ClusterSize, cfg.AgentIndex, cfg.ClusterIndex, d.size)
 	}
 	host, port, err := net.SplitHostPort(cfg.Coordinator)
 	if err != nil || host != job.Name+"-0."+svc.Name || port != strconv.Itoa(int(sp.Port)) {

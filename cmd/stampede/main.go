@@ -26,8 +26,10 @@ import (
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/search"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func main() {
@@ -172,7 +174,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil && own["num-runs"] != nil {
 		numRuns, err = search.ParseNumRuns(own["num-runs"][0])
 	}
-	var cfg *cli.Config
+	var cfg *plan.Plan
 	if err == nil {
 		cfg, err = cli.Parse(args, backend.Choices())
 	}
@@ -224,7 +226,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 // failed prints an error that ends the command and returns its exit
 // status: argparse's usage form and 2 for a usage error, 1 otherwise.
 func failed(stderr io.Writer, err error) int {
-	var usage *cli.UsageError
+	var usage *py.UsageError
 	if errors.As(err, &usage) {
 		cli.WriteUsageError(stderr, usage)
 		return exitUsage
@@ -234,7 +236,7 @@ func failed(stderr io.Writer, err error) int {
 }
 
 // writeWarnings prints the warnings parsing raised, as Python logs them.
-func writeWarnings(stderr io.Writer, cfg *cli.Config) {
+func writeWarnings(stderr io.Writer, cfg *plan.Plan) {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "WARNING: %s\n", w)
 	}
@@ -245,7 +247,7 @@ func writeWarnings(stderr io.Writer, cfg *cli.Config) {
 // quote a server (a reason phrase, a model list), so control characters
 // are escaped.
 func writeError(w io.Writer, err error) {
-	var invalid *cli.ValidationError
+	var invalid *py.Error
 	if errors.As(err, &invalid) {
 		fmt.Fprintf(w, "%s: %s\n", invalid.Type, pyout.TerminalText(invalid.Msg))
 		return

@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 func TestRun(t *testing.T) {
@@ -40,7 +44,7 @@ func TestRun(t *testing.T) {
 			stderr: "WARNING: Found duplicate keys --seed\n"},
 		{name: "run fails", args: nil, runErr: errors.New("connection refused"), code: 1, wantRunCalls: 1,
 			stderr: "stampede serve: connection refused\n"},
-		{name: "run raises", args: nil, runErr: &cli.ValidationError{Type: "RuntimeError", Msg: "no model"}, code: 1, wantRunCalls: 1,
+		{name: "run raises", args: nil, runErr: &py.Error{Type: "RuntimeError", Msg: "no model"}, code: 1, wantRunCalls: 1,
 			stderr: "RuntimeError: no model\n"},
 	}
 	for _, tt := range tests {
@@ -48,7 +52,7 @@ func TestRun(t *testing.T) {
 			calls := 0
 			saved := runBenchmark
 			defer func() { runBenchmark = saved }()
-			runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
+			runBenchmark = func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 				calls++
 				if ctx == nil || cfg == nil {
 					t.Error("run called without context or config")
@@ -76,8 +80,8 @@ func TestRun(t *testing.T) {
 func TestRunPassesConfig(t *testing.T) {
 	saved := runBenchmark
 	defer func() { runBenchmark = saved }()
-	var got *cli.Config
-	runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
+	var got *plan.Plan
+	runBenchmark = func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 		got = cfg
 		return nil
 	}
@@ -108,7 +112,7 @@ func TestRunInterrupted(t *testing.T) {
 			stderr: "stampede serve: interrupted by interrupt\n"},
 		{name: "save failed", sig: syscall.SIGINT, runErr: errors.New("saving results to r.json: disk full"), code: 130,
 			stderr: "stampede serve: saving results to r.json: disk full\n"},
-		{name: "python error", sig: syscall.SIGINT, runErr: &cli.ValidationError{Type: "RuntimeError", Msg: "Failed to fetch models"}, code: 130,
+		{name: "python error", sig: syscall.SIGINT, runErr: &py.Error{Type: "RuntimeError", Msg: "Failed to fetch models"}, code: 130,
 			stderr: "RuntimeError: Failed to fetch models\n"},
 	}
 	for _, tt := range tests {
@@ -117,7 +121,7 @@ func TestRunInterrupted(t *testing.T) {
 			defer func() { runBenchmark = saved }()
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			runBenchmark = func(ctx context.Context, cfg *cli.Config, stdout, stderr io.Writer) error {
+			runBenchmark = func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 				cancel(interrupted{tt.sig})
 				return tt.runErr
 			}
@@ -228,4 +232,16 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestBufferBudgetDefault ties --max-buffered-bytes' default to the
+// engine's own: the option table and the transport name one budget.
+func TestBufferBudgetDefault(t *testing.T) {
+	p, err := cli.Parse(nil, backend.Choices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxBufferedBytes != engine.DefaultMaxBufferedBytes {
+		t.Errorf("--max-buffered-bytes defaults to %d, the engine's budget is %d", p.MaxBufferedBytes, engine.DefaultMaxBufferedBytes)
+	}
 }

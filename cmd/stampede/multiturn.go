@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/multiturn"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // runMultiturn is `stampede multiturn`.
@@ -23,7 +23,7 @@ func runMultiturn(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opts, err := multiturn.ParseArgs(args)
 	if err != nil {
-		var usage *cli.UsageError
+		var usage *py.UsageError
 		if errors.As(err, &usage) {
 			fmt.Fprintf(stderr, "usage: stampede multiturn --input-file FILE [multiturn options] [serve options]\nstampede multiturn: error: %s\n", usage.Msg)
 			return exitUsage

@@ -1,8 +1,12 @@
-package cli
+package plan
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/stampede-bench/stampede/internal/py"
 )
@@ -11,7 +15,7 @@ import (
 // order: first insertion fixes a key's position, a later value for the
 // same key replaces the value in place. Request bodies built from it list
 // keys as vLLM's client would. Like a map, a copy shares its entries;
-// clone makes one that does not.
+// Clone makes one that does not.
 type JSONObject struct {
 	py.Dict[string, json.RawMessage]
 }
@@ -56,12 +60,14 @@ func (o JSONObject) encode(itemSep, keySep string, ensureASCII bool) []byte {
 	return b.Bytes()
 }
 
-// JSONText is a flag value that argparse passes through json.loads: the
-// value re-encoded compactly with Python's semantics applied (duplicate
-// keys: last value, first position). nil means the flag was not given.
+// JSONText is an option value that argparse passes through json.loads:
+// the value re-encoded compactly with Python's semantics applied
+// (duplicate keys: last value, first position). nil means the option was
+// not given.
 type JSONText []byte
 
-// UnmarshalFlag parses s as Python's json.loads would.
+// UnmarshalFlag parses s as Python's json.loads would; the command line
+// stores the option through it.
 func (t *JSONText) UnmarshalFlag(s string) error {
 	n, err := py.Loads(s)
 	if err != nil {
@@ -86,4 +92,40 @@ func (t JSONText) Object() (obj JSONObject, ok bool) {
 		obj.Set(key, b.Bytes())
 	}
 	return obj, true
+}
+
+// CPUList is a Linux CPU list ("0-3,6"), ascending and without repeats.
+type CPUList []int
+
+// UnmarshalFlag parses a CPU list as the kernel writes them in
+// /sys/devices/system/cpu/online: comma-separated CPUs and ranges. The
+// command line stores --cpus through it.
+func (l *CPUList) UnmarshalFlag(s string) error {
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil || first < 0 {
+			return fmt.Errorf("malformed CPU %q", part)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil || last < first {
+				return fmt.Errorf("malformed CPU range %q", part)
+			}
+		}
+		if last-first > 1<<16 {
+			return fmt.Errorf("CPU range %q is too large", part)
+		}
+		for c := first; c <= last; c++ {
+			seen[c] = true
+		}
+	}
+	out := make(CPUList, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	*l = out
+	return nil
 }

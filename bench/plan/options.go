@@ -1,0 +1,130 @@
+package plan
+
+// The option groups below hold the value of every `vllm bench serve` and
+// stampede option, after Python's post-parse rewriting; the comment on a
+// field names its option, whose help (bench/cli) says what it means. The
+// fields are named after Python's argparse dest in Go case, and each group
+// lists its options in the command line's order.
+//
+// A pointer field is nil when Python's value would be None. A string field
+// whose Python default is None is "" when not given.
+
+// Options are `vllm bench serve`'s own options, outside its groups.
+type Options struct {
+	TrustRemoteCode       bool     // --trust-remote-code
+	Seed                  int      // --seed
+	NumPrompts            int      // --num-prompts
+	DatasetName           string   // --dataset-name
+	NoStream              bool     // --no-stream
+	DatasetPath           string   // --dataset-path
+	NoOversample          bool     // --no-oversample
+	SkipChatTemplate      bool     // --skip-chat-template
+	EnableMultimodalChat  bool     // --enable-multimodal-chat
+	DisableShuffle        bool     // --disable-shuffle
+	Label                 *string  // --label
+	Backend               string   // --backend
+	BaseURL               string   // --base-url
+	Host                  string   // --host
+	Port                  int      // --port
+	Endpoint              string   // --endpoint
+	Header                []string // --header
+	MaxConcurrency        *int     // --max-concurrency
+	Model                 string   // --model
+	InputLen              *int     // --input-len
+	OutputLen             *int     // --output-len
+	Tokenizer             string   // --tokenizer
+	TokenizerMode         string   // --tokenizer-mode
+	UseBeamSearch         bool     // --use-beam-search
+	Logprobs              *int     // --logprobs
+	RequestRate           float64  // --request-rate
+	Burstiness            float64  // --burstiness
+	ProbeRequestRate      float64  // --probe-request-rate
+	DisableTqdm           bool     // --disable-tqdm
+	NumWarmups            int      // --num-warmups
+	Profile               bool     // --profile
+	SaveResult            bool     // --save-result
+	SaveDetailed          bool     // --save-detailed
+	AppendResult          bool     // --append-result
+	Metadata              []string // --metadata
+	ResultDir             string   // --result-dir
+	ResultFilename        string   // --result-filename
+	IgnoreEOS             bool     // --ignore-eos
+	SelfTimedOn           bool     // --self-timed
+	SelfTimedOff          bool     // --no-self-timed
+	PercentileMetrics     string   // --percentile-metrics
+	MetricPercentiles     string   // --metric-percentiles
+	Goodput               []string // --goodput
+	RequestIDPrefix       string   // --request-id-prefix
+	ServedModelName       string   // --served-model-name
+	LoraModules           []string // --lora-modules
+	LoraAssignment        string   // --lora-assignment
+	RampUpStrategy        string   // --ramp-up-strategy
+	RampUpStartRPS        *int     // --ramp-up-start-rps
+	RampUpEndRPS          *int     // --ramp-up-end-rps
+	ReadyCheckTimeoutSec  int      // --ready-check-timeout-sec
+	ChatTemplateKwargs    JSONText // --chat-template-kwargs
+	ExtraBody             JSONText // --extra-body
+	SkipTokenizerInit     bool     // --skip-tokenizer-init
+	Insecure              bool     // --insecure
+	PlotTimeline          bool     // --plot-timeline
+	TimelineITLThresholds string   // --timeline-itl-thresholds
+	PlotDatasetStats      bool     // --plot-dataset-stats
+}
+
+// Sampling are the sampling parameters added to generation requests.
+type Sampling struct {
+	TopP              *float64 // --top-p
+	TopK              *int     // --top-k
+	MinP              *float64 // --min-p
+	Temperature       *float64 // --temperature
+	FrequencyPenalty  *float64 // --frequency-penalty
+	PresencePenalty   *float64 // --presence-penalty
+	RepetitionPenalty *float64 // --repetition-penalty
+}
+
+// Workers are the options of the multi-process fork of `vllm bench serve`
+// (moreh-dev/vllm), which stampede accepts so that the fork's commands run.
+type Workers struct {
+	MaxConnectionsPerWorker *int    // --max-connections-per-worker
+	WarmupTime              float64 // --warmup-time
+	CooldownTime            float64 // --cooldown-time
+}
+
+// Client are stampede's own options for its event loops, limits and the
+// blocks it prints after Python's; none changes the meaning of a `vllm
+// bench serve` option.
+type Client struct {
+	Shards             int     // --shards
+	NoKernelTimestamps bool    // --no-kernel-timestamps
+	CPUs               CPUList // --cpus; nil: the process's affinity mask
+	RequestTimeoutSec  float64 // --request-timeout-sec
+	ConnectTimeoutSec  float64 // --connect-timeout-sec
+	CancelGraceSec     float64 // --cancel-grace-sec
+	MaxResponseBytes   int     // --max-response-bytes
+	MaxBufferedBytes   int     // --max-buffered-bytes
+	SteadyState        bool    // --steady-state
+	WarmConnections    bool    // --warm-connections
+	Breakdown          bool    // --breakdown
+	ReasoningMetrics   bool    // --reasoning-metrics
+	PerTokenITL        bool    // --per-token-itl
+}
+
+// Reporting are stampede's options for the server's metrics and the HTML
+// report.
+type Reporting struct {
+	ServerMetrics         string  // --server-metrics; DefaultServerMetricsURL when given without a URL
+	ServerMetricsInterval float64 // --server-metrics-interval
+	Report                string  // --report
+}
+
+// Cluster are the options that run one benchmark from several hosts: every
+// agent builds the same requests and arrival schedule from the same
+// options and seed and sends request i when i mod ClusterSize is its index;
+// agent 0 coordinates the start and merges the partial results.
+type Cluster struct {
+	ClusterSize       int     // --cluster-size
+	ClusterIndex      *int    // --cluster-index as given; Plan.AgentIndex is the index in force
+	Coordinator       string  // --coordinator
+	ClusterTimeoutSec float64 // --cluster-timeout-sec
+	SavePartial       string  // --save-partial
+}
