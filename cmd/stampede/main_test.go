@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,25 +212,6 @@ func TestInterruptContext(t *testing.T) {
 			}
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer the signal goroutine may write while the
-// test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBufferBudgetDefault ties --max-buffered-bytes' default to the
