@@ -513,8 +513,8 @@ func (p *handshakePool) work() {
 // loop, and a loop more than one decode step (20 ms) behind reads two
 // steps' records in one read, which share its stamp. With the loop
 // connecting and reading for them, a ramp costs the process 19 % less CPU
-// at 10,000 streams and the 1,000-stream p99 stays at 40–56 µs (README,
-// "TLS"). Handshakers locked for life at nice 19 cleared more runs then but
+// at 10,000 streams and the 1,000-stream p99 stays at 40–56 µs (docs/tls.md,
+// "Measured"). Handshakers locked for life at nice 19 cleared more runs then but
 // not all, for some 20 % more CPU; a nice value given to a span's thread,
 // one of the runtime's, could not be taken back without privilege.
 var handshakeCPU cpuTokens

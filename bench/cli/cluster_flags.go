@@ -11,8 +11,8 @@ import (
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// ClusterFlags run one benchmark from several hosts (README "Beyond one
-// host"): every agent builds the same requests and arrival schedule from
+// ClusterFlags run one benchmark from several hosts (docs/cluster.md,
+// "Running one benchmark from N hosts"): every agent builds the same requests and arrival schedule from
 // the same flags and seed and sends request i when i mod size is its
 // index; agent 0 coordinates the start and merges the partial results
 // (plan.Cluster).

@@ -33,7 +33,7 @@ func boolFlag(get func(c *draft) bool) func(c *draft) (string, bool) {
 // unbuiltFlags are the flags that change a run in a way stampede does not
 // implement yet. Flags that change nothing here (--use-beam-search, which
 // changes nothing in Python either; --trust-remote-code, as stampede runs
-// no repository code) are accepted and stored; README's "Not supported
+// no repository code) are accepted and stored; docs/cli.md's "Not supported
 // yet" names them, and TestFlagAudit keeps that list whole.
 var unbuiltFlags = []unbuiltFlag{
 	{"--tokenizer-mode", tokenizerModeUnbuilt},

@@ -23,7 +23,7 @@ import (
 // token gap in nanoseconds, all times on the cluster's shared clock, and
 // the settings the statistics and the outputs need.
 //
-// The format, version 1 (README "Partial results"), is a gzip stream of:
+// The format, version 1 (docs/cluster.md "The partial file"), is a gzip stream of:
 //
 //	magic      "stampede-partial\n"
 //	version    uvarint

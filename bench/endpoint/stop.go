@@ -6,16 +6,16 @@ import (
 	"github.com/stampede-bench/stampede/engine"
 )
 
-// Stopping a run takes up to three steps (README "Stopping a run"):
+// Stopping a run takes up to three steps (docs/cli.md "Stopping a run"):
 //
-//  1. cancelling Run's context (the first Ctrl-C) stops sending; requests
+//  1. cancelling Run's context (the first Ctrl-C, SIGTERM or SIGHUP) stops sending; requests
 //     in flight get --cancel-grace-sec to finish, then what was measured
 //     is printed and saved;
-//  2. closing the hard-stop channel (the second Ctrl-C) ends the grace at
+//  2. closing the hard-stop channel (a second signal) ends the grace at
 //     once: the requests still in flight are failed "cancelled", and the
 //     block and the result file are still written from what completed;
-//  3. the third Ctrl-C, or SIGTERM, is the command's to handle: it exits
-//     without results.
+//  3. a third signal is the command's to handle: it exits without
+//     results.
 
 type hardStopKey struct{}
 

@@ -19,7 +19,7 @@ const SidecarVersion = 1
 
 // Sidecar is stampede's own account of a run, saved beside the result JSON
 // as <result name without .json>.stampede.json whenever a result is saved
-// (README, "The sidecar file"). Python's result JSON stays Python's.
+// (docs/report.md, "The sidecar file"). Python's result JSON stays Python's.
 type Sidecar struct {
 	Version   int               `json:"version"`
 	Health    SidecarHealth     `json:"health"`
