@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // model turns one pre-tokenized piece into ids.
 type model interface {
@@ -78,6 +81,13 @@ func (m *bpe) tokenize(dst []int32, word string, ws *workspace) []int32 {
 	}
 	m.merge(syms, ws)
 	start := len(dst)
+	if len(syms) > heapThreshold {
+		n := 0
+		for i := int32(0); i >= 0; i = syms[i].next {
+			n++
+		}
+		dst = slices.Grow(dst, n)
+	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		dst = append(dst, syms[i].id)
 	}
@@ -91,6 +101,11 @@ func (m *bpe) tokenize(dst []int32, word string, ws *workspace) []int32 {
 // each up in the vocabulary with byte fallback and unk handling as Hugging
 // Face's BPE::merge_word does. A character with neither is dropped.
 func (m *bpe) initialSymbols(syms []symbol, word string, ws *workspace) []symbol {
+	if cap(syms) < len(word) && len(word) > heapThreshold {
+		// A word has at most one symbol a byte: size the list once rather
+		// than let appends double it, which a word of megabytes feels.
+		syms = make([]symbol, 0, len(word))
+	}
 	add := func(id int32, size int) {
 		n := int32(len(syms))
 		syms = append(syms, symbol{id: id, prev: n - 1, next: -1, size: int32(size)})
@@ -212,6 +227,12 @@ func (m *bpe) merge(syms []symbol, ws *workspace) {
 		m.mergeWithHeap(syms, ws)
 		return
 	}
+	m.mergeLinear(syms)
+}
+
+// mergeLinear is merge for a short word: a scan for the lowest rank each
+// round beats keeping a heap.
+func (m *bpe) mergeLinear(syms []symbol) {
 	for {
 		best := int32(-1)
 		bestRank := noMerge
@@ -249,77 +270,127 @@ func (m *bpe) mergeAt(syms []symbol, i int32) {
 	}
 }
 
-// mergeQueue is a binary min-heap of candidate merges ordered by rank,
-// then position. Entries go stale when a neighbour merges; they are
-// recognised on pop because the symbol's current pair no longer has the
-// same rank and result. (container/heap would box every entry.)
-type mergeQueue []queuedMerge
-
-type queuedMerge struct {
-	rank, pos, newID int32
+// mergeHeap is the candidate merges of a long word: a binary min-heap of
+// symbol positions ordered by the rank of each symbol's merge with its
+// next, then by position, holding each symbol at most once (slot[pos] is
+// its index in heap, -1 when absent). A symbol whose pair changes is taken
+// out and put back rather than pushed again, so the heap never holds stale entries
+// and costs 8 bytes a symbol however many merges run: a word of n bytes
+// takes n symbols (24 bytes each) and this, where a queue of pushes grew to
+// about three 12-byte entries a symbol. (container/heap would box every
+// entry.)
+type mergeHeap struct {
+	heap []int32
+	slot []int32
+	syms []symbol
 }
 
-func (a queuedMerge) before(b queuedMerge) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+func (h *mergeHeap) less(a, b int32) bool {
+	ra, rb := h.syms[a].rank, h.syms[b].rank
+	return ra < rb || (ra == rb && a < b)
 }
 
-func (q *mergeQueue) push(m queuedMerge) {
-	h := append(*q, m)
-	for i := len(h) - 1; i > 0; {
+func (h *mergeHeap) swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.slot[h.heap[i]], h.slot[h.heap[j]] = int32(i), int32(j)
+}
+
+func (h *mergeHeap) up(i int) {
+	for i > 0 {
 		parent := (i - 1) / 2
-		if !h[i].before(h[parent]) {
-			break
+		if !h.less(h.heap[i], h.heap[parent]) {
+			return
 		}
-		h[i], h[parent] = h[parent], h[i]
+		h.swap(i, parent)
 		i = parent
 	}
-	*q = h
 }
 
-func (q *mergeQueue) pop() queuedMerge {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
+func (h *mergeHeap) down(i int) {
+	for {
 		least := i
-		if l := 2*i + 1; l < len(h) && h[l].before(h[least]) {
+		if l := 2*i + 1; l < len(h.heap) && h.less(h.heap[l], h.heap[least]) {
 			least = l
 		}
-		if r := 2*i + 2; r < len(h) && h[r].before(h[least]) {
+		if r := 2*i + 2; r < len(h.heap) && h.less(h.heap[r], h.heap[least]) {
 			least = r
 		}
 		if least == i {
-			break
+			return
 		}
-		h[i], h[least] = h[least], h[i]
+		h.swap(i, least)
 		i = least
 	}
-	*q = h
-	return top
+}
+
+// reset fills the heap with every symbol that can merge with its next.
+func (h *mergeHeap) reset(syms []symbol) {
+	h.syms = syms
+	h.heap = h.heap[:0]
+	if cap(h.slot) < len(syms) {
+		h.slot = make([]int32, len(syms))
+		h.heap = make([]int32, 0, len(syms))
+	}
+	h.slot = h.slot[:len(syms)]
+	for i := range syms {
+		h.slot[i] = -1
+		if syms[i].rank != noMerge {
+			h.slot[i] = int32(len(h.heap))
+			h.heap = append(h.heap, int32(i))
+		}
+	}
+	for i := len(h.heap)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// remove takes pos out of the heap, if it is there.
+func (h *mergeHeap) remove(pos int32) {
+	i := int(h.slot[pos])
+	if i < 0 {
+		return
+	}
+	last := len(h.heap) - 1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.heap = h.heap[:last]
+	h.slot[pos] = -1
+	if i != last {
+		h.down(i)
+		h.up(i)
+	}
+}
+
+// insert adds pos when it can merge with its next.
+func (h *mergeHeap) insert(pos int32) {
+	if h.syms[pos].rank == noMerge {
+		return
+	}
+	h.slot[pos] = int32(len(h.heap))
+	h.heap = append(h.heap, pos)
+	h.up(len(h.heap) - 1)
 }
 
 func (m *bpe) mergeWithHeap(syms []symbol, ws *workspace) {
-	q := ws.queue[:0]
-	for i := range syms {
-		if syms[i].rank != noMerge {
-			q.push(queuedMerge{syms[i].rank, int32(i), syms[i].newID})
+	h := &ws.heap
+	h.reset(syms)
+	for len(h.heap) > 0 {
+		// A merge changes the pairs of i and of its prev and ends
+		// right's: all three leave the heap while their ranks still order
+		// it, and the two that remain come back with their new ranks.
+		i := h.heap[0]
+		right, prev := syms[i].next, syms[i].prev
+		h.remove(i)
+		h.remove(right)
+		if prev >= 0 {
+			h.remove(prev)
+		}
+		m.mergeAt(syms, i)
+		h.insert(i)
+		if prev >= 0 {
+			h.insert(prev)
 		}
 	}
-	for len(q) > 0 {
-		top := q.pop()
-		s := &syms[top.pos]
-		if s.size == 0 || s.next < 0 || s.rank != top.rank || s.newID != top.newID {
-			continue
-		}
-		m.mergeAt(syms, top.pos)
-		if s.rank != noMerge {
-			q.push(queuedMerge{s.rank, top.pos, s.newID})
-		}
-		if p := s.prev; p >= 0 && syms[p].rank != noMerge {
-			q.push(queuedMerge{syms[p].rank, p, syms[p].newID})
-		}
-	}
-	ws.queue = q
+	h.syms = nil
 }

@@ -63,7 +63,7 @@ type workspace struct {
 	spans              []span
 	segments           []segment
 	symbols            []symbol
-	queue              mergeQueue
+	heap               mergeHeap
 	lattice            []latticeNode
 	buf                []byte
 	lossy              []byte // decodeByteLevel's repaired text
