@@ -25,28 +25,16 @@ import (
 // counts as repeated runs too. A side's value of a metric is the mean over
 // its runs.
 //
-// Whether a difference is significant is decided, per metric family, with
-// the strongest evidence both sides carry:
-//
-//   - per request: when both sides have the per-request samples of a
-//     family (TTFT from "ttfts", TPOT from "ttfts", "latencies" and
-//     "output_lens", ITL from the flattened "itls" — those need
-//     --save-detailed — and E2EL from "latencies", which is always saved),
-//     the two-sided Mann–Whitney U test on the successful requests'
-//     values, pooled over a side's runs (metrics.MannWhitneyU: normal
-//     approximation with tie and continuity correction). Its verdict
-//     applies to every statistic of the family (mean, median, std, pN).
-//   - run level: otherwise, with at least two runs on each side, Welch's
-//     t test on the runs' values of that metric (metrics.WelchT).
-//   - neither: no test ("-").
-//
-// A large sample makes a tiny shift significant (two runs of one setting
-// on a busy host differ by a fraction of a percent), so a difference is
-// reported as real ("yes") only when p < alpha and the relative change
-// (of the family's median for per-request tests, of the mean otherwise)
-// is at least minEffect.
+// Each row is judged on its own statistic, with a confidence interval of
+// its change (see verdict.go for the method): per request, a bootstrap over
+// the runs and the requests of each side when both carry the family's
+// samples (TTFT from "ttfts", TPOT from "ttfts", "latencies" and
+// "output_lens", ITL from the flattened "itls" — those need
+// --save-detailed — and E2EL from "latencies", which is always saved);
+// per run, Welch's interval with at least two runs on each side; else none.
 type CompareOptions struct {
-	// Alpha is the significance level (default 0.05).
+	// Alpha is one minus the intervals' confidence (default 0.05: 95 %
+	// intervals).
 	Alpha float64
 	// MinEffect is the smallest relative change called a difference
 	// (default 0.02, 2 %).
@@ -80,12 +68,24 @@ type ComparisonRow struct {
 type CompareCell struct {
 	Delta    *float64 `json:"delta"`
 	DeltaPct *float64 `json:"delta_pct"`
-	// Test is "mann-whitney" (per request), "welch" (run level) or "".
+	// Test is how the interval was had: "bootstrap" (per request, runs
+	// and requests resampled), "welch" (run level) or "" (none).
 	Test string `json:"test"`
-	// P is the test's p-value; null without a test.
+	// P is the two-sided p-value of no change; null without a test.
 	P *float64 `json:"p"`
-	// Significant is p < alpha and a change of at least the minimum
-	// effect.
+	// CILowPct and CIHighPct bound the change of the row's statistic,
+	// B − A over |A| in percent, at confidence 1 − alpha; null without a
+	// test.
+	CILowPct  *float64 `json:"ci_low_pct"`
+	CIHighPct *float64 `json:"ci_high_pct"`
+	// Verdict is "better", "worse", "changed" (a figure that improves
+	// neither way), "no change" or "can't tell".
+	Verdict string `json:"verdict"`
+	// RunsNeeded is, for a "can't tell", about how many runs each side
+	// would need for a change of this size to be called; 0 when the spread
+	// between runs is unknown (one run each).
+	RunsNeeded int `json:"runs_needed,omitempty"`
+	// Significant is a verdict of better, worse or changed.
 	Significant bool `json:"significant"`
 }
 
@@ -104,15 +104,6 @@ var sampleFamilies = []string{"ttft", "tpot", "itl", "e2el"}
 // sampleMedianKey names the row of a family's per-request median.
 func sampleMedianKey(family string) string { return "sample_median_" + family + "_ms" }
 
-// familyOf is the sample family a result key belongs to, "" for none.
-func familyOf(key string) string {
-	for _, f := range sampleFamilies {
-		if strings.HasSuffix(key, "_"+f+"_ms") {
-			return f
-		}
-	}
-	return ""
-}
 
 // LoadCompareSide reads one argument of compare: comma-separated paths,
 // each holding one or more result JSON documents.
@@ -282,6 +273,20 @@ func (s *CompareSide) samples(family string) []float64 {
 	return out
 }
 
+// runSamples are the side's per-request values of a family, one list per
+// run; nil unless every run has them.
+func (s *CompareSide) runSamples(family string) [][]float64 {
+	var out [][]float64
+	for _, r := range s.runs {
+		v, ok := r.samples[family]
+		if !ok {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // Compare builds the comparison of sides against the first.
 func Compare(sides []*CompareSide, opts CompareOptions) *Comparison {
 	if opts.Alpha == 0 {
@@ -303,31 +308,14 @@ func Compare(sides []*CompareSide, opts CompareOptions) *Comparison {
 			}
 		}
 	}
-	// One test per family and pair of sides, shared by its rows.
-	type pair struct {
-		family string
-		side   int
-	}
-	perRequest := map[pair]*metrics.MannWhitney{}
-	shift := map[pair]float64{}
-	for i := 1; i < len(sides); i++ {
-		for _, f := range sampleFamilies {
-			a, b := sides[0].samples(f), sides[i].samples(f)
-			if len(a) == 0 || len(b) == 0 {
-				continue
-			}
-			mw := metrics.MannWhitneyU(a, b)
-			perRequest[pair{f, i}] = &mw
-			shift[pair{f, i}] = relChange(median(a), median(b))
-		}
-	}
 	// A family with per-request samples but no statistic in the files
 	// (E2EL outside --percentile-metrics) gets a row of the samples'
-	// median, so its test shows.
+	// median, so its verdict shows.
 	for _, f := range sampleFamilies {
 		has := false
 		for _, k := range keys {
-			has = has || familyOf(k) == f
+			st, ok := statisticOf(k)
+			has = has || (ok && st.family == f)
 		}
 		if !has && len(sides[0].samples(f)) > 0 {
 			keys = append(keys, sampleMedianKey(f))
@@ -344,30 +332,51 @@ func Compare(sides []*CompareSide, opts CompareOptions) *Comparison {
 			}
 		}
 		for i := 1; i < len(sides); i++ {
-			var cell CompareCell
-			a, b := row.Values[0], row.Values[i]
-			if a != nil && b != nil {
-				d := *b - *a
-				cell.Delta = &d
-				if *a != 0 {
-					pct := 100 * d / math.Abs(*a)
-					cell.DeltaPct = &pct
-				}
-			}
-			effect := math.NaN()
-			if mw := perRequest[pair{familyOf(k), i}]; mw != nil {
-				cell.Test, cell.P = "mann-whitney", &mw.P
-				effect = shift[pair{familyOf(k), i}]
-			} else if p := metrics.WelchT(sides[0].values(k), sides[i].values(k)); !math.IsNaN(p) {
-				cell.Test, cell.P = "welch", &p
-				effect = relChange(*a, *b)
-			}
-			cell.Significant = cell.P != nil && *cell.P < opts.Alpha && math.Abs(effect) >= opts.MinEffect
-			row.Versus = append(row.Versus, cell)
+			row.Versus = append(row.Versus, compareCell(k, sides[0], sides[i], row.Values[0], row.Values[i], opts))
 		}
 		c.Rows = append(c.Rows, row)
 	}
 	return c
+}
+
+// compareCell is side b's difference from side a on the row key.
+func compareCell(key string, a, b *CompareSide, va, vb *float64, opts CompareOptions) CompareCell {
+	cell := CompareCell{Verdict: VerdictCantTell}
+	if va != nil && vb != nil {
+		d := *vb - *va
+		cell.Delta = &d
+		if *va != 0 {
+			pct := 100 * d / math.Abs(*va)
+			cell.DeltaPct = &pct
+		}
+	}
+	var iv interval
+	ok := false
+	if st, isStat := statisticOf(key); isStat {
+		if sa, sb := a.runSamples(st.family), b.runSamples(st.family); sa != nil && sb != nil {
+			iv, ok = bootstrapInterval(st, sa, sb, opts.Alpha)
+		}
+	}
+	if !ok {
+		iv, ok = welchInterval(a.values(key), b.values(key), opts.Alpha)
+	}
+	if !ok {
+		if va != nil && vb != nil && *va == *vb {
+			// A setting both files hold alike (num_prompts), or a figure
+			// the same to the last digit.
+			cell.Verdict = VerdictSame
+		}
+		return cell
+	}
+	cell.Test = iv.method
+	p, lo, hi := iv.p, iv.lowPct, iv.highPct
+	cell.P, cell.CILowPct, cell.CIHighPct = &p, &lo, &hi
+	cell.Verdict = verdict(iv, 100*opts.MinEffect, directionOf(key))
+	cell.Significant = cell.Verdict == VerdictBetter || cell.Verdict == VerdictWorse || cell.Verdict == VerdictChanged
+	if cell.Verdict == VerdictCantTell {
+		cell.RunsNeeded = runsNeeded(iv, 100*opts.MinEffect, opts.Alpha)
+	}
+	return cell
 }
 
 func median(xs []float64) float64 {
@@ -380,13 +389,6 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// relChange is (b − a)/|a|; ±Inf when a is 0 and b is not.
-func relChange(a, b float64) float64 {
-	if a == b {
-		return 0
-	}
-	return (b - a) / math.Abs(a)
-}
 
 // Write prints the comparison: a legend naming the sides, then one row
 // per metric with each side's value and, for each side after the first,
@@ -396,19 +398,26 @@ func (c *Comparison) Write(w io.Writer) error {
 	for i, f := range c.Files {
 		fmt.Fprintf(bw, "[%c] %s (%d run%s)\n", 'A'+rune(i%26), f, c.Runs[i], plural(c.Runs[i]))
 	}
-	fmt.Fprintf(bw, "significant: p < %g and a change of at least %g%% (per request: Mann-Whitney U on the family's samples, change of the median; run level: Welch's t on the runs)\n\n",
-		c.Alpha, 100*c.MinEffect)
-	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(bw, "each row judged on its own statistic: the change B − A over |A| with its %g%% interval "+
+		"(per request: bootstrap over runs and requests; per run: Welch); better/worse when the interval excludes 0 "+
+		"and the change is at least %g%%, no change when the interval lies within ±%g%%\n",
+		100*(1-c.Alpha), 100*c.MinEffect, 100*c.MinEffect)
+	if slices.Min(c.Runs) < 2 {
+		fmt.Fprintf(bw, "with one run a side, an interval counts the spread of its requests, not of runs: "+
+			"repeat with --num-runs (or join runs with commas) for verdicts that hold from run to run\n")
+	}
+	fmt.Fprintln(bw)
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	head := []string{"metric", "A"}
 	for i := 1; i < len(c.Files); i++ {
 		l := string('A' + rune(i%26))
-		head = append(head, l, "Δ%", "p", "sig")
+		head = append(head, l, "Δ%", "interval", "verdict")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range c.Rows {
 		cols := []string{r.Metric, fmtValue(r.Values[0])}
 		for i, cell := range r.Versus {
-			cols = append(cols, fmtValue(r.Values[i+1]), fmtPct(cell.DeltaPct), fmtP(cell), fmtSig(cell))
+			cols = append(cols, fmtValue(r.Values[i+1]), fmtPct(cell.DeltaPct), fmtCI(cell), fmtVerdict(cell, c.Runs[0], c.Runs[i+1]))
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
@@ -439,22 +448,25 @@ func fmtPct(v *float64) string {
 	return fmt.Sprintf("%+.1f%%", *v)
 }
 
-func fmtP(c CompareCell) string {
-	if c.P == nil {
+func fmtCI(c CompareCell) string {
+	if c.CILowPct == nil {
 		return "-"
 	}
-	if *c.P < 1e-4 {
-		return "<1e-4"
-	}
-	return fmt.Sprintf("%.4f", *c.P)
+	return fmtInterval(*c.CILowPct, *c.CIHighPct)
 }
 
-func fmtSig(c CompareCell) string {
-	switch {
-	case c.P == nil:
-		return "-"
-	case c.Significant:
-		return "yes"
+// fmtVerdict is the verdict with what a "can't tell" needs.
+func fmtVerdict(c CompareCell, runsA, runsB int) string {
+	if c.Verdict != VerdictCantTell {
+		return c.Verdict
 	}
-	return "no"
+	switch {
+	case c.RunsNeeded > 1000:
+		return c.Verdict + " (need > 1000 runs a side)"
+	case c.RunsNeeded > 0:
+		return fmt.Sprintf("%s (need ~%d runs a side)", c.Verdict, c.RunsNeeded)
+	case c.Test == "" && (runsA < 2 || runsB < 2):
+		return c.Verdict + " (one run: repeat with --num-runs)"
+	}
+	return c.Verdict
 }

@@ -14,11 +14,17 @@ const compareUsage = `usage: stampede compare [--alpha P] [--min-effect F] [--js
 
 Compares result JSON files (vllm bench serve's or stampede's) metric by
 metric against the first. An argument may join several files with commas
-(repeated runs of one setting). Differences are tested per request
-(Mann-Whitney U) when both files hold per-request samples (--save-detailed;
-E2EL always), at run level (Welch's t) when both sides have two or more runs.
+(repeated runs of one setting). Each row is judged on its own statistic
+(the p99 row on the p99): a confidence interval of its change B − A over
+|A|, by a bootstrap that resamples each side's runs and, within them, its
+requests, when both files hold per-request samples (--save-detailed; E2EL
+always), else by Welch's interval over the runs when both sides have two or
+more. The verdict is better or worse (in the direction the figure improves)
+when the interval excludes 0 and the change is at least --min-effect, no
+change when the interval lies within ±--min-effect, and can't tell
+otherwise, with the runs a side would need where the runs' spread is known.
 
-  --alpha P        significance level (default 0.05)
+  --alpha P        1 - the intervals' confidence (default 0.05: 95% intervals)
   --min-effect F   smallest relative change called a difference (default 0.02)
   --json           print the comparison as JSON instead of a table
 `
