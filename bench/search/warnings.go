@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/stampede-bench/stampede/bench/plan"
 )
@@ -15,9 +16,12 @@ var warningPrefix = []byte("WARNING: ")
 // through it before: the runs of one search sample the same dataset with
 // the same flags, so each would repeat the warnings of the first. A
 // warning must come in one Write, as fmt.Fprintf and fmt.Fprintln write
-// it; only a Write identical to an earlier warning is dropped.
+// it; only a Write identical to an earlier warning is dropped. It may be
+// written from several goroutines (a run's progress bar beside its
+// phases), as the writer under it may.
 type onceWarnings struct {
 	w    io.Writer
+	mu   sync.Mutex
 	seen map[string]bool
 }
 
@@ -27,10 +31,13 @@ func newOnceWarnings(w io.Writer) *onceWarnings {
 
 func (o *onceWarnings) Write(p []byte) (int, error) {
 	if bytes.HasPrefix(p, warningPrefix) {
-		if o.seen[string(p)] {
+		o.mu.Lock()
+		seen := o.seen[string(p)]
+		o.seen[string(p)] = true
+		o.mu.Unlock()
+		if seen {
 			return len(p), nil
 		}
-		o.seen[string(p)] = true
 	}
 	return o.w.Write(p)
 }
