@@ -43,7 +43,7 @@ var dateTailLen = len("-" + pyout.DateLayout)
 // sidecar and side files) would not fit the filesystem's NAME_MAX or
 // PATH_MAX is replaced by fitResultPath's, which the save uses too; it
 // says so on stderr. The name is the one the run would save under now,
-// its date aside.
+// its date aside. A cluster run has its directory checked only.
 func (r *run) checkResultPath(model endpoint.Model) error {
 	c := r.cfg
 	if !c.SaveResult && !c.AppendResult && !c.PlotTimeline {
@@ -57,6 +57,11 @@ func (r *run) checkResultPath(model endpoint.Model) error {
 	dir := filepath.Dir(name)
 	if err := checkWritableDir(dir); err != nil {
 		return resultDirError(c.ResultDir, dir, err)
+	}
+	if c.Clustered() {
+		// A cluster's agent 0 saves through bench/cluster's merge, under
+		// Python's name.
+		return nil
 	}
 	r.nameMax = nameMaxOf(dir)
 	fitted, err := fitResultPath(name, r.nameMax)
