@@ -27,13 +27,16 @@ type savedFiles struct {
 	errs    []error
 }
 
+// add records path as written, or err as its failure.
 func (f *savedFiles) add(path string, err error) {
 	if err != nil {
-		f.errs = append(f.errs, err)
+		f.fail(err)
 		return
 	}
 	f.written = append(f.written, path)
 }
+
+func (f *savedFiles) fail(err error) { f.errs = append(f.errs, err) }
 
 // err is nil when every output was written, else the failures and the
 // files written beside them.
@@ -70,7 +73,7 @@ func (e *saveError) Unwrap() []error { return e.errs }
 func (r *run) saveOutputs(model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar) error {
 	files := &savedFiles{}
 	if err := r.save(o, sidecar, files); err != nil {
-		files.add("", err)
+		files.fail(err)
 	}
 	if r.cfg.SavePartial != "" {
 		files.add(r.cfg.SavePartial, r.savePartial(o, sidecar))
@@ -109,13 +112,12 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFile
 	if p.SaveResult || p.AppendResult {
 		o.ResultPath = name
 		if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
-			files.add("", fmt.Errorf("saving results to %s: %w", name, err))
+			files.fail(fmt.Errorf("saving results to %s: %w", name, err))
 		} else {
 			files.add(name, nil)
 		}
 		if r.cfg.SaveToPyTorchFormat {
-			path := pyout.PyTorchPath(name)
-			files.add(path, r.savePyTorch(path, res))
+			r.savePyTorch(pyout.PyTorchPath(name), res, files)
 		}
 		path := report.SidecarPath(name)
 		files.add(path, report.SaveSidecar(path, sidecar, p.AppendResult))
@@ -126,12 +128,15 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFile
 }
 
 // savePyTorch writes the PyTorch benchmark records of res to path
-// ($SAVE_TO_PYTORCH_BENCHMARK_FORMAT).
-func (r *run) savePyTorch(path string, res *pyout.Result) error {
-	if _, err := pyout.WritePyTorchBenchmark(path, r.cfg, res); err != nil {
-		return fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err)
+// ($SAVE_TO_PYTORCH_BENCHMARK_FORMAT), when it holds any.
+func (r *run) savePyTorch(path string, res *pyout.Result, files *savedFiles) {
+	written, err := pyout.WritePyTorchBenchmark(path, r.cfg, res)
+	switch {
+	case err != nil:
+		files.fail(fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err))
+	case written:
+		files.add(path, nil)
 	}
-	return nil
 }
 
 // savePartial saves a single-host run as the one partial of a cluster of
