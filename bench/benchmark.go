@@ -44,13 +44,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if r.cfg.Profile {
 		r.server.StopProfile(after, r.stdout)
 	}
-	if err := r.save(o, sidecar); err != nil {
-		return o, err
-	}
-	if err := r.savePartial(o, sidecar); err != nil {
-		return o, err
-	}
-	return o, r.writeReport(model, o, sidecar)
+	return o, r.saveOutputs(model, o, sidecar)
 }
 
 // measurement is what the main run gave: the engine's result, the

@@ -15,8 +15,12 @@ import (
 // prompts. The server-tokenizer alignment of `random` and
 // `prefix_repetition` prompts runs only when --base-url was given, since
 // without it there is no server to ask. Lines Python prints while sampling
-// go to stdout and stderr as in a run.
+// go to stdout and stderr as in a run, except the default-temperature
+// warning: sampling sends no request, so there is no temperature to warn of.
 func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) ([]datasets.Request, error) {
+	quiet := *cfg
+	quiet.WarnDefaultTemperature = false
+	cfg = &quiet
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
 		return nil, err

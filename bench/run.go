@@ -52,6 +52,9 @@ func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*ou
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkResultPath(model); err != nil {
+		return nil, err
+	}
 	tok, err := r.loadTokenizer(ctx, model)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ type run struct {
 	// request sent (ready check, warm-up or main run), after the lines
 	// printed up to there; stampede reports it at the same point.
 	endpointErr error
+	// nameMax is the result directory's NAME_MAX, set by checkResultPath
+	// before the clock starts; the save fits the result's name to it.
+	nameMax int
 }
 
 func newRun(cfg *plan.Plan, stdout, stderr io.Writer) (*run, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/search"
 )
 
@@ -49,6 +50,9 @@ func TestSLOFindsMockCapacity(t *testing.T) {
 	}
 	if (res.FailedAt-res.Answer.Load)/res.FailedAt > 0.05 && res.FailedAt-res.Answer.Load > 1 {
 		t.Errorf("bracket [%v, %v] not narrowed", res.Answer.Load, res.FailedAt)
+	}
+	if n := strings.Count(errOut.String(), plan.TemperatureWarning); n != 1 {
+		t.Errorf("the temperature warning printed %d times in one search, want once", n)
 	}
 	if n := strings.Count(out.String(), "probe "); n != len(res.Probes) || n < 3 {
 		t.Errorf("%d probe lines for %d probes:\n%s", n, len(res.Probes), out.String())

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -175,10 +176,23 @@ func (c *draft) validate() error {
 		}
 	}
 	c.SelectedPercentileMetrics = strings.Split(names, ",")
+	c.warnUnknownPercentileMetrics()
 	if c.SelectedPercentiles, err = parseFloatList(c.MetricPercentiles, false); err != nil {
 		return py.ValueErrorf("%v", err)
 	}
 	return c.validateLimits()
+}
+
+// warnUnknownPercentileMetrics warns of each --percentile-metrics name
+// that selects nothing: Python ignores it silently, so that a typo
+// ("e2e") drops a section without a word.
+func (c *draft) warnUnknownPercentileMetrics() {
+	for _, m := range c.SelectedPercentileMetrics {
+		if !slices.Contains(plan.PercentileMetricNames, m) {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("--percentile-metrics: unknown metric %q is ignored (accepted: %s)",
+				m, strings.Join(plan.PercentileMetricNames, ", ")))
+		}
+	}
 }
 
 // validateLimits checks stampede's own byte limits, which Python lacks.

@@ -278,6 +278,15 @@ func TestPercentileSettings(t *testing.T) {
 	if strings.Join(c.SelectedPercentileMetrics, ",") != "e2el,bogus" || len(c.SelectedPercentiles) != 3 || c.SelectedPercentiles[1] != 99.9 {
 		t.Errorf("given: %q %v", c.SelectedPercentileMetrics, c.SelectedPercentiles)
 	}
+	// The unknown name stays (Python ignores it) and is warned of, with
+	// the accepted names; the known ones are not.
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], `unknown metric "bogus"`) ||
+		!strings.Contains(c.Warnings[0], "accepted: ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue") {
+		t.Errorf("warnings %q, want one naming bogus and the accepted names", c.Warnings)
+	}
+	if c = mustParse(t, "--percentile-metrics", "ttft,e2el,itl"); len(c.Warnings) != 0 {
+		t.Errorf("warnings for known names: %q", c.Warnings)
+	}
 	c = mustParse(t, "--goodput", "ttft:100", "e2el:2e3", "ttft:50")
 	want := []plan.GoodputSLO{{Metric: "ttft", ValueMs: 50}, {Metric: "e2el", ValueMs: 2000}}
 	if len(c.GoodputSLOs) != 2 || c.GoodputSLOs[0] != want[0] || c.GoodputSLOs[1] != want[1] {

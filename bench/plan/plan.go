@@ -104,7 +104,8 @@ type Plan struct {
 	// appeared on the command line.
 	GivenOptions map[string]bool
 	// Warnings are messages the command line produced (FlexibleArgument-
-	// Parser's duplicate keys); the command prints them to stderr.
+	// Parser's duplicate keys, unknown --percentile-metrics names); the
+	// command prints them to stderr.
 	Warnings []string
 }
 
@@ -134,6 +135,11 @@ func (t TaskType) String() string {
 	}
 	return "generation"
 }
+
+// PercentileMetricNames are the metrics --percentile-metrics names, in the
+// console block's order; pyout's latency sections carry these keys (its
+// tests hold the two lists together). Python ignores any other name.
+var PercentileMetricNames = []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"}
 
 // TemperatureWarning is the line vllm bench serve prints when no
 // --temperature is given for a generation backend.

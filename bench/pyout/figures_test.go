@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -77,5 +78,17 @@ func TestSideFieldForms(t *testing.T) {
 		if _, integer := f.Value.(int64); integer != f.Count {
 			t.Errorf("%s: value %T, Count %v", f.Name, f.Value, f.Count)
 		}
+	}
+}
+
+// The names --percentile-metrics is checked against are the sections'
+// keys, in their order.
+func TestPercentileMetricNamesAreSectionKeys(t *testing.T) {
+	var keys []string
+	for _, sec := range []Section{TTFT, TPOT, ITL, E2EL, ClientQueueTime, E2ELInclQueue} {
+		keys = append(keys, sec.Key)
+	}
+	if !slices.Equal(keys, plan.PercentileMetricNames) {
+		t.Errorf("section keys %q, plan.PercentileMetricNames %q", keys, plan.PercentileMetricNames)
 	}
 }

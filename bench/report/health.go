@@ -33,14 +33,14 @@ func WriteHealth(w io.Writer, res *engine.Result) {
 	late := ""
 	if handshakes > 0 {
 		n := time.Duration(handshakes)
-		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2fs of the CPU, %s CPU and %s each on average, TLS path: %s",
-			handshakes, resumed, hsCPU.Seconds(), (hsCPU / n).Round(time.Microsecond), (hsTime / n).Round(time.Microsecond), path)
+		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2f s of the CPU, %s CPU and %s each on average, TLS path: %s",
+			handshakes, resumed, hsCPU.Seconds(), durationText(hsCPU/n), durationText(hsTime/n), path)
 		if fellBack > 0 {
 			late += fmt.Sprintf(" (%d connections not on TLS 1.3 fell back to crypto/tls reads on goroutines)", fellBack)
 		}
 	}
 	if h.DeadlineLateMax > 0 {
-		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", h.DeadlineLateMax)
+		late += fmt.Sprintf(", timed-out requests closed at most %s after their deadline", durationText(h.DeadlineLateMax))
 	}
 	tx := ""
 	if h.Sent > 0 {
@@ -51,11 +51,53 @@ func WriteHealth(w io.Writer, res *engine.Result) {
 		shared = fmt.Sprintf(", %d token events (%.1f%%) shared a read with the event before (their ITL of 0 is not a measurement)",
 			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
 	}
+	if behind := behindSchedule(h); behind != "" {
+		late += "; " + behind
+	}
 	if trouble := connectTrouble(h); trouble != "" {
 		late += "; " + trouble
 	}
-	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2fs, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
-		res.Shards, cpu.Seconds(), h.LongestTurn, h.ScheduleLagP50, h.ScheduleLagP99, h.ScheduleLagMax, 100*h.KernelStampCoverage, tx, shared, late)
+	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2f s, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
+		res.Shards, cpu.Seconds(), durationText(h.LongestTurn), durationText(h.ScheduleLagP50), durationText(h.ScheduleLagP99),
+		durationText(h.ScheduleLagMax), 100*h.KernelStampCoverage, tx, shared, late)
+}
+
+// ScheduleLagBehind is the schedule lag p99 past which the health line
+// says in words that the client fell behind its arrival schedule. A
+// fixed 10 ms, not a share of the gap between arrivals: at an infinite
+// rate every arrival is due at once and there is no gap, and 10 ms is
+// well above what a client that keeps up shows (tens of µs on an idle
+// host) while still small beside the TTFTs a load test measures.
+const ScheduleLagBehind = 10 * time.Millisecond
+
+// behindSchedule says, for the health line, that 1 % or more of the
+// requests went out ScheduleLagBehind or more after they were due; ""
+// when the client kept up.
+func behindSchedule(h engine.Health) string {
+	if h.ScheduleLagP99 < ScheduleLagBehind {
+		return ""
+	}
+	return fmt.Sprintf("the client fell behind its schedule: 1%% of requests went out %s or more late (at worst %s), "+
+		"so the load offered was below the one asked for (a busy or too small client host)",
+		durationText(h.ScheduleLagP99), durationText(h.ScheduleLagMax))
+}
+
+// durationText is a duration as the health line prints it: three
+// significant digits at most, with a unit and a space before it ("4.4
+// ms", "567 µs", "1.25 s").
+func durationText(d time.Duration) string {
+	switch {
+	case d < 950*time.Nanosecond:
+		return fmt.Sprintf("%d ns", d.Nanoseconds())
+	case d < 9950*time.Nanosecond:
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+	case d < 999500*time.Nanosecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	case d < 999950*time.Microsecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
 }
 
 // connectTrouble names, for the health line, what went wrong opening and

@@ -127,6 +127,8 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 	if len(base.GoodputSLOs) == 0 {
 		return nil, &py.UsageError{Msg: "stampede slo needs the SLOs: --goodput KEY:VALUE ..., such as --goodput ttft:500 tpot:50"}
 	}
+	stderr = newOnceWarnings(stderr)
+	writeParseWarnings(stderr, base)
 	s := &sloSearch{o: o, base: base, stdout: stdout, stderr: stderr,
 		res: &SLOResult{Over: o.Over, Goodput: base.GoodputSLOs, Attainment: o.Attainment}}
 	s.measure = s.run

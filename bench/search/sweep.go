@@ -121,6 +121,8 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 	if err != nil {
 		return nil, err
 	}
+	stderr = newOnceWarnings(stderr)
+	writeParseWarnings(stderr, base)
 	dir := base.ResultDir
 	if dir == "" {
 		dir = "."

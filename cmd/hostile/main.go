@@ -170,7 +170,7 @@ func runCase(o options, mode string, interrupt bool) error {
 	if m := regexp.MustCompile(`longest loop turn ([^,]+),`).FindStringSubmatch(stderr.String()); m != nil {
 		out.longestTurn = m[1]
 	}
-	if m := regexp.MustCompile(`closed at most (\S+) after their deadline`).FindStringSubmatch(stderr.String()); m != nil {
+	if m := regexp.MustCompile(`closed at most (.+?) after their deadline`).FindStringSubmatch(stderr.String()); m != nil {
 		out.deadlineLate = m[1]
 	}
 

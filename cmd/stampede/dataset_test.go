@@ -28,6 +28,11 @@ func TestDatasetRoundTrip(t *testing.T) {
 	if !strings.Contains(stderr.String(), "40 requests (") {
 		t.Errorf("stderr %q does not report the sampling", stderr.String())
 	}
+	// Sampling sends nothing, so the warning about the temperature sent
+	// has no place here.
+	if strings.Contains(stdout.String()+stderr.String(), "temperature") {
+		t.Errorf("stampede dataset warns of the temperature:\n%s", stderr.String())
+	}
 
 	cfg, err := cli.Parse(sample, backend.Choices())
 	if err != nil {

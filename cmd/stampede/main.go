@@ -204,6 +204,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitCode reports a finished run's error and returns the exit code: the
 // signal's when one stopped the run.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	return serve.exitCode(ctx, err, stderr)
+}
+
+// failed prints an error that ends the command and returns its exit
+// status: argparse's usage form and 2 for a usage error, 1 otherwise.
+func failed(stderr io.Writer, err error) int {
+	return serve.failed(stderr, err)
+}
+
+// errorForm is how a command names itself in its errors, and how it
+// prints a usage error.
+type errorForm struct {
+	name       string
+	usageError func(w io.Writer, msg string) int
+}
+
+// serve is `stampede serve`, whose usage errors are argparse's.
+var serve = errorForm{name: cli.ProgramName, usageError: func(w io.Writer, msg string) int {
+	cli.WriteUsageError(w, &py.UsageError{Msg: msg})
+	return exitUsage
+}}
+
+func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	var intr interrupted
 	if errors.As(context.Cause(ctx), &intr) {
 		// What the run measured has been printed and saved by now; an
@@ -211,27 +234,24 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		// ready check) or a failed save.
 		switch {
 		case errors.Is(err, context.Canceled):
-			fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, intr)
+			fmt.Fprintf(stderr, "%s: %v\n", c.name, intr)
 		case err != nil:
-			writeError(stderr, err)
+			c.writeError(stderr, err)
 		}
 		return exitSignal + int(intr.sig)
 	}
 	if err != nil {
-		return failed(stderr, err)
+		return c.failed(stderr, err)
 	}
 	return exitOK
 }
 
-// failed prints an error that ends the command and returns its exit
-// status: argparse's usage form and 2 for a usage error, 1 otherwise.
-func failed(stderr io.Writer, err error) int {
+func (c errorForm) failed(stderr io.Writer, err error) int {
 	var usage *py.UsageError
 	if errors.As(err, &usage) {
-		cli.WriteUsageError(stderr, usage)
-		return exitUsage
+		return c.usageError(stderr, usage.Msg)
 	}
-	writeError(stderr, err)
+	c.writeError(stderr, err)
 	return exitError
 }
 
@@ -243,14 +263,14 @@ func writeWarnings(stderr io.Writer, cfg *plan.Plan) {
 }
 
 // writeError prints an error raised after parsing: a Python exception as
-// "Type: message", anything else after the program name. Messages may
+// "Type: message", anything else after the command's name. Messages may
 // quote a server (a reason phrase, a model list), so control characters
 // are escaped.
-func writeError(w io.Writer, err error) {
+func (c errorForm) writeError(w io.Writer, err error) {
 	var invalid *py.Error
 	if errors.As(err, &invalid) {
 		fmt.Fprintf(w, "%s: %s\n", invalid.Type, pyout.TerminalText(invalid.Msg))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", cli.ProgramName, pyout.TerminalText(err.Error()))
+	fmt.Fprintf(w, "%s: %s\n", c.name, pyout.TerminalText(err.Error()))
 }

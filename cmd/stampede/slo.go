@@ -67,7 +67,7 @@ func runSLO(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*f.dst = x
 	}
 	_, err = search.SearchSLO(ctx, opts, stdout, stderr)
-	return exitCode(ctx, err, stderr)
+	return errorForm{name: "stampede slo", usageError: sloUsageError}.exitCode(ctx, err, stderr)
 }
 
 func sloUsageError(w io.Writer, msg string) int {

@@ -122,3 +122,25 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// An error a sweep or an SLO search ends with is prefixed with its own
+// subcommand, not serve's, and exits 1.
+func TestSubcommandErrorPrefix(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	serve := []string{"--model", "m", "--tokenizer", tinyTokenizer, "--base-url", "http://127.0.0.1:1", "--num-prompts", "1",
+		"--save-result", "--result-dir", filepath.Join(file, "sub")}
+	for _, args := range [][]string{
+		append([]string{"sweep", "--sweep", "max-concurrency=1,2"}, serve...),
+		append([]string{"slo", "--goodput", "ttft:100"}, serve...),
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, io.Discard, &stderr)
+		want := "stampede " + args[0] + ": --result-dir " + filepath.Join(file, "sub")
+		if code != exitError || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "stampede serve:") {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", args[0], code, stderr.String(), want)
+		}
+	}
+}

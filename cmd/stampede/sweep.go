@@ -62,7 +62,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	_, err = search.Sweep(ctx, opts, stdout, stderr)
-	return exitCode(ctx, err, stderr)
+	return errorForm{name: "stampede sweep", usageError: sweepUsageError}.exitCode(ctx, err, stderr)
 }
 
 func sweepUsageError(w io.Writer, msg string) int {

@@ -1,0 +1,75 @@
+package report
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/engine"
+)
+
+// Durations print with three significant digits at most and a unit.
+func TestDurationText(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0 ns"},
+		{420 * time.Nanosecond, "420 ns"},
+		{960 * time.Nanosecond, "1.0 µs"},
+		{10663 * time.Nanosecond, "11 µs"},
+		{362927 * time.Nanosecond, "363 µs"},
+		{999700 * time.Nanosecond, "1.0 ms"},
+		{4383780 * time.Nanosecond, "4.4 ms"},
+		{999960 * time.Microsecond, "1.00 s"},
+		{1250 * time.Millisecond, "1.25 s"},
+	} {
+		if got := durationText(c.d); got != c.want {
+			t.Errorf("durationText(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+// No duration in the health line is printed in Go's form (4.38378ms),
+// and it has a unit after a space.
+func TestHealthLineDurations(t *testing.T) {
+	res := &engine.Result{Shards: 1, Health: engine.Health{
+		Shards:         []engine.ShardHealth{{CPUTime: 40 * time.Millisecond, TLSHandshakes: 3, TLSHandshakeCPU: 700 * time.Microsecond, TLSHandshakeTime: 4383780}},
+		ScheduleLagP50: 10663, ScheduleLagP99: 11561, ScheduleLagMax: 4383780, LongestTurn: 362927,
+		DeadlineLateMax: 2 * time.Millisecond,
+	}}
+	var b strings.Builder
+	WriteHealth(&b, res)
+	line := b.String()
+	if m := regexp.MustCompile(`\d(ns|µs|ms|s)\b`).FindString(line); m != "" {
+		t.Errorf("a duration without a space before its unit (%q): %s", m, line)
+	}
+	for _, want := range []string{"client CPU 0.04 s", "longest loop turn 363 µs", "schedule lag p50 11 µs p99 12 µs max 4.4 ms",
+		"233 µs CPU and 1.5 ms each", "closed at most 2.0 ms after"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("health line lacks %q: %s", want, line)
+		}
+	}
+	if strings.Contains(line, "fell behind") {
+		t.Errorf("a client 12 µs late at p99 is said to have fallen behind: %s", line)
+	}
+}
+
+// Past ScheduleLagBehind at p99 the line says the client fell behind, by
+// how much.
+func TestHealthLineBehindSchedule(t *testing.T) {
+	res := &engine.Result{Shards: 1, Health: engine.Health{ScheduleLagP50: time.Millisecond,
+		ScheduleLagP99: 23400 * time.Microsecond, ScheduleLagMax: 61 * time.Millisecond}}
+	var b strings.Builder
+	WriteHealth(&b, res)
+	if want := "the client fell behind its schedule: 1% of requests went out 23.4 ms or more late (at worst 61.0 ms)"; !strings.Contains(b.String(), want) {
+		t.Errorf("health line lacks %q: %s", want, b.String())
+	}
+	res.Health.ScheduleLagP99 = ScheduleLagBehind - time.Microsecond
+	b.Reset()
+	WriteHealth(&b, res)
+	if strings.Contains(b.String(), "fell behind") {
+		t.Errorf("p99 under the threshold: %s", b.String())
+	}
+}
