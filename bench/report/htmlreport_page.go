@@ -692,7 +692,7 @@ type breakdownView struct {
 	// over and those of them that opened a connection; "" when absent.
 	Requests, NewConnections string
 	Rows                     []breakdownLine
-	Bar     *breakdownBar
+	Bar                      *breakdownBar
 }
 
 // breakdownLine is one phase: its words, the sidecar key it came from,
