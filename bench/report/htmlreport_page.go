@@ -835,7 +835,10 @@ type timelineSection struct {
 	// Compacted is the number of token events when there were too many
 	// to draw each; 0 otherwise.
 	Compacted int
-	Data      template.JS
+	// Lanes are the timeline's rows, concurrency slots that Requests
+	// requests were packed into.
+	Lanes, Requests int
+	Data            template.JS
 }
 
 func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOptions) (*timelineSection, error) {
@@ -890,6 +893,8 @@ func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOp
 		}
 		v.Compacted = events
 	}
+	data.Lanes = packLanes(data.Requests)
+	v.Lanes, v.Requests = data.Lanes, len(data.Requests)
 	// encoding/json escapes <, > and & inside strings, so the data cannot
 	// close its <script> element.
 	payload, err := json.Marshal(data)
