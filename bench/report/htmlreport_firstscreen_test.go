@@ -13,7 +13,7 @@ import (
 
 func TestBucketVerdict(t *testing.T) {
 	for _, c := range []struct {
-		client, lo, hi        float64
+		client, lo, hi         float64
 		bucket, where, verdict string
 	}{
 		{50.35, 40, 60, "40 – 60", "inside", "inside"},
