@@ -53,6 +53,17 @@ func TestServerVsClientView(t *testing.T) {
 	if v.Window != " over 6.0 s" {
 		t.Errorf("window %q", v.Window)
 	}
+	// The console block makes the same comparison.
+	var b strings.Builder
+	WriteServerVsClient(&b, r.Server)
+	for _, want := range []string{"P50 TTFT          50.35 40 – 80         inside ", "100.00 ms above", "976.90"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("console block lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "-9.97") {
+		t.Errorf("console block prints the negative difference:\n%s", b.String())
+	}
 }
 
 func TestHealthViewLabels(t *testing.T) {
