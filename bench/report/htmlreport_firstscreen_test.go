@@ -84,7 +84,7 @@ func TestHealthViewLabels(t *testing.T) {
 		"client_cpu_s|Client CPU time|0.26|s",
 		"schedule_lag_p99_ms|Schedule lag, P99|6.875|ms",
 		"kernel_rx_stamp_coverage|Reads with a kernel RX timestamp|100.00|%",
-		"shared_stamp_share|Token events sharing a read's stamp|0.52|%",
+		"shared_stamp_share|Share of token events sharing a read's stamp|0.52|%",
 		"warm_connections|Warm connections (--warm-connections)|failed 0, opened 8|",
 		// A key the table does not know is still shown, by its name.
 		"a_new_figure|a_new_figure|3.5|",

@@ -47,7 +47,7 @@ var healthLabels = []struct {
 	{"requests_sent", figureLabel{"Requests sent", "", formatCount}},
 	{"token_events", figureLabel{"Token events", "", formatCount}},
 	{"shared_stamp_events", figureLabel{"Token events sharing a read's stamp", "", formatCount}},
-	{"shared_stamp_share", figureLabel{"Token events sharing a read's stamp", "%", formatShare}},
+	{"shared_stamp_share", figureLabel{"Share of token events sharing a read's stamp", "%", formatShare}},
 	{"slow_connects", figureLabel{"Connections slower than 1 s to open", "", formatCount}},
 	{"slow_connects_retransmitted", figureLabel{"Slow connections with a retransmitted handshake", "", formatCount}},
 	{"dropped_before_response", figureLabel{"Connections closed before any response byte", "", formatCount}},
