@@ -35,8 +35,16 @@ type ReportOptions struct {
 // small and quick to open.
 const reportTimelineBudget = 250_000
 
-// reportBins is how many time bins the over-time charts use.
-const reportBins = 80
+// The over-time charts' bins: as many as give each about
+// binCompletions completed requests, between minBins and maxBins over
+// the run, their width then rounded to a readable one (niceWidth). Fewer
+// completions per bin than that and the request rate jumps bin to bin
+// with the arrivals' own randomness.
+const (
+	binCompletions = 25
+	minBins        = 20
+	maxBins        = 120
+)
 
 // cdfPoints is how many quantiles draw a CDF.
 const cdfPoints = 400
@@ -223,8 +231,13 @@ type serverVsClientView struct {
 	Window, Interval        string
 }
 
+// serverVsClientLine is one percentile: the client's exact value beside
+// the server's histogram bucket it must lie in to agree with the server.
+// Where is "inside", "above" or "below" the bucket, Verdict says so with
+// the distance to the bucket's nearer bound, and Server is the
+// interpolated estimate (histogram_quantile's), shown only as a hint.
 type serverVsClientLine struct {
-	Percentile, Server, Client, Diff, BucketLo, BucketHi, Histogram string
+	Percentile, Client, Bucket, Where, Verdict, Server, Histogram string
 }
 
 func newServerVsClientView(r *ReportRun, many bool) *serverVsClientView {
@@ -235,16 +248,38 @@ func newServerVsClientView(r *ReportRun, many bool) *serverVsClientView {
 	v := &serverVsClientView{Heading: runHeading(r, many), URL: s.URL, LastError: s.LastError, Scrapes: s.Scrapes,
 		Interval: strconv.FormatFloat(s.IntervalSec, 'g', -1, 64)}
 	for _, row := range s.VsClient {
+		bucket, where, verdict := bucketVerdict(row.ClientMs, row.BucketLoMs, row.BucketHiMs)
 		v.Rows = append(v.Rows, serverVsClientLine{
 			Percentile: "P" + trimFloat(row.P) + " " + strings.ToUpper(row.Metric),
-			Server:     fixed2(row.ServerMs), Client: fixed2(row.ClientMs), Diff: fixed2(row.DiffMs),
-			BucketLo: trimFloat(row.BucketLoMs), BucketHi: trimFloat(row.BucketHiMs), Histogram: row.Histogram,
+			Client:     fixed2(row.ClientMs), Bucket: bucket, Where: where, Verdict: verdict,
+			Server: fixed2(row.ServerMs), Histogram: row.Histogram,
 		})
 	}
 	if s.Window != nil {
 		v.Window = fmt.Sprintf(" over %.1f s", s.Window.ToS-s.Window.FromS)
 	}
 	return v
+}
+
+// bucketVerdict places the client's value against the server's bucket
+// [lo, hi] (ms): the bucket as text, where the value lies, and that in
+// words with the distance to the nearer bound. A percentile in the
+// histogram's +Inf bucket has lo == hi, the last finite bound: its
+// bucket is everything above it.
+func bucketVerdict(client, lo, hi float64) (bucket, where, verdict string) {
+	open := lo == hi
+	if open {
+		bucket = "above " + trimFloat(lo)
+	} else {
+		bucket = trimFloat(lo) + " – " + trimFloat(hi)
+	}
+	switch {
+	case client < lo:
+		return bucket, "below", fixed2(lo-client) + " ms below"
+	case !open && client > hi:
+		return bucket, "above", fixed2(client-hi) + " ms above"
+	}
+	return bucket, "inside", "inside"
 }
 
 // fixed2 is a value as "%.2f" prints it.
@@ -372,16 +407,48 @@ func histogram(v []float64, lo, hi float64, n int) (xs, ys []float64, width floa
 	return xs, ys, width
 }
 
-// overTime bins a run's requests on [lo, hi]: completions per second,
-// output tokens per second (each request's tokens spread over its token
-// events) and the most requests in flight within each bin.
-func overTime(q *reportRequests, lo, hi float64) (centres, done, tokens, inflight []float64) {
-	n := reportBins
-	w := (hi - lo) / float64(n)
-	centres = make([]float64, n)
-	done, tokens, inflight = make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range centres {
-		centres[i] = lo + (float64(i)+0.5)*w
+// binWidth is the over-time charts' bin width (s) for a span of run
+// time holding completions completed requests.
+func binWidth(span float64, completions int) float64 {
+	if !(span > 0) {
+		return 1
+	}
+	n := min(max(completions/binCompletions, minBins), maxBins)
+	return niceWidth(span / float64(n))
+}
+
+// niceWidth rounds w (> 0) to the nearest of 1, 2, 2.5 and 5 times a
+// power of ten, on a log scale.
+func niceWidth(w float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(w)))
+	best := mag
+	for _, f := range []float64{1, 2, 2.5, 5, 10} {
+		if math.Abs(math.Log(f*mag/w)) < math.Abs(math.Log(best/w)) {
+			best = f * mag
+		}
+	}
+	return best
+}
+
+// binEdges widens [lo, hi] to whole bins of width w from run time 0, so
+// bin edges fall on round times: the first edge and the bin count.
+func binEdges(lo, hi, w float64) (start float64, n int) {
+	start = math.Floor(lo/w) * w
+	n = max(int(math.Ceil((hi-start)/w-1e-9)), 1)
+	return start, n
+}
+
+// overTime bins a run's requests into n bins of width w from lo:
+// completions per second, output tokens per second (each request's
+// tokens spread over its token events) and the most requests in flight
+// within each bin. xs are the bins' left edges and one more, the last
+// right edge, where each series repeats its last value, so a step line
+// holds each value across its own bin.
+func overTime(q *reportRequests, lo, w float64, n int) (xs, done, tokens, inflight []float64) {
+	xs = make([]float64, n+1)
+	done, tokens, inflight = make([]float64, n+1), make([]float64, n+1), make([]float64, n+1)
+	for i := range xs {
+		xs[i] = lo + float64(i)*w
 	}
 	bin := func(t float64) int { return min(max(int((t-lo)/w), 0), n-1) }
 	type edge struct {
@@ -420,7 +487,7 @@ func overTime(q *reportRequests, lo, hi float64) (centres, done, tokens, infligh
 			}
 		}
 	}
-	for i := range done {
+	for i := range n {
 		done[i] /= w
 		tokens[i] /= w
 	}
@@ -431,7 +498,7 @@ func overTime(q *reportRequests, lo, hi float64) (centres, done, tokens, infligh
 		return edges[a].d < edges[b].d
 	})
 	cur, k := 0, 0
-	for i := range inflight {
+	for i := range n {
 		end := lo + float64(i+1)*w
 		peak := cur
 		for k < len(edges) && edges[k].t < end {
@@ -441,7 +508,8 @@ func overTime(q *reportRequests, lo, hi float64) (centres, done, tokens, infligh
 		}
 		inflight[i] = float64(peak)
 	}
-	return centres, done, tokens, inflight
+	done[n], tokens[n], inflight[n] = done[n-1], tokens[n-1], inflight[n-1]
+	return xs, done, tokens, inflight
 }
 
 // overTimeView is one run's charts over run time: its requests' and the
@@ -451,12 +519,32 @@ type overTimeView struct {
 	// Shade is the steady-state window's bounds, when one was found.
 	Shade    *[2]string
 	NoStarts bool
+	// BinWidth is the request charts' bin width in seconds, as text.
+	BinWidth string
 	Charts   []*chartView
+}
+
+// completions counts a run's successful requests; 0 without per-request
+// arrays.
+func completions(q *reportRequests) int {
+	if q == nil {
+		return 0
+	}
+	n := 0
+	for i := range q.latencies {
+		if q.ok(i) {
+			n++
+		}
+	}
+	return n
 }
 
 func newOverTimeView(r *ReportRun, q *reportRequests, idx int, many bool) *overTimeView {
 	v := &overTimeView{Heading: runHeading(r, many)}
 	lo, hi := reportTimeSpan(q, r.Server)
+	w := binWidth(hi-lo, completions(q))
+	lo, n := binEdges(lo, hi, w)
+	hi = lo + float64(n)*w
 	shade := r.steadyWindow()
 	axis := func(c *svgChart) *chartView {
 		c.X0, c.X1, c.W = lo, hi, 600
@@ -468,15 +556,17 @@ func newOverTimeView(r *ReportRun, q *reportRequests, idx int, many bool) *overT
 		v.Shade = &[2]string{fixed2(shade[0]), fixed2(shade[1])}
 	}
 	if q != nil && q.starts != nil {
-		centres, done, tokens, inflight := overTime(q, lo, hi)
+		xs, done, tokens, inflight := overTime(q, lo, w, n)
+		v.BinWidth = trimFloat(w)
+		bins := " (" + v.BinWidth + " s bins)"
 		color := chartColor(idx)
 		v.Charts = append(v.Charts,
-			axis(&svgChart{ID: fmt.Sprintf("tput-%d", idx), Title: "Request throughput", YLabel: "requests/s",
-				Lines: []svgLine{{X: centres, Y: done, Step: true, Color: color}}}),
-			axis(&svgChart{ID: fmt.Sprintf("tokens-%d", idx), Title: "Output token throughput", YLabel: "tokens/s",
-				Lines: []svgLine{{X: centres, Y: tokens, Step: true, Color: color}}}),
-			axis(&svgChart{ID: fmt.Sprintf("inflight-%d", idx), Title: "Requests in flight (peak per bin)", YLabel: "requests",
-				Lines: []svgLine{{X: centres, Y: inflight, Step: true, Color: color}}}))
+			axis(&svgChart{ID: fmt.Sprintf("tput-%d", idx), Title: "Request throughput" + bins, YLabel: "requests/s",
+				Lines: []svgLine{{X: xs, Y: done, Step: true, Color: color}}}),
+			axis(&svgChart{ID: fmt.Sprintf("tokens-%d", idx), Title: "Output token throughput" + bins, YLabel: "tokens/s",
+				Lines: []svgLine{{X: xs, Y: tokens, Step: true, Color: color}}}),
+			axis(&svgChart{ID: fmt.Sprintf("inflight-%d", idx), Title: "Requests in flight (peak per " + v.BinWidth + " s bin)", YLabel: "requests",
+				Lines: []svgLine{{X: xs, Y: inflight, Step: true, Color: color}}}))
 	} else {
 		v.NoStarts = true
 	}
@@ -598,12 +688,17 @@ func labelText(labels map[string]string, _ int) string {
 // and the mean TTFT as one bar split into them.
 type breakdownView struct {
 	Heading string
-	Rows    []breakdownLine
-	Bar     *breakdownBar
+	// Requests and NewConnections count the requests the breakdown is
+	// over and those of them that opened a connection; "" when absent.
+	Requests, NewConnections string
+	Rows                     []breakdownLine
+	Bar                      *breakdownBar
 }
 
+// breakdownLine is one phase: its words, the sidecar key it came from,
+// and its figures in ms.
 type breakdownLine struct {
-	Phase, Mean, Median, Std string
+	Phase, Key, Mean, Median, Std string
 }
 
 type breakdownBar struct {
@@ -612,11 +707,11 @@ type breakdownBar struct {
 }
 
 // breakdownPart is one phase's stretch of the bar; a stretch wide enough
-// carries its label at LabelX.
+// carries its short label at LabelX.
 type breakdownPart struct {
-	Phase, Color, D, Mean, MeanShort string
-	Labelled                         bool
-	LabelX                           float64
+	Phase, Short, Color, D, Mean, MeanShort string
+	Labelled                                bool
+	LabelX                                  float64
 }
 
 func newBreakdownView(r *ReportRun, many bool) *breakdownView {
@@ -629,10 +724,26 @@ func newBreakdownView(r *ReportRun, many bool) *breakdownView {
 		return nil
 	}
 	v := &breakdownView{Heading: runHeading(r, many)}
+	if n, ok := bd["requests"].(float64); ok {
+		v.Requests = strconv.FormatFloat(n, 'f', 0, 64)
+	}
+	if n, ok := bd["new_connections"].(float64); ok {
+		v.NewConnections = strconv.FormatFloat(n, 'f', 0, 64)
+	}
 	ms3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
-	order := []string{"queue_wait", "connect", "tls_handshake", "send_delay", "server_ttfb", "first_token", "ttft"}
+	order := make([]string, 0, len(phases))
+	for _, l := range breakdownLabels {
+		order = append(order, l.Key)
+	}
+	var rest []string
+	for k := range phases {
+		if !slices.Contains(order, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
 	means := map[string]float64{}
-	for _, name := range order {
+	for _, name := range append(order, rest...) {
 		p, _ := phases[name].(map[string]any)
 		if p == nil {
 			continue
@@ -641,7 +752,8 @@ func newBreakdownView(r *ReportRun, many bool) *breakdownView {
 		median, _ := p["median_ms"].(float64)
 		std, _ := p["std_ms"].(float64)
 		means[name] = mean
-		v.Rows = append(v.Rows, breakdownLine{name, ms3(mean), ms3(median), ms3(std)})
+		label, _ := breakdownLabel(name)
+		v.Rows = append(v.Rows, breakdownLine{label, name, ms3(mean), ms3(median), ms3(std)})
 	}
 	// The phases of the TTFT add up to it.
 	parts := []string{"connect", "tls_handshake", "send_delay", "server_ttfb", "first_token"}
@@ -660,8 +772,9 @@ func newBreakdownView(r *ReportRun, many bool) *breakdownView {
 		if pw <= 0 {
 			continue
 		}
+		label, short := breakdownLabel(p)
 		bar.Parts = append(bar.Parts, breakdownPart{
-			Phase: p, Color: chartColor(i), D: fmt.Sprintf("M%.1f 22h%.1fv20h-%.1fZ", x, pw, pw),
+			Phase: label, Short: short, Color: chartColor(i), D: fmt.Sprintf("M%.1f 22h%.1fv20h-%.1fZ", x, pw, pw),
 			Mean: ms3(means[p]), MeanShort: fixed2(means[p]), Labelled: pw > 70, LabelX: x + 2,
 		})
 		x += pw
@@ -670,14 +783,17 @@ func newBreakdownView(r *ReportRun, many bool) *breakdownView {
 	return v
 }
 
-// healthView lists the sidecar's client health figures, by name.
+// healthView lists the sidecar's client health figures in words: the
+// known keys in healthLabels' order, then any other by its key.
 type healthView struct {
 	Heading string
 	Rows    []healthLine
 }
 
+// healthLine is one figure: its words, its unit ("" for a count), its
+// value printed in its format, and the sidecar key it came from.
 type healthLine struct {
-	Label, Value string
+	Label, Unit, Value, Key string
 }
 
 func newHealthView(r *ReportRun, many bool) *healthView {
@@ -686,20 +802,26 @@ func newHealthView(r *ReportRun, many bool) *healthView {
 		return nil
 	}
 	v := &healthView{Heading: runHeading(r, many)}
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
+	known := map[string]bool{}
+	for _, l := range healthLabels {
+		known[l.Key] = true
+		if val, ok := h[l.Key]; ok {
+			v.Rows = append(v.Rows, healthLine{l.Label, l.Unit, figureText(val, l.Format), l.Key})
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		var text string
+	var rest []string
+	for k := range h {
+		if !known[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		text := figureText(h[k], formatCount)
 		if f, ok := h[k].(float64); ok {
 			text = strconv.FormatFloat(f, 'g', 6, 64)
-		} else {
-			b, _ := json.Marshal(h[k])
-			text = string(b)
 		}
-		v.Rows = append(v.Rows, healthLine{k, text})
+		v.Rows = append(v.Rows, healthLine{k, "", text, k})
 	}
 	return v
 }
@@ -713,7 +835,10 @@ type timelineSection struct {
 	// Compacted is the number of token events when there were too many
 	// to draw each; 0 otherwise.
 	Compacted int
-	Data      template.JS
+	// Lanes are the timeline's rows, concurrency slots that Requests
+	// requests were packed into.
+	Lanes, Requests int
+	Data            template.JS
 }
 
 func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOptions) (*timelineSection, error) {
@@ -768,6 +893,8 @@ func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOp
 		}
 		v.Compacted = events
 	}
+	data.Lanes = packLanes(data.Requests)
+	v.Lanes, v.Requests = data.Lanes, len(data.Requests)
 	// encoding/json escapes <, > and & inside strings, so the data cannot
 	// close its <script> element.
 	payload, err := json.Marshal(data)

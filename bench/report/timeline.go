@@ -62,6 +62,10 @@ type timelineData struct {
 	Labels       [4]string         `json:"labels"`
 	Colors       [4]string         `json:"colors"`
 	Requests     []timelineRequest `json:"requests"`
+	// Lanes is how many rows the report's timeline has when its requests
+	// are packed into concurrency slots (packLanes); 0 draws one row per
+	// request.
+	Lanes int `json:"lanes,omitempty"`
 }
 
 // timelineRequest is one row. Times are whole microseconds: the start from
@@ -78,6 +82,8 @@ type timelineRequest struct {
 	PromptTokens int     `json:"prompt_tokens"`
 	OutputTokens int     `json:"output_tokens"`
 	Error        string  `json:"error,omitempty"`
+	// Lane is the request's row when the timeline has Lanes.
+	Lane int `json:"lane,omitempty"`
 }
 
 // timelineLabels are vLLM's legend texts: f"{threshold:.0f}ms".

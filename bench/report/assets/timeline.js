@@ -13,7 +13,17 @@
     r.endUs = r.start_us + Math.max(n ? r.events_us[n - 1] : 0, r.latency_us);
     endUs = Math.max(endUs, r.endUs);
   }
-  const full = { x0: 0, x1: endUs * 1.02, y0: 0, y1: Math.max(reqs.length, 1) };
+  // With data.lanes (the report's timeline) a row is a concurrency slot
+  // holding the requests packed into it; else a row is one request.
+  const lanes = data.lanes || 0;
+  const rows = lanes || reqs.length;
+  function rowOf(i) { return lanes ? (reqs[i].lane || 0) : i; }
+  const byRow = [];
+  for (let i = 0; i < reqs.length; i++) {
+    const row = rowOf(i);
+    (byRow[row] = byRow[row] || []).push(reqs[i]);
+  }
+  const full = { x0: 0, x1: endUs * 1.02, y0: 0, y1: Math.max(rows, 1) };
   let view = Object.assign({}, full);
 
   const legend = document.getElementById("legend");
@@ -59,27 +69,28 @@
     ctx.rect(margin.left, margin.top, a.pw, a.ph);
     ctx.clip();
     const paths = data.colors.map(function () { return new Path2D(); });
-    const first = Math.max(0, Math.floor(view.y0)), last = Math.min(reqs.length, Math.ceil(view.y1));
+    const first = Math.max(0, Math.floor(view.y0)), last = Math.min(rows, Math.ceil(view.y1));
     const bar = a.sy >= 3 ? a.sy * 0.8 : Math.max(a.sy, 0.6);
     const left = margin.left, right = margin.left + a.pw;
-    for (let i = first; i < last; i++) {
-      const r = reqs[i];
-      const y = margin.top + (i - view.y0) * a.sy + (a.sy - bar) / 2;
-      let from = xOf(r.start_us);
-      let pixel = -1, pixelCls = -1; // the column the last rectangle ended in, and its class
-      for (let k = 0; k < r.events_us.length; k++) {
-        const to = xOf(r.start_us + r.events_us[k]);
-        const cls = k === 0 ? 0 : r.classes.charCodeAt(k - 1) - 48;
-        const column = Math.floor(to);
-        if (to >= left && from <= right && !(to - from < 1 && column === pixel && cls <= pixelCls)) {
-          paths[cls].rect(from, y, Math.max(to - from, 0.5), bar);
-          if (column !== pixel || cls > pixelCls) {
-            pixel = column;
-            pixelCls = cls;
+    for (let row = first; row < last; row++) {
+      for (const r of byRow[row] || []) {
+        const y = margin.top + (row - view.y0) * a.sy + (a.sy - bar) / 2;
+        let from = xOf(r.start_us);
+        let pixel = -1, pixelCls = -1; // the column the last rectangle ended in, and its class
+        for (let k = 0; k < r.events_us.length; k++) {
+          const to = xOf(r.start_us + r.events_us[k]);
+          const cls = k === 0 ? 0 : r.classes.charCodeAt(k - 1) - 48;
+          const column = Math.floor(to);
+          if (to >= left && from <= right && !(to - from < 1 && column === pixel && cls <= pixelCls)) {
+            paths[cls].rect(from, y, Math.max(to - from, 0.5), bar);
+            if (column !== pixel || cls > pixelCls) {
+              pixel = column;
+              pixelCls = cls;
+            }
           }
+          from = to;
+          if (from > right) break;
         }
-        from = to;
-        if (from > right) break;
       }
     }
     paths.forEach(function (p, i) { ctx.fillStyle = data.colors[i]; ctx.fill(p); });
@@ -108,15 +119,15 @@
     ctx.textBaseline = "middle";
     const every = Math.max(1, Math.ceil(14 / a.sy));
     const first = Math.max(0, Math.floor(view.y0));
-    for (let i = Math.ceil(first / every) * every; i < Math.min(reqs.length, view.y1); i += every) {
+    for (let i = Math.ceil(first / every) * every; i < Math.min(rows, view.y1); i += every) {
       const y = margin.top + (i + 0.5 - view.y0) * a.sy;
-      if (y >= margin.top && y <= margin.top + a.ph) ctx.fillText(reqs[i].id, margin.left - 6, y);
+      if (y >= margin.top && y <= margin.top + a.ph) ctx.fillText(lanes ? String(i + 1) : reqs[i].id, margin.left - 6, y);
     }
     ctx.save();
     ctx.translate(12, margin.top + a.ph / 2);
     ctx.rotate(-Math.PI / 2);
     ctx.textAlign = "center";
-    ctx.fillText("Request ID", 0, 0);
+    ctx.fillText(lanes ? "Concurrency slot" : "Request ID", 0, 0);
     ctx.restore();
   }
 
@@ -126,10 +137,13 @@
     const a = plotArea();
     if (x < margin.left || x > margin.left + a.pw || y < margin.top || y > margin.top + a.ph) return null;
     const i = Math.floor(view.y0 + (y - margin.top) / a.sy);
-    if (i < 0 || i >= reqs.length) return null;
-    const r = reqs[i], ev = r.events_us;
-    const t = view.x0 + (x - margin.left) / a.sx - r.start_us;
-    if (t < 0 || !ev.length || t > ev[ev.length - 1]) return null;
+    if (i < 0 || i >= rows) return null;
+    const at = view.x0 + (x - margin.left) / a.sx;
+    const r = (byRow[i] || []).find(function (q) {
+      return q.events_us.length && at >= q.start_us && at <= q.start_us + q.events_us[q.events_us.length - 1];
+    });
+    if (!r) return null;
+    const ev = r.events_us, t = at - r.start_us;
     let lo = 0, hi = ev.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
@@ -200,7 +214,10 @@
 
   function resize() {
     const dpr = window.devicePixelRatio || 1;
-    const h = Math.min(Math.max(reqs.length * 18 + margin.top + margin.bottom, 260), Math.max(window.innerHeight - 120, 260));
+    // The report's lanes sit in a box of at most 640 px, the time axis at
+    // its foot; zoom (Shift+wheel) shows more of them.
+    const cap = lanes ? 640 : Math.max(window.innerHeight - 120, 260);
+    const h = Math.min(Math.max(rows * 18 + margin.top + margin.bottom, 260), cap);
     canvas.style.height = h + "px";
     canvas.width = Math.round(canvas.clientWidth * dpr);
     canvas.height = Math.round(h * dpr);
