@@ -11,6 +11,12 @@ costs little more than one 128k-row matrix-vector product per sequence.
 Usage: compat-gguf.py TOKENIZER_JSON OUT_GGUF [TOKENIZER_CONFIG_JSON]
 (gguf-py from llama.cpp's source on PYTHONPATH; numpy and yaml installed).
 The tokenizer config, when given, supplies the chat template.
+
+Beside OUT_GGUF it writes OUT_GGUF.partial-utf8: the ids of the tokens
+whose bytes are not whole UTF-8 characters, one a line. A random model
+samples them as often as any other, and a text that ends inside a
+character is one llama-server's output parser refuses; the server can be
+told to never sample them (--logit-bias ID-inf).
 """
 
 import json
@@ -54,6 +60,32 @@ def vocabulary(tok):
             types[i] = gguf.TokenType.UNUSED
     merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
     return tokens, types, merges
+
+
+def byte_decoder():
+    """The inverse of byte-level BPE's map from bytes to printable code points."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    points = printable[:]
+    shifted = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            points.append(256 + shifted)
+            shifted += 1
+    return {chr(c): b for b, c in zip(printable, points)}
+
+
+def partial_utf8(tok):
+    """Ids of the vocabulary's tokens that are not whole UTF-8 characters."""
+    decoder = byte_decoder()
+    ids = []
+    for text, i in tok["model"]["vocab"].items():
+        try:
+            bytes(decoder[c] for c in text).decode("utf-8")
+        except (KeyError, UnicodeDecodeError):
+            ids.append(i)
+    return sorted(ids)
 
 
 def token_id(tokens, text):
@@ -131,6 +163,9 @@ def main():
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+    with open(sys.argv[2] + ".partial-utf8", "w", encoding="ascii") as f:
+        f.writelines("%d\n" % i for i in partial_utf8(tok))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,12 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 STOP_SEC=${STOP_SEC:-10}
 JOBS=${JOBS:-1}
 BIN=${BIN:-bin}
+# WHOLE_CHARS=1: the server never samples a token that is not a whole
+# UTF-8 character. A random model draws them as often as any token, and a
+# text ending inside a character makes llama-server's output parser fail
+# the stream (an error event: "The model produced output that does not
+# match the expected Content-only format"); WHOLE_CHARS=0 shows that.
+WHOLE_CHARS=${WHOLE_CHARS:-1}
 MODEL=stampede-compat-llama3-tiny
 PY=/usr/bin/python3
 LOCK=${LOCK:-/tmp/stampede-bench.lock}
@@ -144,6 +150,7 @@ if [[ ! -f $gguf ]]; then
 	say "writing $gguf"
 	PYTHONPATH=$llama/src/gguf-py "$PY" scripts/compat-gguf.py "$tok" "$gguf.tmp" "$tok_config" >/dev/null ||
 		die "compat-gguf.py failed"
+	mv "$gguf.tmp.partial-utf8" "$gguf.partial-utf8"
 	mv "$gguf.tmp" "$gguf"
 fi
 
@@ -191,6 +198,10 @@ srv=(nice -n 10 "$server" -m "$gguf" --alias "$MODEL" --host 127.0.0.1 --port "$
 	--parallel "$SLOTS" --cont-batching -c $((SLOTS * SLOT_CTX)) --metrics
 	--threads "$THREADS" --no-webui)
 say "${srv[*]}"
+if [[ $WHOLE_CHARS == 1 ]]; then
+	say "and --logit-bias ID-inf for the $(wc -l <"$gguf.partial-utf8") tokens that are not whole UTF-8 characters"
+	while read -r id; do srv+=(--logit-bias "$id-inf"); done <"$gguf.partial-utf8"
+fi
 "${srv[@]}" >"$work/server.log" 2>&1 &
 server_pid=$!
 ready=""
@@ -256,6 +267,18 @@ def completion(conn, stream):
     return resp, data
 
 
+def second_request(conn, what):
+    """Whether the server kept conn open after its last answer, and what a
+    second request on it gets."""
+    sock = conn.sock
+    closed = sock is None or peer_closed(sock, 1.0)
+    print("after %s: connection %s" % (what, "closed by the server" if closed else "kept open"))
+    if closed:
+        return
+    resp, data = completion(conn, False)
+    print("  a second request on it (not streamed): HTTP %d, Connection: %s" % (resp.status, resp.getheader("Connection")))
+
+
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 resp, data = completion(conn, True)
 print("streamed answer: HTTP %d" % resp.status)
@@ -264,18 +287,19 @@ for k, v in resp.getheaders():
 events = [l for l in data.decode("utf-8", "replace").split("\n") if l.startswith("data: ")]
 print("  %d data lines; the last two:" % len(events))
 for e in events[-2:]:
-    print("    " + e[:300])
-sock = conn.sock
-closed = sock is None or peer_closed(sock, 1.0)
-print("after the streamed answer: connection %s" % ("closed by the server" if closed else "kept open"))
-if not closed:
-    resp, data = completion(conn, False)
-    print("second request on it (not streamed): HTTP %d, Connection: %s" % (resp.status, resp.getheader("Connection")))
-    sock = conn.sock
-    if sock is not None:
-        start = time.monotonic()
-        closed = peer_closed(sock, 15.0)
-        print("idle: %s" % ("closed by the server after %.1f s" % (time.monotonic() - start) if closed else "still open after 15 s"))
+    print("    " + e[:400])
+second_request(conn, "the streamed answer")
+conn.close()
+
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+resp, data = completion(conn, False)
+print("answer not streamed: HTTP %d, Content-Length: %s, Connection: %s, Keep-Alive: %s" % (
+    resp.status, resp.getheader("Content-Length"), resp.getheader("Connection"), resp.getheader("Keep-Alive")))
+second_request(conn, "the answer not streamed")
+if conn.sock is not None:
+    start = time.monotonic()
+    closed = peer_closed(conn.sock, 15.0)
+    print("idle: %s" % ("closed by the server after %.1f s" % (time.monotonic() - start) if closed else "still open after 15 s"))
 conn.close()
 
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -359,14 +383,22 @@ for conc in $CONCS; do
 	d_pred=$((a_pred - b_pred))
 	d_prompt=$((a_prompt - b_prompt))
 	d_cached=$((a_cached - b_cached))
+	# llama-server sends usage inside its last token chunk, which vllm bench
+	# serve (and so stampede) ignores: output lengths then come from
+	# tokenizing the text, and a random model's text tokenizes to other
+	# tokens than it was sampled as.
 	if [[ $d_pred == "$total_out" ]]; then
 		verdict "$conc" predicted ok "server $d_pred = stampede $total_out"
 	else
-		verdict "$conc" predicted FAIL "server $d_pred, stampede $total_out (difference $((d_pred - total_out)))"
+		verdict "$conc" predicted FAIL "server $d_pred ($((d_pred / OUT_LEN)) x $OUT_LEN$( ((d_pred % OUT_LEN)) && echo " + $((d_pred % OUT_LEN))")), stampede $total_out (difference $((d_pred - total_out)))"
 	fi
-	want_prompt=$((total_in + completed))
+	# The server counts every prompt it took, BOS included, failed ones too:
+	# all but those lost on a connection it had closed already.
+	read -r reached want_prompt < <(jq -r '[range(0; .input_lens | length) as $i
+		| select((.errors[$i] // "") | test("before the response head") | not) | .input_lens[$i] + 1]
+		| "\(length) \(add // 0)"' "$res") || true
 	seen_prompt=$((d_prompt + d_cached))
-	text="server $d_prompt processed + $d_cached cached = $seen_prompt, stampede $total_in + $completed BOS = $want_prompt"
+	text="server $d_prompt processed + $d_cached cached = $seen_prompt; stampede's input lengths + BOS over the $reached requests the server took = $want_prompt (total_input_tokens $total_in)"
 	if [[ $seen_prompt == "$want_prompt" ]]; then
 		verdict "$conc" prompt ok "$text"
 	else
