@@ -15,7 +15,7 @@ BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile bench-cli bench-tls-interop lint fmt vet \
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile bench-cli bench-tls-interop compat lint fmt vet \
 	staticcheck layout tidy tracked-binaries demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
@@ -90,6 +90,16 @@ tidy:
 # No build output in git: a tracked ELF, Mach-O or PE file fails.
 tracked-binaries:
 	bash scripts/check-tracked-binaries.sh
+
+# stampede against llama.cpp's llama-server, a third-party server: built
+# once (about 30 minutes of one core) from the source node-llama-cpp ships,
+# into STAMPEDE_COMPAT_CACHE (default ~/.cache/stampede-compat), serving a
+# tiny random-weight Llama-3 GGUF on loopback; runs at 64 and 256
+# concurrency, checked against the server's /metrics. Installs cmake, g++
+# and python3-numpy with apt-get when absent. Not part of `test`.
+compat:
+	bash scripts/compat-llamacpp.sh
+
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
