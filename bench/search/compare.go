@@ -104,7 +104,6 @@ var sampleFamilies = []string{"ttft", "tpot", "itl", "e2el"}
 // sampleMedianKey names the row of a family's per-request median.
 func sampleMedianKey(family string) string { return "sample_median_" + family + "_ms" }
 
-
 // LoadCompareSide reads one argument of compare: comma-separated paths,
 // each holding one or more result JSON documents.
 func LoadCompareSide(arg string) (*CompareSide, error) {
@@ -388,7 +387,6 @@ func median(xs []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
-
 
 // Write prints the comparison: a legend naming the sides, then one row
 // per metric with each side's value and, for each side after the first,
