@@ -226,7 +226,7 @@ func (c *draft) validateRampUp() error {
 // slash normalisation; credentials in --base-url become URLAuthorization.
 func (c *draft) buildURLs() error {
 	if c.Given("base-url") {
-		base, auth, err := splitURLCredentials(c.Options.BaseURL)
+		base, auth, err := splitURLCredentials("--base-url", c.Options.BaseURL)
 		if err != nil {
 			return &py.UsageError{Msg: err.Error()}
 		}
@@ -291,18 +291,21 @@ func (c *draft) parseHeaders() error {
 		if err := httpwire.ValidateHeader(key, value); err != nil {
 			return &py.UsageError{Msg: "argument --header: " + err.Error()}
 		}
-		replaced := false
-		for i := range c.Headers {
-			if c.Headers[i].Key == key {
-				c.Headers[i].Value = value
-				replaced = true
-			}
-		}
-		if !replaced {
-			c.Headers = append(c.Headers, plan.Header{Key: key, Value: value})
-		}
+		c.Headers = setHeader(c.Headers, key, value)
 	}
 	return nil
+}
+
+// setHeader sets key to value in hs: a key already there keeps its
+// position and takes the new value, a new key goes last.
+func setHeader(hs []plan.Header, key, value string) []plan.Header {
+	for i := range hs {
+		if hs[i].Key == key {
+			hs[i].Value = value
+			return hs
+		}
+	}
+	return append(hs, plan.Header{Key: key, Value: value})
 }
 
 // pyStrip is Python's str.strip() with no argument.
