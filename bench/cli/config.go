@@ -283,17 +283,31 @@ func joinHostPort(host string, port int) string {
 
 func (c *draft) parseHeaders() error {
 	for _, item := range c.Header {
-		key, value, ok := strings.Cut(item, "=")
+		key, value, ok, err := headerPair("--header", item)
 		if !ok {
 			return py.ValueErrorf("Invalid header format. Please use KEY=VALUE format.")
 		}
-		key, value = pyStrip(key), pyStrip(value)
-		if err := httpwire.ValidateHeader(key, value); err != nil {
-			return &py.UsageError{Msg: "argument --header: " + err.Error()}
+		if err != nil {
+			return err
 		}
 		c.Headers = setHeader(c.Headers, key, value)
 	}
 	return nil
+}
+
+// headerPair is one KEY=VALUE item of flag: split at the first "=" and
+// stripped, as main_async splits --header, and checked as HTTP requires
+// (a usage error naming flag); ok is false when item has no "=".
+func headerPair(flag, item string) (key, value string, ok bool, err error) {
+	key, value, ok = strings.Cut(item, "=")
+	if !ok {
+		return "", "", false, nil
+	}
+	key, value = pyStrip(key), pyStrip(value)
+	if err := httpwire.ValidateHeader(key, value); err != nil {
+		return "", "", true, &py.UsageError{Msg: "argument " + flag + ": " + err.Error()}
+	}
+	return key, value, true, nil
 }
 
 // setHeader sets key to value in hs: a key already there keeps its

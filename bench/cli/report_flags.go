@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/bench/plan"
-	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -63,13 +62,12 @@ func (c *draft) buildScrapeTarget() error {
 	}
 	c.ScrapeURL, c.ScrapeAuthorization = url, auth
 	for _, item := range c.ServerMetricsHeader {
-		key, value, ok := strings.Cut(item, "=")
+		key, value, ok, err := headerPair("--server-metrics-header", item)
 		if !ok {
 			return py.UsageErrorf("argument --server-metrics-header: a header has no '='; write KEY=VALUE")
 		}
-		key, value = pyStrip(key), pyStrip(value)
-		if err := httpwire.ValidateHeader(key, value); err != nil {
-			return &py.UsageError{Msg: "argument --server-metrics-header: " + err.Error()}
+		if err != nil {
+			return err
 		}
 		if auth != "" && strings.EqualFold(key, "Authorization") {
 			return py.UsageErrorf("argument --server-metrics-header: %s=... beside the user:password@ of --server-metrics' URL; keep one of the two", key)

@@ -88,9 +88,15 @@ func TestParseServerMetricsRejectsGarbage(t *testing.T) {
 func FuzzParseServerMetrics(f *testing.F) {
 	f.Add([]byte(vllmExposition), "text/plain; version=0.0.4")
 	f.Add([]byte(sglangOpenMetrics), "application/openmetrics-text; version=1.0.0")
+	f.Add([]byte(llamacppExposition), "text/plain; version=0.0.4")
+	f.Add([]byte(tgiExposition), "")
+	f.Add([]byte(sglangExposition), "text/plain")
 	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"0.5\"} 5\n"), "")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		a, _ := parseServerMetrics(body, contentType)
+		if len(a.recognised)+len(a.ignored) > 0 && len(a.points) > 0 && a.points[0].panel == "" {
+			t.Fatalf("a kept point without a panel: %+v", a.points[0])
+		}
 		for _, p := range a.points {
 			if p.typ == "histogram" && (len(p.bounds) != len(p.cum) || !math.IsInf(p.bounds[len(p.bounds)-1], 1)) {
 				t.Fatalf("histogram without a closing +Inf bucket: %+v", p)
