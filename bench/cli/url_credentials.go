@@ -10,9 +10,11 @@ import (
 // Credentials in --base-url (http://user:password@host:port) are what
 // aiohttp turns into HTTP Basic authentication on every request of the
 // session: benchmark requests as well as /v1/models, /tokenize, /metrics
-// and profiling. stampede does the same, and keeps them out of everything
-// it prints or saves: the base URL the run carries has the userinfo
-// removed, and only the Authorization value remembers it.
+// and profiling. stampede does the same for the base URL's origin alone
+// (bench/endpoint), and keeps them out of everything it prints or saves:
+// the base URL the run carries has the userinfo removed, and only the
+// Authorization value remembers it. A --server-metrics URL's own
+// credentials are split off the same way, for its scrape.
 
 // splitURLCredentials removes the userinfo from raw, the value of flag
 // ("scheme://userinfo@host..."), and returns what remains and the userinfo's Basic

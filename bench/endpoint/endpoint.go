@@ -2,7 +2,8 @@
 // the run and the commands that build their own requests
 // (bench/multiturn): the target of --base-url/--endpoint (dial address,
 // Host, path, TLS), the control HTTP client (the URL's Basic
-// authentication, --header), model discovery (/v1/models), the tokenizer
+// authentication and --header, kept to the base URL's origin: origin.go),
+// model discovery (/v1/models), the tokenizer
 // as the model has it (with the server's /tokenize standing in), the HTTP
 // framing of a request body, the engine's settings, profiling, and how a
 // run stops (the hard stop).
