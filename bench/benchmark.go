@@ -72,7 +72,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, err
 	}
 	metricsURL := c.BaseURL + "/metrics"
-	before, beforeOK := scrape.ReadCounters(ctx, r.server.Control(), metricsURL, c.Headers)
+	before, beforeOK := scrape.ReadCounters(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL))
 
 	ec := r.server.EngineConfig(enc.wire)
 	ec.RequestRate, ec.Burstiness = c.RequestRate, c.Burstiness
@@ -102,7 +102,8 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := checkArrivals(c); err != nil {
 		return nil, err
 	}
-	scraper := scrape.Start(ctx, c.ServerMetricsURL(), c.ScrapeInterval(), r.server.Control(), c.Headers)
+	scraper := scrape.Start(ctx, scrape.Target{URL: c.ServerMetricsURL(), Interval: c.ScrapeInterval(),
+		Client: r.server.Control(), Headers: r.server.ScrapeHeaders()}, r.stderr)
 	runner, err := engine.Start(ctx, ec)
 	if err != nil {
 		scraper.Abort()
@@ -117,7 +118,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		reportInterrupt(r.stderr, res)
 	}
 	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
-	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, c.Headers); ok && beforeOK {
+	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL)); ok && beforeOK {
 		if sd := metrics.SpecDecodeDelta(before.Spec, after.Spec); sd != nil {
 			params.SpecDecode = sd
 		}

@@ -240,7 +240,7 @@ func (c *draft) validateRampUp() error {
 // slash normalisation; credentials in --base-url become URLAuthorization.
 func (c *draft) buildURLs() error {
 	if c.Given("base-url") {
-		base, auth, err := splitURLCredentials(c.Options.BaseURL)
+		base, auth, err := splitURLCredentials("--base-url", c.Options.BaseURL)
 		if err != nil {
 			return &py.UsageError{Msg: err.Error()}
 		}
@@ -297,26 +297,43 @@ func joinHostPort(host string, port int) string {
 
 func (c *draft) parseHeaders() error {
 	for _, item := range c.Header {
-		key, value, ok := strings.Cut(item, "=")
+		key, value, ok, err := headerPair("--header", item)
 		if !ok {
 			return py.ValueErrorf("Invalid header format. Please use KEY=VALUE format.")
 		}
-		key, value = pyStrip(key), pyStrip(value)
-		if err := httpwire.ValidateHeader(key, value); err != nil {
-			return &py.UsageError{Msg: "argument --header: " + err.Error()}
+		if err != nil {
+			return err
 		}
-		replaced := false
-		for i := range c.Headers {
-			if c.Headers[i].Key == key {
-				c.Headers[i].Value = value
-				replaced = true
-			}
-		}
-		if !replaced {
-			c.Headers = append(c.Headers, plan.Header{Key: key, Value: value})
-		}
+		c.Headers = setHeader(c.Headers, key, value)
 	}
 	return nil
+}
+
+// headerPair is one KEY=VALUE item of flag: split at the first "=" and
+// stripped, as main_async splits --header, and checked as HTTP requires
+// (a usage error naming flag); ok is false when item has no "=".
+func headerPair(flag, item string) (key, value string, ok bool, err error) {
+	key, value, ok = strings.Cut(item, "=")
+	if !ok {
+		return "", "", false, nil
+	}
+	key, value = pyStrip(key), pyStrip(value)
+	if err := httpwire.ValidateHeader(key, value); err != nil {
+		return "", "", true, &py.UsageError{Msg: "argument " + flag + ": " + err.Error()}
+	}
+	return key, value, true, nil
+}
+
+// setHeader sets key to value in hs: a key already there keeps its
+// position and takes the new value, a new key goes last.
+func setHeader(hs []plan.Header, key, value string) []plan.Header {
+	for i := range hs {
+		if hs[i].Key == key {
+			hs[i].Value = value
+			return hs
+		}
+	}
+	return append(hs, plan.Header{Key: key, Value: value})
 }
 
 // pyStrip is Python's str.strip() with no argument.

@@ -13,9 +13,10 @@ import (
 // report; none changes Python's console block or result JSON
 // (plan.Reporting).
 type ReportFlags struct {
-	ServerMetrics         string  `long:"server-metrics" nargs:"?" optional-value:"<base-url>/metrics" value-name:"URL" description:"Scrape the server's Prometheus metrics during the run (URL default: <base-url>/metrics) into the sidecar, a server-vs-client table and the report."`
-	ServerMetricsInterval float64 `long:"server-metrics-interval" default:"1" description:"Seconds between two --server-metrics scrapes."`
-	Report                string  `long:"report" value-name:"FILE.html" description:"Write a self-contained HTML report of the run (distributions, throughput over time, timeline, server metrics)."`
+	ServerMetrics         string   `long:"server-metrics" nargs:"?" optional-value:"<base-url>/metrics" value-name:"URL" description:"Scrape the server's Prometheus metrics during the run (URL default: <base-url>/metrics) into the sidecar, a server-vs-client table and the report."`
+	ServerMetricsInterval float64  `long:"server-metrics-interval" default:"1" description:"Seconds between two --server-metrics scrapes."`
+	ServerMetricsHeader   []string `long:"server-metrics-header" nargs:"*" value-name:"KEY=VALUE" description:"HTTP headers for the --server-metrics scrapes only. --header, $OPENAI_API_KEY and --base-url's user:password go to the base URL's scheme, host and port alone; a --server-metrics URL elsewhere gets these headers and its own user:password@ instead."`
+	Report                string   `long:"report" value-name:"FILE.html" description:"Write a self-contained HTML report of the run (distributions, throughput over time, timeline, server metrics)."`
 }
 
 // validateReportFlags checks the report options as argparse would check
@@ -29,8 +30,49 @@ func (c *draft) validateReportFlags() error {
 		!strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --server-metrics: invalid URL %q: want an http:// or https:// URL, or no value for <base-url>/metrics", u)}
 	}
+	if err := c.buildScrapeTarget(); err != nil {
+		return err
+	}
 	if r := c.Report; r != "" && !strings.HasSuffix(strings.ToLower(r), ".html") && !strings.HasSuffix(strings.ToLower(r), ".htm") {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --report: %q: want a file name ending in .html", r)}
+	}
+	return nil
+}
+
+// buildScrapeTarget fills the plan's scrape fields from --server-metrics
+// and --server-metrics-header: the URL without its credentials, their
+// Basic Authorization, and the headers. Credentials given with the run's
+// other options stay with the base URL's origin (bench/endpoint sees to
+// it); these are what the scrape may carry wherever it goes.
+func (c *draft) buildScrapeTarget() error {
+	if c.ServerMetrics == "" {
+		if len(c.ServerMetricsHeader) > 0 {
+			return py.UsageErrorf("argument --server-metrics-header: it needs --server-metrics, the scrape it sends headers to")
+		}
+		return nil
+	}
+	url, auth, err := splitURLCredentials("--server-metrics", c.ServerMetricsTarget())
+	if err != nil {
+		return &py.UsageError{Msg: err.Error()}
+	}
+	if c.ServerMetrics == plan.DefaultServerMetricsURL {
+		// <base-url>/metrics: --base-url's credentials are already gone
+		// from BaseURL, and the base origin's own go with the scrape.
+		auth = ""
+	}
+	c.ScrapeURL, c.ScrapeAuthorization = url, auth
+	for _, item := range c.ServerMetricsHeader {
+		key, value, ok, err := headerPair("--server-metrics-header", item)
+		if !ok {
+			return py.UsageErrorf("argument --server-metrics-header: a header has no '='; write KEY=VALUE")
+		}
+		if err != nil {
+			return err
+		}
+		if auth != "" && strings.EqualFold(key, "Authorization") {
+			return py.UsageErrorf("argument --server-metrics-header: %s=... beside the user:password@ of --server-metrics' URL; keep one of the two", key)
+		}
+		c.ScrapeHeaders = setHeader(c.ScrapeHeaders, key, value)
 	}
 	return nil
 }

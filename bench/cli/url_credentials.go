@@ -10,16 +10,18 @@ import (
 // Credentials in --base-url (http://user:password@host:port) are what
 // aiohttp turns into HTTP Basic authentication on every request of the
 // session: benchmark requests as well as /v1/models, /tokenize, /metrics
-// and profiling. stampede does the same, and keeps them out of everything
-// it prints or saves: the base URL the run carries has the userinfo
-// removed, and only the Authorization value remembers it.
+// and profiling. stampede does the same for the base URL's origin alone
+// (bench/endpoint), and keeps them out of everything it prints or saves:
+// the base URL the run carries has the userinfo removed, and only the
+// Authorization value remembers it. A --server-metrics URL's own
+// credentials are split off the same way, for its scrape.
 
-// splitURLCredentials removes the userinfo from raw ("scheme://userinfo@
-// host...") and returns what remains and the userinfo's Basic
+// splitURLCredentials removes the userinfo from raw, the value of flag
+// ("scheme://userinfo@host..."), and returns what remains and the userinfo's Basic
 // Authorization value ("" when raw has none). Like yarl, the user name and
 // password are percent-decoded, and like aiohttp's BasicAuth they are sent
 // Latin-1 encoded. Errors never quote the password.
-func splitURLCredentials(raw string) (stripped, authorization string, err error) {
+func splitURLCredentials(flag, raw string) (stripped, authorization string, err error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw, "", nil
@@ -36,18 +38,18 @@ func splitURLCredentials(raw string) (stripped, authorization string, err error)
 	stripped = scheme + "://" + rest[at+1:]
 	user, password, _ := strings.Cut(userinfo, ":")
 	if user, err = url.PathUnescape(user); err != nil {
-		return stripped, "", fmt.Errorf("argument --base-url: the user name before '@' has a bad %%-escape (%v); write a literal %% as %%25", err)
+		return stripped, "", fmt.Errorf("argument %s: the user name before '@' has a bad %%-escape (%v); write a literal %% as %%25", flag, err)
 	}
 	if password, err = url.PathUnescape(password); err != nil {
-		return stripped, "", fmt.Errorf("argument --base-url: the password before '@' has a bad %%-escape; write a literal %% as %%25")
+		return stripped, "", fmt.Errorf("argument %s: the password before '@' has a bad %%-escape; write a literal %% as %%25", flag)
 	}
 	if strings.Contains(user, ":") {
-		return stripped, "", fmt.Errorf("argument --base-url: the user name must not contain ':' (HTTP Basic authentication separates it from the password with ':')")
+		return stripped, "", fmt.Errorf("argument %s: the user name must not contain ':' (HTTP Basic authentication separates it from the password with ':')", flag)
 	}
 	latin1, ok := toLatin1(user + ":" + password)
 	if !ok {
-		return stripped, "", fmt.Errorf("argument --base-url: the user name or password has a character outside Latin-1, " +
-			"which HTTP Basic authentication (as aiohttp sends it) cannot carry")
+		return stripped, "", fmt.Errorf("argument %s: the user name or password has a character outside Latin-1, "+
+			"which HTTP Basic authentication (as aiohttp sends it) cannot carry", flag)
 	}
 	return stripped, "Basic " + base64.StdEncoding.EncodeToString(latin1), nil
 }

@@ -23,7 +23,7 @@ func TestSplitURLCredentials(t *testing.T) {
 		{raw: "http://a%3Ab:x@h", stripped: "http://h", err: "must not contain ':'"},
 	}
 	for _, tt := range tests {
-		stripped, auth, err := splitURLCredentials(tt.raw)
+		stripped, auth, err := splitURLCredentials("--base-url", tt.raw)
 		if stripped != tt.stripped || auth != tt.auth {
 			t.Errorf("%q: stripped %q auth %q, want %q %q", tt.raw, stripped, auth, tt.stripped, tt.auth)
 		}

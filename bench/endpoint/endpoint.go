@@ -2,7 +2,8 @@
 // the run and the commands that build their own requests
 // (bench/multiturn): the target of --base-url/--endpoint (dial address,
 // Host, path, TLS), the control HTTP client (the URL's Basic
-// authentication, --header), model discovery (/v1/models), the tokenizer
+// authentication and --header, kept to the base URL's origin: origin.go),
+// model discovery (/v1/models), the tokenizer
 // as the model has it (with the server's /tokenize standing in), the HTTP
 // framing of a request body, the engine's settings, profiling, and how a
 // run stops (the hard stop).
@@ -45,11 +46,9 @@ func New(cfg *plan.Plan) (*Server, error) {
 	if t.TLS != nil {
 		transport.TLSClientConfig = t.TLS
 	}
-	var rt http.RoundTripper = transport
-	if cfg.URLAuthorization != "" {
-		rt = basicAuthTransport{base: transport, authorization: cfg.URLAuthorization}
-	}
-	return &Server{cfg: cfg, target: t, control: &http.Client{Transport: rt, Timeout: 5 * time.Minute}}, nil
+	rt := originTransport{base: transport, origin: originOfURL(cfg.BaseURL), authorization: cfg.URLAuthorization}
+	control := &http.Client{Transport: rt, Timeout: 5 * time.Minute, CheckRedirect: keepCredentialsHome(credentialKeys(cfg))}
+	return &Server{cfg: cfg, target: t, control: control}, nil
 }
 
 // Control is the client for control requests to the server.
@@ -73,7 +72,7 @@ func (s *Server) DiscoverModel(ctx context.Context, stdout io.Writer) (Model, er
 	}
 	fmt.Fprintln(stdout, "Model not specified, fetching first model from server...")
 	modelsURL := c.BaseURL + "/v1/models"
-	name, root, err := fetchFirstModel(ctx, s.control, modelsURL, c.Headers)
+	name, root, err := fetchFirstModel(ctx, s.control, modelsURL, s.HeadersFor(modelsURL))
 	if err != nil {
 		var empty errNoModels
 		if errors.As(err, &empty) {
@@ -172,7 +171,7 @@ func cancelGrace(sec float64) time.Duration {
 // run, said on stdout as Python does; failures are silent.
 func (s *Server) StartProfile(ctx context.Context, stdout io.Writer) {
 	fmt.Fprintln(stdout, "Starting profiler...")
-	if postProfile(ctx, s.control, s.cfg.BaseURL+"/start_profile", s.cfg.Headers) {
+	if u := s.cfg.BaseURL + "/start_profile"; postProfile(ctx, s.control, u, s.HeadersFor(u)) {
 		fmt.Fprintln(stdout, "Profiler started")
 	}
 }
@@ -180,7 +179,7 @@ func (s *Server) StartProfile(ctx context.Context, stdout io.Writer) {
 // StopProfile is --profile's POST /stop_profile after the result block.
 func (s *Server) StopProfile(ctx context.Context, stdout io.Writer) {
 	fmt.Fprintln(stdout, "Stopping profiler...")
-	if postProfile(ctx, s.control, s.cfg.BaseURL+"/stop_profile", s.cfg.Headers) {
+	if u := s.cfg.BaseURL + "/stop_profile"; postProfile(ctx, s.control, u, s.HeadersFor(u)) {
 		fmt.Fprintln(stdout, "Profiler stopped")
 	}
 }

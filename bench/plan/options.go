@@ -112,9 +112,10 @@ type Client struct {
 // Reporting are stampede's options for the server's metrics and the HTML
 // report.
 type Reporting struct {
-	ServerMetrics         string  // --server-metrics; DefaultServerMetricsURL when given without a URL
-	ServerMetricsInterval float64 // --server-metrics-interval
-	Report                string  // --report
+	ServerMetrics         string   // --server-metrics; DefaultServerMetricsURL when given without a URL
+	ServerMetricsInterval float64  // --server-metrics-interval
+	ServerMetricsHeader   []string // --server-metrics-header, as given
+	Report                string   // --report
 }
 
 // Cluster are the options that run one benchmark from several hosts: every

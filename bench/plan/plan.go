@@ -46,6 +46,16 @@ type Plan struct {
 	// APIKey is $OPENAI_API_KEY, sent as a Bearer token on benchmark
 	// requests when non-empty.
 	APIKey string
+	// ScrapeURL is where --server-metrics scrapes (<base-url>/metrics when
+	// the option has no URL) with any user:password@ removed, so that no
+	// output shows it; "" without --server-metrics. ScrapeAuthorization is
+	// the Basic Authorization value of those credentials ("" without), and
+	// ScrapeHeaders the --server-metrics-header pairs in order (a repeated
+	// key keeps its last value). These go to the scrape alone: Headers,
+	// APIKey and URLAuthorization are for the base URL's origin only.
+	ScrapeURL           string
+	ScrapeAuthorization string
+	ScrapeHeaders       []Header
 	// SaveToPyTorchFormat is $SAVE_TO_PYTORCH_BENCHMARK_FORMAT non-empty.
 	SaveToPyTorchFormat bool
 
@@ -188,8 +198,13 @@ func (p *Plan) AgentConcurrency() int {
 	return share
 }
 
-// ServerMetricsURL is where --server-metrics scrapes; "" when off.
-func (p *Plan) ServerMetricsURL() string {
+// ServerMetricsURL is where --server-metrics scrapes, without
+// credentials; "" when off.
+func (p *Plan) ServerMetricsURL() string { return p.ScrapeURL }
+
+// ServerMetricsTarget is --server-metrics' URL as the option has it:
+// <base-url>/metrics for the option without a URL; "" when off.
+func (p *Plan) ServerMetricsTarget() string {
 	if p.ServerMetrics == DefaultServerMetricsURL {
 		return strings.TrimSuffix(p.BaseURL, "/") + "/metrics"
 	}

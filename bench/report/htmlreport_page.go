@@ -225,10 +225,10 @@ func runHeading(r *ReportRun, many bool) string {
 // serverVsClientView compares the server's histograms with the client's
 // samples, from the sidecar's server_metrics.
 type serverVsClientView struct {
-	Heading, URL, LastError string
-	Scrapes                 int
-	Rows                    []serverVsClientLine
-	Window, Interval        string
+	Heading, URL, LastError, Server string
+	Scrapes, Recognised             int
+	Rows                            []serverVsClientLine
+	Window, Interval                string
 }
 
 // serverVsClientLine is one percentile: the client's exact value beside
@@ -246,6 +246,7 @@ func newServerVsClientView(r *ReportRun, many bool) *serverVsClientView {
 		return nil
 	}
 	v := &serverVsClientView{Heading: runHeading(r, many), URL: s.URL, LastError: s.LastError, Scrapes: s.Scrapes,
+		Server: s.Server, Recognised: len(s.Recognised),
 		Interval: strconv.FormatFloat(s.IntervalSec, 'g', -1, 64)}
 	for _, row := range s.VsClient {
 		bucket, where, verdict := bucketVerdict(row.ClientMs, row.BucketLoMs, row.BucketHiMs)
@@ -577,86 +578,6 @@ func newOverTimeView(r *ReportRun, q *reportRequests, idx int, many bool) *overT
 		}
 	}
 	return v
-}
-
-// serverCharts draws the scraped series, one chart per metric, one line
-// per label set: gauges as read, counters as rates between scrapes,
-// histograms as their mean per interval.
-func serverCharts(s *ServerMetrics) []*svgChart {
-	byName := map[string]*svgChart{}
-	var names []string
-	chart := func(name, title, ylabel string) *svgChart {
-		if g, ok := serverChartGroups[name]; ok {
-			name, title = g, g
-		}
-		c := byName[name]
-		if c == nil {
-			c = &svgChart{Title: title, YLabel: ylabel}
-			byName[name] = c
-			names = append(names, name)
-		}
-		return c
-	}
-	line := func(c *svgChart, name string, labels map[string]string, xs, ys []float64) {
-		label := shortMetric(name)
-		if l := labelText(labels, -1); l != "" {
-			label += " " + l
-		}
-		c.Lines = append(c.Lines, svgLine{Name: label, Color: chartColor(len(c.Lines)), X: xs, Y: ys})
-	}
-	for _, ser := range s.Series {
-		if ser.Type == "counter" {
-			xs, ys := rates(ser.T, ser.V)
-			line(chart(ser.Name, "Server: rate of "+ser.Name, "per second"), ser.Name, ser.Labels, xs, ys)
-			continue
-		}
-		line(chart(ser.Name, "Server: "+ser.Name, ""), ser.Name, ser.Labels, ser.T, ser.V)
-	}
-	for _, h := range s.Histograms {
-		var xs, ys []float64
-		for i := 1; i < len(h.T); i++ {
-			dc := h.Count[i] - h.Count[i-1]
-			if dc <= 0 {
-				continue
-			}
-			xs = append(xs, (h.T[i]+h.T[i-1])/2)
-			ys = append(ys, (h.Sum[i]-h.Sum[i-1])/dc*1000)
-		}
-		line(chart(h.Name, "Server: mean "+h.Name+" per interval", "ms"), h.Name, h.Labels, xs, ys)
-	}
-	out := make([]*svgChart, 0, len(names))
-	for _, n := range names {
-		c := byName[n]
-		if len(c.Lines) == 1 {
-			c.Lines[0].Name = ""
-		}
-		c.Note = "no change during the run"
-		out = append(out, c)
-	}
-	return out
-}
-
-// serverChartGroups draws related series on one chart.
-var serverChartGroups = map[string]string{
-	"vllm:num_requests_running":       "Server: requests running and waiting",
-	"vllm:num_requests_waiting":       "Server: requests running and waiting",
-	"sglang:num_running_reqs":         "Server: requests running and waiting",
-	"sglang:num_queue_reqs":           "Server: requests running and waiting",
-	"vllm:prompt_tokens_total":        "Server: tokens per second (prompt, generated)",
-	"vllm:generation_tokens_total":    "Server: tokens per second (prompt, generated)",
-	"sglang:prompt_tokens_total":      "Server: tokens per second (prompt, generated)",
-	"sglang:generation_tokens_total":  "Server: tokens per second (prompt, generated)",
-	"vllm:prefix_cache_queries_total": "Server: prefix cache, tokens per second (queried, hit)",
-	"vllm:prefix_cache_hits_total":    "Server: prefix cache, tokens per second (queried, hit)",
-}
-
-// shortMetric is a metric's name without its "vllm:" or "sglang:" prefix
-// and its unit suffixes.
-func shortMetric(name string) string {
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		name = name[i+1:]
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(name, "_total"), "_seconds")
 }
 
 func rates(t, v []float64) (xs, ys []float64) {

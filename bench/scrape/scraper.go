@@ -29,44 +29,16 @@ import (
 // --server-metrics-interval seconds from just before the run until just
 // after it, parses the answer with the Prometheus project's parser (text
 // format or OpenMetrics, as the Content-Type says) and keeps the series
-// vLLM and SGLang export about load, caches, tokens and latency. The
-// result goes to the sidecar under "server_metrics" (report.ServerMetrics)
-// and into the report.
-
-// serverMetricNames are the families kept, by name without a "_total"
-// suffix: vLLM's (current and older spellings), then SGLang's.
-var serverMetricNames = map[string]bool{
-	"vllm:num_requests_running": true, "vllm:num_requests_waiting": true,
-	"vllm:kv_cache_usage_perc": true, "vllm:gpu_cache_usage_perc": true,
-	"vllm:prefix_cache_queries": true, "vllm:prefix_cache_hits": true,
-	"vllm:gpu_prefix_cache_queries": true, "vllm:gpu_prefix_cache_hits": true,
-	"vllm:prompt_tokens": true, "vllm:generation_tokens": true, "vllm:num_preemptions": true,
-	"vllm:time_to_first_token_seconds": true, "vllm:inter_token_latency_seconds": true,
-	"vllm:time_per_output_token_seconds": true, "vllm:request_time_per_output_token_seconds": true,
-	"vllm:e2e_request_latency_seconds": true, "vllm:request_queue_time_seconds": true,
-
-	"sglang:num_running_reqs": true, "sglang:num_queue_reqs": true, "sglang:num_used_tokens": true,
-	"sglang:token_usage": true, "sglang:cache_hit_rate": true, "sglang:gen_throughput": true,
-	"sglang:prompt_tokens": true, "sglang:generation_tokens": true,
-	"sglang:time_to_first_token_seconds": true, "sglang:inter_token_latency_seconds": true,
-	"sglang:time_per_output_token_seconds": true, "sglang:e2e_request_latency_seconds": true,
-	"sglang:queue_time_seconds": true,
-}
-
-// The histograms the "server vs client" table reads, per client metric,
-// in order of preference.
-var (
-	serverTTFTNames = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
-	serverITLNames  = []string{"vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds",
-		"vllm:time_per_output_token_seconds", "sglang:time_per_output_token_seconds"}
-	serverE2ELNames = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"}
-)
+// vLLM, SGLang, llama.cpp and TGI export about load, caches, tokens and
+// latency (servers.go). The result goes to the sidecar under
+// "server_metrics" (report.ServerMetrics) and into the report.
 
 // promPoint is one kept sample of one scrape.
 type promPoint struct {
 	name   string
 	labels map[string]string
 	typ    string
+	panel  string
 	value  float64
 	// Histograms: cumulative buckets, ascending bounds, the last +Inf.
 	bounds []float64
@@ -78,10 +50,18 @@ type promPoint struct {
 // maxScrapeBytes bounds one /metrics answer.
 const maxScrapeBytes = 64 << 20
 
+// answer is one parsed /metrics answer: the kept series' samples, and
+// the families recognised (with their servers) and left out.
+type answer struct {
+	points     []promPoint
+	recognised []string
+	ignored    []string
+	servers    []string
+}
+
 // parseServerMetrics reads one /metrics answer with the Prometheus
-// parser chosen by its Content-Type (the text format when it names none)
-// and returns the kept series' samples.
-func parseServerMetrics(body []byte, contentType string) ([]promPoint, error) {
+// parser chosen by its Content-Type (the text format when it names none).
+func parseServerMetrics(body []byte, contentType string) (answer, error) {
 	h := http.Header{}
 	if contentType != "" {
 		h.Set("Content-Type", contentType)
@@ -91,36 +71,45 @@ func parseServerMetrics(body []byte, contentType string) ([]promPoint, error) {
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
 	}
 	dec := expfmt.NewDecoder(bytes.NewReader(body), format)
-	var out []promPoint
+	var a answer
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			// The text parser hands families out in no fixed order.
+			slices.Sort(a.recognised)
+			slices.Sort(a.ignored)
+			slices.Sort(a.servers)
+			return a, nil
 		}
 		if err != nil {
-			return out, err
+			return a, err
 		}
-		out = appendKept(out, &mf)
+		a.add(&mf)
 	}
 }
 
-func appendKept(out []promPoint, mf *dto.MetricFamily) []promPoint {
-	name := mf.GetName()
-	base := strings.TrimSuffix(name, "_total")
-	if !serverMetricNames[base] {
-		return out
+// add keeps mf's samples when a rule recognises it, by the rule's kind.
+func (a *answer) add(mf *dto.MetricFamily) {
+	rule, name := ruleFor(mf)
+	if rule == nil {
+		a.ignored = append(a.ignored, mf.GetName())
+		return
+	}
+	a.recognised = append(a.recognised, name)
+	if !slices.Contains(a.servers, rule.server) {
+		a.servers = append(a.servers, rule.server)
 	}
 	for _, m := range mf.Metric {
-		p := promPoint{name: name, labels: labelMap(m.Label)}
+		p := promPoint{name: name, labels: labelMap(m.Label), panel: rule.panel}
 		switch {
-		case mf.GetType() == dto.MetricType_COUNTER && m.Counter != nil:
-			p.typ, p.value, p.name = "counter", m.Counter.GetValue(), base+"_total"
+		case rule.kind == total && m.Counter != nil:
+			p.typ, p.value = "counter", m.Counter.GetValue()
 		case m.Gauge != nil:
 			p.typ, p.value = "gauge", m.Gauge.GetValue()
 		case m.Untyped != nil:
 			p.typ, p.value = "untyped", m.Untyped.GetValue()
-		case m.Histogram != nil:
+		case rule.kind == distribution && m.Histogram != nil:
 			h := m.Histogram
 			p.typ, p.count, p.sum = "histogram", float64(h.GetSampleCount()), h.GetSampleSum()
 			for _, b := range h.Bucket {
@@ -134,9 +123,8 @@ func appendKept(out []promPoint, mf *dto.MetricFamily) []promPoint {
 		default:
 			continue
 		}
-		out = append(out, p)
+		a.points = append(a.points, p)
 	}
-	return out
 }
 
 func labelMap(ls []*dto.LabelPair) map[string]string {
@@ -183,6 +171,8 @@ type Scraper struct {
 	scrapes  []scrape
 	failures int
 	lastErr  string
+	// found is the first parsed answer's families, the points dropped.
+	found *answer
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -194,15 +184,13 @@ func newScraper(url string, interval time.Duration, client *http.Client, headers
 		stopCh: make(chan struct{}), done: make(chan struct{})}
 }
 
-// start takes a first scrape at once and then one every interval until
-// stop.
+// start takes a scrape every interval until stop (Start took the first).
 func (s *Scraper) start(ctx context.Context) {
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(s.interval)
 		defer t.Stop()
 		for {
-			s.scrapeOnce(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -210,6 +198,7 @@ func (s *Scraper) start(ctx context.Context) {
 				return
 			case <-t.C:
 			}
+			s.scrapeOnce(ctx)
 		}
 	}()
 }
@@ -236,7 +225,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sent := time.Now()
-	points, err := s.get(ctx)
+	a, err := s.get(ctx)
 	at := sent.Add(time.Since(sent) / 2)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,13 +234,16 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 		s.lastErr = err.Error()
 		return
 	}
-	s.scrapes = append(s.scrapes, scrape{at: at, points: points})
+	if s.found == nil {
+		s.found = &answer{recognised: a.recognised, ignored: a.ignored, servers: a.servers}
+	}
+	s.scrapes = append(s.scrapes, scrape{at: at, points: a.points})
 }
 
-func (s *Scraper) get(ctx context.Context) ([]promPoint, error) {
+func (s *Scraper) get(ctx context.Context) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return nil, err
+		return answer{}, err
 	}
 	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1")
 	for _, h := range s.headers {
@@ -259,21 +251,21 @@ func (s *Scraper) get(ctx context.Context) ([]promPoint, error) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: HTTP %s", s.url, resp.Status)
+		return answer{}, fmt.Errorf("%s: HTTP %s", s.url, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxScrapeBytes))
 	if err != nil {
-		return nil, err
+		return answer{}, err
 	}
-	points, err := parseServerMetrics(body, resp.Header.Get("Content-Type"))
+	a, err := parseServerMetrics(body, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.url, err)
+		return answer{}, fmt.Errorf("%s: %w", s.url, err)
 	}
-	return points, nil
+	return a, nil
 }
 
 // result turns the scrapes into series, times counted from origin (the
@@ -283,7 +275,11 @@ func (s *Scraper) get(ctx context.Context) ([]promPoint, error) {
 func (s *Scraper) result(origin time.Time, firstS, lastS float64) *report.ServerMetrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return buildServerMetrics(s.url, s.interval, s.scrapes, s.failures, s.lastErr, origin, firstS, lastS)
+	m := buildServerMetrics(s.url, s.interval, s.scrapes, s.failures, s.lastErr, origin, firstS, lastS)
+	if f := s.found; f != nil {
+		m.Server, m.Recognised, m.Ignored = strings.Join(f.servers, "+"), f.recognised, f.ignored
+	}
+	return m
 }
 
 func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, failures int, lastErr string,
@@ -323,7 +319,7 @@ func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, fa
 			if p.typ == "histogram" {
 				h := hists[key]
 				if h == nil {
-					h = &report.ServerHistogram{Name: p.name, Labels: p.labels}
+					h = &report.ServerHistogram{Name: p.name, Labels: p.labels, Panel: p.panel}
 					for _, b := range p.bounds {
 						h.UpperBounds = append(h.UpperBounds, report.JSONFloat(b))
 					}
@@ -348,7 +344,7 @@ func buildServerMetrics(url string, interval time.Duration, scrapes []scrape, fa
 			}
 			ser := series[key]
 			if ser == nil {
-				ser = &report.ServerSeries{Name: p.name, Labels: p.labels, Type: p.typ}
+				ser = &report.ServerSeries{Name: p.name, Labels: p.labels, Type: p.typ, Panel: p.panel}
 				series[key] = ser
 				order = append(order, key)
 			}
@@ -463,16 +459,7 @@ type clientPercentiles struct {
 func compareWithClient(m *report.ServerMetrics, client []clientPercentiles) {
 	m.VsClient = nil
 	for _, c := range client {
-		var names []string
-		switch c.metric {
-		case "ttft":
-			names = serverTTFTNames
-		case "itl":
-			names = serverITLNames
-		case "e2el":
-			names = serverE2ELNames
-		}
-		name, bounds, cum := mergedDelta(m, names)
+		name, bounds, cum := mergedDelta(m, vsClientNames(c.metric))
 		if name == "" || cum[len(cum)-1] <= 0 {
 			continue
 		}

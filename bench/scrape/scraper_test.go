@@ -42,12 +42,12 @@ sglang:generation_tokens_total{model_name="m"} 42
 `
 
 func TestParseServerMetricsText(t *testing.T) {
-	points, err := parseServerMetrics([]byte(vllmExposition), "text/plain; version=0.0.4; charset=utf-8")
+	a, err := parseServerMetrics([]byte(vllmExposition), "text/plain; version=0.0.4; charset=utf-8")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]promPoint{}
-	for _, p := range points {
+	for _, p := range a.points {
 		got[p.name] = p
 	}
 	if _, ok := got["vllm:unrelated_total"]; ok {
@@ -66,12 +66,12 @@ func TestParseServerMetricsText(t *testing.T) {
 }
 
 func TestParseServerMetricsOpenMetrics(t *testing.T) {
-	points, err := parseServerMetrics([]byte(sglangOpenMetrics), "application/openmetrics-text; version=1.0.0; charset=utf-8")
+	a, err := parseServerMetrics([]byte(sglangOpenMetrics), "application/openmetrics-text; version=1.0.0; charset=utf-8")
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]float64{}
-	for _, p := range points {
+	for _, p := range a.points {
 		names[p.name] = p.value
 	}
 	if names["sglang:num_running_reqs"] != 7 || names["sglang:generation_tokens_total"] != 42 {
@@ -88,10 +88,16 @@ func TestParseServerMetricsRejectsGarbage(t *testing.T) {
 func FuzzParseServerMetrics(f *testing.F) {
 	f.Add([]byte(vllmExposition), "text/plain; version=0.0.4")
 	f.Add([]byte(sglangOpenMetrics), "application/openmetrics-text; version=1.0.0")
+	f.Add([]byte(llamacppExposition), "text/plain; version=0.0.4")
+	f.Add([]byte(tgiExposition), "")
+	f.Add([]byte(sglangExposition), "text/plain")
 	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"0.5\"} 5\n"), "")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
-		points, _ := parseServerMetrics(body, contentType)
-		for _, p := range points {
+		a, _ := parseServerMetrics(body, contentType)
+		if len(a.recognised)+len(a.ignored) > 0 && len(a.points) > 0 && a.points[0].panel == "" {
+			t.Fatalf("a kept point without a panel: %+v", a.points[0])
+		}
+		for _, p := range a.points {
 			if p.typ == "histogram" && (len(p.bounds) != len(p.cum) || !math.IsInf(p.bounds[len(p.bounds)-1], 1)) {
 				t.Fatalf("histogram without a closing +Inf bucket: %+v", p)
 			}
