@@ -35,7 +35,9 @@ func (o *OddCount) add(index int, tokens int64, maxTokens int) {
 }
 
 // Odd is how many requests carried an odd count, of any kind.
-func (u *UsageCheck) Odd() int { return u.Negative.Requests + u.ZeroWithText.Requests + u.OverMax.Requests }
+func (u *UsageCheck) Odd() int {
+	return u.Negative.Requests + u.ZeroWithText.Requests + u.OverMax.Requests
+}
 
 // Disagree reports whether the server's total and the counted one differ
 // by more than 1 % of the counted.
