@@ -72,6 +72,10 @@ func TestCheckUsage(t *testing.T) {
 	if !u.Disagree() || u.OverMax.Requests != 0 {
 		t.Errorf("6176 vs 6484 must disagree (%+v)", u)
 	}
+	// Without a max_tokens, 2^53+1 is still named.
+	if u = CheckUsage([]RequestResult{ok(1, 1<<53+1, UsageChunk), ok(1, 1<<24, UsageChunk)}, []int{0, 0}, nil); u.OverMax.Requests != 1 || u.OverMax.Tokens != 1<<53+1 {
+		t.Errorf("2^53+1 without max_tokens: %+v", u.OverMax)
+	}
 	if u = CheckUsage([]RequestResult{ok(100, 1000, UsageChunk)}, []int{1010}, nil); u.Disagree() {
 		t.Errorf("1%% exactly is agreement")
 	}

@@ -18,6 +18,11 @@ type UsageCheck struct {
 	Negative, ZeroWithText, OverMax OddCount
 }
 
+// maxPlausibleTokens bounds the count of a request that sets no
+// max_tokens: no model's context holds 2^24 tokens, so a larger count
+// (2^31, 2^53+1) is a server's bug, not an answer.
+const maxPlausibleTokens = 1 << 24
+
 // OddCount is how many requests carried one kind of odd count, and the
 // first of them.
 type OddCount struct {
@@ -48,7 +53,8 @@ func (u *UsageCheck) Disagree() bool {
 
 // CheckUsage compares the server's counts of the successful results with
 // outputLens (Summary.OutputLens, Python's count per request). maxTokens
-// is request i's max_tokens, 0 when it sets none.
+// is request i's max_tokens, 0 when it sets none (a count over 2^24 is
+// then the odd one).
 func CheckUsage(results []RequestResult, outputLens []int, maxTokens func(i int) int) UsageCheck {
 	var u UsageCheck
 	for i := range results {
@@ -75,7 +81,7 @@ func CheckUsage(results []RequestResult, outputLens []int, maxTokens func(i int)
 			// A success had a token event: the server streamed an answer
 			// it counts as nothing.
 			u.ZeroWithText.add(r.Index, n, limit)
-		case limit > 0 && n > int64(limit):
+		case limit > 0 && n > int64(limit), limit == 0 && n > maxPlausibleTokens:
 			u.OverMax.add(r.Index, n, limit)
 		}
 	}

@@ -173,7 +173,11 @@ func WriteUsageNotes(w io.Writer, u *SidecarUsage) {
 			parts = append(parts, fmt.Sprintf("%d negative (request %d: %d)", o.Requests, o.ExampleIndex, o.Tokens))
 		case "zero_with_tokens":
 			parts = append(parts, fmt.Sprintf("%d of 0 for an answer that streamed tokens (request %d)", o.Requests, o.ExampleIndex))
-		default:
+		case "over_max_tokens":
+			if o.MaxTokens == 0 {
+				parts = append(parts, fmt.Sprintf("%d beyond any context (request %d: %d)", o.Requests, o.ExampleIndex, o.Tokens))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("%d over max_tokens (request %d: %d > %d)", o.Requests, o.ExampleIndex, o.Tokens, o.MaxTokens))
 		}
 	}
