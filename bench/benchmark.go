@@ -37,7 +37,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 		return nil, err
 	}
 	o := &outcome.Outcome{Summary: summary, Data: &m.res.Data, Params: m.params, Options: opts, Cancelled: m.res.Cancelled}
-	sidecar, err := r.writeBlocks(o, m)
+	sidecar, err := r.writeBlocks(o, m, ds)
 	if err != nil {
 		return o, err
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/bench/scrape"
+	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -12,7 +13,7 @@ import (
 // stampede's behind their flags, and assembles the sidecar (the extras
 // saved beside the result) from the same figures: the one place it is
 // built. It sets the outcome's steady state.
-func (r *run) writeBlocks(o *outcome.Outcome, m *measurement) (*report.Sidecar, error) {
+func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*report.Sidecar, error) {
 	c := r.cfg
 	res := m.res
 	if err := pyout.WriteWarnings(r.stderr, o.Summary); err != nil {
@@ -48,5 +49,26 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement) (*report.Sidecar, 
 	report.WriteServerVsClient(r.stdout, m.serverMetrics)
 	report.WriteHealth(r.stderr, res)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
+	r.serverSaid(sidecar, o, ds)
 	return sidecar, nil
+}
+
+// serverSaid groups the failed requests and checks the server's token
+// counts, for the sidecar and for stderr after the block.
+func (r *run) serverSaid(sidecar *report.Sidecar, o *outcome.Outcome, ds *dataset) {
+	results := o.Data.Results
+	request := func(i int) *datasets.Request {
+		if i < 0 || i >= len(ds.requests) {
+			return &datasets.Request{}
+		}
+		return &ds.requests[i]
+	}
+	sidecar.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), r.cfg.APIURL,
+		func(i int) string { return request(i).RequestID })
+	if !o.Summary.Pooling {
+		sidecar.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, o.Summary.OutputLens,
+			func(i int) int { return request(i).ExpectedOutputLen }))
+	}
+	report.WriteErrors(r.stderr, sidecar.Errors)
+	report.WriteUsageNotes(r.stderr, sidecar.Usage)
 }

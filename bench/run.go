@@ -34,9 +34,25 @@ import (
 // Cancelling ctx (Ctrl-C) during the main run stops sending; what was
 // measured is still printed and saved, and Run returns nil. Cancelling it
 // before the main run returns ctx's error.
+//
+// With --fail-on-error, a run in which any benchmark request failed
+// returns a *RequestsFailed once everything is printed and saved.
 func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
-	_, err := RunOnce(ctx, cfg, stdout, stderr)
+	o, err := RunOnce(ctx, cfg, stdout, stderr)
+	if err == nil && cfg.FailOnError && o != nil && o.Summary.Failed > 0 {
+		return &RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
+	}
 	return err
+}
+
+// RequestsFailed is Run's error under --fail-on-error when benchmark
+// requests failed; the command exits with its own status for it.
+type RequestsFailed struct {
+	Failed, Requests int
+}
+
+func (e *RequestsFailed) Error() string {
+	return fmt.Sprintf("%d of %d requests failed (--fail-on-error)", e.Failed, e.Requests)
 }
 
 // RunOnce is Run returning what the run measured: the one run behind

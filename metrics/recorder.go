@@ -98,6 +98,12 @@ type Stream struct {
 	outputTokens int
 	serverPrompt int // usage.prompt_tokens, -1 until seen
 	running      runningCounter
+	served       servedCount // the server's own count, wherever it was (answer.go)
+
+	// What the server answered a failed request: the status (0 before a
+	// head) and the message of its error body (answer.go).
+	status     int
+	errMessage []byte
 
 	// The breakdown's instants (run time, 0 until known; see Breakdown):
 	// the new connection established (0 on a reused one), the request's
@@ -133,6 +139,8 @@ func (r *Recorder) Begin(s *Stream, index, promptLen int, arrivalNs, startNs int
 	s.outputTokens = 0
 	s.serverPrompt = -1
 	s.running.begin(r.opts.RunningUsage)
+	s.served = servedCount{}
+	s.status, s.errMessage = 0, s.errMessage[:0]
 	s.connectedNs, s.handshakeNs, s.sentNs, s.firstByteNs = 0, 0, 0, 0
 	s.reasoning.begin()
 }
@@ -245,6 +253,9 @@ func (r *Recorder) EndPooling(s *Stream, endNs int64, numInputSequences int) {
 func (r *Recorder) Fail(s *Stream, errText string) {
 	res := r.result(s)
 	res.Error = errText
+	if len(s.errMessage) > 0 {
+		res.ServerMessage = string(s.errMessage)
+	}
 	r.finish(res)
 	r.failed.Add(1)
 }
@@ -271,6 +282,9 @@ func (r *Recorder) result(s *Stream) RequestResult {
 		QueueNs:           s.startNs - s.arrivalNs,
 		NumInputSequences: 1,
 		Reasoning:         s.reasoning.result(s.startNs),
+		HTTPStatus:        s.status,
+		ServerTokens:      s.served.tokens,
+		ServerUsage:       s.served.where,
 	}
 	if s.serverPrompt >= 0 {
 		res.PromptLen = s.serverPrompt

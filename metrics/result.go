@@ -53,6 +53,20 @@ type RequestResult struct {
 	// Reasoning is when the answer began after any reasoning, and the
 	// request's tool calls (stampede's own; reasoning.go).
 	Reasoning Reasoning
+
+	// What the server said, beyond what Python keeps (answer.go).
+	//
+	// HTTPStatus is the answer's status code, 0 when no head arrived.
+	// ServerMessage is a failed request's error body as the server worded
+	// it (the message of a JSON error, else the body's first bytes,
+	// escaped); "" when the answer had none. Error stays Python's text.
+	HTTPStatus    int
+	ServerMessage string
+	// ServerTokens is the last usage.completion_tokens the server sent,
+	// wherever it sent it; ServerUsage says where that was. OutputTokens
+	// is what Python reads: only a usage chunk without choices.
+	ServerTokens int64
+	ServerUsage  UsageSource
 }
 
 // Breakdown is where one request's TTFT went, in phases that add up to it

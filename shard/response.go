@@ -16,7 +16,8 @@ import (
 // (HTTP framing, SSE events, OpenAI chunks) and the handler of its bytes,
 // recording into the request's metrics.Stream by spec §b's rules — token
 // events give TTFT and latency, usage counts, a non-200 status fails on its
-// reason phrase without reading the body. The shard loops, the TLS
+// reason phrase, as Python's error, with the message of the body bytes
+// that came with the head kept beside it. The shard loops, the TLS
 // transport and the probe loop in bench all read responses through it.
 // Parsing a read calls straight back into it without any allocation; only
 // the goroutine that owns it may touch it.
@@ -48,6 +49,13 @@ type Response struct {
 	sse  sse.Parser
 
 	reason []byte
+	// What a failed answer said: the first MaxErrorBody bytes of a
+	// non-200 body, a redirect's Location, a 200's Content-Encoding, and
+	// the message made of them.
+	errBody  []byte
+	location []byte
+	encoding []byte
+	message  []byte
 
 	// A pooling answer's body and "metadata" header, and the request's
 	// own facts it needs (SetPoolingUsage).
@@ -93,6 +101,13 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 		r.reason = append(r.reason[:0], h.Reason...)
 	}
 	r.keepAlive = h.KeepAlive
+	r.stream.Answered(h.StatusCode, nil)
+	if h.StatusCode >= 300 && h.StatusCode < 400 {
+		r.location = append(r.location[:0], h.Header("location")...)
+	}
+	if ce := h.Header("content-encoding"); h.StatusCode == 200 && len(ce) > 0 && !equalFoldASCII(ce, "identity") {
+		r.encoding = append(r.encoding[:0], ce...)
+	}
 	if h.StatusCode == 200 && !r.streaming && r.pooling == sse.UsageInMetadata {
 		v := h.Header("metadata")
 		r.pooled.Metadata, r.pooled.HasMetadata = append(r.pooled.Metadata[:0], v...), v != nil
@@ -101,10 +116,16 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 
 // OnBody implements httpwire.Handler: body bytes go to the SSE parser for
 // streams, into the body buffer for pooling responses with a JSON body,
-// and nowhere for a binary pooling body or a non-200 response (which
-// fails on its status alone, as in Python).
+// nowhere for a binary pooling body, and for a non-200 response (which
+// fails on its status, as in Python) into the error body, up to
+// sse.MaxErrorBody bytes.
 func (r *Response) OnBody(b []byte, tsNs int64) {
-	if r.status != 200 || r.handlerErr != nil {
+	if r.status != 200 {
+		n := min(len(b), sse.MaxErrorBody-len(r.errBody))
+		r.errBody = append(r.errBody, b[:n]...)
+		return
+	}
+	if r.handlerErr != nil || r.encoding != nil {
 		return
 	}
 	if !r.streaming {
@@ -145,11 +166,21 @@ func (r *Response) OnEvent(ev *sse.Event) error {
 	case chunk.HasUsage:
 		r.stream.Usage(chunk.PromptTokens, chunk.CompletionTokens)
 	}
+	switch {
+	case !chunk.CompletionGiven:
+	case chunk.Token:
+		r.stream.ServedTokens(chunk.RunningCompletionTokens, true)
+	case chunk.HasUsage:
+		r.stream.ServedTokens(chunk.CompletionTokens, false)
+	}
 	recordReasoning(&r.stream, r.bodyTs, &chunk)
 	if chunk.ErrMessage != nil {
 		// Python passes over the chunk; the count tells the user why the
-		// requests it left without a token failed.
+		// requests it left without a token failed, and the message is the
+		// request's own if it fails.
 		r.stream.ServerMessage(chunk.ErrMessage)
+		r.message = appendMessage(r.message[:0], chunk.ErrMessage)
+		r.stream.Answered(r.status, r.message)
 	}
 	return nil
 }
@@ -162,6 +193,7 @@ func (r *Response) Reset() {
 	r.received = 0
 	r.status = 0
 	r.reason = r.reason[:0]
+	r.errBody, r.location, r.encoding = r.errBody[:0], r.location[:0], nil
 	r.keepAlive = false
 	r.done = false
 	r.handlerErr = nil
@@ -195,8 +227,14 @@ func (r *Response) Consume(b []byte, tsNs int64) (used int, failure string, ok, 
 		r.giveBack()
 		return used, r.FailureText(err), false, true
 	case r.status != 0 && r.status != 200:
+		// Decided on the read that carried the head, as Python fails at
+		// the status: waiting for more of the body would let a server
+		// that stalls after an error head hold the request.
 		r.giveBack()
-		return used, string(r.reason), false, true
+		return used, r.statusFailure(), false, true
+	case r.encoding != nil:
+		r.giveBack()
+		return used, r.encodingFailure(), false, true
 	case r.done:
 		r.giveBack()
 		r.keepAlive = used == n && r.http.KeepAlive()
@@ -260,7 +298,9 @@ func (r *Response) Closed(tsNs int64) (failure string, ok bool) {
 	case err != nil:
 		return r.FailureText(err), false
 	case r.status != 200:
-		return string(r.reason), false
+		return r.statusFailure(), false
+	case r.encoding != nil:
+		return r.encodingFailure(), false
 	case !r.done:
 		return r.FailureText(ErrClosedByPeer), false
 	}
@@ -295,6 +335,50 @@ func (r *Response) End(rec *metrics.Recorder, p *fastjson.Parser, seqs int) {
 	}
 	r.stream.Usage(prompt, -1)
 	rec.EndPooling(&r.stream, r.bodyTs, max(seqs, 1))
+}
+
+// statusFailure is the error text of an answer other than 200: its reason
+// phrase, Python's `errors` entry, for any status but a redirect, which
+// Python's client would have followed and stampede does not; the body's
+// message goes to the request's record beside it.
+func (r *Response) statusFailure() string {
+	r.message = r.decoder.ErrorBodyMessage(r.message[:0], r.errBody)
+	r.stream.Answered(r.status, r.message)
+	if r.status < 300 || r.status >= 400 {
+		return string(r.reason)
+	}
+	status := strconv.Itoa(r.status) + " " + string(r.reason)
+	if len(r.location) == 0 {
+		return "server answered " + status + " without a Location; stampede does not follow redirects"
+	}
+	return "server answered " + status + " to " + string(appendMessage(nil, r.location)) +
+		"; point --base-url there (stampede does not follow redirects)"
+}
+
+// encodingFailure is the error text of a 200 whose body is compressed:
+// stampede asks for none and decodes none.
+func (r *Response) encodingFailure() string {
+	return "server answered with Content-Encoding: " + string(appendMessage(nil, r.encoding)) +
+		", which stampede does not decode (it sends no Accept-Encoding); make the server send the stream uncompressed"
+}
+
+// appendMessage appends a server's text to dst as an error text holds it:
+// escaped and bounded.
+func appendMessage(dst, text []byte) []byte {
+	return sse.AppendEscaped(dst, text, sse.MaxErrorMessage)
+}
+
+// equalFoldASCII reports whether b is s, ignoring ASCII case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // progressText describes how far the answer got, for error texts.

@@ -27,6 +27,13 @@ func FuzzResponse(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\ndata: {oops\n\n",
 		"HTTP/1.0 200 OK\r\n\r\n: ping\n\ndata: {\"usage\":{\"completion_tokens\":1}}\n\n",
+		// What the server says when it fails, and the answers stampede
+		// refuses: a redirect, a compressed stream, usage in a token chunk.
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 57\r\n\r\n{\"error\":{\"message\":\"The model `m` does not exist.\"}}",
+		"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n13\r\n{\"detail\":[1,\"\\u0000\"]}\r\n0\r\n\r\n",
+		"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://x/\x1b[2J\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00",
+		"HTTP/1.1 200 OK\r\nContent-Length: 71\r\n\r\ndata: {\"choices\":[{\"text\":\"a\"}],\"usage\":{\"completion_tokens\":-9007199254740993}}\n\n",
 	}
 	for _, s := range seeds {
 		for _, streaming := range []bool{true, false} {
@@ -77,6 +84,12 @@ func FuzzResponse(f *testing.F) {
 		}
 
 		res := metrics.Merge(1, rec).Results[0]
+		if res.HTTPStatus != r.status {
+			t.Fatalf("recorded status %d, read %d", res.HTTPStatus, r.status)
+		}
+		if len(res.ServerMessage) > sse.MaxErrorMessage || strings.ContainsAny(res.ServerMessage, "\x00\x1b\r\n") {
+			t.Fatalf("server message of %d bytes, unescaped or unbounded: %q", len(res.ServerMessage), res.ServerMessage)
+		}
 		if !res.Success {
 			if res.Error == "" && (r.status == 200 || r.status == 0) {
 				t.Fatalf("failure without an error text (status %d)", r.status)

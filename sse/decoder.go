@@ -49,6 +49,10 @@ type Chunk struct {
 	HasUsage bool   // a truthy "usage" object outside a token event
 	// From usage; -1 when the field is absent, null or not a number.
 	PromptTokens, CompletionTokens int64
+	// CompletionGiven: the chunk's usage object (a usage chunk's, or one
+	// inside a token event) had a numeric completion_tokens, so that a
+	// count the server gave as -1 is told from an absent one.
+	CompletionGiven bool
 	// RunningCompletionTokens is usage.completion_tokens inside a token
 	// event: the running count a server sends in every chunk when asked
 	// for stream_options.continuous_usage_stats (running.go). -1 when the
@@ -156,6 +160,7 @@ func (d *Decoder) decode(data, name []byte, out *Chunk) error {
 		}
 		out.Token = true
 		out.RunningCompletionTokens = d.runningCompletion()
+		out.CompletionGiven = f.usage.t == jsonObject && f.completion.t == jsonNumber
 		return nil
 	}
 	if d.truthy(&f.usage) {
@@ -167,6 +172,7 @@ func (d *Decoder) decode(data, name []byte, out *Chunk) error {
 			out.PromptTokens = d.count(&f.prompt)
 		}
 		out.CompletionTokens = d.count(&f.completion)
+		out.CompletionGiven = f.completion.t == jsonNumber
 		out.ReasoningTokens = d.count(&f.extra.reasoningTokens)
 	}
 	out.ErrMessage = d.errorMessage()

@@ -77,6 +77,7 @@ func (d *Decoder) decodeResponses(name []byte, out *Chunk) error {
 		out.HasUsage = true
 		out.PromptTokens = d.count(&d.f.prompt)
 		out.CompletionTokens = d.count(&d.f.completion)
+		out.CompletionGiven = d.f.completion.t == jsonNumber
 		out.ReasoningTokens = d.count(&x.reasoningTokens)
 	case "response.failed", "error":
 		out.ErrMessage = d.responsesError(string(typ))

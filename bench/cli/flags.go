@@ -145,6 +145,7 @@ type ClientFlags struct {
 	Breakdown          bool         `long:"breakdown" description:"After the result block, print where TTFT went: queue wait, connect, send delay, server time to first byte, first token (always saved in the .stampede.json sidecar)."`
 	ReasoningMetrics   bool         `long:"reasoning-metrics" description:"After the result block, print reasoning and tool-call metrics: time to the first answer token after reasoning, reasoning tokens, time to the first tool call (always saved in the .stampede.json sidecar)."`
 	PerTokenITL        bool         `long:"per-token-itl" description:"Ask for the running usage in every chunk (the stream option continuous_usage_stats) and, after the result block, print ITL per token beside ITL per chunk and how many tokens each chunk carried (also saved in the .stampede.json sidecar); for servers that send several tokens per chunk (speculative decoding)."`
+	FailOnError        bool         `long:"fail-on-error" description:"Exit with status 3 when any benchmark request failed, after the block, the result files and the report are written (Python exits 0)."`
 }
 
 // plan converts the option values to a plan's option groups; the derived

@@ -107,6 +107,7 @@ type Client struct {
 	Breakdown          bool    // --breakdown
 	ReasoningMetrics   bool    // --reasoning-metrics
 	PerTokenITL        bool    // --per-token-itl
+	FailOnError        bool    // --fail-on-error
 }
 
 // Reporting are stampede's options for the server's metrics and the HTML

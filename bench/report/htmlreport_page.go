@@ -78,8 +78,11 @@ type reportPage struct {
 	Sweeps    []*sweepView
 	// NoRuns is a page of sweeps whose results were not found: it has
 	// none of the sections below.
-	NoRuns         bool
-	Summary        *summaryView
+	NoRuns  bool
+	Summary *summaryView
+	// Errors are each run's failed requests, grouped; none when no
+	// request failed.
+	Errors         []*errorsView
 	ServerVsClient []*serverVsClientView
 	OverTime       []*overTimeView
 	// Distributions are the CDF and histogram of each latency; nil when
@@ -120,6 +123,11 @@ func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
 		reqs[i] = r.requests()
 	}
 	page.Summary = newSummaryView(runs)
+	for _, r := range runs {
+		if v := newErrorsView(r, many); v != nil {
+			page.Errors = append(page.Errors, v)
+		}
+	}
 	for _, r := range runs {
 		if v := newServerVsClientView(r, many); v != nil {
 			page.ServerVsClient = append(page.ServerVsClient, v)
@@ -364,7 +372,8 @@ func distributionCharts(runs []*ReportRun, reqs []*reportRequests) []*chartView 
 			hx, hy, w := histogram(v, lo, hi, 40)
 			hist.Lines = append(hist.Lines, svgLine{Name: shortName(runs[i].Name), Color: chartColor(i), X: hx, Y: hy, Bars: len(runs) == 1, Step: len(runs) > 1, BarW: w})
 		}
-		if len(runs) == 1 {
+		if len(runs) == 1 && len(cdf.Lines) == 1 {
+			// A run in which every request failed has no values: no line.
 			cdf.Lines[0].Name, hist.Lines[0].Name = "", ""
 		}
 		cdf.X0, cdf.X1 = lo, lo+(maxAll-lo)*1.02

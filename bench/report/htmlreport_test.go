@@ -57,6 +57,8 @@ func TestReportEscapesServerText(t *testing.T) {
 	sidecar, _ := json.Marshal(map[string]any{
 		"health":         map[string]any{hostile: hostile},
 		"server_metrics": map[string]any{"url": hostile, "scrapes": 0, "last_error": hostile},
+		"errors": map[string]any{"failed": 1, "requests": 2, "url": hostile, "groups": []any{
+			map[string]any{"count": 1, "status": 500, "reason": hostile, "message": hostile, "example_request_id": hostile}}},
 	})
 	r, err := ParseReportRun(hostile, body, sidecar)
 	if err != nil {

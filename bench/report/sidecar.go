@@ -36,6 +36,12 @@ type Sidecar struct {
 	// PerToken is --per-token-itl's account (pertoken.go); absent
 	// without the flag.
 	PerToken *SidecarPerToken `json:"per_token,omitempty"`
+	// Errors groups the failed requests by status, error and the
+	// server's message (serversaid.go); null when none failed.
+	Errors *SidecarErrors `json:"errors"`
+	// Usage sets the server's output token counts beside Python's
+	// (serversaid.go); null when the server sent none.
+	Usage *SidecarUsage `json:"usage"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

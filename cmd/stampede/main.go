@@ -135,6 +135,9 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitRequestsFailed is stampede's own (--fail-on-error): the run
+	// finished, printed and saved everything, and some requests failed.
+	exitRequestsFailed = 3
 	// exitSignal + n is the status of a run stopped by signal n (130 for
 	// Ctrl-C), what a shell reports for Python killed by the same signal,
 	// so scripts do not take a partial result for a finished run.
@@ -239,6 +242,11 @@ func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) in
 			c.writeError(stderr, err)
 		}
 		return exitSignal + int(intr.sig)
+	}
+	var requestsFailed *bench.RequestsFailed
+	if errors.As(err, &requestsFailed) {
+		fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, requestsFailed)
+		return exitRequestsFailed
 	}
 	if err != nil {
 		return c.failed(stderr, err)

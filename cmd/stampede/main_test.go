@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
@@ -223,5 +224,25 @@ func TestBufferBudgetDefault(t *testing.T) {
 	}
 	if p.MaxBufferedBytes != engine.DefaultMaxBufferedBytes {
 		t.Errorf("--max-buffered-bytes defaults to %d, the engine's budget is %d", p.MaxBufferedBytes, engine.DefaultMaxBufferedBytes)
+	}
+}
+
+// TestFailOnErrorExitStatus: a run that ends with failed requests under
+// --fail-on-error exits 3 and says why; other errors keep their statuses.
+func TestFailOnErrorExitStatus(t *testing.T) {
+	saved := runBenchmark
+	defer func() { runBenchmark = saved }()
+	runBenchmark = func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
+		if !cfg.FailOnError {
+			t.Errorf("--fail-on-error did not reach the plan")
+		}
+		return &bench.RequestsFailed{Failed: 2, Requests: 5}
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--fail-on-error", "--base-url", "http://h:1"}, io.Discard, &stderr); code != 3 {
+		t.Errorf("exit code %d, want 3", code)
+	}
+	if want := "stampede serve: 2 of 5 requests failed (--fail-on-error)\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }
