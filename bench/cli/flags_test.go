@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 24 {
-		t.Errorf("%d additive options, want 24 (3 from the multi-process fork, 21 of stampede's)", additive)
+	if additive != 52 {
+		t.Errorf("%d additive options, want 52 (3 from the multi-process fork, 21 of stampede's, 28 of the Rust client's)", additive)
 	}
 }
 

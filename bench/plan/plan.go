@@ -28,6 +28,7 @@ type Plan struct {
 	Client
 	Reporting
 	Cluster
+	RustClient
 
 	// APIURL is where benchmark requests go: base URL + --endpoint.
 	APIURL string
