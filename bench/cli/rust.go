@@ -21,7 +21,7 @@ import (
 var rustUnbuilt = []string{
 	"prompt-token-ids", "sweep-summary-percentiles", "steady-state-min-window",
 	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
-	"hf-text-column", "max-model-len",
+	"hf-text-column",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
 	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
 	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
