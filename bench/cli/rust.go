@@ -19,7 +19,7 @@ import (
 // rustUnbuilt are the Rust client's options whose meaning is not built
 // yet; docs/cli.md's "Not supported yet" names each.
 var rustUnbuilt = []string{
-	"prompt-token-ids", "sweep-summary-percentiles", "steady-state-min-window",
+	"sweep-summary-percentiles", "steady-state-min-window",
 	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
 	"hf-text-column",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
@@ -57,6 +57,18 @@ func (c *draft) applyRust() error {
 				r.SpeedBenchConfig, c.SpeedBenchDatasetSubset)
 		}
 		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
+	}
+	if r.PromptTokenIDs {
+		switch {
+		case c.DatasetName != "random":
+			return py.UsageErrorf("--prompt-token-ids sends the random dataset's prompts as token ids: it needs --dataset-name random, not %s", c.DatasetName)
+		case c.Backend != "vllm" && c.Backend != "openai":
+			return py.UsageErrorf("--prompt-token-ids sends prompts as the completions API's token-id lists: it needs --backend vllm or openai, not %s", c.Backend)
+		case c.RandomBatchSize > 1:
+			return py.UsageErrorf("--prompt-token-ids sends one prompt per request: it cannot be combined with --random-batch-size %d", c.RandomBatchSize)
+		case c.SkipTokenizerInit:
+			return py.UsageErrorf("--prompt-token-ids needs a tokenizer: drop --skip-tokenizer-init")
+		}
 	}
 	if r.DryRun {
 		for _, other := range []string{"compare", "sweep-max-concurrency", "sweep-request-rate"} {

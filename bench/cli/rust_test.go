@@ -100,6 +100,9 @@ func TestRustSweepChecks(t *testing.T) {
 		{[]string{"--dry-run", "--sweep-request-rate", "1"}, []string{"--dry-run", "--sweep-request-rate"}},
 		{[]string{"--compare", "a.json"}, []string{"--compare", "expected 2"}},
 		{[]string{"--num-runs", "0"}, []string{`argument --num-runs: invalid value "0"`}},
+		{[]string{"--prompt-token-ids", "--backend", "openai-chat"}, []string{"--prompt-token-ids", "--backend vllm or openai"}},
+		{[]string{"--prompt-token-ids", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--prompt-token-ids", "--dataset-name random"}},
+		{[]string{"--prompt-token-ids", "--random-batch-size", "2"}, []string{"--prompt-token-ids", "--random-batch-size 2"}},
 	} {
 		_, err := parseRust(t, tt.args...)
 		wantUsage(t, err, tt.parts...)

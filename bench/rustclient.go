@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
@@ -27,4 +29,30 @@ func fitModelLen(reqs []datasets.Request, maxLen int, stderr io.Writer) ([]datas
 		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("--max-model-len %d: every request's prompt and output tokens exceed it", maxLen)}
 	}
 	return kept, nil
+}
+
+// promptTokenIDs is the Rust client's --prompt-token-ids: each text
+// prompt becomes the token ids the server would make of it (its special
+// tokens included), sent as the completions API's list of ids, so the
+// server tokenizes nothing and sees exactly the tokens counted. The
+// prompts are encoded on two goroutines per core; each request keeps its
+// own ids.
+func promptTokenIDs(reqs []datasets.Request, tok datasets.Tokenizer) {
+	workers := max(1, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(reqs); i += workers {
+				r := &reqs[i]
+				if r.Prompt == "" {
+					continue
+				}
+				r.PromptIDs = tok.Encode(make([]int32, 0, r.PromptLen+tok.NumSpecialTokensToAdd()), r.Prompt, true)
+				r.Prompt = ""
+			}
+		}()
+	}
+	wg.Wait()
 }
