@@ -222,3 +222,33 @@ func WithoutRustCommandFlags(args []string) ([]string, error) {
 // steadyFraction is metrics.SteadyFraction, the one threshold the
 // steady-state window is built for.
 const steadyFraction = 0.95
+
+// rustCommands are the Rust client's options that make the command line
+// another command: only stampede without a subcommand runs them.
+var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache"}
+
+// RefuseRustOptions is the usage error of a subcommand whose serve options
+// hold one of the Rust client's options it would ignore: the commands
+// (--compare, --dry-run, the sweeps, --reset-prefix-cache) always, and with
+// all true any of them, for a subcommand that samples no dataset of serve's.
+// sub names the subcommand ("sweep").
+func RefuseRustOptions(p *plan.Plan, sub string, all bool) error {
+	names := rustCommands
+	if all {
+		names = nil
+		var f Flags
+		for _, o := range newFlagParser(&f, nil).Groups()[0].Groups() {
+			if o.ShortDescription == "vllm-bench (Rust client) options" {
+				for _, opt := range o.Options() {
+					names = append(names, opt.LongName)
+				}
+			}
+		}
+	}
+	for _, name := range names {
+		if p.Given(name) {
+			return py.UsageErrorf("--%s is an option of the Rust client's command line, which stampede runs without a subcommand; stampede %s does not take it", name, sub)
+		}
+	}
+	return nil
+}

@@ -132,6 +132,9 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 	if err != nil {
 		return nil, err
 	}
+	if err := cli.RefuseRustOptions(base, "sweep", false); err != nil {
+		return nil, err
+	}
 	dir := base.ResultDir
 	if dir == "" {
 		dir = "."

@@ -91,6 +91,14 @@ func TestRustClientCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("dataset refuses a command", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		code := runDataset(context.Background(), append(base, "-o", "-", "--dry-run"), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "stampede dataset does not take it") {
+			t.Errorf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
+
 	t.Run("not built", func(t *testing.T) {
 		code, _, errs := runArgs(append(base, "--multi-turn")...)
 		if code != exitUsage || !strings.Contains(errs, "--multi-turn") || !strings.Contains(errs, "not supported yet") {
