@@ -112,10 +112,6 @@ func (c *draft) applyRustSteadyState() error {
 			return py.UsageErrorf("argument --steady-state-threshold: invalid value %s: a fraction of --max-concurrency, greater than 0 and at most 1",
 				strconv.FormatFloat(th, 'g', -1, 64))
 		}
-		if th != steadyFraction {
-			return py.UsageErrorf("--steady-state-threshold %s is not supported yet: the window opens at %s of the target",
-				strconv.FormatFloat(th, 'g', -1, 64), strconv.FormatFloat(steadyFraction, 'g', -1, 64))
-		}
 		c.SteadyState = true
 	}
 	if c.NoSteadyState {
@@ -218,10 +214,6 @@ func WithoutRustCommandFlags(args []string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// steadyFraction is metrics.SteadyFraction, the one threshold the
-// steady-state window is built for.
-const steadyFraction = 0.95
 
 // rustCommands are the Rust client's options that make the command line
 // another command: only stampede without a subcommand runs them.

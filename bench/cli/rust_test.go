@@ -69,8 +69,10 @@ func TestRustSteadyState(t *testing.T) {
 	}
 	_, err := parseRust(t, "--steady-state-threshold", "1.5")
 	wantUsage(t, err, "--steady-state-threshold", "at most 1")
-	_, err = parseRust(t, "--steady-state-threshold", "0.8")
-	wantUsage(t, err, "--steady-state-threshold 0.8 is not supported yet")
+	p, err := parseRust(t, "--steady-state-threshold", "0.8")
+	if err != nil || !p.SteadyState || p.SteadyStateThreshold != 0.8 {
+		t.Errorf("--steady-state-threshold 0.8: %v", err)
+	}
 }
 
 func TestRustSpeedBenchConfig(t *testing.T) {
