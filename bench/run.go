@@ -192,6 +192,14 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 			return nil, &py.Error{Type: "RuntimeError", Msg: err.Error()}
 		}
 	}
+	if c.PromptTokenIDs && tok != nil {
+		promptTokenIDs(requests, tok.Tokenizer)
+	}
+	if c.MaxModelLen != nil {
+		if requests, err = fitModelLen(requests, *c.MaxModelLen, r.stderr); err != nil {
+			return nil, err
+		}
+	}
 	if c.WarnDefaultTemperature {
 		fmt.Fprintln(r.stdout, plan.TemperatureWarning)
 	}

@@ -14,7 +14,7 @@ import (
 // a run without one has the reason instead.
 func (r *run) steadyState(o *outcome.Outcome) (*metrics.SteadyState, error) {
 	c := r.cfg
-	t := metrics.SteadyTarget{RequestRate: c.RequestRate}
+	t := metrics.SteadyTarget{RequestRate: c.RequestRate, Fraction: c.SteadyStateThreshold}
 	if c.MaxConcurrency != nil {
 		t.MaxConcurrency = *c.MaxConcurrency
 	}

@@ -17,6 +17,9 @@ type SteadyTarget struct {
 	MaxConcurrency int
 	// RequestRate is the offered rate; +Inf sends everything at once.
 	RequestRate float64
+	// Fraction of the target at which the window opens, in (0, 1]; 0 is
+	// SteadyFraction.
+	Fraction float64
 }
 
 // SteadyState is the run's steady-state window and the metrics of the
@@ -139,7 +142,11 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	default:
 		return nil, fmt.Errorf("%w: every request was sent at once without --max-concurrency", ErrNoSteadyState)
 	}
-	s.Threshold = SteadyFraction * s.TargetInFlight
+	fraction := target.Fraction
+	if fraction == 0 {
+		fraction = SteadyFraction
+	}
+	s.Threshold = fraction * s.TargetInFlight
 	var from, to int64 = -1, -1
 	n := 0
 	for _, e := range events {
@@ -154,7 +161,7 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 		}
 	}
 	if from < 0 || to < 0 || to <= from {
-		return nil, fmt.Errorf("%w: the in-flight count never held %.4g (%.0f%% of %.4g)", ErrNoSteadyState, s.Threshold, 100*SteadyFraction, s.TargetInFlight)
+		return nil, fmt.Errorf("%w: the in-flight count never held %.4g (%.0f%% of %.4g)", ErrNoSteadyState, s.Threshold, 100*fraction, s.TargetInFlight)
 	}
 	inside := &RunData{DurationNs: to - from}
 	for i := range d.Results {

@@ -78,3 +78,17 @@ func TestSteadyStateNone(t *testing.T) {
 		t.Errorf("one request: err = %v", err)
 	}
 }
+
+// A lower fraction opens the window earlier and closes it later: at half
+// of four lanes, from the second lane's start (10 ms) until the third
+// lane's end (520 ms).
+func TestSteadyStateFraction(t *testing.T) {
+	d := lanes(4, 10*ms, 100*ms, 20*ms, 5)
+	s, err := ComputeSteadyState(d, ComputeOptions{}, SteadyTarget{MaxConcurrency: 4, RequestRate: math.Inf(1), Fraction: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Threshold != 2 || s.StartS != 0.01 || s.EndS != 0.52 {
+		t.Errorf("window %+v, want [0.01, 0.52] at 2 in flight", s)
+	}
+}

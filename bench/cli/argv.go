@@ -59,9 +59,9 @@ type actionTable struct {
 }
 
 // ownGroups hold the options stampede adds to `vllm bench serve`'s: its
-// own and the multi-process fork's. They must never make one of Python's
+// own, the multi-process fork's and the Rust client's. They must never make one of Python's
 // abbreviations ambiguous.
-var ownGroups = []string{"stampede options", "multi-process client options"}
+var ownGroups = []string{"stampede options", "multi-process client options", "vllm-bench (Rust client) options"}
 
 func newActionTable(p *flags.Parser) *actionTable {
 	t := &actionTable{byName: map[string]*action{}}

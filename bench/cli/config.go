@@ -65,6 +65,9 @@ func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string
 	if err := cfg.resolveCluster(getenv); err != nil {
 		return nil, err
 	}
+	if err := cfg.applyRust(); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type Flags struct {
 	SamplingFlags `group:"sampling parameters"`
 	WorkerFlags   `group:"multi-process client options"`
 	StampedeFlags `group:"stampede options"`
+	RustFlags     `group:"vllm-bench (Rust client) options"`
 }
 
 // CommonFlags are vLLM's options outside its groups (plan.Options).
@@ -152,13 +153,14 @@ type ClientFlags struct {
 // values are left for validate.
 func (f *Flags) plan() *plan.Plan {
 	return &plan.Plan{
-		Options:   plan.Options(f.CommonFlags),
-		Flags:     f.Flags,
-		Sampling:  plan.Sampling(f.SamplingFlags),
-		Workers:   plan.Workers(f.WorkerFlags),
-		Client:    plan.Client(f.ClientFlags),
-		Reporting: plan.Reporting(f.ReportFlags),
-		Cluster:   plan.Cluster(f.ClusterFlags),
+		Options:    plan.Options(f.CommonFlags),
+		Flags:      f.Flags,
+		Sampling:   plan.Sampling(f.SamplingFlags),
+		Workers:    plan.Workers(f.WorkerFlags),
+		Client:     plan.Client(f.ClientFlags),
+		Reporting:  plan.Reporting(f.ReportFlags),
+		Cluster:    plan.Cluster(f.ClusterFlags),
+		RustClient: plan.RustClient(f.RustFlags),
 	}
 }
 
@@ -175,6 +177,7 @@ func flagsOf(p *plan.Plan) *Flags {
 			ReportFlags:  ReportFlags(p.Reporting),
 			ClusterFlags: ClusterFlags(p.Cluster),
 		},
+		RustFlags: RustFlags(p.RustClient),
 	}
 }
 

@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 25 {
-		t.Errorf("%d additive options, want 25 (3 from the multi-process fork, 22 of stampede's)", additive)
+	if additive != 54 {
+		t.Errorf("%d additive options, want 54 (3 from the multi-process fork, 23 of stampede's, 28 of the Rust client's)", additive)
 	}
 }
 

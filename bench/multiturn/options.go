@@ -185,7 +185,10 @@ func ParseArgs(args []string) (*Options, error) {
 	}
 	// Chat completions unless the command line says otherwise (last wins).
 	serve := append([]string{"--backend", "openai-chat", "--endpoint", "/v1/chat/completions"}, rest...)
-	if o.Serve, err = cli.Parse(serve, backend.Choices()); err != nil {
+	if o.Serve, err = cli.Parse(serve, backend.Choices()); err == nil {
+		err = cli.RefuseRustOptions(o.Serve, "multiturn", true)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if !backend.Of(o.Serve.Backend).ChatLike() {

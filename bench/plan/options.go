@@ -130,3 +130,38 @@ type Cluster struct {
 	ClusterTimeoutSec float64 // --cluster-timeout-sec
 	SavePartial       string  // --save-partial
 }
+
+// RustClient are the options the Rust client of vLLM's benchmark
+// (`vllm-bench`, vLLM's rust/src/bench) adds to `vllm bench serve`'s,
+// with its defaults. None changes what a Python command line does: each
+// acts only when given.
+type RustClient struct {
+	DryRun                           bool     // --dry-run
+	PromptTokenIDs                   bool     // --prompt-token-ids
+	SweepMaxConcurrency              string   // --sweep-max-concurrency: comma-separated values
+	SweepRequestRate                 string   // --sweep-request-rate: comma-separated values, inf allowed
+	SweepNumPromptsFactor            *int     // --sweep-num-prompts-factor
+	SweepSummaryPercentiles          string   // --sweep-summary-percentiles
+	ResetPrefixCache                 bool     // --reset-prefix-cache
+	Compare                          []string // --compare A.json B.json
+	OutputJSON                       string   // --output-json
+	NumRuns                          int      // --num-runs
+	MultiTurn                        bool     // --multi-turn
+	MultiTurnNumTurns                int      // --multi-turn-num-turns
+	MultiTurnMinTurns                int      // --multi-turn-min-turns
+	MultiTurnMaxTurns                int      // --multi-turn-max-turns
+	MultiTurnConcurrency             *int     // --multi-turn-concurrency
+	MultiTurnDelayMs                 int      // --multi-turn-delay-ms
+	PerTurnInputLen                  int      // --per-turn-input-len
+	MultiTurnPrefixGlobalRatio       float64  // --multi-turn-prefix-global-ratio
+	MultiTurnPrefixConversationRatio float64  // --multi-turn-prefix-conversation-ratio
+	NoSteadyState                    bool     // --no-steady-state
+	SteadyStateThreshold             float64  // --steady-state-threshold
+	SteadyStateMinWindow             *float64 // --steady-state-min-window
+	ProfileBatchThreshold            *int     // --profile-batch-threshold
+	ProfileDuration                  float64  // --profile-duration
+	SpeedBenchConfig                 string   // --speed-bench-config: Python's --speed-bench-dataset-subset
+	SpeedBenchMaxInputLen            *int     // --speed-bench-max-input-len
+	HFTextColumn                     string   // --hf-text-column
+	MaxModelLen                      *int     // --max-model-len
+}

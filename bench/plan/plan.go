@@ -28,6 +28,7 @@ type Plan struct {
 	Client
 	Reporting
 	Cluster
+	RustClient
 
 	// APIURL is where benchmark requests go: base URL + --endpoint.
 	APIURL string
@@ -103,7 +104,7 @@ type Plan struct {
 	// --no-self-timed share the one dest self_timed). What differs from
 	// Python's namespace: the keys follow the option table's order, not
 	// argparse's registration order; the options stampede adds (--shards,
-	// --cpus, the timeouts, ...) are present; the CLI's own entries
+	// --cpus, the timeouts, ...) and the Rust client's are present; the CLI's own entries
 	// (subcommand, dispatch function) are absent. The dict keys of
 	// --random-mm-bucket-config are Python's str() of the tuple, as
 	// write_to_json's encoder writes tuple keys. The command line fills it

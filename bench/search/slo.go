@@ -121,6 +121,9 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 		return nil, &py.UsageError{Msg: fmt.Sprintf("argument --slo-start: invalid value %g: a positive load (a whole number for max-concurrency)", o.Start)}
 	}
 	base, err := cli.Parse(o.Args, backend.Choices())
+	if err == nil {
+		err = cli.RefuseRustOptions(base, "slo", false)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,13 @@ type SweepOptions struct {
 	NumRuns  int
 	Cooldown time.Duration
 	Resume   bool
+	// NumPromptsFactor, when above 0, gives each point of a
+	// max-concurrency axis --num-prompts of its concurrency times the
+	// factor (the Rust client's --sweep-num-prompts-factor).
+	NumPromptsFactor int
+	// BeforePoint, when set, runs before each run of the grid (the Rust
+	// client's --reset-prefix-cache); an error stops the sweep.
+	BeforePoint func(ctx context.Context, cfg *plan.Plan) error
 	// Run makes each run of the grid.
 	Run RunFunc
 }
@@ -87,6 +95,9 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 		for _, s := range p.settings {
 			parts = append(parts, s.Flag+"="+s.Value)
 			args = append(args, "--"+s.Flag, s.Value)
+			if n, err := strconv.Atoi(s.Value); err == nil && o.NumPromptsFactor > 0 && s.Flag == "max-concurrency" {
+				args = append(args, "--num-prompts", strconv.Itoa(n*o.NumPromptsFactor))
+			}
 		}
 		p.name = strings.Join(parts, ",")
 		for k := 1; k <= o.NumRuns; k++ {
@@ -119,6 +130,9 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 	}
 	base, err := cli.Parse(o.Args, backend.Choices())
 	if err != nil {
+		return nil, err
+	}
+	if err := cli.RefuseRustOptions(base, "sweep", false); err != nil {
 		return nil, err
 	}
 	stderr = newOnceWarnings(stderr)
@@ -164,6 +178,11 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 				fmt.Fprintf(stderr, ", run %d of %d", k+1, o.NumRuns)
 			}
 			fmt.Fprintln(stderr)
+			if o.BeforePoint != nil {
+				if err := o.BeforePoint(ctx, cfg); err != nil {
+					return res, fmt.Errorf("sweep point %s: %w", p.name, err)
+				}
+			}
 			out, err := o.Run(ctx, cfg, stderr, stderr)
 			if err != nil {
 				return res, err

@@ -74,6 +74,9 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	cfg, err := cli.Parse(rest, backend.Choices())
+	if err == nil {
+		err = cli.RefuseRustOptions(cfg, "dataset", false)
+	}
 	if err != nil {
 		return failed(stderr, err)
 	}

@@ -172,15 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runMultiturn(ctx, args[1:], stdout, stderr)
 		}
 	}
-	own, args, err := search.SplitOwnFlags(args, []search.OwnFlag{{Name: "num-runs", Value: true}})
-	numRuns := 1
-	if err == nil && own["num-runs"] != nil {
-		numRuns, err = search.ParseNumRuns(own["num-runs"][0])
-	}
-	var cfg *plan.Plan
-	if err == nil {
-		cfg, err = cli.Parse(args, backend.Choices())
-	}
+	cfg, err := cli.Parse(args, backend.Choices())
 	var help *cli.HelpRequested
 	switch {
 	case errors.As(err, &help):
@@ -196,8 +188,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return failed(stderr, err)
 	}
 	writeWarnings(stderr, cfg)
-	if numRuns > 1 {
-		err = search.RunRepeated(ctx, bench.RunOnce, cfg, numRuns, stdout, stderr)
+	if code, handled := runRustCommand(ctx, args, cfg, stdout, stderr); handled {
+		return code
+	}
+	if cfg.NumRuns > 1 {
+		err = search.RunRepeated(ctx, bench.RunOnce, cfg, cfg.NumRuns, stdout, stderr)
 	} else {
 		err = runBenchmark(ctx, cfg, stdout, stderr)
 	}

@@ -28,6 +28,10 @@ func TestSubcommandUsageErrors(t *testing.T) {
 		{[]string{"slo", "--goodput", "ttft:100", "--slo-over", "num-prompts"}, "argument --slo-over: invalid choice"},
 		{[]string{"slo", "--goodput", "ttft:100", "--slo-attainment", "99"}, "argument --slo-attainment"},
 		{[]string{"compare", "a.json"}, "needs two or more result files"},
+		{[]string{"sweep", "--sweep", "max-concurrency=1", "--dry-run"}, "--dry-run is an option of the Rust client's command line"},
+		{[]string{"sweep", "--sweep", "max-concurrency=1", "--sweep-request-rate", "1,2"}, "stampede sweep does not take it"},
+		{[]string{"slo", "--goodput", "ttft:100", "--reset-prefix-cache"}, "stampede slo does not take it"},
+		{[]string{"multiturn", "--input-file", "x.json", "--max-model-len", "10"}, "stampede multiturn does not take it"},
 		{[]string{"compare", "--alpha", "2", "a.json", "b.json"}, "--alpha 2"},
 	} {
 		var stdout, stderr bytes.Buffer

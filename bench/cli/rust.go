@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
+)
+
+// The Rust client's options (RustFlags) act only when given, so a Python
+// command line plans the run Python would. Those that are another
+// spelling of something stampede has are rewritten into it here; the
+// commands (--compare, --dry-run, the sweeps) are dispatched by
+// cmd/stampede from the plan; the rest are refused as not supported yet.
+
+// rustUnbuilt are the Rust client's options whose meaning is not built
+// yet; docs/cli.md's "Not supported yet" names each.
+var rustUnbuilt = []string{
+	"sweep-summary-percentiles", "steady-state-min-window",
+	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
+	"hf-text-column",
+	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
+	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
+	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
+}
+
+// applyRust checks the Rust client's options and rewrites those with a
+// stampede equivalent into it.
+func (c *draft) applyRust() error {
+	for _, name := range rustUnbuilt {
+		if c.Given(name) {
+			return py.UsageErrorf("--%s (an option of the Rust client vllm-bench) is not supported yet", name)
+		}
+	}
+	r := &c.RustClient
+	if r.NumRuns < 1 {
+		return py.UsageErrorf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", strconv.Itoa(r.NumRuns))
+	}
+	if c.Given("compare") && len(r.Compare) != 2 {
+		return py.UsageErrorf("argument --compare: expected 2 arguments (A.json B.json), got %d; stampede compare takes more", len(r.Compare))
+	}
+	if err := c.applyRustOutputJSON(); err != nil {
+		return err
+	}
+	if err := c.applyRustSteadyState(); err != nil {
+		return err
+	}
+	if err := c.checkRustSweep(); err != nil {
+		return err
+	}
+	if c.Given("speed-bench-config") {
+		if c.Given("speed-bench-dataset-subset") && c.SpeedBenchDatasetSubset != r.SpeedBenchConfig {
+			return py.UsageErrorf("--speed-bench-config %s and --speed-bench-dataset-subset %s name different subsets: give one",
+				r.SpeedBenchConfig, c.SpeedBenchDatasetSubset)
+		}
+		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
+	}
+	if r.PromptTokenIDs {
+		switch {
+		case c.DatasetName != "random":
+			return py.UsageErrorf("--prompt-token-ids sends the random dataset's prompts as token ids: it needs --dataset-name random, not %s", c.DatasetName)
+		case c.Backend != "vllm" && c.Backend != "openai":
+			return py.UsageErrorf("--prompt-token-ids sends prompts as the completions API's token-id lists: it needs --backend vllm or openai, not %s", c.Backend)
+		case c.RandomBatchSize > 1:
+			return py.UsageErrorf("--prompt-token-ids sends one prompt per request: it cannot be combined with --random-batch-size %d", c.RandomBatchSize)
+		case c.SkipTokenizerInit:
+			return py.UsageErrorf("--prompt-token-ids needs a tokenizer: drop --skip-tokenizer-init")
+		}
+	}
+	if r.DryRun {
+		for _, other := range []string{"compare", "sweep-max-concurrency", "sweep-request-rate"} {
+			if c.Given(other) {
+				return py.UsageErrorf("--dry-run sends nothing: it cannot be combined with --%s", other)
+			}
+		}
+	}
+	return nil
+}
+
+// applyRustOutputJSON makes --output-json PATH the result file: saved,
+// at that path.
+func (c *draft) applyRustOutputJSON() error {
+	path := c.OutputJSON
+	if path == "" {
+		return nil
+	}
+	for _, other := range []string{"result-dir", "result-filename"} {
+		if c.Given(other) {
+			return py.UsageErrorf("--output-json names the result file's path: it cannot be combined with --%s", other)
+		}
+	}
+	c.SaveResult = true
+	if dir := filepath.Dir(path); dir != "." {
+		c.ResultDir = dir
+	}
+	c.ResultFilename = filepath.Base(path)
+	return nil
+}
+
+// applyRustSteadyState maps the Rust client's steady-state options onto
+// --steady-state. The Rust client prints its block by default; stampede,
+// Python's drop-in, only when asked, so --no-steady-state has nothing to
+// turn off unless --steady-state or --steady-state-threshold is given too,
+// and then it wins.
+func (c *draft) applyRustSteadyState() error {
+	if c.Given("steady-state-threshold") {
+		th := c.SteadyStateThreshold
+		if !(th > 0 && th <= 1) {
+			return py.UsageErrorf("argument --steady-state-threshold: invalid value %s: a fraction of --max-concurrency, greater than 0 and at most 1",
+				strconv.FormatFloat(th, 'g', -1, 64))
+		}
+		c.SteadyState = true
+	}
+	if c.NoSteadyState {
+		c.SteadyState = false
+	}
+	return nil
+}
+
+// checkRustSweep checks the sweep lists and the options that only make
+// sense with them.
+func (c *draft) checkRustSweep() error {
+	r := &c.RustClient
+	if c.Given("sweep-max-concurrency") {
+		values, err := SweepValues("sweep-max-concurrency", r.SweepMaxConcurrency)
+		if err != nil {
+			return err
+		}
+		for _, v := range values {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 {
+				return py.UsageErrorf("argument --sweep-max-concurrency: invalid value %q: want whole numbers greater than 0, such as 1,10,50", v)
+			}
+		}
+	}
+	if c.Given("sweep-request-rate") {
+		values, err := SweepValues("sweep-request-rate", r.SweepRequestRate)
+		if err != nil {
+			return err
+		}
+		for _, v := range values {
+			if f, err := py.ParseFloat(v); err != nil || !(f > 0) || math.IsNaN(f) {
+				return py.UsageErrorf("argument --sweep-request-rate: invalid value %q: want rates greater than 0 or inf, such as 1,10,inf", v)
+			}
+		}
+	}
+	if r.SweepNumPromptsFactor != nil {
+		if !c.Given("sweep-max-concurrency") {
+			return py.UsageErrorf("--sweep-num-prompts-factor sets --num-prompts per --sweep-max-concurrency point: give --sweep-max-concurrency")
+		}
+		if *r.SweepNumPromptsFactor < 1 {
+			return py.UsageErrorf("argument --sweep-num-prompts-factor: invalid value %d: want a whole number greater than 0", *r.SweepNumPromptsFactor)
+		}
+	}
+	return nil
+}
+
+// SweepValues splits a --sweep-max-concurrency or --sweep-request-rate
+// list.
+func SweepValues(flag, list string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(list, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			return nil, py.UsageErrorf("argument --%s: invalid value %q: an empty value; want comma-separated values", flag, list)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// RustSweep reports whether the plan asks for a sweep the Rust client's
+// way (--sweep-max-concurrency, --sweep-request-rate).
+func RustSweep(p *plan.Plan) bool {
+	return p.Given("sweep-max-concurrency") || p.Given("sweep-request-rate")
+}
+
+// rustCommandFlags are the Rust client's options that turn a run into
+// another command, with their number of values.
+var rustCommandFlags = []string{"sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache", "num-runs"}
+
+// WithoutRustCommandFlags is args without the Rust client's sweep and
+// repeat options (in any spelling argparse accepts), so the sweep's
+// points can be parsed again as plain runs.
+func WithoutRustCommandFlags(args []string) ([]string, error) {
+	var f Flags
+	table := newActionTable(newFlagParser(&f, nil))
+	var out []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(out, args[i:]...), nil
+		}
+		probe := arg
+		if strings.HasPrefix(arg, "--") {
+			if k, v, ok := strings.Cut(arg, "="); ok {
+				probe = dashName(k) + "=" + v
+			} else {
+				probe = dashName(arg)
+			}
+		}
+		m, err := table.matchOption(probe)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil || m.action == nil || !contains(rustCommandFlags, m.action.flag.LongName) {
+			out = append(out, arg)
+			continue
+		}
+		if m.explicit == nil && m.action.nargs == nargsOne {
+			i++ // its value
+		}
+	}
+	return out, nil
+}
+
+// rustCommands are the Rust client's options that make the command line
+// another command: only stampede without a subcommand runs them.
+var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache"}
+
+// RefuseRustOptions is the usage error of a subcommand whose serve options
+// hold one of the Rust client's options it would ignore: the commands
+// (--compare, --dry-run, the sweeps, --reset-prefix-cache) always, and with
+// all true any of them, for a subcommand that samples no dataset of serve's.
+// sub names the subcommand ("sweep").
+func RefuseRustOptions(p *plan.Plan, sub string, all bool) error {
+	names := rustCommands
+	if all {
+		names = nil
+		var f Flags
+		for _, o := range newFlagParser(&f, nil).Groups()[0].Groups() {
+			if o.ShortDescription == "vllm-bench (Rust client) options" {
+				for _, opt := range o.Options() {
+					names = append(names, opt.LongName)
+				}
+			}
+		}
+	}
+	for _, name := range names {
+		if p.Given(name) {
+			return py.UsageErrorf("--%s is an option of the Rust client's command line, which stampede runs without a subcommand; stampede %s does not take it", name, sub)
+		}
+	}
+	return nil
+}

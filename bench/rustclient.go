@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/stampede-bench/stampede/datasets"
+	"github.com/stampede-bench/stampede/internal/py"
+)
+
+// fitModelLen is the Rust client's --max-model-len: the requests whose
+// prompt and expected output together exceed maxLen tokens are dropped
+// (the server would refuse them), the rest keep their order. It says on
+// stderr how many went; none left is an error.
+func fitModelLen(reqs []datasets.Request, maxLen int, stderr io.Writer) ([]datasets.Request, error) {
+	kept := reqs[:0]
+	for _, r := range reqs {
+		if r.PromptLen+r.ExpectedOutputLen <= maxLen {
+			kept = append(kept, r)
+		}
+	}
+	if dropped := len(reqs) - len(kept); dropped > 0 {
+		fmt.Fprintf(stderr, "--max-model-len %d: dropped %d of %d requests whose prompt and output tokens exceed it\n",
+			maxLen, dropped, len(reqs))
+	}
+	if len(kept) == 0 {
+		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("--max-model-len %d: every request's prompt and output tokens exceed it", maxLen)}
+	}
+	return kept, nil
+}
+
+// promptTokenIDs is the Rust client's --prompt-token-ids: each text
+// prompt becomes the token ids the server would make of it (its special
+// tokens included), sent as the completions API's list of ids, so the
+// server tokenizes nothing and sees exactly the tokens counted. The
+// prompts are encoded on two goroutines per core; each request keeps its
+// own ids.
+func promptTokenIDs(reqs []datasets.Request, tok datasets.Tokenizer) {
+	workers := max(1, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(reqs); i += workers {
+				r := &reqs[i]
+				if r.Prompt == "" {
+					continue
+				}
+				r.PromptIDs = tok.Encode(make([]int32, 0, r.PromptLen+tok.NumSpecialTokensToAdd()), r.Prompt, true)
+				r.Prompt = ""
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench"
+	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/bench/search"
+	"github.com/stampede-bench/stampede/datasets"
+)
+
+// The Rust client vllm-bench turns a serve command line into another
+// command with a flag (--compare, --dry-run, --sweep-max-concurrency,
+// --sweep-request-rate); runRustCommand dispatches those to stampede's
+// own commands. args is the serve command line as given, cfg its plan.
+// handled is false for a plain run.
+func runRustCommand(ctx context.Context, args []string, cfg *plan.Plan, stdout, stderr io.Writer) (code int, handled bool) {
+	switch {
+	case cfg.Given("compare"):
+		return runCompare(cfg.Compare, stdout, stderr), true
+	case cfg.DryRun:
+		return runDryRun(ctx, cfg, stdout, stderr), true
+	case cli.RustSweep(cfg):
+		return runRustSweep(ctx, args, cfg, stdout, stderr), true
+	case cfg.ResetPrefixCache:
+		// Outside a sweep, the one run starts cold.
+		if err := resetPrefixCache(ctx, cfg); err != nil {
+			return failed(stderr, err), true
+		}
+	}
+	return 0, false
+}
+
+// runRustSweep is --sweep-max-concurrency / --sweep-request-rate: `stampede
+// sweep` over those axes (both given: their product), the summary table on
+// stdout.
+func runRustSweep(ctx context.Context, args []string, cfg *plan.Plan, stdout, stderr io.Writer) int {
+	rest, err := cli.WithoutRustCommandFlags(args)
+	if err != nil {
+		return failed(stderr, err)
+	}
+	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: cfg.NumRuns}
+	for _, ax := range []struct{ rust, flag, list string }{
+		{"sweep-max-concurrency", "max-concurrency", cfg.SweepMaxConcurrency},
+		{"sweep-request-rate", "request-rate", cfg.SweepRequestRate},
+	} {
+		if !cfg.Given(ax.rust) {
+			continue
+		}
+		axis, err := search.ParseSweepAxis(ax.flag + "=" + ax.list)
+		if err != nil {
+			return failed(stderr, err)
+		}
+		opts.Axes = append(opts.Axes, axis)
+	}
+	if cfg.SweepNumPromptsFactor != nil {
+		opts.NumPromptsFactor = *cfg.SweepNumPromptsFactor
+	}
+	if cfg.ResetPrefixCache {
+		opts.BeforePoint = resetPrefixCache
+	}
+	_, err = search.Sweep(ctx, opts, stdout, stderr)
+	return exitCode(ctx, err, stderr)
+}
+
+// resetPrefixCache is --reset-prefix-cache: the server's prefix cache
+// emptied before a run.
+func resetPrefixCache(ctx context.Context, cfg *plan.Plan) error {
+	s, err := endpoint.New(cfg)
+	if err != nil {
+		return err
+	}
+	return s.ResetPrefixCache(ctx)
+}
+
+// runDryRun is --dry-run: the dataset sampled as `stampede dataset`
+// samples it, its statistics printed, nothing sent.
+func runDryRun(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) int {
+	start := time.Now()
+	reqs, err := sampleRequests(ctx, cfg, stdout, stderr)
+	if err != nil {
+		return failed(stderr, err)
+	}
+	writeDryRunStats(stdout, cfg.DatasetName, reqs, time.Since(start))
+	return exitOK
+}
+
+// writeDryRunStats prints the dataset's statistics as a block in the
+// style of the result block.
+func writeDryRunStats(w io.Writer, dataset string, reqs []datasets.Request, took time.Duration) {
+	type span struct{ min, max, sum int }
+	var in, out span
+	text := 0
+	for i := range reqs {
+		r := &reqs[i]
+		for _, x := range []struct {
+			s *span
+			v int
+		}{{&in, r.PromptLen}, {&out, r.ExpectedOutputLen}} {
+			if i == 0 || x.v < x.s.min {
+				x.s.min = x.v
+			}
+			x.s.max = max(x.s.max, x.v)
+			x.s.sum += x.v
+		}
+		text += len(r.Prompt)
+		for _, p := range r.PromptList {
+			text += len(p)
+		}
+	}
+	mean := func(s span) float64 {
+		if len(reqs) == 0 {
+			return 0
+		}
+		return float64(s.sum) / float64(len(reqs))
+	}
+	line := func(label string, format string, a ...any) {
+		fmt.Fprintf(w, "%-40s %s\n", label, fmt.Sprintf(format, a...))
+	}
+	fmt.Fprintf(w, "%s\n", centre(" Dry Run: Dataset ", 50, "="))
+	line("Dataset:", "%s", dataset)
+	line("Requests:", "%d", len(reqs))
+	line("Input tokens (min / mean / max):", "%d / %.2f / %d", in.min, mean(in), in.max)
+	line("Output tokens (min / mean / max):", "%d / %.2f / %d", out.min, mean(out), out.max)
+	line("Total input tokens:", "%d", in.sum)
+	line("Total output tokens (expected):", "%d", out.sum)
+	line("Prompt text (bytes):", "%d", text)
+	line("Sampled in (s):", "%.3f", took.Seconds())
+	line("Requests sent:", "0 (--dry-run)")
+	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+func centre(s string, width int, fill string) string {
+	if len(s) >= width {
+		return s
+	}
+	left := (width - len(s)) / 2
+	return strings.Repeat(fill, left) + s + strings.Repeat(fill, width-len(s)-left)
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
+	"github.com/stampede-bench/stampede/datasets/tokenizer"
+)
+
+// The Rust client's command lines, run as its users run them, against
+// the mock.
+func TestRustClientCommands(t *testing.T) {
+	tok, err := tokenizer.Load(tinyTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mock.Start(mock.Config{Host: "127.0.0.1", Tokenizer: tok, TTFT: time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	base := []string{"--backend", "vllm", "--base-url", "http://" + srv.Addr(), "--model", "mock-llm",
+		"--tokenizer", tinyTokenizer, "--random-input-len", "16", "--random-output-len", "4", "--disable-tqdm"}
+	runArgs := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	t.Run("sweep", func(t *testing.T) {
+		code, out, errs := runArgs(append(base, "--result-dir", dir, "--sweep-max-c", "1,4",
+			"--sweep-num-prompts-factor", "3", "--reset-prefix-cache")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if !strings.Contains(out, "max-concurrency") || strings.Count(errs, "Sweep point") != 2 {
+			t.Errorf("stdout %q; want the summary table of two points", out)
+		}
+		// --sweep-num-prompts-factor: concurrency x 3 prompts per point.
+		for file, want := range map[string]float64{"sweep-max-concurrency=1.json": 3, "sweep-max-concurrency=4.json": 12} {
+			var res struct{ Completed float64 }
+			data, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &res); err != nil || res.Completed != want {
+				t.Errorf("%s: completed %v (%v), want %v", file, res.Completed, err, want)
+			}
+		}
+	})
+
+	t.Run("output-json and compare", func(t *testing.T) {
+		a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "sub", "b.json")
+		for _, f := range []string{a, b} {
+			if code, _, errs := runArgs(append(base, "--num-prompts", "5", "--output-json", f)...); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+		}
+		code, out, errs := runArgs("--compare", a, b)
+		if code != 0 || !strings.Contains(out, "request_throughput") {
+			t.Errorf("--compare: exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+	})
+
+	t.Run("dry-run", func(t *testing.T) {
+		code, out, errs := runArgs(append(base, "--num-prompts", "7", "--dry-run")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		for _, want := range []string{"Dry Run: Dataset", "Requests:                                7\n", "Requests sent:                           0"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("reset refused", func(t *testing.T) {
+		args := append(append([]string(nil), base...), "--num-prompts", "2", "--reset-prefix-cache")
+		args[3] += "/no-such-prefix"
+		code, _, errs := runArgs(args...)
+		if code != exitError || !strings.Contains(errs, "--reset-prefix-cache") || !strings.Contains(errs, "404") {
+			t.Errorf("exit %d, stderr %q; want 1 and the 404 named", code, errs)
+		}
+	})
+
+	t.Run("dataset refuses a command", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		code := runDataset(context.Background(), append(base, "-o", "-", "--dry-run"), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "stampede dataset does not take it") {
+			t.Errorf("exit %d, stderr %q", code, stderr.String())
+		}
+	})
+
+	t.Run("not built", func(t *testing.T) {
+		code, _, errs := runArgs(append(base, "--multi-turn")...)
+		if code != exitUsage || !strings.Contains(errs, "--multi-turn") || !strings.Contains(errs, "not supported yet") {
+			t.Errorf("exit %d, stderr %q", code, errs)
+		}
+	})
+}
