@@ -136,16 +136,17 @@ func NewPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, bre
 }
 
 // outputOnly is s without the settings that choose only what agent 0
-// prints or saves, and where (--save-result, --save-detailed,
-// --append-result, --plot-timeline, --result-dir, --result-filename,
-// --label, --metadata, the workers row): the merge takes agent 0's, and
-// the agents need not agree on them.
+// prints or saves, and where (--save-result, --append-result,
+// --plot-timeline, --result-dir, --result-filename, --label, --metadata,
+// the workers row): the merge takes agent 0's, and the agents need not
+// agree on them. --save-detailed is not one: it decides what each
+// agent's records keep.
 func (s PartialSettings) outputOnly() PartialSettings {
 	if s.Params == nil {
 		return s
 	}
 	p := *s.Params
-	p.SaveResult, p.SaveDetailed, p.AppendResult, p.PlotTimeline = false, false, false, false
+	p.SaveResult, p.AppendResult, p.PlotTimeline = false, false, false
 	p.ResultDir, p.ResultFilename, p.Label, p.Metadata, p.Workers = "", "", nil, nil, 0
 	s.Params = &p
 	return s

@@ -89,7 +89,7 @@ func FuzzParsePartial(f *testing.F) {
 }
 
 // TestOutputFlagsMayDiffer: agents given their own --result-dir,
-// --result-filename, --save-detailed or --label build the same digests,
+// --result-filename, --save-result or --label build the same digests,
 // and their partials merge with agent 0's output flags; a setting that
 // changes the schedule or the statistics changes a digest.
 func TestOutputFlagsMayDiffer(t *testing.T) {
@@ -102,7 +102,7 @@ func TestOutputFlagsMayDiffer(t *testing.T) {
 	}
 	label := "agent 1"
 	own := settings(func(s *pyout.RunSettings) {
-		s.ResultDir, s.ResultFilename, s.SaveDetailed, s.SaveResult, s.Label = "/tmp/agent1", "mine.json", true, false, &label
+		s.ResultDir, s.ResultFilename, s.SaveResult, s.Label = "/tmp/agent1", "mine.json", false, &label
 	}, metrics.ComputeOptions{})
 	lead := settings(nil, metrics.ComputeOptions{})
 	wire := []engine.Request{{PromptLen: 3}, {PromptLen: 5}}
