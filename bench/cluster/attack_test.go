@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -249,5 +251,47 @@ func TestStrayConnectionsDuringRegistration(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "dropped a connection") || !strings.Contains(log.String(), "a frame of kind 'G'") {
 		t.Errorf("agent 0 logged %q, want the GET dropped", log.String())
+	}
+}
+
+// TestResultBoundedByShare: even an authenticated agent's result is
+// refused on its header when it declares more than its share of the run
+// may hold.
+func TestResultBoundedByShare(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "k", 10*time.Second)
+	c.shares = []int{1, 1}
+	done := runCoordinator(c)
+	link, _, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	head := [5]byte{frameResult}
+	binary.BigEndian.PutUint32(head[1:], maxResultFrame(1)+sha256.Size+1)
+	if _, err := link.conn.Write(head[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.collect(context.Background()); err == nil || !strings.Contains(err.Error(), "(at most") {
+		t.Fatalf("a result over the share's bound: %v", err)
+	}
+}
+
+// TestReadTokenFile: the file's text, trimmed; an empty file is refused.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/token"
+	os.WriteFile(path, []byte("  s3cret\n"), 0o600)
+	if tok, err := ReadTokenFile(path); err != nil || tok != "s3cret" {
+		t.Errorf("ReadTokenFile = %q, %v", tok, err)
+	}
+	os.WriteFile(path, []byte("\n"), 0o600)
+	if _, err := ReadTokenFile(path); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("an empty token file: %v", err)
+	}
+	if _, err := ReadTokenFile(dir + "/none"); err == nil || !strings.Contains(err.Error(), "--cluster-token-file") {
+		t.Errorf("a missing token file: %v", err)
 	}
 }
