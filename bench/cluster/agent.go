@@ -1,8 +1,8 @@
 // Package cluster runs one benchmark over several agents (spec §j, the
 // Kubernetes Indexed Job): registration with agent 0 (authenticated by
-// the cluster token, checked against the run's digests), clock offsets, one announced start, the partial
-// results and their exact merge. Its control plane uses sockets of its
-// own, never a shard.
+// the cluster token, checked against the run's digests), clock offsets,
+// one announced start, the partial results and their exact merge. Its
+// control plane uses sockets of its own, never a shard.
 package cluster
 
 import (
@@ -174,7 +174,7 @@ func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness floa
 }
 
 // digestFlags name the settings RunDigest covers, for its refusal.
-const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*, --cluster-size"
+const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*"
 
 // statisticsFlags name the settings StatisticsDigest covers beside them.
 const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed"
