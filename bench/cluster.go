@@ -61,7 +61,13 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	if ec.WarmConnections {
 		warmLead = time.Duration(ec.MaxConcurrency+1) * cluster.WarmLeadPerConn
 	}
-	session, err := cluster.Join(ctx, c.Coordinator, size, index, cluster.RunDigest(settings, enc.wire, offsets),
+	auth := cluster.Auth{Token: c.ClusterToken, Digest: cluster.RunDigest(settings, enc.wire, offsets), Statistics: cluster.StatisticsDigest(settings)}
+	if c.ClusterTokenFile != "" {
+		if auth.Token, err = cluster.ReadTokenFile(c.ClusterTokenFile); err != nil {
+			return nil, err
+		}
+	}
+	session, err := cluster.Join(ctx, c.Coordinator, size, index, auth, len(enc.wire),
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, r.stderr)
 	if err != nil {
 		return nil, err
@@ -88,7 +94,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	}
 	part := session.AgentPartial(res, settings, len(enc.wire), options, rpsChanges)
 	if c.SavePartial != "" {
-		if err := cluster.SavePartialFile(c.SavePartial, part); err != nil {
+		if err := cluster.SavePartialFile(cluster.PartialPath(c.SavePartial, size, index), part); err != nil {
 			return nil, err
 		}
 	}

@@ -19,10 +19,16 @@ import (
 type ClusterFlags struct {
 	ClusterSize       int     `long:"cluster-size" default:"1" value-name:"N" description:"Agents that run this benchmark together, each sending every N-th request (request i goes to agent i mod N); --max-concurrency is split between them."`
 	ClusterIndex      *int    `long:"cluster-index" value-name:"I" description:"This agent's index, 0 to N-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it); agent 0 coordinates."`
-	Coordinator       string  `long:"coordinator" value-name:"HOST:PORT" description:"Where the agents reach agent 0, which listens there (on PORT of every interface when HOST is not its own address); required with --cluster-size above 1."`
+	Coordinator       string  `long:"coordinator" value-name:"HOST:PORT" description:"Where the agents reach agent 0, which listens on the address of this host that HOST resolves to (0.0.0.0: every interface); required with --cluster-size above 1."`
 	ClusterTimeoutSec float64 `long:"cluster-timeout-sec" default:"300" description:"Seconds agent 0 waits for every agent to register, and for their results after its own share ended; agents wait as long for agent 0."`
-	SavePartial       string  `long:"save-partial" value-name:"FILE" description:"Also save this agent's partial result (every request and token time, compressed) for 'stampede merge'."`
+	SavePartial       string  `long:"save-partial" value-name:"FILE" description:"Also save this agent's partial result (every request and token time, compressed) for 'stampede merge'; agent K of a cluster saves FILE with .agent-K before its extension."`
+	ClusterToken      string  `long:"cluster-token" value-name:"SECRET" description:"The secret every agent of the cluster holds, proved to agent 0 without sending it (default: $STAMPEDE_CLUSTER_TOKEN); without one a cluster runs on loopback only."`
+	ClusterTokenFile  string  `long:"cluster-token-file" value-name:"FILE" description:"Read the cluster's secret from FILE (a mounted Kubernetes Secret); instead of --cluster-token."`
 }
+
+// clusterTokenEnv is the variable that holds the cluster's secret when
+// no option gives it (one that ps does not show).
+const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
 
 // jobCompletionIndex is the variable a Kubernetes Indexed Job sets in each
 // pod to the pod's completion index.
@@ -77,8 +83,12 @@ func (c *draft) resolveCluster(getenv func(string) string) error {
 	if c.Coordinator == "" {
 		return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d needs --coordinator HOST:PORT, where agent 0 listens", c.ClusterSize)}
 	}
-	if _, port, err := net.SplitHostPort(c.Coordinator); err != nil || port == "" {
+	host, port, err := net.SplitHostPort(c.Coordinator)
+	if err != nil || port == "" || host == "" {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --coordinator: invalid value %q: want HOST:PORT", c.Coordinator)}
+	}
+	if err := c.resolveClusterToken(getenv, host); err != nil {
+		return err
 	}
 	for _, u := range clusterUnsupported {
 		if u.set(c.Plan) {
@@ -89,4 +99,26 @@ func (c *draft) resolveCluster(getenv func(string) string) error {
 		return &py.UsageError{Msg: fmt.Sprintf("--max-concurrency %d is split between %d agents: want at least one request in flight per agent", *c.MaxConcurrency, c.ClusterSize)}
 	}
 	return nil
+}
+
+// resolveClusterToken takes the cluster's secret from --cluster-token,
+// --cluster-token-file (read when the run starts) or $STAMPEDE_CLUSTER_TOKEN,
+// and refuses a cluster without one unless agent 0 is on loopback, where
+// no other host can reach it.
+func (c *draft) resolveClusterToken(getenv func(string) string, host string) error {
+	if c.ClusterToken != "" && c.ClusterTokenFile != "" {
+		return &py.UsageError{Msg: "argument --cluster-token-file: not allowed with argument --cluster-token: give the cluster's secret once"}
+	}
+	if c.ClusterToken == "" && c.ClusterTokenFile == "" {
+		c.ClusterToken = strings.TrimSpace(getenv(clusterTokenEnv))
+	}
+	if c.ClusterToken != "" || c.ClusterTokenFile != "" {
+		return nil
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d with --coordinator %s needs the cluster's shared secret, so that no other host can join or stop the run: "+
+		"give every agent the same --cluster-token-file FILE or $%s (or --cluster-token); without one the agents must all run on this host (--coordinator 127.0.0.1:PORT)",
+		c.ClusterSize, c.Coordinator, clusterTokenEnv)}
 }

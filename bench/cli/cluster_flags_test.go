@@ -16,7 +16,7 @@ func TestClusterFlags(t *testing.T) {
 			return ""
 		}
 	}
-	two := []string{"--cluster-size", "3", "--coordinator", "agent-0.stampede:7070"}
+	two := []string{"--cluster-size", "3", "--coordinator", "agent-0.stampede:7070", "--cluster-token-file", "/run/secrets/token"}
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -38,6 +38,14 @@ func TestClusterFlags(t *testing.T) {
 		{"unsupported", append([]string{"--server-metrics"}, two...), "0", 0, "--server-metrics is not supported with --cluster-size above 1"},
 		{"too little concurrency", append([]string{"--max-concurrency", "2"}, two...), "0", 0, "--max-concurrency 2 is split between 3 agents"},
 		{"bad timeout", []string{"--cluster-timeout-sec", "0"}, "", 0, "argument --cluster-timeout-sec: invalid value 0"},
+		{"no token off loopback", []string{"--cluster-size", "2", "--coordinator", "agent-0.stampede:7070"}, "0", 0,
+			"--coordinator agent-0.stampede:7070 needs the cluster's shared secret"},
+		{"no token on loopback", []string{"--cluster-size", "2", "--coordinator", "127.0.0.1:7070"}, "1", 1, ""},
+		{"no token on localhost", []string{"--cluster-size", "2", "--coordinator", "localhost:7070"}, "1", 1, ""},
+		{"token flag", []string{"--cluster-size", "2", "--coordinator", "agent-0.stampede:7070", "--cluster-token", "s"}, "1", 1, ""},
+		{"token twice", []string{"--cluster-size", "2", "--coordinator", "agent-0.stampede:7070", "--cluster-token", "s", "--cluster-token-file", "f"}, "1", 0,
+			"--cluster-token-file: not allowed with argument --cluster-token"},
+		{"coordinator without host", []string{"--cluster-size", "2", "--coordinator", ":7070"}, "0", 0, "argument --coordinator: invalid value"},
 	} {
 		c, err := parseArgs(tc.args, env(tc.env))
 		switch {
@@ -53,5 +61,26 @@ func TestClusterFlags(t *testing.T) {
 				t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
 			}
 		}
+	}
+}
+
+// TestClusterTokenFromEnv: $STAMPEDE_CLUSTER_TOKEN gives the secret when
+// no option does, and an option wins over it.
+func TestClusterTokenFromEnv(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{jobCompletionIndex: "1", clusterTokenEnv: " from-env\n"}[k]
+	}
+	args := []string{"--cluster-size", "2", "--coordinator", "agent-0.stampede:7070"}
+	c, err := parseArgs(args, env)
+	if err != nil || c.ClusterToken != "from-env" {
+		t.Fatalf("token %q, %v; want the variable's", c.ClusterToken, err)
+	}
+	c, err = parseArgs(append(args, "--cluster-token", "flag"), env)
+	if err != nil || c.ClusterToken != "flag" {
+		t.Fatalf("token %q, %v; want the flag's", c.ClusterToken, err)
+	}
+	c, err = parseArgs(append(args, "--cluster-token-file", "f"), env)
+	if err != nil || c.ClusterToken != "" || c.ClusterTokenFile != "f" {
+		t.Fatalf("token %q file %q, %v; want the file alone", c.ClusterToken, c.ClusterTokenFile, err)
 	}
 }

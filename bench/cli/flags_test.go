@@ -117,8 +117,8 @@ func TestNoFlagBeyondPython(t *testing.T) {
 			}
 		}
 	}
-	if additive != 54 {
-		t.Errorf("%d additive options, want 54 (3 from the multi-process fork, 23 of stampede's, 28 of the Rust client's)", additive)
+	if additive != 56 {
+		t.Errorf("%d additive options, want 56 (3 from the multi-process fork, 25 of stampede's, 28 of the Rust client's)", additive)
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package cluster runs one benchmark over several agents (spec §j, the
 // Kubernetes Indexed Job): registration with agent 0 (authenticated by
-// the run's digest), clock offsets, one announced start, the partial
-// results and their exact merge. Its control plane uses sockets of its
-// own, never a shard.
+// the cluster token, checked against the run's digests), clock offsets,
+// one announced start, the partial results and their exact merge. Its
+// control plane uses sockets of its own, never a shard.
 package cluster
 
 import (
@@ -15,6 +15,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -43,17 +45,33 @@ type Session struct {
 	start       clusterStart
 }
 
-// Join registers this agent (index of size) for the run identified by
-// digest. Agent 0 listens on coordinator, waits for the others, measures
-// their clocks and announces a start far enough ahead (plus extraLead);
-// every other agent connects to it and receives that start. Progress goes
-// to stderr.
-func Join(ctx context.Context, coordinator string, size, index int, digest string, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+// Auth is what an agent proves at registration: that it holds the
+// cluster's token, and runs the same requests, schedule and statistics as
+// agent 0.
+type Auth struct {
+	// Token is the shared secret; "" on loopback alone.
+	Token string
+	// Digest is RunDigest's, Statistics StatisticsDigest's.
+	Digest, Statistics string
+}
+
+// Join registers this agent (index of size) for the run of numRequests
+// requests that auth identifies. Agent 0 listens where coordinator points
+// on this host, registers the others, measures their clocks and announces
+// a start far enough ahead (plus extraLead); every other agent connects
+// to it and receives that start. Progress, and every connection agent 0
+// drops, go to stderr.
+func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
 	s := &Session{size: size, index: index, timeout: timeout}
-	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: digest}
+	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
 	var err error
 	if index == 0 {
-		if s.coord, err = listenCoordinator(coordinator, size, hello.Digest, timeout); err != nil {
+		shares := make([]int, size)
+		for k := range shares {
+			shares[k] = (numRequests - k + size - 1) / size
+		}
+		logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+		if s.coord, err = listenCoordinator(ctx, coordinator, auth, size, shares, timeout, logf); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(stderr, "stampede: agent 0 of %d waits for the other agents on %s\n", size, s.coord.ln.Addr())
@@ -71,7 +89,7 @@ func Join(ctx context.Context, coordinator string, size, index int, digest strin
 			s.Close()
 			return nil, err
 		}
-	} else if s.link, s.start, err = joinCluster(ctx, coordinator, hello, timeout); err != nil {
+	} else if s.link, s.start, err = joinCluster(ctx, coordinator, auth.Token, hello, timeout); err != nil {
 		return nil, err
 	}
 	clock := s.start.Clock
@@ -155,21 +173,55 @@ func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness floa
 	return offsetsNs, s.Rates, nil
 }
 
-// RunDigest identifies a run for the agents' registration: the settings,
-// every request's prompt length and the global schedule. Request ids are
-// left out: each agent draws its own --request-id-prefix unless given.
+// digestFlags name the settings RunDigest covers, for its refusal.
+const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*"
+
+// statisticsFlags name the settings StatisticsDigest covers beside them.
+const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed"
+
+// RunDigest identifies a run for the agents' registration by what changes
+// its requests or their schedule, and nothing else: the backend, the
+// model, the tokenizer's name, the number of prompts, the request rate,
+// the burstiness, --max-concurrency, the ramp-up, whether a trace times
+// itself, pooling, and every request's prompt length, input count and
+// place on the global schedule (which carry the dataset and the seed).
+// Request ids are left out (each agent draws its own --request-id-prefix
+// unless given), and so are the output flags (--result-dir and the like).
 func RunDigest(settings PartialSettings, wire []engine.Request, offsets []int64) string {
 	h := sha256.New()
-	s, _ := json.Marshal(settings)
+	p := settings.Params
+	s, _ := json.Marshal(struct {
+		Backend, Model, Tokenizer, RequestRate, Burstiness string
+		NumPrompts, MaxConcurrency, Requests               int
+		RampUp                                             string
+		RampUpStart, RampUpEnd                             int
+		SelfTimed, Pooling                                 bool
+	}{
+		p.Backend, p.ModelID, p.TokenizerID, settings.RequestRate, settings.Burstiness,
+		p.NumPrompts, p.MaxConcurrency, len(wire),
+		p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS,
+		p.SelfTimed, settings.Pooling,
+	})
 	h.Write(s)
 	var b [8]byte
 	for i, q := range wire {
 		binary.LittleEndian.PutUint64(b[:], uint64(q.PromptLen))
 		h.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], uint64(q.NumInputSequences))
+		h.Write(b[:])
 		binary.LittleEndian.PutUint64(b[:], uint64(offsets[i]))
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// StatisticsDigest identifies what the merge computes: the settings of
+// the partials less the output-only ones (the merge takes agent 0's
+// --result-dir, --save-detailed and the like).
+func StatisticsDigest(settings PartialSettings) string {
+	key, _ := settings.statisticsKey()
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:])
 }
 
 // AgentPartial is this agent's share of the run (res, its unsent
@@ -219,6 +271,22 @@ func RampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []flo
 		last = max(last, int(rate))
 	}
 	return events
+}
+
+// PartialPath is where agent index of a cluster of size saves its
+// partial for --save-partial path: path itself for a cluster of one, else
+// path with ".agent-K" before its extension (partial.bin →
+// partial.agent-2.bin), so that agents sharing a directory never
+// overwrite each other's.
+func PartialPath(path string, size, index int) string {
+	if size <= 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	if ext == filepath.Base(path) { // a name such as ".partial"
+		ext = ""
+	}
+	return fmt.Sprintf("%s.agent-%d%s", strings.TrimSuffix(path, ext), index, ext)
 }
 
 // SavePartialFile writes p to path (--save-partial).

@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -39,7 +41,7 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 	first := &parts[0].Header
 	size, n := first.ClusterSize, first.NumRequests
 	byIndex := make([]*Partial, size)
-	settings, err := json.Marshal(first.Settings)
+	settings, err := first.Settings.statisticsKey()
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +55,12 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 			return nil, fmt.Errorf("merge: two partials of agent %d", h.ClusterIndex)
 		}
 		byIndex[h.ClusterIndex] = p
-		s, err := json.Marshal(h.Settings)
+		s, err := h.Settings.statisticsKey()
 		if err != nil {
 			return nil, err
 		}
 		if !bytes.Equal(s, settings) {
-			return nil, fmt.Errorf("merge: agent %d's settings differ from agent %d's (every agent must run the same flags):\n  %s\n  %s",
+			return nil, fmt.Errorf("merge: agent %d's settings differ from agent %d's (every agent must run the same flags; the output flags may differ, agent 0's apply):\n  %s\n  %s",
 				h.ClusterIndex, first.ClusterIndex, s, settings)
 		}
 	}
@@ -147,8 +149,12 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 	return m, nil
 }
 
-// ReadPartialFiles reads the partial files at paths.
+// ReadPartialFiles reads the partial files at paths (ExpandPartialPaths).
 func ReadPartialFiles(paths []string) ([]*Partial, error) {
+	paths, err := ExpandPartialPaths(paths)
+	if err != nil {
+		return nil, err
+	}
 	parts := make([]*Partial, 0, len(paths))
 	for _, path := range paths {
 		f, err := os.Open(path)
@@ -163,6 +169,32 @@ func ReadPartialFiles(paths []string) ([]*Partial, error) {
 		parts = append(parts, p)
 	}
 	return parts, nil
+}
+
+// ExpandPartialPaths replaces each path that names no file by the
+// agents' files PartialPath made of it (partial.bin: partial.agent-0.bin,
+// partial.agent-1.bin, …), so that a cluster's --save-partial is merged
+// by the name it was given.
+func ExpandPartialPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, path := range paths {
+		_, err := os.Stat(path)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			out = append(out, path)
+			continue
+		}
+		ext := filepath.Ext(path)
+		if ext == filepath.Base(path) {
+			ext = ""
+		}
+		pattern := strings.TrimSuffix(path, ext) + ".agent-*" + ext
+		found, _ := filepath.Glob(pattern)
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no such file, nor any agent's file %s", path, pattern)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // WriteMerged prints a merged run as a single run prints it (warnings on

@@ -135,6 +135,29 @@ func NewPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, bre
 	}
 }
 
+// outputOnly is s without the settings that choose only what agent 0
+// prints or saves, and where (--save-result, --append-result,
+// --plot-timeline, --result-dir, --result-filename, --label, --metadata,
+// the workers row): the merge takes agent 0's, and the agents need not
+// agree on them. --save-detailed is not one: it decides what each
+// agent's records keep.
+func (s PartialSettings) outputOnly() PartialSettings {
+	if s.Params == nil {
+		return s
+	}
+	p := *s.Params
+	p.SaveResult, p.AppendResult, p.PlotTimeline = false, false, false
+	p.ResultDir, p.ResultFilename, p.Label, p.Metadata, p.Workers = "", "", nil, nil, 0
+	s.Params = &p
+	return s
+}
+
+// statisticsKey is what two partials of one run must share: the settings
+// less the output-only ones.
+func (s PartialSettings) statisticsKey() ([]byte, error) {
+	return json.Marshal(s.outputOnly())
+}
+
 // reportParams returns the parameters with their rates restored.
 func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 	if s.Params == nil {

@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -84,4 +86,89 @@ func FuzzParsePartial(f *testing.F) {
 			t.Fatalf("a written partial does not read back: %v", err)
 		}
 	})
+}
+
+// TestOutputFlagsMayDiffer: agents given their own --result-dir,
+// --result-filename, --save-result or --label build the same digests,
+// and their partials merge with agent 0's output flags; a setting that
+// changes the schedule or the statistics changes a digest.
+func TestOutputFlagsMayDiffer(t *testing.T) {
+	settings := func(edit func(*pyout.RunSettings), opts metrics.ComputeOptions) PartialSettings {
+		rs := pyout.RunSettings{Backend: "openai", ModelID: "m", NumPrompts: 4, RequestRate: 2, Burstiness: 1, SaveResult: true, ResultDir: "/results"}
+		if edit != nil {
+			edit(&rs)
+		}
+		return NewPartialSettings(&pyout.ReportParams{RunSettings: rs}, &opts, false)
+	}
+	label := "agent 1"
+	own := settings(func(s *pyout.RunSettings) {
+		s.ResultDir, s.ResultFilename, s.SaveResult, s.Label = "/tmp/agent1", "mine.json", false, &label
+	}, metrics.ComputeOptions{})
+	lead := settings(nil, metrics.ComputeOptions{})
+	wire := []engine.Request{{PromptLen: 3}, {PromptLen: 5}}
+	offsets := []int64{0, 500}
+	if RunDigest(lead, wire, offsets) != RunDigest(own, wire, offsets) || StatisticsDigest(lead) != StatisticsDigest(own) {
+		t.Errorf("output flags change the digests")
+	}
+	for name, other := range map[string]PartialSettings{
+		"rate":  settings(func(s *pyout.RunSettings) { s.RequestRate = 3 }, metrics.ComputeOptions{}),
+		"model": settings(func(s *pyout.RunSettings) { s.ModelID = "n" }, metrics.ComputeOptions{}),
+	} {
+		if RunDigest(lead, wire, offsets) == RunDigest(other, wire, offsets) {
+			t.Errorf("another %s gives the same run digest", name)
+		}
+	}
+	if RunDigest(lead, wire, offsets) == RunDigest(lead, wire, []int64{0, 501}) || RunDigest(lead, wire, offsets) == RunDigest(lead, wire[:1], offsets) {
+		t.Errorf("another schedule or request count gives the same run digest")
+	}
+	if StatisticsDigest(lead) == StatisticsDigest(settings(nil, metrics.ComputeOptions{Percentiles: []float64{50}})) {
+		t.Errorf("other percentiles give the same statistics digest")
+	}
+
+	parts := []*Partial{
+		{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 2, Settings: own},
+			Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: 1, Success: true, NumInputSequences: 1}, Counted: -1}}},
+		{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 2, Settings: lead},
+			Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: 0, Success: true, NumInputSequences: 1}, Counted: -1}}},
+	}
+	m, err := MergePartials(parts)
+	if err != nil {
+		t.Fatalf("partials differing in output flags: %v", err)
+	}
+	if m.Params.ResultDir != "/results" || !m.Params.SaveResult || m.Params.Label != nil || m.Params.ResultFilename != "" {
+		t.Errorf("merged output flags %+v, want agent 0's", m.Params.RunSettings)
+	}
+}
+
+// TestPartialPaths: agents of one --save-partial name write files of their
+// own, and merge finds them by that name.
+func TestPartialPaths(t *testing.T) {
+	for _, tc := range []struct {
+		path        string
+		size, index int
+		want        string
+	}{
+		{"part/partial.bin", 1, 0, "part/partial.bin"},
+		{"part/partial.bin", 3, 2, "part/partial.agent-2.bin"},
+		{"partial", 2, 1, "partial.agent-1"},
+		{"d.x/.partial", 2, 0, "d.x/.partial.agent-0"},
+	} {
+		if got := PartialPath(tc.path, tc.size, tc.index); got != tc.want {
+			t.Errorf("PartialPath(%s, %d, %d) = %s, want %s", tc.path, tc.size, tc.index, got, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "partial.bin")
+	for k := range 3 {
+		if err := SavePartialFile(PartialPath(name, 3, k), testPartial(k%2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ExpandPartialPaths([]string{name})
+	if err != nil || len(got) != 3 || got[2] != filepath.Join(dir, "partial.agent-2.bin") {
+		t.Fatalf("ExpandPartialPaths(%s) = %v, %v", name, got, err)
+	}
+	if _, err := ExpandPartialPaths([]string{filepath.Join(dir, "other.bin")}); err == nil || !strings.Contains(err.Error(), "other.agent-*.bin") {
+		t.Errorf("a name no agent wrote: %v", err)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -26,28 +28,52 @@ import (
 //	length  4 bytes, big-endian
 //	payload length bytes
 //
-// An agent connects to agent 0 and sends hello (JSON clusterHello);
-// agent 0 answers with clock probes, ping (8 bytes: its wall clock in
-// Unix ns) each answered by pong (16 bytes: the ping's time, then the
-// agent's wall clock when it read the ping), then start (JSON
-// clusterStart). After its share of the run the agent sends result (a
-// partial, gzip-compressed as WritePartial writes it). Either side may
-// send fail (text) instead, and close.
+// An agent connects to agent 0, which sends challenge (the run's nonce,
+// then one fresh for this connection, nonceLen bytes each); the agent
+// answers hello (JSON clusterHello, its MAC over both nonces and its own
+// fields keyed by the cluster token, see auth.go). Agent 0 then sends clock
+// probes, ping (8 bytes: its wall clock in Unix ns) each answered by pong
+// (16 bytes: the ping's time, then the agent's wall clock when it read the
+// ping), then start (JSON clusterStart, with agent 0's own MAC). After its
+// share of the run the agent sends result: its MAC over the run's nonce,
+// its index and the partial, then the partial (gzip-compressed as
+// WritePartial writes it). Either side may send fail (text) instead, and
+// close. A reader names the kinds it accepts next, each with its bound, so
+// no peer makes it read a frame it does not expect or buffer more than the
+// bound.
 const (
-	frameHello  = 'H'
-	framePing   = 'P'
-	framePong   = 'Q'
-	frameStart  = 'S'
-	frameResult = 'R'
-	frameFail   = 'E'
+	frameChallenge = 'C'
+	frameHello     = 'H'
+	framePing      = 'P'
+	framePong      = 'Q'
+	frameStart     = 'S'
+	frameResult    = 'R'
+	frameFail      = 'E'
 )
 
 // clusterProtocol is the version hello carries; agents of another refuse.
-const clusterProtocol = 1
+const clusterProtocol = 2
 
-// maxControlFrame bounds every frame but a result: a control message is
-// small, and a peer must not make the reader allocate at will.
-const maxControlFrame = 1 << 16
+// Frame bounds. A hello, a start and a fail are small JSON or text; a
+// result is bounded by the agent's share (maxResultFrame).
+const (
+	maxHelloFrame = 4 << 10
+	maxStartFrame = 4 << 10
+	maxFailFrame  = 16 << 10
+)
+
+// maxResultFrame bounds the result of an agent that sends requests of a
+// run: a fixed allowance for the header, and maxResultPerRequest per
+// request (a record with every token gap and, with --save-detailed, the
+// generated text), never more than a partial may hold.
+func maxResultFrame(requests int) uint32 {
+	n := uint64(1<<20) + uint64(max(requests, 0))*maxResultPerRequest
+	return uint32(min(n, maxPartialBytes-1))
+}
+
+// maxResultPerRequest is a compressed record's allowance: 1 MiB holds
+// about 300,000 token gaps, or a long text.
+const maxResultPerRequest = 1 << 20
 
 // clockProbes is how many ping/pong exchanges measure an agent's clock;
 // the one with the smallest round trip is kept (its delays are the
@@ -59,9 +85,13 @@ type clusterHello struct {
 	Protocol int `json:"protocol"`
 	Size     int `json:"size"`
 	Index    int `json:"index"`
-	// Digest identifies the run: the settings, the requests' lengths and
-	// the global schedule; every agent must have the same.
+	// Digest identifies the run: what changes the requests and the
+	// schedule (RunDigest); every agent must have the same.
 	Digest string `json:"digest"`
+	// Statistics identifies what the merge computes (StatisticsDigest).
+	Statistics string `json:"statistics"`
+	// MAC proves the agent holds the cluster token (helloMAC).
+	MAC string `json:"mac"`
 }
 
 // clusterStart tells an agent when the run starts and what its clock
@@ -70,6 +100,8 @@ type clusterStart struct {
 	// StartUnixNs is the start on agent 0's clock.
 	StartUnixNs int64                    `json:"start_unix_ns"`
 	Clock       report.SidecarAgentClock `json:"clock"`
+	// MAC proves agent 0 holds the cluster token (startMAC).
+	MAC string `json:"mac"`
 }
 
 // writeFrame sends one frame.
@@ -91,23 +123,25 @@ type FrameError struct{ What string }
 
 func (e *FrameError) Error() string { return "cluster protocol: " + e.What }
 
-// readFrame reads one frame. Only a result frame may be longer than
-// maxControlFrame; its payload is read as it arrives, never allocated
-// ahead of the bytes.
-func readFrame(r io.Reader) (kind byte, payload []byte, err error) {
+// frameLimits are the kinds of frame a reader accepts next, each with the
+// largest payload it takes.
+type frameLimits map[byte]uint32
+
+// readFrame reads one frame of a kind in limits, checking its declared
+// length against that kind's bound before reading it; the payload is read
+// as it arrives, never allocated ahead of the bytes.
+func readFrame(r io.Reader, limits frameLimits) (kind byte, payload []byte, err error) {
 	var head [5]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return 0, nil, err
 	}
 	kind, n := head[0], binary.BigEndian.Uint32(head[1:])
-	switch kind {
-	case frameHello, framePing, framePong, frameStart, frameFail:
-		if n > maxControlFrame {
-			return 0, nil, &FrameError{fmt.Sprintf("a %c frame of %d bytes (at most %d)", kind, n, maxControlFrame)}
-		}
-	case frameResult:
-	default:
-		return 0, nil, &FrameError{fmt.Sprintf("unknown frame kind %#x", kind)}
+	limit, ok := limits[kind]
+	switch {
+	case !ok:
+		return 0, nil, &FrameError{fmt.Sprintf("a frame of kind %q where %s was due", kind, limits)}
+	case n > limit:
+		return 0, nil, &FrameError{fmt.Sprintf("a %c frame of %d bytes (at most %d)", kind, n, limit)}
 	}
 	var buf bytes.Buffer
 	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
@@ -119,17 +153,25 @@ func readFrame(r io.Reader) (kind byte, payload []byte, err error) {
 	return kind, buf.Bytes(), nil
 }
 
-// expectFrame reads a frame of kind want; a fail frame becomes its text
-// as an error.
-func expectFrame(r io.Reader, want byte) ([]byte, error) {
-	kind, payload, err := readFrame(r)
+// String lists the kinds, for errors.
+func (l frameLimits) String() string {
+	kinds := make([]string, 0, len(l))
+	for k := range l {
+		kinds = append(kinds, string(rune(k)))
+	}
+	slices.Sort(kinds)
+	return strings.Join(kinds, " or ")
+}
+
+// expectFrame reads a frame of kind want (at most limit bytes); a fail
+// frame becomes its text as an error.
+func expectFrame(r io.Reader, want byte, limit uint32) ([]byte, error) {
+	kind, payload, err := readFrame(r, frameLimits{want: limit, frameFail: maxFailFrame})
 	switch {
 	case err != nil:
 		return nil, err
 	case kind == frameFail:
 		return nil, errors.New(string(payload))
-	case kind != want:
-		return nil, &FrameError{fmt.Sprintf("a %c frame where %c was due", kind, want)}
 	}
 	return payload, nil
 }
@@ -137,37 +179,104 @@ func expectFrame(r io.Reader, want byte) ([]byte, error) {
 // coordinator is agent 0's side: it listens, registers the other agents,
 // measures their clocks, announces the start and collects the partials.
 type coordinator struct {
-	ln      net.Listener
-	size    int
-	digest  string
-	timeout time.Duration
-	agents  []*agentConn // by index; [0] unused
+	ln         net.Listener
+	size       int
+	digest     string
+	statistics string
+	token      string
+	nonce      []byte // the run's
+	timeout    time.Duration
+	// shares[k] is how many requests agent k sends (its result's bound).
+	shares []int
+	agents []*agentConn // by index; [0] unused
+	// logf reports a connection dropped during registration.
+	logf func(format string, args ...any)
 }
 
 type agentConn struct {
-	index int
-	conn  net.Conn
-	r     *bufio.Reader
-	clock report.SidecarAgentClock
+	index     int
+	conn      net.Conn
+	r         *bufio.Reader
+	challenge []byte
+	clock     report.SidecarAgentClock
 }
 
-// listenCoordinator listens on addr (HOST:PORT) when HOST is one of this
-// host's addresses, else on PORT of every interface: HOST is how the
-// other agents reach agent 0, which may be a name or an address this host
-// does not hold (a NAT, a Service).
-func listenCoordinator(addr string, size int, digest string, timeout time.Duration) (*coordinator, error) {
-	_, port, err := net.SplitHostPort(addr)
+// handshakeTimeout bounds a connection's time from its accept to its
+// hello: a peer that says nothing (a port scan, a TCP probe) is dropped
+// then. An agent sends its hello as soon as it reads the challenge.
+const handshakeTimeout = 10 * time.Second
+
+// refusalLinger is how long agent 0, having refused the run, still
+// answers agents that connect with the reason, so that one started a
+// little later exits with it too instead of waiting for
+// --cluster-timeout-sec.
+const refusalLinger = 3 * time.Second
+
+// listenAddr is the address agent 0 listens on for --coordinator addr:
+// the address among those HOST resolves to that this host holds (in
+// Kubernetes, the pod's own), never every interface unless HOST is the
+// unspecified address (0.0.0.0, ::) itself. A name that does not resolve
+// to this host yet (a DNS record not yet published) is looked up again
+// until the deadline.
+func listenAddr(ctx context.Context, addr string, deadline time.Time) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--coordinator %s: %w", addr, err)
+		return "", fmt.Errorf("--coordinator %s: %w", addr, err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return addr, nil
+	}
+	for {
+		ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		var resolved []string
+		if err == nil {
+			local := localAddrs()
+			for _, ip := range ips {
+				resolved = append(resolved, ip.IP.String())
+				if local[ip.IP.String()] || ip.IP.IsLoopback() {
+					return net.JoinHostPort(ip.IP.String(), port), nil
+				}
+			}
+			err = fmt.Errorf("%s resolves to %s, none of them an address of this host", host, strings.Join(resolved, ", "))
+		}
+		if ctx.Err() != nil || !time.Now().Add(joinRetry).Before(deadline) {
+			return "", fmt.Errorf("cluster: agent 0 listens where --coordinator %s points, on this host: %w", addr, err)
+		}
+		select {
+		case <-time.After(joinRetry):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// localAddrs are this host's interface addresses.
+func localAddrs() map[string]bool {
+	out := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out[n.IP.String()] = true
+		}
+	}
+	return out
+}
+
+// listenCoordinator listens where addr (--coordinator) points on this
+// host (listenAddr).
+func listenCoordinator(ctx context.Context, addr string, a Auth, size int, shares []int, timeout time.Duration, logf func(string, ...any)) (*coordinator, error) {
+	bind, err := listenAddr(ctx, addr, time.Now().Add(timeout))
 	if err != nil {
-		ln, err = net.Listen("tcp", ":"+port)
+		return nil, err
 	}
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: agent 0 cannot listen on port %s (--coordinator %s): %w", port, addr, err)
+		return nil, fmt.Errorf("cluster: agent 0 cannot listen on %s (--coordinator %s): %w", bind, addr, err)
 	}
-	return &coordinator{ln: ln, size: size, digest: digest, timeout: timeout, agents: make([]*agentConn, size)}, nil
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &coordinator{ln: ln, size: size, digest: a.Digest, statistics: a.Statistics, token: a.Token, nonce: newNonce(),
+		timeout: timeout, shares: shares, agents: make([]*agentConn, size), logf: logf}, nil
 }
 
 // Close closes the listener and every agent's connection.
@@ -184,35 +293,107 @@ func (c *coordinator) Close() {
 func (c *coordinator) fail(err error) error {
 	for _, a := range c.agents {
 		if a != nil {
-			a.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			writeFrame(a.conn, frameFail, []byte("agent 0: "+err.Error()))
+			tell(a.conn, err)
 		}
 	}
 	return err
 }
 
+// tell sends conn a fail frame with err, briefly.
+func tell(conn net.Conn, err error) {
+	conn.SetWriteDeadline(time.Now().Add(time.Second))
+	writeFrame(conn, frameFail, []byte("agent 0: "+err.Error()))
+}
+
+// greeting is a connection that sent an authenticated hello.
+type greeting struct {
+	hello clusterHello
+	agent *agentConn
+}
+
 // register accepts agents until each index 1..size-1 has one, or the
-// timeout; a wrong hello is refused with a fail frame and ends the run.
+// timeout. Connections are taken concurrently, each with
+// handshakeTimeout to send its hello; one that sends anything but a
+// hello keyed by the cluster token is logged and dropped, and the run
+// goes on. An authenticated agent of another run (other digest, size,
+// index) fails the run: every registered agent is told why, and so is
+// every agent that connects within refusalLinger.
 func (c *coordinator) register(ctx context.Context) error {
-	deadline := time.Now().Add(c.timeout)
-	stop := context.AfterFunc(ctx, func() { c.ln.Close() })
-	defer stop()
-	if tl, ok := c.ln.(*net.TCPListener); ok {
-		tl.SetDeadline(deadline)
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	greetings := make(chan greeting)
+	done := make(chan struct{})
+	var refusal error // set before done closes
+	// The accept loop ends with the listener, which closes before this
+	// returns; a handshake under way ends within its deadline, and is
+	// dropped (told why on a refusal) once done is closed.
+	var accepting sync.WaitGroup
+	defer accepting.Wait()
+	accepting.Go(func() {
+		for {
+			conn, err := c.ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				select {
+				case <-done:
+					if refusal != nil {
+						tell(conn, refusal)
+					}
+					conn.Close()
+					return
+				default:
+				}
+				a, h, err := c.handshake(conn)
+				if err != nil {
+					c.logf("stampede: agent 0 dropped a connection from %s: %v", conn.RemoteAddr(), err)
+					conn.Close()
+					return
+				}
+				select {
+				case greetings <- greeting{h, a}:
+				case <-done:
+					if refusal != nil {
+						tell(conn, refusal)
+					}
+					conn.Close()
+				}
+			}()
+		}
+	})
+	end := func(err error) error {
+		refusal = err
+		close(done)
+		c.fail(err)
+		if err != nil && ctx.Err() == nil {
+			// Agents still connecting hear the reason too.
+			select {
+			case <-time.After(min(refusalLinger, c.timeout)):
+			case <-ctx.Done():
+			}
+		}
+		c.ln.Close()
+		return err
 	}
 	for c.registered() < c.size-1 {
-		conn, err := c.ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return c.fail(ctx.Err())
+		select {
+		case <-ctx.Done():
+			return end(ctx.Err())
+		case <-timer.C:
+			return end(fmt.Errorf("cluster: agent(s) %s of %d did not register within --cluster-timeout-sec %v (agent 0 listens on %s)",
+				strings.Join(c.missing(), ", "), c.size, c.timeout.Seconds(), c.ln.Addr()))
+		case g := <-greetings:
+			if err := c.admit(g); err != nil {
+				tell(g.agent.conn, fmt.Errorf("refused this agent: %w", err))
+				g.agent.conn.Close()
+				return end(err)
 			}
-			return c.fail(fmt.Errorf("cluster: agent(s) %s of %d did not register within --cluster-timeout-sec %v (agent 0 listens on %s): %w",
-				strings.Join(c.missing(), ", "), c.size, c.timeout.Seconds(), c.ln.Addr(), err))
-		}
-		if err := c.hello(conn, deadline); err != nil {
-			return c.fail(err)
 		}
 	}
+	// Registration is over: later connections are refused by the system.
+	close(done)
+	c.ln.Close()
 	return nil
 }
 
@@ -236,23 +417,40 @@ func (c *coordinator) missing() []string {
 	return out
 }
 
-// hello reads one agent's registration and checks it.
-func (c *coordinator) hello(conn net.Conn, deadline time.Time) error {
-	conn.SetDeadline(deadline)
-	r := bufio.NewReader(conn)
-	refuse := func(format string, args ...any) error {
-		err := fmt.Errorf("cluster: agent at %s: "+format, append([]any{conn.RemoteAddr()}, args...)...)
-		writeFrame(conn, frameFail, []byte("agent 0 refused this agent: "+err.Error()))
-		conn.Close()
-		return err
+// handshake challenges a new connection and reads its hello, within
+// handshakeTimeout; an error means the peer is no agent of this run's
+// token (it is dropped, the run goes on). A peer that holds the token but
+// the wrong one is told so before it is dropped.
+func (c *coordinator) handshake(conn net.Conn) (*agentConn, clusterHello, error) {
+	conn.SetDeadline(time.Now().Add(min(handshakeTimeout, c.timeout)))
+	challenge := newNonce()
+	if err := writeFrame(conn, frameChallenge, append(slices.Clip(c.nonce), challenge...)); err != nil {
+		return nil, clusterHello{}, err
 	}
-	payload, err := expectFrame(r, frameHello)
+	r := bufio.NewReader(conn)
+	payload, err := expectFrame(r, frameHello, maxHelloFrame)
 	if err != nil {
-		return refuse("%v", err)
+		return nil, clusterHello{}, err
 	}
 	var h clusterHello
 	if err := json.Unmarshal(payload, &h); err != nil {
-		return refuse("malformed hello: %v", err)
+		return nil, clusterHello{}, &FrameError{"malformed hello: " + err.Error()}
+	}
+	if !equalMAC(h.MAC, helloMAC(c.token, c.nonce, challenge, h)) {
+		err := errors.New("its hello is not keyed by this run's cluster token (--cluster-token, --cluster-token-file or $STAMPEDE_CLUSTER_TOKEN must be the same on every agent), or answers another challenge")
+		tell(conn, fmt.Errorf("refused this connection: %w", err))
+		return nil, clusterHello{}, err
+	}
+	conn.SetDeadline(time.Time{})
+	return &agentConn{index: h.Index, conn: conn, r: r, challenge: challenge}, h, nil
+}
+
+// admit checks an authenticated agent's hello against this run and
+// registers it; an error fails the run.
+func (c *coordinator) admit(g greeting) error {
+	h := g.hello
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("cluster: agent at %s: "+format, append([]any{g.agent.conn.RemoteAddr()}, args...)...)
 	}
 	switch {
 	case h.Protocol != clusterProtocol:
@@ -264,9 +462,11 @@ func (c *coordinator) hello(conn net.Conn, deadline time.Time) error {
 	case c.agents[h.Index] != nil:
 		return refuse("index %d is already registered from %s", h.Index, c.agents[h.Index].conn.RemoteAddr())
 	case h.Digest != c.digest:
-		return refuse("agent %d builds other requests or another schedule than agent 0 (its flags, seed or dataset differ)", h.Index)
+		return refuse("agent %d builds other requests or another schedule than agent 0 (flags among %s, the seed or the dataset differ)", h.Index, digestFlags)
+	case h.Statistics != c.statistics:
+		return refuse("agent %d computes other statistics than agent 0 (flags among %s differ)", h.Index, statisticsFlags)
 	}
-	c.agents[h.Index] = &agentConn{index: h.Index, conn: conn, r: r}
+	c.agents[h.Index] = g.agent
 	return nil
 }
 
@@ -302,7 +502,7 @@ func (a *agentConn) probe(deadline time.Time) error {
 		if err := writeFrame(a.conn, framePing, ping[:]); err != nil {
 			return fmt.Errorf("cluster: agent %d: clock probe: %w", a.index, err)
 		}
-		payload, err := expectFrame(a.r, framePong)
+		payload, err := expectFrame(a.r, framePong, 16)
 		rtt := time.Since(sent).Nanoseconds() // monotonic
 		if err != nil {
 			return fmt.Errorf("cluster: agent %d: clock probe: %w", a.index, err)
@@ -323,7 +523,9 @@ func (a *agentConn) probe(deadline time.Time) error {
 // announce sends every agent the start, on this host's clock.
 func (c *coordinator) announce(startUnixNs int64) error {
 	for _, a := range c.agents[1:] {
-		body, _ := json.Marshal(clusterStart{StartUnixNs: startUnixNs, Clock: a.clock})
+		st := clusterStart{StartUnixNs: startUnixNs, Clock: a.clock}
+		st.MAC = startMAC(c.token, c.nonce, a.challenge, st)
+		body, _ := json.Marshal(st)
 		a.conn.SetWriteDeadline(time.Now().Add(c.timeout))
 		if err := writeFrame(a.conn, frameStart, body); err != nil {
 			return c.fail(fmt.Errorf("cluster: agent %d: announcing the start: %w", a.index, err))
@@ -358,15 +560,12 @@ func (c *coordinator) collect(ctx context.Context) ([]*Partial, error) {
 	for _, a := range c.agents[1:] {
 		wg.Go(func() {
 			a.conn.SetDeadline(deadline)
-			payload, err := expectFrame(a.r, frameResult)
+			payload, err := expectFrame(a.r, frameResult, maxResultFrame(c.shares[a.index])+sha256.Size)
 			if err == nil {
-				parts[a.index], err = ReadPartial(bytes.NewReader(payload))
-			}
-			if err == nil && parts[a.index].Header.ClusterIndex != a.index {
-				err = fmt.Errorf("it holds agent %d's partial", parts[a.index].Header.ClusterIndex)
+				parts[a.index], err = c.verifyResult(a.index, payload)
 			}
 			if err != nil {
-				errs[a.index] = fmt.Errorf("cluster: agent %d sent no partial result within --cluster-timeout-sec %v of agent 0's end: %w",
+				errs[a.index] = fmt.Errorf("cluster: agent %d delivered no partial result of this run within --cluster-timeout-sec %v of agent 0's end: %w",
 					a.index, c.timeout.Seconds(), err)
 			}
 		})
@@ -378,16 +577,35 @@ func (c *coordinator) collect(ctx context.Context) ([]*Partial, error) {
 	return slices.Delete(parts, 0, 1), nil
 }
 
+// verifyResult checks agent index's result frame: its MAC, in this run,
+// then the partial it carries, which must be that agent's.
+func (c *coordinator) verifyResult(index int, payload []byte) (*Partial, error) {
+	if len(payload) < sha256.Size {
+		return nil, &FrameError{"a result frame without its MAC"}
+	}
+	sum, partial := payload[:sha256.Size], payload[sha256.Size:]
+	if !hmac.Equal(sum, resultMAC(c.token, c.nonce, index, partial)) {
+		return nil, errors.New("its partial is not keyed by this run's nonce and cluster token (a partial of another run, or altered on the way)")
+	}
+	p, err := ReadPartial(bytes.NewReader(partial))
+	if err == nil && p.Header.ClusterIndex != index {
+		err = fmt.Errorf("it holds agent %d's partial", p.Header.ClusterIndex)
+	}
+	return p, err
+}
+
 // agentLink is an agent's connection to agent 0.
 type agentLink struct {
-	conn net.Conn
-	r    *bufio.Reader
+	conn  net.Conn
+	r     *bufio.Reader
+	token string
+	nonce []byte // the run's
 }
 
 // joinCluster connects to agent 0 (retrying until the timeout: agent 0
 // may not be listening yet), registers, answers the clock probes and
 // returns the announced start.
-func joinCluster(ctx context.Context, addr string, hello clusterHello, timeout time.Duration) (*agentLink, clusterStart, error) {
+func joinCluster(ctx context.Context, addr, token string, hello clusterHello, timeout time.Duration) (*agentLink, clusterStart, error) {
 	deadline := time.Now().Add(timeout)
 	var conn net.Conn
 	var err error
@@ -405,7 +623,7 @@ func joinCluster(ctx context.Context, addr string, hello clusterHello, timeout t
 		case <-ctx.Done():
 		}
 	}
-	link := &agentLink{conn: conn, r: bufio.NewReader(conn)}
+	link := &agentLink{conn: conn, r: bufio.NewReader(conn), token: token}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	start, err := link.register(hello, timeout)
@@ -423,16 +641,30 @@ func (l *agentLink) register(hello clusterHello, timeout time.Duration) (cluster
 	// Agent 0 waits up to the timeout for the last agent, then probes:
 	// twice the timeout covers both.
 	l.conn.SetDeadline(time.Now().Add(2 * timeout))
+	nonces, err := expectFrame(l.r, frameChallenge, 2*nonceLen)
+	if err != nil {
+		return clusterStart{}, fmt.Errorf("waiting for agent 0's challenge: %w", err)
+	}
+	if len(nonces) != 2*nonceLen {
+		return clusterStart{}, &FrameError{fmt.Sprintf("a challenge of %d bytes, want %d", len(nonces), 2*nonceLen)}
+	}
+	l.nonce = nonces[:nonceLen]
+	challenge := nonces[nonceLen:]
+	hello.MAC = helloMAC(l.token, l.nonce, challenge, hello)
 	body, _ := json.Marshal(hello)
 	if err := writeFrame(l.conn, frameHello, body); err != nil {
 		return clusterStart{}, err
 	}
+	limits := frameLimits{framePing: 8, frameStart: maxStartFrame, frameFail: maxFailFrame}
 	for {
-		kind, payload, err := readFrame(l.r)
+		kind, payload, err := readFrame(l.r, limits)
 		switch {
 		case err != nil:
 			return clusterStart{}, fmt.Errorf("waiting for agent 0's start: %w", err)
-		case kind == framePing && len(payload) == 8:
+		case kind == framePing:
+			if len(payload) != 8 {
+				return clusterStart{}, &FrameError{fmt.Sprintf("a ping of %d bytes", len(payload))}
+			}
 			pong := make([]byte, 16)
 			t2 := time.Now().UnixNano()
 			copy(pong, payload)
@@ -445,12 +677,13 @@ func (l *agentLink) register(hello clusterHello, timeout time.Duration) (cluster
 			if err := json.Unmarshal(payload, &st); err != nil {
 				return clusterStart{}, &FrameError{"malformed start: " + err.Error()}
 			}
+			if !equalMAC(st.MAC, startMAC(l.token, l.nonce, challenge, st)) {
+				return clusterStart{}, fmt.Errorf("the start from %s is not keyed by this agent's cluster token: it is not this run's agent 0", l.conn.RemoteAddr())
+			}
 			l.conn.SetDeadline(time.Time{})
 			return st, nil
-		case kind == frameFail:
+		default: // frameFail
 			return clusterStart{}, errors.New(string(payload))
-		default:
-			return clusterStart{}, &FrameError{fmt.Sprintf("a %c frame of %d bytes before the start", kind, len(payload))}
 		}
 	}
 }
@@ -461,8 +694,9 @@ func (l *agentLink) sendPartial(p *Partial, timeout time.Duration) error {
 	if err := WritePartial(&buf, p); err != nil {
 		return err
 	}
+	payload := append(resultMAC(l.token, l.nonce, p.Header.ClusterIndex, buf.Bytes()), buf.Bytes()...)
 	l.conn.SetDeadline(time.Now().Add(timeout))
-	if err := writeFrame(l.conn, frameResult, buf.Bytes()); err != nil {
+	if err := writeFrame(l.conn, frameResult, payload); err != nil {
 		return fmt.Errorf("cluster: sending the partial result to agent 0: %w", err)
 	}
 	return nil

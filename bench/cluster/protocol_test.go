@@ -4,28 +4,72 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 )
 
-// TestCoordinatorTimesOutMissingAgent: an agent that never comes fails
-// the run after --cluster-timeout-sec, naming it.
-func TestCoordinatorTimesOutMissingAgent(t *testing.T) {
+// testCoordinator listens on loopback for a cluster of size keyed by
+// token, with digest "d"; what it logs is in the returned log.
+func testCoordinator(t *testing.T, size int, token string, timeout time.Duration) (*coordinator, string, *syncLog) {
+	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
-	c, err := listenCoordinator(addr, 3, "d", 300*time.Millisecond)
+	log := new(syncLog)
+	c, err := listenCoordinator(context.Background(), addr, Auth{Token: token, Digest: "d", Statistics: "s"}, size, make([]int, size), timeout, log.logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	joined := make(chan error, 1)
+	t.Cleanup(c.Close)
+	return c, addr, log
+}
+
+// syncLog collects what the coordinator logs.
+type syncLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *syncLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// hello is agent index's hello of the test run.
+func hello(size, index int) clusterHello {
+	return clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: "d", Statistics: "s"}
+}
+
+// join runs joinCluster in the background; the channel gets its link
+// (closed by the test's cleanup) or error.
+func join(t *testing.T, addr, token string, h clusterHello) <-chan error {
+	done := make(chan error, 1)
 	go func() {
-		_, _, err := joinCluster(context.Background(), addr, clusterHello{Protocol: clusterProtocol, Size: 3, Index: 2, Digest: "d"}, 5*time.Second)
-		joined <- err
+		l, _, err := joinCluster(context.Background(), addr, token, h, 5*time.Second)
+		if l != nil {
+			t.Cleanup(l.Close)
+		}
+		done <- err
 	}()
-	err = c.register(context.Background())
+	return done
+}
+
+// TestCoordinatorTimesOutMissingAgent: an agent that never comes fails
+// the run after --cluster-timeout-sec, naming it.
+func TestCoordinatorTimesOutMissingAgent(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 3, "k", 300*time.Millisecond)
+	joined := join(t, addr, "k", hello(3, 2))
+	err := c.register(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "agent(s) 1 of 3 did not register within --cluster-timeout-sec 0.3") {
 		t.Fatalf("register: %v", err)
 	}
@@ -35,29 +79,23 @@ func TestCoordinatorTimesOutMissingAgent(t *testing.T) {
 	}
 }
 
-// TestCoordinatorRefusesOtherRun: an agent with other settings, a wrong
-// size or a taken index is refused with the reason on both sides.
+// TestCoordinatorRefusesOtherRun: an authenticated agent with other
+// settings, a wrong size or a taken index is refused with the reason on
+// both sides, and the run ends.
 func TestCoordinatorRefusesOtherRun(t *testing.T) {
 	for _, tc := range []struct {
 		hello clusterHello
 		want  string
 	}{
-		{clusterHello{Protocol: clusterProtocol, Size: 2, Index: 1, Digest: "other"}, "builds other requests or another schedule"},
-		{clusterHello{Protocol: clusterProtocol, Size: 3, Index: 1, Digest: "d"}, "--cluster-size 3, agent 0 has 2"},
-		{clusterHello{Protocol: clusterProtocol, Size: 2, Index: 0, Digest: "d"}, "index 0: want 1 to 1"},
-		{clusterHello{Protocol: 99, Size: 2, Index: 1, Digest: "d"}, "protocol 99"},
+		{clusterHello{Protocol: clusterProtocol, Size: 2, Index: 1, Digest: "other", Statistics: "s"}, "builds other requests or another schedule"},
+		{clusterHello{Protocol: clusterProtocol, Size: 2, Index: 1, Digest: "d", Statistics: "other"}, "computes other statistics"},
+		{clusterHello{Protocol: clusterProtocol, Size: 3, Index: 1, Digest: "d", Statistics: "s"}, "--cluster-size 3, agent 0 has 2"},
+		{clusterHello{Protocol: clusterProtocol, Size: 2, Index: 0, Digest: "d", Statistics: "s"}, "index 0: want 1 to 1"},
+		{clusterHello{Protocol: 99, Size: 2, Index: 1, Digest: "d", Statistics: "s"}, "protocol 99"},
 	} {
-		addr := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
-		c, err := listenCoordinator(addr, 2, "d", 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		joined := make(chan error, 1)
-		go func() {
-			_, _, err := joinCluster(context.Background(), addr, tc.hello, 5*time.Second)
-			joined <- err
-		}()
-		err = c.register(context.Background())
+		c, addr, _ := testCoordinator(t, 2, "k", 5*time.Second)
+		joined := join(t, addr, "k", tc.hello)
+		err := c.register(context.Background())
 		c.Close()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: coordinator: %v, want %q", tc.hello, err, tc.want)
@@ -68,22 +106,40 @@ func TestCoordinatorRefusesOtherRun(t *testing.T) {
 	}
 }
 
+// TestRefusalReachesEveryAgent: when agent 0 refuses one agent of
+// another run, every other agent exits with the same reason, whether it
+// had registered, was registering or connects after the refusal; none
+// waits for --cluster-timeout-sec.
+func TestRefusalReachesEveryAgent(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 4, "k", time.Minute)
+	regErr := make(chan error, 1)
+	go func() { regErr <- c.register(context.Background()) }()
+	bad := hello(4, 2)
+	bad.Digest = "other"
+	agents := map[string]<-chan error{"agent 1": join(t, addr, "k", hello(4, 1)), "agent 2": join(t, addr, "k", bad)}
+	err := <-regErr
+	const want = "builds other requests or another schedule"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("coordinator: %v", err)
+	}
+	for name, ch := range agents {
+		if err := <-ch; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s ended with %v, want %q", name, err, want)
+		}
+	}
+}
+
 // TestClockProbesAndStart: the coordinator measures each agent's offset
 // with a bound, and the agent gets the start with its own figures.
 func TestClockProbesAndStart(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
-	c, err := listenCoordinator(addr, 2, "d", 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, addr, _ := testCoordinator(t, 2, "k", 5*time.Second)
 	type joined struct {
 		start clusterStart
 		err   error
 	}
 	got := make(chan joined, 1)
 	go func() {
-		l, st, err := joinCluster(context.Background(), addr, clusterHello{Protocol: clusterProtocol, Size: 2, Index: 1, Digest: "d"}, 5*time.Second)
+		l, st, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 5*time.Second)
 		if l != nil {
 			l.Close()
 		}
@@ -113,25 +169,53 @@ func TestClockProbesAndStart(t *testing.T) {
 	}
 }
 
+// TestListenAddr: agent 0 binds the address of this host its
+// --coordinator host resolves to, and refuses one that is not its own.
+func TestListenAddr(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1:7070": "127.0.0.1:7070", "localhost:7070": "", "0.0.0.0:7070": "0.0.0.0:7070"} {
+		got, err := listenAddr(context.Background(), in, time.Now())
+		if err != nil || want != "" && got != want {
+			t.Errorf("listenAddr(%s) = %s, %v; want %s", in, got, err, want)
+		}
+		if host, _, _ := net.SplitHostPort(got); want == "" && !net.ParseIP(host).IsLoopback() {
+			t.Errorf("listenAddr(%s) = %s, want a loopback address", in, got)
+		}
+	}
+	// 192.0.2.1 (TEST-NET-1) is no host's own address.
+	if _, err := listenAddr(context.Background(), "192.0.2.1:7070", time.Now()); err == nil || !strings.Contains(err.Error(), "none of them an address of this host") {
+		t.Errorf("a foreign address: %v", err)
+	}
+}
+
 // FuzzReadFrame: frames come from the network; malformed ones are errors,
-// and a control frame never allocates past its limit.
+// a frame of a kind not due is refused on its header, and no payload
+// exceeds its kind's bound.
 func FuzzReadFrame(f *testing.F) {
 	var b bytes.Buffer
-	writeFrame(&b, frameHello, []byte(`{"protocol":1}`))
+	writeFrame(&b, frameHello, []byte(`{"protocol":2}`))
 	writeFrame(&b, framePing, make([]byte, 8))
 	f.Add(b.Bytes())
-	f.Add([]byte{frameResult, 0xff, 0xff, 0xff, 0xff, 1, 2})
-	f.Add([]byte{framePing, 0, 1, 0, 0})
+	f.Add([]byte{frameResult, 0x7f, 0xff, 0xff, 0xff, 1, 2})
+	f.Add([]byte{frameHello, 0, 1, 0, 0})
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte{'Z', 0, 0, 0, 0})
+	limits := []frameLimits{
+		{frameHello: maxHelloFrame},
+		{framePing: 8, frameStart: maxStartFrame, frameFail: maxFailFrame},
+		{frameResult: maxResultFrame(3), frameFail: maxFailFrame},
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytes.NewReader(data)
-		for {
-			kind, payload, err := readFrame(r)
-			if err != nil {
-				return
-			}
-			if kind != frameResult && len(payload) > maxControlFrame {
-				t.Fatalf("a %c frame of %d bytes", kind, len(payload))
+		for _, l := range limits {
+			r := bytes.NewReader(data)
+			for {
+				kind, payload, err := readFrame(r, l)
+				if err != nil {
+					break
+				}
+				limit, ok := l[kind]
+				if !ok || uint64(len(payload)) > uint64(limit) {
+					t.Fatalf("a %c frame of %d bytes read under %v", kind, len(payload), l)
+				}
 			}
 		}
 	})

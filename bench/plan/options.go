@@ -128,7 +128,11 @@ type Cluster struct {
 	ClusterIndex      *int    // --cluster-index as given; Plan.AgentIndex is the index in force
 	Coordinator       string  // --coordinator
 	ClusterTimeoutSec float64 // --cluster-timeout-sec
-	SavePartial       string  // --save-partial
+	SavePartial       string  // --save-partial; agent K of N saves PartialPath's name
+	// ClusterToken is --cluster-token, else $STAMPEDE_CLUSTER_TOKEN when
+	// no --cluster-token-file is given; "" runs on loopback alone.
+	ClusterToken     string
+	ClusterTokenFile string // --cluster-token-file, read when the run starts
 }
 
 // RustClient are the options the Rust client of vLLM's benchmark

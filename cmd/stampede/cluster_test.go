@@ -58,19 +58,29 @@ func TestClusterOfProcesses(t *testing.T) {
 	_, coordinatorPort, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
 
+	// The agents prove a shared secret; each is given a --result-dir of
+	// its own (an output flag, which need not agree: agent 0's applies),
+	// and all one --save-partial name, which each agent suffixes with its
+	// index.
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	agents := make([]*child, size)
 	for k := range size {
 		coordinator := net.JoinHostPort(places[k].host, coordinatorPort)
+		resultDir := filepath.Join(dir, fmt.Sprintf("agent%d", k))
 		if k == 0 {
 			coordinator = net.JoinHostPort(listen, coordinatorPort)
+			resultDir = dir
 		}
 		agents[k] = startChildVia(t, places[k].via, "serve", "--base-url", "http://"+net.JoinHostPort(places[k].host, mockPort), "--tokenizer", tinyTokenizer,
 			"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", strconv.Itoa(n),
 			"--random-input-len", "16", "--random-output-len", "8", "--request-rate", "400", "--max-concurrency", "12",
-			"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json", "--disable-tqdm",
+			"--save-result", "--save-detailed", "--result-dir", resultDir, "--result-filename", "run.json", "--disable-tqdm",
 			"--cluster-size", strconv.Itoa(size), "--cluster-index", strconv.Itoa(k), "--coordinator", coordinator,
 			"--cluster-timeout-sec", "60", "--request-id-prefix", fmt.Sprintf("agent%d-", k),
-			"--save-partial", filepath.Join(dir, fmt.Sprintf("part%d.bin", k)))
+			"--cluster-token-file", tokenFile, "--save-partial", filepath.Join(dir, "part.bin"))
 	}
 	for k, a := range agents {
 		if code, stderr := a.exitCode(t); code != 0 {
@@ -128,12 +138,13 @@ func TestClusterOfProcesses(t *testing.T) {
 		}
 	}
 
-	// stampede merge of the saved partials prints agent 0's block and
-	// saves the same result, but for its date.
-	parts := []string{filepath.Join(dir, "part0.bin"), filepath.Join(dir, "part1.bin"), filepath.Join(dir, "part2.bin")}
+	// stampede merge of the saved partials, found by the name given to
+	// --save-partial, prints agent 0's block and saves the same result,
+	// but for its date.
+	parts := []string{filepath.Join(dir, "part.agent-0.bin"), filepath.Join(dir, "part.agent-1.bin"), filepath.Join(dir, "part.agent-2.bin")}
 	var stdout, stderr strings.Builder
 	mergeDir := t.TempDir()
-	if code := run(t.Context(), append([]string{"merge", "--result-dir", mergeDir}, parts...), &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), []string{"merge", "--result-dir", mergeDir, filepath.Join(dir, "part.bin")}, &stdout, &stderr); code != 0 {
 		t.Fatalf("stampede merge exited %d: %s", code, stderr.String())
 	}
 	if block := stdout.String(); !strings.Contains(agents[0].stdout.String(), block) || !strings.Contains(block, "Serving Benchmark Result") {
@@ -155,6 +166,7 @@ func TestClusterOfProcesses(t *testing.T) {
 		{[]string{"merge"}, exitUsage, "give the partial result files"},
 		{[]string{"merge", parts[0], parts[2]}, exitError, "agent(s) 1 of 3 are missing"},
 		{[]string{"merge", parts[0], filepath.Join(dir, "run.json")}, exitError, "not a gzip stream"},
+		{[]string{"merge", filepath.Join(dir, "none.bin")}, exitError, "no such file, nor any agent's file"},
 	} {
 		var stdout, stderr strings.Builder
 		if code := run(t.Context(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {

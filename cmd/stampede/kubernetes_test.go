@@ -17,6 +17,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/cluster"
 )
 
 // These tests hold deploy/kubernetes together: every manifest decodes
@@ -235,6 +236,25 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	}
 	if !mounted {
 		t.Errorf("--result-dir %s and --save-partial %s are not on a mounted volume %v", cfg.ResultDir, cfg.SavePartial, c.VolumeMounts)
+	}
+	// Every agent writes its own partial, even on a shared volume.
+	if a, b := cluster.PartialPath(cfg.SavePartial, cfg.ClusterSize, 0), cluster.PartialPath(cfg.SavePartial, cfg.ClusterSize, 1); a == b {
+		t.Errorf("agents 0 and 1 both save their partial as %s", a)
+	}
+	// The cluster token is read from the Secret's volume, and the agents
+	// need one: their coordinator is not on loopback.
+	var secretVolume string
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "stampede-cluster-token" {
+			secretVolume = v.Name
+		}
+	}
+	tokenMounted := false
+	for _, m := range c.VolumeMounts {
+		tokenMounted = tokenMounted || (m.Name == secretVolume && m.ReadOnly && strings.HasPrefix(cfg.ClusterTokenFile, m.MountPath+"/"))
+	}
+	if secretVolume == "" || !tokenMounted {
+		t.Errorf("--cluster-token-file %q is not on a read-only mount of the Secret stampede-cluster-token (volumes %v)", cfg.ClusterTokenFile, spec.Volumes)
 	}
 
 	// The image runs the command.

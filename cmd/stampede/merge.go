@@ -13,7 +13,8 @@ import (
 const mergeUsage = `usage: stampede merge [--result-dir DIR] [--result-filename NAME] PARTIAL [PARTIAL ...]
 
 Merges the partial results of one run (--save-partial; one per agent of a
---cluster-size N run) and prints and saves the whole run as one host that
+--cluster-size N run, which agent K saves as PARTIAL with .agent-K before its
+extension: a PARTIAL that is no file stands for those agents' files) and prints and saves the whole run as one host that
 sent every request would have: Python's block, the result JSON and its
 .stampede.json sidecar, following the run's own flags. Percentiles come
 from every request's exact samples, never from averaging the agents'.

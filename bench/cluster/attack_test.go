@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// The attacks of docs/cluster.md's threat model, each as a peer that can
+// connect to agent 0 and knows the protocol, but not the cluster token.
+
+// rawPeer connects to addr and reads agent 0's challenge.
+func rawPeer(t *testing.T, addr string) (net.Conn, *bufio.Reader, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	r := bufio.NewReader(conn)
+	nonces, err := expectFrame(r, frameChallenge, 2*nonceLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, r, nonces
+}
+
+// refusedOrClosed reads what agent 0 answers a dropped peer: a fail frame
+// or the end of the connection, never the clock probes.
+func refusedOrClosed(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	kind, payload, err := readFrame(r, frameLimits{frameFail: maxFailFrame, framePing: 8})
+	switch {
+	case err != nil:
+		return err.Error()
+	case kind != frameFail:
+		t.Fatalf("a dropped peer got a %c frame", kind)
+	}
+	return string(payload)
+}
+
+// testPartial is agent index's partial of a 2-agent run of 2 requests.
+func testPartial(index int) *Partial {
+	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
+	return &Partial{
+		Header:  PartialHeader{ClusterSize: 2, ClusterIndex: index, NumRequests: 2, Settings: settings},
+		Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1, TTFTNs: 20e6}, Counted: -1}},
+	}
+}
+
+// runCoordinator registers, probes and announces in the background.
+func runCoordinator(c *coordinator) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := c.register(context.Background())
+		if err == nil {
+			err = c.probeClocks()
+		}
+		if err == nil {
+			err = c.announce(time.Now().UnixNano())
+		}
+		done <- err
+	}()
+	return done
+}
+
+// TestForgedAgentReplaysHelloAndPartial: a hello and a partial recorded
+// from one run, replayed in the next, are refused: the forged hello is
+// dropped and the run goes on with the real agent, and a partial bound to
+// the old run's nonce is not taken as this run's result.
+func TestForgedAgentReplaysHelloAndPartial(t *testing.T) {
+	// Run 1: what an eavesdropper records of agent 1.
+	c1, addr1, _ := testCoordinator(t, 2, "k", 10*time.Second)
+	done1 := runCoordinator(c1)
+	conn, _, nonces := rawPeer(t, addr1)
+	h := hello(2, 1)
+	h.MAC = helloMAC("k", nonces[:nonceLen], nonces[nonceLen:], h)
+	recordedHello, _ := json.Marshal(h)
+	if err := writeFrame(conn, frameHello, recordedHello); err != nil {
+		t.Fatal(err)
+	}
+	var part bytes.Buffer
+	if err := WritePartial(&part, testPartial(1)); err != nil {
+		t.Fatal(err)
+	}
+	recordedResult := append(resultMAC("k", nonces[:nonceLen], 1, part.Bytes()), part.Bytes()...)
+	conn.Close()
+	<-done1
+
+	// Run 2: the forged agent replays the hello first.
+	c2, addr2, log := testCoordinator(t, 2, "k", 10*time.Second)
+	done2 := runCoordinator(c2)
+	fconn, fr, _ := rawPeer(t, addr2)
+	if err := writeFrame(fconn, frameHello, recordedHello); err != nil {
+		t.Fatal(err)
+	}
+	if got := refusedOrClosed(t, fr); !strings.Contains(got, "not keyed by this run's cluster token") {
+		t.Errorf("the replayed hello got %q", got)
+	}
+	// The real agent still registers; then the recorded partial arrives
+	// on its connection.
+	link, _, err := joinCluster(context.Background(), addr2, "k", hello(2, 1), 10*time.Second)
+	if err != nil {
+		t.Fatalf("the real agent, after the forged one: %v", err)
+	}
+	defer link.Close()
+	if err := <-done2; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "dropped a connection") {
+		t.Errorf("agent 0 logged %q, want the forged connection dropped", log.String())
+	}
+	if err := writeFrame(link.conn, frameResult, recordedResult); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c2.collect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "not keyed by this run's nonce") {
+		t.Fatalf("the replayed partial: %v", err)
+	}
+}
+
+// TestResultOfThisRunIsTaken is the counterpart: the real agent's own
+// partial, bound to this run, is collected.
+func TestResultOfThisRunIsTaken(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "k", 10*time.Second)
+	c.shares = []int{1, 1}
+	done := runCoordinator(c)
+	link, _, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := link.sendPartial(testPartial(1), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := c.collect(context.Background())
+	if err != nil || len(parts) != 1 || parts[0].Records[0].TTFTNs != 20e6 {
+		t.Fatalf("collect: %v %v", parts, err)
+	}
+}
+
+// TestWrongTokenIsTold: an agent with another token is told so and exits;
+// agent 0 goes on waiting for the right one.
+func TestWrongTokenIsTold(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "k", 10*time.Second)
+	done := runCoordinator(c)
+	wrong := join(t, addr, "not-k", hello(2, 1))
+	if err := <-wrong; err == nil || !strings.Contains(err.Error(), "cluster token") {
+		t.Errorf("the agent with another token: %v", err)
+	}
+	if err := <-join(t, addr, "k", hello(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartFromImpostorRefused: an agent that reaches a listener without
+// the token (not this run's agent 0) refuses its start.
+func TestStartFromImpostorRefused(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "impostor", 10*time.Second)
+	c.digest = "d"
+	go c.register(context.Background())
+	_, _, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "cluster token") {
+		t.Fatalf("joining an impostor: %v", err)
+	}
+}
+
+// TestOversizedFrameBeforeHello: a frame declaring 2 GiB before the hello
+// is refused on its header, with no byte of it read or allocated, and the
+// run goes on.
+func TestOversizedFrameBeforeHello(t *testing.T) {
+	c, addr, log := testCoordinator(t, 2, "k", 30*time.Second)
+	done := runCoordinator(c)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conn, r, _ := rawPeer(t, addr)
+	head := [5]byte{frameResult}
+	binary.BigEndian.PutUint32(head[1:], 2<<30)
+	if _, err := conn.Write(head[:]); err != nil {
+		t.Fatal(err)
+	}
+	// Agent 0 drops the peer without waiting for the payload.
+	refusedOrClosed(t, r)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+		t.Errorf("the heap grew by %d bytes on a frame announced but never sent", grew)
+	}
+	if err := <-join(t, addr, "k", hello(2, 1)); err != nil {
+		t.Fatalf("the real agent after the oversized frame: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "a frame of kind 'R' where") {
+		t.Errorf("agent 0 logged %q, want the early result frame dropped", log.String())
+	}
+	// Even a hello may not be large.
+	if _, _, err := readFrame(bytes.NewReader([]byte{frameHello, 0, 1, 0, 0}), frameLimits{frameHello: maxHelloFrame}); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("a 64 KiB hello: %v", err)
+	}
+}
+
+// TestStrayConnectionsDuringRegistration: an HTTP GET (a health check on
+// the wrong port) and a silent connection (a port scan, a TCP probe) are
+// dropped and logged; the agents register meanwhile and the run goes on.
+func TestStrayConnectionsDuringRegistration(t *testing.T) {
+	c, addr, log := testCoordinator(t, 3, "k", 30*time.Second)
+	done := runCoordinator(c)
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	get, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Close()
+	io.WriteString(get, "GET / HTTP/1.1\r\nHost: stampede-0\r\n\r\n")
+	get.SetReadDeadline(time.Now().Add(time.Minute))
+	io.Copy(io.Discard, get) // until agent 0 drops it
+	a1, a2 := join(t, addr, "k", hello(3, 1)), join(t, addr, "k", hello(3, 2))
+	for _, a := range []<-chan error{a1, a2} {
+		if err := <-a; err != nil {
+			t.Fatalf("an agent beside the stray connections: %v", err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("registration beside a silent connection and an HTTP GET: %v", err)
+	}
+	if !strings.Contains(log.String(), "dropped a connection") || !strings.Contains(log.String(), "a frame of kind 'G'") {
+		t.Errorf("agent 0 logged %q, want the GET dropped", log.String())
+	}
+}
+
+// TestResultBoundedByShare: even an authenticated agent's result is
+// refused on its header when it declares more than its share of the run
+// may hold.
+func TestResultBoundedByShare(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "k", 10*time.Second)
+	c.shares = []int{1, 1}
+	done := runCoordinator(c)
+	link, _, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	head := [5]byte{frameResult}
+	binary.BigEndian.PutUint32(head[1:], maxResultFrame(1)+sha256.Size+1)
+	if _, err := link.conn.Write(head[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.collect(context.Background()); err == nil || !strings.Contains(err.Error(), "(at most") {
+		t.Fatalf("a result over the share's bound: %v", err)
+	}
+}
+
+// TestReadTokenFile: the file's text, trimmed; an empty file is refused.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/token"
+	os.WriteFile(path, []byte("  s3cret\n"), 0o600)
+	if tok, err := ReadTokenFile(path); err != nil || tok != "s3cret" {
+		t.Errorf("ReadTokenFile = %q, %v", tok, err)
+	}
+	os.WriteFile(path, []byte("\n"), 0o600)
+	if _, err := ReadTokenFile(path); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("an empty token file: %v", err)
+	}
+	if _, err := ReadTokenFile(dir + "/none"); err == nil || !strings.Contains(err.Error(), "--cluster-token-file") {
+		t.Errorf("a missing token file: %v", err)
+	}
+}
