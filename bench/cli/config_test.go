@@ -355,3 +355,15 @@ func FuzzBucketConfig(f *testing.F) {
 		_ = c.UnmarshalFlag(s)
 	})
 }
+
+// TestClusterTokenNotInArgs keeps --cluster-token out of the record of the
+// run's arguments (the PyTorch benchmark file's args).
+func TestClusterTokenNotInArgs(t *testing.T) {
+	p := mustParse(t, "--cluster-token", "s3cret-value")
+	if got := p.Args.Value("cluster_token"); got != "<redacted>" {
+		t.Errorf("args' cluster_token = %v, want <redacted>", got)
+	}
+	if p.ClusterToken != "s3cret-value" {
+		t.Errorf("the plan lost the token: %q", p.ClusterToken)
+	}
+}

@@ -34,7 +34,13 @@ func addFlagFields(d *py.Object, v reflect.Value) {
 			continue
 		}
 		_, hasDefault := field.Tag.Lookup("default")
-		d.Set(strings.ReplaceAll(long, "-", "_"), flagValue(v.Field(i), hasDefault))
+		value := flagValue(v.Field(i), hasDefault)
+		if field.Tag.Get("value-name") == "SECRET" && value != nil {
+			// A secret given on the command line is not written to
+			// the files that record the run's arguments.
+			value = "<redacted>"
+		}
+		d.Set(strings.ReplaceAll(long, "-", "_"), value)
 	}
 }
 
