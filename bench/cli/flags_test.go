@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// pythonFlagStrings reads testdata/python_serve_flags.txt: every option
-// string `vllm bench serve` accepts (dash and underscore spellings).
-func pythonFlagStrings(t *testing.T) []string {
+// flagList reads a checked-in list of option strings, one a line (blank
+// lines and # comments skipped), and checks it holds want of them.
+func flagList(t *testing.T, path string, want int) []string {
 	t.Helper()
-	f, err := os.Open("testdata/python_serve_flags.txt")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +26,16 @@ func pythonFlagStrings(t *testing.T) []string {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 196 {
-		t.Fatalf("python_serve_flags.txt lists %d strings, want 196", len(out))
+	if len(out) != want {
+		t.Fatalf("%s lists %d option strings, want %d", path, len(out), want)
 	}
 	return out
+}
+
+// pythonFlagStrings reads testdata/python_serve_flags.txt: every option
+// string `vllm bench serve` accepts (dash and underscore spellings).
+func pythonFlagStrings(t *testing.T) []string {
+	return flagList(t, "testdata/python_serve_flags.txt", 196)
 }
 
 // sampleValue is a value the option accepts.

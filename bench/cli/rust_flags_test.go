@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -13,26 +11,7 @@ import (
 // rustFlagStrings reads testdata/rust_vllm_bench_flags.txt: every flag of
 // the Rust client's CLI reference.
 func rustFlagStrings(t *testing.T) []string {
-	t.Helper()
-	f, err := os.Open("testdata/rust_vllm_bench_flags.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 99 {
-		t.Fatalf("rust_vllm_bench_flags.txt lists %d flags, want 99", len(out))
-	}
-	return out
+	return flagList(t, "testdata/rust_vllm_bench_flags.txt", 99)
 }
 
 // rustSample is a value the Rust client's flag accepts, as its README
