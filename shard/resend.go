@@ -113,12 +113,13 @@ func (s *Shard) retire(c *conn) {
 }
 
 // closeGrace is how long a connection must have been idle before a request
-// takes it, until the server has answered on a reused connection. A server
+// takes it, unless the server has answered on reused connections more often
+// than it closed kept-alive ones. A server
 // that closes after every answer sends its FIN within microseconds of its
 // last bytes; a request that waits this long for the connection finds the
 // FIN there (popIdle looks) and goes out on a fresh connection instead of
-// racing it. It delays only requests of a run's first wave that would
-// reuse a connection, and by at most this much.
+// racing it. Against a server that keeps its connections open it delays
+// only the first requests that would reuse one, by at most this much.
 const closeGrace = time.Millisecond
 
 // holdIdle reports whether a request should wait for the most recently
@@ -127,7 +128,7 @@ const closeGrace = time.Millisecond
 func (s *Shard) holdIdle() bool {
 	s.heldUntilNs = 0
 	c := s.idle
-	if c == nil || s.answeredReused > 0 {
+	if c == nil || s.answeredReused > s.closedKept {
 		return false
 	}
 	if until := c.idleSinceNs + int64(closeGrace); until > s.cfg.Clock.Now() {

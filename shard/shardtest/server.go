@@ -32,9 +32,9 @@ import (
 //	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
 //	/hangup/N    as /ok/N advertising "Keep-Alive: timeout=5, max=100",
 //	             then the connection is closed at once (llama.cpp's server)
-//	/idle/N      as /ok/N, then the server waits 20 ms for the next
+//	/idle/N      as /ok/N, then the server waits 200 ms for the next
 //	             request and closes the connection if none came (a
-//	             keep-alive timeout)
+//	             keep-alive timeout; IdleClosed counts them)
 //	/kamax/N     as /ok/1 with "Keep-Alive: timeout=5, max=N"; the server
 //	             closes the connection right after its Nth response
 //	/eof/N       as /ok/N with neither length nor chunking: the body ends
@@ -56,14 +56,16 @@ type Server struct {
 	Addr netip.AddrPort
 	// Accepted counts connections, Requests requests, MaxActive the most
 	// requests being answered at once.
-	Accepted  atomic.Int64
-	Requests  atomic.Int64
-	alternate atomic.Int64 // requests to /alternate
-	MaxActive atomic.Int64
-	active    atomic.Int64
-	stop      chan struct{}
-	tls       *tls.Config
-	wg        sync.WaitGroup
+	Accepted atomic.Int64
+	Requests atomic.Int64
+	// IdleClosed counts connections closed by /idle's timeout.
+	IdleClosed atomic.Int64
+	alternate  atomic.Int64 // requests to /alternate
+	MaxActive  atomic.Int64
+	active     atomic.Int64
+	stop       chan struct{}
+	tls        *tls.Config
+	wg         sync.WaitGroup
 }
 
 // New starts a Server on a loopback port; it stops when the test ends.
@@ -162,6 +164,9 @@ func (s *Server) handle(raw *net.TCPConn) {
 	for served := 0; ; {
 		path, err := readRequest(r)
 		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				s.IdleClosed.Add(1)
+			}
 			return
 		}
 		s.Requests.Add(1)
@@ -275,7 +280,7 @@ func (s *Server) respond(c conn, path string, served int) bool {
 		return false
 	case "idle":
 		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
-		c.raw.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		c.raw.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		return err == nil
 	case "kamax":
 		_, err := c.Write(Response(1, "Keep-Alive: timeout=5, max="+strconv.Itoa(n)+"\r\n"))
