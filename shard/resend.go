@@ -3,12 +3,13 @@ package shard
 import "time"
 
 // Sending a request again. A server that closes a kept-alive connection
-// (its keep-alive timeout, or after every answer as llama.cpp's server
-// does while it advertises "Keep-Alive: timeout=5, max=100") races the
-// next request: the loop takes the connection from the idle pool, finds
+// (its keep-alive timeout, or after an answer as llama.cpp's server does
+// while it advertises "Keep-Alive: timeout=5, max=100") races the next
+// request: the loop takes the connection from the idle pool, finds
 // nothing waiting on it (popIdle looks), writes the request, and the
-// server's FIN arrives a moment later. The request never reached the
-// server; failing it would charge the server with a failure it never saw.
+// server's FIN arrives a moment later. When the FIN left before the
+// request arrived, the request never reached the server; failing it would
+// charge the server with a failure it never saw.
 //
 // A request goes out again, once, on a fresh connection, when the server
 // provably did not read it. It never goes out twice when the server may
@@ -81,10 +82,13 @@ func (s *Shard) resend(c *conn) {
 }
 
 // Servers that close what they keep alive. A server that closes its
-// connections after every answer while it advertises keep-alive (llama.cpp's
-// server) races every request the loop sends on a reused connection; the
-// request that loses is saved only when its bytes provably never reached
-// the server (see resendable), and when they did, it fails. Once a shard
+// connections after answers while it advertises keep-alive races every
+// request the loop sends on a reused connection; the request that loses is
+// saved only when its bytes provably never reached the server (see
+// resendable), and when they did, it fails. llama.cpp's server closes 5 to
+// 90 ms after its last chunk (measured on loopback), so a request sent in
+// that window reaches its socket first, and the close acknowledges it
+// unread: it fails. Once a shard
 // has seen the server close kept-alive connections more often than it
 // answered on them (closeSlack more, so that a few keep-alive timeouts do
 // not count), it stops reusing them: each request opens its own
@@ -114,12 +118,14 @@ func (s *Shard) retire(c *conn) {
 
 // closeGrace is how long a connection must have been idle before a request
 // takes it, unless the server has answered on reused connections more often
-// than it closed kept-alive ones. A server
-// that closes after every answer sends its FIN within microseconds of its
-// last bytes; a request that waits this long for the connection finds the
-// FIN there (popIdle looks) and goes out on a fresh connection instead of
-// racing it. Against a server that keeps its connections open it delays
-// only the first requests that would reuse one, by at most this much.
+// than it closed kept-alive ones. A server that closes as its answer ends
+// sends its FIN within microseconds of its last bytes; a request that
+// waits this long for the connection finds the FIN there (popIdle looks)
+// and goes out on a fresh connection instead of reaching the closing
+// socket, unread, and being reset with it. llama.cpp's server closes later
+// than that: for it, the stop of reuse above is what counts. Against a
+// server that keeps its connections open it delays only the first
+// requests that would reuse one, by at most this much.
 const closeGrace = time.Millisecond
 
 // holdIdle reports whether a request should wait for the most recently
