@@ -88,13 +88,16 @@ func (s *Shard) resend(c *conn) {
 // resendable), and when they did, it fails. llama.cpp's server closes 5 to
 // 90 ms after its last chunk (measured on loopback), so a request sent in
 // that window reaches its socket first, and the close acknowledges it
-// unread: it fails. Once a shard
-// has seen the server close kept-alive connections more often than it
-// answered on them (closeSlack more, so that a few keep-alive timeouts do
-// not count), it stops reusing them: each request opens its own
+// unread: it fails. So as soon as a shard has seen the server close more
+// kept-alive connections than it answered requests on reused ones (by more
+// than closeSlack), it stops reusing them: each request opens its own
 // connection, as the server's closes would have it do anyway, and none
-// meets a closing one.
-const closeSlack = 2
+// meets a closing one. Against llama-server a slack of 2 still left 2 or
+// 3 failures in 256 (the reuses of a run's first answers, before the
+// closes were seen); 0 left none. A server that keeps connections alive
+// answers on a reused one before its keep-alive timeout closes any, so
+// it does not stop; one that stops costs a connect per request.
+const closeSlack = 0
 
 // retireWait is how long a connection the shard no longer reuses waits for
 // the server's close before the shard closes it itself. The server that
