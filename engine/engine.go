@@ -177,6 +177,10 @@ type Health struct {
 	TokenEvents, SharedStamps int64
 	// Connect trouble summed over the shards (see ShardHealth).
 	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
+	// Resent sums the shards' re-sent requests; StoppedReuse counts the
+	// shards that stopped reusing connections (see ShardHealth).
+	Resent       int64
+	StoppedReuse int
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
 	Warm WarmStats
 }
@@ -488,6 +492,10 @@ func (r *Runner) health(lags []int64) Health {
 		h.SynRetransmits += s.SynRetransmits
 		h.DroppedBeforeResponse += s.DroppedBeforeResponse
 		h.Reconnects += s.Reconnects
+		h.Resent += s.Resent
+		if s.StoppedReuse {
+			h.StoppedReuse++
+		}
 		h.Warm.Opened += s.Warm.Opened
 		h.Warm.Failed += s.Warm.Failed
 		h.Warm.Slowed += s.Warm.Slowed

@@ -65,6 +65,13 @@ type ShardHealth struct {
 	SynRetransmits        int64
 	DroppedBeforeResponse int64
 	Reconnects            int64
+	// Resent counts requests sent again on a fresh connection because
+	// the server closed the kept-alive one they went out on before it
+	// read any of them; StoppedReuse says the shard stopped reusing
+	// connections, the server having closed them more often than it
+	// answered on them.
+	Resent       int64
+	StoppedReuse bool
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
 
@@ -101,6 +108,7 @@ func shardHealth(h shard.Health) ShardHealth {
 		Sent: h.Sent, TxStamped: h.TxStamped, EarlyWrites: h.EarlyWrites,
 		SlowConnects: h.SlowConnects, SynRetransmits: h.SynRetransmits,
 		DroppedBeforeResponse: h.DroppedBeforeResponse, Reconnects: h.Reconnects,
+		Resent: h.Resent, StoppedReuse: h.StoppedReuse,
 		Warm:          WarmStats(h.Warm),
 		TLSHandshakes: h.TLSHandshakes, TLSResumed: h.TLSResumed,
 		TLSHandshakeCPU: h.TLSHandshakeCPU, TLSHandshakeTime: h.TLSHandshakeTime,

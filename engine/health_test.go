@@ -40,6 +40,8 @@ func fill(t *testing.T, v reflect.Value) {
 			f.SetInt(int64(i + 1))
 		case reflect.String:
 			f.SetString(v.Type().Field(i).Name)
+		case reflect.Bool:
+			f.SetBool(true)
 		case reflect.Struct:
 			fill(t, f)
 		default:

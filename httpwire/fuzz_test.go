@@ -16,6 +16,7 @@ var responseSeeds = []string{
 	ok5,
 	ok5 + next,
 	"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi",
+	"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nKeep-Alive: max=x, max=\r\nContent-Length: 0\r\n\r\n",
 	"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
 	"HTTP/1.1 101 Switching Protocols\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",

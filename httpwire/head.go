@@ -16,6 +16,10 @@ type Head struct {
 	ContentLength int64 // -1 if absent, or if Transfer-Encoding overrides it
 	Chunked       bool  // Transfer-Encoding: chunked (HEAD, 204 and 304 responses have no body regardless)
 	KeepAlive     bool  // connection may be reused after this response
+	// KeepAliveMax is the max parameter of a Keep-Alive header
+	// ("timeout=5, max=100"): the most responses the server will send on
+	// the connection. 0 when absent or not a positive decimal.
+	KeepAliveMax int64
 
 	fields []byte // the header lines, for Header; valid as long as the slices above
 }
@@ -48,6 +52,7 @@ type headFraming struct {
 	chunked       bool
 	connClose     bool
 	connKeepAlive bool
+	keepAliveMax  int64
 }
 
 // parseHead parses a complete response head (status line, header lines and
@@ -76,6 +81,7 @@ func parseHead(head []byte, h *Head, f *headFraming) *ProtocolError {
 	h.fields = head[fieldsStart : len(head)-len(rest)]
 	h.ContentLength = f.contentLength
 	h.Chunked = f.chunked
+	h.KeepAliveMax = f.keepAliveMax
 	if f.chunked {
 		h.ContentLength = -1 // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length
 	}
@@ -134,6 +140,8 @@ func parseField(line []byte, h *Head, f *headFraming) *ProtocolError {
 		return parseTransferEncoding(value, f, PartHead)
 	case equalFoldBytes(name, "connection"):
 		f.connectionOptions(value)
+	case equalFoldBytes(name, "keep-alive"):
+		f.keepAliveParams(value)
 	case equalFoldBytes(name, "content-type"):
 		if h.ContentType == nil {
 			h.ContentType = value
@@ -279,6 +287,25 @@ func equalFoldBytes(b []byte, s string) bool {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// keepAliveParams notes the max parameter of a Keep-Alive header's
+// comma-separated list (RFC 2068 §19.7.1.1; "timeout=5, max=100"). A
+// value that is not a positive decimal is passed over: the header only
+// advises, and Connection: close is what ends a connection for certain.
+// Of several, the smallest holds.
+func (f *headFraming) keepAliveParams(value []byte) {
+	for rest := value; len(rest) > 0; {
+		var param []byte
+		param, rest = cutListElement(rest)
+		name, v, ok := bytes.Cut(param, []byte("="))
+		if !ok || !equalFoldBytes(trimOWS(name), "max") {
+			continue
+		}
+		if n, ok := parseDecimal(trimOWS(v)); ok && n > 0 && (f.keepAliveMax == 0 || n < f.keepAliveMax) {
+			f.keepAliveMax = n
+		}
+	}
+}
 
 // connectionOptions notes the close and keep-alive options of a
 // Connection header's comma-separated list (RFC 9110 §7.6.1); a header

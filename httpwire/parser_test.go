@@ -302,6 +302,39 @@ func TestParseKeepAlive(t *testing.T) {
 	}
 }
 
+// The Keep-Alive header's max parameter is the most responses a server
+// will send on the connection; anything else in the header, or a max that
+// is not a positive decimal, leaves it 0 (not given).
+func TestParseKeepAliveMax(t *testing.T) {
+	cases := []struct {
+		name, field string
+		max         int64
+	}{
+		{"absent", "", 0},
+		{"llama-server", "Keep-Alive: timeout=5, max=100\r\n", 100},
+		{"max first, any case", "keep-alive: MAX=3 , timeout=5\r\n", 3},
+		{"one", "Keep-Alive: max=1\r\n", 1},
+		{"the smaller of two", "Keep-Alive: max=7\r\nKeep-Alive: max=2\r\n", 2},
+		{"timeout only", "Keep-Alive: timeout=5\r\n", 0},
+		{"zero", "Keep-Alive: max=0\r\n", 0},
+		{"negative", "Keep-Alive: max=-4\r\n", 0},
+		{"not a number", "Keep-Alive: max=lots\r\n", 0},
+		{"too large", "Keep-Alive: max=99999999999999999999\r\n", 0},
+		{"no value", "Keep-Alive: max\r\n", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := checkSplitInvariance(t, []byte("HTTP/1.1 200 OK\r\n"+c.field+"Content-Length: 0\r\n\r\n"), false, false)
+			if got.Err != "" || !got.Done {
+				t.Fatalf("not done (error %q)", got.Err)
+			}
+			if got.Heads[0].KeepAliveMax != c.max {
+				t.Errorf("KeepAliveMax = %d, want %d", got.Heads[0].KeepAliveMax, c.max)
+			}
+		})
+	}
+}
+
 func TestParseResponsesWithoutBody(t *testing.T) {
 	runParseCases(t, []parseCase{
 		{name: "204 ignores Content-Length", resp: "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", extra: next,

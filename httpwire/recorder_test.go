@@ -15,6 +15,7 @@ type recordedHead struct {
 	Reason, ContentType      string
 	ContentLength            int64
 	Chunked, KeepAlive       bool
+	KeepAliveMax             int64
 	RequestID                string // Header("X-Request-Id"), "<nil>" if absent
 }
 
@@ -52,7 +53,7 @@ func (r *recorder) OnHead(h *Head, tsNs int64) {
 	r.heads = append(r.heads, recordedHead{
 		Major: h.Major, Minor: h.Minor, StatusCode: h.StatusCode,
 		Reason: string(h.Reason), ContentType: string(h.ContentType),
-		ContentLength: h.ContentLength, Chunked: h.Chunked, KeepAlive: h.KeepAlive,
+		ContentLength: h.ContentLength, Chunked: h.Chunked, KeepAlive: h.KeepAlive, KeepAliveMax: h.KeepAliveMax,
 		RequestID: rid,
 	})
 }

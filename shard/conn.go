@@ -25,10 +25,15 @@ type conn struct {
 	state connState
 	// reused: the connection carried an earlier request, so an EOF or reset
 	// before any response byte is likely the server closing an idle
-	// keep-alive connection under us (the request fails all the same).
+	// keep-alive connection under us (see resendable).
 	reused bool
 	// queued: the connection is on its shard's ready list.
 	queued bool
+	// retired: idle, but off the idle stack, waiting for the server's
+	// close (see Shard.retire).
+	retired bool
+	// idleSinceNs is when the connection last went idle.
+	idleSinceNs int64
 	// hungUp: an event reported the peer's close or reset (EPOLLRDHUP,
 	// EPOLLHUP). No later edge reports what is left to read then, the end
 	// of the stream included: the connection is read until EOF or error.
@@ -38,6 +43,12 @@ type conn struct {
 	req      *Request
 	written  int  // bytes of req.Wire written so far
 	gotBytes bool // any response byte arrived
+	// reqBase is sentBytes when the request began: the request's own
+	// bytes on the socket are sentBytes - reqBase (see resendable).
+	reqBase uint32
+	// responses counts the responses the connection carried to their end,
+	// for the server's Keep-Alive max (see reusable).
+	responses int64
 
 	// Transmit stamps (see Shard.requestSent): txStamps says the socket
 	// makes them; sentBytes counts the bytes written on the connection, as
@@ -72,6 +83,7 @@ func (c *conn) beginRequest(req *Request) {
 	c.req = req
 	c.written = 0
 	c.gotBytes = false
+	c.reqBase = c.sentBytes
 	c.txPending = false
 	if c.tls != nil {
 		c.tls.sent = false

@@ -30,12 +30,14 @@ type Response struct {
 	decoder   *sse.Decoder
 	streaming bool // false for the non-streaming pooling backends
 
-	status     int // response status code, 0 until the head arrived
-	keepAlive  bool
-	done       bool  // the response body ended
-	bodyTs     int64 // receive time of the read being parsed
-	handlerErr error // first error raised inside a parser callback
-	stream     metrics.Stream
+	status    int // response status code, 0 until the head arrived
+	keepAlive bool
+	// keepAliveMax is the head's Keep-Alive max (0: none given).
+	keepAliveMax int64
+	done         bool  // the response body ended
+	bodyTs       int64 // receive time of the read being parsed
+	handlerErr   error // first error raised inside a parser callback
+	stream       metrics.Stream
 
 	// maxBytes bounds the bytes of one answer (0: no bound); received
 	// counts them. budget is the run's memory budget for unparsed bytes,
@@ -92,6 +94,11 @@ func (r *Response) Stream() *metrics.Stream { return &r.stream }
 // valid once Consume said the response ended well.
 func (r *Response) KeepAlive() bool { return r.keepAlive }
 
+// KeepAliveMax is the most responses the server said it sends on the
+// connection (its Keep-Alive header's max), 0 when it did not say; valid
+// as KeepAlive is.
+func (r *Response) KeepAliveMax() int64 { return r.keepAliveMax }
+
 // OnHead implements httpwire.Handler.
 func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 	r.status = h.StatusCode
@@ -101,6 +108,7 @@ func (r *Response) OnHead(h *httpwire.Head, tsNs int64) {
 		r.reason = append(r.reason[:0], h.Reason...)
 	}
 	r.keepAlive = h.KeepAlive
+	r.keepAliveMax = h.KeepAliveMax
 	r.stream.Answered(h.StatusCode, nil)
 	if h.StatusCode >= 300 && h.StatusCode < 400 {
 		r.location = append(r.location[:0], h.Header("location")...)
@@ -195,6 +203,7 @@ func (r *Response) Reset() {
 	r.reason = r.reason[:0]
 	r.errBody, r.location, r.encoding = r.errBody[:0], r.location[:0], nil
 	r.keepAlive = false
+	r.keepAliveMax = 0
 	r.done = false
 	r.handlerErr = nil
 	r.pooled.Body = r.pooled.Body[:0]

@@ -111,6 +111,14 @@ type Health struct {
 	SynRetransmits        int64
 	DroppedBeforeResponse int64
 	Reconnects            int64
+	// Resent counts requests sent again on a fresh connection because
+	// the server closed the kept-alive one they went out on before it
+	// read any of them (see resendable).
+	Resent int64
+	// StoppedReuse: the server closed kept-alive connections more often
+	// than it answered on them, and the shard stopped reusing them (see
+	// keepsAlive).
+	StoppedReuse bool
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
 
@@ -165,6 +173,15 @@ type Shard struct {
 	// lost counts connections the server closed or reset whose successors
 	// have not been opened yet (see Health.Reconnects).
 	lost int
+	// closedKept counts kept-alive connections the server closed (a FIN,
+	// or bytes no request asked for) before a request on them was
+	// answered; answeredReused, requests answered on a reused connection
+	// (see keepsAlive). A reset is not counted: a server that resets is
+	// not closing what it keeps alive.
+	closedKept, answeredReused int64
+	// heldUntilNs, when not 0, is when the idle connection a request
+	// waits for has been idle for closeGrace (see holdIdle).
+	heldUntilNs int64
 
 	// startBudget bounds the requests started in one loop turn, and
 	// startsSinceNs is when the turn's first start began (0: none yet):
@@ -421,11 +438,17 @@ func (s *Shard) timeoutMs() int {
 		// or connections with bytes left to read.
 		return 0
 	}
-	c := s.timers.next()
-	if c == nil {
+	untilNs := int64(-1)
+	if c := s.timers.next(); c != nil {
+		untilNs = c.deadlineNs
+	}
+	if s.heldUntilNs != 0 && (untilNs < 0 || s.heldUntilNs < untilNs) {
+		untilNs = s.heldUntilNs
+	}
+	if untilNs < 0 {
 		return -1
 	}
-	wait := c.deadlineNs - s.cfg.Clock.Now()
+	wait := untilNs - s.cfg.Clock.Now()
 	if wait <= 0 {
 		return 0
 	}
@@ -499,6 +522,9 @@ func (s *Shard) readable(c *conn) {
 // takeWork starts released requests while this shard has free slots.
 func (s *Shard) takeWork() {
 	for s.startBudget > 0 && s.busy < s.cfg.Slots && !s.stopping.Load() && !s.aborting.Load() {
+		if s.holdIdle() {
+			return
+		}
 		i, arrivalNs, ok := s.cfg.Queue.take()
 		if !ok {
 			return
@@ -532,11 +558,21 @@ func (s *Shard) start(i int, arrivalNs int64) {
 		}
 	}
 	s.cfg.Recorder.Begin(&c.stream, i, req.PromptLen, arrivalNs, startNs)
-	if fresh && s.cfg.TLS != nil {
+	if fresh {
+		s.sendFresh(c, req)
+		return
+	}
+	s.send(c, req)
+}
+
+// sendFresh starts req on c, a connection just opened for it (its stream
+// begun).
+func (s *Shard) sendFresh(c *conn, req *Request) {
+	if s.cfg.TLS != nil {
 		s.startTLS(c, req)
 		return
 	}
-	if fresh && c.state == connBusy {
+	if c.state == connBusy {
 		c.stream.Connected(s.cfg.Clock.Now())
 	}
 	s.send(c, req)
@@ -765,6 +801,9 @@ func (s *Shard) onReadable(c *conn) {
 func (s *Shard) checkIdle(c *conn) {
 	if !s.idleOpen(c) {
 		s.lost++
+		if !c.retired {
+			s.closedKept++
+		}
 		s.closeConn(c)
 	}
 }
@@ -890,25 +929,40 @@ func (s *Shard) onEOF(c *conn, ts int64) {
 	}
 }
 
-// connFailed handles a socket error or an early EOF: the request fails.
-// It is never sent again, even when a reused connection failed before any
-// response byte (the server may have closed it as idle just as the request
-// went out): the server may have received it, and Python's client does not
-// replay a POST either.
+// connFailed handles a socket error or an early EOF: the request fails,
+// unless the server provably never read it (see resendable), when it goes
+// out again on a fresh connection. A request the server may have read is
+// never sent twice: Python's client does not replay a POST either.
 func (s *Shard) connFailed(c *conn, err error) {
-	text := c.FailureText(err)
-	if c.reused && !c.gotBytes {
-		text += " on a reused keep-alive connection (not sent again)"
-	}
 	if !c.gotBytes && (IsReset(err) || err == ErrClosedByPeer) {
 		s.health.DroppedBeforeResponse++
 	}
 	s.lost++
+	if c.reused && !c.gotBytes && err == ErrClosedByPeer {
+		s.closedKept++
+	}
+	if s.resendable(c, err) {
+		s.resend(c)
+		return
+	}
+	text := c.FailureText(err)
+	if c.reused && !c.gotBytes {
+		text += " on a reused keep-alive connection (not sent again)"
+	}
 	s.fail(c, text)
 }
 
-// complete ends a request whose response ended normally.
+// complete ends a request whose response ended normally. reusable says
+// the response and the request let the connection carry another; it does
+// not once the server sent as many responses as its Keep-Alive max said.
 func (s *Shard) complete(c *conn, reusable bool) {
+	c.responses++
+	if most := c.KeepAliveMax(); most > 0 && c.responses >= most {
+		reusable = false
+	}
+	if c.reused {
+		s.answeredReused++
+	}
 	c.End(s.cfg.Recorder, &s.json, c.req.NumInputSequences)
 	s.release(c)
 	if reusable {
@@ -972,6 +1026,7 @@ func (s *Shard) popIdle() *conn {
 		// one look at the socket now saves it.
 		if !s.idleOpen(c) {
 			s.lost++
+			s.closedKept++
 			s.closeConn(c)
 			continue
 		}
@@ -985,6 +1040,11 @@ func (s *Shard) popIdle() *conn {
 func (s *Shard) putIdle(c *conn) {
 	c.state = connIdle
 	c.reused = true
+	c.idleSinceNs = s.cfg.Clock.Now()
+	if !s.keepsAlive() {
+		s.retire(c)
+		return
+	}
 	c.idlePrev = nil
 	c.idleNext = s.idle
 	if s.idle != nil {
@@ -994,6 +1054,9 @@ func (s *Shard) putIdle(c *conn) {
 }
 
 func (s *Shard) unlinkIdle(c *conn) {
+	if c.retired {
+		return
+	}
 	if c.idlePrev != nil {
 		c.idlePrev.idleNext = c.idleNext
 	} else {

@@ -295,6 +295,20 @@ func handshakeRetransmits(fd int) int {
 	return int(info.Total_retrans)
 }
 
+// unackedBytes returns how many of the bytes written on fd the peer has
+// not acknowledged, sent or still queued (SIOCOUTQ: the kernel's
+// write_seq - snd_una). It stays readable after the connection ended, a
+// reset included; ok is false when the kernel would not say. TCP_INFO's
+// tcpi_bytes_acked would need the count at the request's start, one more
+// system call per request; this is read only when a connection failed.
+func unackedBytes(fd int) (n uint32, ok bool) {
+	v, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return uint32(v), true
+}
+
 // enableRxTimestamps asks for software receive timestamps on fd. Failure
 // is not fatal: reads then carry no stamp and the reader falls back to its
 // own clock.

@@ -120,6 +120,14 @@ func connectTrouble(h engine.Health) string {
 	if h.Reconnects > 0 {
 		parts = append(parts, fmt.Sprintf("%d reconnects after the server closed a connection (each adds a connect to a TTFT)", h.Reconnects))
 	}
+	if h.Resent > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests re-sent on a fresh connection after the server closed a kept-alive one before reading them "+
+			"(their TTFT counts from the first send)", h.Resent))
+	}
+	if h.StoppedReuse > 0 {
+		parts = append(parts, "the server closed kept-alive connections more often than it answered on them, "+
+			"so connections were not reused (each request opened its own)")
+	}
 	return strings.Join(parts, "; ")
 }
 

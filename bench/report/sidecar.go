@@ -75,6 +75,12 @@ type SidecarHealth struct {
 	SlowConnectsRetrans   int64 `json:"slow_connects_retransmitted"`
 	DroppedBeforeResponse int64 `json:"dropped_before_response"`
 	Reconnects            int64 `json:"reconnects"`
+	// Resent counts requests sent again on a fresh connection because the
+	// server closed the kept-alive one before reading them;
+	// StoppedReuseShards, the shards that stopped reusing connections
+	// because the server closed them more often than it answered on them.
+	Resent             int64 `json:"resent_after_server_close"`
+	StoppedReuseShards int   `json:"stopped_reuse_shards"`
 	// WarmConnections is what --warm-connections did; null without it.
 	WarmConnections *SidecarWarm `json:"warm_connections"`
 }
@@ -177,6 +183,8 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 		SlowConnectsRetrans:   h.SynRetransmits,
 		DroppedBeforeResponse: h.DroppedBeforeResponse,
 		Reconnects:            h.Reconnects,
+		Resent:                h.Resent,
+		StoppedReuseShards:    h.StoppedReuse,
 		WarmConnections:       sidecarWarm(h.Warm),
 	}
 }

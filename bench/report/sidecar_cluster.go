@@ -63,6 +63,8 @@ func MergeHealth(agents []SidecarHealth) SidecarHealth {
 		h.SlowConnectsRetrans += g.SlowConnectsRetrans
 		h.DroppedBeforeResponse += g.DroppedBeforeResponse
 		h.Reconnects += g.Reconnects
+		h.Resent += g.Resent
+		h.StoppedReuseShards += g.StoppedReuseShards
 		// Coverage weighs each agent by its requests.
 		reads += float64(g.RequestsSent)
 		stamped += g.KernelRxStampCoverage * float64(g.RequestsSent)

@@ -23,15 +23,20 @@ func TestConnectTroubleText(t *testing.T) {
 	if got := connectTrouble(engine.Health{}); got != "" {
 		t.Errorf("no trouble: %q", got)
 	}
-	got := connectTrouble(engine.Health{SlowConnects: 812, SynRetransmits: 800, DroppedBeforeResponse: 3, Reconnects: 5})
+	got := connectTrouble(engine.Health{SlowConnects: 812, SynRetransmits: 800, DroppedBeforeResponse: 3, Reconnects: 5, Resent: 2, StoppedReuse: 1})
 	for _, want := range []string{"812 connections took > 1 s to open", "800 needed a retransmitted handshake", "accept queue",
-		"--ramp-up-strategy", "3 connections were reset or closed", "5 reconnects"} {
+		"--ramp-up-strategy", "3 connections were reset or closed", "5 reconnects",
+		"2 requests re-sent on a fresh connection after the server closed a kept-alive one before reading them",
+		"connections were not reused"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
 	if strings.Contains(connectTrouble(engine.Health{SlowConnects: 2}), "retransmitted") {
 		t.Error("names retransmits that were not counted")
+	}
+	if got := connectTrouble(engine.Health{Reconnects: 1}); strings.Contains(got, "re-sent") || strings.Contains(got, "not reused") {
+		t.Errorf("names re-sends or a stop that did not happen: %q", got)
 	}
 }
 

@@ -30,6 +30,13 @@ import (
 //	/ok/N        200, chunked SSE: N token chunks, a usage chunk, [DONE]
 //	/close/N     as /ok/N with "Connection: close"
 //	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
+//	/hangup/N    as /ok/N advertising "Keep-Alive: timeout=5, max=100",
+//	             then the connection is closed at once (llama.cpp's server)
+//	/idle/N      as /ok/N, then the server waits 200 ms for the next
+//	             request and closes the connection if none came (a
+//	             keep-alive timeout; IdleClosed counts them)
+//	/kamax/N     as /ok/1 with "Keep-Alive: timeout=5, max=N"; the server
+//	             closes the connection right after its Nth response
 //	/eof/N       as /ok/N with neither length nor chunking: the body ends
 //	             when the server closes the connection
 //	/500         500 Internal Server Error
@@ -49,14 +56,16 @@ type Server struct {
 	Addr netip.AddrPort
 	// Accepted counts connections, Requests requests, MaxActive the most
 	// requests being answered at once.
-	Accepted  atomic.Int64
-	Requests  atomic.Int64
-	alternate atomic.Int64 // requests to /alternate
-	MaxActive atomic.Int64
-	active    atomic.Int64
-	stop      chan struct{}
-	tls       *tls.Config
-	wg        sync.WaitGroup
+	Accepted atomic.Int64
+	Requests atomic.Int64
+	// IdleClosed counts connections closed by /idle's timeout.
+	IdleClosed atomic.Int64
+	alternate  atomic.Int64 // requests to /alternate
+	MaxActive  atomic.Int64
+	active     atomic.Int64
+	stop       chan struct{}
+	tls        *tls.Config
+	wg         sync.WaitGroup
 }
 
 // New starts a Server on a loopback port; it stops when the test ends.
@@ -152,16 +161,21 @@ func (s *Server) handle(raw *net.TCPConn) {
 		c.Conn = tls.Server(raw, s.tls)
 	}
 	r := bufio.NewReader(c)
-	for {
+	for served := 0; ; {
 		path, err := readRequest(r)
 		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				s.IdleClosed.Add(1)
+			}
 			return
 		}
 		s.Requests.Add(1)
+		raw.SetReadDeadline(time.Time{})
 		n := s.active.Add(1)
 		for m := s.MaxActive.Load(); n > m && !s.MaxActive.CompareAndSwap(m, n); m = s.MaxActive.Load() {
 		}
-		keep := s.respond(c, path)
+		keep := s.respond(c, path, served)
+		served++
 		s.active.Add(-1)
 		if !keep {
 			return
@@ -201,6 +215,13 @@ func readRequest(r *bufio.Reader) (path string, err error) {
 
 const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
 
+// Response is a 200 SSE stream of n token chunks, a usage chunk and
+// [DONE], as /ok/N answers, with the header lines fields (each ending in
+// CRLF) added to its head.
+func Response(n int, fields string) []byte {
+	return []byte(sseHead + fields + "\r\n" + streamBody(n))
+}
+
 func chunk(payload string) string {
 	return strconv.FormatInt(int64(len(payload)), 16) + "\r\n" + payload + "\r\n"
 }
@@ -233,7 +254,8 @@ func (c conn) reset() {
 	c.raw.Close()
 }
 
-func (s *Server) respond(c conn, path string) bool {
+// served counts the responses c carried before this one.
+func (s *Server) respond(c conn, path string, served int) bool {
 	kind, arg, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	n, _ := strconv.Atoi(arg)
 	switch kind {
@@ -253,6 +275,16 @@ func (s *Server) respond(c conn, path string) bool {
 	case "close":
 		c.Write([]byte(sseHead + "Connection: close\r\n\r\n" + streamBody(n)))
 		return false
+	case "hangup":
+		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
+		return false
+	case "idle":
+		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
+		c.raw.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		return err == nil
+	case "kamax":
+		_, err := c.Write(Response(1, "Keep-Alive: timeout=5, max="+strconv.Itoa(n)+"\r\n"))
+		return err == nil && served+1 < n
 	case "eof":
 		var b strings.Builder
 		for i := range n {

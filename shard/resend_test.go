@@ -1,0 +1,319 @@
+package shard
+
+import (
+	"bufio"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
+	"github.com/stampede-bench/stampede/sse"
+)
+
+// handLoop is a shard whose loop the test turns by hand, over a raw
+// listener, so that a server's close can land exactly between the idle
+// pool's look at a connection and the request's write: the race a server
+// that closes kept-alive connections runs with every request, which no
+// server on loopback produces on demand.
+type handLoop struct {
+	t   *testing.T
+	sh  *Shard
+	q   *Queue
+	rec *metrics.Recorder
+	ln  *net.TCPListener
+}
+
+func newHandLoop(t *testing.T, reqs []Request) *handLoop {
+	t.Helper()
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	h := &handLoop{t: t, ln: ln, q: NewQueue(len(reqs), 0), rec: metrics.NewRecorder(metrics.Options{KeepDetail: true})}
+	h.sh, err = New(Config{CPU: -1, Addr: netip.MustParseAddrPort(ln.Addr().String()), Streaming: true, Kind: sse.Completions,
+		Requests: reqs, Queue: h.q, Slots: 1, ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Second,
+		Clock: NewClock(), Recorder: h.rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sh.startBudget = maxStartsPerTurn
+	t.Cleanup(h.sh.closeAll)
+	return h
+}
+
+// accept takes the shard's next connection on the server side.
+func (h *handLoop) accept() (*net.TCPConn, *bufio.Reader) {
+	h.t.Helper()
+	h.ln.SetDeadline(time.Now().Add(5 * time.Second))
+	c, err := h.ln.AcceptTCP()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// turn runs the loop's turns until done reports true.
+func (h *handLoop) turn(done func() bool) {
+	h.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !done(); {
+		if time.Now().After(deadline) {
+			h.t.Fatal("the loop did not get there in 5 s")
+		}
+		events, err := h.sh.poll.wait(10)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for i := range events {
+			h.sh.handle(&events[i])
+		}
+		h.sh.serveReady()
+		h.sh.takeWork()
+	}
+}
+
+// release releases request i; the next turn starts it.
+func (h *handLoop) release(i int) { h.q.Release(i, h.sh.cfg.Clock.Now()) }
+
+// readRequest reads one request head from r, and fails the test unless
+// its path is want.
+func readRequest(t *testing.T, r *bufio.Reader, want string) {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(line, " "+want+" ") {
+		t.Fatalf("request line %q (%v); want %s", line, err, want)
+	}
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == "\r\n" {
+			break
+		}
+	}
+	r.Discard(len("{}"))
+}
+
+// reusedAfterServerClose runs request 0 to its end on a kept-alive
+// connection, lets server (given the server's side of the connection and
+// its reader) do its part, and then sends request 1 on that connection as
+// the idle pool would once it found nothing waiting on it. It returns the
+// connection.
+func (h *handLoop) reusedAfterServerClose(server func(*net.TCPConn, *bufio.Reader)) *conn {
+	h.t.Helper()
+	h.release(0)
+	h.turn(func() bool { return h.sh.busy == 1 })
+	a, r := h.accept()
+	readRequest(h.t, r, "/a")
+	a.Write(shardtest.Response(1, ""))
+	h.turn(func() bool { return h.rec.Completed() == 1 })
+	c := h.sh.idle
+	if c == nil {
+		h.t.Fatal("no idle connection after request 0")
+	}
+	server(a, r)
+	// What popIdle does once it found the socket empty, and start after.
+	h.sh.unlinkIdle(c)
+	c.state = connBusy
+	h.release(1)
+	i, arrivalNs, _ := h.q.take()
+	h.sh.busy++
+	h.sh.cfg.Recorder.Begin(&c.stream, i, 3, arrivalNs, h.sh.cfg.Clock.Now())
+	h.sh.send(c, &h.sh.cfg.Requests[i])
+	if c.written != len(c.req.Wire) {
+		h.t.Fatalf("request 1: %d of %d bytes written", c.written, len(c.req.Wire))
+	}
+	return c
+}
+
+func twoRequests() []Request {
+	return []Request{{Wire: shardtest.Wire("/a"), PromptLen: 3}, {Wire: shardtest.Wire("/b"), PromptLen: 3}}
+}
+
+// The server closed the kept-alive connection (its FIN) before the request
+// reached it, and answered the request's bytes with a reset: the request
+// goes out again on a fresh connection, and succeeds there, timed from its
+// first send.
+func TestResendAfterServerClosedBeforeReading(t *testing.T) {
+	h := newHandLoop(t, twoRequests())
+	c := h.reusedAfterServerClose(func(a *net.TCPConn, _ *bufio.Reader) {
+		// A full close with nothing unread: a FIN, and a reset for any
+		// byte that comes after it.
+		a.Close()
+	})
+	if !c.reused {
+		t.Fatal("the connection is not marked reused")
+	}
+	startNs := c.stream.StartNs()
+	h.turn(func() bool { return h.sh.health.Resent == 1 || h.rec.Failed() > 0 })
+	if h.rec.Failed() > 0 {
+		t.Fatalf("request 1 failed: %+v", metrics.Merge(2, h.rec).Results[1])
+	}
+	b, r := h.accept()
+	readRequest(t, r, "/b")
+	b.Write(shardtest.Response(2, ""))
+	h.turn(func() bool { return h.rec.Completed()+h.rec.Failed() == 2 })
+	res := metrics.Merge(2, h.rec).Results[1]
+	if !res.Success || res.ChunkEvents != 2 {
+		t.Fatalf("request 1: %+v", res)
+	}
+	// TTFT counts from the first send, not the second.
+	if res.StartNs != startNs {
+		t.Errorf("request 1 timed from %d; it was first sent at %d", res.StartNs, startNs)
+	}
+	if h.sh.health.Resent != 1 || h.sh.health.DroppedBeforeResponse != 1 {
+		t.Errorf("resent %d, dropped %d; want 1, 1", h.sh.health.Resent, h.sh.health.DroppedBeforeResponse)
+	}
+	if h.sh.busy != 0 || h.q.Finished() != 2 {
+		t.Errorf("busy %d, finished %d after both requests; want 0, 2", h.sh.busy, h.q.Finished())
+	}
+}
+
+// The server read the request and then closed the connection without an
+// answer: its FIN acknowledges the request, which may have been acted on,
+// so it fails and is not sent again.
+func TestNoResendAfterServerReadAndClosed(t *testing.T) {
+	h := newHandLoop(t, twoRequests())
+	var a *net.TCPConn
+	var r *bufio.Reader
+	h.reusedAfterServerClose(func(ac *net.TCPConn, rc *bufio.Reader) { a, r = ac, rc })
+	readRequest(t, r, "/b")
+	a.Close()
+	h.turn(func() bool { return h.rec.Failed() == 1 })
+	want := "connection closed by server before the response head on a reused keep-alive connection (not sent again)"
+	if res := metrics.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
+		t.Errorf("request 1: success %v, error %q; want %q", res.Success, res.Error, want)
+	}
+	if h.sh.health.Resent != 0 {
+		t.Errorf("resent %d; want 0", h.sh.health.Resent)
+	}
+}
+
+// The server read the request and then reset the connection: a reset
+// acknowledges nothing, so it cannot show the request unread, and the
+// request fails.
+func TestNoResendAfterServerReadAndReset(t *testing.T) {
+	h := newHandLoop(t, twoRequests())
+	var a *net.TCPConn
+	var r *bufio.Reader
+	h.reusedAfterServerClose(func(ac *net.TCPConn, rc *bufio.Reader) { a, r = ac, rc })
+	readRequest(t, r, "/b")
+	a.SetLinger(0)
+	a.Close()
+	h.turn(func() bool { return h.rec.Failed() == 1 })
+	want := "connection reset by peer before the response head on a reused keep-alive connection (not sent again)"
+	if res := metrics.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
+		t.Errorf("request 1: success %v, error %q; want %q", res.Success, res.Error, want)
+	}
+	if h.sh.health.Resent != 0 {
+		t.Errorf("resent %d; want 0", h.sh.health.Resent)
+	}
+}
+
+// A server that closes every connection right after each streamed answer,
+// while it advertises keep-alive (llama.cpp's server): every request
+// succeeds, and each reached the server once.
+func TestServerClosingKeptAliveConnections(t *testing.T) {
+	for _, path := range []string{"/hangup/2"} {
+		t.Run(path, func(t *testing.T) {
+			srv := shardtest.New(t)
+			paths := make([]string, 64)
+			for i := range paths {
+				paths[i] = path
+			}
+			data, hs := runPaths(t, srv, paths, run{slots: 8, limit: 8, streaming: true})
+			for _, r := range data.Results {
+				if !r.Success {
+					t.Fatalf("request %d failed: %s", r.Index, r.Error)
+				}
+			}
+			if got := srv.Requests.Load(); got != int64(len(paths)) {
+				t.Errorf("server saw %d requests for %d", got, len(paths))
+			}
+			t.Logf("resent %d, dropped before a response %d", hs[0].Resent, hs[0].DroppedBeforeResponse)
+		})
+	}
+}
+
+// A response's Keep-Alive max is the most the connection carries: the
+// shard opens a new connection after that many, before the server closes
+// the old one, and no request meets a closed connection.
+func TestKeepAliveMaxEndsConnection(t *testing.T) {
+	srv := shardtest.New(t)
+	paths := make([]string, 6)
+	for i := range paths {
+		paths[i] = "/kamax/2"
+	}
+	data, hs := runPaths(t, srv, paths, run{slots: 1, limit: 1, streaming: true})
+	for _, r := range data.Results {
+		if !r.Success {
+			t.Fatalf("request %d failed: %s", r.Index, r.Error)
+		}
+	}
+	if got := srv.Accepted.Load(); got != 3 {
+		t.Errorf("server accepted %d connections for 6 requests at max=2; want 3", got)
+	}
+	if hs[0].Resent != 0 || hs[0].DroppedBeforeResponse != 0 {
+		t.Errorf("resent %d, dropped %d; want none", hs[0].Resent, hs[0].DroppedBeforeResponse)
+	}
+}
+
+// Over TLS on the loop, a server that closes every connection after its
+// answer loses no request either.
+func TestTLSLoopServerClosingKeptAliveConnections(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := make([]string, 32)
+	for i := range paths {
+		paths[i] = "/hangup/2"
+	}
+	data, _ := runPaths(t, srv, paths, run{slots: 4, limit: 4, streaming: true, tls: PrepareTLS(tlsConfig, 4)})
+	for _, r := range data.Results {
+		if !r.Success {
+			t.Fatalf("request %d failed: %s", r.Index, r.Error)
+		}
+	}
+	if got := srv.Requests.Load(); got != int64(len(paths)) {
+		t.Errorf("server saw %d requests for %d", got, len(paths))
+	}
+}
+
+// A server that closes connections idle for 200 ms, and requests that come
+// at once, or after the server closed the connection: every request
+// succeeds, each reaching the server once. (A request that reaches the
+// server's socket just as its timeout fires, unread, is reset with it; the
+// shard cannot tell that from a request read and then reset, and fails
+// it. The hand-turned tests above take the race's other side, the FIN
+// first.)
+func TestServerClosingIdleConnections(t *testing.T) {
+	srv := shardtest.New(t)
+	reqs := make([]Request, 16)
+	for i := range reqs {
+		reqs[i] = Request{Wire: shardtest.Wire("/idle/1")}
+	}
+	s := startSingle(t, srv, reqs, 1, 10*time.Second)
+	for i := range reqs {
+		s.release(i)
+		for s.rec.Completed()+s.rec.Failed() < int64(i+1) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if i%2 == 1 {
+			// Until the server's timeout closed the connection.
+			for srv.IdleClosed.Load() < int64(i/2+1) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	for _, r := range s.finish(false) {
+		if !r.Success {
+			t.Errorf("request %d failed: %s", r.Index, r.Error)
+		}
+	}
+	if got := srv.Requests.Load(); got != int64(len(reqs)) {
+		t.Errorf("server saw %d requests for %d", got, len(reqs))
+	}
+}
