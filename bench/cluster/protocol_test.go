@@ -39,6 +39,22 @@ func (l *syncLog) logf(format string, args ...any) {
 	l.lines = append(l.lines, fmt.Sprintf(format, args...))
 }
 
+// shows waits until every one of want is in the log, and reports whether
+// they came: the coordinator logs a dropped peer after it has told the
+// peer why, so a test that saw the refusal may read the log before the
+// line is there.
+func (l *syncLog) shows(want ...string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(l.String(), w)
+		}
+		if all || time.Now().After(deadline) {
+			return all
+		}
+	}
+}
+
 func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
