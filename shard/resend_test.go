@@ -216,27 +216,48 @@ func TestNoResendAfterServerReadAndReset(t *testing.T) {
 }
 
 // A server that closes every connection right after each streamed answer,
-// while it advertises keep-alive (llama.cpp's server): every request
-// succeeds, and each reached the server once.
+// while it advertises keep-alive (llama.cpp's server): the shard stops
+// reusing connections, and no request reaches the server twice. A reuse
+// before the stop can still race the server's close (the request lands in
+// the closing socket, unread, and is reset with it), which the shard
+// cannot tell from a request read and reset, and fails: at most one such
+// failure a slot, since the first close a slot meets ends reuse there.
 func TestServerClosingKeptAliveConnections(t *testing.T) {
-	for _, path := range []string{"/hangup/2"} {
-		t.Run(path, func(t *testing.T) {
-			srv := shardtest.New(t)
-			paths := make([]string, 64)
-			for i := range paths {
-				paths[i] = path
-			}
-			data, hs := runPaths(t, srv, paths, run{slots: 8, limit: 8, streaming: true})
-			for _, r := range data.Results {
-				if !r.Success {
-					t.Fatalf("request %d failed: %s", r.Index, r.Error)
-				}
-			}
-			if got := srv.Requests.Load(); got != int64(len(paths)) {
-				t.Errorf("server saw %d requests for %d", got, len(paths))
-			}
-			t.Logf("resent %d, dropped before a response %d", hs[0].Resent, hs[0].DroppedBeforeResponse)
-		})
+	srv := shardtest.New(t)
+	paths := make([]string, 64)
+	for i := range paths {
+		paths[i] = "/hangup/2"
+	}
+	const slots = 8
+	data, hs := runPaths(t, srv, paths, run{slots: slots, limit: slots, streaming: true})
+	checkHangups(t, srv, data.Results, slots)
+	if !hs[0].StoppedReuse {
+		t.Error("the shard kept reusing connections the server closes after every answer")
+	}
+	t.Logf("resent %d, dropped before a response %d", hs[0].Resent, hs[0].DroppedBeforeResponse)
+}
+
+// checkHangups holds a run against /hangup to what the shard can promise:
+// every failure is a reuse that raced the server's close, failed and not
+// sent again, at most one a slot; the server saw no request twice.
+func checkHangups(t *testing.T, srv *shardtest.Server, results []metrics.RequestResult, slots int) {
+	t.Helper()
+	ok, failed := 0, 0
+	for _, r := range results {
+		switch {
+		case r.Success:
+			ok++
+		case strings.HasSuffix(r.Error, "on a reused keep-alive connection (not sent again)"):
+			failed++
+		default:
+			t.Errorf("request %d failed: %s", r.Index, r.Error)
+		}
+	}
+	if failed > slots {
+		t.Errorf("%d requests failed on reused connections, want at most one a slot (%d)", failed, slots)
+	}
+	if got := srv.Requests.Load(); got < int64(ok) || got > int64(len(results)) {
+		t.Errorf("server saw %d requests for %d (%d succeeded): one went out twice", got, len(results), ok)
 	}
 }
 
@@ -264,22 +285,16 @@ func TestKeepAliveMaxEndsConnection(t *testing.T) {
 }
 
 // Over TLS on the loop, a server that closes every connection after its
-// answer loses no request either.
+// answer is held to the same.
 func TestTLSLoopServerClosingKeptAliveConnections(t *testing.T) {
 	srv, tlsConfig := shardtest.NewTLS(t)
 	paths := make([]string, 32)
 	for i := range paths {
 		paths[i] = "/hangup/2"
 	}
-	data, _ := runPaths(t, srv, paths, run{slots: 4, limit: 4, streaming: true, tls: PrepareTLS(tlsConfig, 4)})
-	for _, r := range data.Results {
-		if !r.Success {
-			t.Fatalf("request %d failed: %s", r.Index, r.Error)
-		}
-	}
-	if got := srv.Requests.Load(); got != int64(len(paths)) {
-		t.Errorf("server saw %d requests for %d", got, len(paths))
-	}
+	const slots = 4
+	data, _ := runPaths(t, srv, paths, run{slots: slots, limit: slots, streaming: true, tls: PrepareTLS(tlsConfig, slots)})
+	checkHangups(t, srv, data.Results, slots)
 }
 
 // A server that closes connections idle for 200 ms, and requests that come
