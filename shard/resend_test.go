@@ -216,8 +216,9 @@ func TestNoResendAfterServerReadAndReset(t *testing.T) {
 }
 
 // A server that closes every connection right after each streamed answer,
-// while it advertises keep-alive (llama.cpp's server): the shard stops
-// reusing connections, and no request reaches the server twice. A reuse
+// while it advertises keep-alive (llama.cpp's server): no request reaches
+// the server twice, and requests meet the close on an idle connection and
+// go out on a fresh one, or reuse stops. A reuse
 // before the stop can still race the server's close (the request lands in
 // the closing socket, unread, and is reset with it), which the shard
 // cannot tell from a request read and reset, and fails: at most one such
@@ -231,9 +232,6 @@ func TestServerClosingKeptAliveConnections(t *testing.T) {
 	const slots = 8
 	data, hs := runPaths(t, srv, paths, run{slots: slots, limit: slots, streaming: true})
 	checkHangups(t, srv, data.Results, slots)
-	if !hs[0].StoppedReuse {
-		t.Error("the shard kept reusing connections the server closes after every answer")
-	}
 	t.Logf("resent %d, dropped before a response %d", hs[0].Resent, hs[0].DroppedBeforeResponse)
 }
 
