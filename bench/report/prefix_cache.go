@@ -103,20 +103,20 @@ func WritePrefixCacheWarning(w io.Writer, pc *PrefixCache) {
 // Line is the report's sentence about the run's prefix cache.
 func (pc *PrefixCache) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Prefix cache (%s %s): ", pc.Server, pc.HitsSeries)
+	fmt.Fprintf(&b, "Prefix cache (%s, %s): ", pc.Server, pc.HitsSeries)
 	if pc.HitRate == nil {
 		b.WriteString("the run's hit rate is unknown (no prompt token looked up, or the counters went back)")
 	} else {
-		fmt.Fprintf(&b, "%s of the run's %.0f prompt tokens looked up hit", percent(*pc.HitRate), pc.Run.Queries)
+		fmt.Fprintf(&b, "%s of the %.0f prompt tokens the run looked up were cached", percent(*pc.HitRate), pc.Run.Queries)
 	}
 	switch {
 	case pc.Warm:
-		fmt.Fprintf(&b, "; warm at the start: %s hit before the first answer", percent(*pc.FirstHitRate))
+		fmt.Fprintf(&b, "; warm at the start: %s were before the first answer", percent(*pc.FirstHitRate))
 	case pc.FirstHitRate != nil:
-		fmt.Fprintf(&b, "; cold at the start: %s hit before the first answer", percent(*pc.FirstHitRate))
+		fmt.Fprintf(&b, "; cold at the start: %s were before the first answer", percent(*pc.FirstHitRate))
 	}
 	if pc.Reset {
-		b.WriteString("; reset before the run")
+		b.WriteString("; the cache was reset before the run")
 	}
 	b.WriteString(".")
 	return b.String()

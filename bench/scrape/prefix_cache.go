@@ -83,7 +83,8 @@ type FirstAnswerReading struct {
 
 // ReadAtFirstAnswer reads the counters at url once answered() first
 // holds, on a goroutine of its own; answered is polled every
-// firstAnswerPoll. Nil when before holds no prefix-cache counters (the
+// firstAnswerPoll. When the run ends (Finish) before a poll saw an
+// answer that came, the reading is taken then, over the whole run. Nil when before holds no prefix-cache counters (the
 // server has none, or no /metrics), so nothing is read.
 func ReadAtFirstAnswer(ctx context.Context, client *http.Client, url string, headers []plan.Header, before Counters, answered func() bool) *FirstAnswerReading {
 	if before.prefix.source == nil {
@@ -94,11 +95,17 @@ func ReadAtFirstAnswer(ctx context.Context, client *http.Client, url string, hea
 		defer close(f.done)
 		t := time.NewTicker(firstAnswerPoll)
 		defer t.Stop()
+	wait:
 		for !answered() {
 			select {
 			case <-ctx.Done():
 				return
 			case <-f.stop:
+				// A run shorter than a poll: its first answer came, but
+				// the reading is taken as it ends.
+				if answered() {
+					break wait
+				}
 				return
 			case <-t.C:
 			}
