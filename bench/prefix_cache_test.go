@@ -14,23 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
-
-// runAt runs a benchmark with args against baseURL and returns what it
-// printed.
-func runAt(t *testing.T, baseURL string, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	c, err := benchtest.ParseArgs(append([]string{"--base-url", baseURL, "--tokenizer", tinyTokenizer, "--disable-tqdm"}, args...), benchtest.NoEnv)
-	if err != nil {
-		t.Fatalf("parseArgs: %v", err)
-	}
-	var out, errOut bytes.Buffer
-	err = Run(context.Background(), c, &out, &errOut)
-	return out.String(), errOut.String(), err
-}
 
 func readPrefixCache(t *testing.T, path string) *report.PrefixCache {
 	t.Helper()
@@ -71,7 +57,7 @@ func TestWarmRerunDetected(t *testing.T) {
 		{"warm", []string{"--report", filepath.Join(dir, "warm.html")}, true, 0.9, 1},
 		{"reset", []string{"--cold-prefix-cache"}, false, 0, 0.2},
 	} {
-		_, stderr, err := runAt(t, base, append(append(args, "--result-filename", run.name+".json"), run.extra...)...)
+		_, stderr, err := runAt(t, context.Background(), base, append(append(args, "--result-filename", run.name+".json"), run.extra...)...)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", run.name, err, stderr)
 		}
@@ -111,7 +97,7 @@ func TestColdPrefixCacheRefused(t *testing.T) {
 	}))
 	defer front.Close()
 	args := []string{"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "16", "--random-output-len", "2"}
-	stdout, _, err := runAt(t, front.URL, append(args, "--cold-prefix-cache")...)
+	stdout, _, err := runAt(t, context.Background(), front.URL, append(args, "--cold-prefix-cache")...)
 	if err == nil || !strings.Contains(err.Error(), "--cold-prefix-cache: POST "+front.URL+"/reset_prefix_cache answered 404") {
 		t.Fatalf("error %v, want one naming --cold-prefix-cache and the 404", err)
 	}
@@ -120,7 +106,7 @@ func TestColdPrefixCacheRefused(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if _, stderr, err := runAt(t, front.URL, append(args, "--save-result", "--result-dir", dir, "--result-filename", "r.json")...); err != nil {
+	if _, stderr, err := runAt(t, context.Background(), front.URL, append(args, "--save-result", "--result-dir", dir, "--result-filename", "r.json")...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "r.stampede.json"))
