@@ -55,6 +55,9 @@ type measurement struct {
 	res           *engine.Result
 	params        *pyout.ReportParams
 	serverMetrics *report.ServerMetrics
+	// prefixCache is the server's prefix-cache counters over the run; nil
+	// when it exports none.
+	prefixCache *report.PrefixCache
 }
 
 // measure starts the profiler, prints the banner, reads the server's
@@ -109,7 +112,10 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		scraper.Abort()
 		return nil, err
 	}
+	first := scrape.ReadAtFirstAnswer(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL), before,
+		func() bool { done, _, _ := runner.Progress(); return done > 0 })
 	res, err := r.wait(ctx, runner, len(enc.wire))
+	atFirst, firstOK := first.Finish()
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +125,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	}
 	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
 	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL)); ok && beforeOK {
+		m.prefixCache = scrape.PrefixCacheOfRun(before, atFirst, firstOK, after, c.ColdPrefixCache || c.ResetPrefixCache)
 		if sd := metrics.SpecDecodeDelta(before.Spec, after.Spec); sd != nil {
 			params.SpecDecode = sd
 		}

@@ -47,6 +47,8 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	scrape.CompareWithClient(m.serverMetrics, o.Summary)
 	sidecar.ServerMetrics = m.serverMetrics
 	report.WriteServerVsClient(r.stdout, m.serverMetrics)
+	sidecar.PrefixCache = m.prefixCache
+	report.WritePrefixCacheWarning(r.stderr, m.prefixCache)
 	report.WriteHealth(r.stderr, res)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
 	r.serverSaid(sidecar, o, ds)

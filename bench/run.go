@@ -24,7 +24,7 @@ import (
 // Run is one `vllm bench serve` run, in Python's order (spec §c): model
 // discovery, tokenizer, dataset, the ready check (the test request is sent
 // only with --ready-check-timeout-sec > 0, as in Python), warm-ups,
-// profiler start, banner, /metrics before, the main run through the
+// --cold-prefix-cache's reset, profiler start, banner, /metrics before, the main run through the
 // engine, /metrics after, the result block, profiler stop, and the result
 // file. Lines Python prints go to stdout; the progress bar, log lines,
 // warnings and stampede's own health line go to stderr. An exception
@@ -89,6 +89,12 @@ func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*ou
 	}
 	if err := r.warmUp(ctx, enc); err != nil {
 		return nil, err
+	}
+	if cfg.ColdPrefixCache {
+		// After the warm-up, which would fill it again.
+		if err := r.server.ResetPrefixCache(ctx, "--cold-prefix-cache"); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Clustered() {
 		return r.clusterBenchmark(ctx, model, tok, ds, enc)

@@ -54,8 +54,14 @@ func startTinyMock(t *testing.T, cfg mock.Config) *mock.Server {
 func runAgainstMock(t *testing.T, ctx context.Context, cfg mock.Config, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	srv := startTinyMock(t, cfg)
-	c, err := benchtest.ParseArgs(append([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
-		"--disable-tqdm"}, args...), benchtest.NoEnv)
+	return runAt(t, ctx, "http://"+srv.Addr(), args...)
+}
+
+// runAt runs a benchmark with args (plus the tiny tokenizer) against
+// baseURL and returns what it printed.
+func runAt(t *testing.T, ctx context.Context, baseURL string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	c, err := benchtest.ParseArgs(append([]string{"--base-url", baseURL, "--tokenizer", tinyTokenizer, "--disable-tqdm"}, args...), benchtest.NoEnv)
 	if err != nil {
 		t.Fatalf("parseArgs: %v", err)
 	}

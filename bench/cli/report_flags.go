@@ -16,6 +16,7 @@ type ReportFlags struct {
 	ServerMetrics         string   `long:"server-metrics" nargs:"?" optional-value:"<base-url>/metrics" value-name:"URL" description:"Scrape the server's Prometheus metrics during the run (URL default: <base-url>/metrics) into the sidecar, a server-vs-client table and the report."`
 	ServerMetricsInterval float64  `long:"server-metrics-interval" default:"1" description:"Seconds between two --server-metrics scrapes."`
 	ServerMetricsHeader   []string `long:"server-metrics-header" nargs:"*" value-name:"KEY=VALUE" description:"HTTP headers for the --server-metrics scrapes only. --header, $OPENAI_API_KEY and --base-url's user:password go to the base URL's scheme, host and port alone; a --server-metrics URL elsewhere gets these headers and its own user:password@ instead."`
+	ColdPrefixCache       bool     `long:"cold-prefix-cache" description:"After the warm-up, just before the clock starts, empty the server's prefix cache (POST <base-url>/reset_prefix_cache; vLLM serves it with VLLM_SERVER_DEV_MODE=1); the run stops with an error when the server does not offer it."`
 	Report                string   `long:"report" value-name:"FILE.html" description:"Write a self-contained HTML report of the run (distributions, throughput over time, timeline, server metrics)."`
 }
 

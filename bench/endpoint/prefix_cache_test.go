@@ -26,14 +26,14 @@ func TestResetPrefixCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ResetPrefixCache(context.Background()); err != nil {
+	if err := s.ResetPrefixCache(context.Background(), "--reset-prefix-cache"); err != nil {
 		t.Fatalf("200: %v", err)
 	}
 	if len(calls) != 1 || calls[0] != "POST /reset_prefix_cache 7" {
 		t.Errorf("calls %q", calls)
 	}
 	status = http.StatusNotFound
-	err = s.ResetPrefixCache(context.Background())
+	err = s.ResetPrefixCache(context.Background(), "--reset-prefix-cache")
 	if err == nil || !strings.Contains(err.Error(), "--reset-prefix-cache") || !strings.Contains(err.Error(), "404") ||
 		!strings.Contains(err.Error(), "VLLM_SERVER_DEV_MODE=1") {
 		t.Errorf("404: %v, want an error naming the flag, the status and dev mode", err)

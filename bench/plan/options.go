@@ -110,12 +110,13 @@ type Client struct {
 	FailOnError        bool    // --fail-on-error
 }
 
-// Reporting are stampede's options for the server's metrics and the HTML
-// report.
+// Reporting are stampede's options for the server's metrics (its prefix
+// cache among them) and the HTML report.
 type Reporting struct {
 	ServerMetrics         string   // --server-metrics; DefaultServerMetricsURL when given without a URL
 	ServerMetricsInterval float64  // --server-metrics-interval
 	ServerMetricsHeader   []string // --server-metrics-header, as given
+	ColdPrefixCache       bool     // --cold-prefix-cache
 	Report                string   // --report
 }
 

@@ -80,6 +80,8 @@ type reportPage struct {
 	// none of the sections below.
 	NoRuns  bool
 	Summary *summaryView
+	// PrefixCache is a sentence per run whose sidecar has a prefix_cache.
+	PrefixCache []string
 	// Errors are each run's failed requests, grouped; none when no
 	// request failed.
 	Errors         []*errorsView
@@ -123,6 +125,11 @@ func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
 		reqs[i] = r.requests()
 	}
 	page.Summary = newSummaryView(runs)
+	for _, r := range runs {
+		if line := prefixCacheLine(r, many); line != "" {
+			page.PrefixCache = append(page.PrefixCache, line)
+		}
+	}
 	for _, r := range runs {
 		if v := newErrorsView(r, many); v != nil {
 			page.Errors = append(page.Errors, v)
@@ -833,4 +840,19 @@ func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOp
 	}
 	v.Data = template.JS(payload)
 	return v, nil
+}
+
+// prefixCacheLine is the run's sidecar prefix_cache as a sentence; "" when
+// it has none.
+func prefixCacheLine(r *ReportRun, many bool) string {
+	raw, ok := r.Sidecar["prefix_cache"]
+	var pc *PrefixCache
+	if !ok || json.Unmarshal(raw, &pc) != nil || pc == nil {
+		return ""
+	}
+	line := pc.Line()
+	if many {
+		line = r.Name + ": " + line
+	}
+	return line
 }

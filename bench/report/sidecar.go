@@ -42,6 +42,9 @@ type Sidecar struct {
 	// Usage sets the server's output token counts beside Python's
 	// (serversaid.go); null when the server sent none.
 	Usage *SidecarUsage `json:"usage"`
+	// PrefixCache is the server's prefix-cache counters over the run
+	// (prefix_cache.go); absent when the server exports none.
+	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

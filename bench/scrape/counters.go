@@ -11,10 +11,12 @@ import (
 )
 
 // Counters are the /metrics counters Python samples before and after a
-// run, for the speculative-decoding and diffusion deltas of its block.
+// run, for the speculative-decoding and diffusion deltas of its block,
+// and the prefix cache's from the same answer (PrefixCacheOfRun).
 type Counters struct {
 	Spec      metrics.SpecDecodeCounters
 	Diffusion metrics.DiffusionCounters
+	prefix    prefixReading
 }
 
 // ReadCounters is GET url (the server's /metrics); ok is false when the
@@ -45,5 +47,8 @@ func ReadCounters(ctx context.Context, client *http.Client, url string, headers 
 	var c Counters
 	c.Spec, _ = metrics.ParseSpecDecode(body)
 	c.Diffusion, _ = metrics.ParseDiffusion(body)
+	// What parsed before a malformed family still counts.
+	a, _ := parseServerMetrics(body, resp.Header.Get("Content-Type"))
+	c.prefix = readPrefixCache(a)
 	return c, true
 }

@@ -92,8 +92,12 @@ func FuzzParseServerMetrics(f *testing.F) {
 	f.Add([]byte(tgiExposition), "")
 	f.Add([]byte(sglangExposition), "text/plain")
 	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"0.5\"} 5\n"), "")
+	f.Add([]byte(vllmPrefixCache(100, 40)), "text/plain; version=0.0.4")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		a, _ := parseServerMetrics(body, contentType)
+		if r := readPrefixCache(a); r.source != nil && len(r.source.queries) == 0 {
+			t.Fatalf("a prefix-cache reading without queries: %+v", r)
+		}
 		if len(a.recognised)+len(a.ignored) > 0 && len(a.points) > 0 && a.points[0].panel == "" {
 			t.Fatalf("a kept point without a panel: %+v", a.points[0])
 		}

@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&mode, "mode", "per-stream", "timing model: per-stream (own schedule per stream) or decode-step (one global step clock)")
 	fs.Float64Var(&ttftMs, "ttft-ms", 50, "base time to first token, ms")
 	fs.Float64Var(&prefillUsPerTok, "prefill-us-per-token", 0, "added to TTFT per prompt token, µs")
-	prefixCache := fs.String("prefix-cache", "off", "prefix caching of chat prompts: off, global, or session (keyed by X-Session-ID); cached tokens skip --prefill-us-per-token")
+	prefixCache := fs.String("prefix-cache", "off", "prefix caching of chat and completions prompts: off, global, or session (keyed by X-Session-ID); cached tokens skip --prefill-us-per-token")
 	fs.IntVar(&cfg.PrefixCacheTokens, "prefix-cache-tokens", 1_000_000, "prefix cache capacity in tokens (least recently used first out)")
 	fs.Float64Var(&itlMs, "itl-ms", 20, "gap between tokens (per-stream) or decode step period (decode-step), ms")
 	fs.Float64Var(&jitterMs, "jitter-ms", 0, "uniform [0, J) ms added to every TTFT and token gap (per-stream) or step (decode-step)")

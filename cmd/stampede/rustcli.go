@@ -76,7 +76,7 @@ func resetPrefixCache(ctx context.Context, cfg *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	return s.ResetPrefixCache(ctx)
+	return s.ResetPrefixCache(ctx, "--reset-prefix-cache")
 }
 
 // runDryRun is --dry-run: the dataset sampled as `stampede dataset`

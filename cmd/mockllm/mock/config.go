@@ -93,7 +93,7 @@ type Config struct {
 	// PrefillPerToken is added to TTFT once per prompt token.
 	PrefillPerToken time.Duration
 	// PrefixCache, when set (PrefixCacheGlobal or PrefixCacheSession),
-	// models prefix caching of chat prompts: cached tokens cost no
+	// models prefix caching of chat and completions prompts: cached tokens cost no
 	// prefill (see prefixcache.go). PrefixCacheTokens is its capacity;
 	// default 1,000,000.
 	PrefixCache       string

@@ -177,7 +177,7 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 		st.headersNs, _ = cn.send(ls.out, &s.clock)
 		st.headersSent = true
 	}
-	if s.prefix != nil && chat {
+	if s.prefix != nil && kind != kindResponses {
 		st.cachedTokens = s.admitPrefix(ls, req, st)
 	}
 	s.schedule(cn, st)

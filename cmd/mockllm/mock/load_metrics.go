@@ -8,14 +8,17 @@ import (
 // loadMetrics are the /metrics series that move with the mock's load, named
 // as vLLM names them: the KV cache's use, modelled from the tokens the
 // running streams hold (each holds its prompt and what it generated so
-// far); prefix cache queries (every admitted prompt token; the mock caches
-// nothing, so hits stay 0); and the latency histograms vLLM's engine keeps
+// far); prefix cache queries (every admitted prompt token) and hits (the
+// tokens of those the prefix cache held, prefixcache.go; 0 with the cache
+// off), both counted when a request is admitted, as vLLM's scheduler counts
+// them; and the latency histograms vLLM's engine keeps
 // (TTFT, inter-token latency, end-to-end latency, queue time). The writer
 // goroutine updates them; /metrics reads them from an event loop, so every
 // field is atomic.
 type loadMetrics struct {
 	kvTokens      atomic.Int64
 	prefixQueries atomic.Uint64
+	prefixHits    atomic.Uint64
 	ttft, itl     histogram
 	e2e, queue    histogram
 }
@@ -101,7 +104,7 @@ func (s *Server) appendLoadMetrics(b []byte, labels string) []byte {
 	b = append(b, "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.\n# TYPE vllm:prefix_cache_queries_total counter\n"...)
 	b = sample(b, "vllm:prefix_cache_queries_total", labels, float64(m.prefixQueries.Load()))
 	b = append(b, "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n# TYPE vllm:prefix_cache_hits_total counter\n"...)
-	b = sample(b, "vllm:prefix_cache_hits_total", labels, 0)
+	b = sample(b, "vllm:prefix_cache_hits_total", labels, float64(m.prefixHits.Load()))
 	b = appendHistogram(b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels, &m.ttft)
 	b = appendHistogram(b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", labels, &m.itl)
 	b = appendHistogram(b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels, &m.e2e)
@@ -113,6 +116,7 @@ func (s *Server) appendLoadMetrics(b []byte, labels string) []byte {
 func (m *loadMetrics) admitted(st *stream, startNs int64) {
 	m.queue.observe(startNs - st.arrivalNs)
 	m.prefixQueries.Add(uint64(st.promptTotal))
+	m.prefixHits.Add(uint64(st.cachedTokens))
 	m.kvTokens.Add(int64(st.promptTotal))
 	st.kvHeld = int64(st.promptTotal)
 }

@@ -159,3 +159,30 @@ func TestLoadMetricsWaiting(t *testing.T) {
 	first.Body.Close()
 	<-done
 }
+
+// TestPrefixCacheCounters: with --prefix-cache global a repeated prompt's
+// tokens count as hits on /metrics; POST /reset_prefix_cache empties the
+// cache, so the same prompt misses again, while both counters go on
+// counting from where they were.
+func TestPrefixCacheCounters(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, Config{Model: "m", PrefixCache: PrefixCacheGlobal, PrefixCacheTokens: 1000})
+	const body = `{"prompt":"abcdefghij","max_tokens":2}`
+	counters := func() (queries, hits float64) {
+		fams := scrape(t, base)
+		return gauge(t, fams, "vllm:prefix_cache_queries_total"), gauge(t, fams, "vllm:prefix_cache_hits_total")
+	}
+	for i, want := range []struct{ queries, hits float64 }{{10, 0}, {20, 10}, {30, 10}} {
+		if i == 2 {
+			resp := post(t, base+"/reset_prefix_cache", "")
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST /reset_prefix_cache: %s", resp.Status)
+			}
+		}
+		readJSON(t, post(t, base+"/v1/completions", body))
+		if q, h := counters(); q != want.queries || h != want.hits {
+			t.Errorf("request %d: queries %v hits %v, want %v and %v", i+1, q, h, want.queries, want.hits)
+		}
+	}
+}

@@ -86,7 +86,8 @@ func chainMessage(chain uint64, role, content []byte) uint64 {
 	return h.Sum64()
 }
 
-// admit looks up a chat request's messages (body already validated by
+// admitPrefix looks up a chat request's messages (a completions request's
+// string prompt as one message; body already validated by
 // parseGeneration), caches them and the answer st will generate, and
 // returns how many prompt tokens were cached.
 func (s *Server) admitPrefix(ls *loopState, req *httpRequest, st *stream) int {
@@ -95,7 +96,6 @@ func (s *Server) admitPrefix(ls *loopState, req *httpRequest, st *stream) int {
 	if err != nil {
 		return 0
 	}
-	msgs := v.GetArray("messages")
 	var chain uint64
 	if c.perSession {
 		chain = chainMessage(0, []byte("session"), req.session)
@@ -104,10 +104,17 @@ func (s *Server) admitPrefix(ls *loopState, req *httpRequest, st *stream) int {
 		chain  uint64
 		tokens int
 	}
+	msgs := v.GetArray("messages")
 	links := make([]link, 0, len(msgs)+1)
 	for _, m := range msgs {
 		chain = chainMessage(chain, m.GetStringBytes("role"), messageText(m.Get("content")))
 		links = append(links, link{chain, s.messageTokens(ls, m.Get("content"))})
+	}
+	if p := v.Get("prompt"); msgs == nil && p != nil && p.Type() == fastjson.TypeString {
+		// A completions prompt is one message; token-id and batched
+		// prompts are not cached.
+		chain = chainMessage(chain, []byte("prompt"), p.GetStringBytes())
+		links = append(links, link{chain, s.messageTokens(ls, p)})
 	}
 	var answer strings.Builder
 	for k := range st.outTokens {
@@ -144,6 +151,25 @@ func (s *Server) admitPrefix(ls *loopState, req *httpRequest, st *stream) int {
 	c.queried += uint64(prompt)
 	// The usage's prompt count comes from the message tokens alone too.
 	return min(cached, st.promptTotal)
+}
+
+// reset drops every entry, as vLLM's POST /reset_prefix_cache does; the
+// hit and query totals, like vLLM's counters, keep counting.
+func (c *prefixCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.lru.Init()
+	c.held = 0
+}
+
+// serveResetPrefixCache is POST /reset_prefix_cache.
+func (s *Server) serveResetPrefixCache(cn *conn, ls *loopState, req *httpRequest, _ int64) bool {
+	if s.prefix != nil {
+		s.prefix.reset()
+	}
+	s.reply(cn, ls, req, 200, nil)
+	return false
 }
 
 // messageText is a message content's text: the string, or its text parts

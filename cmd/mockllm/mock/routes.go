@@ -33,7 +33,7 @@ var endpoints = map[string]endpoint{
 	"/detokenize":          {"POST", (*Server).serveDetokenize},
 	"/start_profile":       {"POST", (*Server).serveEmpty},
 	"/stop_profile":        {"POST", (*Server).serveEmpty},
-	"/reset_prefix_cache":  {"POST", (*Server).serveEmpty},
+	"/reset_prefix_cache":  {"POST", (*Server).serveResetPrefixCache},
 }
 
 // route answers req or schedules it; it returns true when the response
