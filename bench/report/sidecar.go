@@ -42,6 +42,11 @@ type Sidecar struct {
 	// Usage sets the server's output token counts beside Python's
 	// (serversaid.go); null when the server sent none.
 	Usage *SidecarUsage `json:"usage"`
+	// Fingerprint is the server's and the client's fingerprint, and
+	// Manifest what reruns the run (fingerprint.go); absent where the run
+	// gathered none (a cluster's merge).
+	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+	Manifest    *Manifest    `json:"manifest,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,
