@@ -96,10 +96,10 @@ type CompareCell struct {
 
 // Comparison is compare's whole answer; Write prints it as a table.
 type Comparison struct {
-	Files     []string        `json:"files"`
-	Runs      []int           `json:"runs"`
-	Alpha     float64         `json:"alpha"`
-	MinEffect float64         `json:"min_effect"`
+	Files     []string `json:"files"`
+	Runs      []int    `json:"runs"`
+	Alpha     float64  `json:"alpha"`
+	MinEffect float64  `json:"min_effect"`
 	// Vary is --vary; Sides each side's fingerprint; Fingerprints each
 	// side's check against the first's, printed before any number.
 	Vary         []string           `json:"vary"`
