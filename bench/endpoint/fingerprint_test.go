@@ -51,12 +51,12 @@ func TestFingerprintOfAVLLMServer(t *testing.T) {
 	}
 	fp := s.Fingerprint(context.Background(), Model{ID: "meta-llama/Llama-3.1-8B-Instruct"})
 	want := map[string]string{
-		"version":             "0.11.0",
-		"header.server":       "uvicorn",
-		"model.id":            "llama",
-		"model.root":          "meta-llama/Llama-3.1-8B-Instruct",
-		"model.max_model_len": "131072",
-		"info.vllm:cache_config_info.block_size":             "16",
+		"version":                                "0.11.0",
+		"header.server":                          "uvicorn",
+		"model.id":                               "llama",
+		"model.root":                             "meta-llama/Llama-3.1-8B-Instruct",
+		"model.max_model_len":                    "131072",
+		"info.vllm:cache_config_info.block_size": "16",
 		"info.vllm:cache_config_info.enable_prefix_caching":  "True",
 		"info.vllm:cache_config_info.gpu_memory_utilization": "0.9",
 		"info.vllm:cache_config_info.num_gpu_blocks":         "27152",
