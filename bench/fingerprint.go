@@ -14,9 +14,13 @@ import (
 // and what a rerun needs (report.Manifest), for the sidecar. It sends a
 // few control requests and reads the dataset once to hash it; none of it
 // runs while requests are measured. A dataset that cannot be hashed only
-// leaves its hash out: sampling has read it already.
+// leaves its hash out: sampling has read it already. A run that saves no
+// result has no sidecar to keep them in, and skips the phase.
 func (r *run) fingerprint(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer) {
 	c := r.cfg
+	if !c.SaveResult && !c.AppendResult {
+		return
+	}
 	m := &report.Manifest{Argv: c.Argv, Seed: c.Seed}
 	if tok != nil {
 		m.TokenizerSHA256, m.Tokenizer = tok.SHA256, tok.ID

@@ -69,14 +69,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opts.Alpha, "alpha", 0.05, "")
 	fs.Float64Var(&opts.MinEffect, "min-effect", 0.02, "")
 	asJSON := fs.Bool("json", false, "")
-	fs.Func("vary", "", func(v string) error {
-		for _, k := range strings.Split(v, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				opts.Vary = append(opts.Vary, k)
-			}
-		}
-		return nil
-	})
+	addVaryFlag(fs, &opts)
 	usageError := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "stampede compare: "+format+"\n\n%s", append(a, compareUsage)...)
 		return exitUsage
@@ -104,6 +97,19 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return writeComparison(c, *asJSON, stdout, stderr)
+}
+
+// addVaryFlag adds compare's --vary to fs: repeatable, each value a
+// comma-separated list of fingerprint keys or prefixes.
+func addVaryFlag(fs *flag.FlagSet, opts *search.CompareOptions) {
+	fs.Func("vary", "", func(v string) error {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				opts.Vary = append(opts.Vary, k)
+			}
+		}
+		return nil
+	})
 }
 
 // compareFiles reads each argument's result files and compares them.

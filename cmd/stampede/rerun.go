@@ -57,14 +57,7 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	yes := fs.Bool("yes", false, "")
 	asJSON := fs.Bool("json", false, "")
 	var opts search.CompareOptions
-	fs.Func("vary", "", func(v string) error {
-		for _, k := range strings.Split(v, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				opts.Vary = append(opts.Vary, k)
-			}
-		}
-		return nil
-	})
+	addVaryFlag(fs, &opts)
 	usageError := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "stampede rerun: "+format+"\n\n%s", append(a, rerunUsage)...)
 		return exitUsage
