@@ -91,10 +91,10 @@ func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*ou
 	if err := r.warmUp(ctx, enc); err != nil {
 		return nil, err
 	}
-	r.fingerprint(ctx, model, tok)
 	if cfg.Clustered() {
 		return r.clusterBenchmark(ctx, model, tok, ds, enc)
 	}
+	r.fingerprint(ctx, model, tok)
 	return r.benchmark(ctx, model, tok, ds, enc)
 }
 
