@@ -37,7 +37,8 @@ other serve option to change.
   --yes            go on when the dataset's or the tokenizer's hash differs
   --vary KEY       a fingerprint key (or prefix) whose difference is the change
                    under test, for the comparison; repeat or join with commas
-  --json           print the comparison as JSON instead of a table
+  --json           print the comparison as JSON instead of a table (the run's
+                   own lines then go to stderr)
 `
 
 // runRerun is `stampede rerun`: the comparison's exit status once the run
@@ -115,14 +116,20 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintln(stderr, "stampede rerun: going on (--yes)")
 	}
-	written, err := search.Rerun(ctx, bench.RunOnce, cfg, stdout, stderr)
+	// With --json, stdout is the comparison's JSON alone; the run's lines
+	// go to stderr.
+	runOut := stdout
+	if *asJSON {
+		runOut = stderr
+	}
+	written, err := search.Rerun(ctx, bench.RunOnce, cfg, runOut, stderr)
 	if code := exitCode(ctx, err, stderr); code != exitOK {
 		return code
 	}
 	if len(written) == 0 {
 		return fail("the rerun saved no result to compare")
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(runOut)
 	c, err := compareFiles([]string{file, search.RerunSide(written)}, opts)
 	if err != nil {
 		return fail("%v", err)

@@ -87,6 +87,18 @@ func TestRerunCommand(t *testing.T) {
 			t.Errorf("the rerun's sidecar: %v", err)
 		}
 	})
+	t.Run("json", func(t *testing.T) {
+		code, out, errs := runArgs("rerun", "--json", orig)
+		var c struct {
+			LikeForLike []struct {
+				Checked     bool `json:"checked"`
+				LikeForLike bool `json:"like_for_like"`
+			} `json:"like_for_like"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || len(c.LikeForLike) != 1 || !c.LikeForLike[0].LikeForLike {
+			t.Errorf("exit %d, stdout is not the comparison's JSON alone:\n%s\n%s", code, out, errs)
+		}
+	})
 	t.Run("another server", func(t *testing.T) {
 		code, out, errs := runArgs("rerun", "--base-url", "http://"+slow.Addr(), orig)
 		if code != 0 {
