@@ -33,6 +33,8 @@ import (
 //	info.NAME.LABEL         each label of each *_info gauge on /metrics
 //	                        (vLLM's cache_config_info: block_size,
 //	                        enable_prefix_caching, gpu_memory_utilization…)
+//	sglang.KEY, tgi.KEY,    the scalar fields of SGLang's /get_server_info,
+//	llamacpp.KEY            TGI's /info and llama.cpp's /props
 //
 // A server that lacks a route leaves its keys out; what failed otherwise
 // is in Problems, so a missing key can be told from a failed question.
@@ -84,7 +86,61 @@ func (s *Server) Fingerprint(ctx context.Context, m Model) ServerFingerprint {
 	ask("/metrics", func(body []byte, _ http.Header, facts map[string]string) error {
 		return readInfoFacts(body, facts)
 	})
+	for _, r := range serverInfoRoutes {
+		if isVLLM(fp.Facts) {
+			break // vLLM (and the mock) serve none of them
+		}
+		ask(r.path, func(body []byte, _ http.Header, facts map[string]string) error {
+			return readObjectFacts(body, r.prefix, facts)
+		})
+	}
 	return fp
+}
+
+// serverInfoRoutes are the other servers' accounts of themselves, each a
+// JSON object whose scalar fields become facts under the prefix: SGLang's
+// server arguments and version, TGI's model and limits, llama.cpp's
+// properties. A server without the route answers 404, which is no problem.
+var serverInfoRoutes = []struct{ path, prefix string }{
+	{"/get_server_info", "sglang."},
+	{"/info", "tgi."},
+	{"/props", "llamacpp."},
+}
+
+// isVLLM reports whether facts hold vLLM's info gauges.
+func isVLLM(facts map[string]string) bool {
+	for k := range facts {
+		if strings.HasPrefix(k, "info.vllm:") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxFactLen is the longest fact kept as text; a longer one (a chat
+// template) is kept as its SHA-256, which still tells two apart.
+const maxFactLen = 256
+
+// readObjectFacts reads a JSON object's scalar fields (strings, numbers,
+// booleans; nested objects and lists are left out) as facts under prefix.
+func readObjectFacts(body []byte, prefix string, facts map[string]string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	for k, raw := range obj {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] == '{' || raw[0] == '[' || string(raw) == "null" {
+			continue
+		}
+		v := factText(raw)
+		if len(v) > maxFactLen {
+			sum := sha256.Sum256([]byte(v))
+			v = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		facts[prefix+k] = v
+	}
+	return nil
 }
 
 // get is one control GET with the base origin's headers.

@@ -75,6 +75,31 @@ func TestFingerprintOfAVLLMServer(t *testing.T) {
 	}
 }
 
+func TestFingerprintOfAnSGLangServer(t *testing.T) {
+	template := strings.Repeat("{{ messages }}", 40)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/get_server_info" {
+			w.Write([]byte(`{"version":"0.5.1","tp_size":2,"enable_metrics":true,"chat_template":"` + template +
+				`","internal_states":[{"a":1}],"lora_paths":null}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cfg, _ := benchtest.ParseArgs([]string{"--base-url", srv.URL}, benchtest.NoEnv)
+	s, _ := New(cfg)
+	fp := s.Fingerprint(context.Background(), Model{ID: "m"})
+	if fp.Facts["sglang.version"] != "0.5.1" || fp.Facts["sglang.tp_size"] != "2" || fp.Facts["sglang.enable_metrics"] != "true" {
+		t.Errorf("facts %v", fp.Facts)
+	}
+	if v := fp.Facts["sglang.chat_template"]; !strings.HasPrefix(v, "sha256:") {
+		t.Errorf("a long field kept as %q, want its hash", v)
+	}
+	if _, ok := fp.Facts["sglang.internal_states"]; ok || len(fp.Facts) != 4 {
+		t.Errorf("facts %v: nested and null fields are left out", fp.Facts)
+	}
+}
+
 func TestFingerprintOfAServerWithoutRoutes(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
@@ -158,10 +183,32 @@ func FuzzFingerprintFacts(f *testing.F) {
 	f.Add([]byte(`{"data":[]}`))
 	f.Add([]byte(`{"version":{"a":1}}`))
 	f.Add([]byte("x_info{a=\"\\\"\"} 1\n"))
+	f.Add([]byte(`{"version":"0.5.1","tp_size":2,"enable_metrics":true,"internal_states":[{}],"x":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		facts := map[string]string{}
+		_ = readObjectFacts(body, "sglang.", facts)
 		_ = readVersionFacts(body, facts)
 		_ = readModelFacts(body, Model{ID: "m"}, facts)
 		_ = readInfoFacts(body, facts)
 	})
+}
+
+// A vLLM server is not asked the other servers' routes.
+func TestFingerprintAsksVLLMNoOtherRoutes(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path)
+		if r.URL.Path == "/metrics" {
+			w.Write([]byte(vllmMetrics))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cfg, _ := benchtest.ParseArgs([]string{"--base-url", srv.URL}, benchtest.NoEnv)
+	s, _ := New(cfg)
+	s.Fingerprint(context.Background(), Model{ID: "m"})
+	if strings.Join(asked, " ") != "/version /v1/models /metrics" {
+		t.Errorf("asked %q", asked)
+	}
 }
