@@ -32,6 +32,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 		}
 	}
 	sidecar := report.NewSidecar(res, breakdown, c.SaveDetailed)
+	sidecar.Fingerprint, sidecar.Manifest = r.fingerprintFacts, r.manifest
 	var err error
 	if sidecar.Reasoning, err = r.reasoning(res.Data.Results); err != nil {
 		return sidecar, err

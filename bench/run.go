@@ -16,6 +16,7 @@ import (
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/internal/py"
@@ -99,6 +100,7 @@ func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*ou
 	if cfg.Clustered() {
 		return r.clusterBenchmark(ctx, model, tok, ds, enc)
 	}
+	r.fingerprint(ctx, model, tok)
 	return r.benchmark(ctx, model, tok, ds, enc)
 }
 
@@ -119,6 +121,10 @@ type run struct {
 	// nameMax is the result directory's NAME_MAX, set by checkResultPath
 	// before the clock starts; the save fits the result's name to it.
 	nameMax int
+	// fingerprintFacts and manifest are the fingerprint phase's, for the
+	// sidecar.
+	fingerprintFacts *report.Fingerprint
+	manifest         *report.Manifest
 }
 
 func newRun(cfg *plan.Plan, stdout, stderr io.Writer) (*run, error) {

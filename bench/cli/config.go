@@ -75,6 +75,7 @@ func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string
 		return nil, err
 	}
 	cfg.Args = namespace(cfg.Plan)
+	cfg.Argv = recordArgv(args)
 	return cfg.Plan, nil
 }
 

@@ -34,6 +34,9 @@ type Tokenizer struct {
 	// ChatRender renders whole conversations (MLPerf, BFCL) with the chat
 	// template; nil when the tokenizer has none.
 	ChatRender func(messages, tools []byte) (string, error)
+	// SHA256 is the hex SHA-256 of the tokenizer's file, for the run's
+	// fingerprint; "" for the server's /tokenize.
+	SHA256 string
 }
 
 // LoadTokenizer is spec §a step 10: the pure-Go tokenizer of --tokenizer
@@ -52,7 +55,7 @@ func (s *Server) LoadTokenizer(ctx context.Context, modelID string, stderr io.Wr
 		return nil, err
 	}
 	if err == nil {
-		t := &Tokenizer{Tokenizer: tok, ID: name}
+		t := &Tokenizer{Tokenizer: tok, ID: name, SHA256: tokenizerSHA256(tok, path)}
 		// The chat template lives beside the tokenizer (tokenizer_config.json
 		// or chat_template.jinja); a tokenizer without one leaves the
 		// datasets that need it to say so.

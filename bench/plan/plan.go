@@ -110,6 +110,10 @@ type Plan struct {
 	// write_to_json's encoder writes tuple keys. The command line fills it
 	// last, from the values above.
 	Args py.Object
+	// Argv is the command line as given (without the "serve"
+	// subcommand), its secrets redacted: the manifest `stampede rerun`
+	// runs again.
+	Argv []string
 
 	// GivenOptions are the long names (without "--") of the options that
 	// appeared on the command line.

@@ -45,6 +45,11 @@ type Sidecar struct {
 	// PrefixCache is the server's prefix-cache counters over the run
 	// (prefix_cache.go); absent when the server exports none.
 	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
+	// Fingerprint is the server's and the client's fingerprint, and
+	// Manifest what reruns the run (fingerprint.go); absent where the run
+	// gathered none (a cluster's merge).
+	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+	Manifest    *Manifest    `json:"manifest,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

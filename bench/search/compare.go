@@ -39,6 +39,10 @@ type CompareOptions struct {
 	// MinEffect is the smallest relative change called a difference
 	// (default 0.02, 2 %).
 	MinEffect float64
+	// Vary names the fingerprint keys (or their prefixes) the comparison
+	// is about; any other difference is unlike for like
+	// (compare_fingerprint.go).
+	Vary []string
 }
 
 // resultRun is one run's result JSON read back.
@@ -52,6 +56,7 @@ type resultRun struct {
 type CompareSide struct {
 	Name string
 	runs []*resultRun
+	fp   SideFingerprint
 }
 
 // ComparisonRow is one metric across the sides.
@@ -91,11 +96,16 @@ type CompareCell struct {
 
 // Comparison is compare's whole answer; Write prints it as a table.
 type Comparison struct {
-	Files     []string        `json:"files"`
-	Runs      []int           `json:"runs"`
-	Alpha     float64         `json:"alpha"`
-	MinEffect float64         `json:"min_effect"`
-	Rows      []ComparisonRow `json:"rows"`
+	Files     []string `json:"files"`
+	Runs      []int    `json:"runs"`
+	Alpha     float64  `json:"alpha"`
+	MinEffect float64  `json:"min_effect"`
+	// Vary is --vary; Sides each side's fingerprint; Fingerprints each
+	// side's check against the first's, printed before any number.
+	Vary         []string           `json:"vary"`
+	Sides        []SideFingerprint  `json:"fingerprints"`
+	Fingerprints []FingerprintCheck `json:"like_for_like"`
+	Rows         []ComparisonRow    `json:"rows"`
 }
 
 // sampleFamilies are the metric families with per-request samples.
@@ -118,6 +128,9 @@ func LoadCompareSide(arg string) (*CompareSide, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		side.runs = append(side.runs, runs...)
+		if err := side.loadFingerprint(path); err != nil {
+			return nil, err
+		}
 	}
 	return side, nil
 }
@@ -294,7 +307,16 @@ func Compare(sides []*CompareSide, opts CompareOptions) *Comparison {
 	if opts.MinEffect == 0 {
 		opts.MinEffect = 0.02
 	}
-	c := &Comparison{Alpha: opts.Alpha, MinEffect: opts.MinEffect}
+	c := &Comparison{Alpha: opts.Alpha, MinEffect: opts.MinEffect, Vary: opts.Vary}
+	if c.Vary == nil {
+		c.Vary = []string{}
+	}
+	for i, s := range sides {
+		c.Sides = append(c.Sides, s.fp)
+		if i > 0 {
+			c.Fingerprints = append(c.Fingerprints, checkFingerprint(&sides[0].fp, &s.fp, opts.Vary))
+		}
+	}
 	var keys []string
 	for _, s := range sides {
 		c.Files = append(c.Files, s.Name)
@@ -396,6 +418,7 @@ func (c *Comparison) Write(w io.Writer) error {
 	for i, f := range c.Files {
 		fmt.Fprintf(bw, "[%c] %s (%d run%s)\n", 'A'+rune(i%26), f, c.Runs[i], plural(c.Runs[i]))
 	}
+	c.writeFingerprints(bw)
 	fmt.Fprintf(bw, "each row judged on its own statistic: the change B − A over |A| with its %g%% interval "+
 		"(per request: bootstrap over runs and requests; per run: Welch); better/worse when the interval excludes 0 "+
 		"and the change is at least %g%%, no change when the interval lies within ±%g%%\n",

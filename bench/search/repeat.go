@@ -29,31 +29,59 @@ type RunFunc func(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer)
 // interrupt ends the series after the run it cut short, whose figures
 // are left out of the summary.
 func RunRepeated(ctx context.Context, run RunFunc, cfg *plan.Plan, n int, stdout, stderr io.Writer) error {
+	_, err := runRepeated(ctx, run, cfg, n, stdout, stderr)
+	return err
+}
+
+// runRepeated is RunRepeated returning the result files written, each
+// once, in run order.
+func runRepeated(ctx context.Context, run RunFunc, cfg *plan.Plan, n int, stdout, stderr io.Writer) ([]string, error) {
 	var points []report.PointMetrics
+	var files []string
 	for k := 1; k <= n; k++ {
 		if n > 1 {
 			fmt.Fprintf(stdout, "Run %d of %d\n", k, n)
 		}
 		o, err := run(ctx, cfg, stdout, stderr)
-		if o != nil && o.ResultPath != "" && n > 1 && !cfg.AppendResult {
-			if rerr := os.Rename(o.ResultPath, runFileName(o.ResultPath, k)); rerr != nil && err == nil {
-				err = rerr
+		if o != nil && o.ResultPath != "" {
+			path := o.ResultPath
+			if n > 1 && !cfg.AppendResult {
+				path = runFileName(o.ResultPath, k)
+				if rerr := renameResult(o.ResultPath, path); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			if len(files) == 0 || files[len(files)-1] != path {
+				files = append(files, path)
 			}
 		}
 		if err != nil {
-			return err
+			return files, err
 		}
 		if o == nil || o.Cancelled || ctx.Err() != nil {
 			break
 		}
 		pm, err := o.Point()
 		if err != nil {
-			return err
+			return files, err
 		}
 		points = append(points, pm)
 	}
 	if n > 1 {
-		return report.WriteSpread(stdout, fmt.Sprintf("Repeated runs (%d of %d)", len(points), n), points)
+		return files, report.WriteSpread(stdout, fmt.Sprintf("Repeated runs (%d of %d)", len(points), n), points)
+	}
+	return files, nil
+}
+
+// renameResult renames a result file and its sidecar, which the run
+// wrote beside it (the sidecar's fingerprint and manifest must stay with
+// their result).
+func renameResult(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	if err := os.Rename(report.SidecarPath(from), report.SidecarPath(to)); err != nil && !os.IsNotExist(err) {
+		return err
 	}
 	return nil
 }

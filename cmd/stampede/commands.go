@@ -20,6 +20,7 @@ var subcommands = []subcommand{
 	{"sweep", "[options] --sweep FLAG=V1,V2,...", "run the benchmark at every value of one or more flags, with a summary table"},
 	{"slo", "[options] --goodput KEY:MS ...", "search the highest load that still meets the objectives"},
 	{"compare", "A.json B.json [...]", "compare result files row by row, with a significance test"},
+	{"rerun", "FILE [--base-url URL] [--yes]", "run a saved result's command line again and compare the two"},
 	{"report", "RESULT.json... -o FILE.html", "write the HTML report of saved results"},
 	{"merge", "PARTIAL...", "merge the partial results of a cluster's agents into one result"},
 	{"multiturn", "--input-file FILE [serve options]", "drive multi-turn conversations against a chat endpoint"},

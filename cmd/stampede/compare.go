@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stampede-bench/stampede/bench/search"
 )
 
-const compareUsage = `usage: stampede compare [--alpha P] [--min-effect F] [--json] A.json B.json [C.json ...]
+const compareUsage = `usage: stampede compare [--alpha P] [--min-effect F] [--vary KEY[,KEY]] [--json] A.json B.json [C.json ...]
 
 Compares result JSON files (vllm bench serve's or stampede's) metric by
 metric against the first. An argument may join several files with commas
@@ -24,8 +25,18 @@ when the interval excludes 0 and the change is at least --min-effect, no
 change when the interval lies within ±--min-effect, and can't tell
 otherwise, with the runs a side would need where the runs' spread is known.
 
+Before any number it checks that the runs are like for like: it prints
+every fact that differs between the fingerprints in the files' sidecars
+(server.version, server.model.max_model_len, server.info.* from the
+server's *_info gauges, client.stampede, client.kernel, client.cpu_model,
+client.dataset_sha256, client.tokenizer_sha256, ...), and says "unlike for
+like" when one differs that --vary does not name. Files without a sidecar
+(vLLM's own tool) have no fingerprint, and it says so.
+
   --alpha P        1 - the intervals' confidence (default 0.05: 95% intervals)
   --min-effect F   smallest relative change called a difference (default 0.02)
+  --vary KEY       a fingerprint key (or prefix, such as server.info) whose
+                   difference is the change under test; repeat or join with commas
   --json           print the comparison as JSON instead of a table
 `
 
@@ -58,6 +69,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opts.Alpha, "alpha", 0.05, "")
 	fs.Float64Var(&opts.MinEffect, "min-effect", 0.02, "")
 	asJSON := fs.Bool("json", false, "")
+	addVaryFlag(fs, &opts)
 	usageError := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "stampede compare: "+format+"\n\n%s", append(a, compareUsage)...)
 		return exitUsage
@@ -79,17 +91,43 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if opts.MinEffect == 0 {
 		opts.MinEffect = 1e-300 // 0 means the default to search.Compare
 	}
+	c, err := compareFiles(files, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "stampede compare: %v\n", err)
+		return exitError
+	}
+	return writeComparison(c, *asJSON, stdout, stderr)
+}
+
+// addVaryFlag adds compare's --vary to fs: repeatable, each value a
+// comma-separated list of fingerprint keys or prefixes.
+func addVaryFlag(fs *flag.FlagSet, opts *search.CompareOptions) {
+	fs.Func("vary", "", func(v string) error {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				opts.Vary = append(opts.Vary, k)
+			}
+		}
+		return nil
+	})
+}
+
+// compareFiles reads each argument's result files and compares them.
+func compareFiles(files []string, opts search.CompareOptions) (*search.Comparison, error) {
 	var sides []*search.CompareSide
 	for _, f := range files {
 		s, err := search.LoadCompareSide(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "stampede compare: %v\n", err)
-			return exitError
+			return nil, err
 		}
 		sides = append(sides, s)
 	}
-	c := search.Compare(sides, opts)
-	if *asJSON {
+	return search.Compare(sides, opts), nil
+}
+
+// writeComparison prints c as a table, or as JSON.
+func writeComparison(c *search.Comparison, asJSON bool, stdout, stderr io.Writer) int {
+	if asJSON {
 		b, err := json.MarshalIndent(c, "", "  ")
 		if err != nil {
 			fmt.Fprintf(stderr, "stampede compare: %v\n", err)

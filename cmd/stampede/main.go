@@ -5,6 +5,7 @@
 //	stampede serve [options]
 //	stampede [options]
 //	stampede compare A.json B.json [...]
+//	stampede rerun FILE [--base-url URL] [--yes]
 //	stampede sweep [options] --sweep FLAG=V1,V2,... [--sweep-cooldown-sec S] [--resume] [--num-runs N]
 //	stampede slo [options] --goodput KEY:MS ... [--slo-attainment F] [--slo-over max-concurrency|request-rate]
 //	stampede tokenize --tokenizer PATH [--add-special-tokens | --decode [--skip-special-tokens]]
@@ -162,6 +163,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			args = args[1:]
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
+		case "rerun":
+			return runRerun(ctx, args[1:], stdout, stderr)
 		case "merge":
 			return runMerge(args[1:], stdout, stderr)
 		case "sweep":

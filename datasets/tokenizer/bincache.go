@@ -364,3 +364,10 @@ func writeBinCache(dir string, sum [32]byte, m *flatModel) error {
 }
 
 func fileSum(data []byte) [32]byte { return sha256.Sum256(data) }
+
+// FileSHA256 is the SHA-256 of the tokenizer.json t was loaded from, as
+// the binary cache names it, so a run can record which tokenizer it used
+// without reading the file again; ok is false for the other formats.
+func (t *Tokenizer) FileSHA256() (sum [32]byte, ok bool) {
+	return t.fileSum, t.fileSum != [32]byte{}
+}

@@ -102,6 +102,16 @@ func loadJSON(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum := fileSum(data)
+	t, err := loadJSONData(path, data, sum)
+	if t != nil {
+		t.fileSum = sum
+	}
+	return t, err
+}
+
+// loadJSONData is loadJSON of the file's bytes, whose SHA-256 is sum.
+func loadJSONData(path string, data []byte, sum [32]byte) (*Tokenizer, error) {
 	dir := binCacheDir()
 	if dir == "" {
 		t, _, err := parseJSONWith(data, nil, false)
@@ -110,7 +120,6 @@ func loadJSON(path string) (*Tokenizer, error) {
 		}
 		return t, nil
 	}
-	sum := fileSum(data)
 	if cached := readBinCache(dir, sum); cached != nil {
 		if t, _, err := parseJSONWith(data, cached, false); err == nil {
 			return t, nil

@@ -33,6 +33,9 @@ type Tokenizer struct {
 	// tekken is set for Mistral's tekken.json, which decodes its own way
 	// (decodeTekken).
 	tekken bool
+	// fileSum is the SHA-256 of the tokenizer.json it was loaded from (the
+	// binary cache's key); zero for other formats.
+	fileSum [32]byte
 
 	tokens    tokenList // id -> token as written in the vocabulary
 	known     []bool    // id has a token

@@ -35,6 +35,7 @@ func (s *Server) serveMetrics(cn *conn, ls *loopState, req *httpRequest, _ int64
 	b = series("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", float64(st.PromptTokens), "")
 	b = series("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", float64(st.Tokens), "")
 	b = s.appendLoadMetrics(b, labels)
+	b = s.appendInfoMetrics(b, labels)
 	if k := s.cfg.SpecDecodeTokens; k > 0 {
 		drafts := float64(st.Tokens)
 		perPos := make([]float64, k)
