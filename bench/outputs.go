@@ -105,7 +105,7 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFile
 		return err
 	}
 	if r.nameMax > 0 {
-		if name, err = fitResultPath(name, r.nameMax); err != nil {
+		if name, err = report.FitResultPath(name, r.nameMax); err != nil {
 			return err
 		}
 	}

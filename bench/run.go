@@ -205,10 +205,10 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		}
 	}
 	if c.PromptTokenIDs && tok != nil {
-		promptTokenIDs(requests, tok.Tokenizer)
+		datasets.PromptTokenIDs(requests, tok.Tokenizer)
 	}
 	if c.MaxModelLen != nil {
-		if requests, err = fitModelLen(requests, *c.MaxModelLen, r.stderr); err != nil {
+		if requests, err = datasets.FitModelLen(requests, *c.MaxModelLen, r.stderr); err != nil {
 			return nil, err
 		}
 	}

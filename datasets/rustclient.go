@@ -1,4 +1,4 @@
-package bench
+package datasets
 
 import (
 	"fmt"
@@ -6,15 +6,14 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
-// fitModelLen is the Rust client's --max-model-len: the requests whose
+// FitModelLen is the Rust client's --max-model-len: the requests whose
 // prompt and expected output together exceed maxLen tokens are dropped
 // (the server would refuse them), the rest keep their order. It says on
 // stderr how many went; none left is an error.
-func fitModelLen(reqs []datasets.Request, maxLen int, stderr io.Writer) ([]datasets.Request, error) {
+func FitModelLen(reqs []Request, maxLen int, stderr io.Writer) ([]Request, error) {
 	kept := reqs[:0]
 	for _, r := range reqs {
 		if r.PromptLen+r.ExpectedOutputLen <= maxLen {
@@ -31,13 +30,13 @@ func fitModelLen(reqs []datasets.Request, maxLen int, stderr io.Writer) ([]datas
 	return kept, nil
 }
 
-// promptTokenIDs is the Rust client's --prompt-token-ids: each text
+// PromptTokenIDs is the Rust client's --prompt-token-ids: each text
 // prompt becomes the token ids the server would make of it (its special
 // tokens included), sent as the completions API's list of ids, so the
 // server tokenizes nothing and sees exactly the tokens counted. The
 // prompts are encoded on two goroutines per core; each request keeps its
 // own ids.
-func promptTokenIDs(reqs []datasets.Request, tok datasets.Tokenizer) {
+func PromptTokenIDs(reqs []Request, tok Tokenizer) {
 	workers := max(1, 2*runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for w := range workers {

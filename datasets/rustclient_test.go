@@ -1,21 +1,19 @@
-package bench
+package datasets
 
 import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/stampede-bench/stampede/datasets"
 )
 
 func TestFitModelLen(t *testing.T) {
-	reqs := []datasets.Request{
+	reqs := []Request{
 		{RequestID: "a", PromptLen: 100, ExpectedOutputLen: 28},
 		{RequestID: "b", PromptLen: 100, ExpectedOutputLen: 29},
 		{RequestID: "c", PromptLen: 1, ExpectedOutputLen: 1},
 	}
 	var stderr bytes.Buffer
-	got, err := fitModelLen(append([]datasets.Request(nil), reqs...), 128, &stderr)
+	got, err := FitModelLen(append([]Request(nil), reqs...), 128, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +23,7 @@ func TestFitModelLen(t *testing.T) {
 	if !strings.Contains(stderr.String(), "dropped 1 of 3") {
 		t.Errorf("stderr %q", stderr.String())
 	}
-	if _, err := fitModelLen(append([]datasets.Request(nil), reqs...), 1, &stderr); err == nil || !strings.Contains(err.Error(), "--max-model-len 1") {
+	if _, err := FitModelLen(append([]Request(nil), reqs...), 1, &stderr); err == nil || !strings.Contains(err.Error(), "--max-model-len 1") {
 		t.Errorf("all dropped: %v", err)
 	}
 }
@@ -48,11 +46,11 @@ func (byteTokenizer) NumSpecialTokensToAdd() int  { return 1 }
 func (byteTokenizer) AllSpecialIDs() []int32      { return []int32{1} }
 
 func TestPromptTokenIDs(t *testing.T) {
-	reqs := make([]datasets.Request, 9)
+	reqs := make([]Request, 9)
 	for i := range reqs {
-		reqs[i] = datasets.Request{Prompt: strings.Repeat("a", i+1), PromptLen: i + 1}
+		reqs[i] = Request{Prompt: strings.Repeat("a", i+1), PromptLen: i + 1}
 	}
-	promptTokenIDs(reqs, byteTokenizer{})
+	PromptTokenIDs(reqs, byteTokenizer{})
 	for i, r := range reqs {
 		if r.Prompt != "" || len(r.PromptIDs) != i+2 || r.PromptIDs[0] != 1 || r.PromptIDs[i+1] != 'a' || r.PromptLen != i+1 {
 			t.Errorf("request %d: %+v", i, r)
