@@ -19,7 +19,7 @@ import (
 // rustUnbuilt are the Rust client's options whose meaning is not built
 // yet; docs/cli.md's "Not supported yet" names each.
 var rustUnbuilt = []string{
-	"sweep-summary-percentiles", "steady-state-min-window",
+	"sweep-summary-percentiles",
 	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
 	"hf-text-column",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
@@ -101,7 +101,8 @@ func (c *draft) applyRustOutputJSON() error {
 }
 
 // applyRustSteadyState maps the Rust client's steady-state options onto
-// --steady-state. The Rust client prints its block by default; stampede,
+// --steady-state (--steady-state-threshold and --steady-state-min-window,
+// given, print its block). The Rust client prints its block by default; stampede,
 // Python's drop-in, only when asked, so --no-steady-state has nothing to
 // turn off unless --steady-state or --steady-state-threshold is given too,
 // and then it wins.
@@ -111,6 +112,13 @@ func (c *draft) applyRustSteadyState() error {
 		if !(th > 0 && th <= 1) {
 			return py.UsageErrorf("argument --steady-state-threshold: invalid value %s: a fraction of --max-concurrency, greater than 0 and at most 1",
 				strconv.FormatFloat(th, 'g', -1, 64))
+		}
+		c.SteadyState = true
+	}
+	if w := c.SteadyStateMinWindow; w != nil {
+		if !(*w > 0) || math.IsInf(*w, 1) {
+			return py.UsageErrorf("argument --steady-state-min-window: invalid value %s: seconds, greater than 0",
+				strconv.FormatFloat(*w, 'g', -1, 64))
 		}
 		c.SteadyState = true
 	}

@@ -67,6 +67,13 @@ func TestRustSteadyState(t *testing.T) {
 			t.Errorf("%q: steady state %v, want %v", tt.args, p.SteadyState, tt.want)
 		}
 	}
+	for _, bad := range []string{"0", "-3", "inf"} {
+		_, err := parseRust(t, "--steady-state-min-window", bad)
+		wantUsage(t, err, "--steady-state-min-window", "greater than 0")
+	}
+	if p, err := parseRust(t, "--steady-state-min-window", "30"); err != nil || !p.SteadyState || *p.SteadyStateMinWindow != 30 {
+		t.Errorf("--steady-state-min-window 30: %v", err)
+	}
 	_, err := parseRust(t, "--steady-state-threshold", "1.5")
 	wantUsage(t, err, "--steady-state-threshold", "at most 1")
 	p, err := parseRust(t, "--steady-state-threshold", "0.8")
