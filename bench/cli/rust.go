@@ -20,8 +20,7 @@ import (
 // yet; docs/cli.md's "Not supported yet" names each.
 var rustUnbuilt = []string{
 	"sweep-summary-percentiles",
-	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
-	"hf-text-column",
+	"profile-batch-threshold", "profile-duration",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
 	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
 	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
@@ -57,6 +56,22 @@ func (c *draft) applyRust() error {
 				r.SpeedBenchConfig, c.SpeedBenchDatasetSubset)
 		}
 		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
+	}
+	if n := r.SpeedBenchMaxInputLen; n != nil {
+		switch {
+		case *n < 1:
+			return py.UsageErrorf("argument --speed-bench-max-input-len: invalid value %d: a whole number of tokens, 1 or more", *n)
+		case c.DatasetName != "speed_bench":
+			return py.UsageErrorf("--speed-bench-max-input-len cuts SPEED-Bench's prompts: it needs --dataset-name speed_bench, not %s", c.DatasetName)
+		}
+	}
+	if c.Given("hf-text-column") {
+		switch {
+		case r.HFTextColumn == "":
+			return py.UsageErrorf("argument --hf-text-column: invalid value '': the name of the column holding the prompt text")
+		case c.DatasetName != "hf":
+			return py.UsageErrorf("--hf-text-column names a Hugging Face dataset's prompt column: it needs --dataset-name hf, not %s", c.DatasetName)
+		}
 	}
 	if r.PromptTokenIDs {
 		switch {

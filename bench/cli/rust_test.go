@@ -112,6 +112,10 @@ func TestRustSweepChecks(t *testing.T) {
 		{[]string{"--prompt-token-ids", "--backend", "openai-chat"}, []string{"--prompt-token-ids", "--backend vllm or openai"}},
 		{[]string{"--prompt-token-ids", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--prompt-token-ids", "--dataset-name random"}},
 		{[]string{"--prompt-token-ids", "--random-batch-size", "2"}, []string{"--prompt-token-ids", "--random-batch-size 2"}},
+		{[]string{"--speed-bench-max-input-len", "0", "--dataset-name", "speed_bench"}, []string{"--speed-bench-max-input-len", "1 or more"}},
+		{[]string{"--speed-bench-max-input-len", "10"}, []string{"--speed-bench-max-input-len", "--dataset-name speed_bench"}},
+		{[]string{"--hf-text-column", "text"}, []string{"--hf-text-column", "--dataset-name hf"}},
+		{[]string{"--hf-text-column", "", "--dataset-name", "hf", "--dataset-path", "x/y"}, []string{"--hf-text-column", "column"}},
 	} {
 		_, err := parseRust(t, tt.args...)
 		wantUsage(t, err, tt.parts...)
