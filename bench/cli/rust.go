@@ -3,6 +3,7 @@ package cli
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,6 @@ import (
 // rustUnbuilt are the Rust client's options whose meaning is not built
 // yet; docs/cli.md's "Not supported yet" names each.
 var rustUnbuilt = []string{
-	"sweep-summary-percentiles",
 	"profile-batch-threshold", "profile-duration",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
 	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
@@ -48,6 +48,9 @@ func (c *draft) applyRust() error {
 		return err
 	}
 	if err := c.checkRustSweep(); err != nil {
+		return err
+	}
+	if err := c.applyRustSummaryPercentiles(); err != nil {
 		return err
 	}
 	if c.Given("speed-bench-config") {
@@ -180,6 +183,52 @@ func (c *draft) checkRustSweep() error {
 	return nil
 }
 
+// applyRustSummaryPercentiles reads --sweep-summary-percentiles: the
+// sweep's table gets a column per percentile, and the percentiles join
+// the computed set (SelectedPercentiles), so each point's result JSON has
+// them too.
+func (c *draft) applyRustSummaryPercentiles() error {
+	if !c.Given("sweep-summary-percentiles") {
+		return nil
+	}
+	if !RustSweep(c.Plan) {
+		return py.UsageErrorf("--sweep-summary-percentiles adds columns to a sweep's summary: give --sweep-max-concurrency or --sweep-request-rate")
+	}
+	values, err := SweepValues("sweep-summary-percentiles", c.SweepSummaryPercentiles)
+	if err != nil {
+		return err
+	}
+	for _, v := range values {
+		p, err := py.ParseFloat(v)
+		if err != nil || !(p > 0 && p < 100) {
+			return py.UsageErrorf("argument --sweep-summary-percentiles: invalid value %q: want percentiles between 0 and 100, such as 50,90,99", v)
+		}
+		c.SummaryPercentiles = withPercentiles(c.SummaryPercentiles, []float64{p})
+	}
+	return nil
+}
+
+// withPercentiles is have followed by the values of more it lacks.
+func withPercentiles(have, more []float64) []float64 {
+	for _, p := range more {
+		if !slices.Contains(have, p) {
+			have = append(have, p)
+		}
+	}
+	return have
+}
+
+// RustSweepMetricPercentiles is the --metric-percentiles value of a Rust
+// sweep's points: the plan's computed set, --sweep-summary-percentiles
+// included, so that a point's result JSON holds its summary's columns.
+func RustSweepMetricPercentiles(p *plan.Plan) string {
+	parts := make([]string, len(p.SelectedPercentiles))
+	for i, v := range p.SelectedPercentiles {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
 // SweepValues splits a --sweep-max-concurrency or --sweep-request-rate
 // list.
 func SweepValues(flag, list string) ([]string, error) {
@@ -201,7 +250,7 @@ func RustSweep(p *plan.Plan) bool {
 
 // rustCommandFlags are the Rust client's options that turn a run into
 // another command, with their number of values.
-var rustCommandFlags = []string{"sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache", "num-runs"}
+var rustCommandFlags = []string{"sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "sweep-summary-percentiles", "reset-prefix-cache", "num-runs"}
 
 // WithoutRustCommandFlags is args without the Rust client's sweep and
 // repeat options (in any spelling argparse accepts), so the sweep's
@@ -240,7 +289,7 @@ func WithoutRustCommandFlags(args []string) ([]string, error) {
 
 // rustCommands are the Rust client's options that make the command line
 // another command: only stampede without a subcommand runs them.
-var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache"}
+var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "sweep-summary-percentiles", "reset-prefix-cache"}
 
 // RefuseRustOptions is the usage error of a subcommand whose serve options
 // hold one of the Rust client's options it would ignore: the commands

@@ -112,6 +112,8 @@ func TestRustSweepChecks(t *testing.T) {
 		{[]string{"--prompt-token-ids", "--backend", "openai-chat"}, []string{"--prompt-token-ids", "--backend vllm or openai"}},
 		{[]string{"--prompt-token-ids", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--prompt-token-ids", "--dataset-name random"}},
 		{[]string{"--prompt-token-ids", "--random-batch-size", "2"}, []string{"--prompt-token-ids", "--random-batch-size 2"}},
+		{[]string{"--sweep-summary-percentiles", "90"}, []string{"--sweep-summary-percentiles", "--sweep-max-concurrency"}},
+		{[]string{"--sweep-summary-percentiles", "90,100", "--sweep-request-rate", "1"}, []string{"--sweep-summary-percentiles", `"100"`}},
 		{[]string{"--speed-bench-max-input-len", "0", "--dataset-name", "speed_bench"}, []string{"--speed-bench-max-input-len", "1 or more"}},
 		{[]string{"--speed-bench-max-input-len", "10"}, []string{"--speed-bench-max-input-len", "--dataset-name speed_bench"}},
 		{[]string{"--hf-text-column", "text"}, []string{"--hf-text-column", "--dataset-name hf"}},
@@ -126,6 +128,15 @@ func TestRustSweepChecks(t *testing.T) {
 	}
 	if !RustSweep(p) {
 		t.Error("RustSweep false for a sweep")
+	}
+	// --sweep-summary-percentiles joins the computed set, once each.
+	p, err = parseRust(t, "--sweep-request-rate", "1", "--metric-percentiles", "50,99", "--sweep-summary-percentiles", "90,99,90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.SummaryPercentiles, []float64{90, 99}) || !slices.Equal(p.SelectedPercentiles, []float64{50, 99, 90}) ||
+		RustSweepMetricPercentiles(p) != "50,99,90" {
+		t.Errorf("summary %v selected %v", p.SummaryPercentiles, p.SelectedPercentiles)
 	}
 }
 

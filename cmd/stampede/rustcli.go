@@ -45,7 +45,10 @@ func runRustSweep(ctx context.Context, args []string, cfg *plan.Plan, stdout, st
 	if err != nil {
 		return failed(stderr, err)
 	}
-	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: cfg.NumRuns}
+	if cfg.SummaryPercentiles != nil {
+		rest = append(rest, "--metric-percentiles", cli.RustSweepMetricPercentiles(cfg))
+	}
+	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: cfg.NumRuns, SummaryPercentiles: cfg.SummaryPercentiles}
 	for _, ax := range []struct{ rust, flag, list string }{
 		{"sweep-max-concurrency", "max-concurrency", cfg.SweepMaxConcurrency},
 		{"sweep-request-rate", "request-rate", cfg.SweepRequestRate},

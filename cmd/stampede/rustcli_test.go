@@ -37,12 +37,28 @@ func TestRustClientCommands(t *testing.T) {
 
 	t.Run("sweep", func(t *testing.T) {
 		code, out, errs := runArgs(append(base, "--result-dir", dir, "--sweep-max-c", "1,4",
-			"--sweep-num-prompts-factor", "3", "--reset-prefix-cache")...)
+			"--sweep-num-prompts-factor", "3", "--reset-prefix-cache", "--sweep-summary-percentiles", "90,99.9")...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 		if !strings.Contains(out, "max-concurrency") || strings.Count(errs, "Sweep point") != 2 {
 			t.Errorf("stdout %q; want the summary table of two points", out)
+		}
+		// --sweep-summary-percentiles: a column per latency and percentile,
+		// and the percentiles in each point's result JSON beside p99.
+		for _, col := range []string{"TTFT p90", "TPOT p90", "E2EL p90", "TTFT p99.9", "E2EL p99.9"} {
+			if !strings.Contains(out, col) {
+				t.Errorf("summary lacks column %q:\n%s", col, out)
+			}
+		}
+		var point map[string]any
+		if data, err := os.ReadFile(filepath.Join(dir, "sweep-max-concurrency=4.json")); err != nil || json.Unmarshal(data, &point) != nil {
+			t.Fatalf("point result: %v", err)
+		}
+		for _, key := range []string{"p99_ttft_ms", "p90_ttft_ms", "p99.9_tpot_ms", "p90_itl_ms"} {
+			if _, ok := point[key]; !ok {
+				t.Errorf("point result JSON lacks %s", key)
+			}
 		}
 		// --sweep-num-prompts-factor: concurrency x 3 prompts per point.
 		for file, want := range map[string]float64{"sweep-max-concurrency=1.json": 3, "sweep-max-concurrency=4.json": 12} {
