@@ -41,7 +41,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil {
 		return o, err
 	}
-	if r.cfg.Profile {
+	if r.cfg.Profile && r.cfg.ProfileBatchThreshold == nil {
 		r.server.StopProfile(after, r.stdout)
 	}
 	return o, r.saveOutputs(model, o, sidecar)
@@ -64,7 +64,7 @@ type measurement struct {
 func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*measurement, error) {
 	c := r.cfg
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
-	if c.Profile {
+	if c.Profile && c.ProfileBatchThreshold == nil {
 		r.server.StartProfile(ctx, r.stdout)
 	}
 	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
@@ -109,7 +109,12 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		scraper.Abort()
 		return nil, err
 	}
+	stopProfile := func() {}
+	if c.Profile && c.ProfileBatchThreshold != nil {
+		stopProfile = r.deferredProfile(ctx, after)
+	}
 	res, err := r.wait(ctx, runner, len(enc.wire))
+	stopProfile()
 	if err != nil {
 		return nil, err
 	}

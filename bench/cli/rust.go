@@ -20,7 +20,6 @@ import (
 // rustUnbuilt are the Rust client's options whose meaning is not built
 // yet; docs/cli.md's "Not supported yet" names each.
 var rustUnbuilt = []string{
-	"profile-batch-threshold", "profile-duration",
 	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
 	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
 	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
@@ -60,6 +59,9 @@ func (c *draft) applyRust() error {
 		}
 		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
 	}
+	if err := c.checkRustProfile(); err != nil {
+		return err
+	}
 	if n := r.SpeedBenchMaxInputLen; n != nil {
 		switch {
 		case *n < 1:
@@ -93,6 +95,30 @@ func (c *draft) applyRust() error {
 			if c.Given(other) {
 				return py.UsageErrorf("--dry-run sends nothing: it cannot be combined with --%s", other)
 			}
+		}
+	}
+	return nil
+}
+
+// checkRustProfile checks deferred profiling: --profile-batch-threshold
+// needs --profile, --profile-duration needs the threshold.
+func (c *draft) checkRustProfile() error {
+	r := &c.RustClient
+	if n := r.ProfileBatchThreshold; n != nil {
+		switch {
+		case *n < 1:
+			return py.UsageErrorf("argument --profile-batch-threshold: invalid value %d: a whole number of running requests, 1 or more", *n)
+		case !c.Profile:
+			return py.UsageErrorf("--profile-batch-threshold defers --profile's start until the server's batch is full: give --profile")
+		}
+	}
+	if c.Given("profile-duration") {
+		d := r.ProfileDuration
+		switch {
+		case !(d > 0) || math.IsInf(d, 1):
+			return py.UsageErrorf("argument --profile-duration: invalid value %s: seconds, greater than 0", strconv.FormatFloat(d, 'g', -1, 64))
+		case r.ProfileBatchThreshold == nil:
+			return py.UsageErrorf("--profile-duration is how long a deferred profile runs: give --profile-batch-threshold (without it, --profile covers the whole run)")
 		}
 	}
 	return nil

@@ -115,6 +115,31 @@ func TestRustClientCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("deferred profile", func(t *testing.T) {
+		slow, err := mock.Start(mock.Config{Host: "127.0.0.1", Tokenizer: tok, TTFT: time.Millisecond, ITL: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slow.Close()
+		args := append(append([]string(nil), base...), "--num-prompts", "16", "--max-concurrency", "4", "--random-output-len", "16",
+			"--profile", "--profile-duration", "0.3")
+		args[3] = "http://" + slow.Addr()
+		code, out, errs := runArgs(append(args, "--profile-batch-threshold", "4")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		// The profile starts once the mock's /metrics shows 4 running and
+		// stops after 0.3 s, inside the run: before the result block.
+		at := func(s string) int { return strings.Index(out, s) }
+		if d, st, sp, blk := at("Profiler deferred"), at("Profiler started"), at("Profiler stopped"), at("Serving Benchmark Result"); d < 0 || st < d || sp < st || blk < sp {
+			t.Errorf("stdout order deferred %d started %d stopped %d block %d:\n%s", d, st, sp, blk, out)
+		}
+		code, out, errs = runArgs(append(args, "--profile-batch-threshold", "50")...)
+		if code != 0 || strings.Contains(out, "Starting profiler") || !strings.Contains(errs, "--profile-batch-threshold 50: no profile taken: the server's batch held at most") {
+			t.Errorf("threshold never reached: exit %d stdout %q stderr %q", code, out, errs)
+		}
+	})
+
 	t.Run("not built", func(t *testing.T) {
 		code, _, errs := runArgs(append(base, "--multi-turn")...)
 		if code != exitUsage || !strings.Contains(errs, "--multi-turn") || !strings.Contains(errs, "not supported yet") {
