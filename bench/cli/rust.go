@@ -14,25 +14,12 @@ import (
 // The Rust client's options (RustFlags) act only when given, so a Python
 // command line plans the run Python would. Those that are another
 // spelling of something stampede has are rewritten into it here; the
-// commands (--compare, --dry-run, the sweeps) are dispatched by
-// cmd/stampede from the plan; the rest are refused as not supported yet.
-
-// rustUnbuilt are the Rust client's options whose meaning is not built
-// yet; docs/cli.md's "Not supported yet" names each.
-var rustUnbuilt = []string{
-	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
-	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
-	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
-}
+// commands (--compare, --dry-run, the sweeps, --multi-turn) are
+// dispatched by cmd/stampede from the plan; the rest act inside the run.
 
 // applyRust checks the Rust client's options and rewrites those with a
 // stampede equivalent into it.
 func (c *draft) applyRust() error {
-	for _, name := range rustUnbuilt {
-		if c.Given(name) {
-			return py.UsageErrorf("--%s (an option of the Rust client vllm-bench) is not supported yet", name)
-		}
-	}
 	r := &c.RustClient
 	if r.NumRuns < 1 {
 		return py.UsageErrorf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", strconv.Itoa(r.NumRuns))
@@ -58,6 +45,9 @@ func (c *draft) applyRust() error {
 				r.SpeedBenchConfig, c.SpeedBenchDatasetSubset)
 		}
 		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
+	}
+	if err := c.checkRustMultiTurn(); err != nil {
+		return err
 	}
 	if err := c.checkRustProfile(); err != nil {
 		return err
@@ -96,6 +86,83 @@ func (c *draft) applyRust() error {
 				return py.UsageErrorf("--dry-run sends nothing: it cannot be combined with --%s", other)
 			}
 		}
+	}
+	return nil
+}
+
+// multiTurnOptions are the options that shape --multi-turn's
+// conversations.
+var multiTurnOptions = []string{"multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
+	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
+	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio"}
+
+// checkRustMultiTurn checks --multi-turn and its options: each needs it,
+// numbers in range, chat completions, and a dataset it can make
+// conversations of.
+func (c *draft) checkRustMultiTurn() error {
+	r := &c.RustClient
+	if !r.MultiTurn {
+		for _, name := range multiTurnOptions {
+			if c.Given(name) {
+				return py.UsageErrorf("--%s shapes --multi-turn's conversations: give --multi-turn", name)
+			}
+		}
+		return nil
+	}
+	for _, n := range []struct {
+		flag  string
+		v, lo int
+		what  string
+	}{
+		{"multi-turn-num-turns", r.MultiTurnNumTurns, 1, "a whole number of turns, 1 or more"},
+		{"multi-turn-min-turns", r.MultiTurnMinTurns, 0, "a whole number of turns, 0 or more (0: --multi-turn-num-turns)"},
+		{"multi-turn-max-turns", r.MultiTurnMaxTurns, 0, "a whole number of turns, 0 or more (0: --multi-turn-num-turns)"},
+		{"multi-turn-delay-ms", r.MultiTurnDelayMs, 0, "milliseconds, 0 or more"},
+		{"per-turn-input-len", r.PerTurnInputLen, 0, "a whole number of tokens, 0 or more (0: --random-input-len)"},
+	} {
+		if n.v < n.lo {
+			return py.UsageErrorf("argument --%s: invalid value %d: %s", n.flag, n.v, n.what)
+		}
+	}
+	if p := r.MultiTurnConcurrency; p != nil && *p < 1 {
+		return py.UsageErrorf("argument --multi-turn-concurrency: invalid value %d: a whole number of conversations, 1 or more", *p)
+	}
+	if lo, hi := r.MultiTurnMinTurns, r.MultiTurnMaxTurns; lo > 0 && hi > 0 && lo > hi {
+		return py.UsageErrorf("--multi-turn-min-turns %d is more than --multi-turn-max-turns %d", lo, hi)
+	}
+	g, k := r.MultiTurnPrefixGlobalRatio, r.MultiTurnPrefixConversationRatio
+	for _, x := range []struct {
+		flag string
+		v    float64
+	}{{"multi-turn-prefix-global-ratio", g}, {"multi-turn-prefix-conversation-ratio", k}} {
+		if !(x.v >= 0 && x.v < 1) {
+			return py.UsageErrorf("argument --%s: invalid value %s: a fraction of each turn's input, at least 0 and below 1", x.flag, strconv.FormatFloat(x.v, 'g', -1, 64))
+		}
+	}
+	if !(g+k < 1) {
+		return py.UsageErrorf("--multi-turn-prefix-global-ratio %s and --multi-turn-prefix-conversation-ratio %s must sum to less than 1: each turn keeps a part of its own",
+			strconv.FormatFloat(g, 'g', -1, 64), strconv.FormatFloat(k, 'g', -1, 64))
+	}
+	switch {
+	case c.Backend != "openai-chat":
+		return py.UsageErrorf("--multi-turn sends each conversation's history as chat messages: it needs --backend openai-chat, not %s", c.Backend)
+	case c.DatasetName != "random" && c.DatasetName != "sharegpt":
+		return py.UsageErrorf("--multi-turn makes conversations of --dataset-name random (synthetic turns) or sharegpt (the file's own), not %s", c.DatasetName)
+	case c.DatasetName != "random" && (g > 0 || k > 0):
+		return py.UsageErrorf("--multi-turn-prefix-global-ratio and --multi-turn-prefix-conversation-ratio shape synthetic turns: they need --dataset-name random, not %s", c.DatasetName)
+	}
+	for _, other := range []string{"sweep-max-concurrency", "sweep-request-rate", "dry-run", "compare", "profile"} {
+		if c.Given(other) {
+			return py.UsageErrorf("--multi-turn runs its own conversation benchmark: it cannot be combined with --%s", other)
+		}
+	}
+	if r.NumRuns > 1 {
+		return py.UsageErrorf("--multi-turn runs its own conversation benchmark: it cannot be combined with --num-runs %d", r.NumRuns)
+	}
+	if !c.Given("endpoint") {
+		// The Rust client picks the endpoint by backend; Python's default
+		// is the completions API's.
+		c.Endpoint = "/v1/chat/completions"
 	}
 	return nil
 }

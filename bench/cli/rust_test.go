@@ -112,6 +112,16 @@ func TestRustSweepChecks(t *testing.T) {
 		{[]string{"--prompt-token-ids", "--backend", "openai-chat"}, []string{"--prompt-token-ids", "--backend vllm or openai"}},
 		{[]string{"--prompt-token-ids", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--prompt-token-ids", "--dataset-name random"}},
 		{[]string{"--prompt-token-ids", "--random-batch-size", "2"}, []string{"--prompt-token-ids", "--random-batch-size 2"}},
+		{[]string{"--multi-turn-num-turns", "4"}, []string{"--multi-turn-num-turns", "give --multi-turn"}},
+		{[]string{"--multi-turn"}, []string{"--multi-turn", "--backend openai-chat"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-num-turns", "0"}, []string{"--multi-turn-num-turns", "1 or more"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-min-turns", "5", "--multi-turn-max-turns", "2"}, []string{"--multi-turn-min-turns 5", "--multi-turn-max-turns 2"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-concurrency", "0"}, []string{"--multi-turn-concurrency", "1 or more"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-prefix-global-ratio", "0.6", "--multi-turn-prefix-conversation-ratio", "0.4"}, []string{"sum to less than 1"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-prefix-global-ratio", "1"}, []string{"--multi-turn-prefix-global-ratio", "below 1"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--multi-turn", "not sonnet"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--dataset-name", "sharegpt", "--dataset-path", "x", "--multi-turn-prefix-global-ratio", "0.2"}, []string{"--dataset-name random"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--sweep-max-concurrency", "1,2"}, []string{"--multi-turn", "--sweep-max-concurrency"}},
 		{[]string{"--profile-batch-threshold", "8"}, []string{"--profile-batch-threshold", "give --profile"}},
 		{[]string{"--profile", "--profile-batch-threshold", "0"}, []string{"--profile-batch-threshold", "1 or more"}},
 		{[]string{"--profile", "--profile-duration", "3"}, []string{"--profile-duration", "--profile-batch-threshold"}},
@@ -141,23 +151,6 @@ func TestRustSweepChecks(t *testing.T) {
 	if !slices.Equal(p.SummaryPercentiles, []float64{90, 99}) || !slices.Equal(p.SelectedPercentiles, []float64{50, 99, 90}) ||
 		RustSweepMetricPercentiles(p) != "50,99,90" {
 		t.Errorf("summary %v selected %v", p.SummaryPercentiles, p.SelectedPercentiles)
-	}
-}
-
-// TestRustUnbuiltRefused: an option whose meaning is not built is never
-// ignored: it is a usage error naming it.
-func TestRustUnbuiltRefused(t *testing.T) {
-	table := newActionTable(newFlagParser(&Flags{}, testBackends))
-	for _, name := range rustUnbuilt {
-		args := append([]string{"--" + name}, rustSample(t, table, "--"+name)...)
-		_, err := parseRust(t, args...)
-		wantUsage(t, err, "--"+name, "not supported yet")
-	}
-	readme := notSupportedSection(t)
-	for _, name := range rustUnbuilt {
-		if !strings.Contains(readme, "`--"+name) {
-			t.Errorf("--%s is refused but docs/cli.md's \"Not supported yet\" does not name it", name)
-		}
 	}
 }
 

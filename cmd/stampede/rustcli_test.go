@@ -140,10 +140,53 @@ func TestRustClientCommands(t *testing.T) {
 		}
 	})
 
-	t.Run("not built", func(t *testing.T) {
-		code, _, errs := runArgs(append(base, "--multi-turn")...)
-		if code != exitUsage || !strings.Contains(errs, "--multi-turn") || !strings.Contains(errs, "not supported yet") {
-			t.Errorf("exit %d, stderr %q", code, errs)
+	t.Run("multi-turn", func(t *testing.T) {
+		chat := append(append([]string(nil), base...), "--backend", "openai-chat", "--multi-turn", "--num-prompts", "4",
+			"--multi-turn-concurrency", "2", "--save-result", "--result-dir", dir)
+		// mean_input_tokens by turn, from the saved result.
+		perTurn := func(name string) []float64 {
+			var res struct {
+				Completed int `json:"completed"`
+				PerTurn   []struct {
+					MeanInputTokens float64 `json:"mean_input_tokens"`
+				} `json:"per_turn"`
+			}
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || json.Unmarshal(data, &res) != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var in []float64
+			for _, p := range res.PerTurn {
+				in = append(in, p.MeanInputTokens)
+			}
+			return in
+		}
+		code, out, errs := runArgs(append(chat, "--multi-turn-num-turns", "3", "--per-turn-input-len", "8", "--result-filename", "mt.json")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		for _, want := range []string{"Multi-turn Serving Benchmark Result", "Conversations:                           4 ",
+			"Clients:                                 2 ", "Successful requests:                     12 "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+		// Each turn carries the history: its input grows by the last
+		// question and answer.
+		if in := perTurn("mt.json"); len(in) != 3 || !(in[1] > in[0]+4 && in[2] > in[1]+4) {
+			t.Errorf("input tokens by turn %v, want three turns, each longer than the last", in)
+		}
+		// Prefix sharing sends each turn alone: inputs stay level.
+		code, _, errs = runArgs(append(chat, "--multi-turn-num-turns", "2", "--multi-turn-prefix-global-ratio", "0.5", "--result-filename", "prefix.json")...)
+		if code != 0 {
+			t.Fatalf("prefix sharing: exit %d: %s", code, errs)
+		}
+		if in := perTurn("prefix.json"); len(in) != 2 || in[1] > in[0]+2 {
+			t.Errorf("prefix sharing: input tokens by turn %v, want two turns of the same length", in)
+		}
+		code, _, errs = runArgs(append(base, "--multi-turn")...)
+		if code != exitUsage || !strings.Contains(errs, "--backend openai-chat") {
+			t.Errorf("--multi-turn with --backend vllm: exit %d, stderr %q", code, errs)
 		}
 	})
 }
