@@ -148,6 +148,8 @@ func (c *draft) checkRustMultiTurn() error {
 		return py.UsageErrorf("--multi-turn sends each conversation's history as chat messages: it needs --backend openai-chat, not %s", c.Backend)
 	case c.DatasetName != "random" && c.DatasetName != "sharegpt":
 		return py.UsageErrorf("--multi-turn makes conversations of --dataset-name random (synthetic turns) or sharegpt (the file's own), not %s", c.DatasetName)
+	case c.DatasetName == "sharegpt" && c.DatasetPath == "":
+		return py.UsageErrorf("--multi-turn with --dataset-name sharegpt reads its conversations from --dataset-path (stampede downloads none): give the ShareGPT JSON file")
 	case c.DatasetName != "random" && (g > 0 || k > 0):
 		return py.UsageErrorf("--multi-turn-prefix-global-ratio and --multi-turn-prefix-conversation-ratio shape synthetic turns: they need --dataset-name random, not %s", c.DatasetName)
 	}

@@ -153,11 +153,36 @@ func RustConversations(cfg *plan.Plan, tok datasets.Tokenizer) ([]Conversation, 
 			ids = append(ids, global[:g]...)
 			ids = append(ids, own[:p]...)
 			ids = draw(ids, n-g-p)
-			c.Messages = append(c.Messages, Message{Role: "user", Content: tok.Decode(ids, true)})
+			c.Messages = append(c.Messages, Message{Role: "user", Content: toLength(tok, ids, n, draw)})
 		}
 		convs[ci] = c
 	}
 	return convs, nil
+}
+
+// maxLengthRounds bounds toLength's decode and encode rounds, as vLLM's
+// gen_prompt_decode_to_target_len bounds its retries.
+const maxLengthRounds = 10
+
+// toLength is the text of ids that encodes to n tokens: random ids decode
+// to text whose pieces merge or split when encoded again, so the text is
+// encoded, cut to n or topped up with fresh ids, and decoded again until
+// it holds (or the rounds run out, leaving it within a few tokens).
+func toLength(tok datasets.Tokenizer, ids []int32, n int, draw func([]int32, int) []int32) string {
+	text := tok.Decode(ids, true)
+	for range maxLengthRounds {
+		ids = tok.Encode(ids[:0], text, false)
+		switch {
+		case len(ids) == n:
+			return text
+		case len(ids) > n:
+			ids = ids[:n]
+		default:
+			ids = draw(slices.Grow(ids, n-len(ids)), n-len(ids))
+		}
+		text = tok.Decode(ids, true)
+	}
+	return text
 }
 
 // rustShareGPT reads --dataset-path's ShareGPT conversations, keeps those

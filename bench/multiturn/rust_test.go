@@ -44,6 +44,11 @@ func TestRustConversations(t *testing.T) {
 		if n < 2 || n > 5 || n != len(c.Messages) {
 			t.Errorf("%s: %d turns in %d messages, want 2 to 5 user turns", c.ID, n, len(c.Messages))
 		}
+		for k, m := range c.Messages {
+			if got := len(tok.Encode(nil, m.Content, false)); got != p.RandomInputLen {
+				t.Errorf("%s turn %d: %d tokens, want --random-input-len %d", c.ID, k+1, got, p.RandomInputLen)
+			}
+		}
 	}
 	if len(seen) < 3 {
 		t.Errorf("turn counts %v: want a spread over [2, 5]", seen)
