@@ -14,8 +14,9 @@ const columnDefaultOutputLen = 128
 // --hf-text-column names the column holding the prompt text: that
 // column's string is the prompt, sent as it is (the Rust client applies
 // no per-dataset chat template), the split "train" unless --hf-split.
-// Rows whose column is missing, not a string, or empty are skipped; their
-// positions still count in the request ids.
+// Rows whose column is missing, not a string, or empty are skipped; the
+// requests are numbered in order, so oversampling's ids (which go on from
+// the count) never repeat one.
 var columnClass = &hfClass{name: "--hf-text-column", split: "train", sample: sampleColumn}
 
 func sampleColumn(h *hfRun) ([]Request, error) {
@@ -23,7 +24,7 @@ func sampleColumn(h *hfRun) ([]Request, error) {
 	out := h.outputLen(columnDefaultOutputLen)
 	var reqs []Request
 	found := false
-	err := h.each(func(i int, row *hfhub.Object) (bool, error) {
+	err := h.each(func(_ int, row *hfhub.Object) (bool, error) {
 		if len(reqs) >= h.env.NumPrompts {
 			return true, nil
 		}
@@ -33,7 +34,7 @@ func sampleColumn(h *hfRun) ([]Request, error) {
 		if !ok || !isStr || p == "" {
 			return false, nil
 		}
-		reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(i)})
+		reqs = append(reqs, Request{Prompt: p, PromptLen: h.tokens(p), ExpectedOutputLen: out, RequestID: h.id(len(reqs))})
 		return false, nil
 	})
 	if err != nil {

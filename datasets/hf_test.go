@@ -746,9 +746,15 @@ func TestHFTextColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != 2 || reqs[0].Prompt != "first prompt" || reqs[1].Prompt != "third prompt" || reqs[1].RequestID != "2" ||
+	if len(reqs) != 2 || reqs[0].Prompt != "first prompt" || reqs[1].Prompt != "third prompt" || reqs[1].RequestID != "1" ||
 		reqs[0].ExpectedOutputLen != columnDefaultOutputLen || reqs[0].PromptLen != len(newBPETokenizer().Encode(nil, "first prompt", true)) {
 		t.Errorf("requests %+v", reqs)
+	}
+	// Oversampled past the two prompts, the ids stay unique.
+	env = hfTestEnv("someone/any-corpus", 4)
+	env.HFTextColumn = "text"
+	if reqs, err = sampleHF(env); err != nil || len(reqs) != 4 || reqs[3].RequestID != "3" {
+		t.Errorf("oversampled: %+v %v", reqs, err)
 	}
 	env = hfTestEnv("someone/any-corpus", 1)
 	env.HFTextColumn, env.Flags.HFOutputLen = "other", intp(9)
