@@ -41,7 +41,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil {
 		return o, err
 	}
-	if r.cfg.Profile {
+	if r.cfg.Profile && r.cfg.ProfileBatchThreshold == nil {
 		r.server.StopProfile(after, r.stdout)
 	}
 	return o, r.saveOutputs(model, o, sidecar)
@@ -67,7 +67,7 @@ type measurement struct {
 func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*measurement, error) {
 	c := r.cfg
 	fmt.Fprintln(r.stdout, "Starting main benchmark run...")
-	if c.Profile {
+	if c.Profile && c.ProfileBatchThreshold == nil {
 		r.server.StartProfile(ctx, r.stdout)
 	}
 	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
@@ -114,7 +114,12 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	}
 	first := scrape.ReadAtFirstAnswer(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL), before,
 		func() bool { done, _, _ := runner.Progress(); return done > 0 })
+	stopProfile := func() {}
+	if c.Profile && c.ProfileBatchThreshold != nil {
+		stopProfile = r.deferredProfile(ctx, after)
+	}
 	res, err := r.wait(ctx, runner, len(enc.wire))
+	stopProfile()
 	atFirst, firstOK := first.Finish()
 	if err != nil {
 		return nil, err

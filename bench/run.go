@@ -180,7 +180,10 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		Backend: backend.Of(c.Backend).Datasets(),
 		Path:    c.DatasetPath, DisableShuffle: c.DisableShuffle, NoOversample: c.NoOversample,
 		SkipChatTemplate: c.SkipChatTemplate, EnableMultimodalChat: c.EnableMultimodalChat,
-		Flags: &c.Flags,
+		Flags: &c.Flags, HFTextColumn: c.HFTextColumn,
+	}
+	if c.SpeedBenchMaxInputLen != nil {
+		env.SpeedBenchMaxInputLen = *c.SpeedBenchMaxInputLen
 	}
 	if tok != nil {
 		env.Tokenizer, env.ChatTemplate, env.ChatRender, env.TokenizerName = tok.Tokenizer, tok.ChatTemplate, tok.ChatRender, tok.ID

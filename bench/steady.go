@@ -15,6 +15,9 @@ import (
 func (r *run) steadyState(o *outcome.Outcome) (*metrics.SteadyState, error) {
 	c := r.cfg
 	t := metrics.SteadyTarget{RequestRate: c.RequestRate, Fraction: c.SteadyStateThreshold}
+	if c.SteadyStateMinWindow != nil {
+		t.MinWindowS = *c.SteadyStateMinWindow
+	}
 	if c.MaxConcurrency != nil {
 		t.MaxConcurrency = *c.MaxConcurrency
 	}
@@ -43,6 +46,9 @@ func (r *run) writeSteadyStateBlock(o *outcome.Outcome) error {
 	}
 	if math.IsNaN(o.SteadyState.DurationS) {
 		return nil
+	}
+	if w := o.SteadyState.Warning; w != "" {
+		fmt.Fprintf(r.stderr, "WARNING: --steady-state: %s\n", w)
 	}
 	return report.WriteSteadyState(r.stdout, o.SteadyState, &o.Params.RunSettings)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	if strings.Contains(out.String(), "Sweep point max-concurrency=2,") {
 		t.Errorf("resumed sweep reran a saved point")
 	}
-	if len(res.Rows) != 4 || res.Rows[0].Metrics != saved.Rows[0].Metrics {
+	if len(res.Rows) != 4 || !reflect.DeepEqual(res.Rows[0].Metrics, saved.Rows[0].Metrics) {
 		t.Errorf("resumed rows: %d, first %+v", len(res.Rows), res.Rows[0].Metrics)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "sweep-*.run*.json"))

@@ -101,6 +101,9 @@ type hfRun struct {
 func sampleHF(env *Env) ([]Request, error) {
 	f := env.Flags
 	class := findHFClass(env.Path, f.HFName)
+	if env.HFTextColumn != "" {
+		class = columnClass
+	}
 	if class == nil {
 		return nil, valueError(fmt.Sprintf("Unsupported dataset path: %s. Huggingface dataset only supports dataset_path from one of following: %s. Please consider contributing if you would like to add support for additional dataset formats.",
 			pyNone(env.Path), knownHFPaths()))

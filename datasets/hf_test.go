@@ -727,3 +727,43 @@ func TestHFDownloadFromEndpoint(t *testing.T) {
 		t.Errorf("offline miss: %v", err)
 	}
 }
+
+type textRow struct {
+	Text  string `parquet:"text"`
+	Other string `parquet:"other"`
+}
+
+// --hf-text-column reads any hub dataset: that column's text is the
+// prompt, sent as it is; empty cells are skipped; a column no row has is
+// an error naming the flag.
+func TestHFTextColumn(t *testing.T) {
+	snap := hfCache(t, "someone/any-corpus")
+	rows := []textRow{{"first prompt", "x"}, {"", "y"}, {"third prompt", "z"}}
+	writeParquet(t, filepath.Join(snap, "data", "train-00000-of-00001.parquet"), rows)
+	env := hfTestEnv("someone/any-corpus", 2)
+	env.HFTextColumn = "text"
+	reqs, err := sampleHF(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || reqs[0].Prompt != "first prompt" || reqs[1].Prompt != "third prompt" || reqs[1].RequestID != "1" ||
+		reqs[0].ExpectedOutputLen != columnDefaultOutputLen || reqs[0].PromptLen != len(newBPETokenizer().Encode(nil, "first prompt", true)) {
+		t.Errorf("requests %+v", reqs)
+	}
+	// Oversampled past the two prompts, the ids stay unique.
+	env = hfTestEnv("someone/any-corpus", 4)
+	env.HFTextColumn = "text"
+	if reqs, err = sampleHF(env); err != nil || len(reqs) != 4 || reqs[3].RequestID != "3" {
+		t.Errorf("oversampled: %+v %v", reqs, err)
+	}
+	env = hfTestEnv("someone/any-corpus", 1)
+	env.HFTextColumn, env.Flags.HFOutputLen = "other", intp(9)
+	if reqs, err = sampleHF(env); err != nil || reqs[0].Prompt != "x" || reqs[0].ExpectedOutputLen != 9 {
+		t.Errorf("other column: %+v %v", reqs, err)
+	}
+	env = hfTestEnv("someone/any-corpus", 1)
+	env.HFTextColumn = "prompt"
+	if _, err = sampleHF(env); err == nil || !strings.Contains(err.Error(), "--hf-text-column prompt") {
+		t.Errorf("missing column: %v", err)
+	}
+}

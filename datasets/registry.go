@@ -110,6 +110,14 @@ type Env struct {
 	// The common dataset options.
 	DisableShuffle, NoOversample, SkipChatTemplate, EnableMultimodalChat bool
 
+	// The Rust client's dataset options (bench/plan's RustClient), zero
+	// when not given. HFTextColumn is --hf-text-column: the hf dataset's
+	// prompts are that column's text, whatever the dataset.
+	// SpeedBenchMaxInputLen is --speed-bench-max-input-len: speed_bench
+	// prompts cut to at most that many tokens.
+	HFTextColumn          string
+	SpeedBenchMaxInputLen int
+
 	// Flags are the parsed dataset option groups.
 	Flags *Flags
 }

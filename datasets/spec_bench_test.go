@@ -171,3 +171,32 @@ func checkDatasetError(t *testing.T, err error, want string, python bool) {
 		t.Errorf("error %q, want %q", err, want)
 	}
 }
+
+// --speed-bench-max-input-len cuts each prompt to its first N tokens
+// before the template; shorter prompts stay whole.
+func TestSampleSpeedBenchMaxInputLen(t *testing.T) {
+	tok := newBPETokenizer()
+	dir := filepath.Join("testdata", "speed_bench")
+	const n = 3
+	reqs, err := SampleSpeedBench(&Env{Tokenizer: tok, Path: dir, SkipChatTemplate: true, SpeedBenchMaxInputLen: n,
+		Flags: &Flags{SpeedBenchFlags: SpeedBenchFlags{SpeedBenchDatasetSubset: "qualitative", SpeedBenchOutputLen: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := []string{"Explain a mutex.", "Write a quicksort in Go.", "Why is the sky blue?", "Who wrote Hamlet?"}
+	cut := 0
+	for i, r := range reqs {
+		ids := tok.Encode(nil, full[i], false)
+		want := full[i]
+		if len(ids) > n {
+			want = tok.Decode(ids[:n], false)
+			cut++
+		}
+		if r.Prompt != want || len(tok.Encode(nil, r.Prompt, false)) > n {
+			t.Errorf("request %d prompt %q, want %q (at most %d tokens)", i, r.Prompt, want, n)
+		}
+	}
+	if cut == 0 {
+		t.Fatalf("no prompt is longer than %d tokens: the test cuts nothing", n)
+	}
+}

@@ -54,6 +54,9 @@ func SampleSpeedBench(env *Env) ([]Request, error) {
 	if err != nil {
 		return nil, datasetError("speed_bench", err)
 	}
+	if n := env.SpeedBenchMaxInputLen; n > 0 {
+		truncatePrompts(env.Tokenizer, prompts, n)
+	}
 	return sampleCustomPrompts(env, "speed_bench", prompts, f.SpeedBenchOutputLen, !env.SkipChatTemplate, env.ChatTemplateKwargs)
 }
 
@@ -68,4 +71,18 @@ type SpeedBenchFlags struct {
 var speedBenchDataset = &Dataset{
 	Name:   "speed_bench",
 	Sample: SampleSpeedBench,
+}
+
+// truncatePrompts is the Rust client's --speed-bench-max-input-len: each
+// prompt longer than maxTokens tokens (counted without special tokens, as
+// the text itself) keeps its first maxTokens, decoded back to text, before
+// the chat template wraps it.
+func truncatePrompts(tok Tokenizer, prompts []string, maxTokens int) {
+	var ids []int32
+	for i, p := range prompts {
+		ids = tok.Encode(ids[:0], p, false)
+		if len(ids) > maxTokens {
+			prompts[i] = tok.Decode(ids[:maxTokens], false)
+		}
+	}
 }

@@ -20,6 +20,19 @@ type SteadyTarget struct {
 	// Fraction of the target at which the window opens, in (0, 1]; 0 is
 	// SteadyFraction.
 	Fraction float64
+	// MinWindowS is the window's length in seconds below which the result
+	// carries a warning (the Rust client's --steady-state-min-window); 0
+	// is the Rust client's default, max(10, a tenth of the run).
+	MinWindowS float64
+}
+
+// minWindowS is the shortest window that goes without a warning: the
+// given length, else max(10 s, a tenth of the run's duration).
+func (t SteadyTarget) minWindowS(runNs int64) float64 {
+	if t.MinWindowS > 0 {
+		return t.MinWindowS
+	}
+	return max(10, 0.1*Seconds(runNs))
 }
 
 // SteadyState is the run's steady-state window and the metrics of the
@@ -54,6 +67,11 @@ type SteadyState struct {
 	TPOT           SteadyStat `json:"tpot_ms"`
 	ITL            SteadyStat `json:"itl_ms"`
 	E2EL           SteadyStat `json:"e2el_ms"`
+	// MinWindowS is the shortest window that goes without a warning;
+	// Warning says the window was shorter ("" when it was not), so its
+	// figures rest on little of the run.
+	MinWindowS float64 `json:"min_window_s"`
+	Warning    string  `json:"warning,omitempty"`
 
 	// Summary is the full metric set over the window's requests, for
 	// printing; its durations and throughputs are the window's.
@@ -202,6 +220,11 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 		s.RequestGoodput = &g
 	}
 	s.TTFT, s.TPOT, s.ITL, s.E2EL = steadyStat(&sum.TTFT), steadyStat(&sum.TPOT), steadyStat(&sum.ITL), steadyStat(&sum.E2EL)
+	s.MinWindowS = target.minWindowS(d.DurationNs)
+	if s.DurationS < s.MinWindowS {
+		s.Warning = fmt.Sprintf("the steady-state window lasted %.2f s, under the %.4g s minimum (--steady-state-min-window): its figures rest on a short part of the run",
+			s.DurationS, s.MinWindowS)
+	}
 	s.Summary = sum
 	return s, nil
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +91,34 @@ func TestSteadyStateFraction(t *testing.T) {
 	}
 	if s.Threshold != 2 || s.StartS != 0.01 || s.EndS != 0.52 {
 		t.Errorf("window %+v, want [0.01, 0.52] at 2 in flight", s)
+	}
+}
+
+// The window is flagged when shorter than the minimum: the given one, else
+// max(10 s, a tenth of the run); a window that long goes unflagged.
+func TestSteadyStateMinWindow(t *testing.T) {
+	d := lanes(4, 10*ms, 100*ms, 20*ms, 5)
+	for _, tt := range []struct {
+		minS, wantMin float64
+		warned        bool
+	}{
+		{0, 10, true},      // the default: a 0.5 s window in a short run
+		{0.2, 0.2, false},  // given, and the window is longer
+		{0.75, 0.75, true}, // given, and the window is shorter
+	} {
+		s, err := ComputeSteadyState(d, ComputeOptions{}, SteadyTarget{MaxConcurrency: 4, RequestRate: math.Inf(1), Fraction: 0.5, MinWindowS: tt.minS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.MinWindowS != tt.wantMin || (s.Warning != "") != tt.warned {
+			t.Errorf("min %v: min_window_s %v warning %q, want %v warned %v", tt.minS, s.MinWindowS, s.Warning, tt.wantMin, tt.warned)
+		}
+		if tt.warned && !strings.Contains(s.Warning, "--steady-state-min-window") {
+			t.Errorf("warning %q does not name the flag", s.Warning)
+		}
+	}
+	long := SteadyTarget{MaxConcurrency: 4, RequestRate: math.Inf(1)}
+	if got := long.minWindowS(300e9); got != 30 {
+		t.Errorf("min window of a 300 s run %v, want 30", got)
 	}
 }

@@ -184,6 +184,7 @@ func (c *draft) validate() error {
 	if c.SelectedPercentiles, err = parseFloatList(c.MetricPercentiles, false); err != nil {
 		return py.ValueErrorf("%v", err)
 	}
+	c.SelectedPercentiles = withPercentiles(c.SelectedPercentiles, c.SummaryPercentiles)
 	return c.validateLimits()
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,28 +14,12 @@ import (
 // The Rust client's options (RustFlags) act only when given, so a Python
 // command line plans the run Python would. Those that are another
 // spelling of something stampede has are rewritten into it here; the
-// commands (--compare, --dry-run, the sweeps) are dispatched by
-// cmd/stampede from the plan; the rest are refused as not supported yet.
-
-// rustUnbuilt are the Rust client's options whose meaning is not built
-// yet; docs/cli.md's "Not supported yet" names each.
-var rustUnbuilt = []string{
-	"sweep-summary-percentiles", "steady-state-min-window",
-	"profile-batch-threshold", "profile-duration", "speed-bench-max-input-len",
-	"hf-text-column",
-	"multi-turn", "multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
-	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
-	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio",
-}
+// commands (--compare, --dry-run, the sweeps, --multi-turn) are
+// dispatched by cmd/stampede from the plan; the rest act inside the run.
 
 // applyRust checks the Rust client's options and rewrites those with a
 // stampede equivalent into it.
 func (c *draft) applyRust() error {
-	for _, name := range rustUnbuilt {
-		if c.Given(name) {
-			return py.UsageErrorf("--%s (an option of the Rust client vllm-bench) is not supported yet", name)
-		}
-	}
 	r := &c.RustClient
 	if r.NumRuns < 1 {
 		return py.UsageErrorf("argument --num-runs: invalid value %q: a whole number of runs, 1 or more", strconv.Itoa(r.NumRuns))
@@ -51,12 +36,37 @@ func (c *draft) applyRust() error {
 	if err := c.checkRustSweep(); err != nil {
 		return err
 	}
+	if err := c.applyRustSummaryPercentiles(); err != nil {
+		return err
+	}
 	if c.Given("speed-bench-config") {
 		if c.Given("speed-bench-dataset-subset") && c.SpeedBenchDatasetSubset != r.SpeedBenchConfig {
 			return py.UsageErrorf("--speed-bench-config %s and --speed-bench-dataset-subset %s name different subsets: give one",
 				r.SpeedBenchConfig, c.SpeedBenchDatasetSubset)
 		}
 		c.SpeedBenchDatasetSubset = r.SpeedBenchConfig
+	}
+	if err := c.checkRustMultiTurn(); err != nil {
+		return err
+	}
+	if err := c.checkRustProfile(); err != nil {
+		return err
+	}
+	if n := r.SpeedBenchMaxInputLen; n != nil {
+		switch {
+		case *n < 1:
+			return py.UsageErrorf("argument --speed-bench-max-input-len: invalid value %d: a whole number of tokens, 1 or more", *n)
+		case c.DatasetName != "speed_bench":
+			return py.UsageErrorf("--speed-bench-max-input-len cuts SPEED-Bench's prompts: it needs --dataset-name speed_bench, not %s", c.DatasetName)
+		}
+	}
+	if c.Given("hf-text-column") {
+		switch {
+		case r.HFTextColumn == "":
+			return py.UsageErrorf("argument --hf-text-column: invalid value '': the name of the column holding the prompt text")
+		case c.DatasetName != "hf":
+			return py.UsageErrorf("--hf-text-column names a Hugging Face dataset's prompt column: it needs --dataset-name hf, not %s", c.DatasetName)
+		}
 	}
 	if r.PromptTokenIDs {
 		switch {
@@ -75,6 +85,109 @@ func (c *draft) applyRust() error {
 			if c.Given(other) {
 				return py.UsageErrorf("--dry-run sends nothing: it cannot be combined with --%s", other)
 			}
+		}
+	}
+	return nil
+}
+
+// multiTurnOptions are the options that shape --multi-turn's
+// conversations.
+var multiTurnOptions = []string{"multi-turn-num-turns", "multi-turn-min-turns", "multi-turn-max-turns",
+	"multi-turn-concurrency", "multi-turn-delay-ms", "per-turn-input-len",
+	"multi-turn-prefix-global-ratio", "multi-turn-prefix-conversation-ratio"}
+
+// checkRustMultiTurn checks --multi-turn and its options: each needs it,
+// numbers in range, chat completions, and a dataset it can make
+// conversations of.
+func (c *draft) checkRustMultiTurn() error {
+	r := &c.RustClient
+	if !r.MultiTurn {
+		for _, name := range multiTurnOptions {
+			if c.Given(name) {
+				return py.UsageErrorf("--%s shapes --multi-turn's conversations: give --multi-turn", name)
+			}
+		}
+		return nil
+	}
+	for _, n := range []struct {
+		flag  string
+		v, lo int
+		what  string
+	}{
+		{"multi-turn-num-turns", r.MultiTurnNumTurns, 1, "a whole number of turns, 1 or more"},
+		{"multi-turn-min-turns", r.MultiTurnMinTurns, 0, "a whole number of turns, 0 or more (0: --multi-turn-num-turns)"},
+		{"multi-turn-max-turns", r.MultiTurnMaxTurns, 0, "a whole number of turns, 0 or more (0: --multi-turn-num-turns)"},
+		{"multi-turn-delay-ms", r.MultiTurnDelayMs, 0, "milliseconds, 0 or more"},
+		{"per-turn-input-len", r.PerTurnInputLen, 0, "a whole number of tokens, 0 or more (0: --random-input-len)"},
+	} {
+		if n.v < n.lo {
+			return py.UsageErrorf("argument --%s: invalid value %d: %s", n.flag, n.v, n.what)
+		}
+	}
+	if p := r.MultiTurnConcurrency; p != nil && *p < 1 {
+		return py.UsageErrorf("argument --multi-turn-concurrency: invalid value %d: a whole number of conversations, 1 or more", *p)
+	}
+	if lo, hi := r.MultiTurnMinTurns, r.MultiTurnMaxTurns; lo > 0 && hi > 0 && lo > hi {
+		return py.UsageErrorf("--multi-turn-min-turns %d is more than --multi-turn-max-turns %d", lo, hi)
+	}
+	g, k := r.MultiTurnPrefixGlobalRatio, r.MultiTurnPrefixConversationRatio
+	for _, x := range []struct {
+		flag string
+		v    float64
+	}{{"multi-turn-prefix-global-ratio", g}, {"multi-turn-prefix-conversation-ratio", k}} {
+		if !(x.v >= 0 && x.v < 1) {
+			return py.UsageErrorf("argument --%s: invalid value %s: a fraction of each turn's input, at least 0 and below 1", x.flag, strconv.FormatFloat(x.v, 'g', -1, 64))
+		}
+	}
+	if !(g+k < 1) {
+		return py.UsageErrorf("--multi-turn-prefix-global-ratio %s and --multi-turn-prefix-conversation-ratio %s must sum to less than 1: each turn keeps a part of its own",
+			strconv.FormatFloat(g, 'g', -1, 64), strconv.FormatFloat(k, 'g', -1, 64))
+	}
+	switch {
+	case c.Backend != "openai-chat":
+		return py.UsageErrorf("--multi-turn sends each conversation's history as chat messages: it needs --backend openai-chat, not %s", c.Backend)
+	case c.DatasetName != "random" && c.DatasetName != "sharegpt":
+		return py.UsageErrorf("--multi-turn makes conversations of --dataset-name random (synthetic turns) or sharegpt (the file's own), not %s", c.DatasetName)
+	case c.DatasetName == "sharegpt" && c.DatasetPath == "":
+		return py.UsageErrorf("--multi-turn with --dataset-name sharegpt reads its conversations from --dataset-path (stampede downloads none): give the ShareGPT JSON file")
+	case c.DatasetName != "random" && (g > 0 || k > 0):
+		return py.UsageErrorf("--multi-turn-prefix-global-ratio and --multi-turn-prefix-conversation-ratio shape synthetic turns: they need --dataset-name random, not %s", c.DatasetName)
+	}
+	for _, other := range []string{"sweep-max-concurrency", "sweep-request-rate", "dry-run", "compare", "profile"} {
+		if c.Given(other) {
+			return py.UsageErrorf("--multi-turn runs its own conversation benchmark: it cannot be combined with --%s", other)
+		}
+	}
+	if r.NumRuns > 1 {
+		return py.UsageErrorf("--multi-turn runs its own conversation benchmark: it cannot be combined with --num-runs %d", r.NumRuns)
+	}
+	if !c.Given("endpoint") {
+		// The Rust client picks the endpoint by backend; Python's default
+		// is the completions API's.
+		c.Endpoint = "/v1/chat/completions"
+	}
+	return nil
+}
+
+// checkRustProfile checks deferred profiling: --profile-batch-threshold
+// needs --profile, --profile-duration needs the threshold.
+func (c *draft) checkRustProfile() error {
+	r := &c.RustClient
+	if n := r.ProfileBatchThreshold; n != nil {
+		switch {
+		case *n < 1:
+			return py.UsageErrorf("argument --profile-batch-threshold: invalid value %d: a whole number of running requests, 1 or more", *n)
+		case !c.Profile:
+			return py.UsageErrorf("--profile-batch-threshold defers --profile's start until the server's batch is full: give --profile")
+		}
+	}
+	if c.Given("profile-duration") {
+		d := r.ProfileDuration
+		switch {
+		case !(d > 0) || math.IsInf(d, 1):
+			return py.UsageErrorf("argument --profile-duration: invalid value %s: seconds, greater than 0", strconv.FormatFloat(d, 'g', -1, 64))
+		case r.ProfileBatchThreshold == nil:
+			return py.UsageErrorf("--profile-duration is how long a deferred profile runs: give --profile-batch-threshold (without it, --profile covers the whole run)")
 		}
 	}
 	return nil
@@ -101,7 +214,8 @@ func (c *draft) applyRustOutputJSON() error {
 }
 
 // applyRustSteadyState maps the Rust client's steady-state options onto
-// --steady-state. The Rust client prints its block by default; stampede,
+// --steady-state (--steady-state-threshold and --steady-state-min-window,
+// given, print its block). The Rust client prints its block by default; stampede,
 // Python's drop-in, only when asked, so --no-steady-state has nothing to
 // turn off unless --steady-state or --steady-state-threshold is given too,
 // and then it wins.
@@ -111,6 +225,13 @@ func (c *draft) applyRustSteadyState() error {
 		if !(th > 0 && th <= 1) {
 			return py.UsageErrorf("argument --steady-state-threshold: invalid value %s: a fraction of --max-concurrency, greater than 0 and at most 1",
 				strconv.FormatFloat(th, 'g', -1, 64))
+		}
+		c.SteadyState = true
+	}
+	if w := c.SteadyStateMinWindow; w != nil {
+		if !(*w > 0) || math.IsInf(*w, 1) {
+			return py.UsageErrorf("argument --steady-state-min-window: invalid value %s: seconds, greater than 0",
+				strconv.FormatFloat(*w, 'g', -1, 64))
 		}
 		c.SteadyState = true
 	}
@@ -157,6 +278,52 @@ func (c *draft) checkRustSweep() error {
 	return nil
 }
 
+// applyRustSummaryPercentiles reads --sweep-summary-percentiles: the
+// sweep's table gets a column per percentile, and the percentiles join
+// the computed set (SelectedPercentiles), so each point's result JSON has
+// them too.
+func (c *draft) applyRustSummaryPercentiles() error {
+	if !c.Given("sweep-summary-percentiles") {
+		return nil
+	}
+	if !RustSweep(c.Plan) {
+		return py.UsageErrorf("--sweep-summary-percentiles adds columns to a sweep's summary: give --sweep-max-concurrency or --sweep-request-rate")
+	}
+	values, err := SweepValues("sweep-summary-percentiles", c.SweepSummaryPercentiles)
+	if err != nil {
+		return err
+	}
+	for _, v := range values {
+		p, err := py.ParseFloat(v)
+		if err != nil || !(p > 0 && p < 100) {
+			return py.UsageErrorf("argument --sweep-summary-percentiles: invalid value %q: want percentiles between 0 and 100, such as 50,90,99", v)
+		}
+		c.SummaryPercentiles = withPercentiles(c.SummaryPercentiles, []float64{p})
+	}
+	return nil
+}
+
+// withPercentiles is have followed by the values of more it lacks.
+func withPercentiles(have, more []float64) []float64 {
+	for _, p := range more {
+		if !slices.Contains(have, p) {
+			have = append(have, p)
+		}
+	}
+	return have
+}
+
+// RustSweepMetricPercentiles is the --metric-percentiles value of a Rust
+// sweep's points: the plan's computed set, --sweep-summary-percentiles
+// included, so that a point's result JSON holds its summary's columns.
+func RustSweepMetricPercentiles(p *plan.Plan) string {
+	parts := make([]string, len(p.SelectedPercentiles))
+	for i, v := range p.SelectedPercentiles {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
 // SweepValues splits a --sweep-max-concurrency or --sweep-request-rate
 // list.
 func SweepValues(flag, list string) ([]string, error) {
@@ -178,7 +345,7 @@ func RustSweep(p *plan.Plan) bool {
 
 // rustCommandFlags are the Rust client's options that turn a run into
 // another command, with their number of values.
-var rustCommandFlags = []string{"sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache", "num-runs"}
+var rustCommandFlags = []string{"sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "sweep-summary-percentiles", "reset-prefix-cache", "num-runs"}
 
 // WithoutRustCommandFlags is args without the Rust client's sweep and
 // repeat options (in any spelling argparse accepts), so the sweep's
@@ -217,7 +384,7 @@ func WithoutRustCommandFlags(args []string) ([]string, error) {
 
 // rustCommands are the Rust client's options that make the command line
 // another command: only stampede without a subcommand runs them.
-var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "reset-prefix-cache"}
+var rustCommands = []string{"compare", "dry-run", "sweep-max-concurrency", "sweep-request-rate", "sweep-num-prompts-factor", "sweep-summary-percentiles", "reset-prefix-cache"}
 
 // RefuseRustOptions is the usage error of a subcommand whose serve options
 // hold one of the Rust client's options it would ignore: the commands

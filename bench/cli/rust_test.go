@@ -67,6 +67,13 @@ func TestRustSteadyState(t *testing.T) {
 			t.Errorf("%q: steady state %v, want %v", tt.args, p.SteadyState, tt.want)
 		}
 	}
+	for _, bad := range []string{"0", "-3", "inf"} {
+		_, err := parseRust(t, "--steady-state-min-window", bad)
+		wantUsage(t, err, "--steady-state-min-window", "greater than 0")
+	}
+	if p, err := parseRust(t, "--steady-state-min-window", "30"); err != nil || !p.SteadyState || *p.SteadyStateMinWindow != 30 {
+		t.Errorf("--steady-state-min-window 30: %v", err)
+	}
 	_, err := parseRust(t, "--steady-state-threshold", "1.5")
 	wantUsage(t, err, "--steady-state-threshold", "at most 1")
 	p, err := parseRust(t, "--steady-state-threshold", "0.8")
@@ -105,6 +112,26 @@ func TestRustSweepChecks(t *testing.T) {
 		{[]string{"--prompt-token-ids", "--backend", "openai-chat"}, []string{"--prompt-token-ids", "--backend vllm or openai"}},
 		{[]string{"--prompt-token-ids", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--prompt-token-ids", "--dataset-name random"}},
 		{[]string{"--prompt-token-ids", "--random-batch-size", "2"}, []string{"--prompt-token-ids", "--random-batch-size 2"}},
+		{[]string{"--multi-turn-num-turns", "4"}, []string{"--multi-turn-num-turns", "give --multi-turn"}},
+		{[]string{"--multi-turn"}, []string{"--multi-turn", "--backend openai-chat"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-num-turns", "0"}, []string{"--multi-turn-num-turns", "1 or more"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-min-turns", "5", "--multi-turn-max-turns", "2"}, []string{"--multi-turn-min-turns 5", "--multi-turn-max-turns 2"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-concurrency", "0"}, []string{"--multi-turn-concurrency", "1 or more"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-prefix-global-ratio", "0.6", "--multi-turn-prefix-conversation-ratio", "0.4"}, []string{"sum to less than 1"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--multi-turn-prefix-global-ratio", "1"}, []string{"--multi-turn-prefix-global-ratio", "below 1"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--dataset-name", "sonnet", "--dataset-path", "x"}, []string{"--multi-turn", "not sonnet"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--dataset-name", "sharegpt", "--dataset-path", "x", "--multi-turn-prefix-global-ratio", "0.2"}, []string{"--dataset-name random"}},
+		{[]string{"--multi-turn", "--backend", "openai-chat", "--sweep-max-concurrency", "1,2"}, []string{"--multi-turn", "--sweep-max-concurrency"}},
+		{[]string{"--profile-batch-threshold", "8"}, []string{"--profile-batch-threshold", "give --profile"}},
+		{[]string{"--profile", "--profile-batch-threshold", "0"}, []string{"--profile-batch-threshold", "1 or more"}},
+		{[]string{"--profile", "--profile-duration", "3"}, []string{"--profile-duration", "--profile-batch-threshold"}},
+		{[]string{"--profile", "--profile-batch-threshold", "2", "--profile-duration", "0"}, []string{"--profile-duration", "greater than 0"}},
+		{[]string{"--sweep-summary-percentiles", "90"}, []string{"--sweep-summary-percentiles", "--sweep-max-concurrency"}},
+		{[]string{"--sweep-summary-percentiles", "90,100", "--sweep-request-rate", "1"}, []string{"--sweep-summary-percentiles", `"100"`}},
+		{[]string{"--speed-bench-max-input-len", "0", "--dataset-name", "speed_bench"}, []string{"--speed-bench-max-input-len", "1 or more"}},
+		{[]string{"--speed-bench-max-input-len", "10"}, []string{"--speed-bench-max-input-len", "--dataset-name speed_bench"}},
+		{[]string{"--hf-text-column", "text"}, []string{"--hf-text-column", "--dataset-name hf"}},
+		{[]string{"--hf-text-column", "", "--dataset-name", "hf", "--dataset-path", "x/y"}, []string{"--hf-text-column", "column"}},
 	} {
 		_, err := parseRust(t, tt.args...)
 		wantUsage(t, err, tt.parts...)
@@ -116,22 +143,14 @@ func TestRustSweepChecks(t *testing.T) {
 	if !RustSweep(p) {
 		t.Error("RustSweep false for a sweep")
 	}
-}
-
-// TestRustUnbuiltRefused: an option whose meaning is not built is never
-// ignored: it is a usage error naming it.
-func TestRustUnbuiltRefused(t *testing.T) {
-	table := newActionTable(newFlagParser(&Flags{}, testBackends))
-	for _, name := range rustUnbuilt {
-		args := append([]string{"--" + name}, rustSample(t, table, "--"+name)...)
-		_, err := parseRust(t, args...)
-		wantUsage(t, err, "--"+name, "not supported yet")
+	// --sweep-summary-percentiles joins the computed set, once each.
+	p, err = parseRust(t, "--sweep-request-rate", "1", "--metric-percentiles", "50,99", "--sweep-summary-percentiles", "90,99,90")
+	if err != nil {
+		t.Fatal(err)
 	}
-	readme := notSupportedSection(t)
-	for _, name := range rustUnbuilt {
-		if !strings.Contains(readme, "`--"+name) {
-			t.Errorf("--%s is refused but docs/cli.md's \"Not supported yet\" does not name it", name)
-		}
+	if !slices.Equal(p.SummaryPercentiles, []float64{90, 99}) || !slices.Equal(p.SelectedPercentiles, []float64{50, 99, 90}) ||
+		RustSweepMetricPercentiles(p) != "50,99,90" {
+		t.Errorf("summary %v selected %v", p.SummaryPercentiles, p.SelectedPercentiles)
 	}
 }
 

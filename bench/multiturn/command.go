@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/datasets"
 )
 
 // Command runs `stampede multiturn` once its flags are parsed: read the
@@ -18,7 +19,18 @@ func Command(ctx context.Context, opts *Options, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ep, err := endpoint.Open(ctx, opts.Serve, stdout, stderr, NeedsTokenizer(opts, in))
+	return drive(ctx, opts, NeedsTokenizer(opts, in), func(datasets.Tokenizer) (*Input, error) { return in, nil }, stdout, stderr)
+}
+
+// drive is a run from its input on: the endpoint (with a tokenizer when
+// withTokenizer), the input made with it, the plan, the conversations,
+// the block and the files.
+func drive(ctx context.Context, opts *Options, withTokenizer bool, input func(datasets.Tokenizer) (*Input, error), stdout, stderr io.Writer) error {
+	ep, err := endpoint.Open(ctx, opts.Serve, stdout, stderr, withTokenizer)
+	if err != nil {
+		return err
+	}
+	in, err := input(ep.Tokenizer())
 	if err != nil {
 		return err
 	}

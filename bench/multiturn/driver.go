@@ -282,6 +282,9 @@ func (d *driver) request(si int) ([]byte, error) {
 	s := &d.sessions[si]
 	u, _, _ := s.conv.turnAt(s.next)
 	msgs := append(s.history[:len(s.history):len(s.history)], s.conv.Messages[u])
+	if d.opts.NoHistory {
+		msgs = msgs[len(msgs)-1:]
+	}
 	body := chatBody{Model: d.plan.Model, Messages: msgs, Stream: true, StreamOptions: &streamOptions{IncludeUsage: true}}
 	if mt := d.plan.MaxTokens[si][s.next]; mt >= 0 {
 		body.MaxTokens = &mt

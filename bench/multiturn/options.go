@@ -33,6 +33,9 @@ type Options struct {
 	// IgnoreEOS is serve's --ignore-eos as given (serve forces it on for
 	// its random dataset, which multiturn does not use).
 	IgnoreEOS bool
+	// NoHistory sends each turn's question alone, without the messages
+	// before it (the Rust client's prefix-sharing turns).
+	NoHistory bool
 	Serve     *plan.Plan
 }
 

@@ -84,8 +84,13 @@ type Plan struct {
 	// (--percentile-metrics split at commas, or the task's default);
 	// unknown names are kept and ignored when printing, as in Python.
 	SelectedPercentileMetrics []string
-	// SelectedPercentiles are --metric-percentiles as numbers.
+	// SelectedPercentiles are --metric-percentiles as numbers, followed by
+	// those of SummaryPercentiles it lacks.
 	SelectedPercentiles []float64
+	// SummaryPercentiles are the Rust client's --sweep-summary-percentiles
+	// as numbers: the sweep's table gets a TTFT, TPOT and E2EL column for
+	// each; nil without the option.
+	SummaryPercentiles []float64
 	// GoodputSLOs are the --goodput objectives in order; empty without it.
 	GoodputSLOs []GoodputSLO
 	// TimelineITLThresholdsMs are the two --timeline-itl-thresholds when

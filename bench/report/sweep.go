@@ -59,7 +59,10 @@ type SweepRow struct {
 type SweepResult struct {
 	Axes    []SweepAxis `json:"axes"`
 	NumRuns int         `json:"num_runs"`
-	Rows    []SweepRow  `json:"rows"`
+	// SummaryPercentiles are --sweep-summary-percentiles: the table's
+	// extra columns, after the headline figures.
+	SummaryPercentiles []float64  `json:"summary_percentiles,omitempty"`
+	Rows               []SweepRow `json:"rows"`
 }
 
 // PointMetrics are the headline figures of one run: the columns of a
@@ -84,6 +87,36 @@ type PointMetrics struct {
 	// Attainment is the share of all requests (failures included) that
 	// met every --goodput SLO; null without --goodput.
 	Attainment *float64 `json:"slo_attainment"`
+	// Extra are the Rust client's --sweep-summary-percentiles figures, by
+	// ExtraKey ("p90_ttft_ms"); absent without the option.
+	Extra map[string]float64 `json:"extra_percentiles,omitempty"`
+}
+
+// ExtraMetrics are the latencies --sweep-summary-percentiles adds a
+// column of per percentile, in column order.
+var ExtraMetrics = []string{"ttft", "tpot", "e2el"}
+
+// ExtraKey names one --sweep-summary-percentiles figure: "p90_ttft_ms",
+// with the percentile written as Python's result JSON writes its keys.
+func ExtraKey(metric string, p float64) string {
+	return "p" + pyout.PercentileWord(p) + "_" + metric + "_ms"
+}
+
+// extraFigures are the table's --sweep-summary-percentiles columns.
+func extraFigures(ps []float64) []pointFigure {
+	var out []pointFigure
+	for _, p := range ps {
+		for _, m := range ExtraMetrics {
+			key := ExtraKey(m, p)
+			out = append(out, pointFigure{strings.ToUpper(m) + " p" + pyout.PercentileWord(p), key, func(pm *PointMetrics) float64 {
+				if v, ok := pm.Extra[key]; ok {
+					return v
+				}
+				return math.NaN()
+			}})
+		}
+	}
+	return out
 }
 
 // pointFigure names one PointMetrics figure for tables and summaries.
@@ -139,6 +172,12 @@ func MeanPoint(runs []PointMetrics) PointMetrics {
 		}
 		good += orNaN(r.RequestGoodput) / n
 		att += orNaN(r.Attainment) / n
+		for k, v := range r.Extra {
+			if m.Extra == nil {
+				m.Extra = map[string]float64{}
+			}
+			m.Extra[k] += v / n
+		}
 	}
 	m.Completed /= len(runs)
 	m.Failed /= len(runs)
@@ -266,6 +305,7 @@ func WriteFileAtomic(path string, b []byte) error {
 // records is the table: a header, then one record per row. forPeople
 // selects the short column names and two decimals.
 func (r *SweepResult) records(forPeople bool) [][]string {
+	figures := append(append([]pointFigure(nil), pointFigures...), extraFigures(r.SummaryPercentiles)...)
 	var head []string
 	for _, a := range r.Axes {
 		head = append(head, a.Flag)
@@ -273,7 +313,7 @@ func (r *SweepResult) records(forPeople bool) [][]string {
 	if r.NumRuns > 1 {
 		head = append(head, "runs")
 	}
-	for _, f := range pointFigures {
+	for _, f := range figures {
 		if forPeople {
 			head = append(head, f.name)
 		} else {
@@ -289,7 +329,7 @@ func (r *SweepResult) records(forPeople bool) [][]string {
 		if r.NumRuns > 1 {
 			rec = append(rec, strconv.Itoa(len(row.Runs)))
 		}
-		for _, f := range pointFigures {
+		for _, f := range figures {
 			v := f.get(&row.Metrics)
 			switch {
 			case math.IsNaN(v) && forPeople:

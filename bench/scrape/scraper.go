@@ -241,21 +241,26 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 }
 
 func (s *Scraper) get(ctx context.Context) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	return fetch(ctx, s.client, s.url, s.headers)
+}
+
+// fetch is one GET of a /metrics url, parsed.
+func fetch(ctx context.Context, client *http.Client, url string, headers []plan.Header) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return answer{}, err
 	}
 	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1")
-	for _, h := range s.headers {
+	for _, h := range headers {
 		req.Header.Set(h.Key, h.Value)
 	}
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return answer{}, fmt.Errorf("%s: HTTP %s", s.url, resp.Status)
+		return answer{}, fmt.Errorf("%s: HTTP %s", url, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxScrapeBytes))
 	if err != nil {
@@ -263,7 +268,7 @@ func (s *Scraper) get(ctx context.Context) (answer, error) {
 	}
 	a, err := parseServerMetrics(body, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return answer{}, fmt.Errorf("%s: %w", s.url, err)
+		return answer{}, fmt.Errorf("%s: %w", url, err)
 	}
 	return a, nil
 }

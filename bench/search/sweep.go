@@ -13,9 +13,11 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/internal/py"
+	"github.com/stampede-bench/stampede/metrics"
 )
 
 // A sweep is a grid of normal runs: `stampede sweep [serve flags] --sweep
@@ -63,6 +65,9 @@ type SweepOptions struct {
 	// BeforePoint, when set, runs before each run of the grid (the Rust
 	// client's --reset-prefix-cache); an error stops the sweep.
 	BeforePoint func(ctx context.Context, cfg *plan.Plan) error
+	// SummaryPercentiles add a TTFT, TPOT and E2EL column per percentile
+	// to the summary (the Rust client's --sweep-summary-percentiles).
+	SummaryPercentiles []float64
 	// Run makes each run of the grid.
 	Run RunFunc
 }
@@ -145,7 +150,7 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 	if err != nil {
 		return nil, err
 	}
-	res := &report.SweepResult{Axes: o.Axes, NumRuns: o.NumRuns}
+	res := &report.SweepResult{Axes: o.Axes, NumRuns: o.NumRuns, SummaryPercentiles: o.SummaryPercentiles}
 	done := map[string]report.SweepRow{}
 	if o.Resume {
 		prev, err := report.LoadSweep(filepath.Join(dir, report.SweepFileJSON))
@@ -191,6 +196,9 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 				break
 			}
 			pm, err := out.Point()
+			if err == nil {
+				err = addSummaryPercentiles(&pm, out, o.SummaryPercentiles)
+			}
 			if err != nil {
 				return res, err
 			}
@@ -220,4 +228,29 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 		}
 	}
 	return res, ctx.Err()
+}
+
+// addSummaryPercentiles puts the run's TTFT, TPOT and E2EL at each of ps
+// into pm.Extra, computed with Python's formulas as the headline figures
+// are.
+func addSummaryPercentiles(pm *report.PointMetrics, out *outcome.Outcome, ps []float64) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	opts := out.Options
+	opts.Percentiles = ps
+	s, err := metrics.Compute(out.Data, opts)
+	if err != nil {
+		return err
+	}
+	pm.Extra = map[string]float64{}
+	for _, m := range []struct {
+		name string
+		st   *metrics.Stats
+	}{{"ttft", &s.TTFT}, {"tpot", &s.TPOT}, {"e2el", &s.E2EL}} {
+		for _, p := range m.st.Percentiles {
+			pm.Extra[report.ExtraKey(m.name, p.P)] = p.ValueMs
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/multiturn"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/search"
 	"github.com/stampede-bench/stampede/datasets"
@@ -17,8 +18,8 @@ import (
 
 // The Rust client vllm-bench turns a serve command line into another
 // command with a flag (--compare, --dry-run, --sweep-max-concurrency,
-// --sweep-request-rate); runRustCommand dispatches those to stampede's
-// own commands. args is the serve command line as given, cfg its plan.
+// --sweep-request-rate, --multi-turn); runRustCommand dispatches those to
+// stampede's own commands. args is the serve command line as given, cfg its plan.
 // handled is false for a plain run.
 func runRustCommand(ctx context.Context, args []string, cfg *plan.Plan, stdout, stderr io.Writer) (code int, handled bool) {
 	switch {
@@ -28,6 +29,8 @@ func runRustCommand(ctx context.Context, args []string, cfg *plan.Plan, stdout, 
 		return runDryRun(ctx, cfg, stdout, stderr), true
 	case cli.RustSweep(cfg):
 		return runRustSweep(ctx, args, cfg, stdout, stderr), true
+	case cfg.MultiTurn:
+		return exitCode(ctx, multiturn.RustCommand(ctx, cfg, stdout, stderr), stderr), true
 	case cfg.ResetPrefixCache:
 		// Outside a sweep, the one run starts cold.
 		if err := resetPrefixCache(ctx, cfg); err != nil {
@@ -45,7 +48,10 @@ func runRustSweep(ctx context.Context, args []string, cfg *plan.Plan, stdout, st
 	if err != nil {
 		return failed(stderr, err)
 	}
-	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: cfg.NumRuns}
+	if cfg.SummaryPercentiles != nil {
+		rest = append(rest, "--metric-percentiles", cli.RustSweepMetricPercentiles(cfg))
+	}
+	opts := search.SweepOptions{Run: bench.RunOnce, Args: rest, NumRuns: cfg.NumRuns, SummaryPercentiles: cfg.SummaryPercentiles}
 	for _, ax := range []struct{ rust, flag, list string }{
 		{"sweep-max-concurrency", "max-concurrency", cfg.SweepMaxConcurrency},
 		{"sweep-request-rate", "request-rate", cfg.SweepRequestRate},

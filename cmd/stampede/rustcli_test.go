@@ -37,12 +37,28 @@ func TestRustClientCommands(t *testing.T) {
 
 	t.Run("sweep", func(t *testing.T) {
 		code, out, errs := runArgs(append(base, "--result-dir", dir, "--sweep-max-c", "1,4",
-			"--sweep-num-prompts-factor", "3", "--reset-prefix-cache")...)
+			"--sweep-num-prompts-factor", "3", "--reset-prefix-cache", "--sweep-summary-percentiles", "90,99.9")...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 		if !strings.Contains(out, "max-concurrency") || strings.Count(errs, "Sweep point") != 2 {
 			t.Errorf("stdout %q; want the summary table of two points", out)
+		}
+		// --sweep-summary-percentiles: a column per latency and percentile,
+		// and the percentiles in each point's result JSON beside p99.
+		for _, col := range []string{"TTFT p90", "TPOT p90", "E2EL p90", "TTFT p99.9", "E2EL p99.9"} {
+			if !strings.Contains(out, col) {
+				t.Errorf("summary lacks column %q:\n%s", col, out)
+			}
+		}
+		var point map[string]any
+		if data, err := os.ReadFile(filepath.Join(dir, "sweep-max-concurrency=4.json")); err != nil || json.Unmarshal(data, &point) != nil {
+			t.Fatalf("point result: %v", err)
+		}
+		for _, key := range []string{"p99_ttft_ms", "p90_ttft_ms", "p99.9_tpot_ms", "p90_itl_ms"} {
+			if _, ok := point[key]; !ok {
+				t.Errorf("point result JSON lacks %s", key)
+			}
 		}
 		// --sweep-num-prompts-factor: concurrency x 3 prompts per point.
 		for file, want := range map[string]float64{"sweep-max-concurrency=1.json": 3, "sweep-max-concurrency=4.json": 12} {
@@ -99,10 +115,78 @@ func TestRustClientCommands(t *testing.T) {
 		}
 	})
 
-	t.Run("not built", func(t *testing.T) {
-		code, _, errs := runArgs(append(base, "--multi-turn")...)
-		if code != exitUsage || !strings.Contains(errs, "--multi-turn") || !strings.Contains(errs, "not supported yet") {
-			t.Errorf("exit %d, stderr %q", code, errs)
+	t.Run("deferred profile", func(t *testing.T) {
+		slow, err := mock.Start(mock.Config{Host: "127.0.0.1", Tokenizer: tok, TTFT: time.Millisecond, ITL: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slow.Close()
+		args := append(append([]string(nil), base...), "--num-prompts", "16", "--max-concurrency", "4", "--random-output-len", "16",
+			"--profile", "--profile-duration", "0.3")
+		args[3] = "http://" + slow.Addr()
+		code, out, errs := runArgs(append(args, "--profile-batch-threshold", "4")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		// The profile starts once the mock's /metrics shows 4 running and
+		// stops after 0.3 s, inside the run: before the result block.
+		at := func(s string) int { return strings.Index(out, s) }
+		if d, st, sp, blk := at("Profiler deferred"), at("Profiler started"), at("Profiler stopped"), at("Serving Benchmark Result"); d < 0 || st < d || sp < st || blk < sp {
+			t.Errorf("stdout order deferred %d started %d stopped %d block %d:\n%s", d, st, sp, blk, out)
+		}
+		code, out, errs = runArgs(append(args, "--profile-batch-threshold", "50")...)
+		if code != 0 || strings.Contains(out, "Starting profiler") || !strings.Contains(errs, "--profile-batch-threshold 50: no profile taken: the server's batch held at most") {
+			t.Errorf("threshold never reached: exit %d stdout %q stderr %q", code, out, errs)
+		}
+	})
+
+	t.Run("multi-turn", func(t *testing.T) {
+		chat := append(append([]string(nil), base...), "--backend", "openai-chat", "--multi-turn", "--num-prompts", "4",
+			"--multi-turn-concurrency", "2", "--save-result", "--result-dir", dir)
+		// mean_input_tokens by turn, from the saved result.
+		perTurn := func(name string) []float64 {
+			var res struct {
+				Completed int `json:"completed"`
+				PerTurn   []struct {
+					MeanInputTokens float64 `json:"mean_input_tokens"`
+				} `json:"per_turn"`
+			}
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || json.Unmarshal(data, &res) != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var in []float64
+			for _, p := range res.PerTurn {
+				in = append(in, p.MeanInputTokens)
+			}
+			return in
+		}
+		code, out, errs := runArgs(append(chat, "--multi-turn-num-turns", "3", "--per-turn-input-len", "8", "--result-filename", "mt.json")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		for _, want := range []string{"Multi-turn Serving Benchmark Result", "Conversations:                           4 ",
+			"Clients:                                 2 ", "Successful requests:                     12 "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+		// Each turn carries the history: its input grows by the last
+		// question and answer.
+		if in := perTurn("mt.json"); len(in) != 3 || !(in[1] > in[0]+4 && in[2] > in[1]+4) {
+			t.Errorf("input tokens by turn %v, want three turns, each longer than the last", in)
+		}
+		// Prefix sharing sends each turn alone: inputs stay level.
+		code, _, errs = runArgs(append(chat, "--multi-turn-num-turns", "2", "--multi-turn-prefix-global-ratio", "0.5", "--result-filename", "prefix.json")...)
+		if code != 0 {
+			t.Fatalf("prefix sharing: exit %d: %s", code, errs)
+		}
+		if in := perTurn("prefix.json"); len(in) != 2 || in[1] > in[0]+2 {
+			t.Errorf("prefix sharing: input tokens by turn %v, want two turns of the same length", in)
+		}
+		code, _, errs = runArgs(append(base, "--multi-turn")...)
+		if code != exitUsage || !strings.Contains(errs, "--backend openai-chat") {
+			t.Errorf("--multi-turn with --backend vllm: exit %d, stderr %q", code, errs)
 		}
 	})
 }
