@@ -116,7 +116,14 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		func() bool { done, _, _ := runner.Progress(); return done > 0 })
 	stopProfile := func() {}
 	if c.Profile && c.ProfileBatchThreshold != nil {
-		stopProfile = r.deferredProfile(ctx, after)
+		url := c.BaseURL + "/metrics"
+		stopProfile = scrape.DeferredProfile{
+			Client: r.server.Control(), URL: url, Headers: r.server.HeadersFor(url),
+			Threshold: *c.ProfileBatchThreshold, Duration: time.Duration(c.ProfileDuration * float64(time.Second)),
+			Start:  func(ctx context.Context) { r.server.StartProfile(ctx, r.stdout) },
+			Stop:   func(ctx context.Context) { r.server.StopProfile(ctx, r.stdout) },
+			Stdout: r.stdout, Stderr: r.stderr,
+		}.Run(ctx, after)
 	}
 	res, err := r.wait(ctx, runner, len(enc.wire))
 	stopProfile()

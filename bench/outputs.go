@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/cluster"
@@ -19,67 +18,18 @@ import (
 // the sidecar, --save-partial's partial, and stampede's own pages beside
 // the result (package bench/report draws them), whose failure only warns.
 
-// savedFiles collects what the outputs after a run wrote and what failed:
-// one file that cannot be written does not keep the others from being
-// written, and the error names those that were.
-type savedFiles struct {
-	written []string
-	errs    []error
-}
-
-// add records path as written, or err as its failure.
-func (f *savedFiles) add(path string, err error) {
-	if err != nil {
-		f.fail(err)
-		return
-	}
-	f.written = append(f.written, path)
-}
-
-func (f *savedFiles) fail(err error) { f.errs = append(f.errs, err) }
-
-// err is nil when every output was written, else the failures and the
-// files written beside them.
-func (f *savedFiles) err() error {
-	if len(f.errs) == 0 {
-		return nil
-	}
-	return &saveError{errs: f.errs, written: f.written}
-}
-
-// saveError is the failures of a run's outputs, with the files that were
-// written all the same.
-type saveError struct {
-	errs    []error
-	written []string
-}
-
-func (e *saveError) Error() string {
-	msgs := make([]string, len(e.errs))
-	for i, err := range e.errs {
-		msgs[i] = err.Error()
-	}
-	done := "no other file was written"
-	if len(e.written) > 0 {
-		done = "written: " + strings.Join(e.written, ", ")
-	}
-	return strings.Join(msgs, "; ") + " (" + done + ")"
-}
-
-func (e *saveError) Unwrap() []error { return e.errs }
-
 // saveOutputs writes every file of a finished run: the result and its side
 // files, the --save-partial partial and the --report page.
 func (r *run) saveOutputs(model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar) error {
-	files := &savedFiles{}
+	files := &report.Saved{}
 	if err := r.save(o, sidecar, files); err != nil {
-		files.fail(err)
+		files.Fail(err)
 	}
 	if r.cfg.SavePartial != "" {
-		files.add(r.cfg.SavePartial, r.savePartial(o, sidecar))
+		files.Add(r.cfg.SavePartial, r.savePartial(o, sidecar))
 	}
 	r.writeReport(model, o, sidecar, files)
-	return files.err()
+	return files.Err()
 }
 
 // save writes the result JSON with --save-result or --append-result (and
@@ -88,7 +38,7 @@ func (r *run) saveOutputs(model endpoint.Model, o *outcome.Outcome, sidecar *rep
 // files. The name is fitted to the filesystem as checkResultPath checked
 // it. It sets the outcome's ResultPath. Its error is for what stops every
 // file (the metadata, the name).
-func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFiles) error {
+func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *report.Saved) error {
 	s, d, p := o.Summary, o.Data, o.Params
 	if err := pyout.CheckMetadata(p.Metadata); err != nil {
 		return err
@@ -112,15 +62,15 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFile
 	if p.SaveResult || p.AppendResult {
 		o.ResultPath = name
 		if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
-			files.fail(fmt.Errorf("saving results to %s: %w", name, err))
+			files.Fail(fmt.Errorf("saving results to %s: %w", name, err))
 		} else {
-			files.add(name, nil)
+			files.Add(name, nil)
 		}
 		if r.cfg.SaveToPyTorchFormat {
 			r.savePyTorch(pyout.PyTorchPath(name), res, files)
 		}
 		path := report.SidecarPath(name)
-		files.add(path, report.SaveSidecar(path, sidecar, p.AppendResult))
+		files.Add(path, report.SaveSidecar(path, sidecar, p.AppendResult))
 	}
 	r.plotTimeline(name, s, d, files)
 	r.plotDatasetStats(name, s, d, files)
@@ -129,13 +79,13 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *savedFile
 
 // savePyTorch writes the PyTorch benchmark records of res to path
 // ($SAVE_TO_PYTORCH_BENCHMARK_FORMAT), when it holds any.
-func (r *run) savePyTorch(path string, res *pyout.Result, files *savedFiles) {
+func (r *run) savePyTorch(path string, res *pyout.Result, files *report.Saved) {
 	written, err := pyout.WritePyTorchBenchmark(path, r.cfg, res)
 	switch {
 	case err != nil:
-		files.fail(fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err))
+		files.Fail(fmt.Errorf("saving PyTorch benchmark records to %s: %w", path, err))
 	case written:
-		files.add(path, nil)
+		files.Add(path, nil)
 	}
 }
 
@@ -147,7 +97,7 @@ func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
 
 // plotTimeline writes the --plot-timeline page next to the result file
 // and reports where, as vLLM does; a failure only warns (spec §f).
-func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.RunData, files *savedFiles) {
+func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.RunData, files *report.Saved) {
 	c := r.cfg
 	if !c.PlotTimeline || len(c.TimelineITLThresholdsMs) != 2 {
 		return
@@ -164,13 +114,13 @@ func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.Run
 		fmt.Fprintf(r.stderr, "WARNING: timeline plot not written: %v\n", err)
 		return
 	}
-	files.add(path, nil)
+	files.Add(path, nil)
 	fmt.Fprintf(r.stdout, "Timeline plot saved to: %s\n", path)
 }
 
 // plotDatasetStats writes the --plot-dataset-stats figure next to the
 // result file and reports where, as vLLM does; a failure only warns.
-func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics.RunData, files *savedFiles) {
+func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics.RunData, files *report.Saved) {
 	if !r.cfg.PlotDatasetStats {
 		return
 	}
@@ -187,7 +137,7 @@ func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics
 		fmt.Fprintf(r.stderr, "WARNING: Failed to generate dataset statistics plot: %v\n", err)
 		return
 	}
-	files.add(path, nil)
+	files.Add(path, nil)
 	fmt.Fprintf(r.stdout, "Dataset statistics plot saved to: %s\n", path)
 }
 
@@ -195,7 +145,7 @@ func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics
 // through the same JSON a saved result holds, so this page and one made
 // later by `stampede report` from the saved files agree. A failure only
 // warns, as the timeline's does.
-func (r *run) writeReport(model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar, files *savedFiles) {
+func (r *run) writeReport(model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar, files *report.Saved) {
 	path := r.cfg.Report
 	if path == "" {
 		return
@@ -204,7 +154,7 @@ func (r *run) writeReport(model endpoint.Model, o *outcome.Outcome, sidecar *rep
 		fmt.Fprintf(r.stderr, "WARNING: report not written: %v\n", err)
 		return
 	}
-	files.add(path, nil)
+	files.Add(path, nil)
 	fmt.Fprintf(r.stdout, "Report saved to: %s\n", path)
 }
 

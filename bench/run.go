@@ -3,10 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -37,23 +35,13 @@ import (
 // before the main run returns ctx's error.
 //
 // With --fail-on-error, a run in which any benchmark request failed
-// returns a *RequestsFailed once everything is printed and saved.
+// returns an *outcome.RequestsFailed once everything is printed and saved.
 func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 	o, err := RunOnce(ctx, cfg, stdout, stderr)
 	if err == nil && cfg.FailOnError && o != nil && o.Summary.Failed > 0 {
-		return &RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
+		return &outcome.RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
 	}
 	return err
-}
-
-// RequestsFailed is Run's error under --fail-on-error when benchmark
-// requests failed; the command exits with its own status for it.
-type RequestsFailed struct {
-	Failed, Requests int
-}
-
-func (e *RequestsFailed) Error() string {
-	return fmt.Sprintf("%d of %d requests failed (--fail-on-error)", e.Failed, e.Requests)
 }
 
 // RunOnce is Run returning what the run measured: the one run behind
@@ -197,7 +185,7 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		}
 	}
 	if err != nil {
-		return nil, datasetError(c.DatasetName, err, c.DatasetPath)
+		return nil, datasets.RunError(c.DatasetName, err, c.DatasetPath)
 	}
 	if len(requests) == 0 {
 		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
@@ -219,31 +207,6 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		fmt.Fprintln(r.stdout, plan.TemperatureWarning)
 	}
 	return &dataset{requests: requests, globals: globals}, nil
-}
-
-// datasetError keeps a dataset's Python exception type for the exit path;
-// a file that cannot be opened is named with the flag it came from.
-func datasetError(name string, err error, path string) error {
-	var pe *py.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	var fe *fs.PathError
-	if errors.As(err, &fe) {
-		typ, where := "OSError", fe.Path
-		if errors.Is(fe.Err, fs.ErrNotExist) {
-			typ = "FileNotFoundError"
-		}
-		if fe.Path == path {
-			where = "--dataset-path " + fe.Path
-		}
-		return &py.Error{Type: typ, Msg: fmt.Sprintf("dataset %s: %s: %v", name, where, fe.Err)}
-	}
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "dataset ") {
-		msg = fmt.Sprintf("dataset %s: %s", name, msg)
-	}
-	return &py.Error{Type: "ValueError", Msg: msg}
 }
 
 // encoded is every request's HTTP bytes, and the test request (request #0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
@@ -40,7 +41,7 @@ func TestWrongModelKeepsTheServersWords(t *testing.T) {
 	stdout, stderr, err := runAgainstMock(t, context.Background(), mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond},
 		"--model", "other-model", "--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "8", "--random-output-len", "2",
 		"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--fail-on-error")
-	var failed *RequestsFailed
+	var failed *outcome.RequestsFailed
 	if !errors.As(err, &failed) || failed.Failed != 4 || failed.Requests != 4 {
 		t.Fatalf("Run: %v, want 4 of 4 requests failed\nstderr:\n%s", err, stderr)
 	}

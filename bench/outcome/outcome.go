@@ -3,6 +3,7 @@
 package outcome
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -78,4 +79,14 @@ func DropUnsent(d *metrics.RunData) int {
 	n := len(d.Results) - len(kept)
 	d.Results = kept
 	return n
+}
+
+// RequestsFailed is a run's error under --fail-on-error when benchmark
+// requests failed; the command exits with its own status for it.
+type RequestsFailed struct {
+	Failed, Requests int
+}
+
+func (e *RequestsFailed) Error() string {
+	return fmt.Sprintf("%d of %d requests failed (--fail-on-error)", e.Failed, e.Requests)
 }

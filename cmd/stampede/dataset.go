@@ -108,14 +108,14 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // file beside it, so a failed write leaves no half file under the name.
 func writeDataset(path string, stdout io.Writer, reqs []datasets.Request) error {
 	if path == "-" {
-		return bench.WriteDatasetJSONL(stdout, reqs)
+		return datasets.WriteJSONL(stdout, reqs)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if err := bench.WriteDatasetJSONL(f, reqs); err != nil {
+	if err := datasets.WriteJSONL(f, reqs); err != nil {
 		f.Close()
 		return err
 	}

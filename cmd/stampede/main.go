@@ -27,6 +27,7 @@ import (
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/search"
@@ -241,7 +242,7 @@ func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) in
 		}
 		return exitSignal + int(intr.sig)
 	}
-	var requestsFailed *bench.RequestsFailed
+	var requestsFailed *outcome.RequestsFailed
 	if errors.As(err, &requestsFailed) {
 		fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, requestsFailed)
 		return exitRequestsFailed

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/internal/py"
@@ -236,7 +236,7 @@ func TestFailOnErrorExitStatus(t *testing.T) {
 		if !cfg.FailOnError {
 			t.Errorf("--fail-on-error did not reach the plan")
 		}
-		return &bench.RequestsFailed{Failed: 2, Requests: 5}
+		return &outcome.RequestsFailed{Failed: 2, Requests: 5}
 	}
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"serve", "--fail-on-error", "--base-url", "http://h:1"}, io.Discard, &stderr); code != 3 {
