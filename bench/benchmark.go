@@ -55,6 +55,8 @@ type measurement struct {
 	res           *engine.Result
 	params        *pyout.ReportParams
 	serverMetrics *report.ServerMetrics
+	// serverSpans is --otlp-receiver's join; nil without it.
+	serverSpans *report.ServerSpans
 }
 
 // measure starts the profiler, prints the banner, reads the server's
@@ -102,11 +104,18 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := checkArrivals(c); err != nil {
 		return nil, err
 	}
+	receiver, err := r.startSpans(len(enc.wire))
+	if err != nil {
+		return nil, err
+	}
 	scraper := scrape.Start(ctx, scrape.Target{URL: c.ServerMetricsURL(), Interval: c.ScrapeInterval(),
 		Client: r.server.Control(), Headers: r.server.ScrapeHeaders()}, r.stderr)
 	runner, err := engine.Start(ctx, ec)
 	if err != nil {
 		scraper.Abort()
+		if receiver != nil {
+			receiver.Close()
+		}
 		return nil, err
 	}
 	res, err := r.wait(ctx, runner, len(enc.wire))
@@ -118,6 +127,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		reportInterrupt(r.stderr, res)
 	}
 	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
+	m.serverSpans = r.joinSpans(after, receiver, res, ds)
 	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL)); ok && beforeOK {
 		if sd := metrics.SpecDecodeDelta(before.Spec, after.Spec); sd != nil {
 			params.SpecDecode = sd

@@ -48,6 +48,8 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	sidecar.ServerMetrics = m.serverMetrics
 	report.WriteServerVsClient(r.stdout, m.serverMetrics)
 	report.WriteHealth(r.stderr, res)
+	sidecar.ServerSpans = m.serverSpans
+	writeSpansLine(r.stderr, m.serverSpans)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
 	r.serverSaid(sidecar, o, ds)
 	return sidecar, nil

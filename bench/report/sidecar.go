@@ -42,6 +42,9 @@ type Sidecar struct {
 	// Usage sets the server's output token counts beside Python's
 	// (serversaid.go); null when the server sent none.
 	Usage *SidecarUsage `json:"usage"`
+	// ServerSpans is --otlp-receiver's join of the server's trace spans
+	// (serverspans.go); absent without it.
+	ServerSpans *ServerSpans `json:"server_spans,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,
