@@ -38,3 +38,54 @@ func TraceParent(requestID string) string {
 	b = append(b, "-01"...)
 	return string(b)
 }
+
+// ParseTraceParent reads the trace id of a W3C traceparent value as a
+// server receives it: "VV-<32 hex>-<16 hex>-<2 hex>", a version other than
+// ff, lower-case hex, a trace id and parent id not all zero. A future
+// version may append fields after the flags ("-..."), which are ignored.
+// ok is false for anything else, as the W3C rules say a receiver must
+// then start a new trace.
+func ParseTraceParent(v []byte) (id [16]byte, ok bool) {
+	if len(v) < TraceParentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' ||
+		(len(v) > TraceParentLen && v[55] != '-') {
+		return id, false
+	}
+	var version [1]byte
+	var parent [8]byte
+	var flags [1]byte
+	if !lowerHex(version[:], v[0:2]) || version[0] == 0xff || !lowerHex(id[:], v[3:35]) ||
+		!lowerHex(parent[:], v[36:52]) || !lowerHex(flags[:], v[53:55]) {
+		return id, false
+	}
+	if version[0] == 0 && len(v) != TraceParentLen {
+		return id, false
+	}
+	if id == ([16]byte{}) || parent == ([8]byte{}) {
+		return id, false
+	}
+	return id, true
+}
+
+// lowerHex decodes src, lower-case hex only, into dst (len(src) = 2
+// len(dst)).
+func lowerHex(dst, src []byte) bool {
+	for i := range dst {
+		hi, ok1 := hexNibble(src[2*i])
+		lo, ok2 := hexNibble(src[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexNibble(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
