@@ -154,7 +154,7 @@ func NewServerSpans(requests int, joined []ServerSpanRequest, recv ServerSpansRe
 	s := &ServerSpans{
 		Requests: requests, Joined: len(joined), Unjoined: requests - len(joined),
 		ByRequestID: byRequestID, UnmatchedSpans: unmatched, DuplicateSpans: duplicates,
-		Receiver: recv, TTFTCorrelation: []PhaseCorrelation{},
+		Receiver: recv, TTFTCorrelation: []PhaseCorrelation{}, Slowest: SlowestShare{Phases: []PhaseShare{}},
 	}
 	s.Summary = fmt.Sprintf("%s of %s requests joined", thousands(len(joined)), thousands(requests))
 	s.Why = unjoinedWhy(s)

@@ -18,6 +18,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -105,13 +106,20 @@ func newSpanExporter(endpoint, protocol string, delay time.Duration, clock *mono
 		if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
 			target = u.Host
 		}
-		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		// A collector that is not up yet (a benchmark client starts its
+		// receiver after its ready check) is retried within a second, and
+		// an export waits for it rather than failing at once.
+		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+				MinConnectTimeout: time.Second,
+			}))
 		if err != nil {
 			return nil, fmt.Errorf("--otlp-traces-endpoint %s: %w", endpoint, err)
 		}
 		client := collectortrace.NewTraceServiceClient(conn)
 		e.send = func(ctx context.Context, body *collectortrace.ExportTraceServiceRequest) error {
-			_, err := client.Export(ctx, body)
+			_, err := client.Export(ctx, body, grpc.WaitForReady(true))
 			return err
 		}
 		e.close = func() { _ = conn.Close() }
