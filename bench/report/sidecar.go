@@ -45,6 +45,9 @@ type Sidecar struct {
 	// ServerSpans is --otlp-receiver's join of the server's trace spans
 	// (serverspans.go); absent without it.
 	ServerSpans *ServerSpans `json:"server_spans,omitempty"`
+	// FirstTokens is TTFO and TTST (firsttokens.go); null when no request
+	// succeeded.
+	FirstTokens *SidecarFirstTokens `json:"first_tokens"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,
