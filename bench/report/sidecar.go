@@ -48,6 +48,9 @@ type Sidecar struct {
 	// FirstTokens is TTFO and TTST (firsttokens.go); null when no request
 	// succeeded.
 	FirstTokens *SidecarFirstTokens `json:"first_tokens"`
+	// NetworkRTT is the connections' kernel round-trip times
+	// (networkrtt.go); null when none reported one.
+	NetworkRTT *SidecarNetworkRTT `json:"network_rtt"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,
