@@ -60,8 +60,8 @@ func writeSpansLine(w io.Writer, s *report.ServerSpans) {
 		return
 	}
 	rc := s.Receiver
-	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), receiver busy %.3f s (%.1f µs/span), waited %.1f s after the run\n",
-		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.BusyS, rc.BusyPerSpanUs, rc.WaitedS)
+	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), receiver busy %.3f s (%.1f µs/span), holding %.1f MB, waited %.1f s after the run\n",
+		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.BusyS, rc.BusyPerSpanUs, float64(rc.HeldBytes)/1e6, rc.WaitedS)
 	if s.Why != "" {
 		fmt.Fprintf(w, "Server spans: %d requests unjoined: %s\n", s.Unjoined, s.Why)
 	}

@@ -69,7 +69,9 @@ type ServerSpansReceiver struct {
 	BusyS     float64 `json:"busy_s"`
 	// BusyPerSpanUs is BusyS per span received, in microseconds.
 	BusyPerSpanUs float64 `json:"busy_per_span_us"`
-	WaitedS       float64 `json:"waited_after_run_s"`
+	// HeldBytes is the memory the kept spans held.
+	HeldBytes int64   `json:"held_bytes"`
+	WaitedS   float64 `json:"waited_after_run_s"`
 }
 
 // ServerSpanPhases holds one summary per phase, in the order of the

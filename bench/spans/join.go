@@ -58,7 +58,7 @@ func Join(results []metrics.RequestResult, requestIDs []string, c Collected, add
 	cnt := c.Counts
 	recv := report.ServerSpansReceiver{
 		Address: addr, Exports: cnt.Exports, Malformed: cnt.Malformed, Spans: cnt.Spans, Other: cnt.Other, Dropped: cnt.Dropped,
-		BusyS: float64(cnt.BusyNs) / 1e9, WaitedS: c.Waited.Seconds(),
+		BusyS: float64(cnt.BusyNs) / 1e9, WaitedS: c.Waited.Seconds(), HeldBytes: cnt.HeldBytes,
 	}
 	return report.NewServerSpans(requests, joined, recv, byRequestID, unmatched, duplicates, percentiles, detailed)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -46,6 +47,9 @@ type Counts struct {
 	// BusyNs is the time spent decoding and keeping spans, summed over
 	// the receiver's goroutines: its CPU cost, off the shards.
 	BusyNs int64 `json:"busy_ns"`
+	// HeldBytes is what the kept spans hold: their structs and request
+	// ids (the decoded exports are garbage once kept).
+	HeldBytes int64 `json:"held_bytes"`
 }
 
 // Receiver accepts OTLP trace exports on one address: OTLP/HTTP protobuf
@@ -239,6 +243,10 @@ wait:
 	r.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.counts.HeldBytes = int64(cap(r.spans)) * int64(unsafe.Sizeof(Span{}))
+	for i := range r.spans {
+		r.counts.HeldBytes += int64(len(r.spans[i].RequestID))
+	}
 	return Collected{Spans: r.spans, Counts: r.counts, Waited: waited}
 }
 
