@@ -58,6 +58,8 @@ type measurement struct {
 	// prefixCache is the server's prefix-cache counters over the run; nil
 	// when it exports none.
 	prefixCache *report.PrefixCache
+	// serverSpans is --otlp-receiver's join; nil without it.
+	serverSpans *report.ServerSpans
 }
 
 // measure starts the profiler, prints the banner, reads the server's
@@ -105,11 +107,18 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := checkArrivals(c); err != nil {
 		return nil, err
 	}
+	receiver, err := r.startSpans(len(enc.wire))
+	if err != nil {
+		return nil, err
+	}
 	scraper := scrape.Start(ctx, scrape.Target{URL: c.ServerMetricsURL(), Interval: c.ScrapeInterval(),
 		Client: r.server.Control(), Headers: r.server.ScrapeHeaders()}, r.stderr)
 	runner, err := engine.Start(ctx, ec)
 	if err != nil {
 		scraper.Abort()
+		if receiver != nil {
+			receiver.Close()
+		}
 		return nil, err
 	}
 	first := scrape.ReadAtFirstAnswer(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL), before,
@@ -136,6 +145,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		reportInterrupt(r.stderr, res)
 	}
 	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
+	m.serverSpans = r.joinSpans(after, receiver, res, ds)
 	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL)); ok && beforeOK {
 		m.prefixCache = scrape.PrefixCacheOfRun(before, atFirst, firstOK, after, c.ColdPrefixCache || c.ResetPrefixCache)
 		if sd := metrics.SpecDecodeDelta(before.Spec, after.Spec); sd != nil {

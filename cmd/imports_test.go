@@ -115,7 +115,7 @@ var importRules = []importRule{
 	// The run and its rooms.
 	{pkg: "bench",
 		may: []string{"bench/plan", "bench/backend", "bench/endpoint", "bench/cluster", "bench/scrape",
-			"bench/outcome", "bench/progress", "bench/pyout", "bench/report",
+			"bench/outcome", "bench/progress", "bench/pyout", "bench/report", "bench/spans",
 			"datasets/...", "engine", "httpwire", "sse", "metrics"},
 		// Its clients' end-to-end tests drive the real Run, so they live here.
 		tests:   append([]string{"bench/search", "bench/multiturn", "bench/pyout/pyouttest", "bench/report/reporttest"}, benchTests...),
@@ -146,6 +146,10 @@ var importRules = []importRule{
 		may:   []string{"bench/plan", "bench/report", "engine", "metrics"},
 		tests: benchTests,
 		why:   "the server's /metrics scraper imports neither its parent bench nor shard"},
+	{pkg: "bench/spans",
+		may:   []string{"bench/report", "httpwire", "metrics"},
+		tests: benchTests,
+		why:   "the OTLP trace receiver and the join of the server's spans to requests may use the network (net/http, gRPC) on its own goroutines; it never runs on a shard (no engine or shard) and does not import its parent bench"},
 	{pkg: "bench/search",
 		may:     []string{"bench/plan", "bench/cli", "bench/backend", "bench/outcome", "bench/pyout", "bench/report", "metrics"},
 		tests:   benchTests,

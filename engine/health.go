@@ -25,6 +25,9 @@ const (
 // ShardHealth is one shard's account of itself (or the TLS fallback
 // transport's, as one entry), read after the run.
 type ShardHealth struct {
+	// RTTs holds each connection's kernel round-trip times (TCP_INFO),
+	// read once when it closed.
+	RTTs        []ConnRTT
 	CPU         int
 	CPUTime     time.Duration // user+system time of the loop's thread
 	Preempted   int64         // times another thread took the loop's CPU
@@ -98,9 +101,17 @@ type WarmStats struct {
 	Longest time.Duration // longest handshake
 }
 
+// ConnRTT is one connection's TCP_INFO round-trip times in µs: the
+// smoothed estimate (tcpi_rtt) and the minimum (tcpi_min_rtt).
+type ConnRTT struct{ RTTUs, MinRTTUs uint32 }
+
 // shardHealth publishes h.
 func shardHealth(h shard.Health) ShardHealth {
-	return ShardHealth{
+	rtts := make([]ConnRTT, len(h.RTTs))
+	for i, r := range h.RTTs {
+		rtts[i] = ConnRTT(r)
+	}
+	return ShardHealth{RTTs: rtts,
 		CPU: h.CPU, CPUTime: h.CPUTime, Preempted: h.Preempted, LongestTurn: h.LongestTurn,
 		Waits: h.Waits, Events: h.Events, Naps: h.Naps, Reads: h.Reads, RingReads: h.RingReads,
 		StampedReads: h.StampedReads, Connections: h.Connections, PinError: h.PinError,

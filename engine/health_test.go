@@ -38,6 +38,12 @@ func fill(t *testing.T, v reflect.Value) {
 		switch f.Kind() {
 		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(i + 1))
+		case reflect.Uint32:
+			f.SetUint(uint64(i + 1))
+		case reflect.Slice:
+			// One element of its own, filled in turn.
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+			fill(t, f.Index(0))
 		case reflect.String:
 			f.SetString(v.Type().Field(i).Name)
 		case reflect.Bool:
@@ -52,6 +58,13 @@ func fill(t *testing.T, v reflect.Value) {
 
 // flatten is v's fields in order, so that structs of two types compare.
 func flatten(v reflect.Value) []any {
+	if v.Kind() == reflect.Slice {
+		var out []any
+		for i := range v.Len() {
+			out = append(out, flatten(v.Index(i))...)
+		}
+		return out
+	}
 	if v.Kind() != reflect.Struct {
 		return []any{v.Interface()}
 	}

@@ -70,7 +70,14 @@ type Config struct {
 }
 
 // Health is a shard's account of itself, read after Run returns.
+// ConnRTT is one connection's TCP_INFO round-trip times in µs: the
+// smoothed estimate and the minimum the kernel saw.
+type ConnRTT struct{ RTTUs, MinRTTUs uint32 }
+
 type Health struct {
+	// RTTs holds each connection's kernel round-trip times, read once
+	// when it closed.
+	RTTs        []ConnRTT
 	CPU         int
 	CPUTime     time.Duration // user+system time of the loop's thread
 	Preempted   int64         // times another thread took the loop's CPU
@@ -1091,6 +1098,13 @@ func (s *Shard) closeConn(c *conn) {
 		return
 	}
 	if c.fd >= 0 {
+		if c.state != connConnecting {
+			// Once per connection, as it closes (every open one closes at
+			// the end of the run): never per token.
+			if rtt, minRTT, ok := connRTT(c.fd); ok {
+				s.health.RTTs = append(s.health.RTTs, ConnRTT{RTTUs: rtt, MinRTTUs: minRTT})
+			}
+		}
 		s.conns[c.fd] = nil
 		if c.ur {
 			s.ur.cancel(c.ringTag())

@@ -309,6 +309,17 @@ func unackedBytes(fd int) (n uint32, ok bool) {
 	return uint32(v), true
 }
 
+// connRTT is the kernel's smoothed and minimum round-trip times of fd
+// (TCP_INFO's tcpi_rtt and tcpi_min_rtt, µs); ok is false when it has
+// none (the socket never exchanged a segment).
+func connRTT(fd int) (rttUs, minRTTUs uint32, ok bool) {
+	info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil || info.Rtt == 0 {
+		return 0, 0, false
+	}
+	return info.Rtt, info.Min_rtt, true
+}
+
 // enableRxTimestamps asks for software receive timestamps on fd. Failure
 // is not fatal: reads then carry no stamp and the reader falls back to its
 // own clock.

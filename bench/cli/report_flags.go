@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"math"
+	"net"
 	"strings"
 
 	"github.com/stampede-bench/stampede/bench/plan"
@@ -18,6 +19,7 @@ type ReportFlags struct {
 	ServerMetricsHeader   []string `long:"server-metrics-header" nargs:"*" value-name:"KEY=VALUE" description:"HTTP headers for the --server-metrics scrapes only. --header, $OPENAI_API_KEY and --base-url's user:password go to the base URL's scheme, host and port alone; a --server-metrics URL elsewhere gets these headers and its own user:password@ instead."`
 	ColdPrefixCache       bool     `long:"cold-prefix-cache" description:"After the warm-up, just before the clock starts, empty the server's prefix cache (POST <base-url>/reset_prefix_cache; vLLM serves it with VLLM_SERVER_DEV_MODE=1); the run stops with an error when the server does not offer it."`
 	Report                string   `long:"report" value-name:"FILE.html" description:"Write a self-contained HTML report of the run (distributions, throughput over time, timeline, server metrics)."`
+	OTLPReceiver          string   `long:"otlp-receiver" value-name:"ADDR" description:"Receive the server's OpenTelemetry trace spans (OTLP/gRPC and OTLP/HTTP protobuf on one port, e.g. 127.0.0.1:4317) and join each to its request: every request carries a W3C traceparent derived from its x-request-id, and the sidecar gains server_spans (the server's queue, prefill and first-token phases per request). Point the server's exporter here (vLLM: --otlp-traces-endpoint)."`
 }
 
 // validateReportFlags checks the report options as argparse would check
@@ -33,6 +35,11 @@ func (c *draft) validateReportFlags() error {
 	}
 	if err := c.buildScrapeTarget(); err != nil {
 		return err
+	}
+	if a := c.OTLPReceiver; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return py.UsageErrorf("argument --otlp-receiver: invalid address %q: want HOST:PORT, such as 127.0.0.1:4317", a)
+		}
 	}
 	if r := c.Report; r != "" && !strings.HasSuffix(strings.ToLower(r), ".html") && !strings.HasSuffix(strings.ToLower(r), ".htm") {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --report: %q: want a file name ending in .html", r)}

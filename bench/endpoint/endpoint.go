@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
@@ -98,7 +99,23 @@ func (s *Server) EncodeRequest(req *datasets.Request, p backend.BodyParams) ([]b
 	if err != nil {
 		return nil, err
 	}
+	if s.cfg.OTLPReceiver != "" && req.RequestID != "" {
+		hs = withTraceParent(hs, req.RequestID)
+	}
 	return s.frame(contentType, body, hs)
+}
+
+// withTraceParent is hs with the W3C traceparent of requestID last, in
+// place of a --header traceparent: --otlp-receiver joins the server's span
+// by the trace id it derives, so a user's would join nothing.
+func withTraceParent(hs []plan.Header, requestID string) []plan.Header {
+	out := hs[:0:0]
+	for _, h := range hs {
+		if !strings.EqualFold(h.Key, "traceparent") {
+			out = append(out, h)
+		}
+	}
+	return append(out, plan.Header{Key: "traceparent", Value: httpwire.TraceParent(requestID)})
 }
 
 // frame puts body in an HTTP request to the target with headers hs; an

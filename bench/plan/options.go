@@ -118,6 +118,10 @@ type Reporting struct {
 	ServerMetricsHeader   []string // --server-metrics-header, as given
 	ColdPrefixCache       bool     // --cold-prefix-cache
 	Report                string   // --report
+	// OTLPReceiver is --otlp-receiver's listen address: every request
+	// carries a traceparent and the server's spans are joined to it
+	// (bench/spans); "" sends Python's requests and receives nothing.
+	OTLPReceiver string
 }
 
 // Cluster are the options that run one benchmark from several hosts: every

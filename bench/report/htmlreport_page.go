@@ -101,8 +101,9 @@ type runSwatch struct {
 
 // runExtras are one run's sections from its sidecar; nil where absent.
 type runExtras struct {
-	Breakdown *breakdownView
-	Health    *healthView
+	Breakdown   *breakdownView
+	ServerSpans *serverSpansView
+	Health      *healthView
 }
 
 func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
@@ -145,7 +146,7 @@ func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
 	}
 	page.Distributions = distributionCharts(runs, reqs)
 	for _, r := range runs {
-		page.RunExtras = append(page.RunExtras, runExtras{newBreakdownView(r, many), newHealthView(r, many)})
+		page.RunExtras = append(page.RunExtras, runExtras{newBreakdownView(r, many), newServerSpansView(r, many), newHealthView(r, many)})
 	}
 	tl, err := newTimelineSection(runs, reqs, opts)
 	if err != nil {

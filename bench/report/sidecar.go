@@ -50,6 +50,15 @@ type Sidecar struct {
 	// gathered none (a cluster's merge).
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Manifest    *Manifest    `json:"manifest,omitempty"`
+	// ServerSpans is --otlp-receiver's join of the server's trace spans
+	// (serverspans.go); absent without it.
+	ServerSpans *ServerSpans `json:"server_spans,omitempty"`
+	// FirstTokens is TTFO and TTST (firsttokens.go); null when no request
+	// succeeded.
+	FirstTokens *SidecarFirstTokens `json:"first_tokens"`
+	// NetworkRTT is the connections' kernel round-trip times
+	// (networkrtt.go); null when none reported one.
+	NetworkRTT *SidecarNetworkRTT `json:"network_rtt"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

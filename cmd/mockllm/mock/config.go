@@ -158,6 +158,13 @@ type Config struct {
 
 	// TruthLog, when set, is the file the ground-truth log is written to.
 	TruthLog string
+	// OTLPTracesEndpoint, when set, receives one OpenTelemetry span per
+	// finished generation request, as vLLM's --otlp-traces-endpoint does
+	// (otlp.go), over OTLPTracesProtocol (OTLPGRPC, the default, or
+	// OTLPHTTP); OTLPExportDelay holds every export back that long.
+	OTLPTracesEndpoint string
+	OTLPTracesProtocol string
+	OTLPExportDelay    time.Duration
 	// Summary, when set, receives the timing summary on Close.
 	Summary io.Writer
 

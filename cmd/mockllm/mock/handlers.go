@@ -194,6 +194,9 @@ func (s *Server) newStream(cn *conn, req *httpRequest, arrivalNs int64) *stream 
 		st.requestID = string(req.requestID)
 		st.key = hashKey(req.requestID)
 	}
+	if s.spans != nil {
+		st.traceID, st.traced = httpwire.ParseTraceParent(req.traceparent)
+	}
 	return st
 }
 

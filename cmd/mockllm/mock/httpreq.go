@@ -15,17 +15,20 @@ type httpRequest struct {
 	requestID []byte
 	// session is the X-Session-ID header (the prefix cache's session key).
 	session []byte
-	body    []byte
+	// traceparent is the W3C trace context header, if any.
+	traceparent []byte
+	body        []byte
 }
 
 // set fills req from a request httpwire read.
 func (req *httpRequest) set(r *httpwire.ServerRequest) {
 	*req = httpRequest{
-		method:    r.Method,
-		target:    r.Target,
-		close:     !r.KeepAlive,
-		requestID: r.Header("x-request-id"),
-		session:   r.Header("x-session-id"),
-		body:      r.Body,
+		method:      r.Method,
+		target:      r.Target,
+		close:       !r.KeepAlive,
+		requestID:   r.Header("x-request-id"),
+		session:     r.Header("x-session-id"),
+		traceparent: r.Header("traceparent"),
+		body:        r.Body,
 	}
 }

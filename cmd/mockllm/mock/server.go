@@ -20,8 +20,11 @@ import (
 
 // Server is a running mock server.
 type Server struct {
-	cfg     Config
-	clock   monoClock
+	cfg   Config
+	clock monoClock
+	// spans exports a span per finished request (otlp.go); nil without
+	// Config.OTLPTracesEndpoint.
+	spans   *spanExporter
 	created int64  // unix seconds at start, for /v1/models
 	model   []byte // the model name as a JSON string
 
@@ -142,7 +145,13 @@ func Start(cfg Config) (*Server, error) {
 			}
 		}
 	}
+	if cfg.OTLPTracesEndpoint != "" {
+		if s.spans, err = newSpanExporter(cfg.OTLPTracesEndpoint, cfg.OTLPTracesProtocol, cfg.OTLPExportDelay, &s.clock); err != nil {
+			return nil, err
+		}
+	}
 	if s.w, err = newWriter(s); err != nil {
+		s.spans.stop()
 		if s.flood != nil {
 			s.flood.stop()
 		}
@@ -226,6 +235,7 @@ func (s *Server) Close() error {
 			s.w.arrivals = tap.stop()
 		}
 		errWriter := s.w.stop()
+		s.spans.stop()
 		var errSummary error
 		if s.cfg.Summary != nil {
 			_, errSummary = s.Timing().WriteTo(s.cfg.Summary)

@@ -29,6 +29,10 @@ type stream struct {
 	seq       uint64 // 1-based order of arrival among scheduled requests
 	key       uint64 // draw key: hash of x-request-id, else seq
 	requestID string
+	// traceID is the traceparent's trace id, when traced (the span
+	// exporter only).
+	traceID   [16]byte
+	traced    bool
 	arrivalNs int64
 	// arrival locates the request's first byte for the arrival tap.
 	arrival arrivalKey
@@ -75,6 +79,8 @@ type stream struct {
 	stallNs      int64 // decode-step mode: no token before this time
 	stalled      bool  // the stall fault has been applied
 	lastSentNs   int64
+	firstSentNs  int64 // when token 0 went out (0: not yet)
+	admittedNs   int64 // when it left the waiting queue
 	kvHeld       int64 // tokens it holds in the modelled KV cache
 }
 

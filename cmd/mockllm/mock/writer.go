@@ -255,6 +255,7 @@ func (w *writer) startPerStream(st *stream, startNs int64) {
 	w.s.stats.running.Add(1)
 	w.s.load.admitted(st, startNs)
 	w.active++
+	st.admittedNs = startNs
 	st.readyNs = startNs + w.prefillNs(st)
 	st.dueNs = st.readyNs
 	if st.streaming && !st.headersSent {
@@ -348,6 +349,7 @@ func (w *writer) step(stepNs int64) {
 		w.s.stats.running.Add(1)
 		w.s.load.admitted(st, stepNs)
 		st.admitStepNs = stepNs
+		st.admittedNs = stepNs
 		st.readyNs = stepNs + w.prefillNs(st)
 		w.running = append(w.running, st)
 	}
@@ -467,6 +469,7 @@ func (w *writer) record(st *stream, k int, sentNs, intendedNs int64) {
 	}
 	w.timing.token(sentNs-intendedNs, since, k == 0)
 	if k == 0 {
+		st.firstSentNs = sentNs
 		w.s.load.ttft.observe(since)
 	} else {
 		w.s.load.itl.observe(since)
@@ -480,6 +483,13 @@ func (w *writer) finish(st *stream) {
 	w.s.stats.running.Add(-1)
 	w.s.stats.finished.Add(1)
 	w.s.load.finished(st, w.clock.nowNs())
+	if st.firstSentNs != 0 {
+		w.s.spans.add(spanRecord{
+			traceID: st.traceID, traced: st.traced, seq: st.seq, requestID: st.requestID,
+			arrivalNs: st.arrivalNs, admittedNs: st.admittedNs, readyNs: st.readyNs, firstNs: st.firstSentNs, lastNs: st.lastSentNs,
+			promptTokens: st.promptTotal, completionTokens: st.outTokens * len(st.promptTokens),
+		})
+	}
 	st.conn.endResponse(st.closeAfter)
 	st.conn = nil
 	if w.cfg.Mode == PerStream {

@@ -1,0 +1,92 @@
+package report
+
+import "github.com/stampede-bench/stampede/metrics"
+
+// SidecarFirstTokens is the sidecar's first_tokens section: two figures
+// other clients report beside TTFT, over the successful requests.
+//
+// TTFO, time to first output, is start → the first token event that
+// carried answer text or a tool call, not reasoning (metrics.Reasoning's
+// first answer and first tool call, whichever came first); without
+// reasoning it equals TTFT. TTST, time to second token, is TTFT plus the
+// first inter-token gap: start → the second token event. Both are
+// computed after the run from what the shards recorded already.
+type SidecarFirstTokens struct {
+	// Requests is the successful requests; WithOutput those with an
+	// answer or a tool call, WithSecond those with a second token event.
+	Requests   int          `json:"requests"`
+	WithOutput int          `json:"with_output"`
+	WithSecond int          `json:"with_second_token"`
+	TTFO       SidecarStats `json:"ttfo"`
+	TTST       SidecarStats `json:"ttst"`
+	// PerRequest is every successful request's figures in nanoseconds
+	// (-1 when it had none), with --save-detailed, in request order.
+	PerRequest []SidecarFirstTokenRequest `json:"per_request,omitempty"`
+}
+
+// SidecarFirstTokenRequest is one request's TTFO and TTST in nanoseconds.
+type SidecarFirstTokenRequest struct {
+	Index  int   `json:"index"`
+	TTFONs int64 `json:"ttfo_ns"`
+	TTSTNs int64 `json:"ttst_ns"`
+}
+
+// NewSidecarFirstTokens is the section over results; nil when none
+// succeeded.
+func NewSidecarFirstTokens(results []metrics.RequestResult, percentiles []float64, detailed bool) *SidecarFirstTokens {
+	out := &SidecarFirstTokens{}
+	var ttfo, ttst []float64
+	for i := range results {
+		r := &results[i]
+		if !r.Success {
+			continue
+		}
+		out.Requests++
+		row := SidecarFirstTokenRequest{Index: r.Index, TTFONs: firstOutputNs(r), TTSTNs: -1}
+		for gap := range r.ITLs() {
+			row.TTSTNs = r.TTFTNs + gap
+			break
+		}
+		if row.TTFONs >= 0 {
+			out.WithOutput++
+			ttfo = append(ttfo, metrics.Seconds(row.TTFONs))
+		}
+		if row.TTSTNs >= 0 {
+			out.WithSecond++
+			ttst = append(ttst, metrics.Seconds(row.TTSTNs))
+		}
+		if detailed {
+			out.PerRequest = append(out.PerRequest, row)
+		}
+	}
+	if out.Requests == 0 {
+		return nil
+	}
+	out.TTFO, out.TTST = summaryOrEmpty(ttfo, percentiles), summaryOrEmpty(ttst, percentiles)
+	return out
+}
+
+// firstOutputNs is start → r's first answer or tool-call event, -1 when it
+// had neither; a stream whose decoder marked no kind (a plain completion)
+// counts its first token.
+func firstOutputNs(r *metrics.RequestResult) int64 {
+	a, t := r.Reasoning.FirstAnswerNs, r.Reasoning.FirstToolCallNs
+	switch {
+	case a >= 0 && t >= 0:
+		return min(a, t)
+	case a >= 0:
+		return a
+	case t >= 0:
+		return t
+	case r.Reasoning.ReasoningChunks == 0:
+		return r.TTFTNs
+	}
+	return -1
+}
+
+func summaryOrEmpty(sec, percentiles []float64) SidecarStats {
+	if len(sec) == 0 {
+		return SidecarStats{Percentiles: []SidecarPercentile{}}
+	}
+	return sidecarStats(metrics.Summarize(sec, percentiles))
+}
