@@ -54,7 +54,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	sidecar.ServerSpans = m.serverSpans
 	sidecar.FirstTokens = report.NewSidecarFirstTokens(res.Data.Results, c.SelectedPercentiles, c.SaveDetailed)
 	sidecar.NetworkRTT = report.NewSidecarNetworkRTT(res.Health.Shards, c.SelectedPercentiles)
-	writeSpansLine(r.stderr, m.serverSpans)
+	report.WriteSpansLine(r.stderr, m.serverSpans)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
 	r.serverSaid(sidecar, o, ds)
 	return sidecar, nil

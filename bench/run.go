@@ -292,32 +292,7 @@ func (r *run) sendCopies(ctx context.Context, enc *encoded, n int, timeout time.
 	if r.endpointErr != nil {
 		return "", r.endpointErr
 	}
-	reqs := make([]engine.Request, n)
-	for i := range reqs {
-		reqs[i] = enc.test
-		reqs[i].Index = i
-	}
-	ec := r.server.EngineConfig(reqs)
-	if n == 1 {
-		ec.Shards = 1
-	}
-	if timeout > 0 {
-		ec.RequestTimeout = timeout
-	}
-	runner, err := engine.Start(ctx, ec)
-	if err != nil {
-		return "", err
-	}
-	res, err := endpoint.WaitRun(ctx, runner)
-	if err != nil {
-		return "", err
-	}
-	for _, rr := range res.Data.Results {
-		if !rr.Success {
-			return rr.Error, nil
-		}
-	}
-	return "", nil
+	return r.server.SendCopies(ctx, enc.test, n, timeout)
 }
 
 // readyCheckOverrun is how long a ready-check attempt may outlive the

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
@@ -52,17 +50,4 @@ func (r *run) joinSpans(ctx context.Context, recv *spans.Receiver, res *engine.R
 		ids[i] = ds.requests[i].RequestID
 	}
 	return spans.Join(res.Data.Results, ids, got, r.cfg.OTLPReceiver, r.cfg.SelectedPercentiles, r.cfg.SaveDetailed)
-}
-
-// writeSpansLine is the join's line on stderr, beside the health line.
-func writeSpansLine(w io.Writer, s *report.ServerSpans) {
-	if s == nil {
-		return
-	}
-	rc := s.Receiver
-	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), receiver busy %.3f s (%.1f µs/span), holding %.1f MB, waited %.1f s after the run\n",
-		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.BusyS, rc.BusyPerSpanUs, float64(rc.HeldBytes)/1e6, rc.WaitedS)
-	if s.Why != "" {
-		fmt.Fprintf(w, "Server spans: %d requests unjoined: %s\n", s.Unjoined, s.Why)
-	}
 }
