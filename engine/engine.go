@@ -45,6 +45,10 @@ type Config struct {
 	// Network and Address locate the server: "tcp" (or "tcp4", "tcp6") and
 	// "host:port". A host name is resolved once, before the run.
 	Network, Address string
+	// SourceAddresses, when set, are the local addresses the connections
+	// are bound to, round-robin (--source-addresses); Start refuses one
+	// this host cannot bind, by name.
+	SourceAddresses []netip.Addr
 	// TLS, when set, sends over TLS (https:// URLs): on the shard loops
 	// when the server negotiates TLS 1.3 (one probing
 	// handshake before the run tells), else with a goroutine per
@@ -236,6 +240,9 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := shard.CheckSources(cfg.SourceAddresses, addr); err != nil {
+		return nil, err
+	}
 	n := len(cfg.Requests)
 	count, err := shardCount(cfg)
 	if err != nil {
@@ -267,7 +274,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.feed = newFeed()
 	}
 	base := shard.Config{
-		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
+		Addr: addr, SourceAddrs: cfg.SourceAddresses, Streaming: cfg.Streaming, Kind: cfg.Kind,
 		Requests: reqs, Queue: r.queue,
 		Slots:          max(1, (slotsTotal+count-1)/count),
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,

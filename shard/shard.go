@@ -31,7 +31,12 @@ type Config struct {
 	ID  int
 	CPU int // CPU to pin the loop's thread to; -1 leaves it unpinned
 
-	Addr      netip.AddrPort
+	Addr netip.AddrPort
+	// SourceAddrs, when set, are the local addresses connections are
+	// bound to, round-robin (each shard starting at its ID), so that one
+	// destination can take more connections than one source address has
+	// ephemeral ports. CheckSources tells beforehand whether they bind.
+	SourceAddrs []netip.Addr
 	Streaming bool     // SSE streams; false for non-streaming pooling backends
 	Kind      sse.Kind // chunk decoder for streams
 
@@ -159,6 +164,10 @@ type Shard struct {
 	json     fastjson.Parser
 	sa       unix.Sockaddr
 	family   int
+	// srcs are Config.SourceAddrs as bind(2) takes them; nextSrc the one
+	// the next connection binds.
+	srcs    []unix.Sockaddr
+	nextSrc int
 	keeper   stampKeeper
 
 	// conns holds the open connections by fd: descriptors are small and
@@ -300,6 +309,15 @@ func New(cfg Config) (*Shard, error) {
 		decoder: sse.NewDecoder(cfg.Kind),
 	}
 	s.sa, s.family = sockaddr(cfg.Addr)
+	if len(cfg.SourceAddrs) > 0 {
+		srcs, err := sourceSockaddrs(cfg.SourceAddrs, s.family)
+		if err != nil {
+			poll.close()
+			wake.close()
+			return nil, err
+		}
+		s.srcs, s.nextSrc = srcs, cfg.ID%len(srcs)
+	}
 	s.keeper = stampKeeper{fd: -1}
 	if cfg.KernelTimestamps {
 		// Without it, stamps are merely missing at first; not fatal.
@@ -637,7 +655,7 @@ func (s *Shard) established(c *conn, nowNs int64) {
 
 // open dials a new connection; it is connConnecting until onConnected.
 func (s *Shard) open() (*conn, error) {
-	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps, s.cfg.TLS != nil)
+	fd, inProgress, txStamps, err := dial(s.sa, s.source(), s.family, s.cfg.KernelTimestamps, s.cfg.TLS != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -667,6 +685,19 @@ func (s *Shard) open() (*conn, error) {
 		s.health.Reconnects++
 	}
 	return c, nil
+}
+
+// source is the local address the next connection binds, round-robin
+// over Config.SourceAddrs; nil without them.
+func (s *Shard) source() unix.Sockaddr {
+	if len(s.srcs) == 0 {
+		return nil
+	}
+	src := s.srcs[s.nextSrc]
+	if s.nextSrc++; s.nextSrc == len(s.srcs) {
+		s.nextSrc = 0
+	}
+	return src
 }
 
 // conn returns the open connection on fd, or nil.
