@@ -37,8 +37,8 @@ type Config struct {
 	// destination can take more connections than one source address has
 	// ephemeral ports. CheckSources tells beforehand whether they bind.
 	SourceAddrs []netip.Addr
-	Streaming bool     // SSE streams; false for non-streaming pooling backends
-	Kind      sse.Kind // chunk decoder for streams
+	Streaming   bool     // SSE streams; false for non-streaming pooling backends
+	Kind        sse.Kind // chunk decoder for streams
 
 	Requests []Request // indexed by queue position
 	Queue    *Queue
@@ -168,7 +168,7 @@ type Shard struct {
 	// the next connection binds.
 	srcs    []unix.Sockaddr
 	nextSrc int
-	keeper   stampKeeper
+	keeper  stampKeeper
 
 	// conns holds the open connections by fd: descriptors are small and
 	// dense, and a slice index is cheaper per event than a map look-up.
