@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
@@ -133,9 +134,10 @@ func (s *Server) EngineConfig(reqs []engine.Request) engine.Config {
 	c := s.cfg
 	ec := engine.Config{
 		Network: s.target.Network, Address: s.target.Address, TLS: s.target.TLS,
-		Kind:      backend.Of(c.Backend).Stream(),
-		Streaming: c.TaskType == plan.Generation,
-		Requests:  reqs,
+		SourceAddresses: []netip.Addr(c.SourceAddresses),
+		Kind:            backend.Of(c.Backend).Stream(),
+		Streaming:       c.TaskType == plan.Generation,
+		Requests:        reqs,
 		// Test and warm-up requests all go at once.
 		RequestRate: math.Inf(1), Burstiness: 1,
 		Seed:             int64(c.Seed),
