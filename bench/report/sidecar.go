@@ -50,6 +50,9 @@ type Sidecar struct {
 	// gathered none (a cluster's merge).
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Manifest    *Manifest    `json:"manifest,omitempty"`
+	// FrontEnds breaks the run down per --server-urls front end, in their
+	// order (frontends.go); absent without several.
+	FrontEnds []SidecarFrontEnd `json:"front_ends,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,
