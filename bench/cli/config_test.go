@@ -372,3 +372,17 @@ func TestClusterTokenNotInArgs(t *testing.T) {
 		t.Errorf("the plan lost the token: %q", p.ClusterToken)
 	}
 }
+
+// The result's args hold the two lists as JSON lists of strings.
+func TestFrontEndOptionsInArgs(t *testing.T) {
+	c := mustParse(t, "--source-addresses", "127.0.0.2-127.0.0.3", "--server-urls", "http://a:1,http://b:2")
+	raw, err := py.Dumps(&c.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"source_addresses": ["127.0.0.2", "127.0.0.3"]`, `"server_urls": ["http://a:1", "http://b:2"]`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("args lack %s:\n%s", want, raw)
+		}
+	}
+}
