@@ -57,7 +57,42 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	report.WriteSpansLine(r.stderr, m.serverSpans)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
 	r.serverSaid(sidecar, o, ds)
+	if sidecar.FrontEnds, err = r.frontEnds(o); err != nil {
+		return sidecar, err
+	}
 	return sidecar, nil
+}
+
+// frontEnds is the run split by front end, request i's the one at i mod
+// their count; nil for one.
+func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
+	k := r.server.FrontEnds()
+	if k < 2 {
+		return nil, nil
+	}
+	out := make([]report.SidecarFrontEnd, k)
+	for fe := range out {
+		share := &metrics.RunData{DurationNs: o.Data.DurationNs}
+		opts := o.Options
+		opts.InputAudioSeconds = nil
+		for j := range o.Data.Results {
+			res := &o.Data.Results[j]
+			if res.Index%k != fe {
+				continue
+			}
+			share.Results = append(share.Results, *res)
+			if o.Options.InputAudioSeconds != nil {
+				opts.InputAudioSeconds = append(opts.InputAudioSeconds, o.Options.InputAudioSeconds[j])
+			}
+		}
+		part := outcome.Outcome{Data: share, Options: opts}
+		pm, err := part.Point()
+		if err != nil {
+			return nil, err
+		}
+		out[fe] = report.SidecarFrontEnd{URL: r.server.FrontEndURL(fe), PointMetrics: pm}
+	}
+	return out, nil
 }
 
 // serverSaid groups the failed requests and checks the server's token

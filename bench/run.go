@@ -242,7 +242,9 @@ func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error
 		if adapters != nil {
 			p.ModelName = adapters[i]
 		}
-		q, err := r.encode(req, p)
+		// The stated assignment: request i to front end i mod K, the
+		// same on every agent of a cluster.
+		q, err := r.encodeTo(i%r.server.FrontEnds(), req, p)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
@@ -262,7 +264,12 @@ func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error
 // encode is req as the engine sends it: its bytes, its prompt length and
 // where its pooling answer has its usage.
 func (r *run) encode(req *datasets.Request, p backend.BodyParams) (engine.Request, error) {
-	wire, err := r.server.EncodeRequest(req, p)
+	return r.encodeTo(0, req, p)
+}
+
+// encodeTo is encode to front end k.
+func (r *run) encodeTo(k int, req *datasets.Request, p backend.BodyParams) (engine.Request, error) {
+	wire, err := r.server.EncodeRequestTo(k, req, p)
 	if err != nil {
 		return engine.Request{}, err
 	}
@@ -270,7 +277,7 @@ func (r *run) encode(req *datasets.Request, p backend.BodyParams) (engine.Reques
 	if err != nil {
 		return engine.Request{}, err
 	}
-	return engine.Request{Wire: wire, PromptLen: req.PromptLen, PoolingUsage: usage}, nil
+	return engine.Request{Wire: wire, PromptLen: req.PromptLen, PoolingUsage: usage, FrontEnd: k}, nil
 }
 
 // releaseLoadMemory gives back what loading the tokenizer and building the

@@ -21,6 +21,9 @@ import (
 type Request struct {
 	// Index is the request's position in the dataset; results carry it.
 	Index int
+	// FrontEnd indexes Config.FrontEnds: where the request goes (0
+	// without them). Its Wire names that front end in its Host header.
+	FrontEnd int
 	// Wire is the whole encoded HTTP request (httpwire.AppendRequest).
 	Wire []byte
 	// PromptLen is the dataset's prompt length in tokens.
@@ -45,6 +48,14 @@ type Config struct {
 	// Network and Address locate the server: "tcp" (or "tcp4", "tcp6") and
 	// "host:port". A host name is resolved once, before the run.
 	Network, Address string
+	// SourceAddresses, when set, are the local addresses the connections
+	// are bound to, round-robin (--source-addresses); Start refuses one
+	// this host cannot bind, by name.
+	SourceAddresses []netip.Addr
+	// FrontEnds, when set, are several "host:port" servers of one
+	// service, each request sent to FrontEnds[Request.FrontEnd] and
+	// Address unused; each has its own connections. Plain TCP only.
+	FrontEnds []string
 	// TLS, when set, sends over TLS (https:// URLs): on the shard loops
 	// when the server negotiates TLS 1.3 (one probing
 	// handshake before the run tells), else with a goroutine per
@@ -233,7 +244,17 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	addr, err := resolve(cfg.Network, cfg.Address)
+	if err != nil && len(cfg.FrontEnds) == 0 {
+		return nil, err
+	}
+	dests, err := resolveFrontEnds(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if len(dests) > 0 {
+		addr = dests[0]
+	}
+	if err := shard.CheckSources(cfg.SourceAddresses, addr); err != nil {
 		return nil, err
 	}
 	n := len(cfg.Requests)
@@ -260,14 +281,14 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r.aborted, r.abort = context.WithCancel(context.Background())
 	reqs := make([]shard.Request, n)
 	for i, q := range cfg.Requests {
-		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage}
+		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage, Dest: q.FrontEnd}
 	}
 	r.reqs = reqs
 	if cfg.Feed {
 		r.feed = newFeed()
 	}
 	base := shard.Config{
-		Addr: addr, Streaming: cfg.Streaming, Kind: cfg.Kind,
+		Addr: addr, Dests: dests, SourceAddrs: cfg.SourceAddresses, Streaming: cfg.Streaming, Kind: cfg.Kind,
 		Requests: reqs, Queue: r.queue,
 		Slots:          max(1, (slotsTotal+count-1)/count),
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
@@ -587,6 +608,36 @@ func shardCount(cfg Config) (int, error) {
 		return 1, nil
 	}
 	return topo.Cores(), nil
+}
+
+// resolveFrontEnds resolves cfg.FrontEnds (nil without them) and checks
+// that every request names one of them.
+func resolveFrontEnds(cfg Config) ([]netip.AddrPort, error) {
+	if len(cfg.FrontEnds) == 0 {
+		for _, q := range cfg.Requests {
+			if q.FrontEnd != 0 {
+				return nil, fmt.Errorf("request %d names front end %d of none", q.Index, q.FrontEnd)
+			}
+		}
+		return nil, nil
+	}
+	if cfg.TLS != nil && len(cfg.FrontEnds) > 1 {
+		return nil, errors.New("several front ends are plain HTTP only for now")
+	}
+	dests := make([]netip.AddrPort, len(cfg.FrontEnds))
+	for i, fe := range cfg.FrontEnds {
+		d, err := resolve(cfg.Network, fe)
+		if err != nil {
+			return nil, err
+		}
+		dests[i] = d
+	}
+	for _, q := range cfg.Requests {
+		if q.FrontEnd < 0 || q.FrontEnd >= len(dests) {
+			return nil, fmt.Errorf("request %d names front end %d of %d", q.Index, q.FrontEnd, len(dests))
+		}
+	}
+	return dests, nil
 }
 
 func resolve(network, address string) (netip.AddrPort, error) {

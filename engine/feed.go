@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/stampede-bench/stampede/shard"
@@ -62,6 +63,9 @@ func (r *Runner) Submit(req Request) (int, error) {
 	if r.feed == nil {
 		return 0, errors.New("engine: Submit needs a run started with Config.Feed")
 	}
+	if req.FrontEnd < 0 || req.FrontEnd >= max(1, len(r.cfg.FrontEnds)) {
+		return 0, fmt.Errorf("engine: Submit of a request to front end %d of %d", req.FrontEnd, len(r.cfg.FrontEnds))
+	}
 	select {
 	case <-r.feed.end:
 		return 0, errors.New("engine: Submit after EndFeed")
@@ -76,7 +80,7 @@ func (r *Runner) Submit(req Request) (int, error) {
 	r.feed.next++
 	req.Index = i
 	r.cfg.Requests[i] = req
-	r.reqs[i] = shard.Request{Wire: req.Wire, PromptLen: req.PromptLen, NumInputSequences: req.NumInputSequences, PoolingUsage: req.PoolingUsage}
+	r.reqs[i] = shard.Request{Wire: req.Wire, PromptLen: req.PromptLen, NumInputSequences: req.NumInputSequences, PoolingUsage: req.PoolingUsage, Dest: req.FrontEnd}
 	// The release's atomic store publishes the request to the shard that
 	// takes it.
 	r.queue.Release(i, r.clock.Now())

@@ -60,6 +60,9 @@ type ClientStats struct {
 	hsCPUNs, hsTimeNs           atomic.Int64
 	longestDelayNs              atomic.Int64 // kernel arrival → reader, the longest
 	ownRecords                  atomic.Int64 // TLS connections read by recordReader
+	// dials counts connects over all the clients, to go round-robin
+	// over Config.SourceAddrs.
+	dials atomic.Int64
 }
 
 // clientReadSize is a Client's read buffer when it does not read TLS
@@ -298,6 +301,10 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 	}
 	clock := cl.cfg.Clock
 	d := net.Dialer{Timeout: cl.cfg.ConnectTimeout, Deadline: deadline}
+	if srcs := cl.cfg.SourceAddrs; len(srcs) > 0 {
+		n := cl.stats.dials.Add(1) - 1
+		d.LocalAddr = &net.TCPAddr{IP: srcs[int(n%int64(len(srcs)))].AsSlice()}
+	}
 	nc, err := d.DialContext(cl.dialCtx, "tcp", cl.addr)
 	if err != nil {
 		var errno syscall.Errno

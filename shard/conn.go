@@ -32,6 +32,9 @@ type conn struct {
 	// retired: idle, but off the idle stack, waiting for the server's
 	// close (see Shard.retire).
 	retired bool
+	// dest is the destination the connection was opened to (an index
+	// of the shard's sas); it carries requests to that one alone.
+	dest int
 	// idleSinceNs is when the connection last went idle.
 	idleSinceNs int64
 	// hungUp: an event reported the peer's close or reset (EPOLLRDHUP,

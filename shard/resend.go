@@ -65,7 +65,7 @@ func (s *Shard) resendable(c *conn, err error) bool {
 // be opened, the request fails with the connect's error.
 func (s *Shard) resend(c *conn) {
 	req := c.req
-	nc, err := s.open()
+	nc, err := s.open(c.dest)
 	if err != nil {
 		s.fail(c, s.connectErrorText(err))
 		return
@@ -134,14 +134,21 @@ const closeGrace = time.Millisecond
 
 // holdIdle reports whether a request should wait for the most recently
 // idle connection rather than take it now (see closeGrace), and then
-// notes when the wait ends, for epoll_wait's timeout.
+// notes when the wait ends, for epoll_wait's timeout. With several
+// destinations the next request's is not known before it is taken, so
+// the wait is for the latest of their most recently idle connections.
 func (s *Shard) holdIdle() bool {
 	s.heldUntilNs = 0
-	c := s.idle
-	if c == nil || s.answeredReused > s.closedKept {
+	if s.answeredReused > s.closedKept {
 		return false
 	}
-	if until := c.idleSinceNs + int64(closeGrace); until > s.cfg.Clock.Now() {
+	var until int64
+	for _, c := range s.idles {
+		if c != nil {
+			until = max(until, c.idleSinceNs+int64(closeGrace))
+		}
+	}
+	if until > s.cfg.Clock.Now() {
 		s.heldUntilNs = until
 		return true
 	}

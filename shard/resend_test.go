@@ -112,7 +112,7 @@ func (h *handLoop) reusedAfterServerClose(server func(*net.TCPConn, *bufio.Reade
 	readRequest(h.t, r, "/a")
 	a.Write(shardtest.Response(1, ""))
 	h.turn(func() bool { return h.rec.Completed() == 1 })
-	c := h.sh.idle
+	c := h.sh.idles[0]
 	if c == nil {
 		h.t.Fatal("no idle connection after request 0")
 	}

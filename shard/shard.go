@@ -23,6 +23,9 @@ type Request struct {
 	// PoolingUsage is where a pooling answer's usage is, by the request's
 	// encoding_format.
 	PoolingUsage sse.PoolingUsage
+	// Dest indexes Config.Dests: the front end the request goes to (0
+	// without them).
+	Dest int
 }
 
 // Config is what one shard needs to run. Requests, Queue and Clock are
@@ -31,9 +34,19 @@ type Config struct {
 	ID  int
 	CPU int // CPU to pin the loop's thread to; -1 leaves it unpinned
 
-	Addr      netip.AddrPort
-	Streaming bool     // SSE streams; false for non-streaming pooling backends
-	Kind      sse.Kind // chunk decoder for streams
+	Addr netip.AddrPort
+	// Dests, when set, are the front ends requests go to, each request to
+	// Dests[Request.Dest], and Addr is unused. Every destination has its
+	// own idle pool: a connection carries requests to one destination only.
+	// Plain TCP only (TLS names one server).
+	Dests []netip.AddrPort
+	// SourceAddrs, when set, are the local addresses connections are
+	// bound to, round-robin (each shard starting at its ID), so that one
+	// destination can take more connections than one source address has
+	// ephemeral ports. CheckSources tells beforehand whether they bind.
+	SourceAddrs []netip.Addr
+	Streaming   bool     // SSE streams; false for non-streaming pooling backends
+	Kind        sse.Kind // chunk decoder for streams
 
 	Requests []Request // indexed by queue position
 	Queue    *Queue
@@ -166,13 +179,22 @@ type Shard struct {
 	json     fastjson.Parser
 	sa       unix.Sockaddr
 	family   int
-	keeper   stampKeeper
+	// sas are the destinations' addresses (Config.Dests, or Addr alone),
+	// idles their idle stacks, by Request.Dest and conn.dest.
+	sas   []unix.Sockaddr
+	idles []*conn
+	// warmDest is the destination the next warm connection goes to.
+	warmDest int
+	// srcs are Config.SourceAddrs as bind(2) takes them; nextSrc the one
+	// the next connection binds.
+	srcs    []unix.Sockaddr
+	nextSrc int
+	keeper  stampKeeper
 
 	// conns holds the open connections by fd: descriptors are small and
 	// dense, and a slice index is cheaper per event than a map look-up.
 	conns   []*conn
 	nextTag uint32 // tags connections' epoll registrations
-	idle    *conn  // stack of idle keep-alive connections
 	busy    int    // requests in flight on this shard
 	timers  deadlines
 	clock   stampClock
@@ -307,6 +329,31 @@ func New(cfg Config) (*Shard, error) {
 		decoder: sse.NewDecoder(cfg.Kind),
 	}
 	s.sa, s.family = sockaddr(cfg.Addr)
+	s.sas = []unix.Sockaddr{s.sa}
+	if len(cfg.Dests) > 0 {
+		s.sas = s.sas[:0]
+		for i, d := range cfg.Dests {
+			sa, family := sockaddr(d)
+			if i == 0 {
+				s.sa, s.family = sa, family
+			} else if family != s.family {
+				poll.close()
+				wake.close()
+				return nil, fmt.Errorf("shard %d: destination %v is not of %v's address family", cfg.ID, d, cfg.Dests[0])
+			}
+			s.sas = append(s.sas, sa)
+		}
+	}
+	s.idles = make([]*conn, len(s.sas))
+	if len(cfg.SourceAddrs) > 0 {
+		srcs, err := sourceSockaddrs(cfg.SourceAddrs, s.family)
+		if err != nil {
+			poll.close()
+			wake.close()
+			return nil, err
+		}
+		s.srcs, s.nextSrc = srcs, cfg.ID%len(srcs)
+	}
 	s.keeper = stampKeeper{fd: -1}
 	if cfg.KernelTimestamps {
 		// Without it, stamps are merely missing at first; not fatal.
@@ -552,11 +599,11 @@ func (s *Shard) start(i int, arrivalNs int64) {
 	req := &s.cfg.Requests[i]
 	startNs := s.cfg.Clock.Now()
 	s.busy++
-	c := s.popIdle()
+	c := s.popIdle(req.Dest)
 	fresh := c == nil
 	if fresh {
 		var err error
-		if c, err = s.open(); err != nil {
+		if c, err = s.open(req.Dest); err != nil {
 			var st metrics.Stream
 			s.cfg.Recorder.Begin(&st, i, req.PromptLen, arrivalNs, startNs)
 			s.cfg.Recorder.Fail(&st, s.connectErrorText(err))
@@ -642,14 +689,15 @@ func (s *Shard) established(c *conn, nowNs int64) {
 	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
 }
 
-// open dials a new connection; it is connConnecting until onConnected.
-func (s *Shard) open() (*conn, error) {
-	fd, inProgress, txStamps, err := dial(s.sa, s.family, s.cfg.KernelTimestamps, s.cfg.TLS != nil)
+// open dials a new connection to destination dest; it is connConnecting
+// until onConnected.
+func (s *Shard) open(dest int) (*conn, error) {
+	fd, inProgress, txStamps, err := dial(s.sas[dest], s.source(), s.family, s.cfg.KernelTimestamps, s.cfg.TLS != nil)
 	if err != nil {
 		return nil, err
 	}
 	s.nextTag++
-	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting, txStamps: txStamps}
+	c := &conn{fd: fd, tag: s.nextTag, heapIndex: -1, state: connConnecting, txStamps: txStamps, dest: dest}
 	c.Init(s.decoder, s.cfg.Streaming)
 	c.SetLimits(s.cfg.MaxResponseBytes, s.cfg.Budget)
 	if !inProgress {
@@ -674,6 +722,19 @@ func (s *Shard) open() (*conn, error) {
 		s.health.Reconnects++
 	}
 	return c, nil
+}
+
+// source is the local address the next connection binds, round-robin
+// over Config.SourceAddrs; nil without them.
+func (s *Shard) source() unix.Sockaddr {
+	if len(s.srcs) == 0 {
+		return nil
+	}
+	src := s.srcs[s.nextSrc]
+	if s.nextSrc++; s.nextSrc == len(s.srcs) {
+		s.nextSrc = 0
+	}
+	return src
 }
 
 // conn returns the open connection on fd, or nil.
@@ -1026,8 +1087,8 @@ func (s *Shard) expireDeadlines() {
 // the server's keep-alive timeout), and a connection the server closes
 // leaves it in O(1).
 
-func (s *Shard) popIdle() *conn {
-	for c := s.idle; c != nil; c = s.idle {
+func (s *Shard) popIdle(dest int) *conn {
+	for c := s.idles[dest]; c != nil; c = s.idles[dest] {
 		// A close (or stray bytes) that reached the socket since the loop
 		// last looked would fail the request, which is never sent twice:
 		// one look at the socket now saves it.
@@ -1053,11 +1114,11 @@ func (s *Shard) putIdle(c *conn) {
 		return
 	}
 	c.idlePrev = nil
-	c.idleNext = s.idle
-	if s.idle != nil {
-		s.idle.idlePrev = c
+	c.idleNext = s.idles[c.dest]
+	if c.idleNext != nil {
+		c.idleNext.idlePrev = c
 	}
-	s.idle = c
+	s.idles[c.dest] = c
 }
 
 func (s *Shard) unlinkIdle(c *conn) {
@@ -1067,7 +1128,7 @@ func (s *Shard) unlinkIdle(c *conn) {
 	if c.idlePrev != nil {
 		c.idlePrev.idleNext = c.idleNext
 	} else {
-		s.idle = c.idleNext
+		s.idles[c.dest] = c.idleNext
 	}
 	if c.idleNext != nil {
 		c.idleNext.idlePrev = c.idlePrev
@@ -1140,7 +1201,7 @@ func (s *Shard) closeAll() {
 			s.closeConn(c)
 		}
 	}
-	s.idle = nil
+	clear(s.idles)
 	s.stopHandshakes()
 	if s.ur != nil {
 		s.ur.enter()

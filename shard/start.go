@@ -2,6 +2,7 @@ package shard
 
 import (
 	"crypto/tls"
+	"errors"
 	"sync"
 
 	"github.com/stampede-bench/stampede/metrics"
@@ -64,6 +65,9 @@ type RunConfig struct {
 // connection (startFallback), whose Health says why. Either TLS path
 // gets PrepareTLS's defaults.
 func Start(cfg RunConfig) (Transport, error) {
+	if cfg.TLS != nil && len(cfg.Base.Dests) > 1 {
+		return nil, errors.New("several destinations are plain TCP only: TLS names one server")
+	}
 	if cfg.TLS == nil {
 		return startLoops(cfg)
 	}

@@ -147,6 +147,86 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 	return sa, unix.AF_INET6
 }
 
+// SourceError is a source address the kernel would not bind: not on this
+// host, or of the other family than the server's.
+type SourceError struct {
+	Addr netip.Addr
+	Err  error
+}
+
+func (e *SourceError) Error() string {
+	return "source address " + e.Addr.String() + " cannot be bound: " + e.Err.Error()
+}
+
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// bindSource binds fd to src with port 0 and IP_BIND_ADDRESS_NO_PORT: the
+// kernel then picks the port at connect(2), from the whole 4-tuple, so one
+// source address gives its ~28,000 ephemeral ports to each destination
+// rather than to all of them together.
+func bindSource(fd int, src unix.Sockaddr) error {
+	// Kernels before 4.2 lack the option; the bind still works, only the
+	// ports are then shared over destinations.
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+	if err := unix.Bind(fd, src); err != nil {
+		return &SourceError{Addr: sockaddrAddr(src), Err: err}
+	}
+	return nil
+}
+
+// sockaddrAddr is sa's IP address.
+func sockaddrAddr(sa unix.Sockaddr) netip.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrFrom4(a.Addr)
+	case *unix.SockaddrInet6:
+		return netip.AddrFrom16(a.Addr)
+	}
+	return netip.Addr{}
+}
+
+// sourceSockaddrs are addrs as bind(2) takes them (port 0), for a server
+// of family; an address of the other family is refused.
+func sourceSockaddrs(addrs []netip.Addr, family int) ([]unix.Sockaddr, error) {
+	out := make([]unix.Sockaddr, 0, len(addrs))
+	for _, a := range addrs {
+		a = a.Unmap()
+		switch {
+		case a.Is4() && family == unix.AF_INET:
+			out = append(out, &unix.SockaddrInet4{Addr: a.As4()})
+		case a.Is6() && family == unix.AF_INET6:
+			out = append(out, &unix.SockaddrInet6{Addr: a.As16()})
+		default:
+			return nil, &SourceError{Addr: a, Err: errors.New("not of the server address's family")}
+		}
+	}
+	return out, nil
+}
+
+// CheckSources binds a socket to each of addrs in turn (port 0, released
+// at once), so that an address this host does not have is refused by name
+// before the run, not as every request's failure. server is the address
+// the connections will go to, for the family.
+func CheckSources(addrs []netip.Addr, server netip.AddrPort) error {
+	_, family := sockaddr(server)
+	srcs, err := sourceSockaddrs(addrs, family)
+	if err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+		if err != nil {
+			return err
+		}
+		err = bindSource(fd, src)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // dial creates a non-blocking TCP socket with TCP_NODELAY (and, when asked,
 // kernel software receive timestamps) and starts connecting it. inProgress
 // reports that the connection completes later (wait for EPOLLOUT, then
@@ -156,7 +236,10 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 // leaves (txStamps reports that it does; see enableTxTimestamps), unless
 // rxOnly (a TLS connection, whose handshake writes first: see
 // enableTxTimestampsFromNow).
-func dial(sa unix.Sockaddr, family int, kernelStamps, rxOnly bool) (fd int, inProgress, txStamps bool, err error) {
+//
+// src, when not nil, is the local address to bind before connecting (see
+// bindSource); a failure to bind is a *SourceError.
+func dial(sa, src unix.Sockaddr, family int, kernelStamps, rxOnly bool) (fd int, inProgress, txStamps bool, err error) {
 	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, false, false, err
@@ -164,6 +247,12 @@ func dial(sa unix.Sockaddr, family int, kernelStamps, rxOnly bool) (fd int, inPr
 	if err = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 		unix.Close(fd)
 		return -1, false, false, err
+	}
+	if src != nil {
+		if err = bindSource(fd, src); err != nil {
+			unix.Close(fd)
+			return -1, false, false, err
+		}
 	}
 	err = unix.Connect(fd, sa)
 	switch err {

@@ -75,7 +75,7 @@ func TestTxStampsFromKernel(t *testing.T) {
 		}
 	}()
 	sa, family := sockaddr(netipAddrPort(t, ln.Addr()))
-	fd, inProgress, txStamps, err := dial(sa, family, true, false)
+	fd, inProgress, txStamps, err := dial(sa, nil, family, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,9 @@ func (s *Shard) warmRound(k int) (opened int, slow, ok bool) {
 	tls := s.cfg.TLS != nil
 	s.warmTook, s.warmOpened, s.warmFailed = 0, 0, false
 	for range k {
-		c, err := s.open()
+		// Warm connections go round-robin over the destinations.
+		c, err := s.open(s.warmDest)
+		s.warmDest = (s.warmDest + 1) % len(s.sas)
 		if err != nil {
 			s.health.Warm.Failed++
 			return opened, slow, false

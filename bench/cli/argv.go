@@ -40,8 +40,12 @@ type action struct {
 	nargs         nargs
 	typeName      string                       // Python type function name, for "invalid %s value"
 	convert       func(string) (string, error) // nil: value taken as given
-	choices       []string
-	help          bool
+	// explains: convert's error says what is wrong and what is accepted,
+	// and is printed after Python's "invalid %s value" (stampede's own
+	// options only; Python's keep Python's text).
+	explains bool
+	choices  []string
+	help     bool
 	// own marks stampede's additions (ownGroups): an abbreviation reaches
 	// them only when it matches none of Python's option strings.
 	own bool
@@ -145,6 +149,7 @@ var (
 	bucketConfigType = reflect.TypeOf(BucketConfig(nil))
 	commaListType    = reflect.TypeOf(CommaList(nil))
 	cpuListType      = reflect.TypeOf(plan.CPUList(nil))
+	addrListType     = reflect.TypeOf(plan.AddrList(nil))
 )
 
 func newAction(o *flags.Option) *action {
@@ -178,6 +183,8 @@ func newAction(o *flags.Option) *action {
 		a.typeName = "<lambda>"
 	case typ == cpuListType:
 		a.typeName, a.convert = "CPU list", viaUnmarshaler(new(plan.CPUList))
+	case typ == addrListType:
+		a.typeName, a.convert, a.explains = "address list", viaUnmarshaler(new(plan.AddrList)), true
 	case typ.Kind() == reflect.Slice:
 		a.typeName = "str"
 		switch field.Tag.Get("nargs") {
@@ -336,6 +343,9 @@ func (a *action) check(raw []string) ([]string, error) {
 		values[k] = v
 		if a.convert != nil {
 			c, err := a.convert(v)
+			if err != nil && a.explains {
+				return nil, argError(a, "invalid %s value: %s: %v", a.typeName, py.StrRepr(v), err)
+			}
 			if err != nil {
 				return nil, argError(a, "invalid %s value: %s", a.typeName, py.StrRepr(v))
 			}

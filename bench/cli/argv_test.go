@@ -59,6 +59,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--extra-body.temperature"}, "argument --extra-body.temperature: expected one argument"},
 		{[]string{"--seed.x", "1"}, `argument --seed: invalid int value: '{"x": 1}'`},
 		{[]string{"--cpus", "3-1"}, "argument --cpus: invalid CPU list value: '3-1'"},
+		{[]string{"--source-addresses", "127.0.0.x"}, `argument --source-addresses: invalid address list value: '127.0.0.x': malformed address "127.0.0.x": want an IP address such as 127.0.0.2, or a range such as 127.0.0.2-127.0.0.9`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

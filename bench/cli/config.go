@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -244,6 +245,15 @@ func (c *draft) validateRampUp() error {
 // buildURLs is Python's URL building: plain string concatenation, no
 // slash normalisation; credentials in --base-url become URLAuthorization.
 func (c *draft) buildURLs() error {
+	if err := c.buildFrontEndURLs(); err != nil {
+		return err
+	}
+	if !c.Given("base-url") && len(c.FrontEndURLs) > 0 {
+		// Python's --base-url is absent: the first front end stands in.
+		c.BaseURL = strings.TrimSuffix(c.FrontEndURLs[0], c.Endpoint)
+		c.APIURL = c.FrontEndURLs[0]
+		return nil
+	}
 	if c.Given("base-url") {
 		base, auth, err := splitURLCredentials("--base-url", c.Options.BaseURL)
 		if err != nil {
@@ -491,6 +501,39 @@ func (c *draft) validatePerTokenITL() error {
 	if c.PerTokenITL && c.TaskType == plan.Pooling {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --per-token-itl: backend %s returns one response, not a token stream; "+
 			"use it with a completions or chat backend", c.Backend)}
+	}
+	return nil
+}
+
+// buildFrontEndURLs checks --server-urls and appends --endpoint to each:
+// absolute http:// or https:// URLs with a host and no credentials, of one
+// scheme (the TLS settings are one server's for now), without repeats.
+func (c *draft) buildFrontEndURLs() error {
+	if len(c.ServerURLs) == 0 {
+		return nil
+	}
+	bad := func(format string, a ...any) error {
+		return &py.UsageError{Msg: "argument --server-urls: " + fmt.Sprintf(format, a...)}
+	}
+	scheme := ""
+	seen := map[string]bool{}
+	for _, raw := range c.ServerURLs {
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil || u.Host == "" || u.Hostname() == "":
+			return bad("invalid URL %s: want a base URL such as http://10.0.0.5:8000", py.StrRepr(raw))
+		case u.Scheme != "http" && u.Scheme != "https":
+			return bad("URL %s: scheme %q is not supported (use http:// or https://)", py.StrRepr(raw), u.Scheme)
+		case u.User != nil:
+			return bad("URL %s: credentials in a front end's URL are not supported", py.StrRepr(raw))
+		case scheme != "" && u.Scheme != scheme:
+			return bad("URL %s is %s:// but the first is %s://: the front ends must all be http:// or all https://", py.StrRepr(raw), u.Scheme, scheme)
+		case seen[raw]:
+			return bad("URL %s is given twice", py.StrRepr(raw))
+		}
+		scheme = u.Scheme
+		seen[raw] = true
+		c.FrontEndURLs = append(c.FrontEndURLs, raw+c.Endpoint)
 	}
 	return nil
 }

@@ -83,6 +83,11 @@ func TestNotSupportedYet(t *testing.T) {
 	}{
 		{[]string{"--plot-dataset-stats"}, "--plot-dataset-stats needs a result file name beside which to write its figure: add --save-result, --append-result or --plot-timeline"},
 		{[]string{"--max-connections-per-worker", "0"}, "argument --max-connections-per-worker: must be at least 1, got 0"},
+		{[]string{"--server-urls", "http://a:1,https://b:2"}, "argument --server-urls: URL 'https://b:2' is https:// but the first is http://: the front ends must all be http:// or all https://"},
+		{[]string{"--server-urls", "a:1"}, "argument --server-urls: invalid URL 'a:1': want a base URL such as http://10.0.0.5:8000"},
+		{[]string{"--server-urls", "ftp://a:1"}, `argument --server-urls: URL 'ftp://a:1': scheme "ftp" is not supported (use http:// or https://)`},
+		{[]string{"--server-urls", "http://u:p@a:1"}, "argument --server-urls: URL 'http://u:p@a:1': credentials in a front end's URL are not supported"},
+		{[]string{"--server-urls", "http://a:1,http://a:1"}, "argument --server-urls: URL 'http://a:1' is given twice"},
 	}
 	for _, tt := range tests {
 		_, err := parseArgs(tt.args, noEnv)
@@ -365,5 +370,19 @@ func TestClusterTokenNotInArgs(t *testing.T) {
 	}
 	if p.ClusterToken != "s3cret-value" {
 		t.Errorf("the plan lost the token: %q", p.ClusterToken)
+	}
+}
+
+// The result's args hold the two lists as JSON lists of strings.
+func TestFrontEndOptionsInArgs(t *testing.T) {
+	c := mustParse(t, "--source-addresses", "127.0.0.2-127.0.0.3", "--server-urls", "http://a:1,http://b:2")
+	raw, err := py.Dumps(&c.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"source_addresses": ["127.0.0.2", "127.0.0.3"]`, `"server_urls": ["http://a:1", "http://b:2"]`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("args lack %s:\n%s", want, raw)
+		}
 	}
 }

@@ -133,20 +133,22 @@ type StampedeFlags struct {
 // ClientFlags are stampede's options for its event loops, limits and the
 // blocks it prints after Python's (plan.Client).
 type ClientFlags struct {
-	Shards             int          `long:"shards" default:"0" description:"Event-loop shards, each pinned to a CPU (0: one per usable core)."`
-	NoKernelTimestamps bool         `long:"no-kernel-timestamps" description:"Timestamp tokens when read instead of with the kernel's receive time."`
-	CPUs               plan.CPUList `long:"cpus" value-name:"LIST" description:"CPUs the shards may run on, e.g. 0-3,6 (default: the process's affinity mask)."`
-	RequestTimeoutSec  float64      `long:"request-timeout-sec" default:"21600" description:"Seconds before a request is abandoned as failed (Python's aiohttp total timeout)."`
-	ConnectTimeoutSec  float64      `long:"connect-timeout-sec" default:"30" description:"Seconds allowed for a TCP (and TLS) connect."`
-	CancelGraceSec     float64      `long:"cancel-grace-sec" default:"5" description:"After Ctrl-C, seconds in-flight requests may finish before they are cancelled."`
-	MaxResponseBytes   int          `long:"max-response-bytes" default:"1073741824" description:"Bytes one response may have before the request fails (0: no limit); stops a server that never ends an answer."`
-	MaxBufferedBytes   int          `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
-	SteadyState        bool         `long:"steady-state" description:"After the result block, print the metrics of the steady-state window: in-flight requests at 95% of --max-concurrency (or of the run's level for a rate)."`
-	WarmConnections    bool         `long:"warm-connections" description:"Before the clock starts, open min(max-concurrency, num-prompts) keep-alive connections, paced so the server's accept queue keeps up; TTFT then holds no connect, as for a long-running client. Python opens connections as requests start."`
-	Breakdown          bool         `long:"breakdown" description:"After the result block, print where TTFT went: queue wait, connect, send delay, server time to first byte, first token (always saved in the .stampede.json sidecar)."`
-	ReasoningMetrics   bool         `long:"reasoning-metrics" description:"After the result block, print reasoning and tool-call metrics: time to the first answer token after reasoning, reasoning tokens, time to the first tool call (always saved in the .stampede.json sidecar)."`
-	PerTokenITL        bool         `long:"per-token-itl" description:"Ask for the running usage in every chunk (the stream option continuous_usage_stats) and, after the result block, print ITL per token beside ITL per chunk and how many tokens each chunk carried (also saved in the .stampede.json sidecar); for servers that send several tokens per chunk (speculative decoding)."`
-	FailOnError        bool         `long:"fail-on-error" description:"Exit with status 3 when any benchmark request failed, after the block, the result files and the report are written (Python exits 0)."`
+	Shards             int           `long:"shards" default:"0" description:"Event-loop shards, each pinned to a CPU (0: one per usable core)."`
+	NoKernelTimestamps bool          `long:"no-kernel-timestamps" description:"Timestamp tokens when read instead of with the kernel's receive time."`
+	CPUs               plan.CPUList  `long:"cpus" value-name:"LIST" description:"CPUs the shards may run on, e.g. 0-3,6 (default: the process's affinity mask)."`
+	SourceAddresses    plan.AddrList `long:"source-addresses" value-name:"LIST" description:"Local addresses to bind outgoing connections to, round-robin, e.g. 127.0.0.2-127.0.0.9 or 10.0.0.5,10.0.0.6; each gives its own ~28,000 ephemeral ports to each server address. An address this host cannot bind stops the run before it starts."`
+	ServerURLs         CommaList     `long:"server-urls" value-name:"URL[,URL...]" description:"Base URLs of several front ends of one service (all http:// or all https://); request i goes to front end i mod their count, on connections of its own, with its Host header. --endpoint is appended to each. Other requests (models, /metrics, readiness) go to --base-url, or the first of these when --base-url is absent. The sidecar breaks every figure down per front end."`
+	RequestTimeoutSec  float64       `long:"request-timeout-sec" default:"21600" description:"Seconds before a request is abandoned as failed (Python's aiohttp total timeout)."`
+	ConnectTimeoutSec  float64       `long:"connect-timeout-sec" default:"30" description:"Seconds allowed for a TCP (and TLS) connect."`
+	CancelGraceSec     float64       `long:"cancel-grace-sec" default:"5" description:"After Ctrl-C, seconds in-flight requests may finish before they are cancelled."`
+	MaxResponseBytes   int           `long:"max-response-bytes" default:"1073741824" description:"Bytes one response may have before the request fails (0: no limit); stops a server that never ends an answer."`
+	MaxBufferedBytes   int           `long:"max-buffered-bytes" default:"33554432" description:"Memory budget for response bytes held unparsed (unfinished SSE events, non-streaming bodies) over all requests in flight; a request that grows past it fails (0: no budget)."`
+	SteadyState        bool          `long:"steady-state" description:"After the result block, print the metrics of the steady-state window: in-flight requests at 95% of --max-concurrency (or of the run's level for a rate)."`
+	WarmConnections    bool          `long:"warm-connections" description:"Before the clock starts, open min(max-concurrency, num-prompts) keep-alive connections, paced so the server's accept queue keeps up; TTFT then holds no connect, as for a long-running client. Python opens connections as requests start."`
+	Breakdown          bool          `long:"breakdown" description:"After the result block, print where TTFT went: queue wait, connect, send delay, server time to first byte, first token (always saved in the .stampede.json sidecar)."`
+	ReasoningMetrics   bool          `long:"reasoning-metrics" description:"After the result block, print reasoning and tool-call metrics: time to the first answer token after reasoning, reasoning tokens, time to the first tool call (always saved in the .stampede.json sidecar)."`
+	PerTokenITL        bool          `long:"per-token-itl" description:"Ask for the running usage in every chunk (the stream option continuous_usage_stats) and, after the result block, print ITL per token beside ITL per chunk and how many tokens each chunk carried (also saved in the .stampede.json sidecar); for servers that send several tokens per chunk (speculative decoding)."`
+	FailOnError        bool          `long:"fail-on-error" description:"Exit with status 3 when any benchmark request failed, after the block, the result files and the report are written (Python exits 0)."`
 }
 
 // plan converts the option values to a plan's option groups; the derived

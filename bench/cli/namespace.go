@@ -75,6 +75,15 @@ func flagValue(v reflect.Value, hasDefault bool) any {
 			return nil
 		}
 		return []string(x)
+	case plan.AddrList:
+		if x == nil {
+			return nil
+		}
+		out := make([]string, len(x))
+		for i, a := range x {
+			out[i] = a.String()
+		}
+		return out
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ import (
 type Server struct {
 	cfg    *plan.Plan
 	target Target
+	// frontEnds are --server-urls' targets (nil without them); target is
+	// then the first.
+	frontEnds []Target
 	// control carries the requests around a run (/v1/models, /metrics,
 	// profiling, /tokenize): few and off the measured path, so net/http.
 	control *http.Client
@@ -43,13 +47,24 @@ func New(cfg *plan.Plan) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var frontEnds []Target
+	for _, u := range cfg.FrontEndURLs {
+		fe, err := ParseTarget(u, cfg.Insecure)
+		if err != nil {
+			return nil, err
+		}
+		frontEnds = append(frontEnds, fe)
+	}
+	if len(frontEnds) > 1 && frontEnds[0].TLS != nil {
+		return nil, &py.UsageError{Msg: "argument --server-urls: several https:// front ends are not supported yet (the TLS settings name one server); use http:// URLs, or one https:// URL"}
+	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if t.TLS != nil {
 		transport.TLSClientConfig = t.TLS
 	}
 	rt := originTransport{base: transport, origin: originOfURL(cfg.BaseURL), authorization: cfg.URLAuthorization}
 	control := &http.Client{Transport: rt, Timeout: 5 * time.Minute, CheckRedirect: keepCredentialsHome(credentialKeys(cfg))}
-	return &Server{cfg: cfg, target: t, control: control}, nil
+	return &Server{cfg: cfg, target: t, frontEnds: frontEnds, control: control}, nil
 }
 
 // Control is the client for control requests to the server.
@@ -91,6 +106,23 @@ func (s *Server) DiscoverModel(ctx context.Context, stdout io.Writer) (Model, er
 // request function posts it with serve's headers (Content-Type,
 // $OPENAI_API_KEY's bearer token, --header, x-request-id).
 func (s *Server) EncodeRequest(req *datasets.Request, p backend.BodyParams) ([]byte, error) {
+	return s.EncodeRequestTo(0, req, p)
+}
+
+// FrontEnds counts --server-urls' front ends: 1 without them.
+func (s *Server) FrontEnds() int { return max(1, len(s.frontEnds)) }
+
+// FrontEndURL is front end k's URL + --endpoint (APIURL without them).
+func (s *Server) FrontEndURL(k int) string {
+	if len(s.frontEnds) == 0 {
+		return s.cfg.APIURL
+	}
+	return s.cfg.FrontEndURLs[k]
+}
+
+// EncodeRequestTo is EncodeRequest to front end k, whose Host header and
+// path it carries.
+func (s *Server) EncodeRequestTo(k int, req *datasets.Request, p backend.BodyParams) ([]byte, error) {
 	contentType, body, err := backend.Body(s.cfg.Backend, req, p)
 	if err != nil {
 		return nil, err
@@ -102,7 +134,7 @@ func (s *Server) EncodeRequest(req *datasets.Request, p backend.BodyParams) ([]b
 	if s.cfg.OTLPReceiver != "" && req.RequestID != "" {
 		hs = withTraceParent(hs, req.RequestID)
 	}
-	return s.frame(contentType, body, hs)
+	return s.frameTo(k, contentType, body, hs)
 }
 
 // withTraceParent is hs with the W3C traceparent of requestID last, in
@@ -122,11 +154,20 @@ func withTraceParent(hs []plan.Header, requestID string) []plan.Header {
 // empty contentType is aiohttp's json= default, which a backend's own
 // Content-Type or a --header replaces.
 func (s *Server) frame(contentType string, body []byte, hs []plan.Header) ([]byte, error) {
+	return s.frameTo(0, contentType, body, hs)
+}
+
+// frameTo is frame to front end k.
+func (s *Server) frameTo(k int, contentType string, body []byte, hs []plan.Header) ([]byte, error) {
+	t := s.target
+	if len(s.frontEnds) > 0 {
+		t = s.frontEnds[k]
+	}
 	if contentType == "" {
 		contentType = "application/json"
 	}
 	hreq := httpwire.Request{
-		Method: "POST", Host: s.target.HostHeader, Path: s.target.Path,
+		Method: "POST", Host: t.HostHeader, Path: t.Path,
 		ContentType: contentType,
 		// aiohttp's Basic authentication from --base-url's credentials;
 		// cli.Parse refuses them beside an Authorization header.
@@ -150,9 +191,11 @@ func (s *Server) EngineConfig(reqs []engine.Request) engine.Config {
 	c := s.cfg
 	ec := engine.Config{
 		Network: s.target.Network, Address: s.target.Address, TLS: s.target.TLS,
-		Kind:      backend.Of(c.Backend).Stream(),
-		Streaming: c.TaskType == plan.Generation,
-		Requests:  reqs,
+		SourceAddresses: []netip.Addr(c.SourceAddresses),
+		FrontEnds:       s.frontEndAddresses(),
+		Kind:            backend.Of(c.Backend).Stream(),
+		Streaming:       c.TaskType == plan.Generation,
+		Requests:        reqs,
 		// Test and warm-up requests all go at once.
 		RequestRate: math.Inf(1), Burstiness: 1,
 		Seed:             int64(c.Seed),
@@ -165,10 +208,26 @@ func (s *Server) EngineConfig(reqs []engine.Request) engine.Config {
 		MaxResponseBytes: int64(c.MaxResponseBytes),
 		MaxBufferedBytes: int64(c.MaxBufferedBytes),
 	}
+	if len(s.frontEnds) == 1 {
+		// One --server-urls URL is the target, whatever --base-url says.
+		ec.Address, ec.TLS = s.frontEnds[0].Address, s.frontEnds[0].TLS
+	}
 	if c.MaxConcurrency != nil {
 		ec.MaxConcurrency = *c.MaxConcurrency
 	}
 	return ec
+}
+
+// frontEndAddresses are the front ends' "host:port"s, nil for one.
+func (s *Server) frontEndAddresses() []string {
+	if len(s.frontEnds) < 2 {
+		return nil
+	}
+	out := make([]string, len(s.frontEnds))
+	for i, t := range s.frontEnds {
+		out[i] = t.Address
+	}
+	return out
 }
 
 // Seconds is a flag's seconds as a duration.

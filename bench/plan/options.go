@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/stampede-bench/stampede/datasets"
+
 // The option groups below hold the value of every `vllm bench serve` and
 // stampede option, after Python's post-parse rewriting; the comment on a
 // field names its option, whose help (bench/cli) says what it means. The
@@ -94,20 +96,22 @@ type Workers struct {
 // blocks it prints after Python's; none changes the meaning of a `vllm
 // bench serve` option.
 type Client struct {
-	Shards             int     // --shards
-	NoKernelTimestamps bool    // --no-kernel-timestamps
-	CPUs               CPUList // --cpus; nil: the process's affinity mask
-	RequestTimeoutSec  float64 // --request-timeout-sec
-	ConnectTimeoutSec  float64 // --connect-timeout-sec
-	CancelGraceSec     float64 // --cancel-grace-sec
-	MaxResponseBytes   int     // --max-response-bytes
-	MaxBufferedBytes   int     // --max-buffered-bytes
-	SteadyState        bool    // --steady-state
-	WarmConnections    bool    // --warm-connections
-	Breakdown          bool    // --breakdown
-	ReasoningMetrics   bool    // --reasoning-metrics
-	PerTokenITL        bool    // --per-token-itl
-	FailOnError        bool    // --fail-on-error
+	Shards             int                // --shards
+	NoKernelTimestamps bool               // --no-kernel-timestamps
+	CPUs               CPUList            // --cpus; nil: the process's affinity mask
+	SourceAddresses    AddrList           // --source-addresses; nil: the kernel's choice
+	ServerURLs         datasets.CommaList // --server-urls; nil: the base URL alone
+	RequestTimeoutSec  float64            // --request-timeout-sec
+	ConnectTimeoutSec  float64            // --connect-timeout-sec
+	CancelGraceSec     float64            // --cancel-grace-sec
+	MaxResponseBytes   int                // --max-response-bytes
+	MaxBufferedBytes   int                // --max-buffered-bytes
+	SteadyState        bool               // --steady-state
+	WarmConnections    bool               // --warm-connections
+	Breakdown          bool               // --breakdown
+	ReasoningMetrics   bool               // --reasoning-metrics
+	PerTokenITL        bool               // --per-token-itl
+	FailOnError        bool               // --fail-on-error
 }
 
 // Reporting are stampede's options for the server's metrics (its prefix

@@ -32,6 +32,10 @@ type Plan struct {
 
 	// APIURL is where benchmark requests go: base URL + --endpoint.
 	APIURL string
+	// FrontEndURLs, with --server-urls, are each front end's URL +
+	// --endpoint, request i's the one at i mod their count (APIURL is
+	// then the first); nil without them.
+	FrontEndURLs []string
 	// BaseURL is --base-url, or http://host:port (IPv6 hosts bracketed).
 	// Credentials in --base-url (user:password@) are removed from BaseURL
 	// and APIURL, so that no output shows them; URLAuthorization carries

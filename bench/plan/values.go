@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,61 @@ func (t JSONText) Object() (obj JSONObject, ok bool) {
 		obj.Set(key, b.Bytes())
 	}
 	return obj, true
+}
+
+// AddrList is a list of IP addresses (--source-addresses), in the order
+// given, without repeats.
+type AddrList []netip.Addr
+
+// maxAddrRange bounds one range of an AddrList: a typo such as
+// 10.0.0.1-10.9.0.1 should not become millions of addresses.
+const maxAddrRange = 1 << 16
+
+// UnmarshalFlag parses comma-separated addresses and ranges of them
+// ("127.0.0.2-127.0.0.9", both ends included, of one family). The command
+// line stores --source-addresses through it.
+func (l *AddrList) UnmarshalFlag(s string) error {
+	var out AddrList
+	seen := map[netip.Addr]bool{}
+	add := func(a netip.Addr) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := netip.ParseAddr(lo)
+		if err != nil || first.Zone() != "" {
+			return fmt.Errorf("malformed address %q: want an IP address such as 127.0.0.2, or a range such as 127.0.0.2-127.0.0.9", part)
+		}
+		first = first.Unmap()
+		if !isRange {
+			add(first)
+			continue
+		}
+		last, err := netip.ParseAddr(hi)
+		if err != nil || last.Zone() != "" {
+			return fmt.Errorf("malformed address range %q: want two IP addresses joined by '-'", part)
+		}
+		last = last.Unmap()
+		if first.Is4() != last.Is4() || last.Less(first) {
+			return fmt.Errorf("address range %q: want its ends of one family, the first not after the last", part)
+		}
+		n := 0
+		for a := first; ; a = a.Next() {
+			if n++; n > maxAddrRange {
+				return fmt.Errorf("address range %q is too large (more than %d addresses)", part, maxAddrRange)
+			}
+			add(a)
+			if a == last {
+				break
+			}
+		}
+	}
+	*l = out
+	return nil
 }
 
 // CPUList is a Linux CPU list ("0-3,6"), ascending and without repeats.

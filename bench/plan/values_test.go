@@ -98,3 +98,44 @@ func TestCPUList(t *testing.T) {
 		}
 	}
 }
+
+func TestAddrList(t *testing.T) {
+	tests := []struct {
+		in, want string // want: the addresses joined by spaces
+		err      string // a part of the error; "" for none
+	}{
+		{in: "127.0.0.2", want: "127.0.0.2"},
+		{in: "127.0.0.2-127.0.0.4", want: "127.0.0.2 127.0.0.3 127.0.0.4"},
+		{in: "10.0.0.5, 10.0.0.4,10.0.0.5", want: "10.0.0.5 10.0.0.4"},
+		{in: "10.0.0.255-10.0.1.1", want: "10.0.0.255 10.0.1.0 10.0.1.1"},
+		{in: "::1,fd00::1-fd00::2", want: "::1 fd00::1 fd00::2"},
+		{in: "::ffff:127.0.0.2", want: "127.0.0.2"},
+		{in: "127.0.0.4-127.0.0.2", err: "first not after the last"},
+		{in: "127.0.0.2-::1", err: "one family"},
+		{in: "10.0.0.0-10.2.0.0", err: "too large"},
+		{in: "127.0.0.x", err: `malformed address "127.0.0.x"`},
+		{in: "127.0.0.2-", err: "malformed address range"},
+		{in: "", err: "malformed address"},
+	}
+	for _, tt := range tests {
+		var l AddrList
+		err := l.UnmarshalFlag(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("AddrList(%q) error = %v, want one saying %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("AddrList(%q): %v", tt.in, err)
+			continue
+		}
+		got := make([]string, len(l))
+		for i, a := range l {
+			got[i] = a.String()
+		}
+		if g := strings.Join(got, " "); g != tt.want {
+			t.Errorf("AddrList(%q) = %s, want %s", tt.in, g, tt.want)
+		}
+	}
+}

@@ -59,6 +59,9 @@ type Sidecar struct {
 	// NetworkRTT is the connections' kernel round-trip times
 	// (networkrtt.go); null when none reported one.
 	NetworkRTT *SidecarNetworkRTT `json:"network_rtt"`
+	// FrontEnds breaks the run down per --server-urls front end, in their
+	// order (frontends.go); absent without several.
+	FrontEnds []SidecarFrontEnd `json:"front_ends,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

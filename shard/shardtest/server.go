@@ -66,6 +66,19 @@ type Server struct {
 	stop       chan struct{}
 	tls        *tls.Config
 	wg         sync.WaitGroup
+	peersMu    sync.Mutex
+	peers      map[netip.Addr]int
+}
+
+// Peers counts the accepted connections by their remote address.
+func (s *Server) Peers() map[netip.Addr]int {
+	s.peersMu.Lock()
+	defer s.peersMu.Unlock()
+	out := make(map[netip.Addr]int, len(s.peers))
+	for a, n := range s.peers {
+		out[a] = n
+	}
+	return out
 }
 
 // New starts a Server on a loopback port; it stops when the test ends.
@@ -145,6 +158,14 @@ func (s *Server) serve() {
 			return
 		}
 		s.Accepted.Add(1)
+		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+			s.peersMu.Lock()
+			if s.peers == nil {
+				s.peers = map[netip.Addr]int{}
+			}
+			s.peers[ap.Addr()]++
+			s.peersMu.Unlock()
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
