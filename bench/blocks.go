@@ -70,26 +70,12 @@ func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
 	if k < 2 {
 		return nil, nil
 	}
+	points, err := o.SharePoints(k)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]report.SidecarFrontEnd, k)
-	for fe := range out {
-		share := &metrics.RunData{DurationNs: o.Data.DurationNs}
-		opts := o.Options
-		opts.InputAudioSeconds = nil
-		for j := range o.Data.Results {
-			res := &o.Data.Results[j]
-			if res.Index%k != fe {
-				continue
-			}
-			share.Results = append(share.Results, *res)
-			if o.Options.InputAudioSeconds != nil {
-				opts.InputAudioSeconds = append(opts.InputAudioSeconds, o.Options.InputAudioSeconds[j])
-			}
-		}
-		part := outcome.Outcome{Data: share, Options: opts}
-		pm, err := part.Point()
-		if err != nil {
-			return nil, err
-		}
+	for fe, pm := range points {
 		out[fe] = report.SidecarFrontEnd{URL: r.server.FrontEndURL(fe), PointMetrics: pm}
 	}
 	return out, nil

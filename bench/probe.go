@@ -36,7 +36,7 @@ func (r *run) newProbe(model endpoint.Model, ds *dataset) (*engine.Probe, error)
 	params := r.bodyParams(model)
 	// The probe asks for no running usage: its ITL is not counted per token.
 	params.ContinuousUsage = false
-	q, err := r.encode(&probe, params)
+	q, err := r.server.EngineRequest(0, &probe, params)
 	if err != nil {
 		return nil, fmt.Errorf("probe request: %w", err)
 	}

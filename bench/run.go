@@ -244,7 +244,7 @@ func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error
 		}
 		// The stated assignment: request i to front end i mod K, the
 		// same on every agent of a cluster.
-		q, err := r.encodeTo(i%r.server.FrontEnds(), req, p)
+		q, err := r.server.EngineRequest(i%r.server.FrontEnds(), req, p)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
@@ -255,29 +255,10 @@ func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error
 	}
 	test := ds.requests[0]
 	test.RequestID = ""
-	if enc.test, err = r.encode(&test, params); err != nil {
+	if enc.test, err = r.server.EngineRequest(0, &test, params); err != nil {
 		return nil, err
 	}
 	return enc, nil
-}
-
-// encode is req as the engine sends it: its bytes, its prompt length and
-// where its pooling answer has its usage.
-func (r *run) encode(req *datasets.Request, p backend.BodyParams) (engine.Request, error) {
-	return r.encodeTo(0, req, p)
-}
-
-// encodeTo is encode to front end k.
-func (r *run) encodeTo(k int, req *datasets.Request, p backend.BodyParams) (engine.Request, error) {
-	wire, err := r.server.EncodeRequestTo(k, req, p)
-	if err != nil {
-		return engine.Request{}, err
-	}
-	usage, err := backend.PoolingUsage(r.cfg.Backend, req, p)
-	if err != nil {
-		return engine.Request{}, err
-	}
-	return engine.Request{Wire: wire, PromptLen: req.PromptLen, PoolingUsage: usage, FrontEnd: k}, nil
 }
 
 // releaseLoadMemory gives back what loading the tokenizer and building the

@@ -120,6 +120,20 @@ func (s *Server) FrontEndURL(k int) string {
 	return s.cfg.FrontEndURLs[k]
 }
 
+// EngineRequest is req as the engine sends it to front end k: its bytes,
+// its prompt length and where its pooling answer has its usage.
+func (s *Server) EngineRequest(k int, req *datasets.Request, p backend.BodyParams) (engine.Request, error) {
+	wire, err := s.EncodeRequestTo(k, req, p)
+	if err != nil {
+		return engine.Request{}, err
+	}
+	usage, err := backend.PoolingUsage(s.cfg.Backend, req, p)
+	if err != nil {
+		return engine.Request{}, err
+	}
+	return engine.Request{Wire: wire, PromptLen: req.PromptLen, PoolingUsage: usage, FrontEnd: k}, nil
+}
+
 // EncodeRequestTo is EncodeRequest to front end k, whose Host header and
 // path it carries.
 func (s *Server) EncodeRequestTo(k int, req *datasets.Request, p backend.BodyParams) ([]byte, error) {

@@ -90,3 +90,33 @@ type RequestsFailed struct {
 func (e *RequestsFailed) Error() string {
 	return fmt.Sprintf("%d of %d requests failed (--fail-on-error)", e.Failed, e.Requests)
 }
+
+// SharePoints are the headline figures (Point) of each of k shares of the
+// run, share s holding the requests whose index is s mod k (the requests
+// one of k front ends served); throughputs are over the whole run's
+// duration, so the shares add up to the run.
+func (o *Outcome) SharePoints(k int) ([]report.PointMetrics, error) {
+	out := make([]report.PointMetrics, k)
+	for s := range out {
+		share := &metrics.RunData{DurationNs: o.Data.DurationNs}
+		opts := o.Options
+		opts.InputAudioSeconds = nil
+		for j := range o.Data.Results {
+			res := &o.Data.Results[j]
+			if res.Index%k != s {
+				continue
+			}
+			share.Results = append(share.Results, *res)
+			if o.Options.InputAudioSeconds != nil {
+				opts.InputAudioSeconds = append(opts.InputAudioSeconds, o.Options.InputAudioSeconds[j])
+			}
+		}
+		part := Outcome{Data: share, Options: opts}
+		pm, err := part.Point()
+		if err != nil {
+			return nil, err
+		}
+		out[s] = pm
+	}
+	return out, nil
+}
