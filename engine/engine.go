@@ -500,7 +500,7 @@ func (r *Runner) drain(grace time.Duration) {
 }
 
 func (r *Runner) health(lags []int64) Health {
-	h := Health{Shards: publish(r.transport.Health())}
+	h := Health{Shards: r.transport.Health()}
 	var reads, stamped int64
 	for _, s := range h.Shards {
 		reads += s.Reads
