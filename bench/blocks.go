@@ -50,7 +50,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	report.WriteServerVsClient(r.stdout, m.serverMetrics)
 	sidecar.PrefixCache = m.prefixCache
 	report.WritePrefixCacheWarning(r.stderr, m.prefixCache)
-	report.WriteHealth(r.stderr, res)
+	report.WriteHealth(r.stderr, res, m.serverSpans)
 	sidecar.ServerSpans = m.serverSpans
 	sidecar.FirstTokens = report.NewSidecarFirstTokens(res.Data.Results, c.SelectedPercentiles, c.SaveDetailed)
 	sidecar.NetworkRTT = report.NewSidecarNetworkRTT(res.Health.Shards, c.SelectedPercentiles)

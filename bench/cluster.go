@@ -83,7 +83,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	if err != nil {
 		return nil, err
 	}
-	report.WriteHealth(r.stderr, res)
+	report.WriteHealth(r.stderr, res, nil)
 
 	if res.Cancelled {
 		outcome.DropUnsent(&res.Data)

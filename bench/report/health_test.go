@@ -40,7 +40,7 @@ func TestHealthLineDurations(t *testing.T) {
 		DeadlineLateMax: 2 * time.Millisecond,
 	}}
 	var b strings.Builder
-	WriteHealth(&b, res)
+	WriteHealth(&b, res, nil)
 	line := b.String()
 	if m := regexp.MustCompile(`\d(ns|µs|ms|s)\b`).FindString(line); m != "" {
 		t.Errorf("a duration without a space before its unit (%q): %s", m, line)
@@ -62,14 +62,39 @@ func TestHealthLineBehindSchedule(t *testing.T) {
 	res := &engine.Result{Shards: 1, Health: engine.Health{ScheduleLagP50: time.Millisecond,
 		ScheduleLagP99: 23400 * time.Microsecond, ScheduleLagMax: 61 * time.Millisecond}}
 	var b strings.Builder
-	WriteHealth(&b, res)
+	WriteHealth(&b, res, nil)
 	if want := "the client fell behind its schedule: 1% of requests went out 23.4 ms or more late (at worst 61.0 ms)"; !strings.Contains(b.String(), want) {
 		t.Errorf("health line lacks %q: %s", want, b.String())
 	}
 	res.Health.ScheduleLagP99 = ScheduleLagBehind - time.Microsecond
 	b.Reset()
-	WriteHealth(&b, res)
+	WriteHealth(&b, res, nil)
 	if strings.Contains(b.String(), "fell behind") {
 		t.Errorf("p99 under the threshold: %s", b.String())
+	}
+}
+
+// With --otlp-receiver the health line carries the receiver's busy time
+// per span and the memory its spans held; without it, no such clause.
+func TestHealthLineSpanReceiver(t *testing.T) {
+	res := &engine.Result{Shards: 1}
+	line := func(s *ServerSpans) string {
+		var b strings.Builder
+		WriteHealth(&b, res, s)
+		if n := strings.Count(b.String(), "\n"); n != 1 {
+			t.Errorf("%d lines, want one: %q", n, b.String())
+		}
+		return b.String()
+	}
+	got := line(&ServerSpans{Receiver: ServerSpansReceiver{Spans: 10000, BusyS: 0.013, BusyPerSpanUs: 1.3, HeldBytes: 1_900_000}})
+	if want := ", span receiver 1.3 µs/span, 1.9 MB"; !strings.Contains(got, want) {
+		t.Errorf("health line lacks %q: %s", want, got)
+	}
+	got = line(&ServerSpans{Receiver: ServerSpansReceiver{BusyS: 0.0004}})
+	if want := ", span receiver got no spans (busy 400 µs), 0.0 MB"; !strings.Contains(got, want) {
+		t.Errorf("health line of a receiver without spans lacks %q: %s", want, got)
+	}
+	if got := line(nil); strings.Contains(got, "receiver") {
+		t.Errorf("health line without --otlp-receiver: %s", got)
 	}
 }

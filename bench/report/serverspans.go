@@ -281,14 +281,15 @@ func thousands(n int) string {
 	return s
 }
 
-// WriteSpansLine is the --otlp-receiver join's line on stderr, beside the health line.
+// WriteSpansLine is the --otlp-receiver join's line on stderr, after the
+// health line, which holds the receiver's own cost (WriteHealth).
 func WriteSpansLine(w io.Writer, s *ServerSpans) {
 	if s == nil {
 		return
 	}
 	rc := s.Receiver
-	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), receiver busy %.3f s (%.1f µs/span), holding %.1f MB, waited %.1f s after the run\n",
-		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.BusyS, rc.BusyPerSpanUs, float64(rc.HeldBytes)/1e6, rc.WaitedS)
+	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), waited %.1f s after the run\n",
+		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.WaitedS)
 	if s.Why != "" {
 		fmt.Fprintf(w, "Server spans: %d requests unjoined: %s\n", s.Unjoined, s.Why)
 	}

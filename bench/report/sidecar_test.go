@@ -49,7 +49,7 @@ func TestHealthLineTLSFallbacks(t *testing.T) {
 			res.Health.Shards = append(res.Health.Shards, engine.ShardHealth{TLSHandshakes: 4, TLSFallbacks: n, TLSPath: engine.TLSPathLoop})
 		}
 		var b strings.Builder
-		WriteHealth(&b, res)
+		WriteHealth(&b, res, nil)
 		return b.String()
 	}
 	if got := line(2, 0, 1); !strings.Contains(got, "TLS path: "+engine.TLSPathLoop+" (3 connections not on TLS 1.3 fell back") {
