@@ -19,6 +19,12 @@ type SidecarFirstTokens struct {
 	WithSecond int          `json:"with_second_token"`
 	TTFO       SidecarStats `json:"ttfo"`
 	TTST       SidecarStats `json:"ttst"`
+	// ReasonedFirst is how many of WithOutput streamed reasoning before
+	// their first output (TTFO > TTFT: their TTFT is a reasoning token's);
+	// BeforeOutput is TTFO − TTFT over WithOutput (0 for the others): the
+	// reasoning a user waits through after TTFT before any answer.
+	ReasonedFirst int          `json:"reasoned_first"`
+	BeforeOutput  SidecarStats `json:"reasoning_before_output"`
 	// PerRequest is every successful request's figures in nanoseconds
 	// (-1 when it had none), with --save-detailed, in request order.
 	PerRequest []SidecarFirstTokenRequest `json:"per_request,omitempty"`
@@ -35,7 +41,7 @@ type SidecarFirstTokenRequest struct {
 // succeeded.
 func NewSidecarFirstTokens(results []metrics.RequestResult, percentiles []float64, detailed bool) *SidecarFirstTokens {
 	out := &SidecarFirstTokens{}
-	var ttfo, ttst []float64
+	var ttfo, ttst, before []float64
 	for i := range results {
 		r := &results[i]
 		if !r.Success {
@@ -50,6 +56,10 @@ func NewSidecarFirstTokens(results []metrics.RequestResult, percentiles []float6
 		if row.TTFONs >= 0 {
 			out.WithOutput++
 			ttfo = append(ttfo, metrics.Seconds(row.TTFONs))
+			before = append(before, metrics.Seconds(row.TTFONs-r.TTFTNs))
+			if row.TTFONs > r.TTFTNs {
+				out.ReasonedFirst++
+			}
 		}
 		if row.TTSTNs >= 0 {
 			out.WithSecond++
@@ -63,6 +73,7 @@ func NewSidecarFirstTokens(results []metrics.RequestResult, percentiles []float6
 		return nil
 	}
 	out.TTFO, out.TTST = summaryOrEmpty(ttfo, percentiles), summaryOrEmpty(ttst, percentiles)
+	out.BeforeOutput = summaryOrEmpty(before, percentiles)
 	return out
 }
 

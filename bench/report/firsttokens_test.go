@@ -26,6 +26,10 @@ func TestFirstTokens(t *testing.T) {
 			t.Errorf("request %d: %+v, want %+v", i, s.PerRequest[i], w)
 		}
 	}
+	// Request 1 reasoned for 20 ns after its first token; request 0 did not.
+	if s.ReasonedFirst != 1 || s.BeforeOutput.MeanMs != 10e-6 {
+		t.Errorf("reasoned first %d, mean before output %v ms; want 1 and 10 ns", s.ReasonedFirst, s.BeforeOutput.MeanMs)
+	}
 	if NewSidecarFirstTokens(rs[3:], nil, false) != nil {
 		t.Error("a run without a success has a first_tokens section")
 	}

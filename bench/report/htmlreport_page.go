@@ -101,7 +101,9 @@ type runSwatch struct {
 
 // runExtras are one run's sections from its sidecar; nil where absent.
 type runExtras struct {
+	FirstTokens *firstTokensView
 	Breakdown   *breakdownView
+	NetworkRTT  *networkRTTView
 	ServerSpans *serverSpansView
 	Health      *healthView
 }
@@ -146,7 +148,8 @@ func newReportPage(runs []*ReportRun, opts ReportOptions) (*reportPage, error) {
 	}
 	page.Distributions = distributionCharts(runs, reqs)
 	for _, r := range runs {
-		page.RunExtras = append(page.RunExtras, runExtras{newBreakdownView(r, many), newServerSpansView(r, many), newHealthView(r, many)})
+		page.RunExtras = append(page.RunExtras, runExtras{newFirstTokensView(r, many), newBreakdownView(r, many),
+			newNetworkRTTView(r, many), newServerSpansView(r, many), newHealthView(r, many)})
 	}
 	tl, err := newTimelineSection(runs, reqs, opts)
 	if err != nil {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"slices"
+
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -15,7 +17,17 @@ type SidecarNetworkRTT struct {
 	Connections int          `json:"connections"`
 	RTT         SidecarStats `json:"rtt"`
 	MinRTT      SidecarStats `json:"min_rtt"`
+	// RTTSortedMs and MinRTTSortedMs are the connections' round trips in
+	// ms, each list sorted ascending on its own, thinned to at most
+	// rttSortedPoints evenly ranked values (all of them when fewer): what
+	// the report draws the distribution from.
+	RTTSortedMs    []float64 `json:"rtt_sorted_ms"`
+	MinRTTSortedMs []float64 `json:"min_rtt_sorted_ms"`
 }
+
+// rttSortedPoints bounds the sorted lists: a chart 500 px wide shows no
+// more, and 10,000 connections keep the sidecar small.
+const rttSortedPoints = 200
 
 // NewSidecarNetworkRTT is the section of the shards' connections; nil
 // when none reported a round trip (the goroutine TLS transport reads
@@ -32,5 +44,25 @@ func NewSidecarNetworkRTT(shards []engine.ShardHealth, percentiles []float64) *S
 		return nil
 	}
 	return &SidecarNetworkRTT{Connections: len(rtt),
-		RTT: sidecarStats(metrics.Summarize(rtt, percentiles)), MinRTT: sidecarStats(metrics.Summarize(minRTT, percentiles))}
+		RTT: sidecarStats(metrics.Summarize(rtt, percentiles)), MinRTT: sidecarStats(metrics.Summarize(minRTT, percentiles)),
+		RTTSortedMs: sortedByRank(rtt, rttSortedPoints), MinRTTSortedMs: sortedByRank(minRTT, rttSortedPoints)}
+}
+
+// sortedByRank is sec sorted, in ms, thinned to at most n values: the
+// i-th of n is the one at rank round(i·(len−1)/(n−1)), so the first and
+// the last (the least and the most) are always kept.
+func sortedByRank(sec []float64, n int) []float64 {
+	sorted := slices.Clone(sec)
+	slices.Sort(sorted)
+	if len(sorted) <= n {
+		for i := range sorted {
+			sorted[i] *= 1000
+		}
+		return sorted
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1000 * sorted[(i*(len(sorted)-1)+(n-1)/2)/(n-1)]
+	}
+	return out
 }
