@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -15,6 +16,9 @@ func JSONProblem(data []byte, err error, want string) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// A json.Decoder's word for a value the input cut off.
+		return fmt.Sprintf("the JSON ends early (an unclosed bracket, brace or string?); want %s", want)
 	case errors.As(err, &syntax):
 		where := jsonPosition(data, syntax.Offset)
 		msg := syntax.Error()

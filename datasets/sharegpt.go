@@ -1,11 +1,18 @@
 package datasets
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stampede-bench/stampede/datasets/hfhub"
 )
 
 type shareGPTEntry struct {
@@ -18,6 +25,74 @@ type shareGPTEntry struct {
 
 // shareGPTShape is what a ShareGPT file holds, for error messages.
 const shareGPTShape = `a JSON list of entries such as {"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", "value": "..."}]}`
+
+// MaxShareGPTEntryBytes bounds one ShareGPT entry (one conversation) as
+// JSON. An entry is text (its media are paths or URLs), and 16 MiB of
+// text is some 4 million tokens: far past any model's context, while the
+// dataset sends prompts of at most 1,024 tokens. A longer entry is a
+// broken or hostile file (a missing quote that swallows the rest), refused
+// by name before it is decoded whole.
+const MaxShareGPTEntryBytes = 16 << 20
+
+// readShareGPT reads path's entries with two or more turns, a list item
+// at a time (the file is never held whole), keeping of each its first
+// two turns (all that is sent), its image and its video.
+func readShareGPT(path string) ([]shareGPTEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset sharegpt: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	// The file's start, for the place of an error in its first value.
+	head, _ := br.Peek(1 << 16)
+	head = bytes.Clone(head)
+	list, err := hfhub.NewJSONList(br, MaxShareGPTEntryBytes)
+	var notList *hfhub.NotAListError
+	switch {
+	case errors.As(err, &notList) && notList.Kind == "null":
+		return nil, nil // json.loads gives None, which holds no entry
+	case errors.As(err, &notList):
+		return nil, fmt.Errorf("dataset sharegpt %s: found %s; want %s", path, jsonKindName(notList.Kind), shareGPTShape)
+	case err != nil:
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			err = json.Unmarshal(head, new(any)) // the same error, placed in the file
+		}
+		return nil, fmt.Errorf("dataset sharegpt %s: %s", path, JSONProblem(head, err, shareGPTShape))
+	}
+	var entries []shareGPTEntry
+	for {
+		var raw json.RawMessage
+		more, err := list.Next(func(dec *json.Decoder) error { return dec.Decode(&raw) })
+		var long *hfhub.ItemTooLargeError
+		switch {
+		case errors.As(err, &long):
+			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0) is longer than %d MiB, the most stampede reads as one conversation "+
+				"(is a quote missing before it?)", path, long.Index, long.Limit>>20)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("dataset sharegpt %s: %s", path, JSONProblem(nil, err, shareGPTShape))
+		case err != nil:
+			// The decoder's offsets are not the file's: the entry places it.
+			return nil, fmt.Errorf("dataset sharegpt %s: not valid JSON at entry %d (from 0): %s; want %s",
+				path, list.Index(), strings.TrimPrefix(err.Error(), "invalid "), shareGPTShape)
+		case !more:
+			return entries, nil
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			continue // not an entry with "conversations"; Python's filter drops it too
+		}
+		var e shareGPTEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0): %s", path, list.Index(), JSONProblem(raw, err, shareGPTShape))
+		}
+		if len(e.Conversations) >= 2 {
+			// A copy, so that the later turns' text is not kept alive.
+			e.Conversations = slices.Clone(e.Conversations[:2])
+			entries = append(entries, e)
+		}
+	}
+}
 
 // SampleShareGPT is ShareGPTDataset: keep entries with at least two turns,
 // reseed Python's random with --seed and shuffle (unless
@@ -34,26 +109,9 @@ func SampleShareGPT(env *Env) ([]Request, error) {
 	if env.Path == "" {
 		return nil, valueError("dataset_path must be provided for loading data.")
 	}
-	raw, err := os.ReadFile(env.Path)
+	entries, err := readShareGPT(env.Path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset sharegpt: %w", err)
-	}
-	var all []json.RawMessage
-	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, fmt.Errorf("dataset sharegpt %s: %s", env.Path, JSONProblem(raw, err, shareGPTShape))
-	}
-	entries := make([]shareGPTEntry, 0, len(all))
-	for i, r := range all {
-		if len(r) == 0 || r[0] != '{' {
-			continue // not an entry with "conversations"; Python's filter drops it too
-		}
-		var e shareGPTEntry
-		if err := json.Unmarshal(r, &e); err != nil {
-			return nil, fmt.Errorf("dataset sharegpt %s: entry %d (from 0): %s", env.Path, i, JSONProblem(r, err, shareGPTShape))
-		}
-		if len(e.Conversations) >= 2 {
-			entries = append(entries, e)
-		}
+		return nil, err
 	}
 	random := shuffleRows(env.Globals, env.Seed, env.DisableShuffle, entries)
 

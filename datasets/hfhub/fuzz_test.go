@@ -1,6 +1,8 @@
 package hfhub
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -30,7 +32,25 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`{"a": 1} {"b": 2}`))
 	f.Add([]byte(strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = DecodeJSON(b)
+		v, err := DecodeJSON(b)
+		// A list read an item at a time holds the items DecodeJSON finds.
+		list, isList := v.([]any)
+		l, lerr := NewJSONList(bytes.NewReader(b), 1<<20)
+		n := 0
+		for lerr == nil {
+			var more bool
+			more, lerr = l.Next(func(dec *json.Decoder) error { _, err := decodeValue(dec, 1); return err })
+			if !more {
+				break
+			}
+			n++
+		}
+		if err == nil && isList && (lerr != nil || n != len(list)) {
+			t.Fatalf("JSONList read %d items (%v) of a list of %d", n, lerr, len(list))
+		}
+		if err != nil && lerr == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")) {
+			t.Fatalf("JSONList read %d items of JSON DecodeJSON refuses (%v)", n, err)
+		}
 	})
 }
 

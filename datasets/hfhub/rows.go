@@ -362,19 +362,20 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // openJSON reads a .json file as the json builder does: a JSON list of
-// objects, else JSON lines.
+// objects, else JSON lines. A list is read an item at a time, each item
+// at most maxLine long, as a line is.
 func openJSON(path string) (rowSource, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(f)
+	br := bufio.NewReaderSize(f, 1<<16)
 	for {
 		b, err := br.Peek(1)
 		if err != nil {
 			f.Close()
 			if errors.Is(err, io.EOF) {
-				return &sliceSource{}, nil
+				return emptySource{}, nil
 			}
 			return nil, err
 		}
@@ -387,41 +388,51 @@ func openJSON(path string) (rowSource, error) {
 		}
 		break
 	}
-	defer f.Close()
-	raw, err := io.ReadAll(br)
+	list, err := NewJSONList(br, maxLine)
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, fmt.Errorf("%s: invalid JSON: %v", path, err)
 	}
-	v, err := DecodeJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	list, _ := v.([]any)
-	rows := make([]*Object, 0, len(list))
-	for i, e := range list {
-		o, ok := e.(*Object)
-		if !ok {
-			return nil, fmt.Errorf("%s: item %d (from 0) is not a JSON object; want a list of objects", path, i)
-		}
-		rows = append(rows, o)
-	}
-	return &sliceSource{rows: rows}, nil
+	return &jsonListSource{path: path, f: f, list: list}, nil
 }
 
-type sliceSource struct {
-	rows []*Object
-	i    int
+// jsonListSource reads the objects of a JSON list one at a time.
+type jsonListSource struct {
+	path string
+	f    *os.File
+	list *JSONList
 }
 
-func (s *sliceSource) next() (*Object, error) {
-	if s.i >= len(s.rows) {
+func (s *jsonListSource) next() (*Object, error) {
+	var v any
+	more, err := s.list.Next(func(dec *json.Decoder) error {
+		var err error
+		v, err = decodeValue(dec, 1)
+		return err
+	})
+	var long *ItemTooLargeError
+	switch {
+	case errors.As(err, &long):
+		return nil, fmt.Errorf("%s: %v (put large media in files the row names by path, or split the row)", s.path, long)
+	case err != nil:
+		return nil, fmt.Errorf("%s: item %d (from 0): %v", s.path, s.list.Index(), err)
+	case !more:
 		return nil, io.EOF
 	}
-	s.i++
-	return s.rows[s.i-1], nil
+	o, ok := v.(*Object)
+	if !ok {
+		return nil, fmt.Errorf("%s: item %d (from 0) is not a JSON object; want a list of objects", s.path, s.list.Index())
+	}
+	return o, nil
 }
 
-func (s *sliceSource) close() error { return nil }
+func (s *jsonListSource) close() error { return s.f.Close() }
+
+// emptySource is a file with nothing but spaces.
+type emptySource struct{}
+
+func (emptySource) next() (*Object, error) { return nil, io.EOF }
+func (emptySource) close() error           { return nil }
 
 // DecodeJSON decodes one JSON value into row values, objects keeping
 // their key order and integers staying int64.
