@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +53,11 @@ func TestServerSpansJoinTheMockTruth(t *testing.T) {
 			}
 			if !strings.Contains(stderr, "Server spans (stampede): 20 of 20 requests joined") {
 				t.Errorf("stderr has no join line:\n%s", stderr)
+			}
+			// The receiver's cost is the health line's, not a line of its own.
+			if !regexp.MustCompile(`(?m)^stampede: \d+ shards, .*, span receiver [0-9.]+ (ns|µs|ms)/span, [0-9.]+ (B|kB|MB)`).MatchString(stderr) ||
+				strings.Contains(stderr, "receiver busy") {
+				t.Errorf("the health line lacks the span receiver's cost, or another line has it:\n%s", stderr)
 			}
 			byID := map[string]mock.TruthRequest{}
 			for _, r := range truth {

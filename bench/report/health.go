@@ -74,9 +74,23 @@ func spanReceiverCost(s *ServerSpans) string {
 	}
 	rc := s.Receiver
 	if rc.Spans == 0 {
-		return fmt.Sprintf(", span receiver got no spans (busy %s), %.1f MB", durationText(time.Duration(rc.BusyS*1e9)), float64(rc.HeldBytes)/1e6)
+		return fmt.Sprintf(", span receiver got no spans (busy %s), %s", durationText(time.Duration(rc.BusyS*1e9)), bytesText(rc.HeldBytes))
 	}
-	return fmt.Sprintf(", span receiver %s/span, %.1f MB", durationText(time.Duration(rc.BusyPerSpanUs*1e3)), float64(rc.HeldBytes)/1e6)
+	return fmt.Sprintf(", span receiver %s/span, %s", durationText(time.Duration(rc.BusyPerSpanUs*1e3)), bytesText(rc.HeldBytes))
+}
+
+// bytesText is a size as the health line prints it: two or three
+// significant digits in kB or MB ("31 kB", "1.9 MB", "123 MB").
+func bytesText(n int64) string {
+	switch {
+	case n < 1e3:
+		return fmt.Sprintf("%d B", n)
+	case n < 999_500:
+		return fmt.Sprintf("%.0f kB", float64(n)/1e3)
+	case n < 9_950_000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0f MB", float64(n)/1e6)
 }
 
 // ScheduleLagBehind is the schedule lag p99 past which the health line

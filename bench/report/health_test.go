@@ -91,10 +91,15 @@ func TestHealthLineSpanReceiver(t *testing.T) {
 		t.Errorf("health line lacks %q: %s", want, got)
 	}
 	got = line(&ServerSpans{Receiver: ServerSpansReceiver{BusyS: 0.0004}})
-	if want := ", span receiver got no spans (busy 400 µs), 0.0 MB"; !strings.Contains(got, want) {
+	if want := ", span receiver got no spans (busy 400 µs), 0 B"; !strings.Contains(got, want) {
 		t.Errorf("health line of a receiver without spans lacks %q: %s", want, got)
 	}
 	if got := line(nil); strings.Contains(got, "receiver") {
 		t.Errorf("health line without --otlp-receiver: %s", got)
+	}
+	for n, want := range map[int64]string{999: "999 B", 31_400: "31 kB", 999_600: "1.0 MB", 1_940_000: "1.9 MB", 9_960_000: "10 MB", 123_456_789: "123 MB"} {
+		if got := bytesText(n); got != want {
+			t.Errorf("bytesText(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -49,6 +49,6 @@ func newFirstTokensView(r *ReportRun, many bool) *firstTokensView {
 			"of the mean time to first output, %s ms, %s ms (%s %%) was reasoning after the first token.",
 			s.ReasonedFirst, s.WithOutput, fixed2(s.TTFO.MeanMs), fixed2(s.BeforeOutput.MeanMs), strconv.FormatFloat(100*share, 'f', 1, 64))
 	}
-	v.Table = newStatsTable(rows...)
+	v.Table = newStatsTable(2, rows...)
 	return v
 }

@@ -30,7 +30,8 @@ func newNetworkRTTView(r *ReportRun, many bool) *networkRTTView {
 		return nil
 	}
 	v := &networkRTTView{Heading: runHeading(r, many), Connections: s.Connections}
-	v.Table = newStatsTable(
+	// Round trips on a LAN are tens of µs: three decimals of a ms.
+	v.Table = newStatsTable(3,
 		statsRow{"Smoothed round-trip time (tcpi_rtt)", "network_rtt.rtt", s.RTT},
 		statsRow{"Least round-trip time seen (tcpi_min_rtt)", "network_rtt.min_rtt", s.MinRTT})
 	if ttft, ok := r.number(pyout.TTFT.Figure(pyout.StatMedian).Key); ok {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
 )
@@ -27,7 +28,9 @@ type statsRow struct {
 	stats      SidecarStats
 }
 
-func newStatsTable(rows ...statsRow) *statsTable {
+// newStatsTable tables rows, each value with digits decimals.
+func newStatsTable(digits int, rows ...statsRow) *statsTable {
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', digits, 64) }
 	var ps []float64
 	for _, r := range rows {
 		for _, p := range r.stats.Percentiles {
@@ -42,11 +45,11 @@ func newStatsTable(rows ...statsRow) *statsTable {
 		t.Columns = append(t.Columns, pyout.StatPercentile(p).Name+" (ms)")
 	}
 	for _, r := range rows {
-		line := statsLine{Label: r.label, Key: r.key, Values: []string{fixed2(r.stats.MeanMs), fixed2(r.stats.MedianMs), fixed2(r.stats.StdMs)}}
+		line := statsLine{Label: r.label, Key: r.key, Values: []string{ms(r.stats.MeanMs), ms(r.stats.MedianMs), ms(r.stats.StdMs)}}
 		for _, p := range ps {
 			v := ""
 			if i := slices.IndexFunc(r.stats.Percentiles, func(q SidecarPercentile) bool { return q.P == p }); i >= 0 {
-				v = fixed2(r.stats.Percentiles[i].ValueMs)
+				v = ms(r.stats.Percentiles[i].ValueMs)
 			}
 			line.Values = append(line.Values, v)
 		}
