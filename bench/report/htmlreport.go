@@ -290,6 +290,13 @@ func nanTo0(v float64) float64 {
 	return v
 }
 
+// sidecarSection decodes the sidecar's key into dst, a section's type;
+// false when the key is absent, null or not of that shape.
+func (r *ReportRun) sidecarSection(key string, dst any) bool {
+	raw, ok := r.Sidecar[key]
+	return ok && string(raw) != "null" && json.Unmarshal(raw, dst) == nil
+}
+
 // sidecarObject decodes one sidecar key as a JSON object; nil when
 // absent or not an object.
 func (r *ReportRun) sidecarObject(key string) map[string]any {

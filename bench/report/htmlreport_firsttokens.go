@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -23,12 +22,8 @@ type firstTokensView struct {
 }
 
 func newFirstTokensView(r *ReportRun, many bool) *firstTokensView {
-	raw, ok := r.Sidecar["first_tokens"]
-	if !ok || string(raw) == "null" {
-		return nil
-	}
 	var s SidecarFirstTokens
-	if json.Unmarshal(raw, &s) != nil || s.Requests == 0 {
+	if !r.sidecarSection("first_tokens", &s) || s.Requests == 0 {
 		return nil
 	}
 	v := &firstTokensView{Heading: runHeading(r, many), Requests: s.Requests, WithOutput: s.WithOutput, WithSecond: s.WithSecond}

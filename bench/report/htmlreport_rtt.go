@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -21,12 +20,8 @@ type networkRTTView struct {
 }
 
 func newNetworkRTTView(r *ReportRun, many bool) *networkRTTView {
-	raw, ok := r.Sidecar["network_rtt"]
-	if !ok || string(raw) == "null" {
-		return nil
-	}
 	var s SidecarNetworkRTT
-	if json.Unmarshal(raw, &s) != nil || s.Connections == 0 {
+	if !r.sidecarSection("network_rtt", &s) || s.Connections == 0 {
 		return nil
 	}
 	v := &networkRTTView{Heading: runHeading(r, many), Connections: s.Connections}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,12 +54,8 @@ const (
 )
 
 func newServerSpansView(r *ReportRun, many bool) *serverSpansView {
-	raw, ok := r.Sidecar["server_spans"]
-	if !ok || string(raw) == "null" {
-		return nil
-	}
 	var s ServerSpans
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if !r.sidecarSection("server_spans", &s) {
 		return nil
 	}
 	v := &serverSpansView{Heading: runHeading(r, many), Summary: s.Summary, Why: s.Why}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -206,12 +205,8 @@ type errorRow struct {
 const shownReportErrors = 8
 
 func newErrorsView(r *ReportRun, many bool) *errorsView {
-	raw, ok := r.Sidecar["errors"]
-	if !ok || string(raw) == "null" {
-		return nil
-	}
 	var e SidecarErrors
-	if json.Unmarshal(raw, &e) != nil || e.Failed == 0 {
+	if !r.sidecarSection("errors", &e) || e.Failed == 0 {
 		return nil
 	}
 	v := &errorsView{Heading: runHeading(r, many), AllFailed: e.AllFailed, Failed: e.Failed, Requests: e.Requests, URL: e.URL, Other: e.Other}
