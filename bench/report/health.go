@@ -74,7 +74,11 @@ func spanReceiverCost(s *ServerSpans) string {
 	}
 	rc := s.Receiver
 	if rc.Spans == 0 {
-		return fmt.Sprintf(", span receiver got no spans (busy %s), %s", durationText(time.Duration(rc.BusyS*1e9)), bytesText(rc.HeldBytes))
+		busy := ""
+		if rc.BusyS > 0 { // refusing exports that held no request span
+			busy = " (busy " + durationText(time.Duration(rc.BusyS*1e9)) + ")"
+		}
+		return fmt.Sprintf(", span receiver got no spans%s, %s", busy, bytesText(rc.HeldBytes))
 	}
 	return fmt.Sprintf(", span receiver %s/span, %s", durationText(time.Duration(rc.BusyPerSpanUs*1e3)), bytesText(rc.HeldBytes))
 }

@@ -94,6 +94,9 @@ func TestHealthLineSpanReceiver(t *testing.T) {
 	if want := ", span receiver got no spans (busy 400 µs), 0 B"; !strings.Contains(got, want) {
 		t.Errorf("health line of a receiver without spans lacks %q: %s", want, got)
 	}
+	if got, want := line(&ServerSpans{}), ", span receiver got no spans, 0 B"; !strings.Contains(got, want) {
+		t.Errorf("health line of an idle receiver lacks %q: %s", want, got)
+	}
 	if got := line(nil); strings.Contains(got, "receiver") {
 		t.Errorf("health line without --otlp-receiver: %s", got)
 	}
