@@ -289,3 +289,33 @@ func TestClusterServerSpans(t *testing.T) {
 		t.Fatalf("server spans %+v\n%s", sc.ServerSpans, stderr)
 	}
 }
+
+// TestClusterFrontEnds: with --server-urls over agents, request i still
+// goes to front end i mod 2 (three agents, two front ends: each agent
+// sends to both), and agent 0's sidecar has every agent's requests in
+// each front end's figures.
+func TestClusterFrontEnds(t *testing.T) {
+	fast := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
+	slow := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: 8 * time.Millisecond})
+	urls := []string{"http://" + fast.Addr(), "http://" + slow.Addr()}
+	dir := t.TempDir()
+	const n = 18
+	runAgents(t, 3, []string{"--base-url", urls[0], "--server-urls", urls[0] + "," + urls[1], "--tokenizer", tinyTokenizer,
+		"--disable-tqdm", "--model", "mock-llm", "--dataset-name", "random", "--num-prompts", fmt.Sprint(n),
+		"--random-input-len", "8", "--random-output-len", "6", "--max-concurrency", "6",
+		"--save-result", "--result-dir", dir, "--result-filename", "run.json"})
+	for i, srv := range []*mock.Server{fast, slow} {
+		if got := srv.Stats().Scheduled; got != n/2 {
+			t.Errorf("front end %d scheduled %d requests; want %d", i, got, n/2)
+		}
+	}
+	sc, _ := sidecarOf(t, filepath.Join(dir, "run.stampede.json"))
+	if len(sc.FrontEnds) != 2 {
+		t.Fatalf("front_ends %+v", sc.FrontEnds)
+	}
+	for i, fe := range sc.FrontEnds {
+		if fe.URL != urls[i]+"/v1/completions" || fe.Completed != n/2 {
+			t.Errorf("front end %d: %s completed %d; want %d", i, fe.URL, fe.Completed, n/2)
+		}
+	}
+}
