@@ -22,17 +22,26 @@ import (
 )
 
 // runAgents runs size agents of one run in this process, each with args
-// and its own index, and returns what agent 0 printed; every agent must
-// succeed.
-func runAgents(t *testing.T, size int, args []string) (stdout, stderr string) {
+// (and perAgent's, when given) and its index from $JOB_COMPLETION_INDEX,
+// as a Kubernetes Job gives it, and returns what agent 0 printed; every
+// agent must succeed, and only agent 0 prints the run.
+func runAgents(t *testing.T, size int, args []string, perAgent ...func(i int) []string) (stdout, stderr string) {
 	t.Helper()
 	coordinator := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
 	outs, errOuts := make([]bytes.Buffer, size), make([]bytes.Buffer, size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for i := range size {
-		c, err := benchtest.ParseArgs(append(slices.Clone(args), "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator,
-			"--cluster-timeout-sec", "30", "--cluster-index", fmt.Sprint(i)), benchtest.NoEnv)
+		argv := append(slices.Clone(args), "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator, "--cluster-timeout-sec", "30")
+		for _, f := range perAgent {
+			argv = append(argv, f(i)...)
+		}
+		c, err := benchtest.ParseArgs(argv, func(k string) string {
+			if k == "JOB_COMPLETION_INDEX" {
+				return fmt.Sprint(i)
+			}
+			return ""
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
