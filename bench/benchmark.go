@@ -28,7 +28,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	after, cancelAfter := endpoint.AfterRunContext(ctx)
 	defer cancelAfter()
 	m, err := r.measure(ctx, after, model, tok, ds, enc)
-	if err != nil {
+	if err != nil || m == nil { // nil: a cluster's agent other than 0, done
 		return nil, err
 	}
 	opts := r.computeOptions(m.res.Data.Results, tok, ds)
@@ -107,6 +107,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := checkArrivals(c); err != nil {
 		return nil, err
 	}
+	if err := r.agent.Join(ctx, &ec, params); err != nil {
+		return nil, err
+	}
 	receiver, err := r.startSpans(len(enc.wire))
 	if err != nil {
 		return nil, err
@@ -119,7 +122,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		if receiver != nil {
 			receiver.Close()
 		}
-		return nil, err
+		return nil, r.agent.Fail(err)
 	}
 	first := scrape.ReadAtFirstAnswer(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL), before,
 		func() bool { done, _, _ := runner.Progress(); return done > 0 })
@@ -134,10 +137,13 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 			Stdout: r.stdout, Stderr: r.stderr,
 		}.Run(ctx, after)
 	}
-	res, err := r.wait(ctx, runner, len(enc.wire))
+	res, err := r.wait(ctx, runner, len(ec.Requests))
 	stopProfile()
 	atFirst, firstOK := first.Finish()
 	if err != nil {
+		return nil, err
+	}
+	if res, err = r.agent.Gather(ctx, res); res == nil {
 		return nil, err
 	}
 	params.Probe = metrics.ComputeProbes(res.Probes)

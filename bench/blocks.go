@@ -33,6 +33,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	}
 	sidecar := report.NewSidecar(res, breakdown, c.SaveDetailed)
 	sidecar.Fingerprint, sidecar.Manifest = r.fingerprintFacts, r.manifest
+	r.agent.Account(sidecar)
 	var err error
 	if sidecar.Reasoning, err = r.reasoning(res.Data.Results); err != nil {
 		return sidecar, err
@@ -50,7 +51,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	report.WriteServerVsClient(r.stdout, m.serverMetrics)
 	sidecar.PrefixCache = m.prefixCache
 	report.WritePrefixCacheWarning(r.stderr, m.prefixCache)
-	report.WriteHealth(r.stderr, res, m.serverSpans)
+	r.agent.WriteHealth(r.stderr, res, m.serverSpans)
 	sidecar.ServerSpans = m.serverSpans
 	sidecar.FirstTokens = report.NewSidecarFirstTokens(res.Data.Results, c.SelectedPercentiles, c.SaveDetailed)
 	sidecar.NetworkRTT = report.NewSidecarNetworkRTT(res.Health.Shards, c.SelectedPercentiles)

@@ -97,7 +97,7 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 				t.Fatal("no request succeeded: nothing to compare")
 			}
 			for _, n := range []int{1, 3, 4} {
-				parts := cluster.SplitOutcome(o, tc.breakdown, report.SidecarHealth{}, n)
+				parts := cluster.SplitOutcome(o, tc.breakdown, report.SidecarHealth{}, n, nil)
 				var read []*cluster.Partial
 				// Handed over in reverse order: the merge sorts by index.
 				for k := n - 1; k >= 0; k-- {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,43 +37,16 @@ func TestClusterRunInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	coordinator := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
 	clusterDir := t.TempDir()
 	const size = 3
-	outs := make([]bytes.Buffer, size)
-	errOuts := make([]bytes.Buffer, size)
-	errs := make([]error, size)
-	var wg sync.WaitGroup
-	for i := range size {
-		c, err := benchtest.ParseArgs(args(clusterDir, "--cluster-size", fmt.Sprint(size), "--coordinator", coordinator,
-			"--cluster-timeout-sec", "30", "--save-partial", filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i))),
-			func(k string) string {
-				if k == "JOB_COMPLETION_INDEX" {
-					return fmt.Sprint(i)
-				}
-				return ""
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() { errs[i] = Run(context.Background(), c, &outs[i], &errOuts[i]) })
+	stdout, stderr := runAgents(t, size, args(clusterDir), func(i int) []string {
+		return []string{"--save-partial", filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i))}
+	})
+	if !strings.Contains(stdout, "Serving Benchmark Result") {
+		t.Fatalf("agent 0 printed no result block:\n%s\n%s", stdout, stderr)
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("agent %d: %v\n%s\n%s", i, err, outs[i].String(), errOuts[i].String())
-		}
-	}
-	for i := 1; i < size; i++ {
-		if strings.Contains(outs[i].String(), "Serving Benchmark Result") {
-			t.Errorf("agent %d printed a result block; only agent 0 does", i)
-		}
-	}
-	if !strings.Contains(outs[0].String(), "Serving Benchmark Result") {
-		t.Fatalf("agent 0 printed no result block:\n%s\n%s", outs[0].String(), errOuts[0].String())
-	}
-	if !strings.Contains(errOuts[0].String(), "cluster of 3 agents, clocks against agent 0") {
-		t.Errorf("agent 0 did not report the agents' clocks:\n%s", errOuts[0].String())
+	if !strings.Contains(stderr, "cluster of 3 agents, clocks against agent 0") {
+		t.Errorf("agent 0 did not report the agents' clocks:\n%s", stderr)
 	}
 
 	single, merged := readJSON(t, filepath.Join(singleDir, "run.json")), readJSON(t, filepath.Join(clusterDir, "run.json"))
@@ -110,8 +82,8 @@ func TestClusterRunInProcess(t *testing.T) {
 	if _, err := cluster.WriteMerged(&block, new(bytes.Buffer), func() *cluster.MergedRun { m.Params.SaveResult = false; return m }(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(outs[0].String(), block.String()) {
-		t.Errorf("merging the saved partials prints\n%s\nagent 0 printed\n%s", block.String(), outs[0].String())
+	if !strings.Contains(stdout, block.String()) {
+		t.Errorf("merging the saved partials prints\n%s\nagent 0 printed\n%s", block.String(), stdout)
 	}
 }
 

@@ -25,7 +25,7 @@ func (r *run) saveOutputs(model endpoint.Model, o *outcome.Outcome, sidecar *rep
 	if err := r.save(o, sidecar, files); err != nil {
 		files.Fail(err)
 	}
-	if r.cfg.SavePartial != "" {
+	if r.cfg.SavePartial != "" && !r.cfg.Clustered() { // an agent saved its own
 		files.Add(r.cfg.SavePartial, r.savePartial(o, sidecar))
 	}
 	r.writeReport(model, o, sidecar, files)
@@ -92,7 +92,7 @@ func (r *run) savePyTorch(path string, res *pyout.Result, files *report.Saved) {
 // savePartial saves a single-host run as the one partial of a cluster of
 // one (--save-partial without --cluster-size).
 func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
-	return cluster.SavePartialFile(r.cfg.SavePartial, cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1)[0])
+	return cluster.SavePartialFile(r.cfg.SavePartial, cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1, nil)[0])
 }
 
 // plotTimeline writes the --plot-timeline page next to the result file

@@ -21,7 +21,7 @@ import (
 func (r *run) newProbe(model endpoint.Model, ds *dataset) (*engine.Probe, error) {
 	c := r.cfg
 	rate := c.ProbeRequestRate
-	if !(rate > 0) {
+	if !(rate > 0) || !r.agent.SendsProbes() {
 		return nil, nil
 	}
 	if backend.Of(c.Backend).QueryWithDocuments() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
+	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
@@ -113,6 +114,8 @@ type run struct {
 	// sidecar.
 	fingerprintFacts *report.Fingerprint
 	manifest         *report.Manifest
+	// agent is this process's part in a cluster run; nil on one host.
+	agent *cluster.Agent
 }
 
 func newRun(cfg *plan.Plan, stdout, stderr io.Writer) (*run, error) {

@@ -34,20 +34,16 @@ const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
 // pod to the pod's completion index.
 const jobCompletionIndex = "JOB_COMPLETION_INDEX"
 
-// clusterUnsupported are the options a cluster run does not carry out
-// yet; a cluster of one runs them all.
+// clusterUnsupported are the options a cluster run cannot carry out
+// exactly, each with the reason; a cluster of one runs them all. Every
+// other extra runs on the merged records as on one host
+// (docs/cluster.md, "What the agents carry").
 var clusterUnsupported = []struct {
-	flag string
-	set  func(c *plan.Plan) bool
+	flag, why string
+	set       func(c *plan.Plan) bool
 }{
-	{"--probe-request-rate", func(c *plan.Plan) bool { return c.ProbeRequestRate > 0 }},
-	{"--server-metrics", func(c *plan.Plan) bool { return c.ServerMetrics != "" }},
-	{"--report", func(c *plan.Plan) bool { return c.Report != "" }},
-	{"--plot-timeline", func(c *plan.Plan) bool { return c.PlotTimeline }},
-	{"--steady-state", func(c *plan.Plan) bool { return c.SteadyState }},
-	{"--profile", func(c *plan.Plan) bool { return c.Profile }},
-	{"--warmup-time", func(c *plan.Plan) bool { return c.WarmupTime > 0 }},
-	{"--cooldown-time", func(c *plan.Plan) bool { return c.CooldownTime > 0 }},
+	{"--per-token-itl", "the partial results do not carry the tokens of each chunk that its per-token ITL counts",
+		func(c *plan.Plan) bool { return c.PerTokenITL }},
 }
 
 // resolveCluster checks the cluster options and takes the index from
@@ -92,7 +88,7 @@ func (c *draft) resolveCluster(getenv func(string) string) error {
 	}
 	for _, u := range clusterUnsupported {
 		if u.set(c.Plan) {
-			return &py.UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1 yet", u.flag)}
+			return &py.UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1: %s", u.flag, u.why)}
 		}
 	}
 	if c.MaxConcurrency != nil && *c.MaxConcurrency < c.ClusterSize {

@@ -177,7 +177,7 @@ func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness floa
 const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*"
 
 // statisticsFlags name the settings StatisticsDigest covers beside them.
-const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed"
+const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed, --server-urls"
 
 // RunDigest identifies a run for the agents' registration by what changes
 // its requests or their schedule, and nothing else: the backend, the
@@ -224,49 +224,64 @@ func StatisticsDigest(settings PartialSettings) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// AgentPartial is this agent's share of the run (res, its unsent
+// agentPartial is this agent's share of the run (res, its unsent
 // requests already dropped) with every time moved onto the shared clock:
 // run time 0 is the announced start on agent 0's clock. A time t of this
 // agent's run is at wall time Start + t here, so at Start + t − offset on
 // agent 0's clock. options gives the metric settings of the shifted
-// results; rpsChanges are the ramp's steps, which agent 0 alone reports.
-func (s *Session) AgentPartial(res *engine.Result, settings PartialSettings, numRequests int,
-	options func([]metrics.RequestResult) metrics.ComputeOptions, rpsChanges []pyout.RPSChange) *Partial {
+// results, facts each request's id and expected output length.
+func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, numRequests int,
+	options func([]metrics.RequestResult) metrics.ComputeOptions, facts RequestFacts) *Partial {
 	start := s.start
 	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
-	results := res.Data.Results
-	for i := range results {
-		rr := &results[i]
-		if rr.ArrivalNs != 0 {
-			rr.ArrivalNs += shift
-		}
-		if rr.StartNs != 0 {
-			rr.StartNs += shift
+	for _, results := range [][]metrics.RequestResult{res.Data.Results, res.Probes} {
+		for i := range results {
+			rr := &results[i]
+			if rr.ArrivalNs != 0 {
+				rr.ArrivalNs += shift
+			}
+			if rr.StartNs != 0 {
+				rr.StartNs += shift
+			}
 		}
 	}
-	opts := options(results)
+	opts := options(res.Data.Results)
 	clock := start.Clock
 	clock.StartLateNs = res.ScheduleStartNs + shift
 	h := PartialHeader{
 		ClusterSize: s.size, ClusterIndex: s.index, NumRequests: numRequests,
 		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
 		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
-		RPSChangeEvents: rpsChanges,
 	}
 	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
-	return &Partial{Header: h, Records: newPartialRecords(results, opts.CountTokens, opts.InputAudioSeconds)}
+	for _, sh := range res.Health.Shards {
+		h.RTTs = append(h.RTTs, sh.RTTs...)
+	}
+	return &Partial{Header: h,
+		Records: newPartialRecords(res.Data.Results, opts.CountTokens, opts.InputAudioSeconds, facts),
+		Probes:  newPartialRecords(res.Probes, nil, nil, nil)}
 }
 
 // RampUpChanges are the ramp's whole-rate steps as a single host records
+// them (rampUpEvents), as the result JSON writes them.
+func RampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []pyout.RPSChange {
+	var out []pyout.RPSChange
+	for _, ev := range rampUpEvents(startRPS, startUnixNs, offsets, rates) {
+		out = append(out, pyout.RPSChange{RPS: ev.RPS, Timestamp: py.ISOFormat(ev.At)})
+	}
+	return out
+}
+
+// rampUpEvents are the ramp's whole-rate steps as a single host records
 // them: the start rate at the start, then each whole rate at the release
 // of the first request that reached it (on the schedule, agent 0's clock).
-func RampUpChanges(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []pyout.RPSChange {
-	at := func(ns int64) string { return py.ISOFormat(time.Unix(0, ns)) }
-	events := []pyout.RPSChange{{RPS: startRPS, Timestamp: at(startUnixNs)}}
+func rampUpEvents(startRPS int, startUnixNs int64, offsets []int64, rates []float64) []engine.RampUpEvent {
+	at := func(ns int64) time.Time { return time.Unix(0, ns) }
+	events := []engine.RampUpEvent{{RPS: startRPS, At: at(startUnixNs)}}
 	last := startRPS
 	for i, rate := range rates {
 		for v := last + 1; v <= int(rate); v++ {
-			events = append(events, pyout.RPSChange{RPS: v, Timestamp: at(startUnixNs + offsets[i])})
+			events = append(events, engine.RampUpEvent{RPS: v, At: at(startUnixNs + offsets[i])})
 		}
 		last = max(last, int(rate))
 	}

@@ -28,6 +28,12 @@ type MergedRun struct {
 	Cancelled bool
 	// Agents holds each partial's header, by cluster index.
 	Agents []PartialHeader
+	// RequestIDs and ExpectedOutputLens are by request index: the
+	// x-request-id each agent sent, the dataset's output length.
+	RequestIDs         []string
+	ExpectedOutputLens []int
+	// Probes are agent 0's side probes, on the shared clock.
+	Probes []metrics.RequestResult
 }
 
 // MergePartials joins the partials of one run: one partial per cluster
@@ -89,6 +95,11 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 		m.Options.InputAudioSeconds = make([]float64, n)
 	}
 	m.Data.Results = make([]metrics.RequestResult, n)
+	m.RequestIDs, m.ExpectedOutputLens = make([]string, n), make([]int, n)
+	for i := range byIndex[0].Probes {
+		m.Probes = append(m.Probes, byIndex[0].Probes[i].RequestResult)
+	}
+	params.Probe = metrics.ComputeProbes(m.Probes)
 	seen := make([]bool, n)
 	var counted map[string]int
 	for _, p := range byIndex {
@@ -108,6 +119,7 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 			}
 			seen[rec.Index] = true
 			m.Data.Results[rec.Index] = rec.RequestResult
+			m.RequestIDs[rec.Index], m.ExpectedOutputLens[rec.Index] = rec.RequestID, rec.ExpectedOutputLen
 			if m.Options.InputAudioSeconds != nil {
 				m.Options.InputAudioSeconds[rec.Index] = rec.AudioSec
 			}
@@ -239,12 +251,40 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcom
 	if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 		return out, fmt.Errorf("saving results to %s: %w", name, err)
 	}
-	sc := &report.ClusterSidecar{
-		Sidecar: &report.Sidecar{Version: report.SidecarVersion, Health: mergedHealth(m.Agents),
-			Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed)},
-		Cluster: newSidecarCluster(m.Agents),
+	sc := &report.Sidecar{Version: report.SidecarVersion, Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed)}
+	m.Account(sc)
+	m.accountRequests(sc, summary)
+	return out, report.SaveSidecar(report.SidecarPath(name), sc, p.AppendResult)
+}
+
+// Account puts the cluster's own into a merged run's sidecar: the agents'
+// health merged, agent 0's fingerprint, and each agent's clock, health
+// and, where its build or host differs from agent 0's, its client.
+func (m *MergedRun) Account(sc *report.Sidecar) {
+	sc.Health = mergedHealth(m.Agents)
+	sc.Cluster = newSidecarCluster(m.Agents)
+	if sc.Fingerprint == nil {
+		sc.Fingerprint = m.Agents[0].Fingerprint
 	}
-	return out, report.SaveClusterSidecar(report.SidecarPath(name), sc, p.AppendResult)
+}
+
+// accountRequests is what `stampede merge` computes from the records
+// alone, as a run computes it (bench's writeBlocks): the failed requests
+// grouped, the server's token counts checked, the first tokens and the
+// reasoning. What agent 0 read from the server beside the run (its
+// /metrics, prefix cache and spans) is in agent 0's own sidecar only.
+func (m *MergedRun) accountRequests(sc *report.Sidecar, s *metrics.Summary) {
+	results := m.Data.Results
+	at := func(i int) int { return min(max(i, 0), len(m.RequestIDs)-1) }
+	sc.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), m.Agents[0].URL,
+		func(i int) string { return m.RequestIDs[at(i)] })
+	if !s.Pooling {
+		sc.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, s.OutputLens,
+			func(i int) int { return m.ExpectedOutputLens[at(i)] }))
+	}
+	pct, detailed := m.Options.Percentiles, m.Params.SaveDetailed
+	sc.FirstTokens = report.NewSidecarFirstTokens(results, pct, detailed)
+	sc.Reasoning = report.NewSidecarReasoning(results, metrics.ComputeReasoning(results, pct), detailed)
 }
 
 // mergedHealth is the agents' health merged (report.MergeHealth).
@@ -258,10 +298,23 @@ func mergedHealth(agents []PartialHeader) report.SidecarHealth {
 
 func newSidecarCluster(agents []PartialHeader) *report.SidecarCluster {
 	c := &report.SidecarCluster{Size: len(agents)}
+	lead := clientOf(agents[0])
 	for _, h := range agents {
-		c.Agents = append(c.Agents, report.SidecarAgent{Index: h.ClusterIndex, Requests: int(h.Health.RequestsSent), Clock: h.Clock, Health: h.Health})
+		a := report.SidecarAgent{Index: h.ClusterIndex, Requests: int(h.Health.RequestsSent), Clock: h.Clock, Health: h.Health}
+		if client := clientOf(h); client["stampede"] != lead["stampede"] || client["host"] != lead["host"] {
+			a.Client = client
+		}
+		c.Agents = append(c.Agents, a)
 	}
 	return c
+}
+
+// clientOf is an agent's client fingerprint; nil when it sent none.
+func clientOf(h PartialHeader) map[string]string {
+	if h.Fingerprint == nil {
+		return nil
+	}
+	return h.Fingerprint.Client
 }
 
 // writeClusterClocks prints each agent's clock offset and its error bound

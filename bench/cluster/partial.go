@@ -13,6 +13,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -23,7 +24,7 @@ import (
 // token gap in nanoseconds, all times on the cluster's shared clock, and
 // the settings the statistics and the outputs need.
 //
-// The format, version 1 (docs/cluster.md "The partial file"), is a gzip stream of:
+// The format, version 2 (docs/cluster.md "The partial file"), is a gzip stream of:
 //
 //	magic      "stampede-partial\n"
 //	version    uvarint
@@ -32,19 +33,32 @@ import (
 //	records    count times:
 //	  index                               uvarint
 //	  flags                               byte (partialSuccess, …)
-//	  error, text                         uvarint length + bytes (text only with partialText)
+//	  request id, error                   uvarint length + bytes
+//	  text                                the same, only with partialText
 //	  prompt, output, chunks, sequences   uvarint
+//	  expected output                     uvarint (the dataset's output length)
+//	  status                              uvarint (the answer's HTTP status, 0: none)
+//	  server message                      uvarint length + bytes
+//	  server tokens                       varint, then its source as one byte
 //	  arrival, start, queue, ttft, latency varint (ns)
 //	  breakdown                           5 varints (ns), only with partialBreakdown
+//	  reasoning                           6 varints (first answer and first tool call ns,
+//	                                      reasoning chunks and tokens, tool-call chunks, calls),
+//	                                      only with partialReasoning
 //	  counted                             uvarint, only with partialCounted
 //	  audio                               8 bytes, float64 bits little-endian, only with Settings.AudioSeconds
 //	  gaps                                uvarint count, then each gap as a varint (ns)
+//	probes     uvarint count, then that many records as above: the side
+//	           probes' results (agent 0's alone sends them)
 //
-// Varints are encoding/binary's (zig-zag for the signed ones).
+// Varints are encoding/binary's (zig-zag for the signed ones). Version 1
+// lacked the request id, the expected output, what the server said, the
+// reasoning and the probes; it is refused, since a merge without them
+// would leave the sidecar's errors, usage and reasoning wrong.
 const (
 	partialMagic = "stampede-partial\n"
 	// PartialVersion is the format's version; a reader refuses another.
-	PartialVersion = 1
+	PartialVersion = 2
 	// maxPartialBytes bounds a partial's decompressed size: a partial read
 	// from the network must not take all memory. 20,000 streams of 1,000
 	// tokens take about 100 MB.
@@ -58,6 +72,7 @@ const (
 	partialNewConn
 	partialText
 	partialCounted
+	partialReasoning
 )
 
 // Partial is one agent's share of a run.
@@ -66,6 +81,9 @@ type Partial struct {
 	// Records are this agent's requests, each carrying its index in the
 	// whole run; ITLNs holds every gap (nil when none), Gaps is unused.
 	Records []PartialRecord
+	// Probes are the side probes' results (--probe-request-rate), on the
+	// shared clock; only agent 0 sends probes.
+	Probes []PartialRecord
 }
 
 // PartialRecord is one request's outcome with what the merge needs beside
@@ -77,6 +95,12 @@ type PartialRecord struct {
 	Counted int
 	// AudioSec is the request's input audio duration (multipart backends).
 	AudioSec float64
+	// RequestID is the request's x-request-id as this agent sent it (each
+	// agent draws its own prefix), for the errors' examples and the
+	// server's spans; ExpectedOutputLen the dataset's output length, which
+	// the usage check sets the server's counts against.
+	RequestID         string
+	ExpectedOutputLen int
 }
 
 // PartialHeader is a partial's JSON header.
@@ -100,6 +124,14 @@ type PartialHeader struct {
 	ServerMessages []metrics.MessageCount `json:"server_messages,omitempty"`
 	// ServerMessagesRest counts the messages whose text was not kept.
 	ServerMessagesRest int `json:"server_messages_rest,omitempty"`
+	// Fingerprint is this agent's: the server's side from agent 0 alone
+	// (it asks the server once), the client's from every agent.
+	Fingerprint *report.Fingerprint `json:"fingerprint,omitempty"`
+	// URL is where the requests went (the API URL), for the errors'
+	// account.
+	URL string `json:"url,omitempty"`
+	// RTTs are the kernel round-trip times of this agent's connections.
+	RTTs []engine.ConnRTT `json:"rtts,omitempty"`
 }
 
 // PartialSettings are what the statistics and the outputs need besides the
@@ -118,6 +150,10 @@ type PartialSettings struct {
 	AudioSeconds       bool                `json:"audio_seconds"`
 	// Breakdown prints the --breakdown block after Python's.
 	Breakdown bool `json:"breakdown"`
+	// FrontEnds are --server-urls' front ends (request i goes to the one
+	// at i mod their count), so that every agent sends each request where
+	// agent 0's per-front-end account places it; nil without the option.
+	FrontEnds []string `json:"front_ends,omitempty"`
 }
 
 // NewPartialSettings captures the settings of a run computed with opts.
@@ -147,6 +183,8 @@ func (s PartialSettings) outputOnly() PartialSettings {
 	}
 	p := *s.Params
 	p.SaveResult, p.AppendResult, p.PlotTimeline = false, false, false
+	// Agent 0 alone sends the probes; its rate is the run's.
+	p.ProbeRequestRate = 0
 	p.ResultDir, p.ResultFilename, p.Label, p.Metadata, p.Workers = "", "", nil, nil, 0
 	s.Params = &p
 	return s
@@ -174,14 +212,21 @@ func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 	return &p, nil
 }
 
+// RequestFacts gives what a record carries of request index's dataset
+// entry: the x-request-id it was sent with and its expected output length.
+type RequestFacts func(index int) (id string, expectedOutputLen int)
+
 // newPartialRecords turns results into records: the gaps copied out of
-// the shards' arenas, and the token count of each text the statistics
-// would count with countTokens. audio[i] (nil: none) goes with
-// results[i].
-func newPartialRecords(results []metrics.RequestResult, countTokens func(string) int, audio []float64) []PartialRecord {
+// the shards' arenas, the token count of each text the statistics would
+// count with countTokens, and each request's facts (nil: none known).
+// audio[i] (nil: none) goes with results[i].
+func newPartialRecords(results []metrics.RequestResult, countTokens func(string) int, audio []float64, facts RequestFacts) []PartialRecord {
 	recs := make([]PartialRecord, len(results))
 	for i, r := range results {
 		rec := PartialRecord{RequestResult: r, Counted: -1}
+		if facts != nil {
+			rec.RequestID, rec.ExpectedOutputLen = facts(r.Index)
+		}
 		rec.Gaps = metrics.Gaps{}
 		rec.ITLNs = nil
 		if n := r.NumITLs(); n > 0 {
@@ -212,14 +257,16 @@ func WritePartial(w io.Writer, p *Partial) error {
 	buf = binary.AppendUvarint(buf, PartialVersion)
 	buf = binary.AppendUvarint(buf, uint64(len(header)))
 	buf = append(buf, header...)
-	buf = binary.AppendUvarint(buf, uint64(len(p.Records)))
-	for i := range p.Records {
-		buf = appendRecord(buf, &p.Records[i], p.Header.Settings.AudioSeconds)
-		if len(buf) >= 1<<20 {
-			if _, err := zw.Write(buf); err != nil {
-				return err
+	for _, recs := range [][]PartialRecord{p.Records, p.Probes} {
+		buf = binary.AppendUvarint(buf, uint64(len(recs)))
+		for i := range recs {
+			buf = appendRecord(buf, &recs[i], p.Header.Settings.AudioSeconds)
+			if len(buf) >= 1<<20 {
+				if _, err := zw.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
 			}
-			buf = buf[:0]
 		}
 	}
 	if _, err := zw.Write(buf); err != nil {
@@ -245,21 +292,34 @@ func appendRecord(b []byte, r *PartialRecord, audio bool) []byte {
 	if r.Counted >= 0 {
 		flags |= partialCounted
 	}
+	if r.Reasoning != (metrics.Reasoning{}) {
+		flags |= partialReasoning
+	}
 	b = binary.AppendUvarint(b, uint64(r.Index))
 	b = append(b, flags)
+	b = appendString(b, r.RequestID)
 	b = appendString(b, r.Error)
 	if flags&partialText != 0 {
 		b = appendString(b, r.GeneratedText)
 	}
-	for _, v := range []int{r.PromptLen, r.OutputTokens, r.ChunkEvents, r.NumInputSequences} {
+	for _, v := range []int{r.PromptLen, r.OutputTokens, r.ChunkEvents, r.NumInputSequences, r.ExpectedOutputLen, r.HTTPStatus} {
 		b = binary.AppendUvarint(b, uint64(v))
 	}
+	b = appendString(b, r.ServerMessage)
+	b = binary.AppendVarint(b, r.ServerTokens)
+	b = append(b, byte(r.ServerUsage))
 	for _, v := range []int64{r.ArrivalNs, r.StartNs, r.QueueNs, r.TTFTNs, r.LatencyNs} {
 		b = binary.AppendVarint(b, v)
 	}
 	if flags&partialBreakdown != 0 {
 		bd := &r.Breakdown
 		for _, v := range []int64{bd.ConnectNs, bd.TLSNs, bd.SendNs, bd.ServerNs, bd.FirstTokenNs} {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	if flags&partialReasoning != 0 {
+		rs := &r.Reasoning
+		for _, v := range []int64{rs.FirstAnswerNs, rs.FirstToolCallNs, int64(rs.ReasoningChunks), rs.ReasoningTokens, int64(rs.ToolCallChunks), int64(rs.ToolCalls)} {
 			b = binary.AppendVarint(b, v)
 		}
 	}
@@ -382,7 +442,7 @@ func ParsePartial(data []byte) (*Partial, error) {
 	pr.b = pr.b[len(partialMagic):]
 	pr.part = "version"
 	if v := pr.uvarint(math.MaxUint32); pr.err == nil && v != PartialVersion {
-		pr.fail(fmt.Sprintf("version %d; this stampede reads version %d", v, PartialVersion))
+		pr.fail(fmt.Sprintf("version %d; this stampede reads version %d: merge it with the stampede that wrote it, or run the agents again with this one", v, PartialVersion))
 	}
 	pr.part = "header"
 	header := pr.bytes(pr.uvarint(uint64(len(pr.b))))
@@ -401,17 +461,11 @@ func ParsePartial(data []byte) (*Partial, error) {
 		pr.fail(fmt.Sprintf("cluster index %d of size %d over %d requests", h.ClusterIndex, h.ClusterSize, h.NumRequests))
 		return nil, pr.err
 	}
-	pr.part = "record count"
-	// A record takes at least 9 bytes, so a count above len/9 is a lie.
-	count := pr.uvarint(min(uint64(h.NumRequests), uint64(len(pr.b)/9)))
-	p.Records = make([]PartialRecord, 0, count)
-	for i := range count {
-		pr.part = "record " + strconv.FormatUint(i, 10)
-		rec := readRecord(pr, h)
-		if pr.err != nil {
-			return nil, pr.err
-		}
-		p.Records = append(p.Records, rec)
+	if p.Records = readRecords(pr, h, "record", uint64(h.NumRequests)); pr.err != nil {
+		return nil, pr.err
+	}
+	if p.Probes = readRecords(pr, h, "probe", math.MaxUint32); pr.err != nil {
+		return nil, pr.err
 	}
 	if len(pr.b) != 0 {
 		pr.part = "end"
@@ -419,6 +473,31 @@ func ParsePartial(data []byte) (*Partial, error) {
 		return nil, pr.err
 	}
 	return p, nil
+}
+
+// minRecordBytes is the least a record takes (index, flags, five empty
+// strings' lengths and the rest), so that a count above len/minRecordBytes
+// is a lie found before any allocation.
+const minRecordBytes = 19
+
+// readRecords reads a count, at most max, and that many records; what
+// names the part in an error ("record 12", "probe 3").
+func readRecords(pr *partialReader, h *PartialHeader, what string, max uint64) []PartialRecord {
+	pr.part = what + " count"
+	count := pr.uvarint(min(max, uint64(len(pr.b)/minRecordBytes)))
+	if pr.err != nil || count == 0 {
+		return nil
+	}
+	recs := make([]PartialRecord, 0, count)
+	for i := range count {
+		pr.part = what + " " + strconv.FormatUint(i, 10)
+		rec := readRecord(pr, h)
+		if pr.err != nil {
+			return nil
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }
 
 func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
@@ -429,10 +508,11 @@ func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
 		return r
 	}
 	flags := flagByte[0]
-	if flags >= partialCounted<<1 {
+	if flags >= partialReasoning<<1 {
 		pr.fail(fmt.Sprintf("unknown flags %#x", flags))
 	}
 	r.Success = flags&partialSuccess != 0
+	r.RequestID = pr.string()
 	r.Error = pr.string()
 	if flags&partialText != 0 {
 		r.GeneratedText = pr.string()
@@ -442,11 +522,26 @@ func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
 	r.OutputTokens = int(pr.uvarint(maxCount))
 	r.ChunkEvents = int(pr.uvarint(maxCount))
 	r.NumInputSequences = int(pr.uvarint(maxCount))
+	r.ExpectedOutputLen = int(pr.uvarint(maxCount))
+	r.HTTPStatus = int(pr.uvarint(999))
+	r.ServerMessage = pr.string()
+	r.ServerTokens = pr.varint()
+	if b := pr.bytes(1); b != nil {
+		if r.ServerUsage = metrics.UsageSource(b[0]); r.ServerUsage > metrics.UsageInTokenChunk {
+			pr.fail(fmt.Sprintf("unknown usage source %d", b[0]))
+		}
+	}
 	r.ArrivalNs, r.StartNs, r.QueueNs, r.TTFTNs, r.LatencyNs = pr.varint(), pr.varint(), pr.varint(), pr.varint(), pr.varint()
 	if flags&partialBreakdown != 0 {
 		bd := &r.Breakdown
 		bd.Known, bd.NewConn = true, flags&partialNewConn != 0
 		bd.ConnectNs, bd.TLSNs, bd.SendNs, bd.ServerNs, bd.FirstTokenNs = pr.varint(), pr.varint(), pr.varint(), pr.varint(), pr.varint()
+	}
+	if flags&partialReasoning != 0 {
+		rs := &r.Reasoning
+		rs.FirstAnswerNs, rs.FirstToolCallNs = pr.varint(), pr.varint()
+		rs.ReasoningChunks, rs.ReasoningTokens = int(pr.varint()), pr.varint()
+		rs.ToolCallChunks, rs.ToolCalls = int(pr.varint()), int(pr.varint())
 	}
 	if flags&partialCounted != 0 {
 		r.Counted = int(pr.uvarint(maxCount))

@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -73,6 +76,17 @@ func FuzzParsePartial(f *testing.F) {
 	f.Add(raw)
 	f.Add(raw[:len(raw)/2])
 	f.Add([]byte(partialMagic))
+	// Version 2's fields: what the server said, the reasoning, the
+	// request's id, the probes, the fingerprint and the RTTs.
+	buf.Reset()
+	if err := WritePartial(&buf, richPartial()); err != nil {
+		f.Fatal(err)
+	}
+	if raw, err = ReadPartialBytes(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
+	f.Add(raw[:len(raw)-3])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePartial(data)
 		if err != nil {
@@ -170,5 +184,55 @@ func TestPartialPaths(t *testing.T) {
 	}
 	if _, err := ExpandPartialPaths([]string{filepath.Join(dir, "other.bin")}); err == nil || !strings.Contains(err.Error(), "other.agent-*.bin") {
 		t.Errorf("a name no agent wrote: %v", err)
+	}
+}
+
+// richPartial is a partial with every field of version 2 set.
+func richPartial() *Partial {
+	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai-chat", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
+	settings.FrontEnds = []string{"http://a/v1/chat/completions", "http://b/v1/chat/completions"}
+	return &Partial{
+		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings, URL: "http://a/v1/chat/completions",
+			Fingerprint: &report.Fingerprint{Server: map[string]string{"version": "0.11"}, Client: map[string]string{"host": "h0", "stampede": "v1"}},
+			RTTs:        []engine.ConnRTT{{RTTUs: 120, MinRTTUs: 80}}},
+		Records: []PartialRecord{
+			{RequestResult: metrics.RequestResult{Index: 0, Success: true, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 7, LatencyNs: 30,
+				ITLNs: []int64{10, 13}, ServerTokens: 3, ServerUsage: metrics.UsageChunk, HTTPStatus: 200,
+				Reasoning: metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
+				Counted: -1, RequestID: "bench-0a1b2c3d-0", ExpectedOutputLen: 3},
+			{RequestResult: metrics.RequestResult{Index: 2, Error: "Internal Server Error", HTTPStatus: 500, ServerMessage: "out of memory"},
+				Counted: -1, RequestID: "bench-0a1b2c3d-2", ExpectedOutputLen: 9},
+		},
+		Probes: []PartialRecord{
+			{RequestResult: metrics.RequestResult{Index: 0, Success: true, LatencyNs: 4e6, TTFTNs: 1e6}, Counted: -1},
+			{RequestResult: metrics.RequestResult{Index: 0, Error: "timeout"}, Counted: -1},
+		},
+	}
+}
+
+// TestPartialRoundTrip: every field of version 2 reads back as written.
+func TestPartialRoundTrip(t *testing.T) {
+	want := richPartial()
+	var buf bytes.Buffer
+	if err := WritePartial(&buf, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPartial(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read back\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestPartialOldVersionRefused: a partial of version 1 (an older
+// stampede's) is refused, naming both versions and what to do.
+func TestPartialOldVersionRefused(t *testing.T) {
+	raw := binary.AppendUvarint([]byte(partialMagic), 1)
+	raw = append(raw, 2, '{', '}', 0)
+	_, err := ParsePartial(raw)
+	if err == nil || !strings.Contains(err.Error(), "version 1; this stampede reads version 2: merge it with the stampede that wrote it") {
+		t.Fatalf("version 1: %v", err)
 	}
 }

@@ -12,8 +12,9 @@ import (
 // records on the run's own clock (offset 0), and as each agent's duration
 // the run's. It is how a single-host run is saved with --save-partial
 // (size 1), and how the merge is held to computing over all the requests
-// at once.
-func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealth, size int) []*Partial {
+// at once. facts (nil: none known) give each record's request id and
+// expected output length.
+func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealth, size int, facts RequestFacts) []*Partial {
 	settings := NewPartialSettings(o.Params, &o.Options, breakdown)
 	n := 0
 	for _, r := range o.Data.Results {
@@ -38,7 +39,7 @@ func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealt
 		if k == 0 {
 			h.ServerMessages, h.ServerMessagesRest = o.Data.ServerMessages.Top(maxMessageTexts)
 		}
-		parts[k] = &Partial{Header: h, Records: newPartialRecords(results[k], o.Options.CountTokens, audio[k])}
+		parts[k] = &Partial{Header: h, Records: newPartialRecords(results[k], o.Options.CountTokens, audio[k], facts)}
 	}
 	return parts
 }

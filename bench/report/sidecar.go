@@ -47,7 +47,8 @@ type Sidecar struct {
 	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 	// Fingerprint is the server's and the client's fingerprint, and
 	// Manifest what reruns the run (fingerprint.go); absent where the run
-	// gathered none (a cluster's merge).
+	// gathered none. A cluster's is agent 0's; an agent whose client
+	// differs has its own in the cluster's account.
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Manifest    *Manifest    `json:"manifest,omitempty"`
 	// ServerSpans is --otlp-receiver's join of the server's trace spans
@@ -62,6 +63,9 @@ type Sidecar struct {
 	// FrontEnds breaks the run down per --server-urls front end, in their
 	// order (frontends.go); absent without several.
 	FrontEnds []SidecarFrontEnd `json:"front_ends,omitempty"`
+	// Cluster is how many agents ran the run and each one's clock and
+	// health (sidecar_cluster.go); absent on a single host.
+	Cluster *SidecarCluster `json:"cluster,omitempty"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

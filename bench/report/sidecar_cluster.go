@@ -1,18 +1,5 @@
 package report
 
-import (
-	"encoding/json"
-	"fmt"
-	"os"
-)
-
-// ClusterSidecar is the sidecar of a merged run: the single-host fields,
-// with the cluster's own beside them.
-type ClusterSidecar struct {
-	*Sidecar
-	Cluster *SidecarCluster `json:"cluster"`
-}
-
 // SidecarCluster is the sidecar's "cluster" object: how many agents ran
 // the run and how each one's clock was put on the shared one.
 type SidecarCluster struct {
@@ -26,6 +13,9 @@ type SidecarAgent struct {
 	Requests int               `json:"requests"`
 	Clock    SidecarAgentClock `json:"clock"`
 	Health   SidecarHealth     `json:"health"`
+	// Client is the agent's client fingerprint (ClientFacts' keys), given
+	// only when its build or host differs from agent 0's.
+	Client map[string]string `json:"client,omitempty"`
 }
 
 // SidecarAgentClock is an agent's clock against the coordinator's:
@@ -86,33 +76,4 @@ func MergeHealth(agents []SidecarHealth) SidecarHealth {
 	h.SharedStampShare = share(h.SharedStampEvents, h.TokenEvents)
 	h.WarmConnections = warm
 	return h
-}
-
-// SaveClusterSidecar writes a merged run's sidecar as SaveSidecar writes
-// a run's.
-func SaveClusterSidecar(path string, sc *ClusterSidecar, appendResult bool) error {
-	body, err := json.Marshal(sc)
-	if err != nil {
-		return err
-	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if appendResult {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	}
-	if err := writeFileFlags(path, append(body, '\n'), flags); err != nil {
-		return fmt.Errorf("sidecar file %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeFileFlags(path string, body []byte, flags int) error {
-	f, err := os.OpenFile(path, flags, 0o666)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

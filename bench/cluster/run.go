@@ -1,0 +1,203 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"math"
+	"time"
+
+	"github.com/stampede-bench/stampede/bench/endpoint"
+	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/internal/py"
+	"github.com/stampede-bench/stampede/metrics"
+)
+
+// Agent is one agent's part in the measured phase of a cluster run, the
+// phase a single host runs alone: it turns the run's engine settings into
+// this agent's share of the global schedule, joins the cluster before the
+// start, and afterwards hands its partial over. Agent 0 gets back the
+// whole run as one engine.Result, so that everything a single host does
+// with its result (the blocks, the extras, the files) is done with the
+// merged one by the same code. The methods of a nil *Agent are those of a
+// single host.
+type Agent struct {
+	// Plan is this agent's settings (AgentPlan's).
+	Plan *plan.Plan
+	// Wire is every request of the run, on no schedule yet; Gaps and
+	// RampUp make the schedule as a single host makes it.
+	Wire   []engine.Request
+	Gaps   engine.GapSource
+	RampUp *engine.RampUp
+	// Options are the metric settings of results (bench's computeOptions).
+	Options func([]metrics.RequestResult) metrics.ComputeOptions
+	// Facts give each request's x-request-id and expected output length.
+	Facts RequestFacts
+	// Fingerprint is this agent's (agent 0's with the server's side).
+	Fingerprint *report.Fingerprint
+	// SentAs is told, on agent 0 after the merge, the x-request-id each
+	// request went out with (every agent draws its own prefix), so that
+	// the errors' examples and the server's spans name the right ones.
+	SentAs func(index int, id string)
+	Stderr io.Writer
+
+	offsets  []int64
+	rates    []float64
+	settings PartialSettings
+	session  *Session
+	merged   *MergedRun
+}
+
+// AgentPlan is c for agent index: agent 0 keeps every option; the others
+// leave to it what one process does for the whole run beside the
+// requests: the side probes (a single low-rate stream, sent by agent 0),
+// the server's /metrics scrape, the profiler's start and stop, and the
+// span receiver (the server exports every span to one address). The
+// probe rate stays in the plan: it is one of the run's parameters.
+func AgentPlan(c *plan.Plan) *plan.Plan {
+	if c.AgentIndex == 0 {
+		return c
+	}
+	p := *c
+	p.ServerMetrics, p.ScrapeURL = "", ""
+	p.Profile, p.ProfileBatchThreshold = false, nil
+	p.OTLPReceiver = ""
+	return &p
+}
+
+// SendsProbes reports whether this agent sends the side probes: agent 0
+// alone, or a single host.
+func (a *Agent) SendsProbes() bool { return a == nil || a.Plan.AgentIndex == 0 }
+
+// Join makes ec this agent's share of the run: request i, with i mod
+// size its index, at the time the global schedule gives it, under its
+// share of --max-concurrency; then registers with the cluster and sets
+// the start agent 0 announced. params are the run's report parameters.
+func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.ReportParams) error {
+	if a == nil {
+		return nil
+	}
+	c := a.Plan
+	var err error
+	a.offsets, a.rates, err = GlobalSchedule(a.Wire, c.SelfTimed, c.RequestRate, c.Burstiness, a.RampUp, a.Gaps)
+	if err != nil {
+		return &py.Error{Type: "ValueError", Msg: err.Error()}
+	}
+	size, index := c.ClusterSize, c.AgentIndex
+	var share []engine.Request
+	for i := index; i < len(a.Wire); i += size {
+		q := a.Wire[i]
+		q.OffsetNs = a.offsets[i]
+		share = append(share, q)
+	}
+	ec.Requests = share
+	// The agent's share keeps the global schedule's times.
+	ec.SelfTimed, ec.RequestRate, ec.Gaps, ec.RampUp = true, math.Inf(1), nil, nil
+	ec.MaxConcurrency = c.AgentConcurrency()
+
+	a.settings = NewPartialSettings(params, new(a.Options(nil)), c.Breakdown)
+	a.settings.FrontEnds = c.FrontEndURLs
+	var warmLead time.Duration
+	if ec.WarmConnections {
+		warmLead = time.Duration(ec.MaxConcurrency+1) * WarmLeadPerConn
+	}
+	auth := Auth{Token: c.ClusterToken, Digest: RunDigest(a.settings, a.Wire, a.offsets), Statistics: StatisticsDigest(a.settings)}
+	if c.ClusterTokenFile != "" {
+		if auth.Token, err = ReadTokenFile(c.ClusterTokenFile); err != nil {
+			return err
+		}
+	}
+	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire),
+		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
+		return err
+	}
+	ec.StartAt = a.session.StartAt()
+	return nil
+}
+
+// Fail tells the other agents why the run ends (agent 0), and returns err.
+func (a *Agent) Fail(err error) error {
+	if a == nil || a.session == nil {
+		return err
+	}
+	return a.session.Fail(err)
+}
+
+// Close ends the agent's connections.
+func (a *Agent) Close() {
+	if a != nil && a.session != nil {
+		a.session.Close()
+	}
+}
+
+// Gather hands this agent's share over once it ran (res): its health line
+// on stderr, its partial saved with --save-partial and sent to agent 0.
+// An agent other than 0 then returns nil: it prints nothing more. Agent 0
+// returns the merged run as the result one engine would have given for
+// the whole schedule: every request, time 0 the announced start (on its
+// clock), its probes, the ramp's steps and every connection's RTTs. A
+// single host's res comes back as it is.
+func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result, error) {
+	if a == nil {
+		return res, nil
+	}
+	c := a.Plan
+	report.WriteHealth(a.Stderr, res, nil)
+	if res.Cancelled {
+		outcome.DropUnsent(&res.Data)
+	}
+	part := a.session.agentPartial(res, a.settings, len(a.Wire), a.Options, a.Facts)
+	part.Header.Fingerprint, part.Header.URL = a.Fingerprint, c.APIURL
+	if c.AgentIndex == 0 && a.rates != nil {
+		part.Header.RPSChangeEvents = RampUpChanges(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
+	}
+	if c.SavePartial != "" {
+		if err := SavePartialFile(PartialPath(c.SavePartial, c.ClusterSize, c.AgentIndex), part); err != nil {
+			return nil, err
+		}
+	}
+	merged, err := a.session.Gather(ctx, part, a.Stderr)
+	if err != nil || merged == nil {
+		return nil, err
+	}
+	a.merged = merged
+	if a.SentAs != nil {
+		for i, id := range merged.RequestIDs {
+			a.SentAs(i, id)
+		}
+	}
+	whole := &engine.Result{
+		Data: merged.Data, Start: time.Unix(0, a.session.StartUnixNs()),
+		Cancelled: merged.Cancelled, Aborted: res.Aborted, Probes: merged.Probes,
+	}
+	for _, h := range merged.Agents {
+		whole.Shards += h.Health.Shards
+		whole.Health.Shards = append(whole.Health.Shards, engine.ShardHealth{RTTs: h.RTTs})
+	}
+	if a.rates != nil {
+		whole.RampUpEvents = rampUpEvents(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
+	}
+	return whole, nil
+}
+
+// Account puts the cluster's own into agent 0's sidecar of the merged run
+// (MergedRun.Account); nothing on a single host.
+func (a *Agent) Account(sc *report.Sidecar) {
+	if a != nil && a.merged != nil {
+		a.merged.Account(sc)
+	}
+}
+
+// WriteHealth prints the health line of a run on stderr: a single host's
+// own; for a merged run the agents' clocks, each agent having printed its
+// own health line when its share ended.
+func (a *Agent) WriteHealth(w io.Writer, res *engine.Result, spans *report.ServerSpans) {
+	if a == nil || a.merged == nil {
+		report.WriteHealth(w, res, spans)
+		return
+	}
+	writeClusterClocks(w, a.merged.Agents)
+}
