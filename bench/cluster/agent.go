@@ -62,6 +62,11 @@ type Auth struct {
 // to it and receives that start. Progress, and every connection agent 0
 // drops, go to stderr.
 func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+	// Each agent holds its share of the streams in its own open-files
+	// limit: the hard one, whatever soft limit it was started with.
+	if err := RaiseOpenFiles(); err != nil {
+		fmt.Fprintf(stderr, "stampede: agent %d: %v; this agent holds no more sockets than its soft limit\n", index, err)
+	}
 	s := &Session{size: size, index: index, timeout: timeout}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
 	var err error
