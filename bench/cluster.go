@@ -93,14 +93,26 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 		rpsChanges = cluster.RampUpChanges(*c.RampUpStartRPS, session.StartUnixNs(), offsets, rates)
 	}
 	part := session.AgentPartial(res, settings, len(enc.wire), options, rpsChanges)
+	var saved []string
 	if c.SavePartial != "" {
-		if err := cluster.SavePartialFile(cluster.PartialPath(c.SavePartial, size, index), part); err != nil {
+		path := cluster.PartialPath(c.SavePartial, size, index)
+		if err := cluster.SavePartialFile(path, part); err != nil {
 			return nil, err
 		}
+		saved = append(saved, path)
 	}
 	merged, err := session.Gather(ctx, part, r.stderr)
 	if err != nil || merged == nil {
+		if err == nil && c.ResultsToLog {
+			// Agent 0's Run prints its files; this agent's partial is all
+			// it saved.
+			err = cluster.WriteBundle(r.stdout, saved)
+		}
 		return nil, err
 	}
-	return cluster.WriteMerged(r.stdout, r.stderr, merged, time.Now())
+	o, err := cluster.WriteMerged(r.stdout, r.stderr, merged, time.Now())
+	if o != nil {
+		o.Files = append(saved, o.Files...)
+	}
+	return o, err
 }

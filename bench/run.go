@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/backend"
+	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
@@ -38,6 +39,13 @@ import (
 // returns an *outcome.RequestsFailed once everything is printed and saved.
 func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 	o, err := RunOnce(ctx, cfg, stdout, stderr)
+	if cfg.ResultsToLog && o != nil {
+		// After the block and the saves, failed or not: what was saved is
+		// in the log even when a pod's volume goes with it.
+		if berr := cluster.WriteBundle(stdout, o.Files); berr != nil && err == nil {
+			err = berr
+		}
+	}
 	if err == nil && cfg.FailOnError && o != nil && o.Summary.Failed > 0 {
 		return &outcome.RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
 	}

@@ -239,12 +239,17 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcom
 	if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 		return out, fmt.Errorf("saving results to %s: %w", name, err)
 	}
+	out.Files = append(out.Files, name)
 	sc := &report.ClusterSidecar{
 		Sidecar: &report.Sidecar{Version: report.SidecarVersion, Health: mergedHealth(m.Agents),
 			Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed)},
 		Cluster: newSidecarCluster(m.Agents),
 	}
-	return out, report.SaveClusterSidecar(report.SidecarPath(name), sc, p.AppendResult)
+	if err := report.SaveClusterSidecar(report.SidecarPath(name), sc, p.AppendResult); err != nil {
+		return out, err
+	}
+	out.Files = append(out.Files, report.SidecarPath(name))
+	return out, nil
 }
 
 // mergedHealth is the agents' health merged (report.MergeHealth).
