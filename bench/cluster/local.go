@@ -424,9 +424,13 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 		w.start = true
 		out := w.line
 		if len(out) == len(w.prefix)+1 {
-			// An empty line stays empty; after a bare carriage return the
-			// redraw that follows has the prefix.
+			// An empty line stays empty. A bare carriage return (a progress
+			// bar's redraw) is dropped: each drawing ends with its own, and
+			// alone it would put another agent's next line over the bar.
 			out = out[len(w.prefix):]
+			if out[0] == '\r' {
+				continue
+			}
 		}
 		if _, err := w.out.Write(out); err != nil {
 			return 0, err

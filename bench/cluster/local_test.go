@@ -225,7 +225,7 @@ func TestPrefixWriter(t *testing.T) {
 		w.Write([]byte(s))
 	}
 	w.flush()
-	want := "agent 1: one line\nagent 1: two\n\n\ragent 1:  10%|\ragent 1:  20%|\nagent 1: tail\n"
+	want := "agent 1: one line\nagent 1: two\n\nagent 1:  10%|\ragent 1:  20%|\nagent 1: tail\n"
 	if out.String() != want {
 		t.Errorf("got %q\nwant %q", out.String(), want)
 	}
