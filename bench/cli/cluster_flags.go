@@ -158,3 +158,21 @@ func (c *draft) resolveClusterLocal() error {
 	c.AgentIndex = 0
 	return c.checkClusterShares()
 }
+
+// launcherArgv is the command line a run records in its manifest: for an
+// agent of --cluster-local, the launcher's, without the index and
+// coordinator the launcher appended (bench/cluster.Local.AgentArgs), so
+// that rerunning the result launches the agents again.
+func launcherArgv(args []string, c *plan.Plan, getenv func(string) string) []string {
+	if !c.ClusterLocal || getenv(plan.LocalAgentEnv) == "" {
+		return args
+	}
+	n := len(args)
+	if n > 0 && args[n-1] == "--disable-tqdm" && c.AgentIndex > 0 {
+		n--
+	}
+	if n >= 4 && args[n-4] == "--cluster-index" && args[n-2] == "--coordinator" {
+		return args[:n-4]
+	}
+	return args
+}

@@ -130,4 +130,14 @@ func TestClusterLocalFlags(t *testing.T) {
 			t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
 		}
 	}
+	// An agent records the launcher's command line, which a rerun starts
+	// again.
+	args := append(append([]string{"--model", "m"}, local...), "--cluster-index", "0", "--coordinator", "127.0.0.1:7070")
+	p, err := parseArgs(args, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(p.Argv, " "), "--model m --cluster-local --cluster-size 3"; got != want {
+		t.Errorf("agent 0 records %q, want the launcher's %q", got, want)
+	}
 }
