@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -62,6 +63,13 @@ type Auth struct {
 // to it and receives that start. Progress, and every connection agent 0
 // drops, go to stderr.
 func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+	if coordinator == "" {
+		// Only serve launches --cluster-local's agents; the commands that
+		// run benchmarks of their own (sweep, slo, rerun, multiturn) reach
+		// here with the launcher's plan.
+		return nil, errors.New("--cluster-local starts its agents from `stampede serve` only: give sweep, slo, rerun and multiturn " +
+			"--cluster-index and --coordinator on every agent instead")
+	}
 	// Each agent holds its share of the streams in its own open-files
 	// limit: the hard one, whatever soft limit it was started with.
 	if err := RaiseOpenFiles(); err != nil {
