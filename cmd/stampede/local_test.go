@@ -199,3 +199,62 @@ func TestClusterLocalUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsToLogOneHost: one process with --results-to-log prints the
+// result JSON and sidecar after its block, and extract writes them back
+// byte for byte; a run that saved nothing prints an empty bundle, which
+// extract reports.
+func TestResultsToLogOneHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the command in a child process")
+	}
+	url := startLocalMock(t, time.Millisecond)
+	dir := t.TempDir()
+	args := []string{"serve", "--base-url", url, "--model", "mock-llm", "--tokenizer", tinyTokenizer,
+		"--dataset-name", "random", "--num-prompts", "6", "--random-input-len", "8", "--random-output-len", "4",
+		"--disable-tqdm", "--results-to-log"}
+	c := startChild(t, append(args, "--save-result", "--result-dir", dir, "--result-filename", "one.json")...)
+	if code, stderr := c.exitCode(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, strings.Join(stderr, "\n"))
+	}
+	out := c.stdout.String()
+	if b, e := strings.Index(out, "Serving Benchmark Result"), strings.Index(out, "=== stampede results "); b < 0 || e < b {
+		t.Fatalf("the bundle is not after the block:\n%s", out)
+	}
+	extracted := t.TempDir()
+	var xout, xerr strings.Builder
+	if code := runResults([]string{"extract", "-o", extracted, "-"}, strings.NewReader(out), &xout, &xerr); code != 0 {
+		t.Fatalf("extract exited %d: %s", code, xerr.String())
+	}
+	for _, name := range []string{"one.json", "one.stampede.json"} {
+		want, _ := os.ReadFile(filepath.Join(dir, name))
+		got, err := os.ReadFile(filepath.Join(extracted, name))
+		if err != nil || len(want) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("%s: extracted %d bytes, saved %d (%v)", name, len(got), len(want), err)
+		}
+	}
+
+	c = startChild(t, args...)
+	if code, stderr := c.exitCode(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, strings.Join(stderr, "\n"))
+	}
+	xerr.Reset()
+	if code := runResults([]string{"extract", "-o", t.TempDir()}, strings.NewReader(c.stdout.String()), &xout, &xerr); code != 0 ||
+		!strings.Contains(xerr.String(), "the run saved no file") {
+		t.Errorf("a run that saved nothing: extract exited %d, %q", code, xerr.String())
+	}
+}
+
+// TestResultsUsage: the verb and its arguments are checked (exit 2).
+func TestResultsUsage(t *testing.T) {
+	for _, args := range [][]string{{"results"}, {"results", "unpack"}, {"results", "extract", "a.log", "b.log"}, {"results", "extract", "-x"}} {
+		var stdout, stderr strings.Builder
+		if code := run(t.Context(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "usage: stampede results extract") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with the usage", args, code, stderr.String())
+		}
+	}
+	var stdout strings.Builder
+	if code := run(t.Context(), []string{"results", "--help"}, &stdout, &strings.Builder{}); code != exitOK || !strings.Contains(stdout.String(), "kubectl logs") {
+		t.Errorf("results --help: exit %d, %q", code, stdout.String())
+	}
+}
