@@ -48,20 +48,25 @@ func TestClusterFlags(t *testing.T) {
 			"--cluster-token-file: not allowed with argument --cluster-token"},
 		{"coordinator without host", []string{"--cluster-size", "2", "--coordinator", ":7070"}, "0", 0, "argument --coordinator: invalid value"},
 	} {
-		c, err := parseArgs(tc.args, env(tc.env))
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
-		case tc.err == "" && c.AgentIndex != tc.index:
-			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex, tc.index)
-		}
-		if tc.err != "" {
-			if _, ok := err.(*py.UsageError); !ok {
-				t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
-			}
-		}
+		checkAgentParse(t, tc.name, tc.args, env(tc.env), tc.index, tc.err)
+	}
+}
+
+// checkAgentParse parses args and holds the result to the agent index
+// wanted, or to a usage error (exit 2) saying wantErr.
+func checkAgentParse(t *testing.T, name string, args []string, getenv func(string) string, index int, wantErr string) {
+	t.Helper()
+	c, err := parseArgs(args, getenv)
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("%s: %v", name, err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("%s: error %v, want one saying %q", name, err, wantErr)
+	case wantErr == "" && c.AgentIndex != index:
+		t.Errorf("%s: agent %d, want %d", name, c.AgentIndex, index)
+	}
+	if _, ok := err.(*py.UsageError); wantErr != "" && !ok {
+		t.Errorf("%s: %T, want a usage error (exit 2)", name, err)
 	}
 }
 
@@ -117,18 +122,7 @@ func TestClusterLocalFlags(t *testing.T) {
 		{"agent", append([]string{"--cluster-index", "2", "--coordinator", "127.0.0.1:7070"}, local...), agent, 2, ""},
 		{"agent without coordinator", append([]string{"--cluster-index", "2"}, local...), agent, 0, "needs --coordinator"},
 	} {
-		c, err := parseArgs(tc.args, tc.getenv)
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
-		case tc.err == "" && c.AgentIndex != tc.index:
-			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex, tc.index)
-		}
-		if _, ok := err.(*py.UsageError); tc.err != "" && !ok {
-			t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
-		}
+		checkAgentParse(t, tc.name, tc.args, tc.getenv, tc.index, tc.err)
 	}
 	// An agent records the launcher's command line, which a rerun starts
 	// again.

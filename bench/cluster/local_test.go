@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,20 +66,20 @@ func fakeAgent(mode string, args []string) int {
 
 // syncBuffer is a buffer the agents' output goroutines may share.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	b bytes.Buffer
+	lockedWriter
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
+func newSyncBuffer() *syncBuffer {
+	s := &syncBuffer{}
+	s.w = &s.b
+	return s
 }
 
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncBuffer, chan os.Signal) {
@@ -93,7 +92,7 @@ func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncB
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := newSyncBuffer(), newSyncBuffer()
 	sigs := make(chan os.Signal, 4)
 	env := append(os.Environ(), fakeAgentEnv+"="+mode, clusterTokenEnv+"=from-the-user")
 	return &Local{Exe: exe, Args: []string{"--model", "m"}, Env: env, Size: size, CPUs: cpus, ProgressBar: true,
