@@ -1,8 +1,10 @@
 // Package cluster runs one benchmark over several agents (spec §j, the
 // Kubernetes Indexed Job): registration with agent 0 (authenticated by
 // the cluster token, checked against the run's digests), clock offsets,
-// one announced start, the partial results and their exact merge. Its
-// control plane uses sockets of its own, never a shard.
+// one announced start, the partial results and their exact merge; the
+// launcher of --cluster-local's agents on one host (Local), and the
+// bundle that carries a run's saved files through a log (WriteBundle,
+// ReadBundles). Its control plane uses sockets of its own, never a shard.
 package cluster
 
 import (
