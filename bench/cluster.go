@@ -106,7 +106,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 		if err == nil && c.ResultsToLog {
 			// Agent 0's Run prints its files; this agent's partial is all
 			// it saved.
-			err = cluster.WriteBundle(r.stdout, saved)
+			err = cluster.WriteBundle(r.stdout, r.stderr, saved)
 		}
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 	if cfg.ResultsToLog && o != nil {
 		// After the block and the saves, failed or not: what was saved is
 		// in the log even when a pod's volume goes with it.
-		if berr := cluster.WriteBundle(stdout, o.Files); berr != nil && err == nil {
+		if berr := cluster.WriteBundle(stdout, stderr, o.Files); berr != nil && err == nil {
 			err = berr
 		}
 	}

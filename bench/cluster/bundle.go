@@ -46,10 +46,16 @@ const (
 	bundleData   = "stampede-results "
 )
 
+// kubeletLogMaxBytes is the kubelet's default containerLogMaxSize: a
+// container's log is rotated at 10 MiB and kubectl logs reads the newest
+// file only, so a bundle larger than that is cut in a pod's log.
+const kubeletLogMaxBytes = 10 << 20
+
 // WriteBundle writes the files at paths to w as one bundle, under their
 // base names; zero paths give a bundle of no files, which says that the
-// run saved nothing.
-func WriteBundle(w io.Writer, paths []string) error {
+// run saved nothing. A bundle too large for a pod's log is warned of on
+// stderr.
+func WriteBundle(w, stderr io.Writer, paths []string) error {
 	var z bytes.Buffer
 	gz := gzip.NewWriter(&z)
 	tw := tar.NewWriter(gz)
@@ -95,7 +101,15 @@ func WriteBundle(w io.Writer, paths []string) error {
 	}
 	sum := sha256.Sum256(data)
 	fmt.Fprintf(bw, "%s%s end: %d lines, %d bytes, sha256 %x ===\n", bundleMarker, id, lines, len(data), sum)
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if logBytes := lines * (len(bundleData) + 10 + len(line)); logBytes > kubeletLogMaxBytes {
+		fmt.Fprintf(stderr, "WARNING: the results printed for --results-to-log take %.1f MiB of the log: a Kubernetes pod's log "+
+			"is rotated at 10 MiB by default and kubectl logs reads the newest part only; keep the files on a volume too (docs/cluster.md)\n",
+			float64(logBytes)/(1<<20))
+	}
+	return nil
 }
 
 // ErrNoBundle is ReadBundles' error for input with no bundle in it.

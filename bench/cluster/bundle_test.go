@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func bundleFiles(t testing.TB) ([]string, map[string][]byte) {
 
 func writeTestBundle(t testing.TB, paths []string) string {
 	var b bytes.Buffer
-	if err := WriteBundle(&b, paths); err != nil {
+	if err := WriteBundle(&b, io.Discard, paths); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -207,7 +208,7 @@ func TestBundleNames(t *testing.T) {
 	os.Mkdir(b, 0o755)
 	os.WriteFile(filepath.Join(a, "x.json"), nil, 0o600)
 	os.WriteFile(filepath.Join(b, "x.json"), nil, 0o600)
-	if err := WriteBundle(new(bytes.Buffer), []string{filepath.Join(a, "x.json"), filepath.Join(b, "x.json")}); err == nil {
+	if err := WriteBundle(new(bytes.Buffer), io.Discard, []string{filepath.Join(a, "x.json"), filepath.Join(b, "x.json")}); err == nil {
 		t.Error("two files of one name bundled")
 	}
 }
@@ -236,4 +237,35 @@ func FuzzReadBundles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBundleTooLargeForAPodLog warns when the bundle would outgrow a
+// pod's log before the kubelet rotates it, and not below.
+func TestBundleTooLargeForAPodLog(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	big := make([]byte, 8<<20) // random: gzip keeps its size, base64 adds a third
+	for i := range big {
+		big[i] = byte(r.Uint32())
+	}
+	path := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(path, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log, warn strings.Builder
+	if err := WriteBundle(&log, &warn, []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(warn.String(), "rotated at 10 MiB") || log.Len() <= kubeletLogMaxBytes {
+		t.Errorf("a %d-byte bundle warned %q", log.Len(), warn.String())
+	}
+	bundles, err := ReadBundles(strings.NewReader(log.String()))
+	if err != nil || !bytes.Equal(bundles[0].Files[0].Data, big) {
+		t.Fatalf("the large bundle does not read back: %v", err)
+	}
+	paths, _ := bundleFiles(t)
+	warn.Reset()
+	if err := WriteBundle(io.Discard, &warn, paths); err != nil || warn.Len() > 0 {
+		t.Errorf("a small bundle warned %q (%v)", warn.String(), err)
+	}
 }
