@@ -33,5 +33,17 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 		Stderr:      r.stderr,
 	}
 	defer r.agent.Close()
-	return r.benchmark(ctx, model, tok, ds, enc)
+	o, err := r.benchmark(ctx, model, tok, ds, enc)
+	if !r.cfg.ResultsToLog {
+		return o, err
+	}
+	if o == nil && err == nil {
+		// An agent other than 0 prints nothing of the run; its partial is
+		// all it saved, and Run prints agent 0's files.
+		return nil, cluster.WriteBundle(r.stdout, r.stderr, r.agent.Saved)
+	}
+	if o != nil {
+		o.Files = append(r.agent.Saved, o.Files...)
+	}
+	return o, err
 }

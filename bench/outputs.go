@@ -29,6 +29,7 @@ func (r *run) saveOutputs(model endpoint.Model, o *outcome.Outcome, sidecar *rep
 		files.Add(r.cfg.SavePartial, r.savePartial(o, sidecar))
 	}
 	r.writeReport(model, o, sidecar, files)
+	o.Files = files.Written()
 	return files.Err()
 }
 

@@ -39,6 +39,13 @@ import (
 // returns an *outcome.RequestsFailed once everything is printed and saved.
 func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 	o, err := RunOnce(ctx, cfg, stdout, stderr)
+	if cfg.ResultsToLog && o != nil {
+		// After the block and the saves, failed or not: what was saved is
+		// in the log even when a pod's volume goes with it.
+		if berr := cluster.WriteBundle(stdout, stderr, o.Files); berr != nil && err == nil {
+			err = berr
+		}
+	}
 	if err == nil && cfg.FailOnError && o != nil && o.Summary.Failed > 0 {
 		return &outcome.RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cluster benchmark: AGENTS stampede agents (separate processes, on this
-# host's loopback) run one benchmark of AGENTS × STREAMS concurrent
+# host's loopback, started by one --cluster-local command, each pinned to
+# its share of the CPUs) run one benchmark of AGENTS × STREAMS concurrent
 # streams against the mock. 20,000 sockets are beyond one process's
 # open-files limit here, so the mock runs as MOCKS processes sharing one
 # port through SO_REUSEPORT (mockllm --reuse-port), each with its own truth
@@ -47,29 +48,23 @@ for m in $(seq 1 "$MOCKS"); do
 	for _ in $(seq 1 100); do [[ -s "$OUT/mock$m.out" ]] && break; sleep 0.1; done
 	if [[ -z "$port" ]]; then port=$(head -1 "$OUT/mock1.out" | sed -E 's/.*:([0-9]+)\/?$/\1/'); fi
 done
-coordinator="127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 echo "mock: $MOCKS processes on port $port; agents: $AGENTS × $STREAMS streams = $TOTAL; results in $OUT"
 
-agent_pids=()
-for i in $(seq 0 $((AGENTS - 1))); do
-	"$BIN/stampede" serve --base-url "http://127.0.0.1:$port" --model mock-llm --tokenizer "$TOKENIZER" \
-		--dataset-name random --random-input-len 16 --random-output-len "$TOKENS" --ignore-eos \
-		--num-prompts "$TOTAL" --max-concurrency "$TOTAL" --request-rate inf --disable-tqdm \
-		--save-result --save-detailed --result-dir "$OUT" --result-filename cluster.json \
-		--cluster-size "$AGENTS" --cluster-index "$i" --coordinator "$coordinator" --cluster-timeout-sec 300 \
-		--request-id-prefix "agent$i-" >"$OUT/agent$i.out" 2>"$OUT/agent$i.err" &
-	agent_pids+=($!)
-done
+# Each agent draws its own request id prefix; clusterbench reads the
+# index from the ids' trailing digits.
 status=0
-for i in "${!agent_pids[@]}"; do
-	wait "${agent_pids[$i]}" || { echo "agent $i failed:"; tail -5 "$OUT/agent$i.err"; status=1; }
-done
+"$BIN/stampede" serve --base-url "http://127.0.0.1:$port" --model mock-llm --tokenizer "$TOKENIZER" \
+	--dataset-name random --random-input-len 16 --random-output-len "$TOKENS" --ignore-eos \
+	--num-prompts "$TOTAL" --max-concurrency "$TOTAL" --request-rate inf --disable-tqdm \
+	--save-result --save-detailed --result-dir "$OUT" --result-filename cluster.json \
+	--cluster-size "$AGENTS" --cluster-local --cluster-timeout-sec 300 >"$OUT/agent0.out" 2>"$OUT/agents.err" ||
+	{ echo "the agents failed:"; tail -10 "$OUT/agents.err"; status=1; }
 cleanup
 wait "${pids[@]}" 2>/dev/null || true # the mocks flush their truth logs as they exit
 pids=()
 [[ $status == 0 ]] || exit $status
 
 cat "$OUT/agent0.out" | sed -n '/Serving Benchmark Result/,$p'
-grep -h '^stampede: ' "$OUT"/agent*.err
+grep -E '^agent [0-9]+: stampede: ' "$OUT/agents.err"
 truths=$(ls "$OUT"/truth*.log | paste -sd, -)
 "$BIN/clusterbench" -result "$OUT/cluster.json" -truth "$truths"

@@ -24,6 +24,8 @@ type ClusterFlags struct {
 	SavePartial       string  `long:"save-partial" value-name:"FILE" description:"Also save this agent's partial result (every request and token time, compressed) for 'stampede merge'; agent K of a cluster saves FILE with .agent-K before its extension."`
 	ClusterToken      string  `long:"cluster-token" value-name:"SECRET" description:"The secret every agent of the cluster holds, proved to agent 0 without sending it (default: $STAMPEDE_CLUSTER_TOKEN); without one a cluster runs on loopback only."`
 	ClusterTokenFile  string  `long:"cluster-token-file" value-name:"FILE" description:"Read the cluster's secret from FILE (a mounted Kubernetes Secret); instead of --cluster-token."`
+	ClusterLocal      bool    `long:"cluster-local" description:"Start the --cluster-size agents as processes on this host, each pinned to its share of the CPUs, coordinated on loopback with a fresh secret; agent 0's stdout is this command's, every agent's stderr line is prefixed with 'agent I: '."`
+	ResultsToLog      bool    `long:"results-to-log" description:"After the run, print every file it saved (result JSON, sidecar, report, partial) on stdout between markers, compressed and base64'd in bounded lines, for 'stampede results extract' to recover from a log (a Kubernetes pod's)."`
 }
 
 // clusterTokenEnv is the variable that holds the cluster's secret when
@@ -49,6 +51,9 @@ var clusterUnsupported = []struct {
 // resolveCluster checks the cluster options and takes the index from
 // $JOB_COMPLETION_INDEX when --cluster-index is not given.
 func (c *draft) resolveCluster(getenv func(string) string) error {
+	if c.ClusterLocal && getenv(plan.LocalAgentEnv) == "" {
+		return c.resolveClusterLocal()
+	}
 	if c.ClusterSize < 1 {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-size: invalid value %d: want the number of agents, 1 or more", c.ClusterSize)}
 	}
@@ -86,6 +91,13 @@ func (c *draft) resolveCluster(getenv func(string) string) error {
 	if err := c.resolveClusterToken(getenv, host); err != nil {
 		return err
 	}
+	return c.checkClusterShares()
+}
+
+// checkClusterShares refuses what a cluster run cannot carry out: the
+// options it does not support yet, and a --max-concurrency smaller than
+// the agents.
+func (c *draft) checkClusterShares() error {
 	for _, u := range clusterUnsupported {
 		if u.set(c.Plan) {
 			return &py.UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1: %s", u.flag, u.why)}
@@ -117,4 +129,46 @@ func (c *draft) resolveClusterToken(getenv func(string) string, host string) err
 	return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d with --coordinator %s needs the cluster's shared secret, so that no other host can join or stop the run: "+
 		"give every agent the same --cluster-token-file FILE or $%s (or --cluster-token); without one the agents must all run on this host (--coordinator 127.0.0.1:PORT)",
 		c.ClusterSize, c.Coordinator, clusterTokenEnv)}
+}
+
+// resolveClusterLocal checks --cluster-local in the command that launches
+// the agents, so that every usage error is found before one starts. The
+// launcher chooses the index, the coordinator and the secret of each
+// agent; given here they are an error.
+func (c *draft) resolveClusterLocal() error {
+	switch {
+	case c.ClusterSize < 2:
+		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-local: needs --cluster-size N with N of 2 or more (got %d): the number of agents to start on this host", c.ClusterSize)}
+	case c.ClusterIndex != nil:
+		return &py.UsageError{Msg: "argument --cluster-index: not allowed with argument --cluster-local, which gives each agent it starts its index"}
+	case c.Coordinator != "":
+		return &py.UsageError{Msg: "argument --coordinator: not allowed with argument --cluster-local, whose agents meet on a free loopback port"}
+	case c.ClusterToken != "" || c.ClusterTokenFile != "":
+		return &py.UsageError{Msg: "argument --cluster-token/--cluster-token-file: not allowed with argument --cluster-local, which draws a fresh secret for its agents"}
+	case len(c.CPUs) > 0:
+		return &py.UsageError{Msg: "argument --cpus: not allowed with argument --cluster-local, which splits its own CPUs between the agents: run it under taskset -c LIST to choose them"}
+	}
+	if t := c.ClusterTimeoutSec; !(t > 0) || math.IsInf(t, 1) {
+		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-timeout-sec: invalid value %v: want seconds, greater than 0", t)}
+	}
+	c.AgentIndex = 0
+	return c.checkClusterShares()
+}
+
+// launcherArgv is the command line a run records in its manifest: for an
+// agent of --cluster-local, the launcher's, without the index and
+// coordinator the launcher appended (bench/cluster.Local.AgentArgs), so
+// that rerunning the result launches the agents again.
+func launcherArgv(args []string, c *plan.Plan, getenv func(string) string) []string {
+	if !c.ClusterLocal || getenv(plan.LocalAgentEnv) == "" {
+		return args
+	}
+	n := len(args)
+	if n > 0 && args[n-1] == "--disable-tqdm" && c.AgentIndex > 0 {
+		n--
+	}
+	if n >= 4 && args[n-4] == "--cluster-index" && args[n-2] == "--coordinator" {
+		return args[:n-4]
+	}
+	return args
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -49,20 +50,25 @@ func TestClusterFlags(t *testing.T) {
 			"--cluster-token-file: not allowed with argument --cluster-token"},
 		{"coordinator without host", []string{"--cluster-size", "2", "--coordinator", ":7070"}, "0", 0, "argument --coordinator: invalid value"},
 	} {
-		c, err := parseArgs(tc.args, env(tc.env))
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
-		case tc.err == "" && c.AgentIndex != tc.index:
-			t.Errorf("%s: agent %d, want %d", tc.name, c.AgentIndex, tc.index)
-		}
-		if tc.err != "" {
-			if _, ok := err.(*py.UsageError); !ok {
-				t.Errorf("%s: %T, want a usage error (exit 2)", tc.name, err)
-			}
-		}
+		checkAgentParse(t, tc.name, tc.args, env(tc.env), tc.index, tc.err)
+	}
+}
+
+// checkAgentParse parses args and holds the result to the agent index
+// wanted, or to a usage error (exit 2) saying wantErr.
+func checkAgentParse(t *testing.T, name string, args []string, getenv func(string) string, index int, wantErr string) {
+	t.Helper()
+	c, err := parseArgs(args, getenv)
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("%s: %v", name, err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("%s: error %v, want one saying %q", name, err, wantErr)
+	case wantErr == "" && c.AgentIndex != index:
+		t.Errorf("%s: agent %d, want %d", name, c.AgentIndex, index)
+	}
+	if _, ok := err.(*py.UsageError); wantErr != "" && !ok {
+		t.Errorf("%s: %T, want a usage error (exit 2)", name, err)
 	}
 }
 
@@ -84,5 +90,50 @@ func TestClusterTokenFromEnv(t *testing.T) {
 	c, err = parseArgs(append(args, "--cluster-token-file", "f"), env)
 	if err != nil || c.ClusterToken != "" || c.ClusterTokenFile != "f" {
 		t.Fatalf("token %q file %q, %v; want the file alone", c.ClusterToken, c.ClusterTokenFile, err)
+	}
+}
+
+// TestClusterLocalFlags: the launcher of --cluster-local refuses, before
+// any agent starts, what it chooses itself (index, coordinator, secret,
+// CPUs) and what no cluster carries out; its agents, marked by
+// $STAMPEDE_CLUSTER_LOCAL_AGENT, take the index and coordinator it gives.
+func TestClusterLocalFlags(t *testing.T) {
+	launcher := func(string) string { return "" }
+	agent := func(k string) string {
+		if k == plan.LocalAgentEnv {
+			return "1"
+		}
+		return ""
+	}
+	local := []string{"--cluster-local", "--cluster-size", "3"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		index  int
+		err    string
+	}{
+		{"launcher", local, launcher, 0, ""},
+		{"no size", []string{"--cluster-local"}, launcher, 0, "argument --cluster-local: needs --cluster-size N with N of 2 or more (got 1)"},
+		{"with an index", append([]string{"--cluster-index", "1"}, local...), launcher, 0, "argument --cluster-index: not allowed with argument --cluster-local"},
+		{"with a coordinator", append([]string{"--coordinator", "127.0.0.1:7070"}, local...), launcher, 0, "argument --coordinator: not allowed with argument --cluster-local"},
+		{"with a token", append([]string{"--cluster-token", "s"}, local...), launcher, 0, "not allowed with argument --cluster-local, which draws a fresh secret"},
+		{"with CPUs", append([]string{"--cpus", "0"}, local...), launcher, 0, "argument --cpus: not allowed with argument --cluster-local"},
+		{"unsupported", append([]string{"--steady-state"}, local...), launcher, 0, "--steady-state is not supported with --cluster-size above 1"},
+		{"too little concurrency", append([]string{"--max-concurrency", "2"}, local...), launcher, 0, "--max-concurrency 2 is split between 3 agents"},
+		{"agent", append([]string{"--cluster-index", "2", "--coordinator", "127.0.0.1:7070"}, local...), agent, 2, ""},
+		{"agent without coordinator", append([]string{"--cluster-index", "2"}, local...), agent, 0, "needs --coordinator"},
+	} {
+		checkAgentParse(t, tc.name, tc.args, tc.getenv, tc.index, tc.err)
+	}
+	// An agent records the launcher's command line, which a rerun starts
+	// again.
+	args := append(append([]string{"--model", "m"}, local...), "--cluster-index", "0", "--coordinator", "127.0.0.1:7070")
+	p, err := parseArgs(args, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(p.Argv, " "), "--model m --cluster-local --cluster-size 3"; got != want {
+		t.Errorf("agent 0 records %q, want the launcher's %q", got, want)
 	}
 }

@@ -1,8 +1,10 @@
 // Package cluster runs one benchmark over several agents (spec §j, the
 // Kubernetes Indexed Job): registration with agent 0 (authenticated by
 // the cluster token, checked against the run's digests), clock offsets,
-// one announced start, the partial results and their exact merge. Its
-// control plane uses sockets of its own, never a shard.
+// one announced start, the partial results and their exact merge; the
+// launcher of --cluster-local's agents on one host (Local), and the
+// bundle that carries a run's saved files through a log (WriteBundle,
+// ReadBundles). Its control plane uses sockets of its own, never a shard.
 package cluster
 
 import (
@@ -11,6 +13,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -62,6 +65,18 @@ type Auth struct {
 // to it and receives that start. Progress, and every connection agent 0
 // drops, go to stderr.
 func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+	if coordinator == "" {
+		// Only serve launches --cluster-local's agents; the commands that
+		// run benchmarks of their own (sweep, slo, rerun, multiturn) reach
+		// here with the launcher's plan.
+		return nil, errors.New("--cluster-local starts its agents from `stampede serve` only: give sweep, slo, rerun and multiturn " +
+			"--cluster-index and --coordinator on every agent instead")
+	}
+	// Each agent holds its share of the streams in its own open-files
+	// limit: the hard one, whatever soft limit it was started with.
+	if err := RaiseOpenFiles(); err != nil {
+		fmt.Fprintf(stderr, "stampede: agent %d: %v; this agent holds no more sockets than its soft limit\n", index, err)
+	}
 	s := &Session{size: size, index: index, timeout: timeout}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
 	var err error

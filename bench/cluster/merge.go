@@ -251,10 +251,15 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcom
 	if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
 		return out, fmt.Errorf("saving results to %s: %w", name, err)
 	}
+	out.Files = append(out.Files, name)
 	sc := &report.Sidecar{Version: report.SidecarVersion, Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed)}
 	m.Account(sc)
 	m.accountRequests(sc, summary)
-	return out, report.SaveSidecar(report.SidecarPath(name), sc, p.AppendResult)
+	if err := report.SaveSidecar(report.SidecarPath(name), sc, p.AppendResult); err != nil {
+		return out, err
+	}
+	out.Files = append(out.Files, report.SidecarPath(name))
+	return out, nil
 }
 
 // Account puts the cluster's own into a merged run's sidecar: the agents'

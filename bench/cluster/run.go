@@ -43,6 +43,9 @@ type Agent struct {
 	// the errors' examples and the server's spans name the right ones.
 	SentAs func(index int, id string)
 	Stderr io.Writer
+	// Saved is the partial this agent saved with --save-partial, for
+	// --results-to-log's bundle.
+	Saved []string
 
 	offsets  []int64
 	rates    []float64
@@ -155,9 +158,11 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 		part.Header.RPSChangeEvents = RampUpChanges(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
 	}
 	if c.SavePartial != "" {
-		if err := SavePartialFile(PartialPath(c.SavePartial, c.ClusterSize, c.AgentIndex), part); err != nil {
+		path := PartialPath(c.SavePartial, c.ClusterSize, c.AgentIndex)
+		if err := SavePartialFile(path, part); err != nil {
 			return nil, err
 		}
+		a.Saved = append(a.Saved, path)
 	}
 	merged, err := a.session.Gather(ctx, part, a.Stderr)
 	if err != nil || merged == nil {

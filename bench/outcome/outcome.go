@@ -21,6 +21,9 @@ type Outcome struct {
 	Options metrics.ComputeOptions
 	// ResultPath is the result JSON written, "" when none was.
 	ResultPath string
+	// Files are every file the run saved, in the order written
+	// (--results-to-log prints them).
+	Files []string
 	// Cancelled is set when an interrupt cut the run short.
 	Cancelled bool
 	// SteadyState is the run's steady-state window and metrics, for the

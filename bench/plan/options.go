@@ -142,7 +142,19 @@ type Cluster struct {
 	// no --cluster-token-file is given; "" runs on loopback alone.
 	ClusterToken     string
 	ClusterTokenFile string // --cluster-token-file, read when the run starts
+	// ClusterLocal is --cluster-local: this command starts ClusterSize
+	// agents on this host (bench/cluster.Local) instead of running one.
+	ClusterLocal bool
+	// ResultsToLog is --results-to-log: after the run, the files it saved
+	// are printed on stdout as a bundle (bench/cluster.WriteBundle).
+	ResultsToLog bool
 }
+
+// LocalAgentEnv is the variable --cluster-local's launcher sets to "1" in
+// the environment of each agent it starts: that process is one of the
+// launcher's agents (given --cluster-index and --coordinator), not a
+// launcher of its own.
+const LocalAgentEnv = "STAMPEDE_CLUSTER_LOCAL_AGENT"
 
 // RustClient are the options the Rust client of vLLM's benchmark
 // (`vllm-bench`, vLLM's rust/src/bench) adds to `vllm bench serve`'s,

@@ -24,6 +24,9 @@ func (f *Saved) Add(path string, err error) {
 
 func (f *Saved) Fail(err error) { f.errs = append(f.errs, err) }
 
+// Written is the paths written, in order.
+func (f *Saved) Written() []string { return f.written }
+
 // Err is nil when every output was written, else the failures and the
 // files written beside them.
 func (f *Saved) Err() error {

@@ -23,6 +23,7 @@ var subcommands = []subcommand{
 	{"rerun", "FILE [--base-url URL] [--yes]", "run a saved result's command line again and compare the two"},
 	{"report", "RESULT.json... -o FILE.html", "write the HTML report of saved results"},
 	{"merge", "PARTIAL...", "merge the partial results of a cluster's agents into one result"},
+	{"results", "extract [LOG|-] [-o DIR]", "recover the files a --results-to-log run printed, from its log (kubectl logs)"},
 	{"multiturn", "--input-file FILE [serve options]", "drive multi-turn conversations against a chat endpoint"},
 	{"dataset", "[serve options]", "build a run's requests and write them as JSONL, sending nothing"},
 	{"tokenize", "--tokenizer PATH [--decode]", "encode or decode text with a tokenizer file"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"net"
 	"os"
 	"os/exec"
@@ -45,6 +46,11 @@ type kustomization struct {
 			DisableNameSuffixHash bool `json:"disableNameSuffixHash"`
 		} `json:"options"`
 	} `json:"configMapGenerator"`
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
 	Replacements []struct {
 		Source struct {
 			Kind      string `json:"kind"`
@@ -257,6 +263,22 @@ func TestKubernetesIndexedJob(t *testing.T) {
 		t.Errorf("--cluster-token-file %q is not on a read-only mount of the Secret stampede-cluster-token (volumes %v)", cfg.ClusterTokenFile, spec.Volumes)
 	}
 
+	// The agents print their files into their logs, and the volume the
+	// kustomization's commented PVC patch replaces is the results one.
+	if !cfg.ResultsToLog {
+		t.Error("the agents do not run with --results-to-log: the results would go with the pods")
+	}
+	if len(spec.Volumes) == 0 || spec.Volumes[0].Name != "results" {
+		t.Errorf("volume 0 is not results, which the PVC patch in kustomization.yaml replaces (volumes %v)", spec.Volumes)
+	}
+	checkAgentResources(t, c, cfg.NumPrompts, cfg.AgentConcurrency())
+
+	// The image is the one built from the Dockerfile, named in the
+	// kustomization's images, and not pulled when kind loaded it.
+	if len(d.k.Images) != 1 || !strings.HasPrefix(c.Image, d.k.Images[0].Name+":") || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %s (pull %s), kustomization images %+v: want the built image, named there, pulled if not present", c.Image, c.ImagePullPolicy, d.k.Images)
+	}
+
 	// The image runs the command.
 	docker, err := os.ReadFile(filepath.Join(deployDir, "Dockerfile"))
 	if err != nil {
@@ -266,6 +288,21 @@ func TestKubernetesIndexedJob(t *testing.T) {
 		if !bytes.Contains(docker, []byte(want)) {
 			t.Errorf("Dockerfile lacks %s", want)
 		}
+	}
+}
+
+// checkAgentResources holds the pod's requests to job.yaml's formula for
+// one agent: memory ≈ 100 MB + 15 KB per request of the run + 4 KB per
+// stream of its share; at least one CPU.
+func checkAgentResources(t *testing.T, c corev1.Container, prompts, streams int) {
+	t.Helper()
+	mem, cpu := c.Resources.Requests.Memory(), c.Resources.Requests.Cpu()
+	need := int64(100e6 + 15e3*float64(prompts) + 4e3*float64(streams))
+	if mem.Value() < need {
+		t.Errorf("memory request %s, below the %d MB an agent of %d requests and %d streams needs", mem, need/1e6, prompts, streams)
+	}
+	if cpu.MilliValue() < 1000 {
+		t.Errorf("cpu request %s, want a CPU at least", cpu)
 	}
 }
 
@@ -283,13 +320,16 @@ func selects(sel, labels map[string]string) bool {
 // where kubectl is installed, and decodes what it renders strictly:
 // parallelism = completions = CLUSTER_SIZE, and the flags in place.
 func TestKubernetesKustomizeBuild(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
+	render := exec.Command("kubectl", "kustomize", deployDir)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		if _, err := exec.LookPath("kustomize"); err != nil {
+			t.Skip("neither kubectl nor kustomize is on PATH: the manifests are only decoded one by one (TestKubernetesIndexedJob), not rendered")
+		}
+		render = exec.Command("kustomize", "build", deployDir)
 	}
-	out, err := exec.Command(kubectl, "kustomize", deployDir).Output()
+	out, err := render.Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize: %v", err)
+		t.Fatalf("%s: %v", strings.Join(render.Args, " "), err)
 	}
 	d := loadDeployment(t)
 	var job *batchv1.Job
@@ -326,5 +366,10 @@ func TestKubernetesKustomizeBuild(t *testing.T) {
 	}
 	if got := job.Spec.Template.Spec.Containers[0].Args; strings.Join(got, " ") != strings.Join(d.args, " ") {
 		t.Errorf("rendered args %v, want the patch's %v", got, d.args)
+	}
+	img := d.k.Images[0]
+	want := cmp.Or(img.NewName, img.Name) + ":" + img.NewTag
+	if got := job.Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("rendered image %s, want %s", got, want)
 	}
 }

@@ -12,6 +12,7 @@
 //	stampede report RESULT.json... -o FILE.html
 //	stampede multiturn --input-file FILE [--num-clients N] [--max-active-conversations K] [serve options]
 //	stampede merge PARTIAL...
+//	stampede results extract [LOG|-] [-o DIR]
 package main
 
 import (
@@ -174,6 +175,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runSLO(ctx, args[1:], stdout, stderr)
 		case "multiturn":
 			return runMultiturn(ctx, args[1:], stdout, stderr)
+		case "results":
+			return runResults(args[1:], os.Stdin, stdout, stderr)
 		}
 	}
 	cfg, err := cli.Parse(args, backend.Choices())
@@ -190,6 +193,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case err != nil:
 		return failed(stderr, err)
+	}
+	if launchesAgents(cfg) {
+		// The agents print the warnings, each once.
+		return runClusterLocal(args, cfg, stdout, stderr)
 	}
 	writeWarnings(stderr, cfg)
 	if code, handled := runRustCommand(ctx, args, cfg, stdout, stderr); handled {

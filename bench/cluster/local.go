@@ -1,0 +1,449 @@
+package cluster
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/internal/py"
+)
+
+// Local is --cluster-local: one benchmark run by Size agent processes on
+// this host, each the same binary with the same command line plus its
+// --cluster-index and a --coordinator on a free loopback port, joined by
+// the protocol a Kubernetes Job's agents use (Join, Gather), so that the
+// merge is the same exact merge.
+type Local struct {
+	Exe  string   // the binary the agents run: this one (os.Executable)
+	Args []string // the serve options as the user gave them, without the verb
+	Env  []string // the launcher's environment, which the agents inherit
+	Size int
+	// CPUs are the CPUs split between the agents (SplitCPUs): the
+	// launcher's affinity mask.
+	CPUs []int
+	// Streams is the most streams one agent holds at once, checked against
+	// its open-files limit before any agent starts; 0 skips the check.
+	Streams int
+	// ProgressBar is whether the command line draws the progress bar (no
+	// --disable-tqdm): agent 0 draws it, the others get --disable-tqdm.
+	ProgressBar bool
+	Stdout      io.Writer // agent 0's stdout; the others' is discarded
+	Stderr      io.Writer // every agent's stderr, each line prefixed "agent I: "
+	// Signals are forwarded to every agent still running, one for one, so
+	// that the agents stop as one process would (the first stops sending,
+	// the second stops at once).
+	Signals <-chan os.Signal
+	// Linger is how long the other agents may run on once agent 0 has
+	// ended (they have no one left to send their results to) before they
+	// are killed; 0 is 5 s.
+	Linger time.Duration
+
+	// signalled is set once a signal has been forwarded: an agent that
+	// then ends by it, or with its status, has not failed.
+	signalled atomic.Bool
+}
+
+// AgentExit is how one agent ended: its exit status (128 + the signal's
+// number when a signal ended it) and, for one that could not be started
+// or waited for, the error.
+type AgentExit struct {
+	Index  int
+	Status int
+	Err    error
+}
+
+// openFilesReserve are the descriptors an agent keeps for other than its
+// streams' sockets: stdio, its event loops' epoll and wakeup descriptors,
+// the control connections, the coordinator's listener, the files it reads
+// and writes.
+const openFilesReserve = 100
+
+// OpenFilesLimit is this process's open-files limit, soft and hard.
+func OpenFilesLimit() (soft, hard uint64, err error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, 0, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	return lim.Cur, lim.Max, nil
+}
+
+// RaiseOpenFiles lifts this process's open-files soft limit to its hard
+// limit, the most sockets an unprivileged process may hold; each agent
+// does so before its run, wherever it was started from.
+func RaiseOpenFiles() error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	if lim.Cur >= lim.Max {
+		return nil
+	}
+	lim.Cur = lim.Max
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("setrlimit(RLIMIT_NOFILE, %d): %w", lim.Max, err)
+	}
+	return nil
+}
+
+// checkOpenFiles refuses a share of streams that one agent's open-files
+// hard limit cannot hold, naming what one agent can hold and the cluster
+// size that would fit.
+func checkOpenFiles(size, streams int, hard uint64) error {
+	if streams <= 0 || hard == unix.RLIM_INFINITY {
+		return nil
+	}
+	holds := int64(hard) - openFilesReserve
+	if int64(streams) <= holds {
+		return nil
+	}
+	total := streams * size
+	need := size
+	if holds > 0 {
+		need = int((int64(total) + holds - 1) / holds)
+	}
+	return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-local: each of the %d agents would hold %d streams at once, "+
+		"but one agent holds at most %d (its open-files hard limit %d, less %d for its own files): "+
+		"use --cluster-size %d or more, or raise the hard limit (ulimit -Hn, as root)",
+		size, streams, max(holds, 0), hard, openFilesReserve, max(need, size+1))}
+}
+
+// SplitCPUs gives each of n agents its CPUs: with n ≤ len(cpus), runs of
+// consecutive CPUs of the list whose lengths differ by at most one (the
+// first len(cpus) mod n agents one more); with more agents than CPUs,
+// agent i shares CPU i mod len(cpus) with the others on it.
+func SplitCPUs(cpus []int, n int) [][]int {
+	out := make([][]int, n)
+	if len(cpus) == 0 {
+		return out
+	}
+	if n > len(cpus) {
+		for i := range out {
+			out[i] = []int{cpus[i%len(cpus)]}
+		}
+		return out
+	}
+	per, extra := len(cpus)/n, len(cpus)%n
+	at := 0
+	for i := range out {
+		k := per
+		if i < extra {
+			k++
+		}
+		out[i] = cpus[at : at+k : at+k]
+		at += k
+	}
+	return out
+}
+
+// AffinityCPUs are the CPUs of this process's affinity mask, in order.
+func AffinityCPUs() ([]int, error) {
+	var mask unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mask); err != nil {
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	var cpus []int
+	for c := range len(mask) * 64 {
+		if mask.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// freeLoopbackPort is a TCP port free on 127.0.0.1 when asked: agent 0
+// listens on it a moment later.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on 127.0.0.1 for the agents: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// NewClusterToken is a fresh secret for one launch: 32 random bytes, hex.
+func NewClusterToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// AgentArgs is agent i's command line: the verb, the user's options and
+// the agent's place in the cluster. Only agent 0 draws the progress bar.
+func (l *Local) AgentArgs(i int, coordinator string) []string {
+	args := append([]string{"serve"}, l.Args...)
+	args = append(args, "--cluster-index", strconv.Itoa(i), "--coordinator", coordinator)
+	if i > 0 && l.ProgressBar {
+		args = append(args, "--disable-tqdm")
+	}
+	return args
+}
+
+// clusterTokenEnv is where an agent finds the cluster's secret when no
+// option gives it (bench/cli reads it).
+const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
+
+// agent is one started agent process.
+type agent struct {
+	index int
+	cmd   *exec.Cmd
+	err   error         // from Start or Wait
+	done  chan struct{} // closed once it has been waited for
+}
+
+// Run checks that each agent's share fits its open-files limit, starts
+// the agents and waits for all of them. It returns every agent's exit;
+// its error is for a launch that did not happen (no agent then runs).
+func (l *Local) Run() ([]AgentExit, error) {
+	if _, hard, err := OpenFilesLimit(); err != nil {
+		return nil, err
+	} else if err := checkOpenFiles(l.Size, l.Streams, hard); err != nil {
+		return nil, err
+	}
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	token, err := NewClusterToken()
+	if err != nil {
+		return nil, err
+	}
+	coordinator := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	// The secret reaches the agents through the environment, which ps
+	// does not show; the last value of a variable is the one in force.
+	env := append(append([]string(nil), l.Env...), clusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
+	cpus := SplitCPUs(l.CPUs, l.Size)
+	errs := &lockedWriter{w: l.Stderr}
+	agents := make([]*agent, l.Size)
+	stop := make(chan struct{})
+	for i := range agents {
+		cmd := exec.Command(l.Exe, l.AgentArgs(i, coordinator)...)
+		cmd.Env = env
+		if i == 0 {
+			cmd.Stdout = l.Stdout
+		}
+		cmd.Stderr = &prefixWriter{out: errs, prefix: []byte("agent " + strconv.Itoa(i) + ": "), start: true}
+		// In a process group of their own, so that a terminal's Ctrl-C
+		// reaches them once, through the launcher; killed with it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		a := &agent{index: i, cmd: cmd, done: make(chan struct{})}
+		if err := a.start(cpus[i]); err != nil {
+			close(stop)
+			for _, b := range agents[:i] {
+				_ = b.cmd.Process.Kill()
+				<-b.done
+			}
+			return nil, fmt.Errorf("starting agent %d: %w", i, err)
+		}
+		agents[i] = a
+	}
+	go l.forward(agents, stop)
+	go l.endTogether(agents, errs, stop)
+	exits := make([]AgentExit, len(agents))
+	for i, a := range agents {
+		<-a.done
+		exits[i] = AgentExit{Index: i, Status: exitStatus(a.cmd.ProcessState), Err: a.err}
+	}
+	close(stop)
+	return exits, nil
+}
+
+// start starts the agent from a thread pinned to its CPUs, so that the
+// whole process inherits them (sched_setaffinity from outside would miss
+// the threads its runtime starts first). The thread stays locked to the
+// goroutine waiting for the agent: it is the agent's parent, whose end
+// Pdeathsig watches.
+func (a *agent) start(cpus []int) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer close(a.done)
+		if len(cpus) > 0 {
+			var set unix.CPUSet
+			for _, c := range cpus {
+				set.Set(c)
+			}
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				started <- fmt.Errorf("sched_setaffinity(%v): %w", cpus, err)
+				return
+			}
+		}
+		if err := a.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		a.err = a.cmd.Wait()
+		a.cmd.Stderr.(*prefixWriter).flush()
+		var exit *exec.ExitError
+		if errors.As(a.err, &exit) {
+			a.err = nil // the status says it
+		}
+	}()
+	return <-started
+}
+
+// forward sends each signal the launcher receives to every agent.
+func (l *Local) forward(agents []*agent, stop <-chan struct{}) {
+	for {
+		select {
+		case s := <-l.Signals:
+			l.signalled.Store(true)
+			for _, a := range agents {
+				_ = a.cmd.Process.Signal(s)
+			}
+		case <-stop:
+			return
+		}
+	}
+}
+
+// endTogether ends the run when it cannot go on: an agent other than 0
+// that fails makes the launcher stop the others (SIGTERM: they still
+// print and save what they have), and once agent 0 has ended the others
+// get Linger to end before they are killed.
+func (l *Local) endTogether(agents []*agent, errs io.Writer, stop <-chan struct{}) {
+	linger := l.Linger
+	if linger == 0 {
+		linger = 5 * time.Second
+	}
+	failed := make(chan int, len(agents))
+	for _, a := range agents[1:] {
+		go func() {
+			select {
+			case <-a.done:
+				if s := exitStatus(a.cmd.ProcessState); s != 0 && s != exitRequestsFailed && !(s > 128 && l.signalled.Load()) {
+					failed <- a.index
+				}
+			case <-stop:
+			}
+		}()
+	}
+	stopped := false
+	for {
+		select {
+		case i := <-failed:
+			if stopped {
+				continue
+			}
+			stopped = true
+			fmt.Fprintf(errs, "stampede: agent %d ended with status %d; stopping the other agents\n", i, exitStatus(agents[i].cmd.ProcessState))
+			for _, a := range agents {
+				_ = a.cmd.Process.Signal(syscall.SIGTERM)
+			}
+		case <-agents[0].done:
+			timer := time.NewTimer(linger)
+			defer timer.Stop()
+			for _, a := range agents[1:] {
+				select {
+				case <-a.done:
+				case <-timer.C:
+					fmt.Fprintf(errs, "stampede: agent %d still running %s after agent 0 ended: killed\n", a.index, linger)
+					_ = a.cmd.Process.Kill()
+				case <-stop:
+					return
+				}
+			}
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
+// exitRequestsFailed is the status of an agent whose share had failed
+// requests under --fail-on-error: the agent itself did its part.
+const exitRequestsFailed = 3
+
+// exitStatus is a process's exit status as a shell reports it: 128 + the
+// signal's number for one a signal ended.
+func exitStatus(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// lockedWriter is the launcher's stderr, shared by the agents' prefixed
+// writers one whole line at a time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// prefixWriter puts prefix before every line an agent writes, and writes
+// each line whole, so that the agents' lines never mix. A carriage return
+// ends a line too: a progress bar redraws with its prefix.
+type prefixWriter struct {
+	out    io.Writer
+	prefix []byte
+	line   []byte
+	start  bool // at the start of a line
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if w.start {
+			w.line = append(w.line[:0], w.prefix...)
+			w.start = false
+		}
+		i := bytes.IndexAny(p, "\n\r")
+		if i < 0 {
+			w.line = append(w.line, p...)
+			break
+		}
+		w.line = append(w.line, p[:i+1]...)
+		p = p[i+1:]
+		w.start = true
+		out := w.line
+		if len(out) == len(w.prefix)+1 {
+			// An empty line stays empty. A bare carriage return (a progress
+			// bar's redraw) is dropped: each drawing ends with its own, and
+			// alone it would put another agent's next line over the bar.
+			out = out[len(w.prefix):]
+			if out[0] == '\r' {
+				continue
+			}
+		}
+		if _, err := w.out.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// flush writes a last line the agent left without its newline.
+func (w *prefixWriter) flush() {
+	if !w.start && len(w.line) > len(w.prefix) {
+		w.line = append(w.line, '\n')
+		_, _ = w.out.Write(w.line)
+	}
+	w.start = true
+}

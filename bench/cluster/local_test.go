@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stampede-bench/stampede/internal/py"
+)
+
+// fakeAgentEnv makes the test binary a stand-in for an agent of Local:
+// it reports what the launcher gave it (index, coordinator, token, CPUs)
+// and ends as its index's part of the test says.
+const fakeAgentEnv = "STAMPEDE_CLUSTER_FAKE_AGENT"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeAgentEnv); mode != "" {
+		os.Exit(fakeAgent(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeAgent prints on stdout its index, coordinator, token length and
+// CPUs, and a line on stderr; in mode "wait" it waits for SIGINT and ends
+// with 130, in mode "fail" agent 2 ends with status 7 at once and the
+// others wait for the SIGTERM that follows.
+func fakeAgent(mode string, args []string) int {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	index, coordinator := -1, ""
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--cluster-index":
+			index, _ = strconv.Atoi(args[i+1])
+		case "--coordinator":
+			coordinator = args[i+1]
+		}
+	}
+	cpus, _ := AffinityCPUs()
+	fmt.Printf("index=%d coordinator=%s token=%d local=%s tqdm=%v cpus=%v args0=%s\n", index, coordinator,
+		len(os.Getenv(clusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
+	fmt.Fprintf(os.Stderr, "hello from %d\nno newline", index)
+	switch mode {
+	case "wait":
+		s := <-sigs
+		return 128 + int(s.(syscall.Signal))
+	case "fail":
+		if index == 2 {
+			return 7
+		}
+		s := <-sigs
+		return 128 + int(s.(syscall.Signal))
+	}
+	return 0
+}
+
+// syncBuffer is a buffer the agents' output goroutines may share.
+type syncBuffer struct {
+	b bytes.Buffer
+	lockedWriter
+}
+
+func newSyncBuffer() *syncBuffer {
+	s := &syncBuffer{}
+	s.w = &s.b
+	return s
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncBuffer, chan os.Signal) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := AffinityCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := newSyncBuffer(), newSyncBuffer()
+	sigs := make(chan os.Signal, 4)
+	env := append(os.Environ(), fakeAgentEnv+"="+mode, clusterTokenEnv+"=from-the-user")
+	return &Local{Exe: exe, Args: []string{"--model", "m"}, Env: env, Size: size, CPUs: cpus, ProgressBar: true,
+		Stdout: stdout, Stderr: stderr, Signals: sigs, Linger: time.Minute}, stdout, stderr, sigs
+}
+
+// TestLocalAgents starts three stand-in agents: each gets its index, one
+// loopback coordinator, the launch's own token (not the one in the
+// launcher's environment) and its share of the CPUs; only agent 0's
+// stdout is kept and only agent 0 draws the progress bar; every stderr
+// line is prefixed, the last one without its newline too.
+func TestLocalAgents(t *testing.T) {
+	l, stdout, stderr, _ := fakeLocal(t, "exit", 3)
+	exits, err := l.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exits {
+		if e.Status != 0 || e.Err != nil {
+			t.Errorf("agent %d: status %d, %v", e.Index, e.Status, e.Err)
+		}
+	}
+	out := stdout.String()
+	if strings.Count(out, "index=") != 1 || !strings.Contains(out, "index=0 coordinator=127.0.0.1:") ||
+		!strings.Contains(out, "token=64 local=1 tqdm=true") || !strings.Contains(out, "args0=serve") {
+		t.Errorf("stdout %q: want agent 0's line alone, with a loopback coordinator, a 64-digit token and the local mark", out)
+	}
+	want := fmt.Sprint(SplitCPUs(l.CPUs, 3)[0])
+	if !strings.Contains(out, "cpus="+want+" ") {
+		t.Errorf("agent 0 runs on %q, want cpus=%s", out, want)
+	}
+	errs := stderr.String()
+	for i := range 3 {
+		for _, line := range []string{fmt.Sprintf("agent %d: hello from %d\n", i, i), fmt.Sprintf("agent %d: no newline\n", i)} {
+			if !strings.Contains(errs, line) {
+				t.Errorf("stderr lacks %q:\n%s", line, errs)
+			}
+		}
+	}
+}
+
+// TestLocalSignals forwards a signal to every agent; the agents' status
+// is theirs (130), and none counts as failed.
+func TestLocalSignals(t *testing.T) {
+	l, _, stderr, sigs := fakeLocal(t, "wait", 3)
+	go func() {
+		// Once every agent has said hello, it waits for the signal.
+		for strings.Count(stderr.String(), "hello from") < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+	}()
+	exits, err := l.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exits {
+		if e.Status != 130 {
+			t.Errorf("agent %d: status %d, want 130", e.Index, e.Status)
+		}
+	}
+	if strings.Contains(stderr.String(), "stopping the other agents") {
+		t.Errorf("an interrupted agent was taken for a failed one:\n%s", stderr)
+	}
+}
+
+// TestLocalAgentFails stops the others with SIGTERM when an agent other
+// than 0 fails, naming it.
+func TestLocalAgentFails(t *testing.T) {
+	l, _, stderr, _ := fakeLocal(t, "fail", 3)
+	exits, err := l.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []int{exits[0].Status, exits[1].Status, exits[2].Status}
+	if !slices.Equal(got, []int{143, 143, 7}) {
+		t.Errorf("statuses %v, want [143 143 7]", got)
+	}
+	if !strings.Contains(stderr.String(), "stampede: agent 2 ended with status 7; stopping the other agents") {
+		t.Errorf("stderr does not name agent 2:\n%s", stderr)
+	}
+}
+
+func TestSplitCPUs(t *testing.T) {
+	cases := []struct {
+		cpus []int
+		n    int
+		want string
+	}{
+		{[]int{0, 1, 2, 3}, 2, "[[0 1] [2 3]]"},
+		{[]int{0, 1, 2, 3, 4}, 3, "[[0 1] [2 3] [4]]"},
+		{[]int{0, 1}, 3, "[[0] [1] [0]]"},
+		{[]int{4, 6, 9}, 3, "[[4] [6] [9]]"},
+		{nil, 2, "[[] []]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(SplitCPUs(c.cpus, c.n)); got != c.want {
+			t.Errorf("SplitCPUs(%v, %d) = %s, want %s", c.cpus, c.n, got, c.want)
+		}
+	}
+}
+
+func TestCheckOpenFiles(t *testing.T) {
+	if err := checkOpenFiles(3, 19_900, 20_000); err != nil {
+		t.Errorf("19,900 streams in 20,000 files: %v", err)
+	}
+	err := checkOpenFiles(2, 25_000, 20_000)
+	var usage *py.UsageError
+	if !errors.As(err, &usage) {
+		t.Fatalf("25,000 streams in 20,000 files: %v, want a usage error", err)
+	}
+	for _, s := range []string{"25000 streams", "at most 19900", "hard limit 20000", "--cluster-size 3 or more"} {
+		if !strings.Contains(usage.Msg, s) {
+			t.Errorf("%q does not say %q", usage.Msg, s)
+		}
+	}
+	if err := checkOpenFiles(2, 1<<30, unix.RLIM_INFINITY); err != nil {
+		t.Errorf("no limit: %v", err)
+	}
+}
+
+// TestPrefixWriter holds the line prefixer to whole lines: a line split
+// over writes comes out once, prefixed; a carriage return redraws with
+// the prefix; an empty line stays empty.
+func TestPrefixWriter(t *testing.T) {
+	var out bytes.Buffer
+	w := &prefixWriter{out: &out, prefix: []byte("agent 1: "), start: true}
+	for _, s := range []string{"one ", "line\ntwo\n", "\n", "\r 10%|", "\r 20%|\n", "tail"} {
+		w.Write([]byte(s))
+	}
+	w.flush()
+	want := "agent 1: one line\nagent 1: two\n\nagent 1:  10%|\ragent 1:  20%|\nagent 1: tail\n"
+	if out.String() != want {
+		t.Errorf("got %q\nwant %q", out.String(), want)
+	}
+}

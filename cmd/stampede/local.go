@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+
+	"github.com/stampede-bench/stampede/bench/cluster"
+	"github.com/stampede-bench/stampede/bench/plan"
+)
+
+// launchesAgents is whether this process is --cluster-local's launcher
+// rather than one of the agents it starts.
+func launchesAgents(cfg *plan.Plan) bool {
+	return cfg.ClusterLocal && os.Getenv(plan.LocalAgentEnv) == ""
+}
+
+// runClusterLocal starts the --cluster-size agents of --cluster-local on
+// this host and waits for them (docs/cluster.md, "One host, several
+// agents"). Its status is agent 0's; when agent 0 succeeded and another
+// agent failed, 1, naming that agent.
+func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) int {
+	exe, err := os.Executable()
+	if err != nil {
+		return failed(stderr, fmt.Errorf("--cluster-local re-runs this binary, which it cannot find: %w", err))
+	}
+	cpus, err := cluster.AffinityCPUs()
+	if err != nil {
+		return failed(stderr, err)
+	}
+	// Every signal that stops a run reaches every agent, once for each
+	// time the launcher gets it.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
+	l := &cluster.Local{Exe: exe, Args: args, Env: os.Environ(), Size: cfg.ClusterSize, CPUs: cpus,
+		Streams: agentStreams(cfg), ProgressBar: !cfg.DisableTqdm, Stdout: stdout, Stderr: stderr, Signals: sigs}
+	exits, err := l.Run()
+	if err != nil {
+		return failed(stderr, err)
+	}
+	for _, e := range exits {
+		if e.Err != nil {
+			fmt.Fprintf(stderr, "%s: agent %d: %v\n", serve.name, e.Index, e.Err)
+		}
+	}
+	if s := exits[0].Status; s != exitOK {
+		return max(s, exitError)
+	}
+	for _, e := range exits[1:] {
+		if e.Status != exitOK && e.Status != exitRequestsFailed {
+			fmt.Fprintf(stderr, "%s: agent %d of %d ended with status %d\n", serve.name, e.Index, len(exits), e.Status)
+			return exitError
+		}
+	}
+	return exitOK
+}
+
+// agentStreams is the most streams one agent holds at once: its share of
+// --max-concurrency, or of every request when all are sent at once; 0
+// when a finite rate without a cap leaves it to the server's pace.
+func agentStreams(cfg *plan.Plan) int {
+	requests := (cfg.NumPrompts + cfg.ClusterSize - 1) / cfg.ClusterSize
+	if cfg.MaxConcurrency != nil {
+		return min(cfg.AgentConcurrency(), requests)
+	}
+	if math.IsInf(cfg.RequestRate, 1) {
+		return requests
+	}
+	return 0
+}
