@@ -119,7 +119,7 @@ func TestClusterLocalFlags(t *testing.T) {
 		{"with a coordinator", append([]string{"--coordinator", "127.0.0.1:7070"}, local...), launcher, 0, "argument --coordinator: not allowed with argument --cluster-local"},
 		{"with a token", append([]string{"--cluster-token", "s"}, local...), launcher, 0, "not allowed with argument --cluster-local, which draws a fresh secret"},
 		{"with CPUs", append([]string{"--cpus", "0"}, local...), launcher, 0, "argument --cpus: not allowed with argument --cluster-local"},
-		{"unsupported", append([]string{"--steady-state"}, local...), launcher, 0, "--steady-state is not supported with --cluster-size above 1"},
+		{"unsupported", append([]string{"--per-token-itl"}, local...), launcher, 0, "--per-token-itl is not supported with --cluster-size above 1"},
 		{"too little concurrency", append([]string{"--max-concurrency", "2"}, local...), launcher, 0, "--max-concurrency 2 is split between 3 agents"},
 		{"agent", append([]string{"--cluster-index", "2", "--coordinator", "127.0.0.1:7070"}, local...), agent, 2, ""},
 		{"agent without coordinator", append([]string{"--cluster-index", "2"}, local...), agent, 0, "needs --coordinator"},
