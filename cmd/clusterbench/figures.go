@@ -93,8 +93,8 @@ func (f *figures) print(w io.Writer) {
 		f.resultRequests, f.completed, f.failed, f.truthRequests, f.requests, f.mismatched)
 	if n := len(f.tokenErrUs); n > 0 {
 		q := quantiles(f.tokenErrUs, 0.5, 0.99, 0.999, 1)
-		fmt.Fprintf(w, "token error (client stamp − truth stamp, µs) over %d tokens: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f; beyond 1 ms: %d (%d of them read with the next token, stamped at its arrival)\n",
-			n, q[0], q[1], q[2], q[3], f.tokenErrUs[0], beyond(f.tokenErrUs, lateUs), f.lateShared)
+		fmt.Fprintf(w, "token error (client stamp − truth stamp, µs) over %d tokens: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f; beyond 1 ms: %d (%d read with the next token, stamped at its arrival; %d whose mock wrote nothing else until the client's stamp: it stalled between its stamp and the write)\n",
+			n, q[0], q[1], q[2], q[3], f.tokenErrUs[0], beyond(f.tokenErrUs, lateUs), f.lateShared, f.lateMockStall)
 		a := quantiles(absAll(f.itlErrUs), 0.5, 0.99, 0.999, 1)
 		fmt.Fprintf(w, "ITL error |client gap − server gap| (µs) over %d gaps: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 			len(f.itlErrUs), a[0], a[1], a[2], a[3])
@@ -148,7 +148,7 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, rssKB []int64, base
 		fmt.Sprint(streams), fmt.Sprint(len(f.agents)), fmt.Sprint(mocks), fmt.Sprintf("%g", tokPerSec),
 		fmt.Sprintf("%.0f / %.0f", ttft[0], ttft[1]),
 		fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", tok[0], tok[1], tok[2], tok[3]),
-		fmt.Sprintf("%d of %d (%d shared a read)", beyond(f.tokenErrUs, lateUs), len(f.tokenErrUs), f.lateShared),
+		fmt.Sprintf("%d of %d (%d shared a read, %d mock stalls)", beyond(f.tokenErrUs, lateUs), len(f.tokenErrUs), f.lateShared, f.lateMockStall),
 		fmt.Sprintf("%.1f", itl[0]),
 		fmt.Sprintf("%.2f", cpu), rss,
 		fmt.Sprintf("%.1f", float64(spread)/1e6), mockCPU,

@@ -115,7 +115,7 @@ func run(o options) error {
 	for _, a := range sc.Cluster.Agents {
 		zeroMonoNs[a.Index] = startUnixNs + a.Clock.OffsetNs - wallMinusMono
 	}
-	m := match(&res, truth.byIndex, zeroMonoNs)
+	m := match(&res, &truth, zeroMonoNs)
 	f := figures{
 		matched: m, steps: truth.steps, agents: sc.Cluster.Agents,
 		mockCPUSeconds: o.mockCPUSeconds, resultRequests: len(res.ITLs), completed: res.Completed, failed: res.Failed, truthRequests: len(truth.byIndex),

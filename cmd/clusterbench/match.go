@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,10 @@ import (
 type truthSet struct {
 	byIndex map[int]mock.TruthRequest
 	steps   []stepSpread // one per mock, in -truth order
+	// mockOf is the mock (its -truth position) of each request; writes
+	// each mock's token writes (SentNs), in order.
+	mockOf map[int]int
+	writes [][]int64
 }
 
 // stepSpread is one mock's decode steps as its truth log shows them. A
@@ -33,8 +38,8 @@ type stepSpread struct {
 }
 
 func mergeTruth(paths []string) (truthSet, error) {
-	set := truthSet{byIndex: map[int]mock.TruthRequest{}}
-	for _, path := range paths {
+	set := truthSet{byIndex: map[int]mock.TruthRequest{}, mockOf: map[int]int{}}
+	for k, path := range paths {
 		log, err := mock.ReadTruthLog(path)
 		if err != nil {
 			return set, err
@@ -48,8 +53,10 @@ func mergeTruth(paths []string) (truthSet, error) {
 				return set, fmt.Errorf("request %d is in the truth logs twice (the second in %s)", i, path)
 			}
 			set.byIndex[i] = tr
+			set.mockOf[i] = k
 		}
 		set.steps = append(set.steps, spreadOf(path, log))
+		set.writes = append(set.writes, sortedWrites(log))
 	}
 	return set, nil
 }
@@ -63,6 +70,24 @@ func requestIndex(id string) (int, error) {
 		return 0, fmt.Errorf("request id %q ends in no index", id)
 	}
 	return i, nil
+}
+
+func sortedWrites(log []mock.TruthRequest) []int64 {
+	var out []int64
+	for _, tr := range log {
+		for _, t := range tr.Tokens {
+			out = append(out, t.SentNs)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writesBetween counts the writes in (fromNs, toNs].
+func writesBetween(writes []int64, fromNs, toNs int64) int {
+	lo, _ := slices.BinarySearch(writes, fromNs+1)
+	hi, _ := slices.BinarySearch(writes, toNs+1)
+	return max(0, hi-lo)
 }
 
 func spreadOf(path string, log []mock.TruthRequest) stepSpread {
@@ -107,14 +132,19 @@ type matched struct {
 	// it, so stamped when the later one arrived. The health line counts
 	// these events ("shared a read with the event before").
 	lateShared int
+	// lateMockStall counts the other tokens beyond 1 ms whose mock wrote
+	// nothing else between the token's truth stamp and lateUs before the
+	// client's: its one writer thread stalled between reading the clock
+	// and the write(2), so the truth stamp is early, not the client's late.
+	lateMockStall int
 }
 
 // match puts request i's token events on CLOCK_MONOTONIC (agent i mod N's
 // time 0 is zeroMonoNs[i mod N]) and compares them with the truth's.
-func match(res *detailed, byIndex map[int]mock.TruthRequest, zeroMonoNs []int64) matched {
+func match(res *detailed, truth *truthSet, zeroMonoNs []int64) matched {
 	var m matched
 	for i, itls := range res.ITLs {
-		tr, ok := byIndex[i]
+		tr, ok := truth.byIndex[i]
 		if !ok || res.TTFTs[i] == 0 {
 			continue
 		}
@@ -132,10 +162,15 @@ func match(res *detailed, byIndex map[int]mock.TruthRequest, zeroMonoNs []int64)
 			if j > 0 {
 				at += itls[j-1]
 			}
-			errUs := float64(zero+int64(math.Round(at*1e9))-tr.Tokens[j].SentNs) / 1e3
+			stampNs := zero + int64(math.Round(at*1e9))
+			errUs := float64(stampNs-tr.Tokens[j].SentNs) / 1e3
 			m.tokenErrUs = append(m.tokenErrUs, errUs)
-			if math.Abs(errUs) > lateUs && j < len(itls) && itls[j] == 0 {
+			switch {
+			case math.Abs(errUs) <= lateUs:
+			case j < len(itls) && itls[j] == 0:
 				m.lateShared++
+			case truth.writes != nil && writesBetween(truth.writes[truth.mockOf[i]], tr.Tokens[j].SentNs, stampNs-lateUs*1e3) == 0:
+				m.lateMockStall++
 			}
 			if j > 0 {
 				m.itlErrUs = append(m.itlErrUs, errUs-prevErr)
