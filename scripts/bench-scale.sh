@@ -19,7 +19,10 @@
 # and the agents' reads together: 1,000 streams at 20 tokens/s, 10,000 at
 # 5, 50,000 and 100,000 at 1 (20,000 to 100,000 events/s). The mocks run
 # with MOCK_FLAGS (default --arrival-stamps=false: each mock's packet tap
-# would see every packet on loopback, its cost paid by every token write).
+# would see every packet on loopback, its cost paid by every token write);
+# MOCK_WRAP prefixes each mock's command (e.g. "chrt -f 10"). SOURCES
+# (default 16) loopback source addresses per agent spread its connections
+# over that many 4-tuple spaces.
 #
 # Client CPU per token event is the agents' shard CPU time (the sidecar's
 # client_cpu_s) over their token events; client RSS per stream is the sum
