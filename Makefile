@@ -15,7 +15,7 @@ BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench bench-fidelity bench-mock bench-hostile bench-cli bench-tls-interop compat lint fmt vet \
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-scale bench-mock bench-hostile bench-cli bench-tls-interop compat lint fmt vet \
 	staticcheck layout tidy tracked-binaries demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
@@ -52,6 +52,12 @@ bench:
 # (QUICK=1 runs only the 10,000-stream decode-step case). Run it idle.
 bench-fidelity:
 	bash scripts/bench-fidelity.sh
+
+# docs/scale.md's table: 1,000 to 100,000 streams from several agents and
+# mocks on this host, every token against the mocks' truth logs
+# (ROWS="1000 10000" picks rows). The 100,000 row takes the whole machine.
+bench-scale:
+	bash scripts/bench-scale.sh
 
 # Issue 15's figures through the CLI, each next to its target: tokenizer
 # load, 100,000 random prompts sampled (PROMPTS=...), CPU per event and RSS

@@ -6,8 +6,8 @@
 # open-files limit here, so the mock runs as MOCKS processes sharing one
 # port through SO_REUSEPORT (mockllm --reuse-port), each with its own truth
 # log. Agent 0 merges the partials and saves the whole run; clusterbench
-# merges the truth logs and reports the token error (a token's time after
-# its stream's first token, client − server) and each agent's clock
+# merges the truth logs and reports the token error (each token's client
+# stamp on CLOCK_MONOTONIC − the mock's write) and each agent's clock
 # offset bound.
 #
 #   scripts/bench-cluster.sh                         # 4 agents × 5,000 streams
@@ -67,4 +67,4 @@ pids=()
 cat "$OUT/agent0.out" | sed -n '/Serving Benchmark Result/,$p'
 grep -E '^agent [0-9]+: stampede: ' "$OUT/agents.err"
 truths=$(ls "$OUT"/truth*.log | paste -sd, -)
-"$BIN/clusterbench" -result "$OUT/cluster.json" -truth "$truths"
+"$BIN/clusterbench" -result "$OUT/cluster.json" -truth "$truths" -agent-log "$OUT/agents.err"

@@ -65,10 +65,12 @@ const (
 // maxResultFrame bounds the result of an agent that sends requests of a
 // run: a fixed allowance for the header, and maxResultPerRequest per
 // request (a record with every token gap and, with --save-detailed, the
-// generated text), never more than a partial may hold.
+// generated text), never more than a partial may hold; the bound leaves
+// room for the MAC the reader adds to it, so the sum stays in uint32 (a
+// share of 4,096 requests or more reaches the partial's 4 GiB).
 func maxResultFrame(requests int) uint32 {
 	n := uint64(1<<20) + uint64(max(requests, 0))*maxResultPerRequest
-	return uint32(min(n, maxPartialBytes-1))
+	return uint32(min(n, maxPartialBytes-1-sha256.Size))
 }
 
 // maxResultPerRequest is a compressed record's allowance: 1 MiB holds

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"strings"
@@ -235,4 +236,19 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The reader's bound, a share's plus the MAC in uint32 as the reader adds
+// them, must not wrap around: a share of 5,000 requests once came out as
+// a 31-byte bound.
+func TestMaxResultFrameLeavesRoomForTheMAC(t *testing.T) {
+	for _, requests := range []int{0, 1, 4095, 4096, 5000, 100_000} {
+		bound := maxResultFrame(requests)
+		if withMAC := bound + sha256.Size; withMAC < bound {
+			t.Errorf("maxResultFrame(%d) = %d: plus the MAC wraps around to %d", requests, bound, withMAC)
+		}
+		if want := min(uint64(1<<20)+uint64(requests)*maxResultPerRequest, maxPartialBytes-1-sha256.Size); uint64(bound) != want {
+			t.Errorf("maxResultFrame(%d) = %d, want %d", requests, bound, want)
+		}
+	}
 }

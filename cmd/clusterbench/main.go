@@ -1,112 +1,175 @@
-// Command clusterbench judges a cluster run against the mock: it merges
-// the truth logs of the mock processes that served it (--reuse-port) and
-// matches every request of the merged result (--save-detailed, request
-// ids "<prefix><index>") to the server's record of it, then reports how
-// many requests and token events match, the token error (a token's time
-// after its stream's first token, client minus server) and each agent's
-// clock offset bound from the sidecar.
+// Command clusterbench judges a run against the mock, token by token: it
+// merges the truth logs of the mock processes that served it (several
+// addresses, or one port shared with --reuse-port), matches every request
+// of the merged result (--save-detailed, request ids "<prefix><index>") to
+// the server's record of it by its index, puts every token event the
+// client stamped on the host's CLOCK_MONOTONIC and subtracts the moment
+// the mock handed that token to write(2).
 //
-//	clusterbench -result run.json -truth mock1.log,mock2.log
+//	clusterbench -result run.json -truth mock1.log,mock2.log -agent-log agent0.err
 //
-// scripts/bench-cluster.sh runs the whole benchmark.
+// It reports the token error (client stamp − truth stamp, every token
+// including the first) as p50/p99/p99.9/max and the count beyond 1 ms, the
+// ITL error (client gap − server gap), the TTFT error (the first token's
+// error: a TTFT starts at the client's own stamp, which no server sees),
+// the time from that stamp to the request's arrival at the mock, each
+// mock's decode-step spread (how long a step took to write all its
+// tokens, and how late its last write was), and each agent's clock
+// offset bound. -row prints the same figures as one row of
+// docs/scale.md's table.
+//
+// It must run on the host that ran the agents: it reads that host's
+// CLOCK_REALTIME − CLOCK_MONOTONIC to turn the agents' wall-clock start
+// into monotonic time (the difference only moves when the wall clock is
+// stepped). scripts/bench-cluster.sh and scripts/bench-scale.sh run the
+// whole benchmark.
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
-	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
+type options struct {
+	result, truth, agentLog string
+	row                     bool
+	rssKB                   string
+	baseRSSKB               int64
+	tokPerSec               float64
+	mockCPUSeconds          float64
+}
+
 func main() {
-	result := flag.String("result", "", "merged result JSON, saved with --save-detailed")
-	truth := flag.String("truth", "", "comma-separated truth logs of the mock processes")
+	var o options
+	flag.StringVar(&o.result, "result", "", "merged result JSON, saved with --save-detailed (its sidecar beside it)")
+	flag.StringVar(&o.truth, "truth", "", "comma-separated truth logs of the mock processes")
+	flag.StringVar(&o.agentLog, "agent-log", "", "an agent's stderr, which holds the line with the run's announced start")
+	flag.BoolVar(&o.row, "row", false, "print the figures as one markdown row of docs/scale.md's table")
+	flag.StringVar(&o.rssKB, "rss-kb", "", "with -row: comma-separated peak RSS of each agent, KiB")
+	flag.Int64Var(&o.baseRSSKB, "base-rss-kb", 0, "with -row: an agent's fixed peak RSS (one stream), KiB, subtracted per agent")
+	flag.Float64Var(&o.mockCPUSeconds, "mock-cpu-s", 0, "the mocks' CPU time, seconds, for their CPU per token write")
+	flag.Float64Var(&o.tokPerSec, "tok-per-s", 0, "with -row: tokens per second per stream, printed in the row")
+	header := flag.Bool("header", false, "print the head of docs/scale.md's table (for -row) and exit")
 	flag.Parse()
-	if err := run(*result, strings.Split(*truth, ",")); err != nil {
+	if *header {
+		fmt.Println(tableHeader)
+		return
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterbench:", err)
 		os.Exit(1)
 	}
 }
 
+// detailed is what clusterbench reads of the result JSON. start_times,
+// ttfts and itls are seconds on the merged run's clock: time 0 is the
+// announced start on agent 0's wall clock, each agent's times moved by
+// its measured offset.
 type detailed struct {
-	Completed int         `json:"completed"`
-	Failed    int         `json:"failed"`
-	ITLs      [][]float64 `json:"itls"`
+	Completed  int         `json:"completed"`
+	Failed     int         `json:"failed"`
+	StartTimes []float64   `json:"start_times"`
+	TTFTs      []float64   `json:"ttfts"`
+	ITLs       [][]float64 `json:"itls"`
 }
 
 type sidecar struct {
 	Cluster report.SidecarCluster `json:"cluster"`
 }
 
-func run(resultPath string, truthPaths []string) error {
+func run(o options) error {
 	var res detailed
-	if err := readJSON(resultPath, &res); err != nil {
+	if err := readJSON(o.result, &res); err != nil {
 		return err
 	}
-	// Request id "<prefix><index>": the index is the trailing digits.
-	byIndex := map[int]mock.TruthRequest{}
-	for _, path := range truthPaths {
-		log, err := mock.ReadTruthLog(path)
+	if len(res.StartTimes) != len(res.ITLs) || len(res.TTFTs) != len(res.ITLs) {
+		return fmt.Errorf("%s: start_times, ttfts and itls differ in length: was it saved with --save-detailed?", o.result)
+	}
+	var sc sidecar
+	if err := readJSON(report.SidecarPath(o.result), &sc); err != nil {
+		return err
+	}
+	if sc.Cluster.Size == 0 || len(sc.Cluster.Agents) != sc.Cluster.Size {
+		return fmt.Errorf("%s: no cluster section with every agent: run the agents with --cluster-size 2 or more", report.SidecarPath(o.result))
+	}
+	startUnixNs, err := announcedStart(o.agentLog)
+	if err != nil {
+		return err
+	}
+	truth, err := mergeTruth(strings.Split(o.truth, ","))
+	if err != nil {
+		return err
+	}
+	wallMinusMono := realtimeMinusMonotonic()
+	// Agent a's run time t is its own wall-clock time StartUnix + offset_a + t
+	// (offset: agent − agent 0), so its CLOCK_MONOTONIC reading is that
+	// minus the host's realtime − monotonic.
+	zeroMonoNs := make([]int64, sc.Cluster.Size)
+	for _, a := range sc.Cluster.Agents {
+		zeroMonoNs[a.Index] = startUnixNs + a.Clock.OffsetNs - wallMinusMono
+	}
+	m := match(&res, &truth, zeroMonoNs)
+	f := figures{
+		matched: m, steps: truth.steps, agents: sc.Cluster.Agents,
+		mockCPUSeconds: o.mockCPUSeconds, resultRequests: len(res.ITLs), completed: res.Completed, failed: res.Failed, truthRequests: len(truth.byIndex),
+	}
+	if o.row {
+		rss, err := parseKBList(o.rssKB)
 		if err != nil {
 			return err
 		}
-		for _, tr := range log {
-			digits := tr.RequestID[strings.LastIndexFunc(tr.RequestID, func(r rune) bool { return r < '0' || r > '9' })+1:]
-			i, err := strconv.Atoi(digits)
-			if err != nil {
-				return fmt.Errorf("%s: request id %q ends in no index", path, tr.RequestID)
-			}
-			if _, dup := byIndex[i]; dup {
-				return fmt.Errorf("request %d is in the truth logs twice", i)
-			}
-			byIndex[i] = tr
-		}
+		fmt.Println(f.row(len(res.ITLs), len(truth.steps), o.tokPerSec, rss, o.baseRSSKB))
+		return nil
 	}
-	var errs []float64 // µs
-	tokens, mismatched := 0, 0
-	for i, itls := range res.ITLs {
-		tr, ok := byIndex[i]
-		if !ok {
-			continue
-		}
-		if len(itls)+1 != len(tr.Tokens) {
-			mismatched++
-			continue
-		}
-		client := 0.0
-		for j, gap := range itls {
-			client += gap
-			server := float64(tr.Tokens[j+1].SentNs-tr.Tokens[0].SentNs) / 1e9
-			errs = append(errs, (client-server)*1e6)
-		}
-		tokens += len(tr.Tokens)
-	}
-	fmt.Printf("requests: %d in the result (%d completed, %d failed), %d in the truth logs, %d with another token count\n",
-		len(res.ITLs), res.Completed, res.Failed, len(byIndex), mismatched)
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		q := func(p float64) float64 { return errs[min(len(errs)-1, int(math.Ceil(p*float64(len(errs))))-1)] }
-		fmt.Printf("token error after the stream's first token (client − server, µs) over %d tokens: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f\n",
-			tokens, q(0.50), q(0.99), q(0.999), errs[len(errs)-1], errs[0])
-	}
-	var sc sidecar
-	if err := readJSON(report.SidecarPath(resultPath), &sc); err != nil {
-		return err
-	}
-	for _, a := range sc.Cluster.Agents {
-		c := a.Clock
-		fmt.Printf("agent %d: %d requests, clock offset %v ± %v (min RTT %v over %d probes), schedule started %v after the announced start\n",
-			a.Index, a.Requests, time.Duration(c.OffsetNs), time.Duration(c.ErrorBoundNs), time.Duration(c.MinRTTNs), c.Probes, time.Duration(c.StartLateNs))
-	}
+	f.print(os.Stdout)
 	return nil
+}
+
+// announcedStart reads the run's start on agent 0's wall clock from an
+// agent's stderr line "stampede: agent I of N: clock offset … ; the run
+// starts at RFC3339Nano".
+func announcedStart(path string) (int64, error) {
+	if path == "" {
+		return 0, fmt.Errorf("-agent-log: give an agent's stderr, which says when the run started")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("-agent-log: %w", err)
+	}
+	const marker = "; the run starts at "
+	for line := range strings.Lines(string(b)) {
+		// --cluster-local prefixes every agent's line with "agent I: ".
+		if i := strings.Index(line, marker); i >= 0 && strings.Contains(line[:i], "stampede: agent ") {
+			t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(line[i+len(marker):]))
+			if err != nil {
+				return 0, fmt.Errorf("-agent-log %s: the run's start: %w", path, err)
+			}
+			return t.UnixNano(), nil
+		}
+	}
+	return 0, fmt.Errorf("-agent-log %s: no line %q: is it the stderr of a cluster agent?", path, "stampede: agent … the run starts at …")
+}
+
+func parseKBList(s string) ([]int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("-rss-kb: invalid value %q: want KiB counts separated by commas", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func readJSON(path string, v any) error {

@@ -105,6 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.OTLPTracesProtocol, "otlp-traces-protocol", "grpc", "protocol of --otlp-traces-endpoint: grpc or http/protobuf (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's values)")
 	fs.DurationVar(&cfg.OTLPExportDelay, "otlp-export-delay", 0, "hold every span export back this long (a slow collector)")
 	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")
+	fs.IntVar(&cfg.WriterFIFOPriority, "writer-fifo-priority", 0, "run the token clock on a thread of its own at this SCHED_FIFO priority, 1-99 (0 = an ordinary thread): decode steps go out whole on a host whose cores the clients share (needs CAP_SYS_NICE)")
+	arrivalStamps := fs.Bool("arrival-stamps", true, "with --truth-log, record each request's kernel receive stamp (A records) through a packet socket that sees every packet of the interface; false spares each token's write that cost when several mocks share one host")
 	fs.BoolVar(&cfg.ReusePort, "reuse-port", false, "listen with SO_REUSEPORT, so that several mock processes share the port (each with its own --truth-log)")
 	fs.BoolVar(&useTLS, "tls", false, "serve https:// (TLS 1.3) with a generated self-signed ECDSA P-256 certificate")
 	fs.StringVar(&tlsCert, "tls-cert", "", "serve https:// with this PEM certificate chain (with --tls-key)")
@@ -119,6 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mockllm: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	cfg.NoArrivalTap = !*arrivalStamps
 	var err error
 	if cfg.Mode, err = mock.ParseMode(mode); err != nil {
 		fmt.Fprintln(stderr, "mockllm:", err)

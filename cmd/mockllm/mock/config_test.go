@@ -26,6 +26,8 @@ func TestConfigValidate(t *testing.T) {
 		{"spec decode tokens", Config{SpecDecodeTokens: -1}, "--spec-decode-tokens -1"},
 		{"spec decode acceptance", Config{SpecDecodeAcceptance: 2}, "--spec-decode-acceptance 2"},
 		{"event loops", Config{EventLoops: -1}, "--event-loops -1"},
+		{"writer priority", Config{WriterFIFOPriority: 100}, "--writer-fifo-priority 100: want 0"},
+		{"negative writer priority", Config{WriterFIFOPriority: -1}, "--writer-fifo-priority -1"},
 		{"mode", Config{Mode: 7}, "mode Mode(7)"},
 	}
 	for _, tt := range tests {

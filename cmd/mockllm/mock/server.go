@@ -157,7 +157,14 @@ func Start(cfg Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	go s.w.run()
+	if err = s.w.start(); err != nil {
+		s.spans.stop()
+		if s.flood != nil {
+			s.flood.stop()
+		}
+		_ = s.w.stop()
+		return nil, err
+	}
 
 	listen := "tcp://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	go func() {
@@ -186,7 +193,7 @@ func Start(cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if cfg.TruthLog != "" && s.tls == nil {
+	if cfg.TruthLog != "" && s.tls == nil && !cfg.NoArrivalTap {
 		// Without CAP_NET_RAW the truth log has no arrival stamps.
 		_, port, _ := net.SplitHostPort(s.addr)
 		p, _ := strconv.Atoi(port)

@@ -97,6 +97,30 @@ func (w *writer) stop() error {
 	return nil
 }
 
+// start runs the writer on its own goroutine. With WriterFIFOPriority the
+// goroutine first locks its thread and makes it SCHED_FIFO; if that fails
+// the writer does not run (stop still releases it) and start says why.
+// The locked goroutine never unlocks, so its thread ends with it and no
+// other goroutine ever runs at that priority.
+func (w *writer) start() error {
+	if w.cfg.WriterFIFOPriority == 0 {
+		go w.run()
+		return nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := setFIFOPriority(w.cfg.WriterFIFOPriority); err != nil {
+			errc <- err
+			close(w.done)
+			return
+		}
+		errc <- nil
+		w.run()
+	}()
+	return <-errc
+}
+
 func (w *writer) run() {
 	defer close(w.done)
 	for {
