@@ -38,13 +38,13 @@ type floorResult struct {
 	// user and sys are the loop thread's CPU time, first connect to last
 	// close; cpu their sum.
 	cpu, user, sys time.Duration
-	events   int           // SSE events received (ends of events)
-	done     int           // responses received to their end
-	failed   int           // connections that failed or closed early
-	reads    int           // reads that returned bytes
-	stamped  int           // of those, reads that carried a kernel receive stamp
-	naps     int           // pauses after a light turn
-	duration time.Duration // first connect to last close
+	events         int           // SSE events received (ends of events)
+	done           int           // responses received to their end
+	failed         int           // connections that failed or closed early
+	reads          int           // reads that returned bytes
+	stamped        int           // of those, reads that carried a kernel receive stamp
+	naps           int           // pauses after a light turn
+	duration       time.Duration // first connect to last close
 }
 
 const (
