@@ -402,8 +402,16 @@ const (
 	// own work costs (2,700 bytes and a 6 MB margin: 2.4 µs more CPU per
 	// token event at 10,000 streams, for 8 MB less RSS).
 	rampPerConn = 3000
-	// rampMargin covers the handshakes in flight and the loops' buffers.
-	rampMargin = 6 << 20
+	// rampMargin covers the handshakes in flight and the loops' buffers,
+	// and is the room for garbage between collections: a collection
+	// comes every rampMargin / 45 KB handshakes and marks the whole live
+	// heap, which grows with the connections, so the ramp's GC CPU grows
+	// with the square of its length over the margin. Measured side by
+	// side (cmd/fidelity -tls, decode-step, one CPU): at 1,000 streams a
+	// margin of 6 MB cost 74–130 ms of GC and 26 MB of peak RSS, 16 MB
+	// 17–23 ms and 36 MB, 32 MB 7–10 ms and 50 MB; at 10,000 streams
+	// 1.7–6.9 s of GC and 65 MB, 1.9 s and 68 MB, 0.74 s and 83 MB.
+	rampMargin = 16 << 20
 	// rampReturn: a ramp of at least this many handshakes ends with its
 	// garbage collected and the freed memory returned to the OS.
 	rampReturn = 1024
