@@ -269,6 +269,7 @@ func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, er
 	if s.cfg.KernelTimestamps {
 		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
 	}
+	lt.finished, d.p.unsent = d.p.unsent, nil
 	rest, stampNs, end = d.p.rest()
 	d.tc, d.keys = nil, nil
 	return rest, stampNs, end, nil
@@ -283,6 +284,15 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 	if ok {
 		rest, _, end, err := s.toLoop(c, d)
 		ok = err == nil && end == nil && c.tls.openIdle(rest)
+		if t := c.tls; ok && len(t.finished) > 0 {
+			// The Finished goes now: an idle connection may wait long.
+			// What the socket does not take goes before the next request.
+			n, err := write(c.fd, t.finished)
+			ok = err == nil
+			c.sentBytes += uint32(n)
+			t.out = append(t.out[:0], t.finished[n:]...)
+			t.finished = nil
+		}
 	}
 	if !ok {
 		s.health.Warm.Failed++
@@ -314,6 +324,15 @@ func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	rest, _, _ := d.p.rest()
 	raw.pre = rest
 	d.raw, d.p.raw = raw, raw
+	if len(d.p.unsent) > 0 {
+		// The handshake's last flight, before the request.
+		if _, err := raw.Write(d.p.unsent); err != nil {
+			d.discard()
+			s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
+			return
+		}
+		d.p.unsent = nil
+	}
 	d.deadline = s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
 	d.cl = NewClient(&s.cfg, nil, nil)
 	d.cl.c.stream = c.stream
