@@ -19,9 +19,10 @@ import (
 // itself, non-blocking, as it does a plain one, and the socket stays
 // registered with its epoll from the connect on. Once connected, a
 // handshaker goroutine runs crypto/tls's handshake over an hsPipe: its
-// writes go straight to the socket (non-blocking; a handshake flight fits
-// the send buffer of a new connection), its reads take what the loop read
-// for it. The loop reads the server's flight with its own recvmsg, one per
+// writes go to the socket when it next reads (non-blocking; a handshake
+// flight fits the send buffer of a new connection), the last flight with
+// the request (see hsPipe.Write), its reads take what the loop read for
+// it. The loop reads the server's flight with its own recvmsg, one per
 // edge, into the pipe, and wakes the handshaker. A handshake thus costs the
 // process no dialer, no registration with the runtime's poller, and no
 // read that finds nothing: only its crypto, its writes and the loop's
