@@ -3,7 +3,9 @@
 // (cmd/mockllm) pinned to one CPU with its truth log, runs the engine
 // against it, then matches every client token event to the server's log of
 // write(2) times and reports the error distribution, the client's CPU time
-// per event and its peak RSS.
+// per event and its peak RSS. Over plain HTTP it then runs the floor (see
+// floor.go) against the same mock and prints both CPU costs per token
+// event and their ratio.
 //
 //	taskset -c 1 fidelity -mockllm bin/mockllm -streams 10000 -tok-per-s 5 -mode decode-step
 //
