@@ -19,7 +19,9 @@ func TestCurvesFromEnv(t *testing.T) {
 		{env: "", want: nil},
 		{env: "X25519", want: []tls.CurveID{tls.X25519}},
 		{env: " curvep256 , X25519MLKEM768", want: []tls.CurveID{tls.CurveP256, tls.X25519MLKEM768}},
-		{env: "X25519,P-256", bad: `"P-256"`},
+		{env: "X25519,P-256,p384,CurveP521", want: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}},
+		{env: "X25519,P-255", bad: `"P-255"`},
+		{env: "MLKEM768", bad: `"MLKEM768"`},
 		{env: "X25519,", bad: `""`},
 	} {
 		t.Setenv(CurvesEnv, c.env)

@@ -131,16 +131,28 @@ var p256Only = []tls.CurveID{tls.CurveP256}
 
 // CurvesEnv names the key exchanges TLS connections offer, in crypto/tls's
 // names (CurveID.String: X25519, CurveP256, CurveP384, CurveP521,
-// X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024), comma-separated.
+// X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024; P-256 for
+// CurveP256 too), comma-separated.
 const CurvesEnv = "STAMPEDE_TLS_CURVES"
 
 // knownCurves are the key exchanges CurvesEnv may name.
 var knownCurves = []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521,
 	tls.X25519MLKEM768, tls.SecP256r1MLKEM768, tls.SecP384r1MLKEM1024}
 
+// curveNamed reports whether name names c: its crypto/tls name, or for the
+// NIST curves also the name without "Curve", with or without a dash
+// (P-256, P256), in any case.
+func curveNamed(c tls.CurveID, name string) bool {
+	if strings.EqualFold(c.String(), name) {
+		return true
+	}
+	short, ok := strings.CutPrefix(c.String(), "Curve")
+	return ok && strings.EqualFold(short, strings.ReplaceAll(name, "-", ""))
+}
+
 // CurvesFromEnv returns the key exchanges CurvesEnv names (nil when it is
 // unset or empty), or an error naming the value it does not know and the
-// ones it accepts. Names match without regard to case.
+// ones it accepts (see curveNamed).
 func CurvesFromEnv() ([]tls.CurveID, error) {
 	v := strings.TrimSpace(os.Getenv(CurvesEnv))
 	if v == "" {
@@ -149,7 +161,7 @@ func CurvesFromEnv() ([]tls.CurveID, error) {
 	var out []tls.CurveID
 	for name := range strings.SplitSeq(v, ",") {
 		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(knownCurves, func(c tls.CurveID) bool { return strings.EqualFold(c.String(), name) })
+		i := slices.IndexFunc(knownCurves, func(c tls.CurveID) bool { return curveNamed(c, name) })
 		if i < 0 {
 			names := make([]string, len(knownCurves))
 			for j, c := range knownCurves {
