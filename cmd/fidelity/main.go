@@ -54,6 +54,7 @@ type options struct {
 	tls          bool
 	busy         bool
 	floor        bool
+	floorFirst   bool
 }
 
 func main() {
@@ -73,6 +74,7 @@ func main() {
 	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
 	flag.BoolVar(&o.busy, "busy", false, "run a busy-loop process on the client's CPU during the run")
 	flag.BoolVar(&o.floor, "floor", true, "after stampede's run, run the floor (a bare epoll + recvmsg loop, see floor.go) against the same mock with the same streams, and print both CPU costs per event and their ratio (plain HTTP only)")
+	flag.BoolVar(&o.floorFirst, "floor-first", false, "run the floor before stampede's run instead of after it (the run after the other meets the sockets it left in TIME_WAIT)")
 	spin := flag.Bool("spin", false, "spin forever (the -busy process)")
 	flag.Parse()
 	if *spin {
@@ -109,6 +111,21 @@ func run(o options) error {
 			return err
 		}
 		defer func() { busy.Process.Kill(); busy.Wait() }()
+	}
+
+	var fl *floorResult
+	runFloorNow := func() error {
+		if !o.floor || o.tls {
+			return nil
+		}
+		r, err := runFloor(netip.MustParseAddrPort(addr), floorRequests(o, addr), o.clientCPU, o.kernelStamps)
+		fl = &r
+		return err
+	}
+	if o.floorFirst {
+		if err := runFloorNow(); err != nil {
+			return err
+		}
 	}
 
 	reqs := buildRequests(o, addr)
@@ -149,13 +166,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	var fl *floorResult
-	if o.floor && !o.tls {
-		r, err := runFloor(netip.MustParseAddrPort(addr), floorRequests(o, addr), o.clientCPU, o.kernelStamps)
-		if err != nil {
+	if !o.floorFirst {
+		if err := runFloorNow(); err != nil {
 			return err
 		}
-		fl = &r
 	}
 	server.Process.Signal(syscall.SIGINT)
 	if err := server.Wait(); err != nil {
