@@ -3,7 +3,10 @@
 # every token left (its truth log); the client, pinned to CPU 1, stamps
 # every token; cmd/fidelity matches the two and reports the per-token
 # and TTFT error (client stamp − server send time), client CPU per event
-# and peak RSS, with kernel receive timestamps on and off.
+# and peak RSS, with kernel receive timestamps on and off. Over plain HTTP
+# it then runs the floor (a bare epoll + recvmsg loop, cmd/fidelity/floor.go)
+# with the same streams against the same mock, and prints stampede's CPU
+# per token event, the floor's and their ratio (-floor=false skips it).
 #
 #   scripts/bench-fidelity.sh            # the full matrix (~2 minutes)
 #   QUICK=1 scripts/bench-fidelity.sh    # 10k × 5 tok/s decode-step only
@@ -18,7 +21,8 @@
 #                                        # busy loop on the client's CPU
 #
 # Targets (decode-step, 10k streams): p99 token error < 0.5 ms, client CPU
-# < 10 µs/event, RSS < 64 MB. The vCPUs of shared machines stall for 10 ms
+# < 10 µs/event and ≤ 1.5 × the floor's, RSS < 64 MB; over TLS, 1,000
+# streams × 50 tokens, the whole client CPU ≤ 2 × plain HTTP's. The vCPUs of shared machines stall for 10 ms
 # and more; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -71,11 +71,15 @@ func Start(cfg RunConfig) (Transport, error) {
 	if cfg.TLS == nil {
 		return startLoops(cfg)
 	}
+	named, err := CurvesFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	why := "event-loop path switched off"
 	if cfg.LoopTLS {
 		prepared := PrepareTLS(cfg.TLS, cfg.Conns)
 		var ok bool
-		if ok, why = probeTLS(cfg.Base.Addr.String(), prepared, cfg.Base.ConnectTimeout); ok {
+		if ok, why = probeRun(cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0 && named == nil, cfg.Base.ConnectTimeout); ok {
 			cfg.Base.TLS = prepared
 			return startLoops(cfg)
 		}

@@ -2,9 +2,13 @@ package shard
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -88,17 +92,86 @@ func startFallback(cfg Config, tlsConfig *tls.Config, workers int, why string) *
 }
 
 // PrepareTLS returns a copy of c with the defaults every TLS path applies:
-// a session cache for at least conns connections and the X25519 / P-256
-// key exchange, unless c sets its own.
+// a session cache for at least conns connections, and unless c sets its
+// own key exchanges, those $STAMPEDE_TLS_CURVES names, else X25519 then
+// P-256 (see defaultCurves).
 func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	c = c.Clone()
 	if c.ClientSessionCache == nil {
 		c.ClientSessionCache = tls.NewLRUClientSessionCache(max(conns, 64))
 	}
 	if len(c.CurvePreferences) == 0 {
-		c.CurvePreferences = []tls.CurveID{tls.X25519, tls.CurveP256}
+		c.CurvePreferences = defaultCurves
+		if named, err := CurvesFromEnv(); err == nil && named != nil {
+			c.CurvePreferences = named
+		}
 	}
 	return c
+}
+
+// defaultCurves are the key exchanges a TLS connection offers by default:
+// X25519 (the key share crypto/tls sends) and P-256, without the hybrid
+// ML-KEM share that Go's own default sends first, which would triple each
+// handshake's client CPU. A run on the shard loops offers P-256 alone when
+// its probing handshake shows the server takes it (see p256Only).
+var defaultCurves = []tls.CurveID{tls.X25519, tls.CurveP256}
+
+// p256Only is the key exchange of a run on the shard loops whose server
+// accepts P-256 (which RFC 8446 makes every TLS 1.3 server support), when
+// nothing else is configured. A client computes two scalar
+// multiplications per handshake, resumed or not (TLS 1.3 resumption is
+// PSK with (EC)DHE in crypto/tls): with X25519 they were a quarter of a
+// TLS run's whole client CPU at 1,000 streams × 50 tokens, and P-256's
+// (a fixed-base multiplication from a precomputed table and one variable)
+// cost about two thirds of X25519's here (go test -bench of crypto/ecdh:
+// 105 µs against 150 µs a handshake). It changes what the server computes
+// too, so STAMPEDE_TLS_CURVES=X25519,CurveP256 restores the general
+// default.
+var p256Only = []tls.CurveID{tls.CurveP256}
+
+// CurvesEnv names the key exchanges TLS connections offer, in crypto/tls's
+// names (CurveID.String: X25519, CurveP256, CurveP384, CurveP521,
+// X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024; P-256 for
+// CurveP256 too), comma-separated.
+const CurvesEnv = "STAMPEDE_TLS_CURVES"
+
+// knownCurves are the key exchanges CurvesEnv may name.
+var knownCurves = []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521,
+	tls.X25519MLKEM768, tls.SecP256r1MLKEM768, tls.SecP384r1MLKEM1024}
+
+// curveNamed reports whether name names c: its crypto/tls name, or for the
+// NIST curves also the name without "Curve", with or without a dash
+// (P-256, P256), in any case.
+func curveNamed(c tls.CurveID, name string) bool {
+	if strings.EqualFold(c.String(), name) {
+		return true
+	}
+	short, ok := strings.CutPrefix(c.String(), "Curve")
+	return ok && strings.EqualFold(short, strings.ReplaceAll(name, "-", ""))
+}
+
+// CurvesFromEnv returns the key exchanges CurvesEnv names (nil when it is
+// unset or empty), or an error naming the value it does not know and the
+// ones it accepts (see curveNamed).
+func CurvesFromEnv() ([]tls.CurveID, error) {
+	v := strings.TrimSpace(os.Getenv(CurvesEnv))
+	if v == "" {
+		return nil, nil
+	}
+	var out []tls.CurveID
+	for name := range strings.SplitSeq(v, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(knownCurves, func(c tls.CurveID) bool { return curveNamed(c, name) })
+		if i < 0 {
+			names := make([]string, len(knownCurves))
+			for j, c := range knownCurves {
+				names[j] = c.String()
+			}
+			return nil, fmt.Errorf("%s: unknown key exchange %q; accepted, comma-separated: %s", CurvesEnv, name, strings.Join(names, ", "))
+		}
+		out = append(out, knownCurves[i])
+	}
+	return out, nil
 }
 
 // Wake tells an idle worker that a request was released. Any goroutine.

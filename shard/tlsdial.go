@@ -60,12 +60,33 @@ func (s *Shard) initTLS() {
 // most handshakeCPU's tokens compute at once).
 const maxHandshakers = 64
 
+// probeRun is probeTLS for a run's connections, whose configuration cfg
+// it may change: with defaults (the key exchanges not chosen by the user)
+// it probes offering P-256 alone first, and keeps that offer when the
+// server takes it (see p256Only).
+func probeRun(addr string, cfg *tls.Config, defaults bool, timeout time.Duration) (ok bool, why string) {
+	if defaults {
+		p256 := cfg.Clone()
+		p256.CurvePreferences = p256Only
+		if ok, why, err := probeTLS(addr, p256, timeout); err == nil {
+			cfg.CurvePreferences = p256Only
+			return ok, why
+		}
+	}
+	ok, why, err := probeTLS(addr, cfg, timeout)
+	if err != nil {
+		// A connection or handshake that fails says nothing: the run's
+		// own connections will fail the same way.
+		return true, err.Error()
+	}
+	return ok, why
+}
+
 // probeTLS makes one connection and handshake with addr (without the
 // session cache of cfg) and reports whether the server negotiates what the
-// shard loops can carry (TLS 1.3), and if not, what it chose. A
-// connection or handshake that fails says nothing (ok true, why the
-// failure): the run's own connections will fail the same way.
-func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string) {
+// shard loops can carry (TLS 1.3), and if not, what it chose; err is a
+// connection or handshake that failed.
+func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string, err error) {
 	cfg = cfg.Clone()
 	cfg.ClientSessionCache = nil
 	keys := &keyLog{}
@@ -73,19 +94,19 @@ func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
-		return true, err.Error()
+		return false, "", err
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(timeout))
 	tc := tls.Client(nc, cfg)
 	if err := tc.Handshake(); err != nil {
-		return true, err.Error()
+		return false, "", err
 	}
 	cs := tc.ConnectionState()
 	if _, err := newLoopTLS(cs.Version, cs.CipherSuite, keys); err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
-	return true, ""
+	return true, "", nil
 }
 
 // startTLS begins request req on c, a new connection whose connect the
@@ -248,6 +269,7 @@ func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, er
 	if s.cfg.KernelTimestamps {
 		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
 	}
+	lt.finished, d.p.unsent = d.p.unsent, nil
 	rest, stampNs, end = d.p.rest()
 	d.tc, d.keys = nil, nil
 	return rest, stampNs, end, nil
@@ -262,6 +284,15 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 	if ok {
 		rest, _, end, err := s.toLoop(c, d)
 		ok = err == nil && end == nil && c.tls.openIdle(rest)
+		if t := c.tls; ok && len(t.finished) > 0 {
+			// The Finished goes now: an idle connection may wait long.
+			// What the socket does not take goes before the next request.
+			n, err := write(c.fd, t.finished)
+			ok = err == nil
+			c.sentBytes += uint32(n)
+			t.out = append(t.out[:0], t.finished[n:]...)
+			t.finished = nil
+		}
 	}
 	if !ok {
 		s.health.Warm.Failed++
@@ -293,6 +324,15 @@ func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	rest, _, _ := d.p.rest()
 	raw.pre = rest
 	d.raw, d.p.raw = raw, raw
+	if len(d.p.unsent) > 0 {
+		// The handshake's last flight, before the request.
+		if _, err := raw.Write(d.p.unsent); err != nil {
+			d.discard()
+			s.fail(c, "TLS with "+s.cfg.Addr.String()+": "+err.Error())
+			return
+		}
+		d.p.unsent = nil
+	}
 	d.deadline = s.cfg.Clock.Base().Add(time.Duration(c.stream.StartNs()) + s.cfg.RequestTimeout)
 	d.cl = NewClient(&s.cfg, nil, nil)
 	d.cl.c.stream = c.stream

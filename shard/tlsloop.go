@@ -34,6 +34,9 @@ type loopTLS struct {
 	partial []byte
 	// out holds sealed bytes the socket did not take yet.
 	out []byte
+	// finished is the handshake's last flight (the client's Finished),
+	// written in front of the request's first record (see hsPipe.Write).
+	finished []byte
 	// sent: the request's last byte was written.
 	sent bool
 }
@@ -69,7 +72,9 @@ func (s *Shard) writeTLS(c *conn) {
 			n := min(len(c.req.Wire)-c.written, sealBatch)
 			last := c.written+n == len(c.req.Wire)
 			var err error
-			if s.seal, err = t.records.Seal(s.seal[:0], c.req.Wire[c.written:c.written+n], last); err != nil {
+			s.seal = append(s.seal[:0], t.finished...)
+			t.finished = nil
+			if s.seal, err = t.records.Seal(s.seal, c.req.Wire[c.written:c.written+n], last); err != nil {
 				s.fail(c, c.FailureText(err))
 				return
 			}

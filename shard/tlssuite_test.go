@@ -78,8 +78,8 @@ func TestTLSChaCha(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}, 2)
-	if ok, why := probeTLS(addr.String(), cfg, timeoutForTests); !ok {
-		t.Fatalf("probe: the loops cannot carry the server's TLS: %s", why)
+	if ok, why, err := probeTLS(addr.String(), cfg, timeoutForTests); err != nil || !ok {
+		t.Fatalf("probe: the loops cannot carry the server's TLS: %s%v", why, err)
 	}
 	srv := &shardtest.Server{Addr: addr}
 	paths := append(strings.Fields(strings.Repeat("/ok/3 ", 6)), "/close/2", "/close/2", "/ok/3")

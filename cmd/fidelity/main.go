@@ -3,7 +3,9 @@
 // (cmd/mockllm) pinned to one CPU with its truth log, runs the engine
 // against it, then matches every client token event to the server's log of
 // write(2) times and reports the error distribution, the client's CPU time
-// per event and its peak RSS.
+// per event and its peak RSS. Over plain HTTP it then runs the floor (see
+// floor.go) against the same mock and prints both CPU costs per token
+// event and their ratio.
 //
 //	taskset -c 1 fidelity -mockllm bin/mockllm -streams 10000 -tok-per-s 5 -mode decode-step
 //
@@ -16,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +53,8 @@ type options struct {
 	warm         bool
 	tls          bool
 	busy         bool
+	floor        bool
+	floorFirst   bool
 }
 
 func main() {
@@ -68,6 +73,8 @@ func main() {
 	flag.DurationVar(&o.showLate, "show-late", 0, "list requests whose first token was stamped later than this after it left the server (0: none)")
 	flag.BoolVar(&o.warm, "warm-connections", false, "open the connections before the clock starts (stampede's --warm-connections)")
 	flag.BoolVar(&o.busy, "busy", false, "run a busy-loop process on the client's CPU during the run")
+	flag.BoolVar(&o.floor, "floor", true, "after stampede's run, run the floor (a bare epoll + recvmsg loop, see floor.go) against the same mock with the same streams, and print both CPU costs per event and their ratio (plain HTTP only)")
+	flag.BoolVar(&o.floorFirst, "floor-first", false, "run the floor before stampede's run instead of after it (the run after the other meets the sockets it left in TIME_WAIT)")
 	spin := flag.Bool("spin", false, "spin forever (the -busy process)")
 	flag.Parse()
 	if *spin {
@@ -104,6 +111,21 @@ func run(o options) error {
 			return err
 		}
 		defer func() { busy.Process.Kill(); busy.Wait() }()
+	}
+
+	var fl *floorResult
+	runFloorNow := func() error {
+		if !o.floor || o.tls {
+			return nil
+		}
+		r, err := runFloor(netip.MustParseAddrPort(addr), floorRequests(o, addr), o.clientCPU, o.kernelStamps)
+		fl = &r
+		return err
+	}
+	if o.floorFirst {
+		if err := runFloorNow(); err != nil {
+			return err
+		}
 	}
 
 	reqs := buildRequests(o, addr)
@@ -144,6 +166,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if !o.floorFirst {
+		if err := runFloorNow(); err != nil {
+			return err
+		}
+	}
 	server.Process.Signal(syscall.SIGINT)
 	if err := server.Wait(); err != nil {
 		return fmt.Errorf("mockllm: %w", err)
@@ -153,6 +180,11 @@ func run(o options) error {
 		return fmt.Errorf("truth log: %w", err)
 	}
 	report(o, res, truth, cpuTime(after)-cpuTime(before), gc, after.Maxrss)
+	if fl != nil {
+		user := time.Duration(after.Utime.Nano() - before.Utime.Nano())
+		sys := time.Duration(after.Stime.Nano() - before.Stime.Nano())
+		reportFloor(o, res, user, sys, *fl)
+	}
 	return nil
 }
 
@@ -190,17 +222,30 @@ func startBusy(cpu int) (*exec.Cmd, error) {
 }
 
 func buildRequests(o options, addr string) []engine.Request {
-	body := []byte(`{"model":"mock-llm","prompt":"hello","max_tokens":` + strconv.Itoa(o.tokens) +
-		`,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
 	reqs := make([]engine.Request, o.streams)
 	for i := range reqs {
-		wire := httpwire.AppendRequest(nil, &httpwire.Request{
-			Method: "POST", Host: addr, Path: "/v1/completions", ContentType: "application/json",
-			RequestID: requestID(i), Body: body,
-		})
-		reqs[i] = engine.Request{Index: i, Wire: wire, PromptLen: 1}
+		reqs[i] = engine.Request{Index: i, Wire: requestWire(o, addr, requestID(i)), PromptLen: 1}
 	}
 	return reqs
+}
+
+// floorRequests are the floor's requests: stampede's, under their own ids
+// (of the same length), so that the truth log tells the two runs apart.
+func floorRequests(o options, addr string) [][]byte {
+	wires := make([][]byte, o.streams)
+	for i := range wires {
+		wires[i] = requestWire(o, addr, "flr-"+strconv.Itoa(i))
+	}
+	return wires
+}
+
+func requestWire(o options, addr, id string) []byte {
+	body := []byte(`{"model":"mock-llm","prompt":"hello","max_tokens":` + strconv.Itoa(o.tokens) +
+		`,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
+	return httpwire.AppendRequest(nil, &httpwire.Request{
+		Method: "POST", Host: addr, Path: "/v1/completions", ContentType: "application/json",
+		RequestID: id, Body: body,
+	})
 }
 
 func requestID(i int) string { return "fid-" + strconv.Itoa(i) }
