@@ -140,9 +140,10 @@ const retireWait = 2 * time.Second
 type destReuse struct {
 	// closedKept counts kept-alive connections the server closed (a FIN,
 	// or bytes no request asked for) before a request on them was
-	// answered; answeredReused, requests answered on a reused connection.
-	// A reset is not counted: a server that resets is not closing what it
-	// keeps alive.
+	// answered, and those that carried an answer and were reset under the
+	// next request before any response byte (the request reached a
+	// closing socket); answeredReused, requests answered on a connection
+	// that carried an answer before.
 	closedKept, answeredReused int64
 	// spared counts requests that went on a fresh connection while reuse
 	// was unknown.

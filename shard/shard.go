@@ -1000,7 +1000,10 @@ func (s *Shard) connFailed(c *conn, err error) {
 		s.health.DroppedBeforeResponse++
 	}
 	s.lost++
-	if c.reused && !c.gotBytes && err == ErrClosedByPeer {
+	if c.reused && !c.gotBytes && (err == ErrClosedByPeer || c.responses > 0 && IsReset(err)) {
+		// The server dropped a connection it had kept alive past an
+		// answer before it answered again: its close, or the reset of a
+		// request that reached its closing socket.
 		s.closedByServer(c)
 	}
 	if s.resendable(c, err) {
@@ -1090,7 +1093,8 @@ func (s *Shard) popIdle(dest int) *conn {
 	for {
 		if !s.keepsAlive(dest) {
 			// The server closes what it keeps alive: the connections
-			// still idle wait for its close (see retire).
+			// still idle stay there until it closes them, or the run
+			// ends.
 			return nil
 		}
 		c := s.idles[dest]
