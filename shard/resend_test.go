@@ -263,6 +263,38 @@ func TestAdvertisedKeepAliveIsReused(t *testing.T) {
 	}
 }
 
+// The same server without its Keep-Alive header: nothing says to wait, so
+// the first reuses race its closes and can fail, but the first failure
+// stops reuse on its shard, so at most a slot's worth fail a shard, and
+// none reaches the server twice.
+func TestServerClosingLateWithoutHint(t *testing.T) {
+	srv := shardtest.NewLimited(t, 8)
+	const shards, slots = 2, 16
+	data, hs := runPaths(t, srv, distinct("/lateclose-quiet/2", 192), run{shards: shards, slots: slots, limit: shards * slots, streaming: true})
+	failed := 0
+	for _, r := range data.Results {
+		switch {
+		case r.Success:
+		case strings.HasSuffix(r.Error, "on a reused keep-alive connection (not sent again)"):
+			failed++
+		default:
+			t.Errorf("request %d failed: %s", r.Index, r.Error)
+		}
+	}
+	if failed > shards*slots {
+		t.Errorf("%d requests failed on reused connections; want at most a slot's worth a shard (%d)", failed, shards*slots)
+	}
+	if n := srv.Repeated.Load(); n != 0 {
+		t.Errorf("%d requests reached the server twice", n)
+	}
+	for i, h := range hs {
+		if !h.StoppedReuse {
+			t.Errorf("shard %d did not stop reusing connections", i)
+		}
+	}
+	t.Logf("%d of %d failed", failed, len(data.Results))
+}
+
 // distinct is n copies of path told apart by a query, so the server can
 // tell a request sent twice.
 func distinct(path string, n int) []string {

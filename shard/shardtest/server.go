@@ -36,6 +36,7 @@ import (
 //	/lateclose/N as /hangup/N, but the connection is closed 5 to 90 ms
 //	             after the answer, unread, as llama.cpp's server does: a
 //	             request that reached it in between dies with it
+//	/lateclose-quiet/N as /lateclose/N without the Keep-Alive header
 //	/idle/N      as /ok/N, then the server waits 200 ms for the next
 //	             request and closes the connection if none came (a
 //	             keep-alive timeout; IdleClosed counts them)
@@ -334,8 +335,12 @@ func (s *Server) respond(c conn, path string, served int) bool {
 	case "hangup":
 		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
 		return false
-	case "lateclose":
-		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
+	case "lateclose", "lateclose-quiet":
+		fields := "Keep-Alive: timeout=5, max=100\r\n"
+		if kind == "lateclose-quiet" {
+			fields = ""
+		}
+		c.Write(Response(n, fields))
 		time.Sleep(time.Duration(5+mrand.IntN(86)) * time.Millisecond)
 		return false
 	case "idle":
