@@ -125,7 +125,7 @@ func connectTrouble(h engine.Health) string {
 			"(their TTFT counts from the first send)", h.Resent))
 	}
 	if h.StoppedReuse > 0 {
-		parts = append(parts, "the server closes kept-alive connections after its answers, "+
+		parts = append(parts, "the server closed or reset kept-alive connections more often than it answered on them, "+
 			"so connections were not reused (each request opened its own)")
 	}
 	return strings.Join(parts, "; ")
