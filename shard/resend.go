@@ -87,8 +87,8 @@ func (s *Shard) resend(c *conn) {
 // saved only when its bytes provably never reached the server (see
 // resendable), and when they did, it fails. llama.cpp's server closes each
 // connection 5 to 90 ms after the last chunk of a streamed answer
-// (measured on loopback: its HTTP library ends the connection once the
-// stream's callback returns, after the server's next decode step), so a
+// (measured on loopback: its HTTP library ends the connection when the
+// stream's callback finishes), so a
 // request sent in that window reaches its socket first, is acknowledged by
 // the kernel, and dies unread with the socket: it fails.
 //
@@ -97,10 +97,11 @@ func (s *Shard) resend(c *conn) {
 //   - proven: a request on a connection that carried an answer before
 //     was answered. From then on the most recently idle connection is
 //     reused at once.
-//   - closes: the server closed more kept-alive connections than it
-//     answered requests on reused ones (closeSlack). Reuse stops: each
-//     request opens its own connection, as the server's closes would have
-//     it do anyway, and none meets a closing one.
+//   - closes: the server closed (or reset under a request, see
+//     destReuse) more kept-alive connections than it answered requests
+//     on reused ones (closeSlack). Reuse stops: each request opens its
+//     own connection, as the server's closes would have it do anyway, and
+//     none meets a closing one.
 //   - unknown, until one of the two. The most recently idle connection is
 //     reused at once, as when proven, unless its answer stated a
 //     keep-alive policy (a Keep-Alive header with max, which llama.cpp's
@@ -118,8 +119,8 @@ func (s *Shard) resend(c *conn) {
 // server that advertises keep-alive and keeps it costs the first reuses'
 // fresh connections (at most one per slot, fewer when answers come apart),
 // and nothing after. One that closes after its answers without saying so
-// is stopped by its closes alone, and a reuse made before its first close
-// can still fail.
+// is stopped by its closes and resets alone, and the reuses made before
+// the first of them can still fail.
 const closeSlack = 0
 
 // proveIdle is how long a connection must have stayed open after its
