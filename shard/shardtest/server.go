@@ -33,6 +33,7 @@ import (
 //	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
 //	/hangup/N    as /ok/N advertising "Keep-Alive: timeout=5, max=100",
 //	             then the connection is closed at once
+//	/hangup-quiet/N as /hangup/N without the Keep-Alive header
 //	/lateclose/N as /hangup/N, but the connection is closed 5 to 90 ms
 //	             after the answer, unread, as llama.cpp's server does: a
 //	             request that reached it in between dies with it
@@ -334,6 +335,9 @@ func (s *Server) respond(c conn, path string, served int) bool {
 		return false
 	case "hangup":
 		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
+		return false
+	case "hangup-quiet":
+		c.Write(Response(n, ""))
 		return false
 	case "lateclose", "lateclose-quiet":
 		fields := "Keep-Alive: timeout=5, max=100\r\n"
