@@ -219,6 +219,9 @@ func (s *Server) handle(raw *net.TCPConn) {
 		path, err := readRequest(r)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				// Counted once closed, so that a test that waits for the
+				// count sends after the close, not just before it.
+				raw.Close()
 				s.IdleClosed.Add(1)
 			}
 			return
