@@ -189,9 +189,13 @@ type Health struct {
 	// Connect trouble summed over the shards (see ShardHealth).
 	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
 	// Resent sums the shards' re-sent requests; StoppedReuse counts the
-	// shards that stopped reusing connections (see ShardHealth).
-	Resent       int64
-	StoppedReuse int
+	// shards that stopped reusing connections; FreshBeforeReuse sums the
+	// requests that opened a fresh connection while the shards did not
+	// know yet whether the server keeps connections alive (see
+	// ShardHealth).
+	Resent           int64
+	StoppedReuse     int
+	FreshBeforeReuse int64
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
 	Warm WarmStats
 }
@@ -514,6 +518,7 @@ func (r *Runner) health(lags []int64) Health {
 		h.DroppedBeforeResponse += s.DroppedBeforeResponse
 		h.Reconnects += s.Reconnects
 		h.Resent += s.Resent
+		h.FreshBeforeReuse += s.FreshBeforeReuse
 		if s.StoppedReuse {
 			h.StoppedReuse++
 		}

@@ -106,16 +106,24 @@ func TestResetOnReusedConnectionIsNotResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One at a time: every second request reaches the mock on the
-	// connection its predecessor used, and is reset.
+	// One at a time: every second request is reset. The first of them
+	// reaches the mock on the connection its predecessor used; that reset
+	// stops reuse (no reused connection was ever answered), so the later
+	// ones go out on fresh connections.
 	for i, r := range res.Data.Results {
 		want := ""
-		if i%2 == 1 {
+		switch {
+		case i == 1:
 			want = "connection reset by peer before the response head on a reused keep-alive connection (not sent again)"
+		case i%2 == 1:
+			want = "connection reset by peer before the response head"
 		}
 		if r.Error != want || r.Success != (want == "") {
 			t.Errorf("request %d: success %v, error %q; want error %q", i, r.Success, r.Error, want)
 		}
+	}
+	if res.Health.StoppedReuse != 1 {
+		t.Errorf("%d shards stopped reusing connections; want 1", res.Health.StoppedReuse)
 	}
 	if got := srv.Stats().Requests; got != n {
 		t.Errorf("the mock saw %d requests for %d sent", got, n)

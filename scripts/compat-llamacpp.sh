@@ -26,6 +26,11 @@
 #               add_special)
 #   idle        the server is idle afterwards (requests_processing and
 #               requests_deferred 0)
+#   connections how the requests met the server's connections, from the
+#               sidecar: requests on a fresh connection, re-sent ones,
+#               connections dropped before a response, shards that
+#               stopped reusing (a count, never a failure: llama-server
+#               closes each connection after a streamed answer)
 #
 # llama-server puts usage inside its last token chunk, where vllm bench
 # serve, and so stampede, does not read it: output lengths come from
@@ -424,6 +429,10 @@ for conc in $CONCS; do
 		verdict "$conc" prompt ok "$text"
 	else
 		verdict "$conc" prompt FAIL "$text (difference $((seen_prompt - want_prompt)))"
+	fi
+	side=$work/c$conc.stampede.json
+	if [[ -f $side ]]; then
+		verdict "$conc" connections ok "$(jq -r --argjson n "$prompts" '"\(.breakdown.new_connections // "?") of \($n) requests on a fresh connection, \(.health.resent_after_server_close) re-sent, \(.health.dropped_before_response) dropped before a response, \(.health.stopped_reuse_shards) shards stopped reusing"' "$side")"
 	fi
 	busy=$(metric "$work/c$conc.after" requests_processing)
 	deferred=$(metric "$work/c$conc.after" requests_deferred)

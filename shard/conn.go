@@ -37,6 +37,11 @@ type conn struct {
 	dest int
 	// idleSinceNs is when the connection last went idle.
 	idleSinceNs int64
+	// advertised: the connection's last answer stated a keep-alive policy
+	// (a Keep-Alive header with max), as the HTTP library of llama.cpp's
+	// server does; while its destination's reuse is unknown, such a
+	// connection is not reused young (see destReuse).
+	advertised bool
 	// hungUp: an event reported the peer's close or reset (EPOLLRDHUP,
 	// EPOLLHUP). No later edge reports what is left to read then, the end
 	// of the stream included: the connection is read until EOF or error.

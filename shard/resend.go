@@ -85,20 +85,50 @@ func (s *Shard) resend(c *conn) {
 // connections after answers while it advertises keep-alive races every
 // request the loop sends on a reused connection; the request that loses is
 // saved only when its bytes provably never reached the server (see
-// resendable), and when they did, it fails. llama.cpp's server closes 5 to
-// 90 ms after its last chunk (measured on loopback), so a request sent in
-// that window reaches its socket first, and the close acknowledges it
-// unread: it fails. So as soon as a shard has seen the server close more
-// kept-alive connections than it answered requests on reused ones (by more
-// than closeSlack), it stops reusing them: each request opens its own
-// connection, as the server's closes would have it do anyway, and none
-// meets a closing one. What it cannot save are the reuses of a run's
-// first answers, before any close was seen: against llama-server at
-// concurrency 64, 0 to 3 requests in 256 (0 in two runs with this slack),
-// at 256, 3 to 6 in 512 (slack 2 or 0 alike). A server that keeps connections alive
-// answers on a reused one before its keep-alive timeout closes any, so
-// it does not stop; one that stops costs a connect per request.
+// resendable), and when they did, it fails. llama.cpp's server closes each
+// connection 5 to 90 ms after the last chunk of a streamed answer
+// (measured on loopback: its HTTP library ends the connection when the
+// stream's callback finishes), so a
+// request sent in that window reaches its socket first, is acknowledged by
+// the kernel, and dies unread with the socket: it fails.
+//
+// So the shard learns, per destination, whether reuse is safe:
+//
+//   - proven: a request on a connection that carried an answer before
+//     was answered. From then on the most recently idle connection is
+//     reused at once.
+//   - closes: the server closed (or reset under a request, see
+//     destReuse) more kept-alive connections than it answered requests
+//     on reused ones (closeSlack). Reuse stops: each request opens its
+//     own connection, as the server's closes would have it do anyway, and
+//     none meets a closing one.
+//   - unknown, until one of the two. The most recently idle connection is
+//     reused at once, as when proven, unless its answer stated a
+//     keep-alive policy (a Keep-Alive header with max, which llama.cpp's
+//     HTTP library sends and uvicorn, hyper and the mock do not): that is
+//     the hint that the server may be one that closes after its answers,
+//     and such a connection is reused only once it has stayed open
+//     proveIdle after its answer (the oldest is tried first), or once the
+//     shard has opened a wave of connections, as many as its slots, in
+//     place of reuse. Meanwhile a request opens a fresh connection, and
+//     the server's closes, which come long before the wave's end and
+//     within proveIdle, teach the shard to stop. A connection opened by
+//     the warm-up, which carried nothing, is taken at once.
+//
+// The hint only delays reuse; the closes and the answers decide it. A
+// server that advertises keep-alive and keeps it costs the first reuses'
+// fresh connections (at most one per slot, fewer when answers come apart),
+// and nothing after. One that closes after its answers without saying so
+// is stopped by its closes and resets alone, and the reuses made before
+// the first of them can still fail.
 const closeSlack = 0
+
+// proveIdle is how long a connection must have stayed open after its
+// answer before the shard trusts it with a request while it does not know
+// whether the server keeps connections alive (see above): several times the
+// longest answer-to-close delay measured against llama.cpp's server on a
+// busy machine.
+const proveIdle = 500 * time.Millisecond
 
 // retireWait is how long a connection the shard no longer reuses waits for
 // the server's close before the shard closes it itself. The server that
@@ -107,9 +137,24 @@ const closeSlack = 0
 // the client's ports.
 const retireWait = 2 * time.Second
 
-// keepsAlive reports whether connections are still worth reusing.
-func (s *Shard) keepsAlive() bool {
-	return s.closedKept <= s.answeredReused+closeSlack
+// destReuse is what a shard learned about one destination's keep-alive.
+type destReuse struct {
+	// closedKept counts kept-alive connections the server closed (a FIN,
+	// or bytes no request asked for) before a request on them was
+	// answered, and those that carried an answer and were reset under the
+	// next request before any response byte (the request reached a
+	// closing socket); answeredReused, requests answered on a connection
+	// that carried an answer before.
+	closedKept, answeredReused int64
+	// spared counts requests that went on a fresh connection while reuse
+	// was unknown.
+	spared int
+}
+
+// keepsAlive reports whether connections to dest are still worth reusing.
+func (s *Shard) keepsAlive(dest int) bool {
+	r := &s.reuse[dest]
+	return r.closedKept <= r.answeredReused+closeSlack
 }
 
 // retire parks idle c off the idle stack until the server closes it, or
@@ -120,37 +165,32 @@ func (s *Shard) retire(c *conn) {
 	s.timers.set(c, s.cfg.Clock.Now()+int64(retireWait))
 }
 
-// closeGrace is how long a connection must have been idle before a request
-// takes it, unless the server has answered on reused connections more often
-// than it closed kept-alive ones. A server that closes as its answer ends
-// sends its FIN within microseconds of its last bytes; a request that
-// waits this long for the connection finds the FIN there (popIdle looks)
-// and goes out on a fresh connection instead of reaching the closing
-// socket, unread, and being reset with it. llama.cpp's server closes later
-// than that: for it, the stop of reuse above is what counts. Against a
-// server that keeps its connections open it delays only the first
-// requests that would reuse one, by at most this much.
-const closeGrace = time.Millisecond
+// closedByServer counts idle or just reused c, which the server closed
+// before it answered a request on it.
+func (s *Shard) closedByServer(c *conn) {
+	s.reuse[c.dest].closedKept++
+}
 
-// holdIdle reports whether a request should wait for the most recently
-// idle connection rather than take it now (see closeGrace), and then
-// notes when the wait ends, for epoll_wait's timeout. With several
-// destinations the next request's is not known before it is taken, so
-// the wait is for the latest of their most recently idle connections.
-func (s *Shard) holdIdle() bool {
-	s.heldUntilNs = 0
-	if s.answeredReused > s.closedKept {
-		return false
-	}
-	var until int64
-	for _, c := range s.idles {
-		if c != nil {
-			until = max(until, c.idleSinceNs+int64(closeGrace))
+// reusable picks the idle connection to dest that a request may take
+// while reuse is unknown (see above), or nil when the request should open
+// its own. It walks the idle stack only in the unknown phase, which ends
+// once the destination is proven or closes.
+func (s *Shard) reusable(dest int) *conn {
+	r := &s.reuse[dest]
+	var oldest *conn
+	for c := s.idles[dest]; c != nil; c = c.idleNext {
+		if c.responses == 0 || !c.advertised {
+			return c
 		}
+		oldest = c
 	}
-	if until > s.cfg.Clock.Now() {
-		s.heldUntilNs = until
-		return true
+	if oldest == nil {
+		return nil
 	}
-	return false
+	if s.cfg.Clock.Now()-oldest.idleSinceNs >= int64(proveIdle) || r.spared >= s.cfg.Slots {
+		return oldest
+	}
+	r.spared++
+	s.health.FreshBeforeReuse++
+	return nil
 }

@@ -139,6 +139,11 @@ type Health struct {
 	// than it answered on them, and the shard stopped reusing them (see
 	// keepsAlive).
 	StoppedReuse bool
+	// FreshBeforeReuse counts requests that opened a fresh connection
+	// while an idle one was there, because the shard did not know yet
+	// whether the server keeps connections alive past its answers (see
+	// destReuse).
+	FreshBeforeReuse int64
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
 
@@ -202,15 +207,9 @@ type Shard struct {
 	// lost counts connections the server closed or reset whose successors
 	// have not been opened yet (see Health.Reconnects).
 	lost int
-	// closedKept counts kept-alive connections the server closed (a FIN,
-	// or bytes no request asked for) before a request on them was
-	// answered; answeredReused, requests answered on a reused connection
-	// (see keepsAlive). A reset is not counted: a server that resets is
-	// not closing what it keeps alive.
-	closedKept, answeredReused int64
-	// heldUntilNs, when not 0, is when the idle connection a request
-	// waits for has been idle for closeGrace (see holdIdle).
-	heldUntilNs int64
+	// reuse is what the shard learned of each destination's keep-alive,
+	// by Request.Dest (see keepsAlive).
+	reuse []destReuse
 
 	// startBudget bounds the requests started in one loop turn, and
 	// startsSinceNs is when the turn's first start began (0: none yet):
@@ -345,6 +344,7 @@ func New(cfg Config) (*Shard, error) {
 		}
 	}
 	s.idles = make([]*conn, len(s.sas))
+	s.reuse = make([]destReuse, len(s.sas))
 	if len(cfg.SourceAddrs) > 0 {
 		srcs, err := sourceSockaddrs(cfg.SourceAddrs, s.family)
 		if err != nil {
@@ -496,9 +496,6 @@ func (s *Shard) timeoutMs() int {
 	if c := s.timers.next(); c != nil {
 		untilNs = c.deadlineNs
 	}
-	if s.heldUntilNs != 0 && (untilNs < 0 || s.heldUntilNs < untilNs) {
-		untilNs = s.heldUntilNs
-	}
 	if untilNs < 0 {
 		return -1
 	}
@@ -576,9 +573,6 @@ func (s *Shard) readable(c *conn) {
 // takeWork starts released requests while this shard has free slots.
 func (s *Shard) takeWork() {
 	for s.startBudget > 0 && s.busy < s.cfg.Slots && !s.stopping.Load() && !s.aborting.Load() {
-		if s.holdIdle() {
-			return
-		}
 		i, arrivalNs, ok := s.cfg.Queue.take()
 		if !ok {
 			return
@@ -870,7 +864,7 @@ func (s *Shard) checkIdle(c *conn) {
 	if !s.idleOpen(c) {
 		s.lost++
 		if !c.retired {
-			s.closedKept++
+			s.closedByServer(c)
 		}
 		s.closeConn(c)
 	}
@@ -1006,8 +1000,11 @@ func (s *Shard) connFailed(c *conn, err error) {
 		s.health.DroppedBeforeResponse++
 	}
 	s.lost++
-	if c.reused && !c.gotBytes && err == ErrClosedByPeer {
-		s.closedKept++
+	if c.reused && !c.gotBytes && (err == ErrClosedByPeer || c.responses > 0 && IsReset(err)) {
+		// The server dropped a connection it had kept alive past an
+		// answer before it answered again: its close, or the reset of a
+		// request that reached its closing socket.
+		s.closedByServer(c)
 	}
 	if s.resendable(c, err) {
 		s.resend(c)
@@ -1024,12 +1021,17 @@ func (s *Shard) connFailed(c *conn, err error) {
 // the response and the request let the connection carry another; it does
 // not once the server sent as many responses as its Keep-Alive max said.
 func (s *Shard) complete(c *conn, reusable bool) {
-	c.responses++
-	if most := c.KeepAliveMax(); most > 0 && c.responses >= most {
-		reusable = false
+	if c.responses > 0 {
+		// An answer on a connection that carried one before: the server
+		// keeps its connections alive past its answers (a warm-up's
+		// connection, which carried none, proves nothing).
+		s.reuse[c.dest].answeredReused++
 	}
-	if c.reused {
-		s.answeredReused++
+	c.responses++
+	most := c.KeepAliveMax()
+	c.advertised = most > 0
+	if most > 0 && c.responses >= most {
+		reusable = false
 	}
 	c.End(s.cfg.Recorder, &s.json, c.req.NumInputSequences)
 	s.release(c)
@@ -1088,13 +1090,26 @@ func (s *Shard) expireDeadlines() {
 // leaves it in O(1).
 
 func (s *Shard) popIdle(dest int) *conn {
-	for c := s.idles[dest]; c != nil; c = s.idles[dest] {
+	for {
+		if !s.keepsAlive(dest) {
+			// The server closes what it keeps alive: the connections
+			// still idle stay there until it closes them, or the run
+			// ends.
+			return nil
+		}
+		c := s.idles[dest]
+		if s.reuse[dest].answeredReused == 0 {
+			c = s.reusable(dest)
+		}
+		if c == nil {
+			return nil
+		}
 		// A close (or stray bytes) that reached the socket since the loop
 		// last looked would fail the request, which is never sent twice:
 		// one look at the socket now saves it.
 		if !s.idleOpen(c) {
 			s.lost++
-			s.closedKept++
+			s.closedByServer(c)
 			s.closeConn(c)
 			continue
 		}
@@ -1102,14 +1117,13 @@ func (s *Shard) popIdle(dest int) *conn {
 		c.state = connBusy
 		return c
 	}
-	return nil
 }
 
 func (s *Shard) putIdle(c *conn) {
 	c.state = connIdle
 	c.reused = true
 	c.idleSinceNs = s.cfg.Clock.Now()
-	if !s.keepsAlive() {
+	if !s.keepsAlive(c.dest) {
 		s.retire(c)
 		return
 	}

@@ -160,8 +160,12 @@ func connectTrouble(h engine.Health) string {
 			"(their TTFT counts from the first send)", h.Resent))
 	}
 	if h.StoppedReuse > 0 {
-		parts = append(parts, "the server closed kept-alive connections more often than it answered on them, "+
-			"so connections were not reused (each request opened its own)")
+		held := ""
+		if h.FreshBeforeReuse > 0 {
+			held = fmt.Sprintf("; %d of them before the first close, as the server's Keep-Alive header held reuse back", h.FreshBeforeReuse)
+		}
+		parts = append(parts, "the server closed or reset kept-alive connections more often than it answered on them, "+
+			"so connections were not reused (each request opened its own"+held+")")
 	}
 	return strings.Join(parts, "; ")
 }

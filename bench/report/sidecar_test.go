@@ -35,6 +35,12 @@ func TestConnectTroubleText(t *testing.T) {
 	if strings.Contains(connectTrouble(engine.Health{SlowConnects: 2}), "retransmitted") {
 		t.Error("names retransmits that were not counted")
 	}
+	if got := connectTrouble(engine.Health{StoppedReuse: 2, FreshBeforeReuse: 40}); !strings.Contains(got, "opened its own; 40 of them before the first close") {
+		t.Errorf("%q does not count the requests the Keep-Alive header sent on fresh connections", got)
+	}
+	if got := connectTrouble(engine.Health{StoppedReuse: 1}); strings.Contains(got, "before the first close") {
+		t.Errorf("names fresh connections that were not counted: %q", got)
+	}
 	if got := connectTrouble(engine.Health{Reconnects: 1}); strings.Contains(got, "re-sent") || strings.Contains(got, "not reused") {
 		t.Errorf("names re-sends or a stop that did not happen: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/netip"
 	"strconv"
@@ -31,7 +32,12 @@ import (
 //	/close/N     as /ok/N with "Connection: close"
 //	/drop/N      as /ok/N, then the idle connection is closed after 20 ms
 //	/hangup/N    as /ok/N advertising "Keep-Alive: timeout=5, max=100",
-//	             then the connection is closed at once (llama.cpp's server)
+//	             then the connection is closed at once
+//	/hangup-quiet/N as /hangup/N without the Keep-Alive header
+//	/lateclose/N as /hangup/N, but the connection is closed 5 to 90 ms
+//	             after the answer, unread, as llama.cpp's server does: a
+//	             request that reached it in between dies with it
+//	/lateclose-quiet/N as /lateclose/N without the Keep-Alive header
 //	/idle/N      as /ok/N, then the server waits 200 ms for the next
 //	             request and closes the connection if none came (a
 //	             keep-alive timeout; IdleClosed counts them)
@@ -51,6 +57,9 @@ import (
 //	             the client reads them
 //	/flood-tokens head, then token chunks without end, as fast as read
 //	/endless     head, then one SSE line that never ends
+//
+// A query (?i=7) is ignored by the answer; it tells requests apart for
+// Repeated.
 type Server struct {
 	ln   net.Listener
 	Addr netip.AddrPort
@@ -60,14 +69,21 @@ type Server struct {
 	Requests atomic.Int64
 	// IdleClosed counts connections closed by /idle's timeout.
 	IdleClosed atomic.Int64
-	alternate  atomic.Int64 // requests to /alternate
-	MaxActive  atomic.Int64
-	active     atomic.Int64
-	stop       chan struct{}
-	tls        *tls.Config
-	wg         sync.WaitGroup
-	peersMu    sync.Mutex
-	peers      map[netip.Addr]int
+	// Repeated counts requests whose path and query the server had read
+	// before: a request sent twice.
+	Repeated atomic.Int64
+	seen     sync.Map
+	// workers, when not nil, bounds the connections served at once (see
+	// NewLimited).
+	workers   chan struct{}
+	alternate atomic.Int64 // requests to /alternate
+	MaxActive atomic.Int64
+	active    atomic.Int64
+	stop      chan struct{}
+	tls       *tls.Config
+	wg        sync.WaitGroup
+	peersMu   sync.Mutex
+	peers     map[netip.Addr]int
 }
 
 // Peers counts the accepted connections by their remote address.
@@ -83,6 +99,13 @@ func (s *Server) Peers() map[netip.Addr]int {
 
 // New starts a Server on a loopback port; it stops when the test ends.
 func New(t testing.TB) *Server { return start(t, nil) }
+
+// NewLimited starts a server that serves at most workers connections at
+// once, as a server with a fixed pool of HTTP threads does (llama.cpp's):
+// a connection beyond them is accepted and waits, unread, for a worker.
+func NewLimited(t testing.TB, workers int) *Server {
+	return startWith(t, nil, make(chan struct{}, workers))
+}
 
 // NewTLS starts a Server that speaks TLS with a fresh self-signed
 // certificate for 127.0.0.1, and returns a client configuration that trusts
@@ -129,12 +152,14 @@ func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-func start(t testing.TB, tlsConfig *tls.Config) *Server {
+func start(t testing.TB, tlsConfig *tls.Config) *Server { return startWith(t, tlsConfig, nil) }
+
+func startWith(t testing.TB, tlsConfig *tls.Config, workers chan struct{}) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{ln: ln, Addr: netip.MustParseAddrPort(ln.Addr().String()), stop: make(chan struct{}), tls: tlsConfig}
+	s := &Server{ln: ln, Addr: netip.MustParseAddrPort(ln.Addr().String()), stop: make(chan struct{}), tls: tlsConfig, workers: workers}
 	s.wg.Add(1)
 	go s.serve()
 	t.Cleanup(s.close)
@@ -177,6 +202,14 @@ func (s *Server) serve() {
 func (s *Server) handle(raw *net.TCPConn) {
 	defer raw.Close()
 	go func() { <-s.stop; raw.Close() }()
+	if s.workers != nil {
+		select {
+		case s.workers <- struct{}{}:
+			defer func() { <-s.workers }()
+		case <-s.stop:
+			return
+		}
+	}
 	c := conn{Conn: raw, raw: raw}
 	if s.tls != nil {
 		c.Conn = tls.Server(raw, s.tls)
@@ -186,11 +219,17 @@ func (s *Server) handle(raw *net.TCPConn) {
 		path, err := readRequest(r)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				// Counted once closed, so that a test that waits for the
+				// count sends after the close, not just before it.
+				raw.Close()
 				s.IdleClosed.Add(1)
 			}
 			return
 		}
 		s.Requests.Add(1)
+		if _, again := s.seen.LoadOrStore(path, true); again {
+			s.Repeated.Add(1)
+		}
 		raw.SetReadDeadline(time.Time{})
 		n := s.active.Add(1)
 		for m := s.MaxActive.Load(); n > m && !s.MaxActive.CompareAndSwap(m, n); m = s.MaxActive.Load() {
@@ -277,6 +316,7 @@ func (c conn) reset() {
 
 // served counts the responses c carried before this one.
 func (s *Server) respond(c conn, path string, served int) bool {
+	path, _, _ = strings.Cut(path, "?")
 	kind, arg, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	n, _ := strconv.Atoi(arg)
 	switch kind {
@@ -298,6 +338,17 @@ func (s *Server) respond(c conn, path string, served int) bool {
 		return false
 	case "hangup":
 		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
+		return false
+	case "hangup-quiet":
+		c.Write(Response(n, ""))
+		return false
+	case "lateclose", "lateclose-quiet":
+		fields := "Keep-Alive: timeout=5, max=100\r\n"
+		if kind == "lateclose-quiet" {
+			fields = ""
+		}
+		c.Write(Response(n, fields))
+		time.Sleep(time.Duration(5+mrand.IntN(86)) * time.Millisecond)
 		return false
 	case "idle":
 		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
