@@ -102,9 +102,12 @@ type SidecarHealth struct {
 	// Resent counts requests sent again on a fresh connection because the
 	// server closed the kept-alive one before reading them;
 	// StoppedReuseShards, the shards that stopped reusing connections
-	// because the server closed them more often than it answered on them.
+	// because the server closed them more often than it answered on them;
+	// FreshBeforeReuse, the requests that opened a fresh connection while
+	// a server's Keep-Alive header held reuse back, before it was proven.
 	Resent             int64 `json:"resent_after_server_close"`
 	StoppedReuseShards int   `json:"stopped_reuse_shards"`
+	FreshBeforeReuse   int64 `json:"fresh_before_reuse"`
 	// WarmConnections is what --warm-connections did; null without it.
 	WarmConnections *SidecarWarm `json:"warm_connections"`
 }
@@ -209,6 +212,7 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 		Reconnects:            h.Reconnects,
 		Resent:                h.Resent,
 		StoppedReuseShards:    h.StoppedReuse,
+		FreshBeforeReuse:      h.FreshBeforeReuse,
 		WarmConnections:       sidecarWarm(h.Warm),
 	}
 }

@@ -55,6 +55,7 @@ func MergeHealth(agents []SidecarHealth) SidecarHealth {
 		h.Reconnects += g.Reconnects
 		h.Resent += g.Resent
 		h.StoppedReuseShards += g.StoppedReuseShards
+		h.FreshBeforeReuse += g.FreshBeforeReuse
 		// Coverage weighs each agent by its requests.
 		reads += float64(g.RequestsSent)
 		stamped += g.KernelRxStampCoverage * float64(g.RequestsSent)

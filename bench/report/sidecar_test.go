@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -63,5 +64,24 @@ func TestHealthLineTLSFallbacks(t *testing.T) {
 	}
 	if got := line(0, 0); strings.Contains(got, "fell back") {
 		t.Errorf("health line without fallbacks: %s", got)
+	}
+}
+
+// The fresh connections a Keep-Alive header held reuse back for reach
+// the sidecar, and a cluster's merged health sums them.
+func TestSidecarHealthFreshBeforeReuse(t *testing.T) {
+	h := NewSidecarHealth(&engine.Result{Health: engine.Health{StoppedReuse: 1, FreshBeforeReuse: 7}})
+	if h.FreshBeforeReuse != 7 || h.StoppedReuseShards != 1 {
+		t.Fatalf("fresh_before_reuse %d, stopped_reuse_shards %d; want 7 and 1", h.FreshBeforeReuse, h.StoppedReuseShards)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"fresh_before_reuse":7`) {
+		t.Errorf("sidecar health %s: no fresh_before_reuse of 7", b)
+	}
+	if m := MergeHealth([]SidecarHealth{h, h}); m.FreshBeforeReuse != 14 {
+		t.Errorf("merged fresh_before_reuse %d, want 14", m.FreshBeforeReuse)
 	}
 }
