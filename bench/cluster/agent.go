@@ -192,7 +192,7 @@ func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness floa
 const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*"
 
 // statisticsFlags name the settings StatisticsDigest covers beside them.
-const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed, --server-urls"
+const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed, --server-urls, --per-token-itl"
 
 // RunDigest identifies a run for the agents' registration by what changes
 // its requests or their schedule, and nothing else: the backend, the
