@@ -62,7 +62,7 @@ func FuzzParsePartial(f *testing.F) {
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings},
 		Records: []PartialRecord{
 			{RequestResult: metrics.RequestResult{Index: 1, Success: true, GeneratedText: "hi", ITLNs: []int64{5, -3, 1 << 40},
-				Breakdown: metrics.Breakdown{Known: true, NewConn: true, ConnectNs: 3},
+				Breakdown:   metrics.Breakdown{Known: true, NewConn: true, ConnectNs: 3},
 				ChunkTokens: metrics.ChunkTokens{State: metrics.RunningMissing}}, Counted: 2, AudioSec: 1.5},
 			{RequestResult: metrics.RequestResult{Index: 3, Error: "boom"}, Counted: -1},
 		},
@@ -221,7 +221,7 @@ func richPartial() *Partial {
 			{RequestResult: metrics.RequestResult{Index: 0, Success: true, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 7, LatencyNs: 30,
 				ITLNs: []int64{10, 13}, ServerTokens: 3, ServerUsage: metrics.UsageChunk, HTTPStatus: 200,
 				ChunkTokens: metrics.CountedChunkTokens([]uint16{0, 2, 1}),
-				Reasoning: metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
+				Reasoning:   metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
 				Counted: -1, RequestID: "bench-0a1b2c3d-0", ExpectedOutputLen: 3},
 			{RequestResult: metrics.RequestResult{Index: 2, Error: "Internal Server Error", HTTPStatus: 500, ServerMessage: "out of memory"},
 				Counted: -1, RequestID: "bench-0a1b2c3d-2", ExpectedOutputLen: 9},
