@@ -114,7 +114,8 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 			return err
 		}
 	}
-	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire),
+	streams := ShareStreams(len(share), ec.MaxConcurrency, c.RequestRate)
+	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire), streams,
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
 		return err
 	}
