@@ -211,15 +211,25 @@ func AffinityCPUs() ([]int, error) {
 	return cpus, nil
 }
 
-// freeLoopbackPort is a TCP port free on 127.0.0.1 when asked: agent 0
-// listens on it a moment later.
-func freeLoopbackPort() (int, error) {
+// coordinatorFDEnv names, in agent 0's environment, the descriptor of the
+// listening socket --cluster-local's launcher opened for it: the port is
+// held from the moment it is chosen until agent 0 accepts on it, so no
+// other process can take it in between (listenCoordinator).
+const coordinatorFDEnv = "STAMPEDE_COORDINATOR_FD"
+
+// coordinatorListener is a listening socket on a free loopback port, for
+// agent 0 to inherit, and its address.
+func coordinatorListener() (*os.File, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port on 127.0.0.1 for the agents: %w", err)
+		return nil, "", fmt.Errorf("listening on a free port on 127.0.0.1 for the agents: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	defer ln.Close() // the file is a descriptor of its own
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return nil, "", fmt.Errorf("handing the agents' port to agent 0: %w", err)
+	}
+	return f, ln.Addr().String(), nil
 }
 
 // NewClusterToken is a fresh secret for one launch: 32 random bytes, hex.
@@ -263,15 +273,17 @@ func (l *Local) Run() ([]AgentExit, error) {
 	} else if err := checkOpenFiles(l.Size, l.Streams, hard); err != nil {
 		return nil, err
 	}
-	port, err := freeLoopbackPort()
-	if err != nil {
-		return nil, err
-	}
 	token, err := NewClusterToken()
 	if err != nil {
 		return nil, err
 	}
-	coordinator := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	listener, coordinator, err := coordinatorListener()
+	if err != nil {
+		return nil, err
+	}
+	// Once agent 0 holds its copy, the launcher's goes: an agent 0 that
+	// ended must leave the port refusing, not accepting into a backlog.
+	defer listener.Close()
 	// The secret reaches the agents through the environment, which ps
 	// does not show; the last value of a variable is the one in force.
 	env := append(append([]string(nil), l.Env...), clusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
@@ -284,6 +296,9 @@ func (l *Local) Run() ([]AgentExit, error) {
 		cmd.Env = env
 		if i == 0 {
 			cmd.Stdout = l.Stdout
+			// The listener is the first of ExtraFiles: descriptor 3.
+			cmd.ExtraFiles = []*os.File{listener}
+			cmd.Env = append(env[:len(env):len(env)], coordinatorFDEnv+"=3")
 		}
 		cmd.Stderr = &prefixWriter{out: errs, prefix: []byte("agent " + strconv.Itoa(i) + ": "), start: true}
 		// In a process group of their own, so that a terminal's Ctrl-C
@@ -299,6 +314,9 @@ func (l *Local) Run() ([]AgentExit, error) {
 			return nil, fmt.Errorf("starting agent %d: %w", i, err)
 		}
 		agents[i] = a
+		if i == 0 {
+			listener.Close()
+		}
 	}
 	go l.forward(agents, stop)
 	go l.endTogether(agents, errs, stop)

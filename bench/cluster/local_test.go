@@ -89,6 +89,13 @@ func fakeAgent(mode string, args []string) int {
 	cpus, _ := AffinityCPUs()
 	fmt.Printf("index=%d coordinator=%s token=%d local=%s tqdm=%v cpus=%v args0=%s\n", index, coordinator,
 		len(os.Getenv(clusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
+	listener := "none"
+	if fd, err := strconv.Atoi(os.Getenv(coordinatorFDEnv)); err == nil {
+		if ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener")); err == nil {
+			listener = ln.Addr().String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "listener %s\n", listener)
 	fmt.Fprintf(os.Stderr, "hello from %d\nno newline", index)
 	switch mode {
 	case "wait":
@@ -164,7 +171,19 @@ func TestLocalAgents(t *testing.T) {
 	if !strings.Contains(out, "cpus="+want+" ") {
 		t.Errorf("agent 0 runs on %q, want cpus=%s", out, want)
 	}
+	// Agent 0 alone inherits the listening socket on the coordinator's
+	// port; the launcher closed its own.
 	errs := stderr.String()
+	coordinator := strings.Fields(strings.SplitN(out, "coordinator=", 2)[1])[0]
+	for i, want := range []string{coordinator, "none", "none"} {
+		if line := fmt.Sprintf("agent %d: listener %s\n", i, want); !strings.Contains(errs, line) {
+			t.Errorf("stderr lacks %q:\n%s", line, errs)
+		}
+	}
+	if conn, err := net.Dial("tcp", coordinator); err == nil {
+		conn.Close()
+		t.Errorf("%s still accepts once every agent ended", coordinator)
+	}
 	for i := range 3 {
 		for _, line := range []string{fmt.Sprintf("agent %d: hello from %d\n", i, i), fmt.Sprintf("agent %d: no newline\n", i)} {
 			if !strings.Contains(errs, line) {
