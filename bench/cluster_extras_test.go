@@ -16,6 +16,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/metrics"
@@ -59,6 +60,48 @@ func runAgents(t *testing.T, size int, args []string, perAgent ...func(i int) []
 		}
 	}
 	return outs[0].String(), errOuts[0].String()
+}
+
+// sideBySide is one run made twice: on one host, then over agents.
+type sideBySide struct {
+	single                *plan.Plan
+	singleOut             string
+	singleDir, clusterDir string
+	// stdout and stderr are agent 0's.
+	stdout, stderr string
+}
+
+// oneHostAndAgents runs args (made for a mock and a result directory)
+// on one host and then over size agents, each run against a mock of its
+// own started with cfg.
+func oneHostAndAgents(t *testing.T, cfg mock.Config, size int, args func(srv *mock.Server, dir string) []string) sideBySide {
+	t.Helper()
+	r := sideBySide{singleDir: t.TempDir(), clusterDir: t.TempDir()}
+	var err error
+	if r.single, err = benchtest.ParseArgs(args(startTinyMock(t, cfg), r.singleDir), benchtest.NoEnv); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := Run(context.Background(), r.single, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	r.singleOut = out.String()
+	r.stdout, r.stderr = runAgents(t, size, args(startTinyMock(t, cfg), r.clusterDir))
+	return r
+}
+
+// mergedPartials merges the partials the agents saved in dir as part.bin.
+func mergedPartials(t *testing.T, dir string) *cluster.MergedRun {
+	t.Helper()
+	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(dir, "part.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cluster.MergePartials(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // sidecarOf reads a sidecar both as its type and as its keys.
@@ -105,22 +148,14 @@ func TestClusterExtrasMatchOneHost(t *testing.T) {
 			"--save-partial", filepath.Join(dir, "part.bin")}
 	}
 	cfg := mock.Config{TTFT: 3 * time.Millisecond, ITL: 2 * time.Millisecond, PrefixCache: mock.PrefixCacheGlobal}
-	singleDir, clusterDir := t.TempDir(), t.TempDir()
-	single, err := benchtest.ParseArgs(args(startTinyMock(t, cfg), singleDir), benchtest.NoEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var singleOut, singleErr bytes.Buffer
-	if err := Run(context.Background(), single, &singleOut, &singleErr); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, singleOut.String(), singleErr.String())
-	}
 	const size = 3
-	stdout, stderr := runAgents(t, size, args(startTinyMock(t, cfg), clusterDir))
+	r := oneHostAndAgents(t, cfg, size, args)
+	single, singleDir, clusterDir, stdout, stderr := r.single, r.singleDir, r.clusterDir, r.stdout, r.stderr
 
 	// The same blocks and lines, in the same order.
 	markers := []string{"Starting profiler...", "Serving Benchmark Result", "Probe requests completed:",
 		report.TrimmedTitle, "Steady State", "Stopping profiler...", "Timeline plot saved to:", "Report saved to:"}
-	for name, out := range map[string]string{"one host": singleOut.String(), "cluster": stdout} {
+	for name, out := range map[string]string{"one host": r.singleOut, "cluster": stdout} {
 		at := -1
 		for _, m := range markers {
 			i := strings.Index(out, m)
@@ -184,14 +219,7 @@ func TestClusterExtrasMatchOneHost(t *testing.T) {
 	}
 
 	// The steady state and the trimmed block are the merged records'.
-	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(clusterDir, "part.bin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.MergePartials(parts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mergedPartials(t, clusterDir)
 	if oneSC.SteadyState == nil || sc.SteadyState == nil {
 		t.Fatalf("steady state: cluster %+v, one host %+v", sc.SteadyState, oneSC.SteadyState)
 	}
@@ -345,29 +373,14 @@ func TestClusterPerTokenITL(t *testing.T) {
 			"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json",
 			"--save-partial", filepath.Join(dir, "part.bin")}
 	}
-	singleDir, clusterDir := t.TempDir(), t.TempDir()
-	single, err := benchtest.ParseArgs(args(startTinyMock(t, cfg), singleDir), benchtest.NoEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var singleOut, singleErr bytes.Buffer
-	if err := Run(context.Background(), single, &singleOut, &singleErr); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, singleOut.String(), singleErr.String())
-	}
-	stdout, _ := runAgents(t, size, args(startTinyMock(t, cfg), clusterDir))
+	r := oneHostAndAgents(t, cfg, size, args)
+	singleDir, clusterDir, stdout := r.singleDir, r.clusterDir, r.stdout
 
 	_, block, found := strings.Cut(stdout, "="+report.PerTokenTitle)
 	if !found {
 		t.Fatalf("agent 0 printed no per-token block:\n%s", stdout)
 	}
-	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(clusterDir, "part.bin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.MergePartials(parts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mergedPartials(t, clusterDir)
 	want := metrics.ComputePerToken(m.Data.Results, m.Options.Percentiles)
 	if want == nil || want.Requests != n || want.Counted != n {
 		t.Fatalf("the merged partials' per-token figures %+v, want %d counted requests", want, n)
