@@ -16,6 +16,7 @@ import (
 
 	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/metrics"
@@ -59,6 +60,48 @@ func runAgents(t *testing.T, size int, args []string, perAgent ...func(i int) []
 		}
 	}
 	return outs[0].String(), errOuts[0].String()
+}
+
+// sideBySide is one run made twice: on one host, then over agents.
+type sideBySide struct {
+	single                *plan.Plan
+	singleOut             string
+	singleDir, clusterDir string
+	// stdout and stderr are agent 0's.
+	stdout, stderr string
+}
+
+// oneHostAndAgents runs args (made for a mock and a result directory)
+// on one host and then over size agents, each run against a mock of its
+// own started with cfg.
+func oneHostAndAgents(t *testing.T, cfg mock.Config, size int, args func(srv *mock.Server, dir string) []string) sideBySide {
+	t.Helper()
+	r := sideBySide{singleDir: t.TempDir(), clusterDir: t.TempDir()}
+	var err error
+	if r.single, err = benchtest.ParseArgs(args(startTinyMock(t, cfg), r.singleDir), benchtest.NoEnv); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := Run(context.Background(), r.single, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	r.singleOut = out.String()
+	r.stdout, r.stderr = runAgents(t, size, args(startTinyMock(t, cfg), r.clusterDir))
+	return r
+}
+
+// mergedPartials merges the partials the agents saved in dir as part.bin.
+func mergedPartials(t *testing.T, dir string) *cluster.MergedRun {
+	t.Helper()
+	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(dir, "part.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cluster.MergePartials(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // sidecarOf reads a sidecar both as its type and as its keys.
@@ -105,22 +148,14 @@ func TestClusterExtrasMatchOneHost(t *testing.T) {
 			"--save-partial", filepath.Join(dir, "part.bin")}
 	}
 	cfg := mock.Config{TTFT: 3 * time.Millisecond, ITL: 2 * time.Millisecond, PrefixCache: mock.PrefixCacheGlobal}
-	singleDir, clusterDir := t.TempDir(), t.TempDir()
-	single, err := benchtest.ParseArgs(args(startTinyMock(t, cfg), singleDir), benchtest.NoEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var singleOut, singleErr bytes.Buffer
-	if err := Run(context.Background(), single, &singleOut, &singleErr); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, singleOut.String(), singleErr.String())
-	}
 	const size = 3
-	stdout, stderr := runAgents(t, size, args(startTinyMock(t, cfg), clusterDir))
+	r := oneHostAndAgents(t, cfg, size, args)
+	single, singleDir, clusterDir, stdout, stderr := r.single, r.singleDir, r.clusterDir, r.stdout, r.stderr
 
 	// The same blocks and lines, in the same order.
 	markers := []string{"Starting profiler...", "Serving Benchmark Result", "Probe requests completed:",
 		report.TrimmedTitle, "Steady State", "Stopping profiler...", "Timeline plot saved to:", "Report saved to:"}
-	for name, out := range map[string]string{"one host": singleOut.String(), "cluster": stdout} {
+	for name, out := range map[string]string{"one host": r.singleOut, "cluster": stdout} {
 		at := -1
 		for _, m := range markers {
 			i := strings.Index(out, m)
@@ -184,14 +219,7 @@ func TestClusterExtrasMatchOneHost(t *testing.T) {
 	}
 
 	// The steady state and the trimmed block are the merged records'.
-	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(clusterDir, "part.bin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.MergePartials(parts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mergedPartials(t, clusterDir)
 	if oneSC.SteadyState == nil || sc.SteadyState == nil {
 		t.Fatalf("steady state: cluster %+v, one host %+v", sc.SteadyState, oneSC.SteadyState)
 	}
@@ -326,5 +354,85 @@ func TestClusterFrontEnds(t *testing.T) {
 		if fe.URL != urls[i]+"/v1/completions" || fe.Completed != n/2 {
 			t.Errorf("front end %d: %s completed %d; want %d", i, fe.URL, fe.Completed, n/2)
 		}
+	}
+}
+
+// TestClusterPerTokenITL: --per-token-itl over three agents against a mock
+// sending three tokens per chunk. Agent 0's block and sidecar give the
+// figures recomputed from the agents' saved partials, merged (every
+// request's chunk tokens carried exactly), and `stampede merge` prints
+// the same block; the counts are those of one host's run of the same
+// seed, whose timings differ only by the machine's noise.
+func TestClusterPerTokenITL(t *testing.T) {
+	const n, size = 24, 3
+	cfg := mock.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond, TokensPerChunk: 3}
+	args := func(srv *mock.Server, dir string) []string {
+		return []string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer, "--disable-tqdm", "--model", "mock-llm",
+			"--dataset-name", "random", "--num-prompts", fmt.Sprint(n), "--random-input-len", "16", "--random-output-len", "10",
+			"--request-rate", "inf", "--max-concurrency", "6", "--seed", "4", "--per-token-itl",
+			"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json",
+			"--save-partial", filepath.Join(dir, "part.bin")}
+	}
+	r := oneHostAndAgents(t, cfg, size, args)
+	singleDir, clusterDir, stdout := r.singleDir, r.clusterDir, r.stdout
+
+	_, block, found := strings.Cut(stdout, "="+report.PerTokenTitle)
+	if !found {
+		t.Fatalf("agent 0 printed no per-token block:\n%s", stdout)
+	}
+	m := mergedPartials(t, clusterDir)
+	want := metrics.ComputePerToken(m.Data.Results, m.Options.Percentiles)
+	if want == nil || want.Requests != n || want.Counted != n {
+		t.Fatalf("the merged partials' per-token figures %+v, want %d counted requests", want, n)
+	}
+	sc, _ := sidecarOf(t, filepath.Join(clusterDir, "run.stampede.json"))
+	p := sc.PerToken
+	if p == nil {
+		t.Fatal("no per_token in agent 0's sidecar")
+	}
+	if p.Requests != want.Requests || p.Counted != want.Counted || p.Samples != want.Samples ||
+		p.ITLPerToken.MeanMs != want.ITL.MeanMs || p.ITLPerToken.MedianMs != want.ITL.MedianMs ||
+		p.TokensPerChunk.Tokens != want.TokensPerChunk.Tokens || p.TokensPerChunk.Chunks != want.TokensPerChunk.Chunks {
+		t.Errorf("agent 0's per_token %+v is not the merged partials' %+v", p, want)
+	}
+	summary, err := metrics.Compute(&m.Data, m.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recomputed bytes.Buffer
+	if err := report.WritePerToken(&recomputed, want, summary.ITL); err != nil {
+		t.Fatal(err)
+	}
+	if _, wantBlock, _ := strings.Cut(recomputed.String(), "="+report.PerTokenTitle); block != wantBlock {
+		t.Errorf("agent 0's per-token block\n%s\nrecomputed from the partials\n%s", block, wantBlock)
+	}
+	if len(p.PerRequest) != n {
+		t.Errorf("per_request has %d requests, want %d", len(p.PerRequest), n)
+	}
+
+	// `stampede merge` of the saved partials prints the same block.
+	m.Params.SaveResult, m.Params.AppendResult = false, false
+	var merged bytes.Buffer
+	if _, err := cluster.WriteMerged(&merged, new(bytes.Buffer), m, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, mergedBlock, _ := strings.Cut(merged.String(), "="+report.PerTokenTitle); mergedBlock != block {
+		t.Errorf("stampede merge's per-token block\n%s\nagent 0's\n%s", mergedBlock, block)
+	}
+
+	// One host's run of the same seed: the same requests, chunks and
+	// tokens, the same number of per-token samples.
+	one, _ := sidecarOf(t, filepath.Join(singleDir, "run.stampede.json"))
+	o := one.PerToken
+	if o == nil {
+		t.Fatal("no per_token in one host's sidecar")
+	}
+	a, _ := json.Marshal([]any{o.Requests, o.Counted, o.Fallback, o.Samples, o.TokensPerChunk.Histogram, o.TokensPerChunk.P50, len(o.PerRequest)})
+	b, _ := json.Marshal([]any{p.Requests, p.Counted, p.Fallback, p.Samples, p.TokensPerChunk.Histogram, p.TokensPerChunk.P50, len(p.PerRequest)})
+	if !bytes.Equal(a, b) {
+		t.Errorf("cluster's counts %s, one host's %s", b, a)
+	}
+	if !slices.ContainsFunc(p.TokensPerChunk.Histogram, func(c metrics.TokenCount) bool { return c.Tokens == 3 }) {
+		t.Errorf("no chunk of three tokens: %+v", p.TokensPerChunk.Histogram)
 	}
 }

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"fmt"
-
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -25,16 +23,5 @@ func (r *run) perToken(results []metrics.RequestResult, s *metrics.Summary) (*re
 	if !r.cfg.PerTokenITL {
 		return nil, nil
 	}
-	p := metrics.ComputePerToken(results, r.cfg.SelectedPercentiles)
-	var account *report.SidecarPerToken
-	if p != nil {
-		account = report.NewSidecarPerToken(p, s.ITL)
-		if r.cfg.SaveDetailed {
-			account.PerRequest = report.NewSidecarRequestTokens(results)
-		}
-		if note := report.PerTokenNote(p); note != "" {
-			fmt.Fprintln(r.stderr, "per-token ITL: "+note+".")
-		}
-	}
-	return account, report.WritePerToken(r.stdout, p, s.ITL)
+	return report.PerTokenOutputs(r.stdout, r.stderr, results, r.cfg.SelectedPercentiles, s.ITL, r.cfg.SaveDetailed)
 }

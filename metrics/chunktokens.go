@@ -171,3 +171,16 @@ func (c ChunkTokens) Counts() []int {
 	}
 	return out
 }
+
+// CountedChunkTokens is a counted request's ChunkTokens holding counts,
+// one per token event, as a partial result carries them (bench/cluster):
+// counts is kept, not copied, and must not change afterwards.
+func CountedChunkTokens(counts []uint16) ChunkTokens {
+	a := &tokenArena{n: len(counts)}
+	for len(counts) > tokenChunkLen {
+		a.chunks = append(a.chunks, counts[:tokenChunkLen:tokenChunkLen])
+		counts = counts[tokenChunkLen:]
+	}
+	a.chunks = append(a.chunks, counts)
+	return ChunkTokens{State: RunningCounted, arena: a, n: a.n}
+}

@@ -95,6 +95,27 @@ func TestTokenArenaSpansChunks(t *testing.T) {
 	}
 }
 
+// TestCountedChunkTokens: counts handed over whole (a partial's) read
+// back in order, across the arena's chunk size too.
+func TestCountedChunkTokens(t *testing.T) {
+	for _, n := range []int{1, 7, tokenChunkLen, 2*tokenChunkLen + 5} {
+		counts := make([]uint16, n)
+		for i := range counts {
+			counts[i] = uint16(i % 11)
+		}
+		ct := CountedChunkTokens(counts)
+		got := ct.Counts()
+		if ct.State != RunningCounted || ct.Len() != n || len(got) != n {
+			t.Fatalf("%d counts: state %v, %d back", n, ct.State, len(got))
+		}
+		for i, v := range got {
+			if v != i%11 {
+				t.Fatalf("%d counts: count %d is %d, want %d", n, i, v, i%11)
+			}
+		}
+	}
+}
+
 // perTokenOracle computes one counted request's per-token samples another
 // way: the k tokens of an event are spread evenly over the time since the
 // event that carried the previous token, each token getting its own

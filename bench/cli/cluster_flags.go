@@ -37,16 +37,13 @@ const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
 const jobCompletionIndex = "JOB_COMPLETION_INDEX"
 
 // clusterUnsupported are the options a cluster run cannot carry out
-// exactly, each with the reason; a cluster of one runs them all. Every
-// other extra runs on the merged records as on one host
+// exactly, each with the reason; a cluster of one runs them all. There is
+// none today: every extra runs on the merged records as on one host
 // (docs/cluster.md, "What the agents carry").
 var clusterUnsupported = []struct {
 	flag, why string
 	set       func(c *plan.Plan) bool
-}{
-	{"--per-token-itl", "the partial results do not carry the tokens of each chunk that its per-token ITL counts",
-		func(c *plan.Plan) bool { return c.PerTokenITL }},
-}
+}{}
 
 // resolveCluster checks the cluster options and takes the index from
 // $JOB_COMPLETION_INDEX when --cluster-index is not given.

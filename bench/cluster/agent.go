@@ -59,12 +59,13 @@ type Auth struct {
 }
 
 // Join registers this agent (index of size) for the run of numRequests
-// requests that auth identifies. Agent 0 listens where coordinator points
+// requests that auth identifies, once its open-files limit holds the
+// streams (ShareStreams) its share opens at most. Agent 0 listens where coordinator points
 // on this host, registers the others, measures their clocks and announces
 // a start far enough ahead (plus extraLead); every other agent connects
 // to it and receives that start. Progress, and every connection agent 0
 // drops, go to stderr.
-func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
+func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests, streams int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
 	if coordinator == "" {
 		// Only serve launches --cluster-local's agents; the commands that
 		// run benchmarks of their own (sweep, slo, rerun, multiturn) reach
@@ -76,6 +77,13 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 	// limit: the hard one, whatever soft limit it was started with.
 	if err := RaiseOpenFiles(); err != nil {
 		fmt.Fprintf(stderr, "stampede: agent %d: %v; this agent holds no more sockets than its soft limit\n", index, err)
+	}
+	// A share that does not fit fails here, before registering, rather
+	// than as refused connections in the middle of the run.
+	if soft, hard, err := OpenFilesLimit(); err != nil {
+		return nil, err
+	} else if err := checkShareOpenFiles(size, index, streams, soft, hard); err != nil {
+		return nil, err
 	}
 	s := &Session{size: size, index: index, timeout: timeout}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
@@ -192,7 +200,7 @@ func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness floa
 const digestFlags = "--backend, --model, --num-prompts, --request-rate, --burstiness, --max-concurrency, --ramp-up-*"
 
 // statisticsFlags name the settings StatisticsDigest covers beside them.
-const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed, --server-urls"
+const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, --breakdown, --save-detailed, --server-urls, --per-token-itl"
 
 // RunDigest identifies a run for the agents' registration by what changes
 // its requests or their schedule, and nothing else: the backend, the

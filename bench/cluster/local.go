@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -100,26 +101,71 @@ func RaiseOpenFiles() error {
 	return nil
 }
 
-// checkOpenFiles refuses a share of streams that one agent's open-files
-// hard limit cannot hold, naming what one agent can hold and the cluster
-// size that would fit.
+// checkOpenFiles refuses, before any agent starts, a share of streams
+// that one agent's open-files hard limit cannot hold.
 func checkOpenFiles(size, streams int, hard uint64) error {
-	if streams <= 0 || hard == unix.RLIM_INFINITY {
-		return nil
+	if tail := openFilesShortfall(size, streams, hard, "hard"); tail != "" {
+		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-local: each of the %d agents would hold %d streams at once, %s", size, streams, tail)}
 	}
-	holds := int64(hard) - openFilesReserve
+	return nil
+}
+
+// checkShareOpenFiles refuses agent index's own share of streams when its
+// open-files limit in force (soft, once RaiseOpenFiles lifted it to the
+// hard one) cannot hold it: every agent checks, wherever it was started
+// from (a Kubernetes Job's pod as well as --cluster-local's launcher).
+func checkShareOpenFiles(size, index, streams int, soft, hard uint64) error {
+	kind := "hard"
+	if soft < hard {
+		kind = "soft"
+	}
+	if tail := openFilesShortfall(size, streams, soft, kind); tail != "" {
+		return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d: agent %d would hold %d streams at once, %s", size, index, streams, tail)}
+	}
+	return nil
+}
+
+// openFilesShortfall says why streams in each of size agents do not fit
+// an open-files limit (kind: "hard" or "soft"), naming what one agent
+// can hold and the cluster size that would fit; "" when they fit.
+func openFilesShortfall(size, streams int, limit uint64, kind string) string {
+	if streams <= 0 || limit == unix.RLIM_INFINITY {
+		return ""
+	}
+	holds := int64(limit) - openFilesReserve
 	if int64(streams) <= holds {
-		return nil
+		return ""
 	}
 	total := streams * size
 	need := size
 	if holds > 0 {
 		need = int((int64(total) + holds - 1) / holds)
 	}
-	return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-local: each of the %d agents would hold %d streams at once, "+
-		"but one agent holds at most %d (its open-files hard limit %d, less %d for its own files): "+
+	return fmt.Sprintf("but one agent holds at most %d (its open-files %s limit %d, less %d for its own files): "+
 		"use --cluster-size %d or more, or raise the hard limit (ulimit -Hn, as root)",
-		size, streams, max(holds, 0), hard, openFilesReserve, max(need, size+1))}
+		max(holds, 0), kind, limit, openFilesReserve, max(need, size+1))
+}
+
+// ShareStreams is the most streams an agent holds at once: its requests,
+// under its share of --max-concurrency when there is one (concurrency >
+// 0), or all of them when all are sent at once; 0 when a finite rate
+// without a cap leaves it to the server's pace.
+func ShareStreams(requests, concurrency int, rate float64) int {
+	switch {
+	case concurrency > 0:
+		return min(concurrency, requests)
+	case math.IsInf(rate, 1):
+		return requests
+	}
+	return 0
+}
+
+// AgentStreams is ShareStreams for agent p.AgentIndex of the plan's run
+// (the launcher's plan is agent 0's, whose share is the largest).
+func AgentStreams(p *plan.Plan) int {
+	size := max(p.ClusterSize, 1)
+	requests := (p.NumPrompts - p.AgentIndex + size - 1) / size
+	return ShareStreams(requests, p.AgentConcurrency(), p.RequestRate)
 }
 
 // SplitCPUs gives each of n agents its CPUs: with n ≤ len(cpus), runs of
@@ -165,15 +211,25 @@ func AffinityCPUs() ([]int, error) {
 	return cpus, nil
 }
 
-// freeLoopbackPort is a TCP port free on 127.0.0.1 when asked: agent 0
-// listens on it a moment later.
-func freeLoopbackPort() (int, error) {
+// coordinatorFDEnv names, in agent 0's environment, the descriptor of the
+// listening socket --cluster-local's launcher opened for it: the port is
+// held from the moment it is chosen until agent 0 accepts on it, so no
+// other process can take it in between (listenCoordinator).
+const coordinatorFDEnv = "STAMPEDE_COORDINATOR_FD"
+
+// coordinatorListener is a listening socket on a free loopback port, for
+// agent 0 to inherit, and its address.
+func coordinatorListener() (*os.File, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port on 127.0.0.1 for the agents: %w", err)
+		return nil, "", fmt.Errorf("listening on a free port on 127.0.0.1 for the agents: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	defer ln.Close() // the file is a descriptor of its own
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return nil, "", fmt.Errorf("handing the agents' port to agent 0: %w", err)
+	}
+	return f, ln.Addr().String(), nil
 }
 
 // NewClusterToken is a fresh secret for one launch: 32 random bytes, hex.
@@ -217,15 +273,17 @@ func (l *Local) Run() ([]AgentExit, error) {
 	} else if err := checkOpenFiles(l.Size, l.Streams, hard); err != nil {
 		return nil, err
 	}
-	port, err := freeLoopbackPort()
-	if err != nil {
-		return nil, err
-	}
 	token, err := NewClusterToken()
 	if err != nil {
 		return nil, err
 	}
-	coordinator := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	listener, coordinator, err := coordinatorListener()
+	if err != nil {
+		return nil, err
+	}
+	// Once agent 0 holds its copy, the launcher's goes: an agent 0 that
+	// ended must leave the port refusing, not accepting into a backlog.
+	defer listener.Close()
 	// The secret reaches the agents through the environment, which ps
 	// does not show; the last value of a variable is the one in force.
 	env := append(append([]string(nil), l.Env...), clusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
@@ -238,6 +296,9 @@ func (l *Local) Run() ([]AgentExit, error) {
 		cmd.Env = env
 		if i == 0 {
 			cmd.Stdout = l.Stdout
+			// The listener is the first of ExtraFiles: descriptor 3.
+			cmd.ExtraFiles = []*os.File{listener}
+			cmd.Env = append(env[:len(env):len(env)], coordinatorFDEnv+"=3")
 		}
 		cmd.Stderr = &prefixWriter{out: errs, prefix: []byte("agent " + strconv.Itoa(i) + ": "), start: true}
 		// In a process group of their own, so that a terminal's Ctrl-C
@@ -253,6 +314,9 @@ func (l *Local) Run() ([]AgentExit, error) {
 			return nil, fmt.Errorf("starting agent %d: %w", i, err)
 		}
 		agents[i] = a
+		if i == 0 {
+			listener.Close()
+		}
 	}
 	go l.forward(agents, stop)
 	go l.endTogether(agents, errs, stop)

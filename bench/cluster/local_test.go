@@ -2,9 +2,13 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -23,11 +27,47 @@ import (
 // and ends as its index's part of the test says.
 const fakeAgentEnv = "STAMPEDE_CLUSTER_FAKE_AGENT"
 
+// lowLimitEnv makes the test binary an agent that joins a cluster with
+// its open-files limit lowered first (limitedAgent).
+const lowLimitEnv = "STAMPEDE_CLUSTER_LOW_LIMIT"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeAgentEnv); mode != "" {
 		os.Exit(fakeAgent(mode, os.Args[1:]))
 	}
+	if spec := os.Getenv(lowLimitEnv); spec != "" {
+		os.Exit(limitedAgent(spec))
+	}
 	os.Exit(m.Run())
+}
+
+// limitedAgent sets its open-files limit to soft and hard, then joins
+// agent 0 at coordinator as agent index of 3 with a share of streams
+// (spec: "soft hard index streams coordinator"). It prints Join's error
+// and ends with 2 for a usage error, 1 for another.
+func limitedAgent(spec string) int {
+	var soft, hard uint64
+	var index, streams int
+	var coordinator string
+	if _, err := fmt.Sscan(spec, &soft, &hard, &index, &streams, &coordinator); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft, Max: hard}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := Join(context.Background(), coordinator, 3, index, Auth{}, 30, streams, 5*time.Second, 0, io.Discard)
+	if err == nil {
+		s.Close()
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, err)
+	var usage *py.UsageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	return 1
 }
 
 // fakeAgent prints on stdout its index, coordinator, token length and
@@ -49,6 +89,13 @@ func fakeAgent(mode string, args []string) int {
 	cpus, _ := AffinityCPUs()
 	fmt.Printf("index=%d coordinator=%s token=%d local=%s tqdm=%v cpus=%v args0=%s\n", index, coordinator,
 		len(os.Getenv(clusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
+	listener := "none"
+	if fd, err := strconv.Atoi(os.Getenv(coordinatorFDEnv)); err == nil {
+		if ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener")); err == nil {
+			listener = ln.Addr().String()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "listener %s\n", listener)
 	fmt.Fprintf(os.Stderr, "hello from %d\nno newline", index)
 	switch mode {
 	case "wait":
@@ -124,7 +171,19 @@ func TestLocalAgents(t *testing.T) {
 	if !strings.Contains(out, "cpus="+want+" ") {
 		t.Errorf("agent 0 runs on %q, want cpus=%s", out, want)
 	}
+	// Agent 0 alone inherits the listening socket on the coordinator's
+	// port; the launcher closed its own.
 	errs := stderr.String()
+	coordinator := strings.Fields(strings.SplitN(out, "coordinator=", 2)[1])[0]
+	for i, want := range []string{coordinator, "none", "none"} {
+		if line := fmt.Sprintf("agent %d: listener %s\n", i, want); !strings.Contains(errs, line) {
+			t.Errorf("stderr lacks %q:\n%s", line, errs)
+		}
+	}
+	if conn, err := net.Dial("tcp", coordinator); err == nil {
+		conn.Close()
+		t.Errorf("%s still accepts once every agent ended", coordinator)
+	}
 	for i := range 3 {
 		for _, line := range []string{fmt.Sprintf("agent %d: hello from %d\n", i, i), fmt.Sprintf("agent %d: no newline\n", i)} {
 			if !strings.Contains(errs, line) {
@@ -211,6 +270,75 @@ func TestCheckOpenFiles(t *testing.T) {
 	}
 	if err := checkOpenFiles(2, 1<<30, unix.RLIM_INFINITY); err != nil {
 		t.Errorf("no limit: %v", err)
+	}
+}
+
+// TestAgentChecksItsShare runs agents whose open-files limit is lowered
+// to 200: agent 1 and agent 0 with 500 streams each fail at once with the
+// launcher's words, agent 1 before it connects to agent 0; a share that
+// fits, or a low soft limit the agent lifts to a hard one that fits,
+// goes on to connect.
+func TestAgentChecksItsShare(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hard, err := OpenFilesLimit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hard < 1000 {
+		t.Skipf("the open-files hard limit %d leaves no room to lift a soft one", hard)
+	}
+	agent := func(coordinator string, soft, hard uint64, index, streams int) (int, string) {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d %s", lowLimitEnv, soft, hard, index, streams, coordinator))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), stderr.String()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	coordinator := ln.Addr().String()
+	const refusal = "would hold 500 streams at once, but one agent holds at most 100 (its open-files hard limit 200, less 100 for its own files): " +
+		"use --cluster-size 15 or more, or raise the hard limit (ulimit -Hn, as root)"
+	for _, index := range []int{1, 0} {
+		status, stderr := agent(coordinator, 200, 200, index, 500)
+		if want := fmt.Sprintf("--cluster-size 3: agent %d %s", index, refusal); status != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("agent %d, 500 streams in 200 files: status %d, %q; want 2 and %q", index, status, stderr, want)
+		}
+	}
+	// Agent 1 did not connect: a connection would be waiting already.
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if conn, err := ln.Accept(); err == nil {
+		conn.Close()
+		t.Error("agent 1 connected to agent 0 with a share it cannot hold")
+	}
+	for _, tc := range []struct {
+		name       string
+		soft, hard uint64
+		streams    int
+	}{
+		{"a share that fits", 200, 200, 50},
+		{"a soft limit lifted", 200, hard, 500},
+	} {
+		ln.(*net.TCPListener).SetDeadline(time.Time{})
+		accepted := make(chan error, 1)
+		go func() {
+			conn, err := ln.Accept()
+			if err == nil {
+				conn.Close() // no challenge: the agent's Join fails
+			}
+			accepted <- err
+		}()
+		status, stderr := agent(coordinator, tc.soft, tc.hard, 1, tc.streams)
+		if err := <-accepted; err != nil || status != 1 || strings.Contains(stderr, "would hold") {
+			t.Errorf("%s: accept %v, agent status %d, %q; want it to connect", tc.name, err, status, stderr)
+		}
 	}
 }
 

@@ -23,9 +23,10 @@ type MergedRun struct {
 	Data    metrics.RunData
 	Params  *pyout.ReportParams
 	Options metrics.ComputeOptions
-	// Breakdown asks for the --breakdown block.
-	Breakdown bool
-	Cancelled bool
+	// Breakdown asks for the --breakdown block, PerTokenITL for the
+	// --per-token-itl block.
+	Breakdown, PerTokenITL bool
+	Cancelled              bool
 	// Agents holds each partial's header, by cluster index.
 	Agents []PartialHeader
 	// RequestIDs and ExpectedOutputLens are by request index: the
@@ -86,7 +87,7 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 		return nil, err
 	}
 	params.RPSChangeEvents = lead.RPSChangeEvents
-	m := &MergedRun{Params: params, Breakdown: lead.Settings.Breakdown}
+	m := &MergedRun{Params: params, Breakdown: lead.Settings.Breakdown, PerTokenITL: lead.Settings.PerTokenITL}
 	m.Options = metrics.ComputeOptions{
 		Pooling: lead.Settings.Pooling, Percentiles: lead.Settings.Percentiles, Goodput: lead.Settings.Goodput,
 		ClientQueue: lead.Settings.ClientQueue, QueueInclusiveE2EL: lead.Settings.QueueInclusiveE2EL,
@@ -210,7 +211,7 @@ func ExpandPartialPaths(paths []string) ([]string, error) {
 }
 
 // WriteMerged prints a merged run as a single run prints it (warnings on
-// stderr, Python's block, the --breakdown block) with the cluster's clock
+// stderr, Python's block, the --breakdown and --per-token-itl blocks) with the cluster's clock
 // figures on stderr, and saves the result JSON and its sidecar as the
 // run's flags asked; now gives the result's date.
 func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcome.Outcome, error) {
@@ -227,6 +228,12 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcom
 	breakdown := metrics.ComputeBreakdown(m.Data.Results, m.Options.Percentiles)
 	if m.Breakdown {
 		if err := report.WriteBreakdown(stdout, breakdown); err != nil {
+			return nil, err
+		}
+	}
+	var perToken *report.SidecarPerToken
+	if m.PerTokenITL {
+		if perToken, err = report.PerTokenOutputs(stdout, stderr, m.Data.Results, m.Options.Percentiles, summary.ITL, m.Params.SaveDetailed); err != nil {
 			return nil, err
 		}
 	}
@@ -252,7 +259,7 @@ func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcom
 		return out, fmt.Errorf("saving results to %s: %w", name, err)
 	}
 	out.Files = append(out.Files, name)
-	sc := &report.Sidecar{Version: report.SidecarVersion, Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed)}
+	sc := &report.Sidecar{Version: report.SidecarVersion, Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed), PerToken: perToken}
 	m.Account(sc)
 	m.accountRequests(sc, summary)
 	if err := report.SaveSidecar(report.SidecarPath(name), sc, p.AppendResult); err != nil {

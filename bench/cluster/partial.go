@@ -48,13 +48,20 @@ import (
 //	  counted                             uvarint, only with partialCounted
 //	  audio                               8 bytes, float64 bits little-endian, only with Settings.AudioSeconds
 //	  gaps                                uvarint count, then each gap as a varint (ns)
+//	  running usage                       only with partialRunning: the state as one byte
+//	                                      (metrics.RunningUsage); when counted, the tokens
+//	                                      of each token event as runs: uvarint count, then
+//	                                      each run's tokens and length as uvarints, the
+//	                                      lengths adding up to one more than the gaps
 //	probes     uvarint count, then that many records as above: the side
 //	           probes' results (agent 0's alone sends them)
 //
 // Varints are encoding/binary's (zig-zag for the signed ones). Version 1
 // lacked the request id, the expected output, what the server said, the
 // reasoning and the probes; it is refused, since a merge without them
-// would leave the sidecar's errors, usage and reasoning wrong.
+// would leave the sidecar's errors, usage and reasoning wrong. The running
+// usage (--per-token-itl) came within version 2, before its release: a
+// partial without it reads as one without the option.
 const (
 	partialMagic = "stampede-partial\n"
 	// PartialVersion is the format's version; a reader refuses another.
@@ -73,6 +80,7 @@ const (
 	partialText
 	partialCounted
 	partialReasoning
+	partialRunning
 )
 
 // Partial is one agent's share of a run.
@@ -150,6 +158,8 @@ type PartialSettings struct {
 	AudioSeconds       bool                `json:"audio_seconds"`
 	// Breakdown prints the --breakdown block after Python's.
 	Breakdown bool `json:"breakdown"`
+	// PerTokenITL prints the --per-token-itl block after it.
+	PerTokenITL bool `json:"per_token_itl,omitempty"`
 	// FrontEnds are --server-urls' front ends (request i goes to the one
 	// at i mod their count), so that every agent sends each request where
 	// agent 0's per-front-end account places it; nil without the option.
@@ -295,6 +305,9 @@ func appendRecord(b []byte, r *PartialRecord, audio bool) []byte {
 	if r.Reasoning != (metrics.Reasoning{}) {
 		flags |= partialReasoning
 	}
+	if r.ChunkTokens.State != metrics.RunningUntracked {
+		flags |= partialRunning
+	}
 	b = binary.AppendUvarint(b, uint64(r.Index))
 	b = append(b, flags)
 	b = appendString(b, r.RequestID)
@@ -332,6 +345,33 @@ func appendRecord(b []byte, r *PartialRecord, audio bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.ITLNs)))
 	for _, g := range r.ITLNs {
 		b = binary.AppendVarint(b, g)
+	}
+	if flags&partialRunning != 0 {
+		b = appendChunkTokens(b, r.ChunkTokens)
+	}
+	return b
+}
+
+// appendChunkTokens appends a request's running usage: its state, and for
+// a counted one its tokens per event as runs of equal counts. Most events
+// carry the same count (one token, or a speculative decoder's usual
+// batch), so a 1,000-event stream mostly takes a few bytes.
+func appendChunkTokens(b []byte, ct metrics.ChunkTokens) []byte {
+	b = append(b, byte(ct.State))
+	if ct.State != metrics.RunningCounted {
+		return b
+	}
+	var runs []uint64 // tokens, length, tokens, length, …
+	for k := range ct.All() {
+		if n := len(runs); n > 0 && runs[n-2] == uint64(k) {
+			runs[n-1]++
+			continue
+		}
+		runs = append(runs, uint64(k), 1)
+	}
+	b = binary.AppendUvarint(b, uint64(len(runs)/2))
+	for _, v := range runs {
+		b = binary.AppendUvarint(b, v)
 	}
 	return b
 }
@@ -508,7 +548,7 @@ func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
 		return r
 	}
 	flags := flagByte[0]
-	if flags >= partialReasoning<<1 {
+	if flags >= partialRunning<<1 {
 		pr.fail(fmt.Sprintf("unknown flags %#x", flags))
 	}
 	r.Success = flags&partialSuccess != 0
@@ -558,5 +598,49 @@ func readRecord(pr *partialReader, h *PartialHeader) PartialRecord {
 			r.ITLNs[j] = pr.varint()
 		}
 	}
+	if flags&partialRunning != 0 {
+		r.ChunkTokens = readChunkTokens(pr, len(r.ITLNs)+1)
+	}
 	return r
+}
+
+// readChunkTokens reads a request's running usage; events is its number
+// of token events (its gaps and one), which a counted one's runs must add
+// up to, so that a short run can neither announce more counts than its
+// gaps have bytes nor leave an event uncounted.
+func readChunkTokens(pr *partialReader, events int) metrics.ChunkTokens {
+	b := pr.bytes(1)
+	if pr.err != nil {
+		return metrics.ChunkTokens{}
+	}
+	state := metrics.RunningUsage(b[0])
+	switch state {
+	case metrics.RunningCounted:
+	case metrics.RunningMissing, metrics.RunningInvalid:
+		return metrics.ChunkTokens{State: state}
+	default:
+		pr.fail(fmt.Sprintf("unknown running usage state %d", b[0]))
+		return metrics.ChunkTokens{}
+	}
+	runs := pr.uvarint(uint64(events))
+	counts := make([]uint16, 0, events)
+	for range runs {
+		tokens := pr.uvarint(math.MaxUint16)
+		length := pr.uvarint(uint64(events - len(counts)))
+		if pr.err != nil {
+			return metrics.ChunkTokens{}
+		}
+		if length == 0 {
+			pr.fail("a run of no token events")
+			return metrics.ChunkTokens{}
+		}
+		for range length {
+			counts = append(counts, uint16(tokens))
+		}
+	}
+	if len(counts) != events {
+		pr.fail(fmt.Sprintf("tokens of %d token events for %d", len(counts), events))
+		return metrics.ChunkTokens{}
+	}
+	return metrics.CountedChunkTokens(counts)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,8 @@ func FuzzParsePartial(f *testing.F) {
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings},
 		Records: []PartialRecord{
 			{RequestResult: metrics.RequestResult{Index: 1, Success: true, GeneratedText: "hi", ITLNs: []int64{5, -3, 1 << 40},
-				Breakdown: metrics.Breakdown{Known: true, NewConn: true, ConnectNs: 3}}, Counted: 2, AudioSec: 1.5},
+				Breakdown:   metrics.Breakdown{Known: true, NewConn: true, ConnectNs: 3},
+				ChunkTokens: metrics.ChunkTokens{State: metrics.RunningMissing}}, Counted: 2, AudioSec: 1.5},
 			{RequestResult: metrics.RequestResult{Index: 3, Error: "boom"}, Counted: -1},
 		},
 	}
@@ -77,7 +79,8 @@ func FuzzParsePartial(f *testing.F) {
 	f.Add(raw[:len(raw)/2])
 	f.Add([]byte(partialMagic))
 	// Version 2's fields: what the server said, the reasoning, the
-	// request's id, the probes, the fingerprint and the RTTs.
+	// request's id, the probes, the fingerprint, the RTTs and the tokens
+	// of each chunk.
 	buf.Reset()
 	if err := WritePartial(&buf, richPartial()); err != nil {
 		f.Fatal(err)
@@ -87,6 +90,24 @@ func FuzzParsePartial(f *testing.F) {
 	}
 	f.Add(raw)
 	f.Add(raw[:len(raw)-3])
+	// A stream of many chunks of three tokens and a short last one, as
+	// runs: a long run from a few bytes, held to the gaps' count.
+	gaps := make([]int64, 999)
+	counts := make([]uint16, 1000)
+	for i := range counts {
+		counts[i] = 3
+	}
+	counts[999] = 1
+	long := richPartial()
+	long.Records[0].ITLNs, long.Records[0].ChunkTokens = gaps, metrics.CountedChunkTokens(counts)
+	buf.Reset()
+	if err := WritePartial(&buf, long); err != nil {
+		f.Fatal(err)
+	}
+	if raw, err = ReadPartialBytes(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePartial(data)
 		if err != nil {
@@ -191,6 +212,7 @@ func TestPartialPaths(t *testing.T) {
 func richPartial() *Partial {
 	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai-chat", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 	settings.FrontEnds = []string{"http://a/v1/chat/completions", "http://b/v1/chat/completions"}
+	settings.PerTokenITL = true
 	return &Partial{
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings, URL: "http://a/v1/chat/completions",
 			Fingerprint: &report.Fingerprint{Server: map[string]string{"version": "0.11"}, Client: map[string]string{"host": "h0", "stampede": "v1"}},
@@ -198,7 +220,8 @@ func richPartial() *Partial {
 		Records: []PartialRecord{
 			{RequestResult: metrics.RequestResult{Index: 0, Success: true, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 7, LatencyNs: 30,
 				ITLNs: []int64{10, 13}, ServerTokens: 3, ServerUsage: metrics.UsageChunk, HTTPStatus: 200,
-				Reasoning: metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
+				ChunkTokens: metrics.CountedChunkTokens([]uint16{0, 2, 1}),
+				Reasoning:   metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
 				Counted: -1, RequestID: "bench-0a1b2c3d-0", ExpectedOutputLen: 3},
 			{RequestResult: metrics.RequestResult{Index: 2, Error: "Internal Server Error", HTTPStatus: 500, ServerMessage: "out of memory"},
 				Counted: -1, RequestID: "bench-0a1b2c3d-2", ExpectedOutputLen: 9},
@@ -223,6 +246,43 @@ func TestPartialRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("read back\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestPartialChunkTokens: the tokens of each chunk travel as runs (a
+// thousand events of one token take four bytes), and runs that do not
+// add up to the record's token events, a run of none and an unknown
+// state are each named.
+func TestPartialChunkTokens(t *testing.T) {
+	ones := make([]uint16, 1000)
+	for i := range ones {
+		ones[i] = 1
+	}
+	b := appendChunkTokens(nil, metrics.CountedChunkTokens(ones))
+	if len(b) != 5 {
+		t.Errorf("1,000 events of one token take %d bytes: % x", len(b), b)
+	}
+	pr := &partialReader{b: b, part: "record 0"}
+	if got := readChunkTokens(pr, 1000); pr.err != nil || got.Len() != 1000 || slices.Max(got.Counts()) != 1 {
+		t.Errorf("read back %d counts, %v", got.Len(), pr.err)
+	}
+	for _, tc := range []struct {
+		name   string
+		b      []byte
+		events int
+		want   string
+	}{
+		{"too few", appendChunkTokens(nil, metrics.CountedChunkTokens([]uint16{3, 3, 3})), 4, "tokens of 3 token events for 4"},
+		{"too many", appendChunkTokens(nil, metrics.CountedChunkTokens([]uint16{3, 3, 3})), 2, "value 3 is above 2"},
+		{"empty run", []byte{byte(metrics.RunningCounted), 1, 3, 0}, 1, "a run of no token events"},
+		{"unknown state", []byte{9}, 1, "unknown running usage state 9"},
+		{"count too large", []byte{byte(metrics.RunningCounted), 1, 0x80, 0x80, 0x04, 1}, 1, "value 65536 is above 65535"},
+	} {
+		pr := &partialReader{b: tc.b, part: "record 0"}
+		readChunkTokens(pr, tc.events)
+		if pr.err == nil || !strings.Contains(pr.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, pr.err, tc.want)
+		}
 	}
 }
 

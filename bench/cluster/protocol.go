@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,15 +272,47 @@ func listenCoordinator(ctx context.Context, addr string, a Auth, size int, share
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", bind)
+	ln, err := inheritedListener(bind)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: agent 0 cannot listen on %s (--coordinator %s): %w", bind, addr, err)
+		return nil, err
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", bind); err != nil {
+			return nil, fmt.Errorf("cluster: agent 0 cannot listen on %s (--coordinator %s): %w", bind, addr, err)
+		}
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	return &coordinator{ln: ln, size: size, digest: a.Digest, statistics: a.Statistics, token: a.Token, nonce: newNonce(),
 		timeout: timeout, shares: shares, agents: make([]*agentConn, size), logf: logf}, nil
+}
+
+// inheritedListener is the listening socket --cluster-local's launcher
+// opened on bind and passed down (coordinatorFDEnv); nil when none was.
+// It is taken once: the variable is cleared, so that a later run of this
+// process listens anew and a child started from here inherits nothing.
+func inheritedListener(bind string) (net.Listener, error) {
+	value, ok := os.LookupEnv(coordinatorFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(coordinatorFDEnv)
+	fd, err := strconv.Atoi(value)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("cluster: $%s=%q: want the descriptor of agent 0's listening socket, 3 or more", coordinatorFDEnv, value)
+	}
+	f := os.NewFile(uintptr(fd), "coordinator listener")
+	ln, err := net.FileListener(f)
+	f.Close() // the listener holds a descriptor of its own
+	if err != nil {
+		return nil, fmt.Errorf("cluster: $%s=%d is no listening socket: %w", coordinatorFDEnv, fd, err)
+	}
+	if got := ln.Addr().String(); got != bind {
+		ln.Close()
+		return nil, fmt.Errorf("cluster: the listening socket of $%s=%d is on %s, not on %s where --coordinator points", coordinatorFDEnv, fd, got, bind)
+	}
+	return ln, nil
 }
 
 // Close closes the listener and every agent's connection.

@@ -6,10 +6,14 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stampede-bench/stampede/bench/internal/benchtest"
 )
@@ -183,6 +187,100 @@ func TestClockProbesAndStart(t *testing.T) {
 	// bound of the estimate.
 	if ck.OffsetNs > ck.ErrorBoundNs || -ck.OffsetNs > ck.ErrorBoundNs {
 		t.Errorf("offset %d ns outside its own bound ±%d ns on a single clock", ck.OffsetNs, ck.ErrorBoundNs)
+	}
+}
+
+// handOver is a listening socket on a free loopback port as the launcher
+// hands it to agent 0: its address, and $STAMPEDE_COORDINATOR_FD naming
+// a raw descriptor of it (this process's own, as if inherited).
+func handOver(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	ln.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(coordinatorFDEnv, strconv.Itoa(fd))
+	return ln.Addr().String()
+}
+
+// TestInheritedListener: with a listening socket handed over, its port is
+// held before agent 0 starts (no other process may listen on it), agent 0
+// accepts on that very socket, an agent that connected before agent 0 was
+// listening registers, and the variable is taken once.
+func TestInheritedListener(t *testing.T) {
+	addr := handOver(t)
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Fatalf("another listener took %s, which agent 0's socket holds", addr)
+	}
+	// Agent 1 connects first: the held socket's backlog keeps it.
+	done := join(t, addr, "k", hello(2, 1))
+	c, err := listenCoordinator(context.Background(), addr, Auth{Token: "k", Digest: "d", Statistics: "s"}, 2, make([]int, 2), 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.ln.Addr().String(); got != addr {
+		t.Fatalf("agent 0 listens on %s, want the handed-over %s", got, addr)
+	}
+	if _, ok := os.LookupEnv(coordinatorFDEnv); ok {
+		t.Errorf("$%s is still set once taken", coordinatorFDEnv)
+	}
+	if err := c.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.probeClocks(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.announce(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("agent 1: %v", err)
+	}
+}
+
+// TestInheritedListenerRefused: a variable that names no socket, or a
+// socket on another port than --coordinator's, is an error naming it.
+func TestInheritedListenerRefused(t *testing.T) {
+	listen := func(addr string) error {
+		c, err := listenCoordinator(context.Background(), addr, Auth{}, 2, make([]int, 2), time.Second, nil)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	t.Setenv(coordinatorFDEnv, "x")
+	if err := listen("127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), `$STAMPEDE_COORDINATOR_FD="x": want the descriptor`) {
+		t.Errorf("a variable of no number: %v", err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(coordinatorFDEnv, strconv.Itoa(fd))
+	if err := listen("127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "is no listening socket") {
+		t.Errorf("a plain file: %v", err)
+	}
+	addr := handOver(t)
+	other := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
+	if err := listen(other); err == nil || !strings.Contains(err.Error(), "is on "+addr+", not on "+other) {
+		t.Errorf("a socket on another port: %v", err)
 	}
 }
 

@@ -103,6 +103,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 
 	a.settings = NewPartialSettings(params, new(a.Options(nil)), c.Breakdown)
 	a.settings.FrontEnds = c.FrontEndURLs
+	a.settings.PerTokenITL = c.PerTokenITL
 	var warmLead time.Duration
 	if ec.WarmConnections {
 		warmLead = time.Duration(ec.MaxConcurrency+1) * WarmLeadPerConn
@@ -113,7 +114,8 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 			return err
 		}
 	}
-	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire),
+	streams := ShareStreams(len(share), ec.MaxConcurrency, c.RequestRate)
+	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire), streams,
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	"github.com/stampede-bench/stampede/metrics"
 
 	"github.com/stampede-bench/stampede/bench/outcome"
@@ -16,6 +18,11 @@ import (
 // expected output length.
 func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealth, size int, facts RequestFacts) []*Partial {
 	settings := NewPartialSettings(o.Params, &o.Options, breakdown)
+	// A run with --per-token-itl tracked every successful stream's running
+	// usage; the merge prints the block for such records.
+	settings.PerTokenITL = slices.ContainsFunc(o.Data.Results, func(r metrics.RequestResult) bool {
+		return r.ChunkTokens.State != metrics.RunningUntracked
+	})
 	n := 0
 	for _, r := range o.Data.Results {
 		n = max(n, r.Index+1)

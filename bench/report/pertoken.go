@@ -172,3 +172,22 @@ func WritePerToken(w io.Writer, p *metrics.PerTokenStats, chunkITL metrics.Stats
 	c.Rule()
 	return c.Flush()
 }
+
+// PerTokenOutputs is what --per-token-itl gives after Python's block, from
+// a run's records (a single host's, or a cluster's merged): the block on
+// stdout, what fell back on stderr, and the sidecar's account (with each
+// request's counts when detailed); chunkITL is Python's ITL.
+func PerTokenOutputs(stdout, stderr io.Writer, results []metrics.RequestResult, percentiles []float64, chunkITL metrics.Stats, detailed bool) (*SidecarPerToken, error) {
+	p := metrics.ComputePerToken(results, percentiles)
+	var account *SidecarPerToken
+	if p != nil {
+		account = NewSidecarPerToken(p, chunkITL)
+		if detailed {
+			account.PerRequest = NewSidecarRequestTokens(results)
+		}
+		if note := PerTokenNote(p); note != "" {
+			fmt.Fprintln(stderr, "per-token ITL: "+note+".")
+		}
+	}
+	return account, WritePerToken(stdout, p, chunkITL)
+}

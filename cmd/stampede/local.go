@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 
@@ -36,7 +35,7 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 	l := &cluster.Local{Exe: exe, Args: args, Env: os.Environ(), Size: cfg.ClusterSize, CPUs: cpus,
-		Streams: agentStreams(cfg), ProgressBar: !cfg.DisableTqdm, Stdout: stdout, Stderr: stderr, Signals: sigs}
+		Streams: cluster.AgentStreams(cfg), ProgressBar: !cfg.DisableTqdm, Stdout: stdout, Stderr: stderr, Signals: sigs}
 	exits, err := l.Run()
 	if err != nil {
 		return failed(stderr, err)
@@ -56,18 +55,4 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 		}
 	}
 	return exitOK
-}
-
-// agentStreams is the most streams one agent holds at once: its share of
-// --max-concurrency, or of every request when all are sent at once; 0
-// when a finite rate without a cap leaves it to the server's pace.
-func agentStreams(cfg *plan.Plan) int {
-	requests := (cfg.NumPrompts + cfg.ClusterSize - 1) / cfg.ClusterSize
-	if cfg.MaxConcurrency != nil {
-		return min(cfg.AgentConcurrency(), requests)
-	}
-	if math.IsInf(cfg.RequestRate, 1) {
-		return requests
-	}
-	return 0
 }
