@@ -374,7 +374,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		if r.cfg.MaxConcurrency > 0 {
 			open = min(open, r.cfg.MaxConcurrency)
 		}
-		defer holdMemory(open).release()
+		defer holdMemory(len(r.cfg.Requests), open).release()
 	}
 	if !r.cfg.StartAt.IsZero() {
 		// Cancelled while waiting: nothing is released (dispatch sees ctx).

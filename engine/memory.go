@@ -33,8 +33,8 @@ const (
 	// runMargin is the room for garbage between collections beside the
 	// streams' own: the loops' buffers, the schedule's and the ends'.
 	runMargin = 8 << 20
-	// runMemoryMin: runs of fewer open streams keep the GC's settings;
-	// their heap is a few MB.
+	// runMemoryMin: runs of fewer requests keep the GC's settings; their
+	// heap is a few MB.
 	runMemoryMin = 1024
 	// runMemoryTick: how often the limit follows the live heap.
 	runMemoryTick = 100 * time.Millisecond
@@ -56,12 +56,12 @@ var memoryHolds struct {
 	active bool // one run at a time holds the settings
 }
 
-// holdMemory sets the GC's settings for a run of open streams at once,
-// and starts following the live heap; release puts back what it found.
-// A second run overlapping the first holds nothing.
-func holdMemory(open int) *memoryHold {
+// holdMemory sets the GC's settings for a run of requests, open at
+// most at once, and starts following the live heap; release puts back
+// what it found. A second run overlapping the first holds nothing.
+func holdMemory(requests, open int) *memoryHold {
 	h := &memoryHold{}
-	if open < runMemoryMin {
+	if requests < runMemoryMin {
 		return h
 	}
 	memoryHolds.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// A run of many open streams turns the GC target off under a soft limit
+// A run of many requests turns the GC target off under a soft limit
 // above the live heap, a second overlapping run holds nothing, and the
 // first's release puts back what it found.
 func TestHoldMemorySetsAndRestores(t *testing.T) {
@@ -15,10 +15,10 @@ func TestHoldMemorySetsAndRestores(t *testing.T) {
 	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetMemoryLimit(oldLimit)
 
-	if h := holdMemory(runMemoryMin - 1); h.stop != nil {
+	if h := holdMemory(runMemoryMin-1, runMemoryMin-1); h.stop != nil {
 		t.Fatal("a small run held the GC's settings")
 	}
-	h := holdMemory(10_000)
+	h := holdMemory(10_000, 10_000)
 	if got := debug.SetGCPercent(-1); got != -1 {
 		t.Errorf("GC percent during the run %d, want -1 (off)", got)
 	}
@@ -30,7 +30,7 @@ func TestHoldMemorySetsAndRestores(t *testing.T) {
 	if limit > inUse+10_000*runPerStream+runMargin+live {
 		t.Errorf("limit %d far above what the run holds (in use %d)", limit, inUse)
 	}
-	if second := holdMemory(10_000); second.stop != nil {
+	if second := holdMemory(10_000, 10_000); second.stop != nil {
 		t.Error("an overlapping run held the settings too")
 	}
 	h.release()
@@ -50,7 +50,7 @@ func TestHoldMemoryKeepsLowerSettings(t *testing.T) {
 	defer debug.SetGCPercent(old)
 	oldLimit := debug.SetMemoryLimit(1 << 20)
 	defer debug.SetMemoryLimit(oldLimit)
-	h := holdMemory(10_000)
+	h := holdMemory(10_000, 10_000)
 	if got := debug.SetGCPercent(-1); got != 30 {
 		t.Errorf("GC percent during the run %d, want the 30 set", got)
 	}
