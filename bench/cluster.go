@@ -30,6 +30,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 		Facts:       func(i int) (string, int) { return ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen },
 		Fingerprint: fingerprint,
 		SentAs:      func(i int, id string) { ds.requests[i].RequestID = id },
+		Shed:        ds.shedPrompts,
 		Stderr:      r.stderr,
 	}
 	defer r.agent.Close()

@@ -37,3 +37,19 @@ func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Write
 	}
 	return ds.requests, nil
 }
+
+// shedPrompts drops every request's prompt and body parts once the
+// requests are encoded and a cluster agent has taken its share. What stays
+// is what the merged run's phases read by a request's index: its
+// x-request-id, prompt and output lengths, timestamp and the audio clip's
+// duration (an input of the metrics), not its bytes.
+func (ds *dataset) shedPrompts() {
+	for i := range ds.requests {
+		q := &ds.requests[i]
+		q.Prompt, q.PromptIDs, q.PromptList = "", nil, nil
+		q.ChatMessages, q.MultiModal, q.Overrides = nil, nil, nil
+		if q.Audio != nil {
+			q.Audio = &datasets.Audio{DurationSec: q.Audio.DurationSec}
+		}
+	}
+}

@@ -373,6 +373,13 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 		<-warmed
 	}
+	if r.cfg.TLS == nil {
+		open := len(r.cfg.Requests)
+		if r.cfg.MaxConcurrency > 0 {
+			open = min(open, r.cfg.MaxConcurrency)
+		}
+		defer holdMemory(len(r.cfg.Requests), open).release()
+	}
 	if !r.cfg.StartAt.IsZero() {
 		// Cancelled while waiting: nothing is released (dispatch sees ctx).
 		waitUntil(ctx, r.cfg.StartAt)

@@ -25,10 +25,15 @@
 # over that many 4-tuple spaces.
 #
 # Client CPU per token event is the agents' shard CPU time (the sidecar's
-# client_cpu_s) over their token events; client RSS per stream is the sum
-# of the agents' peak RSS, less one fixed base per agent (the peak RSS of
-# an agent running one stream, measured first), over the streams. Each row
-# takes the benchmark lock; run it on an otherwise idle machine.
+# client_cpu_s) over their token events. Client RSS is split in two: after
+# its run, each row runs the same agents and requests again with HELD
+# (default 64) streams open per agent, against mocks of 1 ms steps; the
+# sum of the agents' peak RSS less that second run's, over the streams
+# not open in it, is the RSS per open stream; the second run's less one
+# fixed base per agent (the peak RSS of an agent running one request,
+# measured first), over the requests, is the RSS per request of the run
+# (the prompts, the results, agent 0's merge). Each row takes the
+# benchmark lock; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +49,7 @@ OUT=${OUT:-$(mktemp -d /tmp/stampede-scale.XXXXXX)}
 TOKENIZER=${TOKENIZER:-datasets/tokenizer/testdata/tiny/tokenizer.json}
 MOCK_FLAGS=${MOCK_FLAGS:---arrival-stamps=false}
 SOURCES=${SOURCES:-16}
+HELD=${HELD:-64}
 
 mkdir -p "$BIN" "$OUT"
 go build -o "$BIN/" ./cmd/stampede ./cmd/mockllm ./cmd/clusterbench
@@ -58,7 +64,7 @@ trap cleanup EXIT
 start_mocks() {
 	local k url list=""
 	for k in $(seq 1 "$1"); do
-		${MOCK_WRAP:-} "$BIN/mockllm" --host "127.0.0.$((k + 1))" --port 0 --mode decode-step --itl-ms "$itl_ms" --ttft-ms 50 $MOCK_FLAGS \
+		${MOCK_WRAP:-} "$BIN/mockllm" --host "127.0.0.$((k + 1))" --port 0 --mode decode-step --itl-ms "$itl_ms" --ttft-ms "${ttft_ms:-50}" $MOCK_FLAGS \
 			--tokenizer "$TOKENIZER" --truth-log "$2/truth$k.log" >"$2/mock$k.out" 2>"$2/mock$k.err" &
 		pids+=($!)
 		for _ in $(seq 1 100); do [[ -s "$2/mock$k.out" ]] && break; sleep 0.1; done
@@ -83,11 +89,12 @@ stop_mocks() {
 	pids=()
 }
 
-# agent_cmd STREAMS: the benchmark every agent runs.
+# agent_cmd REQUESTS [CONCURRENCY]: the benchmark every agent runs, all
+# its requests open at once unless CONCURRENCY caps them.
 agent_cmd() {
 	echo "$BIN/stampede" serve --base-url "${urls%%,*}" --server-urls "$urls" --model mock-llm --tokenizer "$TOKENIZER" \
 		--dataset-name random --random-input-len 16 --random-output-len "$TOKENS" --ignore-eos \
-		--num-prompts "$1" --max-concurrency "$1" --request-rate inf --disable-tqdm
+		--num-prompts "$1" --max-concurrency "${2:-$1}" --request-rate inf --disable-tqdm
 }
 
 # sources I: agent I's --source-addresses, SOURCES loopback addresses of
@@ -99,14 +106,15 @@ sources() {
 	((SOURCES > 0)) && echo --source-addresses "127.1.$1.1-127.1.$1.$SOURCES"
 }
 
-# start_agents N STREAMS DIR: N agents of one cluster on this host, each
-# under /usr/bin/time (peak RSS in DIR/agentI.time); sets agent_pids.
+# start_agents N STREAMS DIR [CONCURRENCY]: N agents of one cluster on
+# this host, each under /usr/bin/time (peak RSS in DIR/agentI.time); sets
+# agent_pids.
 start_agents() {
 	local i coordinator
 	coordinator="127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 	agent_pids=()
 	for i in $(seq 0 $(($1 - 1))); do
-		/usr/bin/time -f '%M' -o "$3/agent$i.time" $(agent_cmd "$2") \
+		/usr/bin/time -f '%M' -o "$3/agent$i.time" $(agent_cmd "$2" "${4:-}") \
 			--save-result --save-detailed --result-dir "$3" --result-filename run.json \
 			--cluster-size "$1" --cluster-index "$i" --coordinator "$coordinator" --cluster-timeout-sec 300 \
 			--request-id-prefix "agent$i-" $(sources "$i") >"$3/agent$i.out" 2>"$3/agent$i.err" &
@@ -124,7 +132,7 @@ wait_agents() {
 
 exec 9>/tmp/stampede-bench.lock
 
-# The fixed base: one agent, one stream.
+# The fixed base: one agent, one request.
 dir="$OUT/base"
 mkdir -p "$dir"
 itl_ms=50
@@ -152,13 +160,26 @@ for streams in $ROWS; do
 	stop_mocks "$dir/mock-cpu-s"
 	flock -u 9
 	[[ $status == 0 ]] || exit $status
+	# The same agents and requests, HELD streams open per agent.
+	held=$((HELD * agents))
+	mkdir -p "$dir/held"
+	itl_ms=1 ttft_ms=1
+	flock 9
+	start_mocks "$agents" "$dir/held"
+	start_agents "$agents" "$streams" "$dir/held" "$held"
+	wait_agents "$dir/held" || status=$?
+	stop_mocks
+	flock -u 9
+	itl_ms=${!var:-1000} ttft_ms=50
+	[[ $status == 0 ]] || exit $status
+	held_rss=$(for i in $(seq 0 $((agents - 1))); do tail -1 "$dir/held/agent$i.time"; done | paste -sd, -)
 	sed -n '/Serving Benchmark Result/,$p' "$dir/agent0.out" >"$dir/block.txt"
 	grep -h '^stampede: ' "$dir"/agent*.err >"$dir/health.txt" || true
 	truths=$(ls "$dir"/truth*.log | sort -V | paste -sd, -)
 	rss=$(for i in $(seq 0 $((agents - 1))); do tail -1 "$dir/agent$i.time"; done | paste -sd, -)
 	"$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agent0.err" -mock-cpu-s "$(cat "$dir/mock-cpu-s")" | tee "$dir/clusterbench.txt" >&2
 	rows+=("$("$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agent0.err" \
-		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" -rss-kb "$rss" -base-rss-kb "$base_kb" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
+		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" -rss-kb "$rss" -held-rss-kb "$held_rss" -held-streams "$held" -base-rss-kb "$base_kb" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
 done
 
 {

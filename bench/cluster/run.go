@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"runtime/debug"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/endpoint"
@@ -36,6 +37,11 @@ type Agent struct {
 	Options func([]metrics.RequestResult) metrics.ComputeOptions
 	// Facts give each request's x-request-id and expected output length.
 	Facts RequestFacts
+	// Shed, when set, is called once the run's digest is made and this
+	// agent's share taken: it drops what no later phase reads of the
+	// run's requests (their prompts), keeping what Facts, SentAs and the
+	// blocks of the merged run read.
+	Shed func()
 	// Fingerprint is this agent's (agent 0's with the server's side).
 	Fingerprint *report.Fingerprint
 	// SentAs is told, on agent 0 after the merge, the x-request-id each
@@ -114,6 +120,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 			return err
 		}
 	}
+	a.shed()
 	streams := ShareStreams(len(share), ec.MaxConcurrency, c.RequestRate)
 	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire), streams,
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
@@ -121,6 +128,21 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	}
 	ec.StartAt = a.session.StartAt()
 	return nil
+}
+
+// shed drops the encoded bytes of every request of the run and, through
+// Shed, their prompts, and returns the freed memory to the OS before the
+// streams open: every agent builds every request (the schedule and the
+// digest are the whole run's), but sends only its share, whose bytes
+// ec.Requests still hold. Only len(a.Wire) is read after this.
+func (a *Agent) shed() {
+	for i := range a.Wire {
+		a.Wire[i].Wire = nil
+	}
+	if a.Shed != nil {
+		a.Shed()
+	}
+	debug.FreeOSMemory()
 }
 
 // Fail tells the other agents why the run ends (agent 0), and returns err.

@@ -123,22 +123,15 @@ func (f *figures) print(w io.Writer) {
 }
 
 // tableHeader is docs/scale.md's table head; row prints one row of it.
-const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per stream (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
-	"|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
+const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per open stream (KiB) | client RSS per request of the run (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
+	"|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
 
-func (f *figures) row(streams, mocks int, tokPerSec float64, rssKB []int64, baseKB int64) string {
+func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) string {
 	tok := quantiles(f.tokenErrUs, 0.5, 0.99, 0.999, 1)
 	ttft := quantiles(f.ttftErrUs, 0.5, 0.99)
 	itl := quantiles(absAll(f.itlErrUs), 0.99)
 	cpu, _ := f.cpuPerEventUs()
-	rss := "–"
-	if len(rssKB) > 0 {
-		var sum int64
-		for _, v := range rssKB {
-			sum += v - baseKB
-		}
-		rss = fmt.Sprintf("%.2f", float64(sum)/float64(streams))
-	}
+	perStream, perRequest := mem.split(streams)
 	spread, _ := f.stepMax()
 	mockCPU := "–"
 	if writes := f.tokenWrites(); f.mockCPUSeconds > 0 && writes > 0 {
@@ -150,8 +143,49 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, rssKB []int64, base
 		fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", tok[0], tok[1], tok[2], tok[3]),
 		fmt.Sprintf("%d of %d (%d shared a read, %d mock stalls)", beyond(f.tokenErrUs, lateUs), len(f.tokenErrUs), f.lateShared, f.lateMockStall),
 		fmt.Sprintf("%.1f", itl[0]),
-		fmt.Sprintf("%.2f", cpu), rss,
+		fmt.Sprintf("%.2f", cpu), perStream, perRequest,
 		fmt.Sprintf("%.1f", float64(spread)/1e6), mockCPU,
 	}
 	return "| " + strings.Join(cells, " | ") + " |"
+}
+
+// rssSplit is what a row's agents' peak RSS is made of. The agents of a
+// row ran S streams at once (rssKB); the same agents ran the same requests
+// again with heldStreams open at a time (heldKB), holding the same
+// dataset and results but few streams; one agent running one request
+// (baseKB) is the fixed part of each. Per open stream is the first run
+// less the second over the streams that were not open in the second, on
+// the agents other than 0: agent 0's peak comes after its streams closed,
+// when it merges every agent's results (a cost per request). Per request
+// of the run is the second run less the fixed parts, every agent's, over
+// the requests: the prompts every agent builds, the results, the merge.
+type rssSplit struct {
+	rssKB, heldKB []int64
+	heldStreams   int
+	baseKB        int64
+}
+
+// split formats the two figures for a row of streams, KiB; "–" for one
+// not measured.
+func (m rssSplit) split(streams int) (perStream, perRequest string) {
+	perStream, perRequest = "–", "–"
+	n := len(m.rssKB)
+	sum := func(kb []int64) (s int64) {
+		for _, v := range kb {
+			s += v
+		}
+		return s
+	}
+	switch {
+	case n >= 2 && len(m.heldKB) == n && streams > m.heldStreams:
+		// Agent i runs requests i, i+n, …: all but agent 0's share.
+		others := streams - (streams+n-1)/n
+		open := others - m.heldStreams*(n-1)/n
+		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB[1:])-sum(m.heldKB[1:]))/float64(open))
+		perRequest = fmt.Sprintf("%.2f", float64(sum(m.heldKB)-int64(n)*m.baseKB)/float64(streams))
+	case n > 0:
+		// Without the second run, everything above the fixed parts.
+		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB)-int64(n)*m.baseKB)/float64(streams))
+	}
+	return perStream, perRequest
 }

@@ -40,7 +40,8 @@ import (
 type options struct {
 	result, truth, agentLog string
 	row                     bool
-	rssKB                   string
+	rssKB, heldRSSKB        string
+	heldStreams             int
 	baseRSSKB               int64
 	tokPerSec               float64
 	mockCPUSeconds          float64
@@ -53,7 +54,9 @@ func main() {
 	flag.StringVar(&o.agentLog, "agent-log", "", "an agent's stderr, which holds the line with the run's announced start")
 	flag.BoolVar(&o.row, "row", false, "print the figures as one markdown row of docs/scale.md's table")
 	flag.StringVar(&o.rssKB, "rss-kb", "", "with -row: comma-separated peak RSS of each agent, KiB")
-	flag.Int64Var(&o.baseRSSKB, "base-rss-kb", 0, "with -row: an agent's fixed peak RSS (one stream), KiB, subtracted per agent")
+	flag.StringVar(&o.heldRSSKB, "held-rss-kb", "", "with -row: comma-separated peak RSS of each agent running the same requests with -held-streams open at a time, KiB")
+	flag.IntVar(&o.heldStreams, "held-streams", 0, "with -held-rss-kb: the streams open at a time in that run, over all agents")
+	flag.Int64Var(&o.baseRSSKB, "base-rss-kb", 0, "with -row: an agent's fixed peak RSS (one request), KiB, subtracted per agent")
 	flag.Float64Var(&o.mockCPUSeconds, "mock-cpu-s", 0, "the mocks' CPU time, seconds, for their CPU per token write")
 	flag.Float64Var(&o.tokPerSec, "tok-per-s", 0, "with -row: tokens per second per stream, printed in the row")
 	header := flag.Bool("header", false, "print the head of docs/scale.md's table (for -row) and exit")
@@ -121,11 +124,17 @@ func run(o options) error {
 		mockCPUSeconds: o.mockCPUSeconds, resultRequests: len(res.ITLs), completed: res.Completed, failed: res.Failed, truthRequests: len(truth.byIndex),
 	}
 	if o.row {
-		rss, err := parseKBList(o.rssKB)
-		if err != nil {
+		mem := rssSplit{heldStreams: o.heldStreams, baseKB: o.baseRSSKB}
+		if mem.rssKB, err = parseKBList("-rss-kb", o.rssKB); err != nil {
 			return err
 		}
-		fmt.Println(f.row(len(res.ITLs), len(truth.steps), o.tokPerSec, rss, o.baseRSSKB))
+		if mem.heldKB, err = parseKBList("-held-rss-kb", o.heldRSSKB); err != nil {
+			return err
+		}
+		if len(mem.heldKB) > 0 && len(mem.heldKB) != len(mem.rssKB) {
+			return fmt.Errorf("-held-rss-kb: %d agents, -rss-kb %d: want the same agents", len(mem.heldKB), len(mem.rssKB))
+		}
+		fmt.Println(f.row(len(res.ITLs), len(truth.steps), o.tokPerSec, mem))
 		return nil
 	}
 	f.print(os.Stdout)
@@ -157,7 +166,7 @@ func announcedStart(path string) (int64, error) {
 	return 0, fmt.Errorf("-agent-log %s: no line %q: is it the stderr of a cluster agent?", path, "stampede: agent … the run starts at …")
 }
 
-func parseKBList(s string) ([]int64, error) {
+func parseKBList(flagName, s string) ([]int64, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -165,7 +174,7 @@ func parseKBList(s string) ([]int64, error) {
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("-rss-kb: invalid value %q: want KiB counts separated by commas", f)
+			return nil, fmt.Errorf("%s: invalid value %q: want KiB counts separated by commas", flagName, f)
 		}
 		out = append(out, v)
 	}

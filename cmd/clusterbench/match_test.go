@@ -147,3 +147,19 @@ func TestMatchTellsAMockStallFromALateClient(t *testing.T) {
 		}
 	}
 }
+
+// The RSS split: two agents of 100 streams (50 each) at 60,000 and 50,000
+// KiB, the same requests with 4 streams open (2 each) at 30,000 and
+// 26,000, a base of 20,000: agent 1's (50,000 − 26,000) / 48 per open
+// stream, (56,000 − 40,000) / 100 per request.
+func TestRSSSplitSeparatesStreamsFromRequests(t *testing.T) {
+	m := rssSplit{rssKB: []int64{60_000, 50_000}, heldKB: []int64{30_000, 26_000}, heldStreams: 4, baseKB: 20_000}
+	perStream, perRequest := m.split(100)
+	if perStream != "500.00" || perRequest != "160.00" {
+		t.Errorf("split = %s, %s; want 500.00, 160.00", perStream, perRequest)
+	}
+	m.heldKB = nil
+	if perStream, perRequest = m.split(100); perStream != "700.00" || perRequest != "–" {
+		t.Errorf("without the held run: %s, %s; want 700.00, –", perStream, perRequest)
+	}
+}

@@ -1,0 +1,31 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stampede-bench/stampede/engine"
+)
+
+// An agent drops every request's encoded bytes once its share is taken
+// (the share's own are held by the engine's copy), and calls Shed once.
+func TestShedDropsEveryRequestsBytes(t *testing.T) {
+	wire := []engine.Request{{Index: 0, Wire: []byte("a"), PromptLen: 3}, {Index: 1, Wire: []byte("b"), PromptLen: 4}}
+	share := []engine.Request{wire[1]}
+	calls := 0
+	a := &Agent{Wire: wire, Shed: func() { calls++ }}
+	a.shed()
+	for i, q := range a.Wire {
+		if q.Wire != nil {
+			t.Errorf("request %d still holds %q", i, q.Wire)
+		}
+		if q.PromptLen != 3+i {
+			t.Errorf("request %d: prompt length %d, want %d", i, q.PromptLen, 3+i)
+		}
+	}
+	if string(share[0].Wire) != "b" {
+		t.Errorf("the share's copy holds %q, want \"b\"", share[0].Wire)
+	}
+	if calls != 1 {
+		t.Errorf("Shed called %d times, want 1", calls)
+	}
+}
