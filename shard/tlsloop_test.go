@@ -667,3 +667,42 @@ func startStalledTLS(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config,
 	sh.WakeIfSleeping()
 	return sh, rec, wg
 }
+
+// The token a handshaker carries from one handshake to the next goes back
+// once the queue is empty: after a run of more handshakes than the pool
+// has tokens, none is left held.
+func TestHandshakeTokensGoBack(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := make([]string, 24)
+	for i := range paths {
+		paths[i] = "/ok/1"
+	}
+	data, health := runPaths(t, srv, paths, run{slots: 24, streaming: true, tls: PrepareTLS(tlsConfig, 24)})
+	for _, r := range data.Results {
+		if !r.Success {
+			t.Fatalf("request %d: %q", r.Index, r.Error)
+		}
+	}
+	var handshakes int64
+	for _, h := range health {
+		handshakes += int64(h.TLSHandshakes)
+	}
+	if handshakes != 24 {
+		t.Fatalf("%d handshakes, want 24", handshakes)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		handshakers.mu.Lock()
+		idle := handshakers.running == 0
+		handshakers.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("handshakers still running 10 s after the run")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(handshakeCPU.tokens()); n != 0 {
+		t.Errorf("%d CPU tokens still held after the handshakers went idle", n)
+	}
+}
