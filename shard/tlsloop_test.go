@@ -488,7 +488,7 @@ func TestTLSLoopHandshakeFailure(t *testing.T) {
 // while a Read waits for the server: a second handshake runs then, and the
 // first, its bytes come, waits for the token again.
 func TestHandshakeCPUTokens(t *testing.T) {
-	tokens := make(chan struct{}, 1)
+	tokens := newTokenSet(1)
 	first, second := newHSPipe(-1, nil), newHSPipe(-1, nil)
 	first.tokens, second.tokens = tokens, tokens
 	// The first handshake, on a goroutine of its own as in run: take the
@@ -530,13 +530,13 @@ func TestHandshakeCPUTokens(t *testing.T) {
 	if err := <-readDone; err != nil {
 		t.Fatal(err)
 	}
-	if len(tokens) != 1 {
-		t.Fatalf("after its Read the first should hold the one token; %d taken", len(tokens))
+	if tokens.held() != 1 {
+		t.Fatalf("after its Read the first should hold the one token; %d taken", tokens.held())
 	}
 	close(finish)
 	<-firstDone
-	if first.held || len(tokens) != 0 {
-		t.Fatalf("after release: held %v, %d tokens taken", first.held, len(tokens))
+	if first.held || tokens.held() != 0 {
+		t.Fatalf("after release: held %v, %d tokens taken", first.held, tokens.held())
 	}
 	if first.cpu <= 0 {
 		t.Errorf("the first handshake's CPU over its spans holding a token is %v; want it counted", first.cpu)
@@ -702,7 +702,7 @@ func TestHandshakeTokensGoBack(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if n := len(handshakeCPU.tokens()); n != 0 {
+	if n := handshakeCPU.tokens().held(); n != 0 {
 		t.Errorf("%d CPU tokens still held after the handshakers went idle", n)
 	}
 }
