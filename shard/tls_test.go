@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"crypto/x509"
 	"math/big"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,5 +220,34 @@ func TestULPListed(t *testing.T) {
 		if got := ulpListed(c.list, "tls"); got != c.want {
 			t.Errorf("ulpListed(%q) = %v, want %v", c.list, got, c.want)
 		}
+	}
+}
+
+// The key log keeps the two traffic secrets of crypto/tls's NSS lines,
+// passes every line on, and leaves the secrets alone on lines of other
+// labels or shapes.
+func TestKeyLogTakesTrafficSecrets(t *testing.T) {
+	var next bytes.Buffer
+	k := &keyLog{next: &next}
+	lines := []string{
+		"CLIENT_HANDSHAKE_TRAFFIC_SECRET 0102 aaaa\n",
+		"SERVER_TRAFFIC_SECRET_0 0102 00ff10\n",
+		"CLIENT_TRAFFIC_SECRET_0 0102 abcd\n",
+		"CLIENT_TRAFFIC_SECRET_0 0102 abcd extra\n",
+		"SERVER_TRAFFIC_SECRET_0_X 0102 1111\n",
+	}
+	for _, l := range lines {
+		if n, err := k.Write([]byte(l)); err != nil || n != len(l) {
+			t.Fatalf("Write(%q) = %d, %v", l, n, err)
+		}
+	}
+	if !bytes.Equal(k.server, []byte{0, 0xff, 0x10}) || !bytes.Equal(k.client, []byte{0xab, 0xcd}) {
+		t.Errorf("secrets server %x client %x, want 00ff10 and abcd", k.server, k.client)
+	}
+	if next.String() != strings.Join(lines, "") {
+		t.Errorf("passed on %q", next.String())
+	}
+	if _, err := k.Write([]byte("SERVER_TRAFFIC_SECRET_0 0102 zz\n")); err == nil {
+		t.Error("a secret that is not hex was taken")
 	}
 }

@@ -182,9 +182,13 @@ func (s *Shard) handshakeDone(d *tlsDial) {
 		return
 	}
 	s.hsDone = append(s.hsDone, d)
-	s.hsPending.Store(true)
-	// Under the lock: closeAll closes the eventfd only after hsClosed.
-	s.wake.signal()
+	// One wake-up for the handshakes done since the loop last took them:
+	// a loop that saw the first one's takes them all (takeHandshakes runs
+	// after every turn's events). Under the lock: closeAll closes the
+	// eventfd only after hsClosed.
+	if !s.hsPending.Swap(true) {
+		s.wake.signal()
+	}
 }
 
 // takeHandshakes registers the connections whose handshakes completed,

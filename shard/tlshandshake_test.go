@@ -108,7 +108,7 @@ func TestTLSHandshakeServerCloses(t *testing.T) {
 // as their headers say, an independent walk of data).
 func checkPipeReads(t *testing.T, data []byte, put, sizes []int) {
 	p := newHSPipe(-1, nil)
-	p.tokens = make(chan struct{}, 1)
+	p.tokens = newTokenSet(1)
 	for i, rest := 0, data; len(rest) > 0; i++ {
 		n := len(rest)
 		if len(put) > 0 {

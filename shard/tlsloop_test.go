@@ -488,7 +488,7 @@ func TestTLSLoopHandshakeFailure(t *testing.T) {
 // while a Read waits for the server: a second handshake runs then, and the
 // first, its bytes come, waits for the token again.
 func TestHandshakeCPUTokens(t *testing.T) {
-	tokens := make(chan struct{}, 1)
+	tokens := newTokenSet(1)
 	first, second := newHSPipe(-1, nil), newHSPipe(-1, nil)
 	first.tokens, second.tokens = tokens, tokens
 	// The first handshake, on a goroutine of its own as in run: take the
@@ -530,13 +530,13 @@ func TestHandshakeCPUTokens(t *testing.T) {
 	if err := <-readDone; err != nil {
 		t.Fatal(err)
 	}
-	if len(tokens) != 1 {
-		t.Fatalf("after its Read the first should hold the one token; %d taken", len(tokens))
+	if tokens.held() != 1 {
+		t.Fatalf("after its Read the first should hold the one token; %d taken", tokens.held())
 	}
 	close(finish)
 	<-firstDone
-	if first.held || len(tokens) != 0 {
-		t.Fatalf("after release: held %v, %d tokens taken", first.held, len(tokens))
+	if first.held || tokens.held() != 0 {
+		t.Fatalf("after release: held %v, %d tokens taken", first.held, tokens.held())
 	}
 	if first.cpu <= 0 {
 		t.Errorf("the first handshake's CPU over its spans holding a token is %v; want it counted", first.cpu)
@@ -666,4 +666,43 @@ func startStalledTLS(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config,
 	}
 	sh.WakeIfSleeping()
 	return sh, rec, wg
+}
+
+// The token a handshaker carries from one handshake to the next goes back
+// once the queue is empty: after a run of more handshakes than the pool
+// has tokens, none is left held.
+func TestHandshakeTokensGoBack(t *testing.T) {
+	srv, tlsConfig := shardtest.NewTLS(t)
+	paths := make([]string, 24)
+	for i := range paths {
+		paths[i] = "/ok/1"
+	}
+	data, health := runPaths(t, srv, paths, run{slots: 24, streaming: true, tls: PrepareTLS(tlsConfig, 24)})
+	for _, r := range data.Results {
+		if !r.Success {
+			t.Fatalf("request %d: %q", r.Index, r.Error)
+		}
+	}
+	var handshakes int64
+	for _, h := range health {
+		handshakes += int64(h.TLSHandshakes)
+	}
+	if handshakes != 24 {
+		t.Fatalf("%d handshakes, want 24", handshakes)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		handshakers.mu.Lock()
+		idle := handshakers.running == 0
+		handshakers.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("handshakers still running 10 s after the run")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := handshakeCPU.tokens().held(); n != 0 {
+		t.Errorf("%d CPU tokens still held after the handshakers went idle", n)
+	}
 }

@@ -26,17 +26,23 @@ type keyLog struct {
 }
 
 func (k *keyLog) Write(line []byte) (int, error) {
-	if f := bytes.Fields(line); len(f) == 3 {
-		var dst *[]byte
-		switch string(f[0]) {
-		case "SERVER_TRAFFIC_SECRET_0":
-			dst = &k.server
-		case "CLIENT_TRAFFIC_SECRET_0":
-			dst = &k.client
-		}
-		if dst != nil {
-			secret, err := hex.DecodeString(string(f[2]))
-			if err != nil {
+	// A line is "LABEL CLIENT_RANDOM SECRET\n" in hex; of the four a
+	// handshake writes, only the two traffic secrets are kept, parsed
+	// without splitting the line (it runs in every handshake).
+	var dst *[]byte
+	rest := line
+	switch {
+	case bytes.HasPrefix(line, serverTrafficSecret):
+		dst, rest = &k.server, line[len(serverTrafficSecret):]
+	case bytes.HasPrefix(line, clientTrafficSecret):
+		dst, rest = &k.client, line[len(clientTrafficSecret):]
+	}
+	if dst != nil {
+		rest = bytes.TrimRight(rest, "\r\n")
+		if i := bytes.IndexByte(rest, ' '); i > 0 && bytes.IndexByte(rest[i+1:], ' ') < 0 {
+			h := rest[i+1:]
+			secret := make([]byte, hex.DecodedLen(len(h)))
+			if _, err := hex.Decode(secret, h); err != nil {
 				return 0, err
 			}
 			*dst = secret
@@ -47,6 +53,11 @@ func (k *keyLog) Write(line []byte) (int, error) {
 	}
 	return len(line), nil
 }
+
+var (
+	serverTrafficSecret = []byte("SERVER_TRAFFIC_SECRET_0 ")
+	clientTrafficSecret = []byte("CLIENT_TRAFFIC_SECRET_0 ")
+)
 
 // tlsInitialSize is a record reader's first buffer.
 const tlsInitialSize = 2 << 10

@@ -11,12 +11,9 @@ package tls13
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/tls"
-	"encoding/binary"
-	"hash"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -97,26 +94,13 @@ func (e keyError) Error() string { return string(e) }
 
 const errSecretSize = keyError("TLS 1.3: traffic secret of the wrong size for its suite")
 
-func (k *Key) hash() func() hash.Hash {
-	if k.suite == tls.TLS_AES_256_GCM_SHA384 {
-		return sha512.New384
-	}
-	return sha256.New
-}
+// sha384 reports whether k's suite hashes with SHA-384 (else SHA-256).
+func (k *Key) sha384() bool { return k.suite == tls.TLS_AES_256_GCM_SHA384 }
 
 // set derives the key bytes and IV of secret; the AEAD is not touched.
 func (k *Key) set(secret []byte) error {
-	h := k.hash()
-	key, err := expandLabel(h, secret, "key", int(k.keyLen))
-	if err != nil {
-		return err
-	}
-	iv, err := expandLabel(h, secret, "iv", len(k.iv))
-	if err != nil {
-		return err
-	}
-	copy(k.key[:], key)
-	copy(k.iv[:], iv)
+	expandLabel(k.key[:k.keyLen], k.sha384(), secret, "key")
+	expandLabel(k.iv[:], k.sha384(), secret, "iv")
 	k.secretLen = uint8(copy(k.secret[:], secret))
 	k.Seq = 0
 	return nil
@@ -154,11 +138,9 @@ func (k *Key) Cool() { k.AEAD = nil }
 // Update moves to the next traffic secret (KeyUpdate, RFC 8446 §7.2) and
 // sequence number 0. A warm key stays warm, a cool one cool.
 func (k *Key) Update() error {
-	next, err := expandLabel(k.hash(), k.secret[:k.secretLen], "traffic upd", int(k.secretLen))
-	if err != nil {
-		return err
-	}
-	if err := k.set(next); err != nil {
+	var next [48]byte
+	expandLabel(next[:k.secretLen], k.sha384(), k.secret[:k.secretLen], "traffic upd")
+	if err := k.set(next[:k.secretLen]); err != nil {
 		return err
 	}
 	if k.AEAD == nil {
@@ -185,12 +167,49 @@ func (k *Key) NextNonce() []byte {
 	return n
 }
 
-// expandLabel is TLS 1.3's HKDF-Expand-Label with an empty context.
-func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
-	full := "tls13 " + label
-	info := binary.BigEndian.AppendUint16(make([]byte, 0, 4+len(full)), uint16(n))
-	info = append(info, byte(len(full)))
-	info = append(info, full...)
-	info = append(info, 0)
-	return hkdf.Expand(h, secret, string(info), n)
+// expandLabel fills out with TLS 1.3's HKDF-Expand-Label of secret (a
+// traffic secret: at most the hash's block) with an empty context (RFC
+// 8446 §7.1), SHA-384 or SHA-256. out never passes the hash's size, so
+// HKDF-Expand is a single HMAC (RFC 5869 §2.3: T(1) = HMAC(secret, info ||
+// 0x01)), computed here in two hashes over stack buffers: crypto/hkdf's
+// allocates its HMAC and both hash states on every call, and a connection
+// derives four of these on the loop that takes its handshake.
+func expandLabel(out []byte, sha384 bool, secret []byte, label string) {
+	block, size := sha256.BlockSize, sha256.Size
+	if sha384 {
+		block, size = sha512.BlockSize, sha512.Size384
+	}
+	// The longest label is "traffic upd": its info and the counter are 22
+	// bytes, the inner hash at most 48.
+	var buf [sha512.BlockSize + 48]byte
+	pad := func(b byte) {
+		for i := range block {
+			buf[i] = b
+		}
+		for i, c := range secret {
+			buf[i] = c ^ b
+		}
+	}
+	pad(0x36)
+	m := block
+	m += copy(buf[m:], []byte{byte(len(out) >> 8), byte(len(out)), byte(len("tls13 ") + len(label))})
+	m += copy(buf[m:], "tls13 ")
+	m += copy(buf[m:], label)
+	m += copy(buf[m:], []byte{0, 1}) // the empty context; HKDF's counter
+	var sum [48]byte
+	if sha384 {
+		sum = sha512.Sum384(buf[:m])
+	} else {
+		s := sha256.Sum256(buf[:m])
+		copy(sum[:], s[:])
+	}
+	pad(0x5c)
+	copy(buf[block:], sum[:size])
+	if sha384 {
+		sum = sha512.Sum384(buf[:block+size])
+	} else {
+		s := sha256.Sum256(buf[:block+size])
+		copy(sum[:], s[:])
+	}
+	copy(out, sum[:len(out)])
 }

@@ -2,9 +2,14 @@ package tls13
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"testing"
 )
 
@@ -28,12 +33,61 @@ func TestKeyMatchesRFC8448(t *testing.T) {
 	if want := unhex(t, "5d313eb2671276ee13000b30"); !bytes.Equal(k.iv[:], want) {
 		t.Errorf("iv %x, want %x", k.iv, want)
 	}
-	key, err := expandLabel(k.hash(), secret, "key", 16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := make([]byte, 16)
+	expandLabel(key, false, secret, "key")
 	if want := unhex(t, "3fce516009c21727d0f2e4e86ee403bc"); !bytes.Equal(key, want) {
 		t.Errorf("key %x, want %x", key, want)
+	}
+}
+
+// expandLabel's HMAC on the stack gives what crypto/hkdf does, for every
+// label and length the keys derive, with both hashes.
+func TestExpandLabelMatchesHKDF(t *testing.T) {
+	for _, h := range []struct {
+		sha384 bool
+		new    func() hash.Hash
+		size   int
+	}{{false, sha256.New, 32}, {true, sha512.New384, 48}} {
+		secret := make([]byte, h.size)
+		for i := range secret {
+			secret[i] = byte(i*7 + 1)
+		}
+		for _, c := range []struct {
+			label string
+			n     int
+		}{{"key", 16}, {"key", 32}, {"iv", 12}, {"traffic upd", h.size}} {
+			full := "tls13 " + c.label
+			info := binary.BigEndian.AppendUint16(nil, uint16(c.n))
+			info = append(append(append(info, byte(len(full))), full...), 0)
+			want, err := hkdf.Expand(h.new, secret, string(info), c.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, c.n)
+			expandLabel(got, h.sha384, secret, c.label)
+			if !bytes.Equal(got, want) {
+				t.Errorf("SHA-384 %v, %q, %d bytes: %x, want %x", h.sha384, c.label, c.n, got, want)
+			}
+		}
+	}
+}
+
+// A connection's keys are derived on the loop that takes its handshake:
+// without garbage.
+func TestKeyInitAllocatesNothing(t *testing.T) {
+	for _, suite := range []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384} {
+		secret := bytes.Repeat([]byte{9}, 32)
+		if suite == tls.TLS_AES_256_GCM_SHA384 {
+			secret = bytes.Repeat([]byte{9}, 48)
+		}
+		var k Key
+		if n := testing.AllocsPerRun(20, func() {
+			if err := k.Init(suite, secret); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: Init allocates %v times", tls.CipherSuiteName(suite), n)
+		}
 	}
 }
 
@@ -141,5 +195,18 @@ func BenchmarkWarm(b *testing.B) {
 				k.Cool()
 			}
 		})
+	}
+}
+
+// BenchmarkKeyInit is what a connection's two traffic keys cost the loop
+// that takes its handshake.
+func BenchmarkKeyInit(b *testing.B) {
+	secret := bytes.Repeat([]byte{9}, 32)
+	var k Key
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.Init(tls.TLS_AES_128_GCM_SHA256, secret); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
