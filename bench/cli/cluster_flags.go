@@ -36,15 +36,6 @@ const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
 // pod to the pod's completion index.
 const jobCompletionIndex = "JOB_COMPLETION_INDEX"
 
-// clusterUnsupported are the options a cluster run cannot carry out
-// exactly, each with the reason; a cluster of one runs them all. There is
-// none today: every extra runs on the merged records as on one host
-// (docs/cluster.md, "What the agents carry").
-var clusterUnsupported = []struct {
-	flag, why string
-	set       func(c *plan.Plan) bool
-}{}
-
 // resolveCluster checks the cluster options and takes the index from
 // $JOB_COMPLETION_INDEX when --cluster-index is not given.
 func (c *draft) resolveCluster(getenv func(string) string) error {
@@ -91,15 +82,10 @@ func (c *draft) resolveCluster(getenv func(string) string) error {
 	return c.checkClusterShares()
 }
 
-// checkClusterShares refuses what a cluster run cannot carry out: the
-// options it does not support yet, and a --max-concurrency smaller than
-// the agents.
+// checkClusterShares refuses a --max-concurrency smaller than the agents,
+// which would leave an agent nothing in flight. Every other option runs
+// with agents as on one host (docs/cluster.md, "What the agents carry").
 func (c *draft) checkClusterShares() error {
-	for _, u := range clusterUnsupported {
-		if u.set(c.Plan) {
-			return &py.UsageError{Msg: fmt.Sprintf("%s is not supported with --cluster-size above 1: %s", u.flag, u.why)}
-		}
-	}
 	if c.MaxConcurrency != nil && *c.MaxConcurrency < c.ClusterSize {
 		return &py.UsageError{Msg: fmt.Sprintf("--max-concurrency %d is split between %d agents: want at least one request in flight per agent", *c.MaxConcurrency, c.ClusterSize)}
 	}
