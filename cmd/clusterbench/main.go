@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
 type options struct {
@@ -110,7 +111,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	wallMinusMono := realtimeMinusMonotonic()
+	wallMinusMono := mock.RealtimeOffset(20)
 	// Agent a's run time t is its own wall-clock time StartUnix + offset_a + t
 	// (offset: agent − agent 0), so its CLOCK_MONOTONIC reading is that
 	// minus the host's realtime − monotonic.

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
-	"golang.org/x/sys/unix"
 )
 
 // truthSet is the merged truth logs: every request by its index, and every
@@ -188,21 +187,4 @@ func match(res *detailed, truth *truthSet, zeroMonoNs []int64) matched {
 		m.startToArrivalUs = append(m.startToArrivalUs, float64(arrival-startNs)/1e3)
 	}
 	return m
-}
-
-// realtimeMinusMonotonic is CLOCK_REALTIME − CLOCK_MONOTONIC now, in ns:
-// the realtime read bracketed by two monotonic reads, the narrowest of
-// several brackets kept (a vCPU stall inside one would bias it).
-func realtimeMinusMonotonic() int64 {
-	var best, bestWidth int64 = 0, -1
-	for range 20 {
-		var m1, r, m2 unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1)
-		_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r)
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m2)
-		if w := m2.Nano() - m1.Nano(); bestWidth < 0 || w < bestWidth {
-			best, bestWidth = r.Nano()-(m1.Nano()+w/2), w
-		}
-	}
-	return best
 }

@@ -155,18 +155,21 @@ func openArrivalTap(port int) (*arrivalTap, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("arrival tap: bind: %w", err)
 	}
-	t := &arrivalTap{fd: fd, done: make(chan struct{}), realOffNs: realtimeOffset()}
+	t := &arrivalTap{fd: fd, done: make(chan struct{}), realOffNs: RealtimeOffset(5)}
 	go t.run()
 	return t, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// realtimeOffset samples CLOCK_REALTIME − CLOCK_MONOTONIC: of several
-// bracketed readings, the narrowest bracket's.
-func realtimeOffset() int64 {
+// RealtimeOffset samples CLOCK_REALTIME − CLOCK_MONOTONIC in ns: of n
+// bracketed readings (the realtime read between two monotonic ones), the
+// narrowest bracket's, so that a vCPU stall inside one does not bias it.
+// The tap and cmd/clusterbench put wall-clock times on the monotonic clock
+// of the truth log with it.
+func RealtimeOffset(n int) int64 {
 	var best, bestWidth int64 = 0, -1
-	for range 5 {
+	for range n {
 		var m1, r, m2 unix.Timespec
 		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1)
 		_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r)
