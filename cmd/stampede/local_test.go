@@ -44,6 +44,12 @@ func readLocalResult(t *testing.T, path string) localResult {
 
 func startLocalMock(t *testing.T, itl time.Duration) string {
 	t.Helper()
+	return "http://" + startMockServer(t, itl).Addr()
+}
+
+// startMockServer is startLocalMock's server itself, for its counters.
+func startMockServer(t *testing.T, itl time.Duration) *mock.Server {
+	t.Helper()
 	tok, err := tokenizer.Load(tinyTokenizer)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +59,7 @@ func startLocalMock(t *testing.T, itl time.Duration) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return "http://" + srv.Addr()
+	return srv
 }
 
 // TestClusterLocal runs one benchmark as `--cluster-size 3
@@ -144,16 +150,23 @@ func TestClusterLocalInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
-	url := startLocalMock(t, 20*time.Millisecond)
+	srv := startMockServer(t, 20*time.Millisecond)
+	url := "http://" + srv.Addr()
 	dir := t.TempDir()
 	c := startChild(t, "serve", "--base-url", url, "--model", "mock-llm", "--tokenizer", tinyTokenizer,
 		"--dataset-name", "random", "--num-prompts", "600", "--random-input-len", "16", "--random-output-len", "50",
 		"--request-rate", "100", "--max-concurrency", "30", "--cancel-grace-sec", "0.2", "--disable-tqdm",
 		"--save-result", "--result-dir", dir, "--result-filename", "run.json", "--cluster-size", "2", "--cluster-local")
 	c.waitLine(t, "agent 1: stampede: agent 1 of 2: clock offset")
-	// The run starts about a second after the clocks are measured, and
-	// lasts six at least; two seconds on, requests are done and in flight.
-	time.Sleep(2 * time.Second)
+	// SIGINT once the mock has answered some requests and before it has
+	// answered all: each stream lasts a second at least (50 tokens 20 ms
+	// apart), so the run is mid-way however slowly the machine goes.
+	for tries := 0; srv.Stats().Finished < 30; tries++ {
+		if tries == 6000 {
+			t.Fatalf("the mock answered %d requests in a minute, want 30 before the interrupt", srv.Stats().Finished)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
