@@ -28,10 +28,6 @@ type ClusterFlags struct {
 	ResultsToLog      bool    `long:"results-to-log" description:"After the run, print every file it saved (result JSON, sidecar, report, partial) on stdout between markers, compressed and base64'd in bounded lines, for 'stampede results extract' to recover from a log (a Kubernetes pod's)."`
 }
 
-// clusterTokenEnv is the variable that holds the cluster's secret when
-// no option gives it (one that ps does not show).
-const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
-
 // jobCompletionIndex is the variable a Kubernetes Indexed Job sets in each
 // pod to the pod's completion index.
 const jobCompletionIndex = "JOB_COMPLETION_INDEX"
@@ -101,7 +97,7 @@ func (c *draft) resolveClusterToken(getenv func(string) string, host string) err
 		return &py.UsageError{Msg: "argument --cluster-token-file: not allowed with argument --cluster-token: give the cluster's secret once"}
 	}
 	if c.ClusterToken == "" && c.ClusterTokenFile == "" {
-		c.ClusterToken = strings.TrimSpace(getenv(clusterTokenEnv))
+		c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv))
 	}
 	if c.ClusterToken != "" || c.ClusterTokenFile != "" {
 		return nil
@@ -111,7 +107,7 @@ func (c *draft) resolveClusterToken(getenv func(string) string, host string) err
 	}
 	return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d with --coordinator %s needs the cluster's shared secret, so that no other host can join or stop the run: "+
 		"give every agent the same --cluster-token-file FILE or $%s (or --cluster-token); without one the agents must all run on this host (--coordinator 127.0.0.1:PORT)",
-		c.ClusterSize, c.Coordinator, clusterTokenEnv)}
+		c.ClusterSize, c.Coordinator, plan.ClusterTokenEnv)}
 }
 
 // resolveClusterLocal checks --cluster-local in the command that launches

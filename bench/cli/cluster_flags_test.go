@@ -75,7 +75,7 @@ func checkAgentParse(t *testing.T, name string, args []string, getenv func(strin
 // no option does, and an option wins over it.
 func TestClusterTokenFromEnv(t *testing.T) {
 	env := func(k string) string {
-		return map[string]string{jobCompletionIndex: "1", clusterTokenEnv: " from-env\n"}[k]
+		return map[string]string{jobCompletionIndex: "1", plan.ClusterTokenEnv: " from-env\n"}[k]
 	}
 	args := []string{"--cluster-size", "2", "--coordinator", "agent-0.stampede:7070"}
 	c, err := parseArgs(args, env)

@@ -252,10 +252,6 @@ func (l *Local) AgentArgs(i int, coordinator string) []string {
 	return args
 }
 
-// clusterTokenEnv is where an agent finds the cluster's secret when no
-// option gives it (bench/cli reads it).
-const clusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
-
 // agent is one started agent process.
 type agent struct {
 	index int
@@ -286,7 +282,7 @@ func (l *Local) Run() ([]AgentExit, error) {
 	defer listener.Close()
 	// The secret reaches the agents through the environment, which ps
 	// does not show; the last value of a variable is the one in force.
-	env := append(append([]string(nil), l.Env...), clusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
+	env := append(append([]string(nil), l.Env...), plan.ClusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
 	cpus := SplitCPUs(l.CPUs, l.Size)
 	errs := &lockedWriter{w: l.Stderr}
 	agents := make([]*agent, l.Size)

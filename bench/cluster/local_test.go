@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -88,7 +89,7 @@ func fakeAgent(mode string, args []string) int {
 	}
 	cpus, _ := AffinityCPUs()
 	fmt.Printf("index=%d coordinator=%s token=%d local=%s tqdm=%v cpus=%v args0=%s\n", index, coordinator,
-		len(os.Getenv(clusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
+		len(os.Getenv(plan.ClusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
 	listener := "none"
 	if fd, err := strconv.Atoi(os.Getenv(coordinatorFDEnv)); err == nil {
 		if ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener")); err == nil {
@@ -141,7 +142,7 @@ func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncB
 	}
 	stdout, stderr := newSyncBuffer(), newSyncBuffer()
 	sigs := make(chan os.Signal, 4)
-	env := append(os.Environ(), fakeAgentEnv+"="+mode, clusterTokenEnv+"=from-the-user")
+	env := append(os.Environ(), fakeAgentEnv+"="+mode, plan.ClusterTokenEnv+"=from-the-user")
 	return &Local{Exe: exe, Args: []string{"--model", "m"}, Env: env, Size: size, CPUs: cpus, ProgressBar: true,
 		Stdout: stdout, Stderr: stderr, Signals: sigs, Linger: time.Minute}, stdout, stderr, sigs
 }

@@ -96,12 +96,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 		return &py.Error{Type: "ValueError", Msg: err.Error()}
 	}
 	size, index := c.ClusterSize, c.AgentIndex
-	var share []engine.Request
-	for i := index; i < len(a.Wire); i += size {
-		q := a.Wire[i]
-		q.OffsetNs = a.offsets[i]
-		share = append(share, q)
-	}
+	share := shareOf(a.Wire, a.offsets, size, index)
 	ec.Requests = share
 	// The agent's share keeps the global schedule's times.
 	ec.SelfTimed, ec.RequestRate, ec.Gaps, ec.RampUp = true, math.Inf(1), nil, nil
@@ -128,6 +123,18 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	}
 	ec.StartAt = a.session.StartAt()
 	return nil
+}
+
+// shareOf is agent index's share of the run's requests, copies at their
+// times on the global schedule: request i for i mod size = index.
+func shareOf(wire []engine.Request, offsets []int64, size, index int) []engine.Request {
+	var share []engine.Request
+	for i := index; i < len(wire); i += size {
+		q := wire[i]
+		q.OffsetNs = offsets[i]
+		share = append(share, q)
+	}
+	return share
 }
 
 // shed drops the encoded bytes of every request of the run and, through

@@ -156,6 +156,11 @@ type Cluster struct {
 // launcher of its own.
 const LocalAgentEnv = "STAMPEDE_CLUSTER_LOCAL_AGENT"
 
+// ClusterTokenEnv is the variable that holds the cluster's secret when no
+// option gives it (one that ps does not show); --cluster-local's launcher
+// hands its agents their fresh secret in it.
+const ClusterTokenEnv = "STAMPEDE_CLUSTER_TOKEN"
+
 // RustClient are the options the Rust client of vLLM's benchmark
 // (`vllm-bench`, vLLM's rust/src/bench) adds to `vllm bench serve`'s,
 // with its defaults. None changes what a Python command line does: each
