@@ -48,21 +48,15 @@ func NewSidecarNetworkRTT(shards []engine.ShardHealth, percentiles []float64) *S
 		RTTSortedMs: sortedByRank(rtt, rttSortedPoints), MinRTTSortedMs: sortedByRank(minRTT, rttSortedPoints)}
 }
 
-// sortedByRank is sec sorted, in ms, thinned to at most n values: the
-// i-th of n is the one at rank round(i·(len−1)/(n−1)), so the first and
-// the last (the least and the most) are always kept.
+// sortedByRank is sec sorted, in ms, thinned to at most n values by
+// quantiles (the charts' own sampling), so the first and the last (the
+// least and the most) are always kept.
 func sortedByRank(sec []float64, n int) []float64 {
 	sorted := slices.Clone(sec)
 	slices.Sort(sorted)
-	if len(sorted) <= n {
-		for i := range sorted {
-			sorted[i] *= 1000
-		}
-		return sorted
+	ms, _ := quantiles(sorted, n-1)
+	for i := range ms {
+		ms[i] *= 1000
 	}
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = 1000 * sorted[(i*(len(sorted)-1)+(n-1)/2)/(n-1)]
-	}
-	return out
+	return ms
 }
