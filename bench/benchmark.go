@@ -31,13 +31,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil || m == nil { // nil: a cluster's agent other than 0, done
 		return nil, err
 	}
-	opts := r.computeOptions(m.res.Data.Results, tok, ds)
-	summary, err := metrics.Compute(&m.res.Data, opts)
-	if err != nil {
-		return nil, err
-	}
-	o := &outcome.Outcome{Summary: summary, Data: &m.res.Data, Params: m.params, Options: opts, Cancelled: m.res.Cancelled}
-	sidecar, err := r.writeBlocks(o, m, ds)
+	o, sidecar, err := r.summarize(m, r.computeOptions(m.res.Data.Results, tok, ds), ds)
 	if err != nil {
 		return o, err
 	}
@@ -45,6 +39,19 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 		r.server.StopProfile(after, r.stdout)
 	}
 	return o, r.saveOutputs(model, o, sidecar)
+}
+
+// summarize computes the figures of a measured run with opts, prints its
+// blocks and assembles its sidecar (writeBlocks). The outcome is nil when
+// the figures cannot be computed.
+func (r *run) summarize(m *measurement, opts metrics.ComputeOptions, ds *dataset) (*outcome.Outcome, *report.Sidecar, error) {
+	summary, err := metrics.Compute(&m.res.Data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &outcome.Outcome{Summary: summary, Data: &m.res.Data, Params: m.params, Options: opts, Cancelled: m.res.Cancelled}
+	sidecar, err := r.writeBlocks(o, m, ds)
+	return o, sidecar, err
 }
 
 // measurement is what the main run gave: the engine's result, the

@@ -67,7 +67,8 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 // frontEnds is the run split by front end, request i's the one at i mod
 // their count; nil for one.
 func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
-	k := r.server.FrontEnds()
+	urls := r.cfg.FrontEndURLs
+	k := len(urls)
 	if k < 2 {
 		return nil, nil
 	}
@@ -77,7 +78,7 @@ func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
 	}
 	out := make([]report.SidecarFrontEnd, k)
 	for fe, pm := range points {
-		out[fe] = report.SidecarFrontEnd{URL: r.server.FrontEndURL(fe), PointMetrics: pm}
+		out[fe] = report.SidecarFrontEnd{URL: urls[fe], PointMetrics: pm}
 	}
 	return out, nil
 }

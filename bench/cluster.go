@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"io"
+	"time"
 
 	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -47,4 +50,24 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 		o.Files = append(r.agent.Saved, o.Files...)
 	}
 	return o, err
+}
+
+// WriteMerged prints and saves a run merged from its saved partials after
+// it ended (`stampede merge`) through the phases agent 0 prints and saves
+// its own merged run with: the same blocks, warnings and notes on stderr,
+// result JSON and sidecar, from the settings the partials carry
+// (MergedRun.Plan). What agent 0 read from the server beside the
+// requests (its /metrics and spans) and the manifest of its command line
+// are in agent 0's own sidecar alone.
+func WriteMerged(m *cluster.MergedRun, stdout, stderr io.Writer) (*outcome.Outcome, error) {
+	r := &run{cfg: m.Plan(), stdout: stdout, stderr: stderr, agent: cluster.MergedAgent(m)}
+	ds := &dataset{requests: make([]datasets.Request, len(m.RequestIDs))}
+	for i := range ds.requests {
+		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestIDs[i], m.ExpectedOutputLens[i]
+	}
+	o, sidecar, err := r.summarize(&measurement{res: m.Result(time.Time{}), params: m.Params}, m.Options, ds)
+	if err != nil {
+		return o, err
+	}
+	return o, r.saveOutputs(endpoint.Model{ID: m.Params.ModelID}, o, sidecar)
 }

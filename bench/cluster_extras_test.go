@@ -296,7 +296,7 @@ func TestClusterErrorsAndUsage(t *testing.T) {
 	}
 	offline := t.TempDir()
 	m.Params.ResultDir = offline
-	if _, err := cluster.WriteMerged(new(bytes.Buffer), new(bytes.Buffer), m, time.Now()); err != nil {
+	if _, err := WriteMerged(m, new(bytes.Buffer), new(bytes.Buffer)); err != nil {
 		t.Fatal(err)
 	}
 	merged, _ := sidecarOf(t, filepath.Join(offline, "run.stampede.json"))
@@ -413,7 +413,7 @@ func TestClusterPerTokenITL(t *testing.T) {
 	// `stampede merge` of the saved partials prints the same block.
 	m.Params.SaveResult, m.Params.AppendResult = false, false
 	var merged bytes.Buffer
-	if _, err := cluster.WriteMerged(&merged, new(bytes.Buffer), m, time.Now()); err != nil {
+	if _, err := WriteMerged(m, &merged, new(bytes.Buffer)); err != nil {
 		t.Fatal(err)
 	}
 	if _, mergedBlock, _ := strings.Cut(merged.String(), "="+report.PerTokenTitle); mergedBlock != block {

@@ -3,8 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +68,13 @@ func singleHostOutputs(t *testing.T, o *outcome.Outcome, breakdown bool, now tim
 	return b.String(), result
 }
 
+// resultDate is a result JSON's "date" (pyout.DateLayout), which only
+// says when the result was saved.
+var resultDate = regexp.MustCompile(`"date": ?"[0-9]{8}-[0-9]{6}"`)
+
+// undated is a result JSON with its date blanked.
+func undated(result []byte) []byte { return resultDate.ReplaceAll(result, []byte(`"date": ""`)) }
+
 // TestMergeEqualsSingleHost splits one run into N partials as N agents
 // would have sent it (request i to agent i mod N), writes and reads each
 // in the partial format, merges them, and holds the merged block and
@@ -118,7 +128,7 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 				dir := t.TempDir()
 				m.Params.ResultDir, m.Params.ResultFilename = dir, "merged.json"
 				var stdout, stderr bytes.Buffer
-				if _, err := cluster.WriteMerged(&stdout, &stderr, m, now); err != nil {
+				if _, err := WriteMerged(m, &stdout, &stderr); err != nil {
 					t.Fatalf("merge of %d: %v", n, err)
 				}
 				if stdout.String() != wantBlock {
@@ -128,7 +138,7 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(got, wantResult) {
+				if got, want := undated(got), undated(wantResult); !bytes.Equal(got, want) {
 					t.Errorf("merge of %d saves\n%s\nwant\n%s", n, got, wantResult)
 				}
 				if _, err := os.Stat(filepath.Join(dir, "merged.stampede.json")); err != nil {
@@ -136,5 +146,81 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// agentZeroOnly are the sidecar's sections that only agent 0 can fill,
+// from what it read beside the requests: the server's /metrics (scraped
+// and the prefix cache's counters), its spans, and the manifest of the
+// command line it was given. The partials carry none of them.
+var agentZeroOnly = []string{"server_metrics", "prefix_cache", "server_spans", "manifest"}
+
+// TestMergeCommandEqualsAgentZero holds what `stampede merge` prints and
+// saves for the partials of a cluster run to what agent 0 printed and
+// saved for the same run: the block and the blocks behind their flags
+// byte for byte, the result JSON byte for byte but its date, the sidecar
+// but agentZeroOnly, and every line agent 0 printed on stderr about the
+// merged run (the errors, the usage notes, the clocks).
+func TestMergeCommandEqualsAgentZero(t *testing.T) {
+	srv := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond,
+		Faults: []mock.Fault{{Kind: mock.FaultHTTP500, Every: 6}}})
+	dir := t.TempDir()
+	const n, size = 36, 3
+	stdout, stderr := runAgents(t, size, []string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tinyTokenizer,
+		"--disable-tqdm", "--model", "mock-llm", "--dataset-name", "random", "--num-prompts", fmt.Sprint(n),
+		"--random-input-len", "16", "--random-output-len", "6", "--request-rate", "400", "--max-concurrency", "6", "--seed", "4",
+		"--breakdown", "--reasoning-metrics", "--steady-state", "--steady-state-min-window", "0.01",
+		"--warmup-time", "0.002", "--cooldown-time", "0.002",
+		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json",
+		"--save-partial", filepath.Join(dir, "part.bin")})
+
+	m := mergedPartials(t, dir)
+	offline := t.TempDir()
+	m.Params.ResultDir = offline
+	var mergeOut, mergeErr bytes.Buffer
+	if _, err := WriteMerged(m, &mergeOut, &mergeErr); err != nil {
+		t.Fatal(err)
+	}
+	// Python's warnings on the failed requests precede the block.
+	if got := mergeOut.String(); !strings.HasSuffix(stdout, got) || !strings.Contains(got, "Serving Benchmark Result") || !strings.Contains(got, report.TrimmedTitle) {
+		t.Errorf("stampede merge prints\n%s\nnot the end of what agent 0 printed\n%s", got, stdout)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(mergeErr.String()), "\n") {
+		if !strings.Contains(stderr, line+"\n") {
+			t.Errorf("stampede merge says %q on stderr, agent 0 did not:\n%s", line, stderr)
+		}
+	}
+	for _, want := range []string{"failed", "clocks against agent 0"} {
+		if !strings.Contains(mergeErr.String(), want) {
+			t.Errorf("stampede merge's stderr lacks %q:\n%s", want, mergeErr.String())
+		}
+	}
+
+	agentResult, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mergeResult, err := os.ReadFile(filepath.Join(offline, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := undated(agentResult), undated(mergeResult); !bytes.Equal(a, b) {
+		t.Errorf("stampede merge saves\n%s\nagent 0 saved\n%s", b, a)
+	}
+	sidecars := make([][]byte, 2)
+	for i, d := range []string{dir, offline} {
+		sc := readJSON(t, filepath.Join(d, "run.stampede.json"))
+		for _, k := range agentZeroOnly {
+			delete(sc, k)
+		}
+		for _, k := range []string{"errors", "usage", "breakdown", "cluster", "fingerprint"} {
+			if sc[k] == nil {
+				t.Errorf("%s: the sidecar has no %s", d, k)
+			}
+		}
+		sidecars[i], _ = json.MarshalIndent(sc, "", " ")
+	}
+	if !bytes.Equal(sidecars[0], sidecars[1]) {
+		t.Errorf("stampede merge's sidecar\n%s\nagent 0's\n%s", sidecars[1], sidecars[0])
 	}
 }

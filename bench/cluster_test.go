@@ -79,7 +79,7 @@ func TestClusterRunInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var block bytes.Buffer
-	if _, err := cluster.WriteMerged(&block, new(bytes.Buffer), func() *cluster.MergedRun { m.Params.SaveResult = false; return m }(), time.Now()); err != nil {
+	if _, err := WriteMerged(func() *cluster.MergedRun { m.Params.SaveResult = false; return m }(), &block, new(bytes.Buffer)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout, block.String()) {

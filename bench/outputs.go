@@ -93,7 +93,9 @@ func (r *run) savePyTorch(path string, res *pyout.Result, files *report.Saved) {
 // savePartial saves a single-host run as the one partial of a cluster of
 // one (--save-partial without --cluster-size).
 func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
-	return cluster.SavePartialFile(r.cfg.SavePartial, cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1, nil)[0])
+	part := cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1, nil)[0]
+	part.Header.Settings.Outputs = cluster.OutputsOf(r.cfg)
+	return cluster.SavePartialFile(r.cfg.SavePartial, part)
 }
 
 // plotTimeline writes the --plot-timeline page next to the result file

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/outcome"
+	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -162,6 +164,66 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 	return m, nil
 }
 
+// MergedOutputs are the settings of what agent 0 computes from the
+// merged records alone beside the result (the steady state, the trimmed
+// block, the reasoning block), which the records themselves do not tell.
+type MergedOutputs struct {
+	SteadyState          bool     `json:"steady_state,omitempty"`
+	SteadyStateThreshold float64  `json:"steady_state_threshold"`
+	SteadyStateMinWindow *float64 `json:"steady_state_min_window,omitempty"`
+	WarmupTime           float64  `json:"warmup_time,omitempty"`
+	CooldownTime         float64  `json:"cooldown_time,omitempty"`
+	ReasoningMetrics     bool     `json:"reasoning_metrics,omitempty"`
+}
+
+// OutputsOf is c's MergedOutputs.
+func OutputsOf(c *plan.Plan) *MergedOutputs {
+	return &MergedOutputs{
+		SteadyState: c.SteadyState, SteadyStateThreshold: c.SteadyStateThreshold, SteadyStateMinWindow: c.SteadyStateMinWindow,
+		WarmupTime: c.WarmupTime, CooldownTime: c.CooldownTime, ReasoningMetrics: c.ReasoningMetrics,
+	}
+}
+
+// defaultSteadyStateThreshold is --steady-state-threshold's default, for
+// a partial saved without its outputs' settings.
+const defaultSteadyStateThreshold = 0.95
+
+// Plan is the settings of the merged run's outputs, as agent 0 held them:
+// what bench's phases read once the run is measured (the blocks, the
+// sidecar, the result's name). Nothing in it can send a request.
+func (m *MergedRun) Plan() *plan.Plan {
+	lead := &m.Agents[0]
+	p, c := m.Params, &plan.Plan{}
+	c.SelectedPercentiles, c.SelectedPercentileMetrics = m.Options.Percentiles, p.PercentileMetrics
+	c.Breakdown, c.PerTokenITL = m.Breakdown, m.PerTokenITL
+	c.SaveResult, c.AppendResult, c.SaveDetailed = p.SaveResult, p.AppendResult, p.SaveDetailed
+	c.ResultDir, c.ResultFilename, c.Label = p.ResultDir, p.ResultFilename, p.Label
+	c.RequestRate, c.Burstiness, c.SelfTimed = p.RequestRate, p.Burstiness, p.SelfTimed
+	if m.Options.ClientQueue {
+		c.MaxConcurrency = &p.MaxConcurrency
+	}
+	c.RampUpStrategy = p.RampUpStrategy
+	c.APIURL, c.FrontEndURLs = lead.URL, lead.Settings.FrontEnds
+	c.SteadyStateThreshold = defaultSteadyStateThreshold
+	if o := lead.Settings.Outputs; o != nil {
+		c.SteadyState, c.SteadyStateThreshold, c.SteadyStateMinWindow = o.SteadyState, o.SteadyStateThreshold, o.SteadyStateMinWindow
+		c.WarmupTime, c.CooldownTime, c.ReasoningMetrics = o.WarmupTime, o.CooldownTime, o.ReasoningMetrics
+	}
+	return c
+}
+
+// Result is the merged run as the result one engine would have given for
+// the whole schedule: every request, time 0 the announced start (start,
+// on agent 0's clock), agent 0's probes and every connection's RTTs.
+func (m *MergedRun) Result(start time.Time) *engine.Result {
+	whole := &engine.Result{Data: m.Data, Start: start, Cancelled: m.Cancelled, Probes: m.Probes}
+	for _, h := range m.Agents {
+		whole.Shards += h.Health.Shards
+		whole.Health.Shards = append(whole.Health.Shards, engine.ShardHealth{RTTs: h.RTTs})
+	}
+	return whole
+}
+
 // ReadPartialFiles reads the partial files at paths (ExpandPartialPaths).
 func ReadPartialFiles(paths []string) ([]*Partial, error) {
 	paths, err := ExpandPartialPaths(paths)
@@ -210,65 +272,6 @@ func ExpandPartialPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// WriteMerged prints a merged run as a single run prints it (warnings on
-// stderr, Python's block, the --breakdown and --per-token-itl blocks) with the cluster's clock
-// figures on stderr, and saves the result JSON and its sidecar as the
-// run's flags asked; now gives the result's date.
-func WriteMerged(stdout, stderr io.Writer, m *MergedRun, now time.Time) (*outcome.Outcome, error) {
-	summary, err := metrics.Compute(&m.Data, m.Options)
-	if err != nil {
-		return nil, err
-	}
-	if err := pyout.WriteWarnings(stderr, summary); err != nil {
-		return nil, err
-	}
-	if err := pyout.WriteResult(stdout, summary, m.Params); err != nil {
-		return nil, err
-	}
-	breakdown := metrics.ComputeBreakdown(m.Data.Results, m.Options.Percentiles)
-	if m.Breakdown {
-		if err := report.WriteBreakdown(stdout, breakdown); err != nil {
-			return nil, err
-		}
-	}
-	var perToken *report.SidecarPerToken
-	if m.PerTokenITL {
-		if perToken, err = report.PerTokenOutputs(stdout, stderr, m.Data.Results, m.Options.Percentiles, summary.ITL, m.Params.SaveDetailed); err != nil {
-			return nil, err
-		}
-	}
-	writeClusterClocks(stderr, m.Agents)
-	out := &outcome.Outcome{Summary: summary, Data: &m.Data, Params: m.Params, Options: m.Options, Cancelled: m.Cancelled}
-	p := m.Params
-	if err := pyout.CheckMetadata(p.Metadata); err != nil {
-		return out, err
-	}
-	if !p.SaveResult && !p.AppendResult {
-		return out, nil
-	}
-	res, err := pyout.BuildResult(summary, &m.Data, p, now)
-	if err != nil {
-		return out, err
-	}
-	name, err := pyout.ResultFilename(&p.RunSettings, res.Date)
-	if err != nil {
-		return out, err
-	}
-	out.ResultPath = name
-	if err := pyout.SaveResult(name, res, p.AppendResult); err != nil {
-		return out, fmt.Errorf("saving results to %s: %w", name, err)
-	}
-	out.Files = append(out.Files, name)
-	sc := &report.Sidecar{Version: report.SidecarVersion, Breakdown: report.NewSidecarBreakdown(m.Data.Results, breakdown, p.SaveDetailed), PerToken: perToken}
-	m.Account(sc)
-	m.accountRequests(sc, summary)
-	if err := report.SaveSidecar(report.SidecarPath(name), sc, p.AppendResult); err != nil {
-		return out, err
-	}
-	out.Files = append(out.Files, report.SidecarPath(name))
-	return out, nil
-}
-
 // Account puts the cluster's own into a merged run's sidecar: the agents'
 // health merged, agent 0's fingerprint, and each agent's clock, health
 // and, where its build or host differs from agent 0's, its client.
@@ -278,25 +281,6 @@ func (m *MergedRun) Account(sc *report.Sidecar) {
 	if sc.Fingerprint == nil {
 		sc.Fingerprint = m.Agents[0].Fingerprint
 	}
-}
-
-// accountRequests is what `stampede merge` computes from the records
-// alone, as a run computes it (bench's writeBlocks): the failed requests
-// grouped, the server's token counts checked, the first tokens and the
-// reasoning. What agent 0 read from the server beside the run (its
-// /metrics, prefix cache and spans) is in agent 0's own sidecar only.
-func (m *MergedRun) accountRequests(sc *report.Sidecar, s *metrics.Summary) {
-	results := m.Data.Results
-	at := func(i int) int { return min(max(i, 0), len(m.RequestIDs)-1) }
-	sc.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), m.Agents[0].URL,
-		func(i int) string { return m.RequestIDs[at(i)] })
-	if !s.Pooling {
-		sc.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, s.OutputLens,
-			func(i int) int { return m.ExpectedOutputLens[at(i)] }))
-	}
-	pct, detailed := m.Options.Percentiles, m.Params.SaveDetailed
-	sc.FirstTokens = report.NewSidecarFirstTokens(results, pct, detailed)
-	sc.Reasoning = report.NewSidecarReasoning(results, metrics.ComputeReasoning(results, pct), detailed)
 }
 
 // mergedHealth is the agents' health merged (report.MergeHealth).

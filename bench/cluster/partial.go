@@ -164,6 +164,9 @@ type PartialSettings struct {
 	// at i mod their count), so that every agent sends each request where
 	// agent 0's per-front-end account places it; nil without the option.
 	FrontEnds []string `json:"front_ends,omitempty"`
+	// Outputs are agent 0's settings of what it computes from the merged
+	// records alone, for `stampede merge` to print and save the same.
+	Outputs *MergedOutputs `json:"outputs,omitempty"`
 }
 
 // NewPartialSettings captures the settings of a run computed with opts.
@@ -184,7 +187,7 @@ func NewPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, bre
 // outputOnly is s without the settings that choose only what agent 0
 // prints or saves, and where (--save-result, --append-result,
 // --plot-timeline, --result-dir, --result-filename, --label, --metadata,
-// the workers row): the merge takes agent 0's, and the agents need not
+// the workers row, Outputs): the merge takes agent 0's, and the agents need not
 // agree on them. --save-detailed is not one: it decides what each
 // agent's records keep.
 func (s PartialSettings) outputOnly() PartialSettings {
@@ -197,6 +200,7 @@ func (s PartialSettings) outputOnly() PartialSettings {
 	p.ProbeRequestRate = 0
 	p.ResultDir, p.ResultFilename, p.Label, p.Metadata, p.Workers = "", "", nil, nil, 0
 	s.Params = &p
+	s.Outputs = nil
 	return s
 }
 

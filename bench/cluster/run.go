@@ -105,6 +105,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	a.settings = NewPartialSettings(params, new(a.Options(nil)), c.Breakdown)
 	a.settings.FrontEnds = c.FrontEndURLs
 	a.settings.PerTokenITL = c.PerTokenITL
+	a.settings.Outputs = OutputsOf(c)
 	var warmLead time.Duration
 	if ec.WarmConnections {
 		warmLead = time.Duration(ec.MaxConcurrency+1) * WarmLeadPerConn
@@ -205,19 +206,18 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 			a.SentAs(i, id)
 		}
 	}
-	whole := &engine.Result{
-		Data: merged.Data, Start: time.Unix(0, a.session.StartUnixNs()),
-		Cancelled: merged.Cancelled, Aborted: res.Aborted, Probes: merged.Probes,
-	}
-	for _, h := range merged.Agents {
-		whole.Shards += h.Health.Shards
-		whole.Health.Shards = append(whole.Health.Shards, engine.ShardHealth{RTTs: h.RTTs})
-	}
+	whole := merged.Result(time.Unix(0, a.session.StartUnixNs()))
+	whole.Aborted = res.Aborted
 	if a.rates != nil {
 		whole.RampUpEvents = rampUpEvents(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
 	}
 	return whole, nil
 }
+
+// MergedAgent is the agent 0 that merged m, for the phases that print and
+// save a run merged after it ended (`stampede merge`): Account and
+// WriteHealth are its methods of use; it joins no run.
+func MergedAgent(m *MergedRun) *Agent { return &Agent{merged: m} }
 
 // Account puts the cluster's own into agent 0's sidecar of the merged run
 // (MergedRun.Account); nothing on a single host.

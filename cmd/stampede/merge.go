@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
+	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/report"
 )
@@ -61,7 +61,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			m.Params.ResultFilename = *name
 		}
 	}
-	out, err := cluster.WriteMerged(stdout, stderr, m, time.Now())
+	out, err := bench.WriteMerged(m, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
 		return exitError
