@@ -35,8 +35,14 @@ const jobCompletionIndex = "JOB_COMPLETION_INDEX"
 // resolveCluster checks the cluster options and takes the index from
 // $JOB_COMPLETION_INDEX when --cluster-index is not given.
 func (c *draft) resolveCluster(getenv func(string) string) error {
-	if c.ClusterLocal && getenv(plan.LocalAgentEnv) == "" {
-		return c.resolveClusterLocal()
+	if c.ClusterLocal {
+		if err := c.resolveClusterLocal(); err != nil {
+			return err
+		}
+		if index := getenv(plan.LocalAgentEnv); index != "" {
+			return c.resolveLocalAgent(index, getenv)
+		}
+		return nil
 	}
 	if c.ClusterSize < 1 {
 		return &py.UsageError{Msg: fmt.Sprintf("argument --cluster-size: invalid value %d: want the number of agents, 1 or more", c.ClusterSize)}
@@ -134,20 +140,21 @@ func (c *draft) resolveClusterLocal() error {
 	return c.checkClusterShares()
 }
 
-// launcherArgv is the command line a run records in its manifest: for an
-// agent of --cluster-local, the launcher's, without the index and
-// coordinator the launcher appended (bench/cluster.Local.AgentArgs), so
-// that rerunning the result launches the agents again.
-func launcherArgv(args []string, c *plan.Plan, getenv func(string) string) []string {
-	if !c.ClusterLocal || getenv(plan.LocalAgentEnv) == "" {
-		return args
+// resolveLocalAgent places an agent that --cluster-local's launcher
+// started (index is its $STAMPEDE_CLUSTER_LOCAL_AGENT): its command line
+// is the launcher's, checked by resolveClusterLocal already; its index,
+// coordinator and secret are in its environment. Only agent 0 draws the
+// progress bar, so that the terminal shows one.
+func (c *draft) resolveLocalAgent(index string, getenv func(string) string) error {
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= c.ClusterSize {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s=%q: want an agent index from 0 to %d (--cluster-size %d)", plan.LocalAgentEnv, index, c.ClusterSize-1, c.ClusterSize)}
 	}
-	n := len(args)
-	if n > 0 && args[n-1] == "--disable-tqdm" && c.AgentIndex > 0 {
-		n--
+	c.AgentIndex = i
+	if c.Coordinator = getenv(plan.LocalCoordinatorEnv); c.Coordinator == "" {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s is set, but not $%s: an agent of --cluster-local is started by its launcher", plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
 	}
-	if n >= 4 && args[n-4] == "--cluster-index" && args[n-2] == "--coordinator" {
-		return args[:n-4]
-	}
-	return args
+	c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv))
+	c.DisableTqdm = c.DisableTqdm || i > 0
+	return nil
 }

@@ -94,15 +94,15 @@ func TestClusterTokenFromEnv(t *testing.T) {
 
 // TestClusterLocalFlags: the launcher of --cluster-local refuses, before
 // any agent starts, what it chooses itself (index, coordinator, secret,
-// CPUs) and what no cluster carries out; its agents, marked by
-// $STAMPEDE_CLUSTER_LOCAL_AGENT, take the index and coordinator it gives.
+// CPUs) and what no cluster carries out; its agents, given the user's
+// command line, take their index, coordinator and secret from the
+// environment the launcher gives them, and only agent 0 draws the bar.
 func TestClusterLocalFlags(t *testing.T) {
 	launcher := func(string) string { return "" }
-	agent := func(k string) string {
-		if k == plan.LocalAgentEnv {
-			return "1"
+	agent := func(index string) func(string) string {
+		return func(k string) string {
+			return map[string]string{plan.LocalAgentEnv: index, plan.LocalCoordinatorEnv: "127.0.0.1:7070", plan.ClusterTokenEnv: "secret"}[k]
 		}
-		return ""
 	}
 	local := []string{"--cluster-local", "--cluster-size", "3"}
 	for _, tc := range []struct {
@@ -120,19 +120,27 @@ func TestClusterLocalFlags(t *testing.T) {
 		{"with CPUs", append([]string{"--cpus", "0"}, local...), launcher, 0, "argument --cpus: not allowed with argument --cluster-local"},
 		{"per-token ITL", append([]string{"--per-token-itl"}, local...), launcher, 0, ""},
 		{"too little concurrency", append([]string{"--max-concurrency", "2"}, local...), launcher, 0, "--max-concurrency 2 is split between 3 agents"},
-		{"agent", append([]string{"--cluster-index", "2", "--coordinator", "127.0.0.1:7070"}, local...), agent, 2, ""},
-		{"agent without coordinator", append([]string{"--cluster-index", "2"}, local...), agent, 0, "needs --coordinator"},
+		{"agent", local, agent("2"), 2, ""},
+		{"agent out of range", local, agent("3"), 0, `$STAMPEDE_CLUSTER_LOCAL_AGENT="3": want an agent index from 0 to 2`},
+		{"agent without coordinator", local, func(k string) string { return map[string]string{plan.LocalAgentEnv: "1"}[k] }, 0,
+			"$STAMPEDE_CLUSTER_LOCAL_AGENT is set, but not $STAMPEDE_CLUSTER_LOCAL_COORDINATOR"},
 	} {
 		checkAgentParse(t, tc.name, tc.args, tc.getenv, tc.index, tc.err)
 	}
-	// An agent records the launcher's command line, which a rerun starts
-	// again.
-	args := append(append([]string{"--model", "m"}, local...), "--cluster-index", "0", "--coordinator", "127.0.0.1:7070")
-	p, err := parseArgs(args, agent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Join(p.Argv, " "), "--model m --cluster-local --cluster-size 3"; got != want {
-		t.Errorf("agent 0 records %q, want the launcher's %q", got, want)
+	// Every agent records the command line it was given, the launcher's,
+	// which a rerun starts again.
+	args := append([]string{"--model", "m"}, local...)
+	for _, index := range []string{"0", "2"} {
+		p, err := parseArgs(args, agent(index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Join(p.Argv, " "), "--model m --cluster-local --cluster-size 3"; got != want {
+			t.Errorf("agent %s records %q, want the launcher's %q", index, got, want)
+		}
+		if p.Coordinator != "127.0.0.1:7070" || p.ClusterToken != "secret" || p.DisableTqdm != (index != "0") {
+			t.Errorf("agent %s: coordinator %q, token %q, no bar %v; want the launcher's, and the bar on agent 0 alone",
+				index, p.Coordinator, p.ClusterToken, p.DisableTqdm)
+		}
 	}
 }

@@ -76,7 +76,7 @@ func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string
 		return nil, err
 	}
 	cfg.Args = namespace(cfg.Plan)
-	cfg.Argv = recordArgv(launcherArgv(args, cfg.Plan, getenv))
+	cfg.Argv = recordArgv(args)
 	return cfg.Plan, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,10 +26,11 @@ import (
 )
 
 // Local is --cluster-local: one benchmark run by Size agent processes on
-// this host, each the same binary with the same command line plus its
-// --cluster-index and a --coordinator on a free loopback port, joined by
-// the protocol a Kubernetes Job's agents use (Join, Gather), so that the
-// merge is the same exact merge.
+// this host, each the same binary with the same command line, told in
+// its environment its index, the coordinator on a free loopback port and
+// the launch's secret (plan.LocalAgentEnv, plan.LocalCoordinatorEnv,
+// plan.ClusterTokenEnv), joined by the protocol a Kubernetes Job's agents
+// use (Join, Gather), so that the merge is the same exact merge.
 type Local struct {
 	Exe  string   // the binary the agents run: this one (os.Executable)
 	Args []string // the serve options as the user gave them, without the verb
@@ -40,9 +42,6 @@ type Local struct {
 	// Streams is the most streams one agent holds at once, checked against
 	// its open-files limit before any agent starts; 0 skips the check.
 	Streams int
-	// ProgressBar is whether the command line draws the progress bar (no
-	// --disable-tqdm): agent 0 draws it, the others get --disable-tqdm.
-	ProgressBar bool
 	Stdout      io.Writer // agent 0's stdout; the others' is discarded
 	Stderr      io.Writer // every agent's stderr, each line prefixed "agent I: "
 	// Signals are forwarded to every agent still running, one for one, so
@@ -241,15 +240,12 @@ func NewClusterToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// AgentArgs is agent i's command line: the verb, the user's options and
-// the agent's place in the cluster. Only agent 0 draws the progress bar.
-func (l *Local) AgentArgs(i int, coordinator string) []string {
-	args := append([]string{"serve"}, l.Args...)
-	args = append(args, "--cluster-index", strconv.Itoa(i), "--coordinator", coordinator)
-	if i > 0 && l.ProgressBar {
-		args = append(args, "--disable-tqdm")
-	}
-	return args
+// agentEnv is agent i's environment: the launcher's, with the agent's
+// place in the cluster and the launch's secret. The last value of a
+// variable is the one in force.
+func (l *Local) agentEnv(i int, coordinator, token string) []string {
+	return append(slices.Clip(l.Env), plan.ClusterTokenEnv+"="+token,
+		plan.LocalAgentEnv+"="+strconv.Itoa(i), plan.LocalCoordinatorEnv+"="+coordinator)
 }
 
 // agent is one started agent process.
@@ -280,21 +276,20 @@ func (l *Local) Run() ([]AgentExit, error) {
 	// Once agent 0 holds its copy, the launcher's goes: an agent 0 that
 	// ended must leave the port refusing, not accepting into a backlog.
 	defer listener.Close()
-	// The secret reaches the agents through the environment, which ps
-	// does not show; the last value of a variable is the one in force.
-	env := append(append([]string(nil), l.Env...), plan.ClusterTokenEnv+"="+token, plan.LocalAgentEnv+"=1")
 	cpus := SplitCPUs(l.CPUs, l.Size)
 	errs := &lockedWriter{w: l.Stderr}
 	agents := make([]*agent, l.Size)
 	stop := make(chan struct{})
 	for i := range agents {
-		cmd := exec.Command(l.Exe, l.AgentArgs(i, coordinator)...)
-		cmd.Env = env
+		// The agent's command line is the user's; the secret reaches it
+		// through the environment, which ps does not show.
+		cmd := exec.Command(l.Exe, append([]string{"serve"}, l.Args...)...)
+		cmd.Env = l.agentEnv(i, coordinator, token)
 		if i == 0 {
 			cmd.Stdout = l.Stdout
 			// The listener is the first of ExtraFiles: descriptor 3.
 			cmd.ExtraFiles = []*os.File{listener}
-			cmd.Env = append(env[:len(env):len(env)], coordinatorFDEnv+"=3")
+			cmd.Env = append(cmd.Env, coordinatorFDEnv+"=3")
 		}
 		cmd.Stderr = &prefixWriter{out: errs, prefix: []byte("agent " + strconv.Itoa(i) + ": "), start: true}
 		// In a process group of their own, so that a terminal's Ctrl-C

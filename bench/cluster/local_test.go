@@ -71,25 +71,17 @@ func limitedAgent(spec string) int {
 	return 1
 }
 
-// fakeAgent prints on stdout its index, coordinator, token length and
-// CPUs, and a line on stderr; in mode "wait" it waits for SIGINT and ends
+// fakeAgent prints on stdout its index, coordinator, token length, CPUs
+// and command line, and a line on stderr; in mode "wait" it waits for SIGINT and ends
 // with 130, in mode "fail" agent 2 ends with status 7 at once and the
 // others wait for the SIGTERM that follows.
 func fakeAgent(mode string, args []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	index, coordinator := -1, ""
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--cluster-index":
-			index, _ = strconv.Atoi(args[i+1])
-		case "--coordinator":
-			coordinator = args[i+1]
-		}
-	}
+	index, coordinator := os.Getenv(plan.LocalAgentEnv), os.Getenv(plan.LocalCoordinatorEnv)
 	cpus, _ := AffinityCPUs()
-	fmt.Printf("index=%d coordinator=%s token=%d local=%s tqdm=%v cpus=%v args0=%s\n", index, coordinator,
-		len(os.Getenv(plan.ClusterTokenEnv)), os.Getenv("STAMPEDE_CLUSTER_LOCAL_AGENT"), !slices.Contains(args, "--disable-tqdm"), cpus, args[0])
+	fmt.Printf("index=%s coordinator=%s token=%d cpus=%v args=%q\n", index, coordinator,
+		len(os.Getenv(plan.ClusterTokenEnv)), cpus, args)
 	listener := "none"
 	if fd, err := strconv.Atoi(os.Getenv(coordinatorFDEnv)); err == nil {
 		if ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener")); err == nil {
@@ -97,13 +89,13 @@ func fakeAgent(mode string, args []string) int {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "listener %s\n", listener)
-	fmt.Fprintf(os.Stderr, "hello from %d\nno newline", index)
+	fmt.Fprintf(os.Stderr, "hello from %s\nno newline", index)
 	switch mode {
 	case "wait":
 		s := <-sigs
 		return 128 + int(s.(syscall.Signal))
 	case "fail":
-		if index == 2 {
+		if index == "2" {
 			return 7
 		}
 		s := <-sigs
@@ -143,15 +135,15 @@ func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncB
 	stdout, stderr := newSyncBuffer(), newSyncBuffer()
 	sigs := make(chan os.Signal, 4)
 	env := append(os.Environ(), fakeAgentEnv+"="+mode, plan.ClusterTokenEnv+"=from-the-user")
-	return &Local{Exe: exe, Args: []string{"--model", "m"}, Env: env, Size: size, CPUs: cpus, ProgressBar: true,
+	return &Local{Exe: exe, Args: []string{"--model", "m"}, Env: env, Size: size, CPUs: cpus,
 		Stdout: stdout, Stderr: stderr, Signals: sigs, Linger: time.Minute}, stdout, stderr, sigs
 }
 
-// TestLocalAgents starts three stand-in agents: each gets its index, one
-// loopback coordinator, the launch's own token (not the one in the
-// launcher's environment) and its share of the CPUs; only agent 0's
-// stdout is kept and only agent 0 draws the progress bar; every stderr
-// line is prefixed, the last one without its newline too.
+// TestLocalAgents starts three stand-in agents: each gets the user's
+// command line, and in its environment its index, one loopback
+// coordinator and the launch's own token (not the one in the launcher's
+// environment); and its share of the CPUs; only agent 0's stdout is kept;
+// every stderr line is prefixed, the last one without its newline too.
 func TestLocalAgents(t *testing.T) {
 	l, stdout, stderr, _ := fakeLocal(t, "exit", 3)
 	exits, err := l.Run()
@@ -165,8 +157,8 @@ func TestLocalAgents(t *testing.T) {
 	}
 	out := stdout.String()
 	if strings.Count(out, "index=") != 1 || !strings.Contains(out, "index=0 coordinator=127.0.0.1:") ||
-		!strings.Contains(out, "token=64 local=1 tqdm=true") || !strings.Contains(out, "args0=serve") {
-		t.Errorf("stdout %q: want agent 0's line alone, with a loopback coordinator, a 64-digit token and the local mark", out)
+		!strings.Contains(out, "token=64 ") || !strings.Contains(out, ` args=["serve" "--model" "m"]`) {
+		t.Errorf("stdout %q: want agent 0's line alone, with a loopback coordinator, a 64-digit token and the user's command line", out)
 	}
 	want := fmt.Sprint(SplitCPUs(l.CPUs, 3)[0])
 	if !strings.Contains(out, "cpus="+want+" ") {

@@ -150,11 +150,16 @@ type Cluster struct {
 	ResultsToLog bool
 }
 
-// LocalAgentEnv is the variable --cluster-local's launcher sets to "1" in
-// the environment of each agent it starts: that process is one of the
-// launcher's agents (given --cluster-index and --coordinator), not a
-// launcher of its own.
-const LocalAgentEnv = "STAMPEDE_CLUSTER_LOCAL_AGENT"
+// LocalAgentEnv is the variable --cluster-local's launcher sets, in the
+// environment of each agent it starts, to that agent's index: that
+// process is one of the launcher's agents, not a launcher of its own.
+// LocalCoordinatorEnv holds where they meet (agent 0's loopback address).
+// The launcher passes these (and ClusterTokenEnv) in the environment, so
+// that every agent's command line is the user's.
+const (
+	LocalAgentEnv       = "STAMPEDE_CLUSTER_LOCAL_AGENT"
+	LocalCoordinatorEnv = "STAMPEDE_CLUSTER_LOCAL_COORDINATOR"
+)
 
 // ClusterTokenEnv is the variable that holds the cluster's secret when no
 // option gives it (one that ps does not show); --cluster-local's launcher

@@ -35,7 +35,7 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 	l := &cluster.Local{Exe: exe, Args: args, Env: os.Environ(), Size: cfg.ClusterSize, CPUs: cpus,
-		Streams: cluster.AgentStreams(cfg), ProgressBar: !cfg.DisableTqdm, Stdout: stdout, Stderr: stderr, Signals: sigs}
+		Streams: cluster.AgentStreams(cfg), Stdout: stdout, Stderr: stderr, Signals: sigs}
 	exits, err := l.Run()
 	if err != nil {
 		return failed(stderr, err)
