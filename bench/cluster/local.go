@@ -42,8 +42,8 @@ type Local struct {
 	// Streams is the most streams one agent holds at once, checked against
 	// its open-files limit before any agent starts; 0 skips the check.
 	Streams int
-	Stdout      io.Writer // agent 0's stdout; the others' is discarded
-	Stderr      io.Writer // every agent's stderr, each line prefixed "agent I: "
+	Stdout  io.Writer // agent 0's stdout; the others' is discarded
+	Stderr  io.Writer // every agent's stderr, each line prefixed "agent I: "
 	// Signals are forwarded to every agent still running, one for one, so
 	// that the agents stop as one process would (the first stops sending,
 	// the second stops at once).
