@@ -158,3 +158,45 @@ func (c *draft) resolveLocalAgent(index string, getenv func(string) string) erro
 	c.DisableTqdm = c.DisableTqdm || i > 0
 	return nil
 }
+
+// RefuseAgents is the usage error of a command that cannot run a
+// cluster's agents (command names it, "stampede sweep"; why says why) for
+// a plan that asks for them, with --cluster-local or --cluster-size above
+// 1; nil for a single host's plan. The commands call it once they have
+// parsed their serve options, before anything is built or sent.
+func RefuseAgents(p *plan.Plan, command, why string) error {
+	switch {
+	case p.ClusterLocal:
+		return py.UsageErrorf("argument --cluster-local: not allowed with %s, which %s; run it on one host, or run each benchmark with `stampede serve`", command, why)
+	case p.Clustered():
+		return py.UsageErrorf("argument --cluster-size: invalid value %d with %s, which %s; run it on one host (--cluster-size 1), or run each benchmark with `stampede serve`", p.ClusterSize, command, why)
+	}
+	return nil
+}
+
+// whyNoAgents are the Rust client's commands that serve runs and that
+// cannot run agents, with why.
+var whyNoAgents = []struct {
+	command string
+	asks    func(p *plan.Plan) bool
+	why     string
+}{
+	{"--num-runs", func(p *plan.Plan) bool { return p.NumRuns > 1 },
+		"repeats the run in this process, while the agents other than 0 end with their share of the first"},
+	{"--sweep-max-concurrency/--sweep-request-rate", RustSweep,
+		"reads each point's result, which agent 0 alone has"},
+	{"--multi-turn", func(p *plan.Plan) bool { return p.MultiTurn },
+		"drives its conversations from this process alone"},
+}
+
+// refuseAgentCommands refuses the commands of whyNoAgents with agents.
+func refuseAgentCommands(p *plan.Plan) error {
+	for _, c := range whyNoAgents {
+		if c.asks(p) {
+			if err := RefuseAgents(p, c.command, c.why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -69,6 +69,9 @@ func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string
 	if err := cfg.applyRust(); err != nil {
 		return nil, err
 	}
+	if err := refuseAgentCommands(cfg.Plan); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(cfg); err != nil {
 		return nil, err
 	}

@@ -67,11 +67,10 @@ type Auth struct {
 // drops, go to stderr.
 func Join(ctx context.Context, coordinator string, size, index int, auth Auth, numRequests, streams int, timeout, extraLead time.Duration, stderr io.Writer) (*Session, error) {
 	if coordinator == "" {
-		// Only serve launches --cluster-local's agents; the commands that
-		// run benchmarks of their own (sweep, slo, rerun, multiturn) reach
-		// here with the launcher's plan.
-		return nil, errors.New("--cluster-local starts its agents from `stampede serve` only: give sweep, slo, rerun and multiturn " +
-			"--cluster-index and --coordinator on every agent instead")
+		// The command line gives every agent one (bench/cli); the
+		// commands that cannot run agents refuse them when they parse it
+		// (cli.RefuseAgents).
+		return nil, errors.New("cluster: an agent without a coordinator to join")
 	}
 	// Each agent holds its share of the streams in its own open-files
 	// limit: the hard one, whatever soft limit it was started with.

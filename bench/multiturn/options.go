@@ -191,6 +191,9 @@ func ParseArgs(args []string) (*Options, error) {
 	if o.Serve, err = cli.Parse(serve, backend.Choices()); err == nil {
 		err = cli.RefuseRustOptions(o.Serve, "multiturn", true)
 	}
+	if err == nil {
+		err = cli.RefuseAgents(o.Serve, "stampede multiturn", "drives its conversations from this process alone")
+	}
 	if err != nil {
 		return nil, err
 	}

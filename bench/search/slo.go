@@ -124,6 +124,9 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 	if err == nil {
 		err = cli.RefuseRustOptions(base, "slo", false)
 	}
+	if err == nil {
+		err = cli.RefuseAgents(base, "stampede slo", "chooses each next load from the last run's result, which agent 0 of a cluster alone has")
+	}
 	if err != nil {
 		return nil, err
 	}

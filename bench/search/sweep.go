@@ -111,6 +111,9 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 				file = runFileName(file, k)
 			}
 			cfg, err := cli.Parse(append(args, "--save-result", "--result-dir", dir, "--result-filename", file), backend.Choices())
+			if err == nil {
+				err = cli.RefuseAgents(cfg, "stampede sweep", sweepNoAgents)
+			}
 			if err != nil {
 				var usage *py.UsageError
 				if errors.As(err, &usage) {
@@ -125,6 +128,9 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 	return points, nil
 }
 
+// sweepNoAgents is why a sweep cannot run a cluster's agents.
+const sweepNoAgents = "goes from point to point on each point's result, which agent 0 of a cluster alone has"
+
 // Sweep runs the grid and returns its summary, printed to stdout at the
 // end and saved after every point; the runs' own blocks go to stderr, so
 // stdout is the table alone. An interrupt stops it after
@@ -138,6 +144,9 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 		return nil, err
 	}
 	if err := cli.RefuseRustOptions(base, "sweep", false); err != nil {
+		return nil, err
+	}
+	if err := cli.RefuseAgents(base, "stampede sweep", sweepNoAgents); err != nil {
 		return nil, err
 	}
 	stderr = newOnceWarnings(stderr)

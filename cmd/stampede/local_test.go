@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -269,5 +270,53 @@ func TestResultsUsage(t *testing.T) {
 	var stdout strings.Builder
 	if code := run(t.Context(), []string{"results", "--help"}, &stdout, &strings.Builder{}); code != exitOK || !strings.Contains(stdout.String(), "kubectl logs") {
 		t.Errorf("results --help: exit %d, %q", code, stdout.String())
+	}
+}
+
+// TestAgentsRefusedAtParse: the commands that cannot run a cluster's
+// agents refuse --cluster-local and --cluster-size above 1 when they
+// parse their command line, with exit 2 naming the flag, the command and
+// why, before they read a dataset or reach a server (both absent here).
+func TestAgentsRefusedAtParse(t *testing.T) {
+	dir := t.TempDir()
+	conversations := filepath.Join(dir, "conversations.json")
+	if err := os.WriteFile(conversations, []byte(`[{"id": "a", "messages": [{"role": "user", "content": "hi"}]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := []string{"--base-url", "http://127.0.0.1:1", "--model", "m", "--dataset-name", "sharegpt",
+		"--dataset-path", filepath.Join(dir, "absent.json")}
+	local := []string{"--cluster-size", "2", "--cluster-local"}
+	agents := []string{"--cluster-size", "2", "--cluster-index", "0", "--coordinator", "127.0.0.1:1"}
+	rerunOf := func(argv []string) string {
+		result := filepath.Join(dir, fmt.Sprintf("run%d.json", len(argv)))
+		sidecar, _ := json.Marshal(map[string]any{"manifest": map[string]any{"argv": argv}})
+		if err := os.WriteFile(result, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(strings.TrimSuffix(result, ".json")+".stampede.json", append(sidecar, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return result
+	}
+	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{join([]string{"sweep", "--sweep", "max-concurrency=2,4"}, serve, local), "argument --cluster-local: not allowed with stampede sweep"},
+		{join([]string{"sweep", "--sweep", "cluster-size=1,2", "--cluster-index", "0", "--coordinator", "127.0.0.1:1"}, serve),
+			"argument --cluster-size: invalid value 2 with stampede sweep"},
+		{join([]string{"slo", "--goodput", "ttft:100"}, serve, agents), "argument --cluster-size: invalid value 2 with stampede slo"},
+		{join([]string{"multiturn", "--input-file", conversations}, serve, local), "argument --cluster-local: not allowed with stampede multiturn"},
+		{[]string{"rerun", rerunOf(join(serve, local))}, "argument --cluster-local: not allowed with stampede rerun"},
+		{[]string{"rerun", rerunOf(join(serve, agents))}, "argument --cluster-size: invalid value 2 with stampede rerun"},
+		{join([]string{"serve", "--num-runs", "2"}, serve, local), "argument --cluster-local: not allowed with --num-runs"},
+		{join([]string{"serve", "--sweep-max-concurrency", "2,4"}, serve, agents), "invalid value 2 with --sweep-max-concurrency"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(t.Context(), tc.args, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "which ") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q and why", tc.args, code, stderr.String(), tc.want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/bench/search"
+	"github.com/stampede-bench/stampede/internal/py"
 )
 
 const rerunUsage = `usage: stampede rerun [--base-url URL] [--yes] [--vary KEY[,KEY]] [--json] FILE [-- SERVE OPTIONS]
@@ -104,6 +105,9 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return usageError("the manifest's command line asks for help")
 		}
 		return failed(stderr, err)
+	}
+	if err := cli.RefuseAgents(cfg, "stampede rerun", "runs the saved command line in this process alone"); err != nil {
+		return usageError("%s", err.(*py.UsageError).Msg)
 	}
 	writeWarnings(stderr, cfg)
 	if bad := checkRerunData(cfg, manifest); len(bad) > 0 {
