@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,4 +99,36 @@ func readJSON(t *testing.T, path string) map[string]any {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return m
+}
+
+// TestClusterAgentFailsFast: an agent other than 0 that fails before it
+// registers (here its tokenizer cannot be read) tells agent 0, which
+// stops the run at once with that agent's error text, well inside the
+// minute of --cluster-timeout-sec (whose error would say "did not
+// register").
+func TestClusterAgentFailsFast(t *testing.T) {
+	srv := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
+	coordinator := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		tokenizer := tinyTokenizer
+		if i == 1 {
+			tokenizer = filepath.Join(t.TempDir(), "absent", "tokenizer.json")
+		}
+		c, err := benchtest.ParseArgs([]string{"--base-url", "http://" + srv.Addr(), "--tokenizer", tokenizer, "--disable-tqdm",
+			"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", "8", "--random-input-len", "8", "--random-output-len", "4",
+			"--cluster-size", "2", "--cluster-index", fmt.Sprint(i), "--coordinator", coordinator, "--cluster-timeout-sec", "60"}, benchtest.NoEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { errs[i] = Run(context.Background(), c, new(bytes.Buffer), new(bytes.Buffer)) })
+	}
+	wg.Wait()
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "absent") {
+		t.Fatalf("agent 1: %v, want its tokenizer's error", errs[1])
+	}
+	if want := "cluster: agent 1 cannot take part in the run: " + errs[1].Error(); errs[0] == nil || !strings.Contains(errs[0].Error(), want) {
+		t.Errorf("agent 0: %v, want %q", errs[0], want)
+	}
 }

@@ -56,11 +56,13 @@ func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 // serve, each repeat of --num-runs, each sweep point and each SLO probe.
 // The outcome is nil when the run ended before its main part; it is set
 // alongside an error raised after the measurement (a failed save).
-func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (*outcome.Outcome, error) {
+func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (o *outcome.Outcome, err error) {
 	r, err := newRun(cfg, stdout, stderr)
 	if err != nil {
-		return nil, err
+		return nil, cluster.Refuse(ctx, cfg, nil, err, stderr)
 	}
+	// A cluster's agent that fails before it registers tells agent 0 why.
+	defer func() { err = cluster.Refuse(ctx, cfg, r.agent, err, stderr) }()
 	model, err := r.server.DiscoverModel(ctx, stdout)
 	if err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 	if soft, hard, err := OpenFilesLimit(); err != nil {
 		return nil, err
 	} else if err := checkShareOpenFiles(size, index, streams, soft, hard); err != nil {
-		return nil, err
+		return nil, refuse(ctx, coordinator, auth.Token, size, index, timeout, err, stderr)
 	}
 	s := &Session{size: size, index: index, timeout: timeout}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
@@ -119,6 +119,21 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 		index, size, time.Duration(clock.OffsetNs), time.Duration(clock.ErrorBoundNs),
 		time.Unix(0, s.start.StartUnixNs).Format(time.RFC3339Nano))
 	return s, nil
+}
+
+// refuse tells agent 0 at coordinator that agent index of size cannot
+// take part in the run because of cause (refuseCluster), and returns
+// cause; for agent 0, or once ctx is done (the run was stopped), it
+// returns cause alone. stderr hears when agent 0 could not be told.
+func refuse(ctx context.Context, coordinator, token string, size, index int, timeout time.Duration, cause error, stderr io.Writer) error {
+	if index == 0 || ctx.Err() != nil {
+		return cause
+	}
+	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Refusal: cause.Error()}
+	if err := refuseCluster(ctx, coordinator, token, hello, timeout); err != nil {
+		fmt.Fprintf(stderr, "stampede: agent %d could not tell agent 0 why it stops: %v\n", index, err)
+	}
+	return cause
 }
 
 // StartAt is the announced start on this agent's clock: agent = agent 0

@@ -268,9 +268,9 @@ func TestCheckOpenFiles(t *testing.T) {
 
 // TestAgentChecksItsShare runs agents whose open-files limit is lowered
 // to 200: agent 1 and agent 0 with 500 streams each fail at once with the
-// launcher's words, agent 1 before it connects to agent 0; a share that
-// fits, or a low soft limit the agent lifts to a hard one that fits,
-// goes on to connect.
+// launcher's words, agent 1 having told agent 0, which stops the run with
+// them; a share that fits, or a low soft limit the agent lifts to a hard
+// one that fits, goes on to connect.
 func TestAgentChecksItsShare(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -291,26 +291,29 @@ func TestAgentChecksItsShare(t *testing.T) {
 		cmd.Run()
 		return cmd.ProcessState.ExitCode(), stderr.String()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	coordinator := ln.Addr().String()
 	const refusal = "would hold 500 streams at once, but one agent holds at most 100 (its open-files hard limit 200, less 100 for its own files): " +
 		"use --cluster-size 15 or more, or raise the hard limit (ulimit -Hn, as root)"
+	// Agent 1 tells a waiting agent 0 why it stops, and agent 0 stops the
+	// run with its words; agent 0 fails before it listens.
+	c, coordinator, _ := testCoordinator(t, 3, "", time.Minute)
+	registered := make(chan error, 1)
+	go func() { registered <- c.register(context.Background()) }()
 	for _, index := range []int{1, 0} {
 		status, stderr := agent(coordinator, 200, 200, index, 500)
 		if want := fmt.Sprintf("--cluster-size 3: agent %d %s", index, refusal); status != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("agent %d, 500 streams in 200 files: status %d, %q; want 2 and %q", index, status, stderr, want)
 		}
 	}
-	// Agent 1 did not connect: a connection would be waiting already.
-	ln.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
-	if conn, err := ln.Accept(); err == nil {
-		conn.Close()
-		t.Error("agent 1 connected to agent 0 with a share it cannot hold")
+	if err := <-registered; err == nil || !strings.Contains(err.Error(), "cluster: agent 1 cannot take part in the run: --cluster-size 3: agent 1 "+refusal) {
+		t.Errorf("agent 0 registered with %v, want agent 1's refusal", err)
 	}
+	c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	coordinator = ln.Addr().String()
 	for _, tc := range []struct {
 		name       string
 		soft, hard uint64

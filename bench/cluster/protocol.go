@@ -33,7 +33,10 @@ import (
 // An agent connects to agent 0, which sends challenge (the run's nonce,
 // then one fresh for this connection, nonceLen bytes each); the agent
 // answers hello (JSON clusterHello, its MAC over both nonces and its own
-// fields keyed by the cluster token, see auth.go). Agent 0 then sends clock
+// fields keyed by the cluster token, see auth.go). An agent that cannot
+// take part (a check of its own failed before it registered) says why in
+// its hello's refusal instead, and agent 0 stops the run with that text.
+// Agent 0 then sends clock
 // probes, ping (8 bytes: its wall clock in Unix ns) each answered by pong
 // (16 bytes: the ping's time, then the agent's wall clock when it read the
 // ping), then start (JSON clusterStart, with agent 0's own MAC). After its
@@ -54,7 +57,8 @@ const (
 )
 
 // clusterProtocol is the version hello carries; agents of another refuse.
-const clusterProtocol = 2
+// Version 3 added the hello's refusal.
+const clusterProtocol = 3
 
 // Frame bounds. A hello, a start and a fail are small JSON or text; a
 // result is bounded by the agent's share (maxResultFrame).
@@ -94,9 +98,16 @@ type clusterHello struct {
 	Digest string `json:"digest"`
 	// Statistics identifies what the merge computes (StatisticsDigest).
 	Statistics string `json:"statistics"`
+	// Refusal, when set, is why this agent cannot take part in the run:
+	// it does not register, and agent 0 stops the run with this text.
+	Refusal string `json:"refusal,omitempty"`
 	// MAC proves the agent holds the cluster token (helloMAC).
 	MAC string `json:"mac"`
 }
+
+// maxRefusal bounds a refusal's text, so that its hello fits
+// maxHelloFrame.
+const maxRefusal = 2 << 10
 
 // clusterStart tells an agent when the run starts and what its clock
 // probes found.
@@ -495,6 +506,8 @@ func (c *coordinator) admit(g greeting) error {
 		return refuse("--cluster-size %d, agent 0 has %d", h.Size, c.size)
 	case h.Index < 1 || h.Index >= c.size:
 		return refuse("index %d: want 1 to %d", h.Index, c.size-1)
+	case h.Refusal != "":
+		return fmt.Errorf("cluster: agent %d cannot take part in the run: %s", h.Index, h.Refusal)
 	case c.agents[h.Index] != nil:
 		return refuse("index %d is already registered from %s", h.Index, c.agents[h.Index].conn.RemoteAddr())
 	case h.Digest != c.digest:
@@ -642,22 +655,9 @@ type agentLink struct {
 // may not be listening yet), registers, answers the clock probes and
 // returns the announced start.
 func joinCluster(ctx context.Context, addr, token string, hello clusterHello, timeout time.Duration) (*agentLink, clusterStart, error) {
-	deadline := time.Now().Add(timeout)
-	var conn net.Conn
-	var err error
-	for {
-		d := net.Dialer{Deadline: deadline}
-		if conn, err = d.DialContext(ctx, "tcp", addr); err == nil {
-			break
-		}
-		if ctx.Err() != nil || !time.Now().Add(joinRetry).Before(deadline) {
-			return nil, clusterStart{}, fmt.Errorf("cluster: agent %d cannot reach agent 0 at --coordinator %s within --cluster-timeout-sec %v: %w",
-				hello.Index, addr, timeout.Seconds(), err)
-		}
-		select {
-		case <-time.After(joinRetry):
-		case <-ctx.Done():
-		}
+	conn, err := dialCoordinator(ctx, addr, hello.Index, timeout)
+	if err != nil {
+		return nil, clusterStart{}, err
 	}
 	link := &agentLink{conn: conn, r: bufio.NewReader(conn), token: token}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
@@ -670,8 +670,67 @@ func joinCluster(ctx context.Context, addr, token string, hello clusterHello, ti
 	return link, start, nil
 }
 
+// dialCoordinator connects agent index to agent 0 at addr, trying again
+// until agent 0 listens or timeout.
+func dialCoordinator(ctx context.Context, addr string, index int, timeout time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		d := net.Dialer{Deadline: deadline}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn, nil
+		}
+		if ctx.Err() != nil || !time.Now().Add(joinRetry).Before(deadline) {
+			return nil, fmt.Errorf("cluster: agent %d cannot reach agent 0 at --coordinator %s within --cluster-timeout-sec %v: %w",
+				index, addr, timeout.Seconds(), err)
+		}
+		select {
+		case <-time.After(joinRetry):
+		case <-ctx.Done():
+		}
+	}
+}
+
 // joinRetry is the pause between two connection attempts to agent 0.
 const joinRetry = 250 * time.Millisecond
+
+// refuseCluster tells agent 0 at addr why agent hello.Index cannot take
+// part (hello.Refusal), in a hello keyed by token, and waits for agent 0
+// to answer, so that the agent ends only once agent 0 knows.
+func refuseCluster(ctx context.Context, addr, token string, hello clusterHello, timeout time.Duration) error {
+	conn, err := dialCoordinator(ctx, addr, hello.Index, timeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	conn.SetDeadline(time.Now().Add(timeout))
+	r := bufio.NewReader(conn)
+	nonces, err := expectFrame(r, frameChallenge, 2*nonceLen)
+	if err != nil {
+		return fmt.Errorf("waiting for agent 0's challenge: %w", err)
+	}
+	if len(nonces) != 2*nonceLen {
+		return &FrameError{fmt.Sprintf("a challenge of %d bytes, want %d", len(nonces), 2*nonceLen)}
+	}
+	if len(hello.Refusal) > maxRefusal {
+		hello.Refusal = strings.ToValidUTF8(hello.Refusal[:maxRefusal], "") + " …"
+	}
+	hello.MAC = helloMAC(token, nonces[:nonceLen], nonces[nonceLen:], hello)
+	body, _ := json.Marshal(hello)
+	if err := writeFrame(conn, frameHello, body); err != nil {
+		return err
+	}
+	// Agent 0 answers with the run's end (a fail frame, which comes back
+	// as its text) and closes.
+	_, err = expectFrame(r, frameStart, maxStartFrame)
+	var violation *FrameError
+	if errors.As(err, &violation) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("waiting for agent 0's answer: %w", err)
+	}
+	return nil
+}
 
 func (l *agentLink) register(hello clusterHello, timeout time.Duration) (clusterStart, error) {
 	// Agent 0 waits up to the timeout for the last agent, then probes:

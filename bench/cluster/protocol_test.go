@@ -127,6 +127,41 @@ func TestCoordinatorRefusesOtherRun(t *testing.T) {
 	}
 }
 
+// TestAgentRefusalStopsRun: an agent that cannot take part says why in
+// a hello keyed by the token, and agent 0 stops the run at once with its
+// text (the timeout is a minute: the error must be the refusal, not the
+// timeout's), telling the agents that had registered; a refusal not
+// keyed by the token is dropped, and the run goes on without it.
+func TestAgentRefusalStopsRun(t *testing.T) {
+	c, addr, log := testCoordinator(t, 3, "k", time.Minute)
+	registered := join(t, addr, "k", hello(3, 2))
+	refused := make(chan error, 1)
+	go func() {
+		forged := hello(3, 1)
+		forged.Refusal = "forged"
+		if err := refuseCluster(context.Background(), addr, "not the token", forged, 5*time.Second); err != nil {
+			refused <- fmt.Errorf("a forged refusal: %w", err)
+			return
+		}
+		// After the forged one was dropped, so that the run is still on.
+		log.shows("not keyed by this run's cluster token")
+		refusal := hello(3, 1)
+		refusal.Refusal = "--cluster-size 3: agent 1 would hold 500 streams at once" + strings.Repeat(".", 3*maxRefusal)
+		refused <- refuseCluster(context.Background(), addr, "k", refusal, 5*time.Second)
+	}()
+	err := c.register(context.Background())
+	const want = "cluster: agent 1 cannot take part in the run: --cluster-size 3: agent 1 would hold 500 streams at once"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "forged") {
+		t.Fatalf("register: %v, want %q", err, want)
+	}
+	if err := <-refused; err != nil {
+		t.Errorf("the refusing agent heard no answer: %v", err)
+	}
+	if err := <-registered; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("agent 2 ended with %v, want agent 1's reason", err)
+	}
+}
+
 // TestRefusalReachesEveryAgent: when agent 0 refuses one agent of
 // another run, every other agent exits with the same reason, whether it
 // had registered, was registering or connects after the refusal; none

@@ -58,6 +58,9 @@ type Agent struct {
 	settings PartialSettings
 	session  *Session
 	merged   *MergedRun
+	// registering is set once Join is called: from there on agent 0
+	// hears of this agent's failures through the protocol itself.
+	registering bool
 }
 
 // AgentPlan is c for agent index: agent 0 keeps every option; the others
@@ -118,12 +121,32 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	}
 	a.shed()
 	streams := ShareStreams(len(share), ec.MaxConcurrency, c.RequestRate)
+	a.registering = true
 	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire), streams,
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
 		return err
 	}
 	ec.StartAt = a.session.StartAt()
 	return nil
+}
+
+// Refuse is err for agent c.AgentIndex of a cluster run that failed
+// before it registered (a, nil before the measured phase, had not called
+// Join): agent 0 is told err's text, so that the whole run stops at once
+// rather than at --cluster-timeout-sec. Any other err comes back as it
+// is, told to no one.
+func Refuse(ctx context.Context, c *plan.Plan, a *Agent, err error, stderr io.Writer) error {
+	if err == nil || !c.Clustered() || a != nil && a.registering {
+		return err
+	}
+	token := c.ClusterToken
+	if c.ClusterTokenFile != "" {
+		var terr error
+		if token, terr = ReadTokenFile(c.ClusterTokenFile); terr != nil {
+			return err // no token, no word agent 0 would believe
+		}
+	}
+	return refuse(ctx, c.Coordinator, token, c.ClusterSize, c.AgentIndex, endpoint.Seconds(c.ClusterTimeoutSec), err, stderr)
 }
 
 // shareOf is agent index's share of the run's requests, copies at their
