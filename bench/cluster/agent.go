@@ -73,12 +73,10 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 		return nil, errors.New("cluster: an agent without a coordinator to join")
 	}
 	// Each agent holds its share of the streams in its own open-files
-	// limit: the hard one, whatever soft limit it was started with.
-	if err := RaiseOpenFiles(); err != nil {
-		fmt.Fprintf(stderr, "stampede: agent %d: %v; this agent holds no more sockets than its soft limit\n", index, err)
-	}
-	// A share that does not fit fails here, before registering, rather
-	// than as refused connections in the middle of the run.
+	// limit, which Go's runtime raised to the hard one as it started. A
+	// share that does not fit fails here, before registering (agent 0 is
+	// told why), rather than as refused connections in the middle of the
+	// run.
 	if soft, hard, err := OpenFilesLimit(); err != nil {
 		return nil, err
 	} else if err := checkShareOpenFiles(size, index, streams, soft, hard); err != nil {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -37,8 +38,8 @@ type Local struct {
 	Env  []string // the launcher's environment, which the agents inherit
 	Size int
 	// CPUs are the CPUs split between the agents (SplitCPUs): the
-	// launcher's affinity mask.
-	CPUs []int
+	// launcher's own (engine.DetectTopology's) when empty.
+	CPUs engine.Topology
 	// Streams is the most streams one agent holds at once, checked against
 	// its open-files limit before any agent starts; 0 skips the check.
 	Streams int
@@ -82,24 +83,6 @@ func OpenFilesLimit() (soft, hard uint64, err error) {
 	return lim.Cur, lim.Max, nil
 }
 
-// RaiseOpenFiles lifts this process's open-files soft limit to its hard
-// limit, the most sockets an unprivileged process may hold; each agent
-// does so before its run, wherever it was started from.
-func RaiseOpenFiles() error {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
-	}
-	if lim.Cur >= lim.Max {
-		return nil
-	}
-	lim.Cur = lim.Max
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("setrlimit(RLIMIT_NOFILE, %d): %w", lim.Max, err)
-	}
-	return nil
-}
-
 // checkOpenFiles refuses, before any agent starts, a share of streams
 // that one agent's open-files hard limit cannot hold.
 func checkOpenFiles(size, streams int, hard uint64) error {
@@ -110,15 +93,19 @@ func checkOpenFiles(size, streams int, hard uint64) error {
 }
 
 // checkShareOpenFiles refuses agent index's own share of streams when its
-// open-files limit in force (soft, once RaiseOpenFiles lifted it to the
-// hard one) cannot hold it: every agent checks, wherever it was started
-// from (a Kubernetes Job's pod as well as --cluster-local's launcher).
+// open-files limit in force cannot hold it: every agent checks, wherever
+// it was started from (a Kubernetes Job's pod as well as --cluster-local's
+// launcher). Go's runtime raises a process's soft limit to one below the
+// hard one as it starts (package syscall's init; the processes it starts
+// get their original soft limit back, and an agent raises its own), so a
+// soft limit within one of the hard limit is the hard limit, the one
+// descriptor between them inside openFilesReserve.
 func checkShareOpenFiles(size, index, streams int, soft, hard uint64) error {
-	kind := "hard"
-	if soft < hard {
-		kind = "soft"
+	limit, kind := soft, "soft"
+	if soft+1 >= hard {
+		limit, kind = hard, "hard"
 	}
-	if tail := openFilesShortfall(size, streams, soft, kind); tail != "" {
+	if tail := openFilesShortfall(size, streams, limit, kind); tail != "" {
 		return &py.UsageError{Msg: fmt.Sprintf("--cluster-size %d: agent %d would hold %d streams at once, %s", size, index, streams, tail)}
 	}
 	return nil
@@ -167,47 +154,45 @@ func AgentStreams(p *plan.Plan) int {
 	return ShareStreams(requests, p.AgentConcurrency(), p.RequestRate)
 }
 
-// SplitCPUs gives each of n agents its CPUs: with n ≤ len(cpus), runs of
-// consecutive CPUs of the list whose lengths differ by at most one (the
-// first len(cpus) mod n agents one more); with more agents than CPUs,
-// agent i shares CPU i mod len(cpus) with the others on it.
-func SplitCPUs(cpus []int, n int) [][]int {
+// SplitCPUs gives each of n agents its CPUs of t, a core's SMT siblings
+// always to the same agent (two agents on one core would contend for its
+// pipelines, each unaware of the other): with n ≤ the cores, runs of
+// consecutive cores whose counts differ by at most one (the first
+// cores mod n agents one more); with more agents than cores, agent i
+// shares core i mod their count with the others on it.
+func SplitCPUs(t engine.Topology, n int) [][]int {
+	var cores [][]int
+	at := map[int]int{} // core → its index in cores
+	for _, c := range t.CPUs {
+		k, ok := at[c.Core]
+		if !ok {
+			k = len(cores)
+			at[c.Core] = k
+			cores = append(cores, nil)
+		}
+		cores[k] = append(cores[k], c.ID)
+	}
 	out := make([][]int, n)
-	if len(cpus) == 0 {
+	if len(cores) == 0 {
 		return out
 	}
-	if n > len(cpus) {
+	if n > len(cores) {
 		for i := range out {
-			out[i] = []int{cpus[i%len(cpus)]}
+			out[i] = cores[i%len(cores)]
 		}
 		return out
 	}
-	per, extra := len(cpus)/n, len(cpus)%n
-	at := 0
+	per, extra := len(cores)/n, len(cores)%n
+	next := 0
 	for i := range out {
 		k := per
 		if i < extra {
 			k++
 		}
-		out[i] = cpus[at : at+k : at+k]
-		at += k
+		out[i] = slices.Concat(cores[next : next+k]...)
+		next += k
 	}
 	return out
-}
-
-// AffinityCPUs are the CPUs of this process's affinity mask, in order.
-func AffinityCPUs() ([]int, error) {
-	var mask unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &mask); err != nil {
-		return nil, fmt.Errorf("sched_getaffinity: %w", err)
-	}
-	var cpus []int
-	for c := range len(mask) * 64 {
-		if mask.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }
 
 // coordinatorFDEnv names, in agent 0's environment, the descriptor of the
@@ -276,6 +261,11 @@ func (l *Local) Run() ([]AgentExit, error) {
 	// Once agent 0 holds its copy, the launcher's goes: an agent 0 that
 	// ended must leave the port refusing, not accepting into a backlog.
 	defer listener.Close()
+	if len(l.CPUs.CPUs) == 0 {
+		if l.CPUs, err = engine.DetectTopology(); err != nil {
+			return nil, err
+		}
+	}
 	cpus := SplitCPUs(l.CPUs, l.Size)
 	errs := &lockedWriter{w: l.Stderr}
 	agents := make([]*agent, l.Size)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stampede-bench/stampede/bench/plan"
+	"github.com/stampede-bench/stampede/engine"
 	"github.com/stampede-bench/stampede/internal/py"
 )
 
@@ -32,6 +33,9 @@ const fakeAgentEnv = "STAMPEDE_CLUSTER_FAKE_AGENT"
 // its open-files limit lowered first (limitedAgent).
 const lowLimitEnv = "STAMPEDE_CLUSTER_LOW_LIMIT"
 
+// limitedEnv marks limitedAgent's second start, under its limit.
+const limitedEnv = "STAMPEDE_CLUSTER_LIMITED"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeAgentEnv); mode != "" {
 		os.Exit(fakeAgent(mode, os.Args[1:]))
@@ -42,7 +46,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// limitedAgent sets its open-files limit to soft and hard, then joins
+// limitedAgent sets its open-files limit to soft and hard and runs itself
+// again, so that it starts with that limit as a process its launcher gave
+// it (Go's runtime then does what it does at start-up); then it joins
 // agent 0 at coordinator as agent index of 3 with a share of streams
 // (spec: "soft hard index streams coordinator"). It prints Join's error
 // and ends with 2 for a usage error, 1 for another.
@@ -54,7 +60,13 @@ func limitedAgent(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft, Max: hard}); err != nil {
+	if os.Getenv(limitedEnv) == "" {
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft, Max: hard}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		exe, _ := os.Executable()
+		err := syscall.Exec(exe, os.Args, append(os.Environ(), limitedEnv+"=1"))
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -79,7 +91,12 @@ func fakeAgent(mode string, args []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	index, coordinator := os.Getenv(plan.LocalAgentEnv), os.Getenv(plan.LocalCoordinatorEnv)
-	cpus, _ := AffinityCPUs()
+	var cpus []int
+	if topo, err := engine.DetectTopology(); err == nil {
+		for _, c := range topo.CPUs {
+			cpus = append(cpus, c.ID)
+		}
+	}
 	fmt.Printf("index=%s coordinator=%s token=%d cpus=%v args=%q\n", index, coordinator,
 		len(os.Getenv(plan.ClusterTokenEnv)), cpus, args)
 	listener := "none"
@@ -128,7 +145,7 @@ func fakeLocal(t *testing.T, mode string, size int) (*Local, *syncBuffer, *syncB
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpus, err := AffinityCPUs()
+	cpus, err := engine.DetectTopology()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,21 +245,45 @@ func TestLocalAgentFails(t *testing.T) {
 	}
 }
 
+// TestSplitCPUs splits synthetic machines: a core's SMT siblings (Core,
+// the lowest of them) always go to one agent, whatever their IDs' order.
 func TestSplitCPUs(t *testing.T) {
+	// smt is cores cores of two threads, numbered as Linux numbers them
+	// on x86: thread 0 of every core first, then thread 1 (core k is CPUs
+	// k and k+cores).
+	smt := func(cores int) engine.Topology {
+		var topo engine.Topology
+		for id := range 2 * cores {
+			topo.CPUs = append(topo.CPUs, engine.CPU{ID: id, Core: id % cores})
+		}
+		return topo
+	}
+	single := func(ids ...int) engine.Topology {
+		var topo engine.Topology
+		for _, id := range ids {
+			topo.CPUs = append(topo.CPUs, engine.CPU{ID: id, Core: id})
+		}
+		return topo
+	}
 	cases := []struct {
-		cpus []int
+		name string
+		topo engine.Topology
 		n    int
 		want string
 	}{
-		{[]int{0, 1, 2, 3}, 2, "[[0 1] [2 3]]"},
-		{[]int{0, 1, 2, 3, 4}, 3, "[[0 1] [2 3] [4]]"},
-		{[]int{0, 1}, 3, "[[0] [1] [0]]"},
-		{[]int{4, 6, 9}, 3, "[[4] [6] [9]]"},
-		{nil, 2, "[[] []]"},
+		{"4 cores, 2 agents", single(0, 1, 2, 3), 2, "[[0 1] [2 3]]"},
+		{"5 cores, 3 agents", single(0, 1, 2, 3, 4), 3, "[[0 1] [2 3] [4]]"},
+		{"more agents than cores", single(0, 1), 3, "[[0] [1] [0]]"},
+		{"a sparse mask", single(4, 6, 9), 3, "[[4] [6] [9]]"},
+		{"no CPUs", engine.Topology{}, 2, "[[] []]"},
+		{"4 SMT cores, 2 agents", smt(4), 2, "[[0 4 1 5] [2 6 3 7]]"},
+		{"3 SMT cores, 2 agents", smt(3), 2, "[[0 3 1 4] [2 5]]"},
+		{"2 SMT cores, 4 agents", smt(2), 4, "[[0 2] [1 3] [0 2] [1 3]]"},
+		{"siblings side by side", engine.Topology{CPUs: []engine.CPU{{ID: 0, Core: 0}, {ID: 1, Core: 0}, {ID: 2, Core: 2}, {ID: 3, Core: 2}}}, 2, "[[0 1] [2 3]]"},
 	}
 	for _, c := range cases {
-		if got := fmt.Sprint(SplitCPUs(c.cpus, c.n)); got != c.want {
-			t.Errorf("SplitCPUs(%v, %d) = %s, want %s", c.cpus, c.n, got, c.want)
+		if got := fmt.Sprint(SplitCPUs(c.topo, c.n)); got != c.want {
+			t.Errorf("%s: SplitCPUs = %s, want %s", c.name, got, c.want)
 		}
 	}
 }
