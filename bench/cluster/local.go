@@ -434,6 +434,10 @@ func exitStatus(ps *os.ProcessState) int {
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// warned are the warnings an agent printed: every agent runs the same
+	// command line, so a warning of the run's (a tokenizer fallback, a
+	// flag's) comes from each; it is printed once, by the first.
+	warned map[string]bool
 }
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
@@ -442,11 +446,29 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.w.Write(p)
 }
 
+// writeLine writes an agent's line (text, after its prefix), unless it is
+// a warning another agent printed already.
+func (w *lockedWriter) writeLine(line, text []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.HasPrefix(text, []byte("WARNING: ")) {
+		if w.warned[string(text)] {
+			return nil
+		}
+		if w.warned == nil {
+			w.warned = map[string]bool{}
+		}
+		w.warned[string(text)] = true
+	}
+	_, err := w.w.Write(line)
+	return err
+}
+
 // prefixWriter puts prefix before every line an agent writes, and writes
 // each line whole, so that the agents' lines never mix. A carriage return
 // ends a line too: a progress bar redraws with its prefix.
 type prefixWriter struct {
-	out    io.Writer
+	out    *lockedWriter
 	prefix []byte
 	line   []byte
 	start  bool // at the start of a line
@@ -477,7 +499,7 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 				continue
 			}
 		}
-		if _, err := w.out.Write(out); err != nil {
+		if err := w.out.writeLine(out, out[min(len(w.prefix), len(out)):]); err != nil {
 			return 0, err
 		}
 	}
@@ -488,7 +510,7 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 func (w *prefixWriter) flush() {
 	if !w.start && len(w.line) > len(w.prefix) {
 		w.line = append(w.line, '\n')
-		_, _ = w.out.Write(w.line)
+		_ = w.out.writeLine(w.line, w.line[len(w.prefix):])
 	}
 	w.start = true
 }

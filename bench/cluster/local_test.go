@@ -384,12 +384,35 @@ func TestAgentChecksItsShare(t *testing.T) {
 // the prefix; an empty line stays empty.
 func TestPrefixWriter(t *testing.T) {
 	var out bytes.Buffer
-	w := &prefixWriter{out: &out, prefix: []byte("agent 1: "), start: true}
+	w := &prefixWriter{out: &lockedWriter{w: &out}, prefix: []byte("agent 1: "), start: true}
 	for _, s := range []string{"one ", "line\ntwo\n", "\n", "\r 10%|", "\r 20%|\n", "tail"} {
 		w.Write([]byte(s))
 	}
 	w.flush()
 	want := "agent 1: one line\nagent 1: two\n\nagent 1:  10%|\ragent 1:  20%|\nagent 1: tail\n"
+	if out.String() != want {
+		t.Errorf("got %q\nwant %q", out.String(), want)
+	}
+}
+
+// TestSharedWarningOnce: a warning every agent prints (the same command
+// line gives each the same) reaches the launcher's stderr once, from the
+// first agent that printed it; other lines, and other warnings, from
+// every agent.
+func TestSharedWarningOnce(t *testing.T) {
+	var out bytes.Buffer
+	errs := &lockedWriter{w: &out}
+	agents := []*prefixWriter{
+		{out: errs, prefix: []byte("agent 0: "), start: true},
+		{out: errs, prefix: []byte("agent 1: "), start: true},
+	}
+	for i, w := range agents {
+		fmt.Fprintf(w, "WARNING: tokenizer m could not be loaded\nhello from %d\nWARNING: agent %d's own\n", i, i)
+	}
+	agents[1].Write([]byte("WARNING: tokenizer m could not be loaded"))
+	agents[1].flush()
+	want := "agent 0: WARNING: tokenizer m could not be loaded\nagent 0: hello from 0\nagent 0: WARNING: agent 0's own\n" +
+		"agent 1: hello from 1\nagent 1: WARNING: agent 1's own\n"
 	if out.String() != want {
 		t.Errorf("got %q\nwant %q", out.String(), want)
 	}

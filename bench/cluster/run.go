@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"runtime/debug"
@@ -127,6 +128,9 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 		return err
 	}
 	ec.StartAt = a.session.StartAt()
+	if index == 0 && !c.DisableTqdm {
+		fmt.Fprintf(a.Stderr, "stampede: agent 0 sends %d of the run's %d requests; its progress bar counts those alone\n", len(share), len(a.Wire))
+	}
 	return nil
 }
 
