@@ -184,7 +184,7 @@ var whyNoAgents = []struct {
 	{"--num-runs", func(p *plan.Plan) bool { return p.NumRuns > 1 },
 		"repeats the run in this process, while the agents other than 0 end with their share of the first"},
 	{"--sweep-max-concurrency/--sweep-request-rate", RustSweep,
-		"reads each point's result, which agent 0 alone has"},
+		"reads each point's result, held by agent 0 of a cluster alone"},
 	{"--multi-turn", func(p *plan.Plan) bool { return p.MultiTurn },
 		"drives its conversations from this process alone"},
 }

@@ -129,7 +129,7 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 }
 
 // sweepNoAgents is why a sweep cannot run a cluster's agents.
-const sweepNoAgents = "goes from point to point on each point's result, which agent 0 of a cluster alone has"
+const sweepNoAgents = "reads every point's result, held by agent 0 of a cluster alone"
 
 // Sweep runs the grid and returns its summary, printed to stdout at the
 // end and saved after every point; the runs' own blocks go to stderr, so
