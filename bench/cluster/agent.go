@@ -119,6 +119,13 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 	return s, nil
 }
 
+// refusalWait bounds how long an agent that cannot take part tries to
+// tell agent 0: agent 0 builds the same requests, so it listens about
+// when the agent would have joined; one that does not within this has
+// most likely failed too, and the agent need not wait out
+// --cluster-timeout-sec for it.
+const refusalWait = 30 * time.Second
+
 // refuse tells agent 0 at coordinator that agent index of size cannot
 // take part in the run because of cause (refuseCluster), and returns
 // cause; for agent 0, or once ctx is done (the run was stopped), it
@@ -128,7 +135,8 @@ func refuse(ctx context.Context, coordinator, token string, size, index int, tim
 		return cause
 	}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Refusal: cause.Error()}
-	if err := refuseCluster(ctx, coordinator, token, hello, timeout); err != nil {
+	fmt.Fprintf(stderr, "stampede: agent %d cannot take part in the run; telling agent 0 at %s why\n", index, coordinator)
+	if err := refuseCluster(ctx, coordinator, token, hello, min(timeout, refusalWait)); err != nil {
 		fmt.Fprintf(stderr, "stampede: agent %d could not tell agent 0 why it stops: %v\n", index, err)
 	}
 	return cause
