@@ -147,8 +147,8 @@ type destReuse struct {
 	// that carried an answer before.
 	closedKept, answeredReused int64
 	// spared counts requests that went on a fresh connection while reuse
-	// was unknown.
-	spared int
+	// was unknown (Health's FreshBeforeReuse is their sum).
+	spared int64
 }
 
 // keepsAlive reports whether connections to dest are still worth reusing.
@@ -166,9 +166,18 @@ func (s *Shard) retire(c *conn) {
 }
 
 // closedByServer counts idle or just reused c, which the server closed
-// before it answered a request on it.
+// before it answered a request on it. The close that stops reuse retires
+// the connections still idle to c's destination: none will carry a
+// request again, and each would otherwise hold its socket until the
+// server closed it or the run ended.
 func (s *Shard) closedByServer(c *conn) {
 	s.reuse[c.dest].closedKept++
+	if !s.keepsAlive(c.dest) {
+		for i := s.idles[c.dest]; i != nil; i = s.idles[c.dest] {
+			s.unlinkIdle(i)
+			s.retire(i)
+		}
+	}
 }
 
 // reusable picks the idle connection to dest that a request may take
@@ -187,10 +196,10 @@ func (s *Shard) reusable(dest int) *conn {
 	if oldest == nil {
 		return nil
 	}
-	if s.cfg.Clock.Now()-oldest.idleSinceNs >= int64(proveIdle) || r.spared >= s.cfg.Slots {
+	proven := s.cfg.Clock.Now()-oldest.idleSinceNs >= int64(proveIdle) || r.spared >= int64(s.cfg.Slots)
+	if proven && (s.proofGate == nil || s.proofGate()) {
 		return oldest
 	}
 	r.spared++
-	s.health.FreshBeforeReuse++
 	return nil
 }

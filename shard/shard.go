@@ -141,8 +141,8 @@ type Health struct {
 	StoppedReuse bool
 	// FreshBeforeReuse counts requests that opened a fresh connection
 	// while an idle one was there, because the shard did not know yet
-	// whether the server keeps connections alive past its answers (see
-	// destReuse).
+	// whether the server keeps connections alive past its answers: the
+	// sum of destReuse.spared.
 	FreshBeforeReuse int64
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
@@ -210,6 +210,12 @@ type Shard struct {
 	// reuse is what the shard learned of each destination's keep-alive,
 	// by Request.Dest (see keepsAlive).
 	reuse []destReuse
+	// proofGate, when not nil, must report true before an unknown
+	// destination's idle connection is trusted young (see reusable).
+	// Tests set it to hold that proof until a scripted server's closes
+	// were sent, so that a stalled machine cannot reorder the two; nil in
+	// a run.
+	proofGate func() bool
 
 	// startBudget bounds the requests started in one loop turn, and
 	// startsSinceNs is when the turn's first start began (0: none yet):
@@ -390,7 +396,13 @@ func (s *Shard) Abort() {
 }
 
 // Health returns the shard's figures; call it after Run returned.
-func (s *Shard) Health() Health { return s.health }
+func (s *Shard) Health() Health {
+	h := s.health
+	for _, r := range s.reuse {
+		h.FreshBeforeReuse += r.spared
+	}
+	return h
+}
 
 // Run is the event loop. It locks its goroutine to an OS thread, pins that
 // thread to the configured CPU, and serves requests from the queue until
@@ -1093,8 +1105,8 @@ func (s *Shard) popIdle(dest int) *conn {
 	for {
 		if !s.keepsAlive(dest) {
 			// The server closes what it keeps alive: the connections
-			// still idle stay there until it closes them, or the run
-			// ends.
+			// that were idle were retired when reuse stopped (see
+			// closedByServer).
 			return nil
 		}
 		c := s.idles[dest]

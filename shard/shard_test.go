@@ -25,6 +25,8 @@ type run struct {
 	budget      *Budget
 	// tls, when set, runs the connections over TLS on the loop.
 	tls *tls.Config
+	// proofGate is every shard's (see Shard.proofGate).
+	proofGate func() bool
 }
 
 // runPaths sends one request per path through fresh shards, all released at
@@ -64,6 +66,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		if err != nil {
 			t.Fatal(err)
 		}
+		sh.proofGate = r.proofGate
 		shards = append(shards, sh)
 		recs = append(recs, rec)
 	}
