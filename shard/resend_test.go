@@ -58,13 +58,16 @@ func (h *handLoop) accept() (*net.TCPConn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-// turn runs the loop's turns until done reports true.
+// turn runs the loop's turns until done reports true. Each turn has its
+// own budget of starts, as Run's do (a stalled start would otherwise end
+// starting for good).
 func (h *handLoop) turn(done func() bool) {
 	h.t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !done(); {
 		if time.Now().After(deadline) {
 			h.t.Fatal("the loop did not get there in 5 s")
 		}
+		h.sh.startBudget, h.sh.startsSinceNs = maxStartsPerTurn, 0
 		events, err := h.sh.poll.wait(10)
 		if err != nil {
 			h.t.Fatal(err)
