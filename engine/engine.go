@@ -302,6 +302,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
+		Reuse: shard.NewReuseStops(len(dests)),
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
 	if cfg.WarmConnections {

@@ -469,3 +469,35 @@ func TestReuseStopRetiresIdleConnections(t *testing.T) {
 		t.Errorf("%d of the two idle connections still open; want the one the server kept", left)
 	}
 }
+
+// The close that stops reuse on one shard stops it on the others of the
+// run: their next request opens its own connection, and their idle ones
+// are retired.
+func TestReuseStopIsShared(t *testing.T) {
+	stops := NewReuseStops(1)
+	learner, told := newHandLoop(t, twoRequests()), newHandLoop(t, twoRequests())
+	learner.sh.cfg.Reuse, told.sh.cfg.Reuse = stops, stops
+	answer := func(h *handLoop) *net.TCPConn {
+		h.release(0)
+		h.turn(func() bool { return h.sh.busy == 1 })
+		a, r := h.accept()
+		readRequest(t, r, "/a")
+		a.Write(shardtest.Response(1, ""))
+		h.turn(func() bool { return h.rec.Completed() == 1 })
+		return a
+	}
+	answer(learner).Close()
+	answer(told)
+	idle := told.sh.idles[0]
+	learner.turn(func() bool { return learner.sh.reuse[0].closedKept == 1 })
+	if told.sh.keepsAlive(0) {
+		t.Fatal("the other shard still reuses connections after the first stopped")
+	}
+	told.release(1)
+	told.turn(func() bool { return told.sh.busy == 1 })
+	_, r := told.accept()
+	readRequest(t, r, "/b")
+	if idle.state != connIdle || !idle.retired || told.sh.idles[0] != nil {
+		t.Errorf("the other shard's idle connection: state %d, retired %v; want retired, off the idle stack", idle.state, idle.retired)
+	}
+}

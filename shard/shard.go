@@ -61,6 +61,10 @@ type Config struct {
 	// bytes held unparsed over all of them (nil: no bound).
 	MaxResponseBytes int64
 	Budget           *Budget
+	// Reuse, shared by all shards of a run (nil: each learns alone), is
+	// where a shard whose server's closes stopped reuse tells the others
+	// (see keepsAlive).
+	Reuse *ReuseStops
 
 	Clock    Clock
 	Recorder *metrics.Recorder
@@ -136,8 +140,8 @@ type Health struct {
 	// read any of them (see resendable).
 	Resent int64
 	// StoppedReuse: the server closed kept-alive connections more often
-	// than it answered on them, and the shard stopped reusing them (see
-	// keepsAlive).
+	// than it answered on them, as this shard or another of the run
+	// counted, and the shard stopped reusing them (see keepsAlive).
 	StoppedReuse bool
 	// FreshBeforeReuse counts requests that opened a fresh connection
 	// while an idle one was there, because the shard did not know yet
@@ -1105,8 +1109,9 @@ func (s *Shard) popIdle(dest int) *conn {
 	for {
 		if !s.keepsAlive(dest) {
 			// The server closes what it keeps alive: the connections
-			// that were idle were retired when reuse stopped (see
-			// closedByServer).
+			// still idle are retired (see closedByServer; another
+			// shard may have learned it).
+			s.retireIdle(dest)
 			return nil
 		}
 		c := s.idles[dest]

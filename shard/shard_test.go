@@ -51,6 +51,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		reqs[i] = Request{Wire: shardtest.Wire(p), PromptLen: 3}
 	}
 	q := NewQueue(len(reqs), r.limit)
+	stops := NewReuseStops(1)
 	clock := NewClock()
 	var shards []*Shard
 	var recs []*metrics.Recorder
@@ -61,7 +62,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 			Requests: reqs, Queue: q, Slots: r.slots,
 			ConnectTimeout: time.Minute, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
-			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls,
+			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls, Reuse: stops,
 		})
 		if err != nil {
 			t.Fatal(err)
