@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/internal/memlimit"
+	"github.com/stampede-bench/stampede/shard/shardtest"
 )
 
 // A run of many requests turns the GC target off under a soft limit at
@@ -61,4 +65,56 @@ func TestHoldMemoryKeepsLowerSettings(t *testing.T) {
 	if got := debug.SetGCPercent(-1); got != 30 {
 		t.Errorf("GC percent after the run %d, want 30", got)
 	}
+}
+
+// A TLS run keeps its own hold after its handshakes' ramp drained: the GC
+// target stays off while the requests after the ramp run on the
+// connections it made (each answer takes 50 ms, so the run lasts some
+// eight rounds past its 128 handshakes).
+func TestTLSRunHoldsMemoryAfterRamp(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	srv, client := shardtest.NewTLS(t)
+	r, err := Start(context.Background(), Config{
+		Address: srv.Addr.String(), TLS: client, Streaming: true,
+		Requests: requests(repeat("/slow/50", runMemoryMin)...), MaxConcurrency: 128,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	polls := 0
+	for {
+		// The run holds the settings from before its first answer until
+		// after its last: a reading taken between the two is the run's.
+		before, _, _ := r.Progress()
+		gogc := gcPercentNow()
+		done, failed, total := r.Progress()
+		if done+failed == total {
+			break
+		}
+		if before > 0 {
+			polls++
+			if gogc != -1 {
+				t.Errorf("GOGC %d with %d of %d requests done, want off for the whole run", gogc, done, total)
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range res.Data.Results {
+		if !x.Success {
+			t.Fatalf("request %d failed: %s", x.Index, x.Error)
+		}
+	}
+	t.Logf("GOGC read %d times during the run", polls)
+}
+
+// gcPercentNow reads the GC target without setting it.
+func gcPercentNow() int64 {
+	s := [...]rtmetrics.Sample{{Name: "/gc/gogc:percent"}}
+	rtmetrics.Read(s[:])
+	return int64(s[0].Value.Uint64())
 }
