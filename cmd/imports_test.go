@@ -47,7 +47,8 @@ var benchTests = []string{mock, benchTest, "bench/cli"}
 // helpers are internal/'s packages, which every package outside internal/
 // may import (DESIGN.md: "helpers every package may use, such as Python's
 // text forms"). internal/tls13 is not one: the TLS record layer belongs to
-// the transports that use it.
+// the transports that use it; nor is internal/memlimit, the process's GC
+// settings, held only by the run (engine) and its handshakes (shard).
 var helpers = []string{"internal/py", "internal/jsonstr", "internal/fifo", "internal/hfenv", "internal/buildinfo"}
 
 // Imports from outside the module that rows deny.
@@ -192,12 +193,12 @@ var importRules = []importRule{
 
 	// The engine and its transport.
 	{pkg: "engine",
-		may:     []string{"shard", "httpwire", "sse", "metrics"},
+		may:     []string{"shard", "httpwire", "sse", "metrics", "internal/memlimit"},
 		tests:   []string{mock, "shard/shardtest"},
 		mustNot: httpClient,
 		why:     "engine → shard → httpwire/sse: engine places and paces the shards and gathers their results; it parses no bytes"},
 	{pkg: "shard",
-		may:     []string{"httpwire", "sse", "metrics", "internal/tls13"},
+		may:     []string{"httpwire", "sse", "metrics", "internal/tls13", "internal/memlimit"},
 		tests:   []string{"shard/shardtest"},
 		mustNot: httpClient,
 		why:     "shard → httpwire/sse and shard → metrics: the event loop delivers bytes and stamps; HTTP framing is httpwire's, an answer's meaning is sse's, and nothing above it is imported"},
@@ -249,6 +250,9 @@ var importRules = []importRule{
 	{pkg: "internal/buildinfo",
 		mustNot: sockets,
 		why:     "the build's version is a leaf every package may import"},
+	{pkg: "internal/memlimit",
+		mustNot: sockets,
+		why:     "the GC's settings have one holder, which the run and the TLS handshakes' ramp share; it imports nothing of the module"},
 	{pkg: "internal/tls13",
 		mustNot: []string{"net", "net/http/..."},
 		why:     "the TLS 1.3 record layer seals and opens bytes for the transports; it opens no connection"},

@@ -233,6 +233,9 @@ type Runner struct {
 	// Submit side of a Feed run (nil otherwise).
 	reqs []shard.Request
 	feed *feed
+	// open is the most streams open at once: the requests, or fewer
+	// under MaxConcurrency.
+	open int
 }
 
 // Start validates cfg, starts the transport and the schedule, and returns
@@ -281,6 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		queue: shard.NewQueue(n, cfg.MaxConcurrency),
 		clock: shard.NewClock(),
 		done:  make(chan struct{}),
+		open:  min(slotsTotal, n),
 	}
 	r.aborted, r.abort = context.WithCancel(context.Background())
 	reqs := make([]shard.Request, n)
@@ -298,12 +302,13 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
+		Reuse: shard.NewReuseStops(len(dests)),
 	}
 	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
 	if cfg.WarmConnections {
 		// Each shard may carry up to its Slots of the requests in flight,
 		// so each gets its share rounded up.
-		base.Warm = min(base.Slots, (min(slotsTotal, n)+count-1)/count)
+		base.Warm = min(base.Slots, (r.open+count-1)/count)
 		base.Warmed = &r.warmed
 	}
 	run := shard.RunConfig{Base: base, Loops: count, CPUs: cpus, Recording: opts, Conns: slotsTotal, LoopTLS: tlsOnLoops}
@@ -373,13 +378,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 		<-warmed
 	}
-	if r.cfg.TLS == nil {
-		open := len(r.cfg.Requests)
-		if r.cfg.MaxConcurrency > 0 {
-			open = min(open, r.cfg.MaxConcurrency)
-		}
-		defer holdMemory(len(r.cfg.Requests), open).release()
-	}
+	defer releaseMemory(holdMemory(len(r.cfg.Requests), r.open))
 	if !r.cfg.StartAt.IsZero() {
 		// Cancelled while waiting: nothing is released (dispatch sees ctx).
 		waitUntil(ctx, r.cfg.StartAt)

@@ -2,10 +2,8 @@ package engine
 
 import (
 	"runtime"
-	"runtime/debug"
-	rtmetrics "runtime/metrics"
-	"sync"
-	"time"
+
+	"github.com/stampede-bench/stampede/internal/memlimit"
 )
 
 // Memory while a run's streams are open. Under the default GC target
@@ -14,17 +12,14 @@ import (
 // streams an agent's heap went from 54 MB live to 102 MB. The streams
 // allocate nothing per token, so what piles up between collections is the
 // connects' and the ends' garbage, and a run's few collections are cheap
-// against its reads. So while a run lasts the GC target is off and a soft
-// memory limit (runtime/debug.SetMemoryLimit) stands at what the open
-// streams will hold: the memory in use at the start, runPerStream for
-// each stream that can be open at once, and runMargin. The limit follows
-// the live heap up, never below it plus a quarter plus the margin (an
-// estimate too low for the run cannot make the GC run back to back), and
-// never above a limit already set (GOMEMLIMIT); the GC target goes off
-// only if it was the default or higher (a lower GOGC is kept). Both are
-// restored when the run ends. A run over TLS leaves the memory to the
-// handshakes' ramp (shard's rampMemory), which sets the same two for its
-// own garbage.
+// against its reads. So while a run lasts it holds the GC's settings
+// (internal/memlimit): the GC target off and a soft memory limit at what
+// the open streams will hold, the memory in use at the start,
+// runPerStream for each stream that can be open at once, and runMargin,
+// following the live heap up. A run over TLS holds it too, beside its
+// handshakes' ramp (shard's rampMemory), whose own hold stands only while
+// the handshakes run; the larger of the two is the limit. The settings
+// found are restored when the run ends.
 const (
 	// runPerStream is what an open stream holds live, about 1.4 KB
 	// measured at 5,000 streams an agent (its connection, recorder slot
@@ -40,101 +35,24 @@ const (
 	// runMemoryMin: runs of fewer requests keep the GC's settings; their
 	// heap is a few MB.
 	runMemoryMin = 1024
-	// runMemoryTick: how often the limit follows the live heap.
-	runMemoryTick = 100 * time.Millisecond
 )
 
-// memoryHold is a run's hold on the GC's settings; the zero value holds
-// nothing.
-type memoryHold struct {
-	// gcPercent and limit are the settings found at the start.
-	gcPercent int
-	limit     int64
-	base      int64
-	stop      chan struct{}
-	done      sync.WaitGroup
-}
-
-var memoryHolds struct {
-	mu     sync.Mutex
-	active bool // one run at a time holds the settings
-}
-
-// holdMemory sets the GC's settings for a run of requests, open at
-// most at once, and starts following the live heap; release puts back
-// what it found. A second run overlapping the first holds nothing.
-func holdMemory(requests, open int) *memoryHold {
-	h := &memoryHold{}
+// holdMemory holds the GC's settings for a run of requests, open at most
+// at once; nil (which holds nothing) for a small run.
+func holdMemory(requests, open int) *memlimit.Hold {
 	if requests < runMemoryMin {
-		return h
+		return nil
 	}
-	memoryHolds.mu.Lock()
-	defer memoryHolds.mu.Unlock()
-	if memoryHolds.active {
-		return h
-	}
-	memoryHolds.active = true
-	h.limit = debug.SetMemoryLimit(-1)
-	h.gcPercent = debug.SetGCPercent(-1)
-	if h.gcPercent < 100 {
-		debug.SetGCPercent(h.gcPercent)
-	}
-	inUse, _ := memoryInUse()
-	h.base = inUse + int64(open)*runPerStream
-	h.adjust()
-	h.stop = make(chan struct{})
-	h.done.Add(1)
-	go h.follow()
-	return h
+	return memlimit.Take(memlimit.InUse()+int64(open)*runPerStream, runMargin)
 }
 
-// follow moves the limit with the live heap until release.
-func (h *memoryHold) follow() {
-	defer h.done.Done()
-	t := time.NewTicker(runMemoryTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-			h.adjust()
-		}
-	}
-}
-
-func (h *memoryHold) adjust() {
-	_, live := memoryInUse()
-	debug.SetMemoryLimit(min(max(h.base, live+live/4)+runMargin, h.limit))
-}
-
-// release restores the settings holdMemory found and collects the run's
-// garbage, so that what comes after the run (its result's figures and
-// files) grows from the results alone, not from twice the heap the open
-// streams held.
-func (h *memoryHold) release() {
-	if h.stop == nil {
+// releaseMemory releases the run's hold and collects the run's garbage, so
+// that what comes after the run (its result's figures and files) grows
+// from the results alone, not from twice the heap the open streams held.
+func releaseMemory(h *memlimit.Hold) {
+	if h == nil {
 		return
 	}
-	close(h.stop)
-	h.done.Wait()
-	memoryHolds.mu.Lock()
-	debug.SetGCPercent(h.gcPercent)
-	debug.SetMemoryLimit(h.limit)
-	memoryHolds.active = false
-	memoryHolds.mu.Unlock()
-	h.stop = nil
+	h.Release()
 	runtime.GC()
-}
-
-// memoryInUse reads what the memory limit is compared with (mapped memory
-// not released to the OS) and the live heap at the last collection.
-func memoryInUse() (inUse, live int64) {
-	s := [...]rtmetrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-	}
-	rtmetrics.Read(s[:])
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
 }

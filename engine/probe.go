@@ -39,6 +39,9 @@ type probeLoop struct {
 	interval time.Duration
 	rec      *metrics.Recorder
 	sent     int
+	// pause, when not nil, replaces the sleep after each probe: a test
+	// waits there for an event of its server's instead of a time.
+	pause func(ctx context.Context)
 
 	stopCh, doneCh chan struct{}
 	stopOnce       sync.Once
@@ -88,6 +91,10 @@ func (l *probeLoop) loop(ctx context.Context) {
 		var hs shard.HandshakeTimes
 		l.client.Do(l.rec, nil, l.sent, &l.req, -1, &hs)
 		l.sent++
+		if l.pause != nil {
+			l.pause(ctx)
+			continue
+		}
 		sleep.Reset(l.interval)
 		select {
 		case <-sleep.C:

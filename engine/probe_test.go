@@ -61,14 +61,19 @@ func TestProbeOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.TrimPrefix(tt.path, "/"), func(t *testing.T) {
 			srv := shardtest.New(t)
-			// /drop closes an idle connection after 20 ms: wait longer, so
-			// every probe after the first meets a closed keep-alive
-			// connection and must redial without failing.
-			interval := 5 * time.Millisecond
+			l := testProbeLoop(srv.Addr, tt.path, tt.streaming, 5*time.Millisecond, nil)
 			if tt.path == "/drop/2" {
-				interval = 40 * time.Millisecond
+				// /drop closes an idle connection 20 ms after its answer:
+				// each probe waits for that close, not a time, so every
+				// probe after the first meets a closed keep-alive
+				// connection and must redial without failing.
+				l.pause = func(context.Context) {
+					for srv.Dropped.Load() < int64(l.sent) {
+						time.Sleep(time.Millisecond)
+					}
+				}
 			}
-			results := runProbes(testProbeLoop(srv.Addr, tt.path, tt.streaming, interval, nil), srv.Requests.Load, 2)
+			results := runProbes(l, srv.Requests.Load, 2)
 			if len(results) < 2 {
 				t.Fatalf("%d probes recorded after the server saw 2, want at least 2", len(results))
 			}

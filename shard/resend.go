@@ -1,6 +1,9 @@
 package shard
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Sending a request again. A server that closes a kept-alive connection
 // (its keep-alive timeout, or after an answer as llama.cpp's server does
@@ -120,7 +123,13 @@ func (s *Shard) resend(c *conn) {
 // fresh connections (at most one per slot, fewer when answers come apart),
 // and nothing after. One that closes after its answers without saying so
 // is stopped by its closes and resets alone, and the reuses made before
-// the first of them can still fail.
+// the first of them can still fail; the first on any shard of the run
+// stops them all (ReuseStops). Against the scripted server that closes 5
+// to 90 ms after each answer without a Keep-Alive header (2 shards of 16
+// slots, 8 server threads, TestServerClosingLateWithoutHint), 8–15 of 192
+// requests failed with each shard learning alone, 8 in each of 10 runs
+// with the stop shared: those sent on the first answers' connections
+// before any close.
 const closeSlack = 0
 
 // proveIdle is how long a connection must have stayed open after its
@@ -147,14 +156,41 @@ type destReuse struct {
 	// that carried an answer before.
 	closedKept, answeredReused int64
 	// spared counts requests that went on a fresh connection while reuse
-	// was unknown.
-	spared int
+	// was unknown (Health's FreshBeforeReuse is their sum).
+	spared int64
 }
 
-// keepsAlive reports whether connections to dest are still worth reusing.
+// keepsAlive reports whether connections to dest are still worth reusing:
+// not once the server's closes stopped reuse on this shard or another.
 func (s *Shard) keepsAlive(dest int) bool {
 	r := &s.reuse[dest]
-	return r.closedKept <= r.answeredReused+closeSlack
+	return r.closedKept <= r.answeredReused+closeSlack && !s.cfg.Reuse.stopped(dest)
+}
+
+// ReuseStops is what a run's shards tell each other of their servers'
+// keep-alive: which destinations' closes stopped reuse. The server is the
+// same for every shard, and one that closes what it keeps alive after
+// its answers fails the requests each shard reuses a connection for until
+// that shard meets its first close; told by the first shard that does,
+// the others stop at once. Any shard's thread.
+type ReuseStops struct {
+	stops []atomic.Bool // by Request.Dest
+}
+
+// NewReuseStops is a run's ReuseStops for dests destinations (1 without
+// Config.Dests).
+func NewReuseStops(dests int) *ReuseStops {
+	return &ReuseStops{stops: make([]atomic.Bool, max(1, dests))}
+}
+
+func (r *ReuseStops) stopped(dest int) bool {
+	return r != nil && dest < len(r.stops) && r.stops[dest].Load()
+}
+
+func (r *ReuseStops) stop(dest int) {
+	if r != nil && dest < len(r.stops) {
+		r.stops[dest].Store(true)
+	}
 }
 
 // retire parks idle c off the idle stack until the server closes it, or
@@ -166,9 +202,27 @@ func (s *Shard) retire(c *conn) {
 }
 
 // closedByServer counts idle or just reused c, which the server closed
-// before it answered a request on it.
+// before it answered a request on it. The close that stops reuse retires
+// the connections still idle to c's destination: none will carry a
+// request again, and each would otherwise hold its socket until the
+// server closed it or the run ended.
 func (s *Shard) closedByServer(c *conn) {
 	s.reuse[c.dest].closedKept++
+	if !s.keepsAlive(c.dest) {
+		s.cfg.Reuse.stop(c.dest)
+		s.retireIdle(c.dest)
+	}
+}
+
+// retireIdle marks the shard stopped reusing connections (so it is even
+// when none was idle, or reuse stopped on a request's failure) and retires
+// the connections idle to dest.
+func (s *Shard) retireIdle(dest int) {
+	s.health.StoppedReuse = true
+	for c := s.idles[dest]; c != nil; c = s.idles[dest] {
+		s.unlinkIdle(c)
+		s.retire(c)
+	}
 }
 
 // reusable picks the idle connection to dest that a request may take
@@ -187,10 +241,10 @@ func (s *Shard) reusable(dest int) *conn {
 	if oldest == nil {
 		return nil
 	}
-	if s.cfg.Clock.Now()-oldest.idleSinceNs >= int64(proveIdle) || r.spared >= s.cfg.Slots {
+	proven := s.cfg.Clock.Now()-oldest.idleSinceNs >= int64(proveIdle) || r.spared >= int64(s.cfg.Slots)
+	if proven && (s.proofGate == nil || s.proofGate()) {
 		return oldest
 	}
 	r.spared++
-	s.health.FreshBeforeReuse++
 	return nil
 }

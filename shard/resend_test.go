@@ -58,13 +58,16 @@ func (h *handLoop) accept() (*net.TCPConn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-// turn runs the loop's turns until done reports true.
+// turn runs the loop's turns until done reports true. Each turn has its
+// own budget of starts, as Run's do (a stalled start would otherwise end
+// starting for good).
 func (h *handLoop) turn(done func() bool) {
 	h.t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !done(); {
 		if time.Now().After(deadline) {
 			h.t.Fatal("the loop did not get there in 5 s")
 		}
+		h.sh.startBudget, h.sh.startsSinceNs = maxStartsPerTurn, 0
 		events, err := h.sh.poll.wait(10)
 		if err != nil {
 			h.t.Fatal(err)
@@ -219,11 +222,15 @@ func TestNoResendAfterServerReadAndReset(t *testing.T) {
 // A server that closes every connection right after each streamed answer,
 // while it advertises keep-alive: its Keep-Alive header keeps the shard
 // from reusing a connection before it knows, and the closes come first.
-// No request fails, and none reaches the server twice.
+// No request fails, and none reaches the server twice. In a run the
+// closes come first by time (proveIdle, or a wave of fresh connections,
+// against the server's close at once); here the shard's proof waits for
+// the server's closes (proofGate), so that a stalled machine cannot
+// reorder the two.
 func TestServerClosingKeptAliveConnections(t *testing.T) {
 	srv := shardtest.New(t)
 	const slots = 8
-	data, _ := runPaths(t, srv, distinct("/hangup/2", 64), run{slots: slots, limit: slots, streaming: true})
+	data, _ := runPaths(t, srv, distinct("/hangup/2", 64), run{slots: slots, limit: slots, streaming: true, proofGate: srv.HungUp})
 	checkHangups(t, srv, data.Results)
 }
 
@@ -231,11 +238,13 @@ func TestServerClosingKeptAliveConnections(t *testing.T) {
 // answer, unread (llama.cpp's server), and serves fewer connections at
 // once than the run has in flight, so answers come in waves and the
 // waiting connections sit in its accept queue: no request fails, none
-// reaches the server twice, and reuse stops on every shard.
+// reaches the server twice, and reuse stops on every shard. As above, the
+// shard's proof of reuse waits for the server's closes, which in a run
+// come within proveIdle by time.
 func TestServerClosingLateAfterAnswers(t *testing.T) {
 	srv := shardtest.NewLimited(t, 8)
 	const shards, slots = 2, 16
-	data, hs := runPaths(t, srv, distinct("/lateclose/2", 192), run{shards: shards, slots: slots, limit: shards * slots, streaming: true})
+	data, hs := runPaths(t, srv, distinct("/lateclose/2", 192), run{shards: shards, slots: slots, limit: shards * slots, streaming: true, proofGate: srv.HungUp})
 	checkHangups(t, srv, data.Results)
 	for i, h := range hs {
 		if !h.StoppedReuse {
@@ -416,5 +425,79 @@ func TestServerClosingIdleConnections(t *testing.T) {
 	}
 	if got := srv.Requests.Load(); got != int64(len(reqs)) {
 		t.Errorf("server saw %d requests for %d", got, len(reqs))
+	}
+}
+
+// The close that stops reuse retires the connections still idle to the
+// server: they leave the idle stack with their retire timers set, so each
+// is closed by retireWait if the server does not close it first, rather
+// than holding its socket until the run ends.
+func TestReuseStopRetiresIdleConnections(t *testing.T) {
+	h := newHandLoop(t, []Request{{Wire: shardtest.Wire("/a"), PromptLen: 3}, {Wire: shardtest.Wire("/a"), PromptLen: 3}})
+	h.sh.cfg.Slots = 2
+	h.release(0)
+	h.release(1)
+	h.turn(func() bool { return h.sh.busy == 2 })
+	a, ra := h.accept()
+	b, rb := h.accept()
+	readRequest(t, ra, "/a")
+	readRequest(t, rb, "/a")
+	a.Write(shardtest.Response(1, ""))
+	b.Write(shardtest.Response(1, ""))
+	h.turn(func() bool { return h.rec.Completed() == 2 })
+	first := h.sh.idles[0]
+	if first == nil || first.idleNext == nil {
+		t.Fatal("want two idle connections after the two answers")
+	}
+	idle := []*conn{first, first.idleNext}
+	a.Close()
+	h.turn(func() bool { return h.sh.reuse[0].closedKept == 1 })
+	if h.sh.idles[0] != nil {
+		t.Error("a connection is still on the idle stack after reuse stopped")
+	}
+	left := 0
+	for _, c := range idle {
+		if c.state == connClosed {
+			continue
+		}
+		left++
+		if !c.retired || c.deadlineNs <= 0 {
+			t.Errorf("idle connection left after reuse stopped: retired %v, deadline %d; want retired with its timer", c.retired, c.deadlineNs)
+		}
+	}
+	if left != 1 {
+		t.Errorf("%d of the two idle connections still open; want the one the server kept", left)
+	}
+}
+
+// The close that stops reuse on one shard stops it on the others of the
+// run: their next request opens its own connection, and their idle ones
+// are retired.
+func TestReuseStopIsShared(t *testing.T) {
+	stops := NewReuseStops(1)
+	learner, told := newHandLoop(t, twoRequests()), newHandLoop(t, twoRequests())
+	learner.sh.cfg.Reuse, told.sh.cfg.Reuse = stops, stops
+	answer := func(h *handLoop) *net.TCPConn {
+		h.release(0)
+		h.turn(func() bool { return h.sh.busy == 1 })
+		a, r := h.accept()
+		readRequest(t, r, "/a")
+		a.Write(shardtest.Response(1, ""))
+		h.turn(func() bool { return h.rec.Completed() == 1 })
+		return a
+	}
+	answer(learner).Close()
+	answer(told)
+	idle := told.sh.idles[0]
+	learner.turn(func() bool { return learner.sh.reuse[0].closedKept == 1 })
+	if told.sh.keepsAlive(0) {
+		t.Fatal("the other shard still reuses connections after the first stopped")
+	}
+	told.release(1)
+	told.turn(func() bool { return told.sh.busy == 1 })
+	_, r := told.accept()
+	readRequest(t, r, "/b")
+	if idle.state != connIdle || !idle.retired || told.sh.idles[0] != nil {
+		t.Errorf("the other shard's idle connection: state %d, retired %v; want retired, off the idle stack", idle.state, idle.retired)
 	}
 }

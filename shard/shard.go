@@ -61,6 +61,10 @@ type Config struct {
 	// bytes held unparsed over all of them (nil: no bound).
 	MaxResponseBytes int64
 	Budget           *Budget
+	// Reuse, shared by all shards of a run (nil: each learns alone), is
+	// where a shard whose server's closes stopped reuse tells the others
+	// (see keepsAlive).
+	Reuse *ReuseStops
 
 	Clock    Clock
 	Recorder *metrics.Recorder
@@ -136,13 +140,13 @@ type Health struct {
 	// read any of them (see resendable).
 	Resent int64
 	// StoppedReuse: the server closed kept-alive connections more often
-	// than it answered on them, and the shard stopped reusing them (see
-	// keepsAlive).
+	// than it answered on them, as this shard or another of the run
+	// counted, and the shard stopped reusing them (see keepsAlive).
 	StoppedReuse bool
 	// FreshBeforeReuse counts requests that opened a fresh connection
 	// while an idle one was there, because the shard did not know yet
-	// whether the server keeps connections alive past its answers (see
-	// destReuse).
+	// whether the server keeps connections alive past its answers: the
+	// sum of destReuse.spared.
 	FreshBeforeReuse int64
 	// Warm is what the warm-up did (zero without one).
 	Warm WarmStats
@@ -210,6 +214,12 @@ type Shard struct {
 	// reuse is what the shard learned of each destination's keep-alive,
 	// by Request.Dest (see keepsAlive).
 	reuse []destReuse
+	// proofGate, when not nil, must report true before an unknown
+	// destination's idle connection is trusted young (see reusable).
+	// Tests set it to hold that proof until a scripted server's closes
+	// were sent, so that a stalled machine cannot reorder the two; nil in
+	// a run.
+	proofGate func() bool
 
 	// startBudget bounds the requests started in one loop turn, and
 	// startsSinceNs is when the turn's first start began (0: none yet):
@@ -390,7 +400,13 @@ func (s *Shard) Abort() {
 }
 
 // Health returns the shard's figures; call it after Run returned.
-func (s *Shard) Health() Health { return s.health }
+func (s *Shard) Health() Health {
+	h := s.health
+	for _, r := range s.reuse {
+		h.FreshBeforeReuse += r.spared
+	}
+	return h
+}
 
 // Run is the event loop. It locks its goroutine to an OS thread, pins that
 // thread to the configured CPU, and serves requests from the queue until
@@ -1093,8 +1109,9 @@ func (s *Shard) popIdle(dest int) *conn {
 	for {
 		if !s.keepsAlive(dest) {
 			// The server closes what it keeps alive: the connections
-			// still idle stay there until it closes them, or the run
-			// ends.
+			// still idle are retired (see closedByServer; another
+			// shard may have learned it).
+			s.retireIdle(dest)
 			return nil
 		}
 		c := s.idles[dest]

@@ -25,6 +25,8 @@ type run struct {
 	budget      *Budget
 	// tls, when set, runs the connections over TLS on the loop.
 	tls *tls.Config
+	// proofGate is every shard's (see Shard.proofGate).
+	proofGate func() bool
 }
 
 // runPaths sends one request per path through fresh shards, all released at
@@ -49,6 +51,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		reqs[i] = Request{Wire: shardtest.Wire(p), PromptLen: 3}
 	}
 	q := NewQueue(len(reqs), r.limit)
+	stops := NewReuseStops(1)
 	clock := NewClock()
 	var shards []*Shard
 	var recs []*metrics.Recorder
@@ -59,11 +62,12 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 			Requests: reqs, Queue: q, Slots: r.slots,
 			ConnectTimeout: time.Minute, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
-			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls,
+			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls, Reuse: stops,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		sh.proofGate = r.proofGate
 		shards = append(shards, sh)
 		recs = append(recs, rec)
 	}

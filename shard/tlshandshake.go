@@ -6,11 +6,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stampede-bench/stampede/internal/memlimit"
 	"github.com/stampede-bench/stampede/internal/tls13"
 	"golang.org/x/sys/unix"
 )
@@ -468,21 +468,15 @@ func (p *handshakePool) release() {
 // (GOGC 25) keeps the peak near the live size but collects after every
 // quarter of the live heap, early in the ramp when that is a few MB,
 // which costs more CPU than the loops' own work. Instead, while the
-// handshakers run, the GC target is off and a soft memory limit
-// (runtime/debug.SetMemoryLimit) stands at what the ramp's connections
-// will hold: the memory in use when it began, rampPerConn for each
-// connection submitted since, and rampMargin. The GC then runs only as the
-// heap nears that limit, when a collection frees the most. The limit is never below
-// the live heap plus a quarter plus the margin (an estimate too low for a
-// run's connections cannot make the GC run back to back), never above a
-// limit already set (GOMEMLIMIT), and the GC target goes off only if it
-// was the default or higher (a lower GOGC is kept, the limit only adds to
-// it). Both are restored when the pool drains.
+// handshakers run, the ramp holds the GC's settings (internal/memlimit):
+// the GC target off and a soft memory limit at what the ramp's
+// connections will hold, the memory in use when it began, rampPerConn for
+// each connection submitted since, and rampMargin. The GC then runs only
+// as the heap nears that limit, when a collection frees the most. The
+// ramp's hold is released when the pool drains; a run's own hold
+// (engine's) may stand beside it, and the larger of the two is the limit.
 type rampMemory struct {
-	on bool
-	// gcPercent and limit: the settings found at the ramp's start.
-	gcPercent int
-	limit     int64
+	hold *memlimit.Hold // nil between ramps
 	// base: memory in use at the start; submitted: handshakes since.
 	base, submitted int64
 }
@@ -514,53 +508,28 @@ const (
 	rampStep = 128
 )
 
-// memInUse reads what the memory limit is compared with (mapped memory
-// not released to the OS) and the live heap at the last GC.
-func memInUse() (inUse, live int64) {
-	s := [...]metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-	}
-	metrics.Read(s[:])
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64()), int64(s[2].Value.Uint64())
-}
-
-// start sets the ramp's GC target and first limit. Under the pool's mu.
+// start takes the ramp's hold. Under the pool's mu.
 func (r *rampMemory) start() {
-	r.base, _ = memInUse()
+	r.base = memlimit.InUse()
 	r.submitted = 0
-	r.limit = debug.SetMemoryLimit(-1)
-	r.gcPercent = debug.SetGCPercent(-1)
-	if r.gcPercent < 100 {
-		debug.SetGCPercent(r.gcPercent)
-	}
-	r.on = true
-	r.adjust()
+	r.hold = memlimit.Take(r.base, rampMargin)
 }
 
-// adjust moves the limit to the ramp's connections. Under the pool's mu.
-func (r *rampMemory) adjust() {
-	if !r.on {
+// adjust moves the ramp's floor to its connections. Under the pool's mu.
+func (r *rampMemory) adjust() { r.hold.Set(r.base + r.submitted*rampPerConn) }
+
+// end releases the ramp's hold. Under the pool's mu.
+func (r *rampMemory) end() {
+	if r.hold == nil {
 		return
 	}
-	_, live := memInUse()
-	l := max(r.base+r.submitted*rampPerConn, live+live/4) + rampMargin
-	debug.SetMemoryLimit(min(l, r.limit))
-}
-
-// end restores what start found. Under the pool's mu.
-func (r *rampMemory) end() {
-	if r.on {
-		debug.SetGCPercent(r.gcPercent)
-		debug.SetMemoryLimit(r.limit)
-		r.on = false
-		if r.submitted >= rampReturn {
-			// The handshakes' garbage, gone by the next collection, would
-			// otherwise stay resident (as free heap) for the rest of the
-			// run, and the heap grow on top of it.
-			go debug.FreeOSMemory()
-		}
+	r.hold.Release()
+	r.hold = nil
+	if r.submitted >= rampReturn {
+		// The handshakes' garbage, gone by the next collection, would
+		// otherwise stay resident (as free heap) for the rest of the
+		// run, and the heap grow on top of it.
+		go debug.FreeOSMemory()
 	}
 }
 

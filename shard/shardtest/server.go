@@ -69,6 +69,12 @@ type Server struct {
 	Requests atomic.Int64
 	// IdleClosed counts connections closed by /idle's timeout.
 	IdleClosed atomic.Int64
+	// Dropped counts connections /drop closed.
+	Dropped atomic.Int64
+	// hangingUp counts the answers after which /hangup, /lateclose and
+	// their quiet forms close the connection, each counted before its
+	// answer is written; hungUp counts those closes, each after it.
+	hangingUp, hungUp atomic.Int64
 	// Repeated counts requests whose path and query the server had read
 	// before: a request sent twice.
 	Repeated atomic.Int64
@@ -84,6 +90,29 @@ type Server struct {
 	wg        sync.WaitGroup
 	peersMu   sync.Mutex
 	peers     map[netip.Addr]int
+}
+
+// HungUp reports whether every connection that /hangup, /lateclose or
+// their quiet forms answered has been closed: a client that has read an
+// answer of theirs, and then sees HungUp true, has the close in its socket
+// (on loopback the FIN reaches the client's socket within the server's
+// close).
+func (s *Server) HungUp() bool {
+	// hungUp first: it never passes hangingUp, so a hungUp at least the
+	// later hangingUp means every answer counted by then was closed.
+	closed := s.hungUp.Load()
+	return closed >= s.hangingUp.Load()
+}
+
+// hangUp writes answer and closes c after wait, counting both for HungUp.
+func (s *Server) hangUp(c conn, answer []byte, wait time.Duration) {
+	s.hangingUp.Add(1)
+	c.Write(answer)
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	c.raw.Close()
+	s.hungUp.Add(1)
 }
 
 // Peers counts the accepted connections by their remote address.
@@ -332,23 +361,24 @@ func (s *Server) respond(c conn, path string, served int) bool {
 		// connection, as servers do when their keep-alive timeout expires.
 		c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
 		time.Sleep(20 * time.Millisecond)
+		c.raw.Close()
+		s.Dropped.Add(1)
 		return false
 	case "close":
 		c.Write([]byte(sseHead + "Connection: close\r\n\r\n" + streamBody(n)))
 		return false
 	case "hangup":
-		c.Write(Response(n, "Keep-Alive: timeout=5, max=100\r\n"))
+		s.hangUp(c, Response(n, "Keep-Alive: timeout=5, max=100\r\n"), 0)
 		return false
 	case "hangup-quiet":
-		c.Write(Response(n, ""))
+		s.hangUp(c, Response(n, ""), 0)
 		return false
 	case "lateclose", "lateclose-quiet":
 		fields := "Keep-Alive: timeout=5, max=100\r\n"
 		if kind == "lateclose-quiet" {
 			fields = ""
 		}
-		c.Write(Response(n, fields))
-		time.Sleep(time.Duration(5+mrand.IntN(86)) * time.Millisecond)
+		s.hangUp(c, Response(n, fields), time.Duration(5+mrand.IntN(86))*time.Millisecond)
 		return false
 	case "idle":
 		_, err := c.Write([]byte(sseHead + "\r\n" + streamBody(n)))
