@@ -543,10 +543,8 @@ func (r *Runner) health(lags []int64) Health {
 	}
 	if len(lags) > 0 {
 		slices.Sort(lags)
-		at := func(p float64) time.Duration {
-			return time.Duration(lags[min(len(lags)-1, int(math.Ceil(p*float64(len(lags))))-1)])
-		}
-		h.ScheduleLagP50, h.ScheduleLagP99 = at(0.50), at(0.99)
+		h.ScheduleLagP50 = time.Duration(metrics.NearestRank(lags, 0.50))
+		h.ScheduleLagP99 = time.Duration(metrics.NearestRank(lags, 0.99))
 		h.ScheduleLagMax = time.Duration(lags[len(lags)-1])
 	}
 	return h

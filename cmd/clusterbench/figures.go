@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/metrics"
 )
 
 // figures is everything clusterbench reports of one run.
@@ -25,17 +26,17 @@ type figures struct {
 // lateUs is the token error the table counts beyond.
 const lateUs = 1000
 
-// quantiles sorts xs and returns its nearest-rank p-quantiles (p in
-// (0, 1]); NaN for an empty xs.
+// quantiles sorts xs and returns its nearest-rank p-quantiles
+// (metrics.NearestRank); NaN for an empty xs, which the table prints as
+// such rather than as a measured 0.
 func quantiles(xs []float64, ps ...float64) []float64 {
 	slices.Sort(xs)
 	out := make([]float64, len(ps))
 	for k, p := range ps {
-		if len(xs) == 0 {
-			out[k] = math.NaN()
-			continue
+		out[k] = math.NaN()
+		if len(xs) > 0 {
+			out[k] = metrics.NearestRank(xs, p)
 		}
-		out[k] = xs[max(0, min(len(xs)-1, int(math.Ceil(p*float64(len(xs))))-1))]
 	}
 	return out
 }
