@@ -255,6 +255,7 @@ func StatisticsDigest(settings PartialSettings) string {
 // results, facts each request's id and expected output length.
 func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, numRequests int,
 	options func([]metrics.RequestResult) metrics.ComputeOptions, facts RequestFacts) *Partial {
+	memory := agentMemory(s.index, res.Data.Results) // on the run's own clock, before the shift
 	start := s.start
 	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
 	for _, results := range [][]metrics.RequestResult{res.Data.Results, res.Probes} {
@@ -274,7 +275,7 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 	h := PartialHeader{
 		ClusterSize: s.size, ClusterIndex: s.index, NumRequests: numRequests,
 		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
-		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
+		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res), Memory: memory,
 	}
 	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
 	for _, sh := range res.Health.Shards {

@@ -110,6 +110,28 @@ type SidecarHealth struct {
 	FreshBeforeReuse   int64 `json:"fresh_before_reuse"`
 	// WarmConnections is what --warm-connections did; null without it.
 	WarmConnections *SidecarWarm `json:"warm_connections"`
+	// Agents is a merged run's per-agent memory, each agent's own, in
+	// index order (the agents whose partials carried it); absent on a
+	// single host and in an agent's own health.
+	Agents []SidecarAgentMemory `json:"agents,omitempty"`
+}
+
+// SidecarAgentMemory is one agent's own memory, which it reads from
+// /proc/self/status as its share ends, before it hands the share over:
+// agent 0's figures therefore leave out its merge of everyone's.
+type SidecarAgentMemory struct {
+	Index int `json:"index"`
+	// Requests are the requests of its share.
+	Requests int `json:"requests"`
+	// PeakRSSBytes is the process's peak resident set (VmHWM) until then,
+	// EndRSSBytes its resident set (VmRSS) then.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	EndRSSBytes  int64 `json:"end_rss_bytes"`
+	// MaxOpenStreams is the most of its requests open at once (from each
+	// request's start to its end), the streams the peak can have held:
+	// the moment of the peak is not known, and it often comes after the
+	// streams closed, with the results. Null when no request ran.
+	MaxOpenStreams *int `json:"max_open_streams"`
 }
 
 // SidecarWarm is the warm-up's account: connections opened and left idle
