@@ -132,7 +132,7 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 	ttft := quantiles(f.ttftErrUs, 0.5, 0.99)
 	itl := quantiles(absAll(f.itlErrUs), 0.99)
 	cpu, _ := f.cpuPerEventUs()
-	perStream, perRequest := mem.split(streams)
+	perStream, perRequest := mem.split()
 	spread, _ := f.stepMax()
 	mockCPU := "–"
 	if writes := f.tokenWrites(); f.mockCPUSeconds > 0 && writes > 0 {
@@ -150,43 +150,54 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
-// rssSplit is what a row's agents' peak RSS is made of. The agents of a
-// row ran S streams at once (rssKB); the same agents ran the same requests
-// again with heldStreams open at a time (heldKB), holding the same
-// dataset and results but few streams; one agent running one request
-// (baseKB) is the fixed part of each. Per open stream is the first run
-// less the second over the streams that were not open in the second, on
-// the agents other than 0: agent 0's peak comes after its streams closed,
-// when it merges every agent's results (a cost per request). Per request
-// of the run is the second run less the fixed parts, every agent's, over
-// the requests: the prompts every agent builds, the results, the merge.
+// rssSplit is what a row's agents' peak RSS is made of, from each
+// agent's own memory (the sidecar's health.agents, read by the agent as
+// its share ended, before agent 0's merge). The agents of a row held all
+// its streams at once (run); the same agents ran the same requests again
+// with few streams open at a time (held), holding the same dataset and
+// results but few streams; an agent running one request (baseBytes) is
+// the fixed part of each. Per open stream is the first run less the
+// second over the streams open in the first and not in the second, each
+// agent's most open at once; per request of the run is the second run
+// less the fixed parts over the requests: the requests every agent
+// builds (the run's digest is the whole run's), its results, the
+// partial it encodes.
 type rssSplit struct {
-	rssKB, heldKB []int64
-	heldStreams   int
-	baseKB        int64
+	run, held []report.SidecarAgentMemory
+	baseBytes int64
 }
 
-// split formats the two figures for a row of streams, KiB; "–" for one
-// not measured.
-func (m rssSplit) split(streams int) (perStream, perRequest string) {
+// split formats the two figures, KiB; "–" for one not measured.
+func (m rssSplit) split() (perStream, perRequest string) {
 	perStream, perRequest = "–", "–"
-	n := len(m.rssKB)
-	sum := func(kb []int64) (s int64) {
-		for _, v := range kb {
-			s += v
-		}
-		return s
+	kib := func(bytes int64, n int) string { return fmt.Sprintf("%.2f", float64(bytes)/1024/float64(n)) }
+	var peaks, requests int64
+	for _, a := range m.run {
+		peaks += a.PeakRSSBytes
+		requests += int64(a.Requests)
 	}
-	switch {
-	case n >= 2 && len(m.heldKB) == n && streams > m.heldStreams:
-		// Agent i runs requests i, i+n, …: all but agent 0's share.
-		others := streams - (streams+n-1)/n
-		open := others - m.heldStreams*(n-1)/n
-		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB[1:])-sum(m.heldKB[1:]))/float64(open))
-		perRequest = fmt.Sprintf("%.2f", float64(sum(m.heldKB)-int64(n)*m.baseKB)/float64(streams))
-	case n > 0:
+	n := int64(len(m.run))
+	if n == 0 || requests == 0 {
+		return perStream, perRequest
+	}
+	if len(m.held) != len(m.run) {
 		// Without the second run, everything above the fixed parts.
-		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB)-int64(n)*m.baseKB)/float64(streams))
+		return kib(peaks-n*m.baseBytes, int(requests)), perRequest
 	}
-	return perStream, perRequest
+	var less, open, heldPeaks int64
+	known := true
+	for i, a := range m.run {
+		h := m.held[i]
+		heldPeaks += h.PeakRSSBytes
+		if a.MaxOpenStreams == nil || h.MaxOpenStreams == nil {
+			known = false
+			continue
+		}
+		less += a.PeakRSSBytes - h.PeakRSSBytes
+		open += int64(*a.MaxOpenStreams - *h.MaxOpenStreams)
+	}
+	if known && open > 0 {
+		perStream = kib(less, int(open))
+	}
+	return perStream, kib(heldPeaks-n*m.baseBytes, int(requests))
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -149,17 +150,25 @@ func TestMatchTellsAMockStallFromALateClient(t *testing.T) {
 }
 
 // The RSS split: two agents of 100 streams (50 each) at 60,000 and 50,000
-// KiB, the same requests with 4 streams open (2 each) at 30,000 and
-// 26,000, a base of 20,000: agent 1's (50,000 − 26,000) / 48 per open
-// stream, (56,000 − 40,000) / 100 per request.
+// KiB, the same requests with 2 streams open each at 30,000 and 26,000, a
+// base of 20,000: (30,000 + 24,000) / 96 per open stream, (56,000 −
+// 40,000) / 100 per request.
 func TestRSSSplitSeparatesStreamsFromRequests(t *testing.T) {
-	m := rssSplit{rssKB: []int64{60_000, 50_000}, heldKB: []int64{30_000, 26_000}, heldStreams: 4, baseKB: 20_000}
-	perStream, perRequest := m.split(100)
-	if perStream != "500.00" || perRequest != "160.00" {
-		t.Errorf("split = %s, %s; want 500.00, 160.00", perStream, perRequest)
+	agent := func(i, kib, open int) report.SidecarAgentMemory {
+		return report.SidecarAgentMemory{Index: i, Requests: 50, PeakRSSBytes: int64(kib) << 10, MaxOpenStreams: &open}
 	}
-	m.heldKB = nil
-	if perStream, perRequest = m.split(100); perStream != "700.00" || perRequest != "–" {
+	m := rssSplit{run: []report.SidecarAgentMemory{agent(0, 60_000, 50), agent(1, 50_000, 50)},
+		held: []report.SidecarAgentMemory{agent(0, 30_000, 2), agent(1, 26_000, 2)}, baseBytes: 20_000 << 10}
+	perStream, perRequest := m.split()
+	if perStream != "562.50" || perRequest != "160.00" {
+		t.Errorf("split = %s, %s; want 562.50, 160.00", perStream, perRequest)
+	}
+	m.held[1].MaxOpenStreams = nil
+	if perStream, perRequest = m.split(); perStream != "–" || perRequest != "160.00" {
+		t.Errorf("an agent's open streams unknown: %s, %s; want –, 160.00", perStream, perRequest)
+	}
+	m.held = nil
+	if perStream, perRequest = m.split(); perStream != "700.00" || perRequest != "–" {
 		t.Errorf("without the held run: %s, %s; want 700.00, –", perStream, perRequest)
 	}
 }
