@@ -132,7 +132,7 @@ run_agents() {
 
 # base_kib: the base run's mean agent peak RSS, KiB.
 base_kib() {
-	python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["health"]["agents"]; print(sum(x["peak_rss_bytes"] for x in a) // len(a) // 1024)' "$OUT/base/run.json.stampede.json"
+	python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["health"]["agents"]; print(sum(x["peak_rss_bytes"] for x in a) // len(a) // 1024)' "$OUT/base/run.stampede.json"
 }
 
 exec 9>/tmp/stampede-bench.lock

@@ -275,15 +275,17 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 	h := PartialHeader{
 		ClusterSize: s.size, ClusterIndex: s.index, NumRequests: numRequests,
 		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
-		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res), Memory: memory,
+		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
 	}
 	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
 	for _, sh := range res.Health.Shards {
 		h.RTTs = append(h.RTTs, sh.RTTs...)
 	}
-	return &Partial{Header: h,
+	p := &Partial{Header: h,
 		Records: newPartialRecords(res.Data.Results, opts.CountTokens, opts.InputAudioSeconds, facts),
 		Probes:  newPartialRecords(res.Probes, nil, nil, nil)}
+	p.Header.Memory = readRSS(memory)
+	return p
 }
 
 // RampUpChanges are the ramp's whole-rate steps as a single host records

@@ -234,20 +234,30 @@ func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 	return &p, nil
 }
 
-// agentMemory is what an agent says of its own memory as its share of
-// results ends (index: its place in the cluster): its peak and present
-// resident set from /proc/self/status, nil where that cannot be read
-// (not Linux), and the most of its requests open at once.
+// agentMemory is what an agent says of its own share of results (index:
+// its place in the cluster) besides its resident set: its requests and
+// the most of them open at once, counted on the run's own clock (before
+// agentPartial moves the times). readRSS adds the rest once the partial's
+// records are built.
 func agentMemory(index int, results []metrics.RequestResult) *report.SidecarAgentMemory {
+	m := &report.SidecarAgentMemory{Index: index, Requests: len(results)}
+	if open, ok := maxOpen(results); ok {
+		m.MaxOpenStreams = &open
+	}
+	return m
+}
+
+// readRSS reads the process's peak and present resident set into m from
+// /proc/self/status, as late as a partial can carry them: the run over,
+// its records built, before they are encoded and sent (and, for agent 0,
+// before its merge). It returns nil where they cannot be read (not
+// Linux).
+func readRSS(m *report.SidecarAgentMemory) *report.SidecarAgentMemory {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return nil
 	}
-	m := &report.SidecarAgentMemory{Index: index, Requests: len(results)}
 	m.PeakRSSBytes, m.EndRSSBytes = statusBytes(b, "VmHWM:"), statusBytes(b, "VmRSS:")
-	if open, ok := maxOpen(results); ok {
-		m.MaxOpenStreams = &open
-	}
 	return m
 }
 

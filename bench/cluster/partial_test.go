@@ -402,7 +402,7 @@ func TestAgentMemory(t *testing.T) {
 		{StartNs: 0, LatencyNs: 10}, {StartNs: 5, LatencyNs: 10}, {StartNs: 10, LatencyNs: 3}, {StartNs: 15, LatencyNs: 1},
 		{Error: "refused"},
 	}
-	m := agentMemory(2, results)
+	m := readRSS(agentMemory(2, results))
 	if m == nil {
 		t.Fatal("no memory read from /proc/self/status")
 	}

@@ -117,8 +117,9 @@ type SidecarHealth struct {
 }
 
 // SidecarAgentMemory is one agent's own memory, which it reads from
-// /proc/self/status as its share ends, before it hands the share over:
-// agent 0's figures therefore leave out its merge of everyone's.
+// /proc/self/status once its share has run and its partial's records are
+// built, before they are encoded and handed over: agent 0's figures
+// therefore leave out its merge of everyone's.
 type SidecarAgentMemory struct {
 	Index int `json:"index"`
 	// Requests are the requests of its share.

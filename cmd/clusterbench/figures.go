@@ -151,8 +151,9 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 }
 
 // rssSplit is what a row's agents' peak RSS is made of, from each
-// agent's own memory (the sidecar's health.agents, read by the agent as
-// its share ended, before agent 0's merge). The agents of a row held all
+// agent's own memory (the sidecar's health.agents, read by the agent
+// once its share ran and its partial's records were built, before their
+// encoding and agent 0's merge). The agents of a row held all
 // its streams at once (run); the same agents ran the same requests again
 // with few streams open at a time (held), holding the same dataset and
 // results but few streams; an agent running one request (baseBytes) is
@@ -160,8 +161,8 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 // second over the streams open in the first and not in the second, each
 // agent's most open at once; per request of the run is the second run
 // less the fixed parts over the requests: the requests every agent
-// builds (the run's digest is the whole run's), its results, the
-// partial it encodes.
+// builds (the run's digest is the whole run's), its results, its
+// partial's records.
 type rssSplit struct {
 	run, held []report.SidecarAgentMemory
 	baseBytes int64
