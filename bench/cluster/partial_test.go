@@ -82,7 +82,7 @@ func FuzzParsePartial(f *testing.F) {
 	f.Add([]byte(partialMagic))
 	// Version 2's fields: what the server said, the reasoning, the
 	// request's id, the probes, the fingerprint, the RTTs and the tokens
-	// of each chunk.
+	// of each chunk; version 3's agent memory; and a version-2 file.
 	buf.Reset()
 	if err := WritePartial(&buf, richPartial()); err != nil {
 		f.Fatal(err)
@@ -92,6 +92,15 @@ func FuzzParsePartial(f *testing.F) {
 	}
 	f.Add(raw)
 	f.Add(raw[:len(raw)-3])
+	v2, err := os.Open(filepath.Join("testdata", "partial-v2.bin"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer v2.Close()
+	if raw, err = ReadPartialBytes(v2); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
 	// A stream of many chunks of three tokens and a short last one, as
 	// runs: a long run from a few bytes, held to the gaps' count.
 	gaps := make([]int64, 999)
