@@ -159,29 +159,35 @@ for streams in ${ROWS//,/ }; do
 	mkdir -p "$dir"
 	echo "row $streams: $agents agents, $agents mocks, $itl_ms ms steps, $TOKENS tokens a stream; files in $dir" >&2
 	flock 9
+	echo "start $(uptime)" >"$dir/load.txt"
 	start_mocks "$agents" "$dir"
 	status=0
 	run_agents "$agents" "$streams" "$dir" || status=$?
 	stop_mocks "$dir/mock-cpu-s"
+	echo "end $(uptime)" >>"$dir/load.txt"
 	flock -u 9
 	[[ $status == 0 ]] || exit $status
-	# The same agents and requests, HELD streams open per agent.
-	held=$((HELD * agents))
-	mkdir -p "$dir/held"
-	itl_ms=1 ttft_ms=1
-	flock 9
-	start_mocks "$agents" "$dir/held"
-	run_agents "$agents" "$streams" "$dir/held" "$held" || status=$?
-	stop_mocks
-	flock -u 9
-	itl_ms=${!var:-1000} ttft_ms=50
-	[[ $status == 0 ]] || exit $status
+	held_args=()
+	if ((HELD > 0)); then
+		# The same agents and requests, HELD streams open per agent.
+		held=$((HELD * agents))
+		mkdir -p "$dir/held"
+		itl_ms=1 ttft_ms=1
+		flock 9
+		start_mocks "$agents" "$dir/held"
+		run_agents "$agents" "$streams" "$dir/held" "$held" || status=$?
+		stop_mocks
+		flock -u 9
+		itl_ms=${!var:-1000} ttft_ms=50
+		[[ $status == 0 ]] || exit $status
+		held_args=(-held-result "$dir/held/run.json")
+	fi
 	sed -n '/Serving Benchmark Result/,$p' "$dir/agent0.out" >"$dir/block.txt"
 	grep -E '^agent [0-9]+: stampede: ' "$dir/agents.err" >"$dir/health.txt" || true
 	truths=$(ls "$dir"/truth*.log | sort -V | paste -sd, -)
 	"$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agents.err" -mock-cpu-s "$(cat "$dir/mock-cpu-s")" | tee "$dir/clusterbench.txt" >&2
 	rows+=("$("$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agents.err" \
-		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" -held-result "$dir/held/run.json" -base-result "$OUT/base/run.json" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
+		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" "${held_args[@]}" -base-result "$OUT/base/run.json" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
 done
 
 {

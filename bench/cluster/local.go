@@ -35,7 +35,8 @@ type Local struct {
 	Env  []string // the launcher's environment, which the agents inherit
 	Size int
 	// CPUs are the CPUs split between the agents (SplitCPUs): the
-	// launcher's affinity mask.
+	// launcher's affinity mask, or none to leave the agents unpinned
+	// (PinAgents).
 	CPUs []int
 	// Streams is the most streams one agent holds at once, checked against
 	// its open-files limit before any agent starts; 0 skips the check.
@@ -194,6 +195,28 @@ func SplitCPUs(cpus []int, n int) [][]int {
 		at += k
 	}
 	return out
+}
+
+// PinEnv names the variable that sets whether --cluster-local pins its
+// agents to their CPUs (SplitCPUs): "1" always, "0" never (each agent
+// then floats over the launcher's whole affinity mask), unset or empty
+// the default, pinning only while there are no more agents than CPUs
+// (docs/scale.md "Pinning": with more, three agents pinned to each of two
+// CPUs cost more CPU per token event than the same agents floating).
+const PinEnv = "STAMPEDE_CLUSTER_PIN"
+
+// PinAgents is whether size agents over cpus CPUs are pinned, by PinEnv's
+// value setting; an error names the variable and what it accepts.
+func PinAgents(setting string, size, cpus int) (bool, error) {
+	switch setting {
+	case "":
+		return size <= cpus, nil
+	case "1":
+		return true, nil
+	case "0":
+		return false, nil
+	}
+	return false, &py.UsageError{Msg: fmt.Sprintf("$%s: invalid value %q: want 1 (pin each agent to its CPUs), 0 (let them float) or nothing (pin while agents ≤ CPUs)", PinEnv, setting)}
 }
 
 // AffinityCPUs are the CPUs of this process's affinity mask, in order.

@@ -255,6 +255,31 @@ func TestSplitCPUs(t *testing.T) {
 	}
 }
 
+func TestPinAgents(t *testing.T) {
+	cases := []struct {
+		setting     string
+		size, cpus  int
+		pin, failed bool
+	}{
+		{"", 2, 2, true, false},
+		{"", 6, 2, false, false},
+		{"1", 6, 2, true, false},
+		{"0", 2, 2, false, false},
+		{"yes", 2, 2, false, true},
+	}
+	for _, c := range cases {
+		pin, err := PinAgents(c.setting, c.size, c.cpus)
+		if pin != c.pin || (err != nil) != c.failed {
+			t.Errorf("PinAgents(%q, %d, %d) = %v, %v; want %v, error %v", c.setting, c.size, c.cpus, pin, err, c.pin, c.failed)
+		}
+	}
+	_, err := PinAgents("yes", 2, 2)
+	var usage *py.UsageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), PinEnv) {
+		t.Errorf("a bad value: %v; want a usage error naming %s", err, PinEnv)
+	}
+}
+
 func TestCheckOpenFiles(t *testing.T) {
 	if err := checkOpenFiles(3, 19_900, 20_000); err != nil {
 		t.Errorf("19,900 streams in 20,000 files: %v", err)

@@ -29,6 +29,13 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 	if err != nil {
 		return failed(stderr, err)
 	}
+	pin, err := cluster.PinAgents(os.Getenv(cluster.PinEnv), cfg.ClusterSize, len(cpus))
+	if err != nil {
+		return failed(stderr, err)
+	}
+	if !pin {
+		cpus = nil // each agent inherits the launcher's mask
+	}
 	// Every signal that stops a run reaches every agent, once for each
 	// time the launcher gets it.
 	sigs := make(chan os.Signal, 8)
