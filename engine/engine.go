@@ -198,6 +198,9 @@ type Health struct {
 	FreshBeforeReuse int64
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
 	Warm WarmStats
+	// Memory is the resident set sampled while the streams were open;
+	// zero Samples where it cannot be read.
+	Memory MemorySamples
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -396,6 +399,9 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		defer context.AfterFunc(r.aborted, func() { r.probes.interrupt(time.Time{}) })()
 		r.probes.start(ctx)
 	}
+	// Sampled from the schedule's start until the streams closed, before
+	// the results are merged.
+	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
 	var lags []int64
 	if r.feed != nil {
 		r.feed.start()
@@ -419,6 +425,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 	}
 	r.transport.Wait()
+	memory := sampler.finish()
 	if r.probes != nil {
 		// Python takes the duration after awaiting the probe loop.
 		res.Probes = r.probes.stop()
@@ -440,6 +447,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	res.Data.DurationNs = endNs - startNs
 	res.Health = r.health(lags)
+	res.Health.Memory = memory
 	r.result = res
 }
 

@@ -284,7 +284,11 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 	p := &Partial{Header: h,
 		Records: newPartialRecords(res.Data.Results, opts.CountTokens, opts.InputAudioSeconds, facts),
 		Probes:  newPartialRecords(res.Probes, nil, nil, nil)}
-	p.Header.Memory = readRSS(memory)
+	if p.Header.Memory = readRSS(memory); p.Header.Memory != nil {
+		p.Header.Memory.Sampled = report.NewSidecarMemory(res.Health.Memory)
+	}
+	// The agent's own health leaves its memory to Memory.
+	p.Header.Health.Memory = nil
 	return p
 }
 

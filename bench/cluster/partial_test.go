@@ -223,7 +223,8 @@ func TestPartialPaths(t *testing.T) {
 func richPartial() *Partial {
 	p := richPartialV2()
 	open := 1
-	p.Header.Memory = &report.SidecarAgentMemory{Index: 0, Requests: 2, PeakRSSBytes: 48 << 20, EndRSSBytes: 40 << 20, MaxOpenStreams: &open}
+	p.Header.Memory = &report.SidecarAgentMemory{Index: 0, Requests: 2, PeakRSSBytes: 48 << 20, EndRSSBytes: 40 << 20, MaxOpenStreams: &open,
+		Sampled: &report.SidecarMemory{Samples: 9, IntervalMs: 200, MostOpenStreams: 2, RSSAtMostOpenBytes: 30 << 20, PeakRSSBytes: 31 << 20, OpenAtPeak: 1}}
 	return p
 }
 
@@ -351,7 +352,8 @@ func TestPartialVersion2Reads(t *testing.T) {
 func TestMergedHealthListsAgentsMemory(t *testing.T) {
 	three := 3
 	parts := []*Partial{testPartial(0), testPartial(1)}
-	parts[0].Header.Memory = &report.SidecarAgentMemory{Index: 7, Requests: 1, PeakRSSBytes: 300 << 20, EndRSSBytes: 200 << 20, MaxOpenStreams: &three}
+	parts[0].Header.Memory = &report.SidecarAgentMemory{Index: 7, Requests: 1, PeakRSSBytes: 300 << 20, EndRSSBytes: 200 << 20, MaxOpenStreams: &three,
+		Sampled: &report.SidecarMemory{Samples: 4, IntervalMs: 200, MostOpenStreams: 3, RSSAtMostOpenBytes: 250 << 20, PeakRSSBytes: 260 << 20, OpenAtPeak: 2}}
 	parts[1].Header.Memory = &report.SidecarAgentMemory{Index: 1, Requests: 1, PeakRSSBytes: 150 << 20, EndRSSBytes: 120 << 20}
 	var reread []*Partial
 	for _, p := range parts {
@@ -382,8 +384,10 @@ func TestMergedHealthListsAgentsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]any{
-		{"index": 0.0, "requests": 1.0, "peak_rss_bytes": float64(300 << 20), "end_rss_bytes": float64(200 << 20), "max_open_streams": 3.0},
-		{"index": 1.0, "requests": 1.0, "peak_rss_bytes": float64(150 << 20), "end_rss_bytes": float64(120 << 20), "max_open_streams": nil},
+		{"index": 0.0, "requests": 1.0, "peak_rss_bytes": float64(300 << 20), "end_rss_bytes": float64(200 << 20), "max_open_streams": 3.0,
+			"sampled": map[string]any{"samples": 4.0, "interval_ms": 200.0, "most_open_streams": 3.0, "rss_at_most_open_bytes": float64(250 << 20),
+				"peak_rss_bytes": float64(260 << 20), "open_at_peak": 2.0}},
+		{"index": 1.0, "requests": 1.0, "peak_rss_bytes": float64(150 << 20), "end_rss_bytes": float64(120 << 20), "max_open_streams": nil, "sampled": nil},
 	}
 	if !reflect.DeepEqual(health.Agents, want) {
 		t.Errorf("health.agents = %v\nwant %v", health.Agents, want)

@@ -150,55 +150,55 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
-// rssSplit is what a row's agents' peak RSS is made of, from each
-// agent's own memory (the sidecar's health.agents, read by the agent
-// once its share ran and its partial's records were built, before their
-// encoding and agent 0's merge). The agents of a row held all
-// its streams at once (run); the same agents ran the same requests again
-// with few streams open at a time (held), holding the same dataset and
-// results but few streams; an agent running one request (baseBytes) is
-// the fixed part of each. Per open stream is the first run less the
-// second over the streams open in the first and not in the second, each
-// agent's most open at once; per request of the run is the second run
-// less the fixed parts over the requests: the requests every agent
-// builds (the run's digest is the whole run's), its results, its
-// partial's records.
+// rssSplit is what a row's agents' RSS is made of, from each agent's own
+// memory (the sidecar's health.agents). Per open stream is measured while
+// the streams are open: each agent samples its resident set with the
+// streams open at that instant and keeps the sample with the most open
+// (report.SidecarMemory); the row's agents' RSS at that sample, less an
+// agent's base at its own (an agent running one request: baseOpenBytes)
+// for each, over their streams open then. Per request of the run comes
+// from the peaks (VmHWM, read once an agent's share ran and its partial's
+// records were built, before their encoding and agent 0's merge): the
+// same agents ran the same requests again with few streams open at a
+// time (held), and that run's peaks less the base's (basePeakBytes) for
+// each agent, over the requests, are the requests every agent builds (the
+// run's digest is the whole run's), its results, its partial's records.
 type rssSplit struct {
 	run, held []report.SidecarAgentMemory
-	baseBytes int64
+	// basePeakBytes and baseOpenBytes are the base agents' mean peak and
+	// mean RSS at their most open sample; baseOpenKnown is false when a
+	// base agent had no samples.
+	basePeakBytes, baseOpenBytes int64
+	baseOpenKnown                bool
 }
 
 // split formats the two figures, KiB; "–" for one not measured.
 func (m rssSplit) split() (perStream, perRequest string) {
 	perStream, perRequest = "–", "–"
-	kib := func(bytes int64, n int) string { return fmt.Sprintf("%.2f", float64(bytes)/1024/float64(n)) }
-	var peaks, requests int64
+	kib := func(bytes, n int64) string { return fmt.Sprintf("%.2f", float64(bytes)/1024/float64(n)) }
+	var requests, atMostOpen, open int64
+	sampled := m.baseOpenKnown
 	for _, a := range m.run {
-		peaks += a.PeakRSSBytes
 		requests += int64(a.Requests)
-	}
-	n := int64(len(m.run))
-	if n == 0 || requests == 0 {
-		return perStream, perRequest
-	}
-	if len(m.held) != len(m.run) {
-		// Without the second run, everything above the fixed parts.
-		return kib(peaks-n*m.baseBytes, int(requests)), perRequest
-	}
-	var less, open, heldPeaks int64
-	known := true
-	for i, a := range m.run {
-		h := m.held[i]
-		heldPeaks += h.PeakRSSBytes
-		if a.MaxOpenStreams == nil || h.MaxOpenStreams == nil {
-			known = false
+		if a.Sampled == nil {
+			sampled = false
 			continue
 		}
-		less += a.PeakRSSBytes - h.PeakRSSBytes
-		open += int64(*a.MaxOpenStreams - *h.MaxOpenStreams)
+		atMostOpen += a.Sampled.RSSAtMostOpenBytes - m.baseOpenBytes
+		open += int64(a.Sampled.MostOpenStreams)
 	}
-	if known && open > 0 {
-		perStream = kib(less, int(open))
+	if len(m.run) == 0 || requests == 0 {
+		return perStream, perRequest
 	}
-	return perStream, kib(heldPeaks-n*m.baseBytes, int(requests))
+	if sampled && open > 0 {
+		perStream = kib(atMostOpen, open)
+	}
+	if len(m.held) == len(m.run) {
+		var heldPeaks int64
+		for _, h := range m.held {
+			heldPeaks += h.PeakRSSBytes - m.basePeakBytes
+		}
+		perRequest = kib(heldPeaks, requests)
+	}
+	return perStream, perRequest
 }

@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&o.agentLog, "agent-log", "", "an agent's stderr, which holds the line with the run's announced start")
 	flag.BoolVar(&o.row, "row", false, "print the figures as one markdown row of docs/scale.md's table")
 	flag.StringVar(&o.heldResult, "held-result", "", "with -row: the result JSON of the same agents running the same requests with few streams open at a time (its sidecar beside it), for the RSS split")
-	flag.StringVar(&o.baseResult, "base-result", "", "with -row: the result JSON of agents running one request each (its sidecar beside it): their mean peak RSS is an agent's fixed part")
+	flag.StringVar(&o.baseResult, "base-result", "", "with -row: the result JSON of agents running one request each (its sidecar beside it): their mean RSS, at their most open sample and at their peak, is an agent's fixed part")
 	flag.Float64Var(&o.mockCPUSeconds, "mock-cpu-s", 0, "the mocks' CPU time, seconds, for their CPU per token write")
 	flag.Float64Var(&o.tokPerSec, "tok-per-s", 0, "with -row: tokens per second per stream, printed in the row")
 	header := flag.Bool("header", false, "print the head of docs/scale.md's table (for -row) and exit")
@@ -183,10 +183,18 @@ func readRSSSplit(o options, sc sidecar) (rssSplit, error) {
 		if len(base.Health.Agents) == 0 {
 			return mem, fmt.Errorf("-base-result %s: no agent's memory in its health", o.baseResult)
 		}
+		n := int64(len(base.Health.Agents))
+		mem.baseOpenKnown = true
 		for _, a := range base.Health.Agents {
-			mem.baseBytes += a.PeakRSSBytes
+			mem.basePeakBytes += a.PeakRSSBytes
+			if a.Sampled == nil {
+				mem.baseOpenKnown = false
+				continue
+			}
+			mem.baseOpenBytes += a.Sampled.RSSAtMostOpenBytes
 		}
-		mem.baseBytes /= int64(len(base.Health.Agents))
+		mem.basePeakBytes /= n
+		mem.baseOpenBytes /= n
 	}
 	return mem, nil
 }
