@@ -27,17 +27,21 @@
 #
 # Client CPU per token event is the agents' shard CPU time (the sidecar's
 # client_cpu_s) over their token events. Client RSS comes from each
-# agent's own memory (the sidecar's health.agents: its peak RSS as its
-# share ended, before agent 0's merge, and the most streams it held at
-# once) and is split in two: after its run, each row runs the same agents
-# and requests again with HELD (default 64) streams open per agent,
-# against mocks of 1 ms steps; the agents' peak RSS less that second
-# run's, over the streams open in the first and not in the second, is the
-# RSS per open stream; the second run's less one fixed base per agent (the
-# mean peak of two agents running one request each, measured first), over
-# the requests, is the RSS per request of the run (the requests, the
-# results, the partial). Each run takes the benchmark lock; run it on an
-# otherwise idle machine.
+# agent's own memory (the sidecar's health.agents). Per open stream is
+# measured while the streams are open: each agent samples its resident
+# set every 200 ms with the streams open at that instant and keeps the
+# sample with the most open; the agents' RSS at that sample, less the
+# base's at its own for each agent (the mean of two agents running one
+# request each, measured first), over the streams open then. Per request
+# of the run comes from the peaks: after its run, each row runs the same
+# agents and requests again with HELD (default 64; 0 skips it and the
+# column) streams open per agent, against mocks of 1 ms steps; that run's
+# peaks (VmHWM as each agent's share ended, before agent 0's merge) less
+# the base's peak per agent, over the requests (the requests, the results,
+# the partial). $STAMPEDE_CLUSTER_PIN reaches the launcher (docs/scale.md
+# "Pinning"). Each run takes the benchmark lock, and each row's uptime at
+# its start and end goes to its load.txt; run it on an otherwise idle
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -130,9 +134,10 @@ run_agents() {
 		{ echo "the agents failed:"; tail -10 "$3/agents.err"; return 1; }
 }
 
-# base_kib: the base run's mean agent peak RSS, KiB.
+# base_kib: the base run's mean agent RSS at its most open sample and
+# mean peak, KiB.
 base_kib() {
-	python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["health"]["agents"]; print(sum(x["peak_rss_bytes"] for x in a) // len(a) // 1024)' "$OUT/base/run.stampede.json"
+	python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["health"]["agents"]; print("%d KiB with its stream open (peak %d KiB)" % (sum(x["sampled"]["rss_at_most_open_bytes"] for x in a) // len(a) // 1024, sum(x["peak_rss_bytes"] for x in a) // len(a) // 1024))' "$OUT/base/run.stampede.json"
 }
 
 exec 9>/tmp/stampede-bench.lock
@@ -193,7 +198,7 @@ done
 {
 	echo "Machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, Linux $(uname -r)," \
 		"$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go env GOVERSION);" \
-		"$TOKENS tokens a stream; agent base RSS $(base_kib) KiB; load average $(cut -d' ' -f1-3 /proc/loadavg)."
+		"$TOKENS tokens a stream; agent base RSS $(base_kib); load average $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	"$BIN/clusterbench" -header
 	printf '%s\n' "${rows[@]}"
