@@ -258,22 +258,20 @@ func TestSplitCPUs(t *testing.T) {
 func TestPinAgents(t *testing.T) {
 	cases := []struct {
 		setting     string
-		size, cpus  int
 		pin, failed bool
 	}{
-		{"", 2, 2, true, false},
-		{"", 6, 2, false, false},
-		{"1", 6, 2, true, false},
-		{"0", 2, 2, false, false},
-		{"yes", 2, 2, false, true},
+		{"", true, false},
+		{"1", true, false},
+		{"0", false, false},
+		{"yes", false, true},
 	}
 	for _, c := range cases {
-		pin, err := PinAgents(c.setting, c.size, c.cpus)
+		pin, err := PinAgents(c.setting)
 		if pin != c.pin || (err != nil) != c.failed {
-			t.Errorf("PinAgents(%q, %d, %d) = %v, %v; want %v, error %v", c.setting, c.size, c.cpus, pin, err, c.pin, c.failed)
+			t.Errorf("PinAgents(%q) = %v, %v; want %v, error %v", c.setting, pin, err, c.pin, c.failed)
 		}
 	}
-	_, err := PinAgents("yes", 2, 2)
+	_, err := PinAgents("yes")
 	var usage *py.UsageError
 	if !errors.As(err, &usage) || !strings.Contains(err.Error(), PinEnv) {
 		t.Errorf("a bad value: %v; want a usage error naming %s", err, PinEnv)

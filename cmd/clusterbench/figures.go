@@ -124,7 +124,7 @@ func (f *figures) print(w io.Writer) {
 }
 
 // tableHeader is docs/scale.md's table head; row prints one row of it.
-const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per open stream (KiB) | client RSS per request of the run (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
+const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per open stream, over the base / over the held run (KiB) | client RSS per request of the run (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
 	"|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
 
 func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) string {
@@ -156,7 +156,12 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 // streams open at that instant and keeps the sample with the most open
 // (report.SidecarMemory); the row's agents' RSS at that sample, less an
 // agent's base at its own (an agent running one request: baseOpenBytes)
-// for each, over their streams open then. Per request of the run comes
+// for each, over their streams open then. That base holds none of the
+// run's requests, which every agent builds, so the figure counts them
+// too; the second, over the held run, is the agents' RSS at their most
+// open sample less the held run's at its own, over the streams open in
+// the first and not in the second: the same requests, few streams open,
+// the streams' own. Per request of the run comes
 // from the peaks (VmHWM, read once an agent's share ran and its partial's
 // records were built, before their encoding and agent 0's merge): the
 // same agents ran the same requests again with few streams open at a
@@ -193,12 +198,22 @@ func (m rssSplit) split() (perStream, perRequest string) {
 	if sampled && open > 0 {
 		perStream = kib(atMostOpen, open)
 	}
-	if len(m.held) == len(m.run) {
-		var heldPeaks int64
-		for _, h := range m.held {
-			heldPeaks += h.PeakRSSBytes - m.basePeakBytes
-		}
-		perRequest = kib(heldPeaks, requests)
+	if len(m.held) != len(m.run) {
+		return perStream, perRequest
 	}
-	return perStream, perRequest
+	var heldPeaks, overHeld, openOverHeld int64
+	heldSampled := true
+	for i, h := range m.held {
+		heldPeaks += h.PeakRSSBytes - m.basePeakBytes
+		if a := m.run[i]; a.Sampled == nil || h.Sampled == nil {
+			heldSampled = false
+		} else {
+			overHeld += a.Sampled.RSSAtMostOpenBytes - h.Sampled.RSSAtMostOpenBytes
+			openOverHeld += int64(a.Sampled.MostOpenStreams - h.Sampled.MostOpenStreams)
+		}
+	}
+	if heldSampled && openOverHeld > 0 {
+		perStream += " / " + kib(overHeld, openOverHeld)
+	}
+	return perStream, kib(heldPeaks, requests)
 }

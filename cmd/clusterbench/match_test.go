@@ -153,7 +153,8 @@ func TestMatchTellsAMockStallFromALateClient(t *testing.T) {
 // sample (50 and 48 streams) 60,000 and 50,000 KiB, over a base of 21,000
 // there: (39,000 + 29,000) / 98 per open stream. The same requests with 2
 // streams open each peaked at 30,000 and 26,000, over a base peak of
-// 20,000: (10,000 + 6,000) / 100 per request.
+// 20,000: (10,000 + 6,000) / 100 per request. Over the held run, whose
+// most open samples were 25,000 and 24,000 KiB: (35,000 + 26,000) / 94.
 func TestRSSSplitSeparatesStreamsFromRequests(t *testing.T) {
 	agent := func(i, peakKiB, openKiB, open int) report.SidecarAgentMemory {
 		return report.SidecarAgentMemory{Index: i, Requests: 50, PeakRSSBytes: int64(peakKiB) << 10,
@@ -163,8 +164,8 @@ func TestRSSSplitSeparatesStreamsFromRequests(t *testing.T) {
 		held:          []report.SidecarAgentMemory{agent(0, 30_000, 25_000, 2), agent(1, 26_000, 24_000, 2)},
 		basePeakBytes: 20_000 << 10, baseOpenBytes: 21_000 << 10, baseOpenKnown: true}
 	perStream, perRequest := m.split()
-	if perStream != "693.88" || perRequest != "160.00" {
-		t.Errorf("split = %s, %s; want 693.88, 160.00", perStream, perRequest)
+	if perStream != "693.88 / 648.94" || perRequest != "160.00" {
+		t.Errorf("split = %s, %s; want 693.88 / 648.94, 160.00", perStream, perRequest)
 	}
 	m.run[1].Sampled = nil
 	if perStream, perRequest = m.split(); perStream != "–" || perRequest != "160.00" {

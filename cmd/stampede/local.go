@@ -29,7 +29,7 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 	if err != nil {
 		return failed(stderr, err)
 	}
-	pin, err := cluster.PinAgents(os.Getenv(cluster.PinEnv), cfg.ClusterSize, len(cpus))
+	pin, err := cluster.PinAgents(os.Getenv(cluster.PinEnv))
 	if err != nil {
 		return failed(stderr, err)
 	}
