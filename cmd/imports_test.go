@@ -110,8 +110,8 @@ var importRules = []importRule{
 	{pkg: "cmd/testsummary",
 		why: "make test's reader of go test -json stands alone"},
 	{pkg: "cmd/clusterbench",
-		may: []string{mock, "cmd/mockllm/mockproc", "bench/report", "bench/pyout"},
-		why: "the cluster benchmark runs stampede processes against the mock and reads their outputs"},
+		may: []string{mock, "cmd/mockllm/mockproc", "bench/report", "bench/pyout", "metrics"},
+		why: "the cluster benchmark runs stampede processes against the mock and reads their outputs; its quantiles are metrics' nearest rank, the health line's"},
 
 	// The run and its rooms.
 	{pkg: "bench",

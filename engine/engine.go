@@ -198,6 +198,9 @@ type Health struct {
 	FreshBeforeReuse int64
 	// Warm sums the shards' warm-ups (Longest is the longest of them).
 	Warm WarmStats
+	// Memory is the resident set sampled while the streams were open;
+	// zero Samples where it cannot be read.
+	Memory MemorySamples
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -395,6 +398,9 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		defer context.AfterFunc(r.aborted, func() { r.probes.interrupt(time.Time{}) })()
 		r.probes.start(ctx)
 	}
+	// Sampled from the schedule's start until the streams closed, before
+	// the results are merged.
+	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
 	var lags []int64
 	if r.feed != nil {
 		r.feed.start()
@@ -418,6 +424,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 	}
 	r.transport.Wait()
+	memory := sampler.finish()
 	if r.probes != nil {
 		// Python takes the duration after awaiting the probe loop.
 		res.Probes = r.probes.stop()
@@ -439,6 +446,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	res.Data.DurationNs = endNs - startNs
 	res.Health = r.health(lags)
+	res.Health.Memory = memory
 	r.result = res
 }
 
@@ -542,10 +550,8 @@ func (r *Runner) health(lags []int64) Health {
 	}
 	if len(lags) > 0 {
 		slices.Sort(lags)
-		at := func(p float64) time.Duration {
-			return time.Duration(lags[min(len(lags)-1, int(math.Ceil(p*float64(len(lags))))-1)])
-		}
-		h.ScheduleLagP50, h.ScheduleLagP99 = at(0.50), at(0.99)
+		h.ScheduleLagP50 = time.Duration(metrics.NearestRank(lags, 0.50))
+		h.ScheduleLagP99 = time.Duration(metrics.NearestRank(lags, 0.99))
 		h.ScheduleLagMax = time.Duration(lags[len(lags)-1])
 	}
 	return h

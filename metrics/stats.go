@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -159,6 +160,22 @@ func npPercentileSorted(sorted []float64, p float64) float64 {
 	}
 	i := math.Floor(h)
 	return npLerp(sorted[int(i)], sorted[int(i)+1], h-i)
+}
+
+// NearestRank is the nearest-rank p-quantile of sorted (ascending), p in
+// (0, 1]: the smallest value with at least a share p of the values at or
+// below it, sorted[⌈p·n⌉ − 1], so that every quantile is a value that was
+// measured (the health line's schedule lag, the benchmarks' token errors;
+// Python's percentiles interpolate, npPercentileSorted). A p outside
+// (0, 1] gives the first or the last value; an empty sorted the zero
+// value.
+func NearestRank[T cmp.Ordered](sorted []T, p float64) T {
+	n := len(sorted)
+	if n == 0 {
+		var zero T
+		return zero
+	}
+	return sorted[min(max(int(math.Ceil(p*float64(n)))-1, 0), n-1)]
 }
 
 // npLerp is numpy's _lerp from a to b at g in [0, 1), as

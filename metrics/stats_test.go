@@ -126,3 +126,21 @@ func BenchmarkSummarize(b *testing.B) {
 		summarize(v, ps)
 	}
 }
+
+// TestNearestRank: the quantile is a measured value, ⌈p·n⌉-th of the
+// sorted values, the ends clamped, nothing for no values.
+func TestNearestRank(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5}
+	for _, c := range []struct{ p, want float64 }{{0.2, 1}, {0.21, 2}, {0.5, 3}, {0.99, 5}, {1, 5}, {0, 1}, {-1, 1}, {2, 5}} {
+		if got := NearestRank(xs, c.p); got != c.want {
+			t.Errorf("NearestRank(%v, %g) = %g, want %g", xs, c.p, got, c.want)
+		}
+	}
+	lags := []int64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}
+	if p50, p99 := NearestRank(lags, 0.5), NearestRank(lags, 0.99); p50 != 50 || p99 != 100 {
+		t.Errorf("p50, p99 of ten = %d, %d, want 50, 100", p50, p99)
+	}
+	if got := NearestRank([]int64(nil), 0.5); got != 0 {
+		t.Errorf("NearestRank of nothing = %d, want 0", got)
+	}
+}

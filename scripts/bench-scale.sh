@@ -5,35 +5,43 @@
 # docs/scale.md's table for this machine, after the machine's description.
 #
 #   scripts/bench-scale.sh                       # 1,000 10,000 50,000 100,000
-#   ROWS="1000 10000" scripts/bench-scale.sh     # some rows
+#   ROWS=1000,10000 scripts/bench-scale.sh       # some rows (commas or spaces)
 #   TOKENS=30 scripts/bench-scale.sh             # longer streams
 #
 # A row of S streams runs N = max(2, ⌈S / PER_AGENT⌉) stampede agents (one
-# cluster on loopback; one process holds at most ~19,900 sockets here) and
-# N mocks, mock k on its own address 127.0.0.(k+1), each with its truth
-# log; the agents get every mock in --server-urls, and request i goes to
-# agent i mod N and to mock i mod N, so each agent talks to one mock and no
-# destination takes more than S / N connections (28,000 ephemeral ports
-# each). The step period of each row (ITL_MS_<S>, else 1000 ms) keeps the
+# --cluster-local command, as scripts/bench-cluster.sh runs them; one
+# process holds at most ~19,900 sockets here) and N mocks, mock k on its
+# own address 127.0.0.(k+1), each with its truth log; the agents get every
+# mock in --server-urls, and request i goes to agent i mod N and to mock
+# i mod N, so each agent talks to one mock and no destination takes more
+# than S / N connections (28,000 ephemeral ports each). The step period of each row (ITL_MS_<S>, else 1000 ms) keeps the
 # token events per second within what two cores carry, the mocks' writes
 # and the agents' reads together: 1,000 streams at 20 tokens/s, 10,000 at
 # 5, 50,000 and 100,000 at 1 (20,000 to 100,000 events/s). The mocks run
 # with MOCK_FLAGS (default --arrival-stamps=false: each mock's packet tap
 # would see every packet on loopback, its cost paid by every token write);
 # MOCK_WRAP prefixes each mock's command (e.g. "chrt -f 10"). SOURCES
-# (default 16) loopback source addresses per agent spread its connections
-# over that many 4-tuple spaces.
+# (default 16) loopback source addresses per agent (127.1.I.1 on, every
+# agent given all of them in --source-addresses; each agent's connections
+# go to its own mock) spread the connections over that many 4-tuple spaces.
 #
 # Client CPU per token event is the agents' shard CPU time (the sidecar's
-# client_cpu_s) over their token events. Client RSS is split in two: after
-# its run, each row runs the same agents and requests again with HELD
-# (default 64) streams open per agent, against mocks of 1 ms steps; the
-# sum of the agents' peak RSS less that second run's, over the streams
-# not open in it, is the RSS per open stream; the second run's less one
-# fixed base per agent (the peak RSS of an agent running one request,
-# measured first), over the requests, is the RSS per request of the run
-# (the prompts, the results, agent 0's merge). Each row takes the
-# benchmark lock; run it on an otherwise idle machine.
+# client_cpu_s) over their token events. Client RSS comes from each
+# agent's own memory (the sidecar's health.agents). Per open stream is
+# measured while the streams are open: each agent samples its resident
+# set every 200 ms with the streams open at that instant and keeps the
+# sample with the most open; the agents' RSS at that sample, less the
+# base's at its own for each agent (the mean of two agents running one
+# request each, measured first), over the streams open then. Per request
+# of the run comes from the peaks: after its run, each row runs the same
+# agents and requests again with HELD (default 64; 0 skips it and the
+# column) streams open per agent, against mocks of 1 ms steps; that run's
+# peaks (VmHWM as each agent's share ended, before agent 0's merge) less
+# the base's peak per agent, over the requests (the requests, the results,
+# the partial). $STAMPEDE_CLUSTER_PIN reaches the launcher (docs/scale.md
+# "Pinning"). Each run takes the benchmark lock, and each row's uptime at
+# its start and end goes to its load.txt; run it on an otherwise idle
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,54 +105,57 @@ agent_cmd() {
 		--num-prompts "$1" --max-concurrency "${2:-$1}" --request-rate inf --disable-tqdm
 }
 
-# sources I: agent I's --source-addresses, SOURCES loopback addresses of
-# its own (127.1.I.1 on), or nothing with SOURCES=0. With one source
-# address, connect(2) looks for a free port among the ones the address
-# already uses towards that mock, a search that grows with every
-# connection; at 17,000 connections it took half the agents' CPU.
+# sources N: the --source-addresses list of a cluster of N agents, SOURCES
+# loopback addresses for each (127.1.I.1 on). Every agent gets the whole
+# list and binds its connections to all of it round-robin: with one
+# source address, connect(2) looks for a free port among the ones the
+# address already uses towards that mock, a search that grows with every
+# connection; at 17,000 connections it took half the agents' CPU. An
+# agent talks to its own mock alone, so the agents never share a 4-tuple
+# space.
 sources() {
-	((SOURCES > 0)) && echo --source-addresses "127.1.$1.1-127.1.$1.$SOURCES"
-}
-
-# start_agents N STREAMS DIR [CONCURRENCY]: N agents of one cluster on
-# this host, each under /usr/bin/time (peak RSS in DIR/agentI.time); sets
-# agent_pids.
-start_agents() {
-	local i coordinator
-	coordinator="127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-	agent_pids=()
+	local i list=""
 	for i in $(seq 0 $(($1 - 1))); do
-		/usr/bin/time -f '%M' -o "$3/agent$i.time" $(agent_cmd "$2" "${4:-}") \
-			--save-result --save-detailed --result-dir "$3" --result-filename run.json \
-			--cluster-size "$1" --cluster-index "$i" --coordinator "$coordinator" --cluster-timeout-sec 300 \
-			--request-id-prefix "agent$i-" $(sources "$i") >"$3/agent$i.out" 2>"$3/agent$i.err" &
-		agent_pids+=($!)
+		list+="${list:+,}127.1.$i.1-127.1.$i.$SOURCES"
 	done
+	echo "$list"
 }
 
-wait_agents() {
-	local i status=0
-	for i in "${!agent_pids[@]}"; do
-		wait "${agent_pids[$i]}" || { echo "agent $i failed:"; tail -5 "$1/agent$i.err"; status=1; }
-	done
-	return $status
+# run_agents N STREAMS DIR [CONCURRENCY]: one cluster of N agents started
+# by --cluster-local; agent 0 saves DIR/run.json and its sidecar, whose
+# health holds every agent's own memory; every agent's stderr goes to
+# DIR/agents.err, each line prefixed "agent I: ".
+run_agents() {
+	local src=()
+	if ((SOURCES > 0)); then src=(--source-addresses "$(sources "$1")"); fi
+	# shellcheck disable=SC2046 # agent_cmd's words are the command's
+	$(agent_cmd "$2" "${4:-}") --save-result --save-detailed --result-dir "$3" --result-filename run.json \
+		--cluster-size "$1" --cluster-local --cluster-timeout-sec 300 "${src[@]}" >"$3/agent0.out" 2>"$3/agents.err" ||
+		{ echo "the agents failed:"; tail -10 "$3/agents.err"; return 1; }
+}
+
+# base_kib: the base run's mean agent RSS at its most open sample and
+# mean peak, KiB.
+base_kib() {
+	python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["health"]["agents"]; print("%d KiB with its stream open (peak %d KiB)" % (sum(x["sampled"]["rss_at_most_open_bytes"] for x in a) // len(a) // 1024, sum(x["peak_rss_bytes"] for x in a) // len(a) // 1024))' "$OUT/base/run.stampede.json"
 }
 
 exec 9>/tmp/stampede-bench.lock
 
-# The fixed base: one agent, one request.
+# The fixed base: two agents, one request each.
 dir="$OUT/base"
 mkdir -p "$dir"
 itl_ms=50
 flock 9
 start_mocks 1 "$dir"
-/usr/bin/time -f '%M' -o "$dir/agent.time" $(agent_cmd 1) >"$dir/agent.out" 2>"$dir/agent.err"
+status=0
+run_agents 2 2 "$dir" || status=$?
 stop_mocks
 flock -u 9
-base_kb=$(tail -1 "$dir/agent.time")
+[[ $status == 0 ]] || exit $status
 
 rows=()
-for streams in $ROWS; do
+for streams in ${ROWS//,/ }; do
 	agents=$(((streams + PER_AGENT - 1) / PER_AGENT))
 	((agents >= 2)) || agents=2
 	var="ITL_MS_$streams"
@@ -153,39 +164,41 @@ for streams in $ROWS; do
 	mkdir -p "$dir"
 	echo "row $streams: $agents agents, $agents mocks, $itl_ms ms steps, $TOKENS tokens a stream; files in $dir" >&2
 	flock 9
+	echo "start $(uptime)" >"$dir/load.txt"
 	start_mocks "$agents" "$dir"
-	start_agents "$agents" "$streams" "$dir"
 	status=0
-	wait_agents "$dir" || status=$?
+	run_agents "$agents" "$streams" "$dir" || status=$?
 	stop_mocks "$dir/mock-cpu-s"
+	echo "end $(uptime)" >>"$dir/load.txt"
 	flock -u 9
 	[[ $status == 0 ]] || exit $status
-	# The same agents and requests, HELD streams open per agent.
-	held=$((HELD * agents))
-	mkdir -p "$dir/held"
-	itl_ms=1 ttft_ms=1
-	flock 9
-	start_mocks "$agents" "$dir/held"
-	start_agents "$agents" "$streams" "$dir/held" "$held"
-	wait_agents "$dir/held" || status=$?
-	stop_mocks
-	flock -u 9
-	itl_ms=${!var:-1000} ttft_ms=50
-	[[ $status == 0 ]] || exit $status
-	held_rss=$(for i in $(seq 0 $((agents - 1))); do tail -1 "$dir/held/agent$i.time"; done | paste -sd, -)
+	held_args=()
+	if ((HELD > 0)); then
+		# The same agents and requests, HELD streams open per agent.
+		held=$((HELD * agents))
+		mkdir -p "$dir/held"
+		itl_ms=1 ttft_ms=1
+		flock 9
+		start_mocks "$agents" "$dir/held"
+		run_agents "$agents" "$streams" "$dir/held" "$held" || status=$?
+		stop_mocks
+		flock -u 9
+		itl_ms=${!var:-1000} ttft_ms=50
+		[[ $status == 0 ]] || exit $status
+		held_args=(-held-result "$dir/held/run.json")
+	fi
 	sed -n '/Serving Benchmark Result/,$p' "$dir/agent0.out" >"$dir/block.txt"
-	grep -h '^stampede: ' "$dir"/agent*.err >"$dir/health.txt" || true
+	grep -E '^agent [0-9]+: stampede: ' "$dir/agents.err" >"$dir/health.txt" || true
 	truths=$(ls "$dir"/truth*.log | sort -V | paste -sd, -)
-	rss=$(for i in $(seq 0 $((agents - 1))); do tail -1 "$dir/agent$i.time"; done | paste -sd, -)
-	"$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agent0.err" -mock-cpu-s "$(cat "$dir/mock-cpu-s")" | tee "$dir/clusterbench.txt" >&2
-	rows+=("$("$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agent0.err" \
-		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" -rss-kb "$rss" -held-rss-kb "$held_rss" -held-streams "$held" -base-rss-kb "$base_kb" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
+	"$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agents.err" -mock-cpu-s "$(cat "$dir/mock-cpu-s")" | tee "$dir/clusterbench.txt" >&2
+	rows+=("$("$BIN/clusterbench" -result "$dir/run.json" -truth "$truths" -agent-log "$dir/agents.err" \
+		-row -mock-cpu-s "$(cat "$dir/mock-cpu-s")" "${held_args[@]}" -base-result "$OUT/base/run.json" -tok-per-s "$(python3 -c "print(1000/$itl_ms)")")")
 done
 
 {
 	echo "Machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, Linux $(uname -r)," \
 		"$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go env GOVERSION);" \
-		"$TOKENS tokens a stream; agent base RSS $base_kb KiB."
+		"$TOKENS tokens a stream; agent base RSS $(base_kib); load average $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	"$BIN/clusterbench" -header
 	printf '%s\n' "${rows[@]}"

@@ -275,6 +275,7 @@ func StatisticsDigest(settings PartialSettings) string {
 // results, facts each request's id and expected output length.
 func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, numRequests int,
 	options func([]metrics.RequestResult) metrics.ComputeOptions, facts RequestFacts) *Partial {
+	memory := agentMemory(s.index, res.Data.Results) // on the run's own clock, before the shift
 	start := s.start
 	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
 	for _, results := range [][]metrics.RequestResult{res.Data.Results, res.Probes} {
@@ -300,9 +301,15 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 	for _, sh := range res.Health.Shards {
 		h.RTTs = append(h.RTTs, sh.RTTs...)
 	}
-	return &Partial{Header: h,
+	p := &Partial{Header: h,
 		Records: newPartialRecords(res.Data.Results, opts.CountTokens, opts.InputAudioSeconds, facts),
 		Probes:  newPartialRecords(res.Probes, nil, nil, nil)}
+	if p.Header.Memory = readRSS(memory); p.Header.Memory != nil {
+		p.Header.Memory.Sampled = report.NewSidecarMemory(res.Health.Memory)
+	}
+	// The agent's own health leaves its memory to Memory.
+	p.Header.Health.Memory = nil
+	return p
 }
 
 // RampUpChanges are the ramp's whole-rate steps as a single host records

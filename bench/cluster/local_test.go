@@ -288,6 +288,29 @@ func TestSplitCPUs(t *testing.T) {
 	}
 }
 
+func TestPinAgents(t *testing.T) {
+	cases := []struct {
+		setting     string
+		pin, failed bool
+	}{
+		{"", true, false},
+		{"1", true, false},
+		{"0", false, false},
+		{"yes", false, true},
+	}
+	for _, c := range cases {
+		pin, err := PinAgents(c.setting)
+		if pin != c.pin || (err != nil) != c.failed {
+			t.Errorf("PinAgents(%q) = %v, %v; want %v, error %v", c.setting, pin, err, c.pin, c.failed)
+		}
+	}
+	_, err := PinAgents("yes")
+	var usage *py.UsageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), PinEnv) {
+		t.Errorf("a bad value: %v; want a usage error naming %s", err, PinEnv)
+	}
+}
+
 func TestCheckOpenFiles(t *testing.T) {
 	if err := checkOpenFiles(3, 19_900, 20_000); err != nil {
 		t.Errorf("19,900 streams in 20,000 files: %v", err)

@@ -283,13 +283,22 @@ func (m *MergedRun) Account(sc *report.Sidecar) {
 	}
 }
 
-// mergedHealth is the agents' health merged (report.MergeHealth).
+// mergedHealth is the agents' health merged (report.MergeHealth), with
+// each agent's own memory where its partial carried it.
 func mergedHealth(agents []PartialHeader) report.SidecarHealth {
 	hs := make([]report.SidecarHealth, len(agents))
+	var memory []report.SidecarAgentMemory
 	for i, a := range agents {
 		hs[i] = a.Health
+		if a.Memory != nil {
+			m := *a.Memory
+			m.Index = a.ClusterIndex // the header's place, whatever the agent wrote
+			memory = append(memory, m)
+		}
 	}
-	return report.MergeHealth(hs)
+	h := report.MergeHealth(hs)
+	h.Agents = memory
+	return h
 }
 
 func newSidecarCluster(agents []PartialHeader) *report.SidecarCluster {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -24,7 +27,7 @@ import (
 // token gap in nanoseconds, all times on the cluster's shared clock, and
 // the settings the statistics and the outputs need.
 //
-// The format, version 2 (docs/cluster.md "The partial file"), is a gzip stream of:
+// The format, version 3 (docs/cluster.md "The partial file"), is a gzip stream of:
 //
 //	magic      "stampede-partial\n"
 //	version    uvarint
@@ -61,11 +64,17 @@ import (
 // reasoning and the probes; it is refused, since a merge without them
 // would leave the sidecar's errors, usage and reasoning wrong. The running
 // usage (--per-token-itl) came within version 2, before its release: a
-// partial without it reads as one without the option.
+// partial without it reads as one without the option. Version 3 added the
+// agent's own memory to the header (PartialHeader.Memory), and nothing to
+// the records: a version-2 partial reads as one whose agent did not say.
+// A version-2 reader refuses a version-3 partial by its version, where it
+// would otherwise fail on the header's unknown field.
 const (
 	partialMagic = "stampede-partial\n"
-	// PartialVersion is the format's version; a reader refuses another.
-	PartialVersion = 2
+	// PartialVersion is the format's version, the one written;
+	// oldestPartialVersion the oldest a reader reads, any other is refused.
+	PartialVersion       = 3
+	oldestPartialVersion = 2
 	// maxPartialBytes bounds a partial's decompressed size: a partial read
 	// from the network must not take all memory. 20,000 streams of 1,000
 	// tokens take about 100 MB.
@@ -140,6 +149,9 @@ type PartialHeader struct {
 	URL string `json:"url,omitempty"`
 	// RTTs are the kernel round-trip times of this agent's connections.
 	RTTs []engine.ConnRTT `json:"rtts,omitempty"`
+	// Memory is this agent's own memory as its share ended (agentMemory);
+	// nil in a version-2 partial.
+	Memory *report.SidecarAgentMemory `json:"memory,omitempty"`
 }
 
 // PartialSettings are what the statistics and the outputs need besides the
@@ -224,6 +236,81 @@ func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 		return nil, fmt.Errorf("partial: burstiness %q: %w", s.Burstiness, err)
 	}
 	return &p, nil
+}
+
+// agentMemory is what an agent says of its own share of results (index:
+// its place in the cluster) besides its resident set: its requests and
+// the most of them open at once, counted on the run's own clock (before
+// agentPartial moves the times). readRSS adds the rest once the partial's
+// records are built.
+func agentMemory(index int, results []metrics.RequestResult) *report.SidecarAgentMemory {
+	m := &report.SidecarAgentMemory{Index: index, Requests: len(results)}
+	if open, ok := maxOpen(results); ok {
+		m.MaxOpenStreams = &open
+	}
+	return m
+}
+
+// readRSS reads the process's peak and present resident set into m from
+// /proc/self/status, as late as a partial can carry them: the run over,
+// its records built, before they are encoded and sent (and, for agent 0,
+// before its merge). It returns nil where they cannot be read (not
+// Linux).
+func readRSS(m *report.SidecarAgentMemory) *report.SidecarAgentMemory {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil
+	}
+	m.PeakRSSBytes, m.EndRSSBytes = statusBytes(b, "VmHWM:"), statusBytes(b, "VmRSS:")
+	return m
+}
+
+// statusBytes reads /proc/self/status's field key ("VmHWM:", in kB) as
+// bytes; 0 when it is absent.
+func statusBytes(status []byte, key string) int64 {
+	for line := range bytes.Lines(status) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			f := bytes.Fields(rest)
+			if len(f) == 2 && string(f[1]) == "kB" {
+				if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// maxOpen is the most of results open at once, each from its start to its
+// end (start + latency); false when none ran. A request ending as another
+// starts is not counted open with it.
+func maxOpen(results []metrics.RequestResult) (int, bool) {
+	type edge struct {
+		at    int64
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(results))
+	for i := range results {
+		if r := &results[i]; r.LatencyNs > 0 {
+			edges = append(edges, edge{r.StartNs, 1}, edge{r.StartNs + r.LatencyNs, -1})
+		}
+	}
+	if len(edges) == 0 {
+		return 0, false
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // ends before starts
+	})
+	open, most := 0, 0
+	for _, e := range edges {
+		open += e.delta
+		most = max(most, open)
+	}
+	return most, true
 }
 
 // RequestFacts gives what a record carries of request index's dataset
@@ -485,8 +572,8 @@ func ParsePartial(data []byte) (*Partial, error) {
 	}
 	pr.b = pr.b[len(partialMagic):]
 	pr.part = "version"
-	if v := pr.uvarint(math.MaxUint32); pr.err == nil && v != PartialVersion {
-		pr.fail(fmt.Sprintf("version %d; this stampede reads version %d: merge it with the stampede that wrote it, or run the agents again with this one", v, PartialVersion))
+	if v := pr.uvarint(math.MaxUint32); pr.err == nil && (v < oldestPartialVersion || v > PartialVersion) {
+		pr.fail(fmt.Sprintf("version %d; this stampede reads versions %d to %d: merge it with the stampede that wrote it, or run the agents again with this one", v, oldestPartialVersion, PartialVersion))
 	}
 	pr.part = "header"
 	header := pr.bytes(pr.uvarint(uint64(len(pr.b))))

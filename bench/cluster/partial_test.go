@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -80,7 +82,7 @@ func FuzzParsePartial(f *testing.F) {
 	f.Add([]byte(partialMagic))
 	// Version 2's fields: what the server said, the reasoning, the
 	// request's id, the probes, the fingerprint, the RTTs and the tokens
-	// of each chunk.
+	// of each chunk; version 3's agent memory; and a version-2 file.
 	buf.Reset()
 	if err := WritePartial(&buf, richPartial()); err != nil {
 		f.Fatal(err)
@@ -90,6 +92,15 @@ func FuzzParsePartial(f *testing.F) {
 	}
 	f.Add(raw)
 	f.Add(raw[:len(raw)-3])
+	v2, err := os.Open(filepath.Join("testdata", "partial-v2.bin"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer v2.Close()
+	if raw, err = ReadPartialBytes(v2); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
 	// A stream of many chunks of three tokens and a short last one, as
 	// runs: a long run from a few bytes, held to the gaps' count.
 	gaps := make([]int64, 999)
@@ -208,8 +219,19 @@ func TestPartialPaths(t *testing.T) {
 	}
 }
 
-// richPartial is a partial with every field of version 2 set.
+// richPartial is a partial with every field of version 3 set.
 func richPartial() *Partial {
+	p := richPartialV2()
+	open := 1
+	p.Header.Memory = &report.SidecarAgentMemory{Index: 0, Requests: 2, PeakRSSBytes: 48 << 20, EndRSSBytes: 40 << 20, MaxOpenStreams: &open,
+		Sampled: &report.SidecarMemory{Samples: 9, IntervalMs: 200, MostOpenStreams: 2, RSSAtMostOpenBytes: 30 << 20, PeakRSSBytes: 31 << 20, OpenAtPeak: 1}}
+	return p
+}
+
+// richPartialV2 is a partial with every field of version 2 set, the one
+// testdata/partial-v2.bin holds: that file is WritePartial(richPartialV2())
+// of the version-2 writer, stampede at 02c5b8a.
+func richPartialV2() *Partial {
 	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai-chat", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 	settings.FrontEnds = []string{"http://a/v1/chat/completions", "http://b/v1/chat/completions"}
 	settings.PerTokenITL = true
@@ -233,7 +255,7 @@ func richPartial() *Partial {
 	}
 }
 
-// TestPartialRoundTrip: every field of version 2 reads back as written.
+// TestPartialRoundTrip: every field of version 3 reads back as written.
 func TestPartialRoundTrip(t *testing.T) {
 	want := richPartial()
 	var buf bytes.Buffer
@@ -292,7 +314,128 @@ func TestPartialOldVersionRefused(t *testing.T) {
 	raw := binary.AppendUvarint([]byte(partialMagic), 1)
 	raw = append(raw, 2, '{', '}', 0)
 	_, err := ParsePartial(raw)
-	if err == nil || !strings.Contains(err.Error(), "version 1; this stampede reads version 2: merge it with the stampede that wrote it") {
+	if err == nil || !strings.Contains(err.Error(), "version 1; this stampede reads versions 2 to 3: merge it with the stampede that wrote it") {
 		t.Fatalf("version 1: %v", err)
+	}
+	raw = binary.AppendUvarint([]byte(partialMagic), 4)
+	raw = append(raw, 2, '{', '}', 0)
+	if _, err := ParsePartial(raw); err == nil || !strings.Contains(err.Error(), "version 4; this stampede reads versions 2 to 3") {
+		t.Fatalf("version 4: %v", err)
+	}
+}
+
+// TestPartialVersion2Reads: a version-2 partial, written by the stampede
+// before the agents' memory, reads with every field it has and no memory,
+// and merges into a sidecar whose health lists no agent's memory.
+func TestPartialVersion2Reads(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "partial-v2.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadPartial(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := richPartialV2(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back\n%+v\nwant\n%+v", got, want)
+	}
+	if h := mergedHealth([]PartialHeader{got.Header}); h.Agents != nil {
+		t.Errorf("merged health of a version-2 partial lists memory: %+v", h.Agents)
+	}
+}
+
+// TestMergedHealthListsAgentsMemory: each agent's memory reaches the
+// merged sidecar's health, in index order under the index its header
+// gives, an agent that said nothing left out; and it survives the
+// sidecar's JSON.
+func TestMergedHealthListsAgentsMemory(t *testing.T) {
+	three := 3
+	parts := []*Partial{testPartial(0), testPartial(1)}
+	parts[0].Header.Memory = &report.SidecarAgentMemory{Index: 7, Requests: 1, PeakRSSBytes: 300 << 20, EndRSSBytes: 200 << 20, MaxOpenStreams: &three,
+		Sampled: &report.SidecarMemory{Samples: 4, IntervalMs: 200, MostOpenStreams: 3, RSSAtMostOpenBytes: 250 << 20, PeakRSSBytes: 260 << 20, OpenAtPeak: 2}}
+	parts[1].Header.Memory = &report.SidecarAgentMemory{Index: 1, Requests: 1, PeakRSSBytes: 150 << 20, EndRSSBytes: 120 << 20}
+	var reread []*Partial
+	for _, p := range parts {
+		var buf bytes.Buffer
+		if err := WritePartial(&buf, p); err != nil {
+			t.Fatal(err)
+		}
+		q, err := ReadPartial(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reread = append(reread, q)
+	}
+	m, err := MergePartials([]*Partial{reread[1], reread[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &report.Sidecar{}
+	m.Account(sc)
+	b, err := json.Marshal(sc.Health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Agents []map[string]any `json:"agents"`
+	}
+	if err := json.Unmarshal(b, &health); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"index": 0.0, "requests": 1.0, "peak_rss_bytes": float64(300 << 20), "end_rss_bytes": float64(200 << 20), "max_open_streams": 3.0,
+			"sampled": map[string]any{"samples": 4.0, "interval_ms": 200.0, "most_open_streams": 3.0, "rss_at_most_open_bytes": float64(250 << 20),
+				"peak_rss_bytes": float64(260 << 20), "open_at_peak": 2.0}},
+		{"index": 1.0, "requests": 1.0, "peak_rss_bytes": float64(150 << 20), "end_rss_bytes": float64(120 << 20), "max_open_streams": nil, "sampled": nil},
+	}
+	if !reflect.DeepEqual(health.Agents, want) {
+		t.Errorf("health.agents = %v\nwant %v", health.Agents, want)
+	}
+	reread[1].Header.Memory = nil
+	if m, err = MergePartials(reread); err != nil {
+		t.Fatal(err)
+	}
+	if h := mergedHealth(m.Agents); len(h.Agents) != 1 || h.Agents[0].Index != 0 {
+		t.Errorf("agent 1 said nothing: %+v", h.Agents)
+	}
+	for _, a := range sc.Cluster.Agents {
+		if a.Health.Agents != nil {
+			t.Errorf("agent %d's own health lists agents: %+v", a.Index, a.Health.Agents)
+		}
+	}
+}
+
+// TestAgentMemory: an agent reads its own peak and present resident set
+// (here, this test's), the peak at least the present; the most requests
+// open at once counts overlaps, one ending as the next starts not, and
+// requests that never ran none.
+func TestAgentMemory(t *testing.T) {
+	results := []metrics.RequestResult{
+		{StartNs: 0, LatencyNs: 10}, {StartNs: 5, LatencyNs: 10}, {StartNs: 10, LatencyNs: 3}, {StartNs: 15, LatencyNs: 1},
+		{Error: "refused"},
+	}
+	m := readRSS(agentMemory(2, results))
+	if m == nil {
+		t.Fatal("no memory read from /proc/self/status")
+	}
+	if m.Index != 2 || m.Requests != 5 || m.EndRSSBytes <= 0 || m.PeakRSSBytes < m.EndRSSBytes {
+		t.Errorf("memory = %+v", m)
+	}
+	if m.MaxOpenStreams == nil || *m.MaxOpenStreams != 2 {
+		t.Errorf("max open streams = %v, want 2", m.MaxOpenStreams)
+	}
+	if open, ok := maxOpen(results[4:]); ok {
+		t.Errorf("no request ran, yet %d open", open)
+	}
+	status := []byte("Name:\tstampede\nVmPeak:\t 9 kB\nVmHWM:\t  123 kB\nVmRSS:\t 100 kB\nVmSwap: x\n")
+	if got := statusBytes(status, "VmHWM:"); got != 123<<10 {
+		t.Errorf("VmHWM = %d, want %d", got, 123<<10)
+	}
+	if got := statusBytes(status, "VmSwap:"); got != 0 {
+		t.Errorf("a malformed field = %d, want 0", got)
+	}
+	if got := statusBytes(status, "RssAnon:"); got != 0 {
+		t.Errorf("an absent field = %d, want 0", got)
 	}
 }

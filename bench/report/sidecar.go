@@ -110,6 +110,66 @@ type SidecarHealth struct {
 	FreshBeforeReuse   int64 `json:"fresh_before_reuse"`
 	// WarmConnections is what --warm-connections did; null without it.
 	WarmConnections *SidecarWarm `json:"warm_connections"`
+	// Memory is a single host's resident set sampled while its streams
+	// were open; absent where it could not be read, and in a merged run,
+	// whose agents' own are in Agents.
+	Memory *SidecarMemory `json:"memory,omitempty"`
+	// Agents is a merged run's per-agent memory, each agent's own, in
+	// index order (the agents whose partials carried it); absent on a
+	// single host and in an agent's own health.
+	Agents []SidecarAgentMemory `json:"agents,omitempty"`
+}
+
+// SidecarMemory is the process's resident set (VmRSS, from
+// /proc/self/statm) sampled every IntervalMs while the run's streams were
+// open, from the schedule's start until the last stream closed, each
+// sample with the streams open at that instant (engine.MemorySamples).
+type SidecarMemory struct {
+	Samples    int     `json:"samples"`
+	IntervalMs float64 `json:"interval_ms"`
+	// MostOpenStreams is the most streams open at a sample, and
+	// RSSAtMostOpenBytes the largest resident set among the samples with
+	// that many open: what the open streams held, on top of the process's
+	// base.
+	MostOpenStreams    int   `json:"most_open_streams"`
+	RSSAtMostOpenBytes int64 `json:"rss_at_most_open_bytes"`
+	// PeakRSSBytes is the largest resident set of any sample, and
+	// OpenAtPeak the streams open at the first sample of that size.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	OpenAtPeak   int   `json:"open_at_peak"`
+}
+
+// NewSidecarMemory is the sidecar's form of a run's samples; nil when
+// none was taken.
+func NewSidecarMemory(m engine.MemorySamples) *SidecarMemory {
+	if m.Samples == 0 {
+		return nil
+	}
+	return &SidecarMemory{Samples: m.Samples, IntervalMs: durMs(m.Interval), MostOpenStreams: m.MostOpen,
+		RSSAtMostOpenBytes: m.RSSAtMostOpen, PeakRSSBytes: m.PeakRSS, OpenAtPeak: m.OpenAtPeak}
+}
+
+// SidecarAgentMemory is one agent's own memory, which it reads from
+// /proc/self/status once its share has run and its partial's records are
+// built, before they are encoded and handed over: agent 0's figures
+// therefore leave out its merge of everyone's.
+type SidecarAgentMemory struct {
+	Index int `json:"index"`
+	// Requests are the requests of its share.
+	Requests int `json:"requests"`
+	// PeakRSSBytes is the process's peak resident set (VmHWM) until then,
+	// EndRSSBytes its resident set (VmRSS) then.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	EndRSSBytes  int64 `json:"end_rss_bytes"`
+	// MaxOpenStreams is the most of its requests open at once (from each
+	// request's start to its end), the streams the peak can have held:
+	// the moment of the peak is not known, and it often comes after the
+	// streams closed, with the results. Null when no request ran.
+	MaxOpenStreams *int `json:"max_open_streams"`
+	// Sampled is its resident set sampled while its streams were open,
+	// with the streams open at each sample; null where it could not be
+	// read.
+	Sampled *SidecarMemory `json:"sampled"`
 }
 
 // SidecarWarm is the warm-up's account: connections opened and left idle
@@ -214,6 +274,7 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 		StoppedReuseShards:    h.StoppedReuse,
 		FreshBeforeReuse:      h.FreshBeforeReuse,
 		WarmConnections:       sidecarWarm(h.Warm),
+		Memory:                NewSidecarMemory(h.Memory),
 	}
 }
 

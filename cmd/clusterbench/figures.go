@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
+	"github.com/stampede-bench/stampede/metrics"
 )
 
 // figures is everything clusterbench reports of one run.
@@ -25,17 +26,17 @@ type figures struct {
 // lateUs is the token error the table counts beyond.
 const lateUs = 1000
 
-// quantiles sorts xs and returns its nearest-rank p-quantiles (p in
-// (0, 1]); NaN for an empty xs.
+// quantiles sorts xs and returns its nearest-rank p-quantiles
+// (metrics.NearestRank); NaN for an empty xs, which the table prints as
+// such rather than as a measured 0.
 func quantiles(xs []float64, ps ...float64) []float64 {
 	slices.Sort(xs)
 	out := make([]float64, len(ps))
 	for k, p := range ps {
-		if len(xs) == 0 {
-			out[k] = math.NaN()
-			continue
+		out[k] = math.NaN()
+		if len(xs) > 0 {
+			out[k] = metrics.NearestRank(xs, p)
 		}
-		out[k] = xs[max(0, min(len(xs)-1, int(math.Ceil(p*float64(len(xs))))-1))]
 	}
 	return out
 }
@@ -123,7 +124,7 @@ func (f *figures) print(w io.Writer) {
 }
 
 // tableHeader is docs/scale.md's table head; row prints one row of it.
-const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per open stream (KiB) | client RSS per request of the run (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
+const tableHeader = "| streams | agents | mocks | tok/s per stream | TTFT error p50 / p99 (µs) | token error p50 / p99 / p99.9 / max (µs) | tokens > 1 ms | ITL error p99 (µs) | client CPU per token event (µs) | client RSS per open stream, over the base / over the held run (KiB) | client RSS per request of the run (KiB) | mock step spread max (ms) | mock CPU per token write (µs) |\n" +
 	"|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
 
 func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) string {
@@ -131,7 +132,7 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 	ttft := quantiles(f.ttftErrUs, 0.5, 0.99)
 	itl := quantiles(absAll(f.itlErrUs), 0.99)
 	cpu, _ := f.cpuPerEventUs()
-	perStream, perRequest := mem.split(streams)
+	perStream, perRequest := mem.split()
 	spread, _ := f.stepMax()
 	mockCPU := "–"
 	if writes := f.tokenWrites(); f.mockCPUSeconds > 0 && writes > 0 {
@@ -149,43 +150,70 @@ func (f *figures) row(streams, mocks int, tokPerSec float64, mem rssSplit) strin
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
-// rssSplit is what a row's agents' peak RSS is made of. The agents of a
-// row ran S streams at once (rssKB); the same agents ran the same requests
-// again with heldStreams open at a time (heldKB), holding the same
-// dataset and results but few streams; one agent running one request
-// (baseKB) is the fixed part of each. Per open stream is the first run
-// less the second over the streams that were not open in the second, on
-// the agents other than 0: agent 0's peak comes after its streams closed,
-// when it merges every agent's results (a cost per request). Per request
-// of the run is the second run less the fixed parts, every agent's, over
-// the requests: the prompts every agent builds, the results, the merge.
+// rssSplit is what a row's agents' RSS is made of, from each agent's own
+// memory (the sidecar's health.agents). Per open stream is measured while
+// the streams are open: each agent samples its resident set with the
+// streams open at that instant and keeps the sample with the most open
+// (report.SidecarMemory); the row's agents' RSS at that sample, less an
+// agent's base at its own (an agent running one request: baseOpenBytes)
+// for each, over their streams open then. That base holds none of the
+// run's requests, which every agent builds, so the figure counts them
+// too; the second, over the held run, is the agents' RSS at their most
+// open sample less the held run's at its own, over the streams open in
+// the first and not in the second: the same requests, few streams open,
+// the streams' own. Per request of the run comes
+// from the peaks (VmHWM, read once an agent's share ran and its partial's
+// records were built, before their encoding and agent 0's merge): the
+// same agents ran the same requests again with few streams open at a
+// time (held), and that run's peaks less the base's (basePeakBytes) for
+// each agent, over the requests, are the requests every agent builds (the
+// run's digest is the whole run's), its results, its partial's records.
 type rssSplit struct {
-	rssKB, heldKB []int64
-	heldStreams   int
-	baseKB        int64
+	run, held []report.SidecarAgentMemory
+	// basePeakBytes and baseOpenBytes are the base agents' mean peak and
+	// mean RSS at their most open sample; baseOpenKnown is false when a
+	// base agent had no samples.
+	basePeakBytes, baseOpenBytes int64
+	baseOpenKnown                bool
 }
 
-// split formats the two figures for a row of streams, KiB; "–" for one
-// not measured.
-func (m rssSplit) split(streams int) (perStream, perRequest string) {
+// split formats the two figures, KiB; "–" for one not measured.
+func (m rssSplit) split() (perStream, perRequest string) {
 	perStream, perRequest = "–", "–"
-	n := len(m.rssKB)
-	sum := func(kb []int64) (s int64) {
-		for _, v := range kb {
-			s += v
+	kib := func(bytes, n int64) string { return fmt.Sprintf("%.2f", float64(bytes)/1024/float64(n)) }
+	var requests, atMostOpen, open int64
+	sampled := m.baseOpenKnown
+	for _, a := range m.run {
+		requests += int64(a.Requests)
+		if a.Sampled == nil {
+			sampled = false
+			continue
 		}
-		return s
+		atMostOpen += a.Sampled.RSSAtMostOpenBytes - m.baseOpenBytes
+		open += int64(a.Sampled.MostOpenStreams)
 	}
-	switch {
-	case n >= 2 && len(m.heldKB) == n && streams > m.heldStreams:
-		// Agent i runs requests i, i+n, …: all but agent 0's share.
-		others := streams - (streams+n-1)/n
-		open := others - m.heldStreams*(n-1)/n
-		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB[1:])-sum(m.heldKB[1:]))/float64(open))
-		perRequest = fmt.Sprintf("%.2f", float64(sum(m.heldKB)-int64(n)*m.baseKB)/float64(streams))
-	case n > 0:
-		// Without the second run, everything above the fixed parts.
-		perStream = fmt.Sprintf("%.2f", float64(sum(m.rssKB)-int64(n)*m.baseKB)/float64(streams))
+	if len(m.run) == 0 || requests == 0 {
+		return perStream, perRequest
 	}
-	return perStream, perRequest
+	if sampled && open > 0 {
+		perStream = kib(atMostOpen, open)
+	}
+	if len(m.held) != len(m.run) {
+		return perStream, perRequest
+	}
+	var heldPeaks, overHeld, openOverHeld int64
+	heldSampled := true
+	for i, h := range m.held {
+		heldPeaks += h.PeakRSSBytes - m.basePeakBytes
+		if a := m.run[i]; a.Sampled == nil || h.Sampled == nil {
+			heldSampled = false
+		} else {
+			overHeld += a.Sampled.RSSAtMostOpenBytes - h.Sampled.RSSAtMostOpenBytes
+			openOverHeld += int64(a.Sampled.MostOpenStreams - h.Sampled.MostOpenStreams)
+		}
+	}
+	if heldSampled && openOverHeld > 0 {
+		perStream += " / " + kib(overHeld, openOverHeld)
+	}
+	return perStream, kib(heldPeaks, requests)
 }

@@ -16,7 +16,8 @@
 // mock's decode-step spread (how long a step took to write all its
 // tokens, and how late its last write was), and each agent's clock
 // offset bound. -row prints the same figures as one row of
-// docs/scale.md's table.
+// docs/scale.md's table, its RSS columns from the agents' own memory in
+// the sidecars' health (-held-result, -base-result).
 //
 // It must run on the host that ran the agents: it reads that host's
 // CLOCK_REALTIME − CLOCK_MONOTONIC to turn the agents' wall-clock start
@@ -30,7 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,9 +41,7 @@ import (
 type options struct {
 	result, truth, agentLog string
 	row                     bool
-	rssKB, heldRSSKB        string
-	heldStreams             int
-	baseRSSKB               int64
+	heldResult, baseResult  string
 	tokPerSec               float64
 	mockCPUSeconds          float64
 }
@@ -54,10 +52,8 @@ func main() {
 	flag.StringVar(&o.truth, "truth", "", "comma-separated truth logs of the mock processes")
 	flag.StringVar(&o.agentLog, "agent-log", "", "an agent's stderr, which holds the line with the run's announced start")
 	flag.BoolVar(&o.row, "row", false, "print the figures as one markdown row of docs/scale.md's table")
-	flag.StringVar(&o.rssKB, "rss-kb", "", "with -row: comma-separated peak RSS of each agent, KiB")
-	flag.StringVar(&o.heldRSSKB, "held-rss-kb", "", "with -row: comma-separated peak RSS of each agent running the same requests with -held-streams open at a time, KiB")
-	flag.IntVar(&o.heldStreams, "held-streams", 0, "with -held-rss-kb: the streams open at a time in that run, over all agents")
-	flag.Int64Var(&o.baseRSSKB, "base-rss-kb", 0, "with -row: an agent's fixed peak RSS (one request), KiB, subtracted per agent")
+	flag.StringVar(&o.heldResult, "held-result", "", "with -row: the result JSON of the same agents running the same requests with few streams open at a time (its sidecar beside it), for the RSS split")
+	flag.StringVar(&o.baseResult, "base-result", "", "with -row: the result JSON of agents running one request each (its sidecar beside it): their mean RSS, at their most open sample and at their peak, is an agent's fixed part")
 	flag.Float64Var(&o.mockCPUSeconds, "mock-cpu-s", 0, "the mocks' CPU time, seconds, for their CPU per token write")
 	flag.Float64Var(&o.tokPerSec, "tok-per-s", 0, "with -row: tokens per second per stream, printed in the row")
 	header := flag.Bool("header", false, "print the head of docs/scale.md's table (for -row) and exit")
@@ -86,6 +82,7 @@ type detailed struct {
 
 type sidecar struct {
 	Cluster report.SidecarCluster `json:"cluster"`
+	Health  report.SidecarHealth  `json:"health"`
 }
 
 func run(o options) error {
@@ -125,15 +122,9 @@ func run(o options) error {
 		mockCPUSeconds: o.mockCPUSeconds, resultRequests: len(res.ITLs), completed: res.Completed, failed: res.Failed, truthRequests: len(truth.byIndex),
 	}
 	if o.row {
-		mem := rssSplit{heldStreams: o.heldStreams, baseKB: o.baseRSSKB}
-		if mem.rssKB, err = parseKBList("-rss-kb", o.rssKB); err != nil {
+		mem, err := readRSSSplit(o, sc)
+		if err != nil {
 			return err
-		}
-		if mem.heldKB, err = parseKBList("-held-rss-kb", o.heldRSSKB); err != nil {
-			return err
-		}
-		if len(mem.heldKB) > 0 && len(mem.heldKB) != len(mem.rssKB) {
-			return fmt.Errorf("-held-rss-kb: %d agents, -rss-kb %d: want the same agents", len(mem.heldKB), len(mem.rssKB))
 		}
 		fmt.Println(f.row(len(res.ITLs), len(truth.steps), o.tokPerSec, mem))
 		return nil
@@ -167,19 +158,45 @@ func announcedStart(path string) (int64, error) {
 	return 0, fmt.Errorf("-agent-log %s: no line %q: is it the stderr of a cluster agent?", path, "stampede: agent … the run starts at …")
 }
 
-func parseKBList(flagName, s string) ([]int64, error) {
-	if s == "" {
-		return nil, nil
+// readRSSSplit gathers the agents' own memory of the row's run (sc), of
+// the held run and of the base run, each from its sidecar's health.
+func readRSSSplit(o options, sc sidecar) (rssSplit, error) {
+	mem := rssSplit{run: sc.Health.Agents}
+	if len(mem.run) != sc.Cluster.Size {
+		return mem, fmt.Errorf("%s: health.agents has the memory of %d of the %d agents: were they run by a stampede that reads its own?",
+			report.SidecarPath(o.result), len(mem.run), sc.Cluster.Size)
 	}
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("%s: invalid value %q: want KiB counts separated by commas", flagName, f)
+	if o.heldResult != "" {
+		var held sidecar
+		if err := readJSON(report.SidecarPath(o.heldResult), &held); err != nil {
+			return mem, fmt.Errorf("-held-result: %w", err)
 		}
-		out = append(out, v)
+		if mem.held = held.Health.Agents; len(mem.held) != len(mem.run) {
+			return mem, fmt.Errorf("-held-result %s: the memory of %d agents, the row's %d: want the same agents", o.heldResult, len(mem.held), len(mem.run))
+		}
 	}
-	return out, nil
+	if o.baseResult != "" {
+		var base sidecar
+		if err := readJSON(report.SidecarPath(o.baseResult), &base); err != nil {
+			return mem, fmt.Errorf("-base-result: %w", err)
+		}
+		if len(base.Health.Agents) == 0 {
+			return mem, fmt.Errorf("-base-result %s: no agent's memory in its health", o.baseResult)
+		}
+		n := int64(len(base.Health.Agents))
+		mem.baseOpenKnown = true
+		for _, a := range base.Health.Agents {
+			mem.basePeakBytes += a.PeakRSSBytes
+			if a.Sampled == nil {
+				mem.baseOpenKnown = false
+				continue
+			}
+			mem.baseOpenBytes += a.Sampled.RSSAtMostOpenBytes
+		}
+		mem.basePeakBytes /= n
+		mem.baseOpenBytes /= n
+	}
+	return mem, nil
 }
 
 func readJSON(path string, v any) error {

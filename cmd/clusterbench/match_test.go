@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 )
 
@@ -148,18 +149,35 @@ func TestMatchTellsAMockStallFromALateClient(t *testing.T) {
 	}
 }
 
-// The RSS split: two agents of 100 streams (50 each) at 60,000 and 50,000
-// KiB, the same requests with 4 streams open (2 each) at 30,000 and
-// 26,000, a base of 20,000: agent 1's (50,000 − 26,000) / 48 per open
-// stream, (56,000 − 40,000) / 100 per request.
+// The RSS split: two agents of 50 requests each, at their most open
+// sample (50 and 48 streams) 60,000 and 50,000 KiB, over a base of 21,000
+// there: (39,000 + 29,000) / 98 per open stream. The same requests with 2
+// streams open each peaked at 30,000 and 26,000, over a base peak of
+// 20,000: (10,000 + 6,000) / 100 per request. Over the held run, whose
+// most open samples were 25,000 and 24,000 KiB: (35,000 + 26,000) / 94.
 func TestRSSSplitSeparatesStreamsFromRequests(t *testing.T) {
-	m := rssSplit{rssKB: []int64{60_000, 50_000}, heldKB: []int64{30_000, 26_000}, heldStreams: 4, baseKB: 20_000}
-	perStream, perRequest := m.split(100)
-	if perStream != "500.00" || perRequest != "160.00" {
-		t.Errorf("split = %s, %s; want 500.00, 160.00", perStream, perRequest)
+	agent := func(i, peakKiB, openKiB, open int) report.SidecarAgentMemory {
+		return report.SidecarAgentMemory{Index: i, Requests: 50, PeakRSSBytes: int64(peakKiB) << 10,
+			Sampled: &report.SidecarMemory{MostOpenStreams: open, RSSAtMostOpenBytes: int64(openKiB) << 10}}
 	}
-	m.heldKB = nil
-	if perStream, perRequest = m.split(100); perStream != "700.00" || perRequest != "–" {
-		t.Errorf("without the held run: %s, %s; want 700.00, –", perStream, perRequest)
+	m := rssSplit{run: []report.SidecarAgentMemory{agent(0, 70_000, 60_000, 50), agent(1, 65_000, 50_000, 48)},
+		held:          []report.SidecarAgentMemory{agent(0, 30_000, 25_000, 2), agent(1, 26_000, 24_000, 2)},
+		basePeakBytes: 20_000 << 10, baseOpenBytes: 21_000 << 10, baseOpenKnown: true}
+	perStream, perRequest := m.split()
+	if perStream != "693.88 / 648.94" || perRequest != "160.00" {
+		t.Errorf("split = %s, %s; want 693.88 / 648.94, 160.00", perStream, perRequest)
+	}
+	m.run[1].Sampled = nil
+	if perStream, perRequest = m.split(); perStream != "–" || perRequest != "160.00" {
+		t.Errorf("an agent without samples: %s, %s; want –, 160.00", perStream, perRequest)
+	}
+	m.run[1] = agent(1, 65_000, 50_000, 48)
+	m.held = nil
+	if perStream, perRequest = m.split(); perStream != "693.88" || perRequest != "–" {
+		t.Errorf("without the held run: %s, %s; want 693.88, –", perStream, perRequest)
+	}
+	m.baseOpenKnown = false
+	if perStream, _ = m.split(); perStream != "–" {
+		t.Errorf("a base without samples: %s; want –", perStream)
 	}
 }

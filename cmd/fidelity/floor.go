@@ -386,14 +386,8 @@ func threadCPU() (user, sys time.Duration) {
 // reportFloor prints the floor's run and stampede's CPU per token event
 // beside it. Both divide by token events: the floor's SSE events less the
 // two per response that carry no token (the usage chunk and [DONE]).
-func reportFloor(o options, res *engine.Result, user, sys time.Duration, fl floorResult) {
-	cpu := user + sys
-	events := 0
-	for _, r := range res.Data.Results {
-		if r.Success {
-			events += len(clientStamps(0, r))
-		}
-	}
+func reportFloor(o options, res *engine.Result, cost clientCost, fl floorResult) {
+	cpu, user, sys, events := cost.cpu(), cost.user, cost.sys, cost.events
 	var shardCPU time.Duration
 	for _, s := range res.Health.Shards {
 		shardCPU += s.CPUTime

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stampede-bench/stampede/engine"
+	"github.com/stampede-bench/stampede/metrics"
 )
 
 // mockResponse is the mock's framing of a stream of n tokens: the head,
@@ -75,4 +78,26 @@ func FuzzFloorCount(f *testing.F) {
 			t.Fatalf("whole: %d events, ended %v; cut at %d, %d: %d, %v", events, ended, a, bb, split, splitEnded)
 		}
 	})
+}
+
+// TestTokenEventsCountClientStamps: the one count of stampede's token
+// events, which both CPU figures divide by, is the events the matching
+// rebuilds: a successful request's first token and one per gap, nothing
+// of a failed one.
+func TestTokenEventsCountClientStamps(t *testing.T) {
+	res := &engine.Result{Data: metrics.RunData{Results: []metrics.RequestResult{
+		{Success: true, ChunkEvents: 3, ITLNs: []int64{5, 7}},
+		{Success: true, ChunkEvents: 1},
+		{Success: true},
+		{Error: "reset", ChunkEvents: 2, ITLNs: []int64{4}},
+	}}}
+	want := 0
+	for _, r := range res.Data.Results {
+		if r.Success {
+			want += len(clientStamps(0, r))
+		}
+	}
+	if got := tokenEvents(res); got != want || got != 4 {
+		t.Errorf("tokenEvents = %d, want %d (4)", got, want)
+	}
 }

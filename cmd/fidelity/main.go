@@ -179,13 +179,37 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("truth log: %w", err)
 	}
-	report(o, res, truth, cpuTime(after)-cpuTime(before), gc, after.Maxrss)
+	cost := clientCost{
+		user:   time.Duration(after.Utime.Nano() - before.Utime.Nano()),
+		sys:    time.Duration(after.Stime.Nano() - before.Stime.Nano()),
+		events: tokenEvents(res),
+	}
+	report(o, res, truth, cost, gc, after.Maxrss)
 	if fl != nil {
-		user := time.Duration(after.Utime.Nano() - before.Utime.Nano())
-		sys := time.Duration(after.Stime.Nano() - before.Stime.Nano())
-		reportFloor(o, res, user, sys, *fl)
+		reportFloor(o, res, cost, *fl)
 	}
 	return nil
+}
+
+// clientCost is what stampede's run cost, counted once for its own report
+// and the floor's comparison: the process's CPU time over the run, and
+// the token events of its successful requests.
+type clientCost struct {
+	user, sys time.Duration
+	events    int
+}
+
+func (c clientCost) cpu() time.Duration { return c.user + c.sys }
+
+// tokenEvents counts the token events of res's successful requests.
+func tokenEvents(res *engine.Result) int {
+	n := 0
+	for _, r := range res.Data.Results {
+		if r.Success && r.ChunkEvents > 0 {
+			n += 1 + len(r.ITLNs) // clientStamps' events: the first and one per gap
+		}
+	}
+	return n
 }
 
 // gcCPU is the runtime's estimate of the CPU its garbage collector has
@@ -250,13 +274,9 @@ func requestWire(o options, addr, id string) []byte {
 
 func requestID(i int) string { return "fid-" + strconv.Itoa(i) }
 
-func cpuTime(ru unix.Rusage) time.Duration {
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // report matches client token events to the truth log by request id and
 // token index and prints the error distributions.
-func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu, gc time.Duration, maxRSSKiB int64) {
+func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clientCost, gc time.Duration, maxRSSKiB int64) {
 	sent := make(map[string][]mock.TruthToken, len(truth))
 	arrivalOf := make(map[string]int64, len(truth))
 	truthOf := make(map[string]*mock.TruthRequest, len(truth))
@@ -280,7 +300,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu, gc ti
 	// own delay in reading a request, arrival stamp to its loop's clock;
 	// queueWait is release → start.
 	var serverErr, rxToLoop, queueWait []int64
-	events, failed, unmatched := 0, 0, 0
+	events, failed, unmatched := cost.events, 0, 0
 	for _, r := range res.Data.Results {
 		if !r.Success {
 			failed++
@@ -306,7 +326,6 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu, gc ti
 			rxToLoop = append(rxToLoop, t.ArrivalNs-t.ArrivalRxNs)
 		}
 		stamps := clientStamps(res.MonotonicStartNs, r)
-		events += len(stamps)
 		for k, ts := range stamps {
 			if k >= len(server) || server[k].Index != k {
 				unmatched++
@@ -346,7 +365,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cpu, gc ti
 	fmt.Printf("mock's arrival RX stamp → its loop reading the request µs: %s\n", summary(rxToLoop))
 	fmt.Printf("queue wait (release → start) µs: %s\n", summary(queueWait))
 	fmt.Printf("kernel TX stamps on %d of %d requests; %d of %d token events shared a read's stamp\n", h.TxStamped, h.Sent, h.SharedStamps, h.TokenEvents)
-	perEvent := 0.0
+	perEvent, cpu := 0.0, cost.cpu()
 	if events > 0 {
 		perEvent = float64(cpu.Microseconds()) / float64(events)
 	}
@@ -384,10 +403,7 @@ func summary(errs []int64) string {
 		return "no samples"
 	}
 	slices.Sort(errs)
-	at := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(errs)))) - 1
-		return float64(errs[max(0, min(i, len(errs)-1))]) / 1e3
-	}
+	at := func(p float64) float64 { return float64(metrics.NearestRank(errs, p)) / 1e3 }
 	return fmt.Sprintf("p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f  (n=%d)",
 		at(0.5), at(0.99), at(0.999), float64(errs[len(errs)-1])/1e3, float64(errs[0])/1e3, len(errs))
 }

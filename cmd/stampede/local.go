@@ -25,13 +25,17 @@ func runClusterLocal(args []string, cfg *plan.Plan, stdout, stderr io.Writer) in
 	if err != nil {
 		return failed(stderr, fmt.Errorf("--cluster-local re-runs this binary, which it cannot find: %w", err))
 	}
+	pin, err := cluster.PinAgents(os.Getenv(cluster.PinEnv))
+	if err != nil {
+		return failed(stderr, err)
+	}
 	// Every signal that stops a run reaches every agent, once for each
 	// time the launcher gets it.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 	l := &cluster.Local{Exe: exe, Args: args, Env: os.Environ(), Size: cfg.ClusterSize,
-		Streams: cluster.AgentStreams(cfg), Stdout: stdout, Stderr: stderr, Signals: sigs}
+		Float: !pin, Streams: cluster.AgentStreams(cfg), Stdout: stdout, Stderr: stderr, Signals: sigs}
 	exits, err := l.Run()
 	if err != nil {
 		return failed(stderr, err)

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"testing"
+)
+
+// The sampler keeps the sample with the most streams open (the largest
+// resident set among its ties) and the largest resident set with the
+// streams open at its first sample, from an injected reader: no clock.
+func TestRSSSamplerKeepsMostOpenAndPeak(t *testing.T) {
+	type sample struct {
+		rss  int64
+		ok   bool
+		open int
+	}
+	samples := []sample{
+		{100, true, 0},
+		{150, true, 10},
+		{0, false, 99}, // unreadable: not a sample
+		{180, true, 40},
+		{170, true, 40},
+		{190, true, 40},
+		{260, true, 5}, // the peak, after most streams closed
+		{260, true, 2},
+		{240, true, 0},
+	}
+	k := 0
+	s := &rssSampler{
+		read: func() (int64, bool) { return samples[k].rss, samples[k].ok },
+		open: func() int { return samples[k].open },
+	}
+	for k = range samples {
+		s.sample()
+	}
+	want := MemorySamples{Samples: 8, MostOpen: 40, RSSAtMostOpen: 190, PeakRSS: 260, OpenAtPeak: 5}
+	if s.out != want {
+		t.Errorf("samples %+v, want %+v", s.out, want)
+	}
+}
+
+// A run that never had a stream open still says what the process held.
+func TestRSSSamplerNoStreams(t *testing.T) {
+	rss := []int64{50, 70, 60}
+	k := 0
+	s := &rssSampler{read: func() (int64, bool) { return rss[k], true }, open: func() int { return 0 }}
+	for k = range rss {
+		s.sample()
+	}
+	if want := (MemorySamples{Samples: 3, RSSAtMostOpen: 70, PeakRSS: 70}); s.out != want {
+		t.Errorf("samples %+v, want %+v", s.out, want)
+	}
+}
+
+func TestStatmRSS(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"6143 1024 512 100 0 900 0\n", 1024 * 4096, true},
+		{"6143\n", 0, false},
+		{"6143 x 512\n", 0, false},
+		{"6143 -3 512\n", 0, false},
+		{"", 0, false},
+	}
+	for _, c := range cases {
+		if got, ok := statmRSS([]byte(c.in), 4096); got != c.want || ok != c.ok {
+			t.Errorf("statmRSS(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+	if rss, ok := readStatmRSS(); !ok || rss <= 0 {
+		t.Errorf("this process's resident set: %d, %v", rss, ok)
+	}
+}
