@@ -57,6 +57,12 @@ type Records struct {
 	// ticketed: tc took a ticket; it goes at the end of the read.
 	ticketed bool
 	reply    []byte
+	// sink takes the server's next ticket, on a connection whose
+	// handshake was a Resumer's, with the resumption master secret res
+	// (see TakeOwnTickets); nil once one came.
+	sink   TicketSink
+	res    [48]byte
+	resLen uint8
 }
 
 // Carries says why a connection cannot have its records opened outside
@@ -97,6 +103,16 @@ func (r *Records) TakeTickets(tc *tls.Conn, gate *Gate) {
 	r.tc, r.gate, r.feed = tc, gate, &feed
 }
 
+// TakeOwnTickets makes r turn the server's next session ticket into a
+// Ticket for sink, with the connection's resumption master secret res:
+// the connection's handshake was a Resumer's, and no tls.Conn is there
+// to take it. One ticket is taken; the rest, and any after the first
+// application data, are passed over.
+func (r *Records) TakeOwnTickets(sink TicketSink, res []byte) {
+	r.sink = sink
+	r.resLen = uint8(copy(r.res[:], res))
+}
+
 // Open implements RecordLayer.
 func (r *Records) Open(b []byte) (n int, typ byte, data []byte, err error) {
 	n, err = Split(b)
@@ -117,6 +133,7 @@ func (r *Records) Open(b []byte) (n int, typ byte, data []byte, err error) {
 		if r.tc != nil {
 			r.letGo()
 		}
+		r.sink = nil
 		data = p
 	default:
 		err = errors.New("TLS: unexpected content type " + strconv.Itoa(int(typ)))
@@ -164,6 +181,9 @@ func (r *Records) handshakeMsgs(msg []byte) error {
 	if err != nil {
 		return err
 	}
+	if at > 0 && r.sink != nil {
+		r.ownTicket(msg[:at])
+	}
 	if at > 0 && r.tc != nil {
 		// A failed hand-over costs only resumption: the tls.Conn goes.
 		if r.handOver(msg[:at]) != nil {
@@ -191,6 +211,29 @@ func (r *Records) handshakeMsgs(msg []byte) error {
 	}
 	return r.write.Update()
 }
+
+// ownTicket hands the first NewSessionTicket among msgs to r.sink. A
+// ticket that does not parse costs only the next resumption.
+func (r *Records) ownTicket(msgs []byte) {
+	for len(msgs) >= 4 {
+		n := 4 + (int(msgs[1])<<16 | int(msgs[2])<<8 | int(msgs[3]))
+		if n > len(msgs) {
+			return
+		}
+		if msgs[0] == msgNewSessionTicket {
+			t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs())
+			if err == nil {
+				r.sink.PutTicket(t)
+				r.sink = nil
+			}
+			return
+		}
+		msgs = msgs[n:]
+	}
+}
+
+// msgNewSessionTicket is the NewSessionTicket handshake message's type.
+const msgNewSessionTicket = 4
 
 // letGo drops the tls.Conn, its buffers and the key that fed it: the
 // server's tickets came, or its first response began (servers send their
