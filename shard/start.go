@@ -80,7 +80,8 @@ func Start(cfg RunConfig) (Transport, error) {
 		prepared := PrepareTLS(cfg.TLS, cfg.Conns)
 		var ok bool
 		if ok, why = probeRun(cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0 && named == nil, cfg.Base.ConnectTimeout); ok {
-			cfg.Base.TLS = prepared
+			// One ticket store for the loops, which share the server.
+			cfg.Base.TLS = withTicketStore(prepared)
 			return startLoops(cfg)
 		}
 	}

@@ -367,6 +367,11 @@ type tlsDial struct {
 	handshook      bool   // a handshake was attempted
 	failure        string // why the connection cannot carry the request
 
+	// own: the loop's own handshake in progress (tlsown.go), no
+	// handshaker's; noOwn: this connection's handshake is crypto/tls's.
+	own   *ownHS
+	noOwn bool
+
 	// fallback: the handshake negotiated what the loop cannot carry, and
 	// tc stays to carry the request on serve's goroutine, with cl, until
 	// deadline, over raw (the socket handed to the runtime's poller).
@@ -386,7 +391,9 @@ type tlsDial struct {
 // cancel ends the handshake, or the request of a connection that fell
 // back, in progress. Loop.
 func (d *tlsDial) cancel() {
-	d.p.cancel()
+	if d.p != nil {
+		d.p.cancel()
+	}
 	if d.cl != nil {
 		d.cl.Interrupt(time.Time{})
 	}

@@ -57,9 +57,9 @@ type Records struct {
 	// ticketed: tc took a ticket; it goes at the end of the read.
 	ticketed bool
 	reply    []byte
-	// sink takes the server's next ticket, on a connection whose
-	// handshake was a Resumer's, with the resumption master secret res
-	// (see TakeOwnTickets); nil once one came.
+	// sink takes the server's tickets, on a connection whose handshake
+	// was a Resumer's, with the resumption master secret res (see
+	// TakeOwnTickets); nil from the first application data on.
 	sink   TicketSink
 	res    [48]byte
 	resLen uint8
@@ -103,11 +103,11 @@ func (r *Records) TakeTickets(tc *tls.Conn, gate *Gate) {
 	r.tc, r.gate, r.feed = tc, gate, &feed
 }
 
-// TakeOwnTickets makes r turn the server's next session ticket into a
-// Ticket for sink, with the connection's resumption master secret res:
-// the connection's handshake was a Resumer's, and no tls.Conn is there
-// to take it. One ticket is taken; the rest, and any after the first
-// application data, are passed over.
+// TakeOwnTickets makes r turn the server's session tickets into Tickets
+// for sink, with the connection's resumption master secret res: the
+// connection's handshake was a Resumer's, and no tls.Conn is there to
+// take them. Every ticket before the first application data goes to sink,
+// in order, so the last of a burst stays (as in crypto/tls's cache).
 func (r *Records) TakeOwnTickets(sink TicketSink, res []byte) {
 	r.sink = sink
 	r.resLen = uint8(copy(r.res[:], res))
@@ -212,8 +212,8 @@ func (r *Records) handshakeMsgs(msg []byte) error {
 	return r.write.Update()
 }
 
-// ownTicket hands the first NewSessionTicket among msgs to r.sink. A
-// ticket that does not parse costs only the next resumption.
+// ownTicket hands the NewSessionTickets among msgs to r.sink. A ticket
+// that does not parse costs only a later resumption.
 func (r *Records) ownTicket(msgs []byte) {
 	for len(msgs) >= 4 {
 		n := 4 + (int(msgs[1])<<16 | int(msgs[2])<<8 | int(msgs[3]))
@@ -221,12 +221,9 @@ func (r *Records) ownTicket(msgs []byte) {
 			return
 		}
 		if msgs[0] == msgNewSessionTicket {
-			t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs())
-			if err == nil {
+			if t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs()); err == nil {
 				r.sink.PutTicket(t)
-				r.sink = nil
 			}
-			return
 		}
 		msgs = msgs[n:]
 	}
