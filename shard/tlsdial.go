@@ -291,7 +291,7 @@ func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, er
 	if s.cfg.KernelTimestamps {
 		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
 	}
-	lt.finished, d.p.unsent = d.p.unsent, nil
+	lt.out, d.p.unsent = d.p.unsent, nil
 	rest, stampNs, end = d.p.rest()
 	d.tc, d.keys = nil, nil
 	return rest, stampNs, end, nil
@@ -306,14 +306,11 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 	if ok {
 		rest, _, end, err := s.toLoop(c, d)
 		ok = err == nil && end == nil && c.tls.openIdle(rest)
-		if t := c.tls; ok && len(t.finished) > 0 {
+		if t := c.tls; ok && len(t.out) > 0 {
 			// The Finished goes now: an idle connection may wait long.
 			// What the socket does not take goes before the next request.
-			n, err := write(c.fd, t.finished)
+			_, err := s.sendTLS(c, t.out, true)
 			ok = err == nil
-			c.sentBytes += uint32(n)
-			t.out = append(t.out[:0], t.finished[n:]...)
-			t.finished = nil
 		}
 	}
 	if !ok {
