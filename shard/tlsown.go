@@ -88,6 +88,9 @@ func (st *ticketStore) unreadWhy() string {
 type ticketCache struct {
 	next  tls.ClientSessionCache
 	store *ticketStore
+	// checkCert: tickets last only while the server's certificate is
+	// valid (the configuration verifies it).
+	checkCert bool
 }
 
 func (c *ticketCache) Get(key string) (*tls.ClientSessionState, bool) { return c.next.Get(key) }
@@ -100,7 +103,7 @@ func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
 	ticket, state, err := cs.ResumptionState()
 	if err == nil && state != nil {
 		var t *tls13.Ticket
-		if t, err = tls13.ParseClientSession(ticket, state); err == nil {
+		if t, err = tls13.ParseClientSession(ticket, state, c.checkCert); err == nil {
 			c.store.PutTicket(t)
 			return
 		}
@@ -122,7 +125,7 @@ func withTicketStore(c *tls.Config) *tls.Config {
 		return c
 	}
 	c = c.Clone()
-	c.ClientSessionCache = &ticketCache{next: c.ClientSessionCache, store: &ticketStore{}}
+	c.ClientSessionCache = &ticketCache{next: c.ClientSessionCache, store: &ticketStore{}, checkCert: !c.InsecureSkipVerify}
 	return c
 }
 
@@ -269,7 +272,7 @@ func (s *Shard) ownDone(c *conn, o *ownHS, n int, stampNs int64, cpu0 time.Durat
 		server, client, res := o.r.Secrets()
 		if err = t.records.Init(tls.VersionTLS13, o.r.Suite(), server, client); err == nil {
 			if s.ownSeen++; s.ownSeen%ticketEvery == 1 {
-				t.records.TakeOwnTickets(s.tickets, res)
+				t.records.TakeOwnTickets(s.tickets, res, o.ticket)
 			}
 		}
 	}

@@ -60,9 +60,10 @@ type Records struct {
 	// sink takes the server's tickets, on a connection whose handshake
 	// was a Resumer's, with the resumption master secret res (see
 	// TakeOwnTickets); nil from the first application data on.
-	sink   TicketSink
-	res    [48]byte
-	resLen uint8
+	sink         TicketSink
+	res          [48]byte
+	resLen       uint8
+	certNotAfter int64
 }
 
 // Carries says why a connection cannot have its records opened outside
@@ -107,9 +108,10 @@ func (r *Records) TakeTickets(tc *tls.Conn, gate *Gate) {
 // for sink, with the connection's resumption master secret res: the
 // connection's handshake was a Resumer's, and no tls.Conn is there to
 // take them. Every ticket before the first application data goes to sink,
-// in order, so the last of a burst stays (as in crypto/tls's cache).
-func (r *Records) TakeOwnTickets(sink TicketSink, res []byte) {
-	r.sink = sink
+// in order, so the last of a burst stays (as in crypto/tls's cache); each
+// keeps the certificate expiry of from, the ticket the handshake resumed.
+func (r *Records) TakeOwnTickets(sink TicketSink, res []byte, from *Ticket) {
+	r.sink, r.certNotAfter = sink, from.CertNotAfter
 	r.resLen = uint8(copy(r.res[:], res))
 }
 
@@ -221,7 +223,7 @@ func (r *Records) ownTicket(msgs []byte) {
 			return
 		}
 		if msgs[0] == msgNewSessionTicket {
-			if t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs()); err == nil {
+			if t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs(), r.certNotAfter); err == nil {
 				r.sink.PutTicket(t)
 			}
 		}

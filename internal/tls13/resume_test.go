@@ -132,7 +132,7 @@ func fullHandshake(t *testing.T, s *testServer, cfg *tls.Config) *Ticket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := ParseClientSession(ticket, state)
+	tk, err := ParseClientSession(ticket, state, !cfg.InsecureSkipVerify)
 	if err != nil {
 		t.Fatalf("parsing crypto/tls's session state (has its format changed?): %v", err)
 	}
@@ -188,7 +188,7 @@ func resume(t *testing.T, s *testServer, r *Resumer, tk *Ticket, hc *HelloConfig
 		t.Fatal(err)
 	}
 	var got *Ticket
-	rec.TakeOwnTickets(sinkFunc(func(nt *Ticket) { got = nt }), res)
+	rec.TakeOwnTickets(sinkFunc(func(nt *Ticket) { got = nt }), res, tk)
 	if out, err = rec.Seal(out, []byte("resumed\n"), true); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +247,12 @@ func TestResumeAgainstCryptoTLS(t *testing.T) {
 			pool.AddCert(leaf)
 			cfg := &tls.Config{ServerName: "tls13.test", RootCAs: pool, CurvePreferences: []tls.CurveID{c.group}, NextProtos: c.alpn}
 			tk := fullHandshake(t, s, cfg)
+			if tk.CertNotAfter != leaf.NotAfter.Unix() || !tk.Usable(time.Now().UnixMilli()) {
+				t.Fatalf("ticket's certificate expiry %d, the certificate's %v", tk.CertNotAfter, leaf.NotAfter)
+			}
+			if tk.Usable(leaf.NotAfter.Add(time.Second).UnixMilli()) {
+				t.Fatal("a ticket usable after its certificate expired")
+			}
 			hc, err := NewHelloConfig(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -263,8 +269,8 @@ func TestResumeAgainstCryptoTLS(t *testing.T) {
 				if alpn := <-s.alpn; (c.alpn != nil) != (alpn == "http/1.1") {
 					t.Fatalf("ALPN %q, offered %q", alpn, c.alpn)
 				}
-				if next == nil {
-					t.Fatalf("resumption %d: no ticket from the server", i)
+				if next == nil || next.CertNotAfter != tk.CertNotAfter {
+					t.Fatalf("resumption %d: ticket from the server %v", i, next)
 				}
 				tk = next
 			}
@@ -552,12 +558,18 @@ func FuzzResumerRead(f *testing.F) {
 // FuzzParseSession: crypto/tls's session encoding, as a cache gets it,
 // never panics the parser, and what parses has a PSK of its suite's size.
 func FuzzParseSession(f *testing.F) {
-	f.Add([]byte{3, 4, 2, 0x13, 1, 0, 0, 0, 0, 0, 0, 0, 1, 32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-		17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0x7f, 0, 0, 0, 0, 0, 0, 0, 42})
+	seed := []byte{3, 4, 2, 0x13, 1, 0, 0, 0, 0, 0, 0, 0, 1, 32}
+	seed = append(seed, bytes.Repeat([]byte{9}, 32)...)
+	seed = append(seed, 0, 0, 0, 0, 0) // extra; EMS, early data
+	seed = append(seed, 0, 0, 6, 0, 0, 1, 'x', 0, 0, 0, 0, 0)
+	seed = append(seed, 0, 0, 0, 0, 0x7f, 0, 0, 0, 0, 0, 0, 42)
+	if _, _, err := parseSessionBytes([]byte("ticket"), seed); err != nil {
+		f.Fatalf("the seed: %v", err)
+	}
+	f.Add(seed)
 	f.Add([]byte{3, 3, 2, 0xc0, 0x2f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tk, err := parseSessionBytes([]byte("ticket"), b)
+		tk, _, err := parseSessionBytes([]byte("ticket"), b)
 		if err != nil {
 			return
 		}
@@ -575,7 +587,7 @@ func FuzzNewSessionTicket(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 1, 2, 3, 4, 0, 0, 0, 0, 0})
 	res := bytes.Repeat([]byte{5}, 32)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tk, err := parseNewSessionTicket(b, tls.TLS_AES_128_GCM_SHA256, res, 1000)
+		tk, err := parseNewSessionTicket(b, tls.TLS_AES_128_GCM_SHA256, res, 1000, 0)
 		if err != nil {
 			return
 		}

@@ -2,6 +2,7 @@ package tls13
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"time"
 )
@@ -19,9 +20,13 @@ type Ticket struct {
 	// the Unix second after which it is not offered.
 	IssuedMs int64
 	UseBy    int64
-	Label    []byte
-	psk      [48]byte
-	pskLen   uint8
+	// CertNotAfter, when not 0, is the Unix second the server's
+	// certificate expires: a resumption after it would accept a server
+	// whose certificate crypto/tls no longer would.
+	CertNotAfter int64
+	Label        []byte
+	psk          [48]byte
+	pskLen       uint8
 }
 
 // PSK is the ticket's pre-shared key.
@@ -29,7 +34,7 @@ func (t *Ticket) PSK() []byte { return t.psk[:t.pskLen] }
 
 // Usable reports whether t may be offered at nowMs (Unix milliseconds).
 func (t *Ticket) Usable(nowMs int64) bool {
-	return nowMs/1000 < t.UseBy && nowMs >= t.IssuedMs-1000
+	return nowMs/1000 < t.UseBy && nowMs >= t.IssuedMs-1000 && (t.CertNotAfter == 0 || nowMs/1000 < t.CertNotAfter)
 }
 
 // maxTicketLifetime is RFC 8446's bound on a ticket's lifetime (7 days).
@@ -110,15 +115,30 @@ func (r *reader) u64() uint64 {
 // client the secret is the ticket's PSK. A state of any other shape is
 // ErrSessionFormat (or not TLS 1.3): the caller leaves resumption to
 // crypto/tls.
-func ParseClientSession(ticket []byte, state *tls.SessionState) (*Ticket, error) {
+//
+// With checkCert the ticket is usable only while the server's certificate
+// (the session's first) is valid, as crypto/tls checks on resumption
+// unless it skips verification.
+func ParseClientSession(ticket []byte, state *tls.SessionState, checkCert bool) (*Ticket, error) {
 	b, err := state.Bytes()
 	if err != nil {
 		return nil, err
 	}
-	return parseSessionBytes(ticket, b)
+	t, leaf, err := parseSessionBytes(ticket, b)
+	if err != nil || !checkCert {
+		return t, err
+	}
+	cert, err := x509.ParseCertificate(leaf)
+	if err != nil {
+		return nil, ErrSessionFormat
+	}
+	t.CertNotAfter = cert.NotAfter.Unix()
+	return t, nil
 }
 
-func parseSessionBytes(ticket, b []byte) (*Ticket, error) {
+// parseSessionBytes parses SessionState.Bytes (see ParseClientSession)
+// and returns the server's first certificate too.
+func parseSessionBytes(ticket, b []byte) (t *Ticket, leaf []byte, err error) {
 	r := reader{b: b, ok: true}
 	version := r.u16()
 	typ := r.u8()
@@ -127,29 +147,30 @@ func parseSessionBytes(ticket, b []byte) (*Ticket, error) {
 	secret := r.take(r.u8())
 	r.take(r.u24()) // extra
 	ems, early := r.u8(), r.u8()
-	r.take(r.u24()) // certificates
+	certs := reader{b: r.take(r.u24()), ok: true}
+	leaf = certs.take(certs.u24())
 	r.take(r.u24()) // verified chains
 	if early == 1 {
 		r.take(r.u8()) // ALPN
 	}
 	if !r.ok || typ > 2 || typ == 0 || ems > 1 || early > 1 {
-		return nil, ErrSessionFormat
+		return nil, nil, ErrSessionFormat
 	}
 	if version != tls.VersionTLS13 || typ != 2 {
-		return nil, errSessionNot13
+		return nil, nil, errSessionNot13
 	}
 	useBy := r.u64()
 	ageAdd := r.u32()
-	if !r.ok || len(r.b) != 0 || len(secret) == 0 || len(ticket) == 0 || len(ticket) > 0xffff {
-		return nil, ErrSessionFormat
+	if !r.ok || !certs.ok || len(leaf) == 0 || len(r.b) != 0 || len(secret) == 0 || len(ticket) == 0 || len(ticket) > 0xffff {
+		return nil, nil, ErrSessionFormat
 	}
 	if err := suiteKnown(suite, len(secret)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	t := &Ticket{Suite: suite, AgeAdd: ageAdd, IssuedMs: int64(created) * 1000, UseBy: int64(useBy),
+	t = &Ticket{Suite: suite, AgeAdd: ageAdd, IssuedMs: int64(created) * 1000, UseBy: int64(useBy),
 		Label: append([]byte(nil), ticket...)}
 	t.pskLen = uint8(copy(t.psk[:], secret))
-	return t, nil
+	return t, leaf, nil
 }
 
 // suiteKnown checks that suite is a TLS 1.3 suite of this package and
@@ -172,8 +193,9 @@ func suiteKnown(suite uint16, secret int) error {
 
 // parseNewSessionTicket makes a Ticket of a NewSessionTicket message's
 // body (RFC 8446 §4.6.1) received at nowMs on a connection of suite whose
-// resumption_master_secret is res.
-func parseNewSessionTicket(body []byte, suite uint16, res []byte, nowMs int64) (*Ticket, error) {
+// resumption_master_secret is res; the server's certificate is the one
+// the ticket resumed from had (certNotAfter).
+func parseNewSessionTicket(body []byte, suite uint16, res []byte, nowMs, certNotAfter int64) (*Ticket, error) {
 	r := reader{b: body, ok: true}
 	lifetime := r.u32()
 	ageAdd := r.u32()
@@ -187,7 +209,7 @@ func parseNewSessionTicket(body []byte, suite uint16, res []byte, nowMs int64) (
 		return nil, errTicketLifetime
 	}
 	t := &Ticket{Suite: suite, AgeAdd: ageAdd, IssuedMs: nowMs, UseBy: nowMs/1000 + int64(lifetime),
-		Label: append([]byte(nil), label...)}
+		CertNotAfter: certNotAfter, Label: append([]byte(nil), label...)}
 	t.pskLen = uint8(len(res))
 	expandLabelCtx(t.psk[:t.pskLen], suite == tls.TLS_AES_256_GCM_SHA384, res, "resumption", nonce)
 	return t, nil
