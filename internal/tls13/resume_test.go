@@ -345,6 +345,42 @@ func BenchmarkResumeClient(b *testing.B) {
 	}
 }
 
+// BenchmarkResumeSteps is BenchmarkResumeClient's two loop turns apart:
+// the ClientHello (the connect's turn) and the server's flight with the
+// client Finished (the read's turn).
+func BenchmarkResumeSteps(b *testing.B) {
+	tk := testTicket(tls.TLS_AES_128_GCM_SHA256)
+	hc := HelloConfig{ServerName: "tls13.test", Group: tls.CurveP256}
+	var r Resumer
+	b.Run("hello", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Hello(tk, &hc, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("flight", func(b *testing.B) {
+		var fin []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			hello, err := r.Hello(tk, &hc, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			flight := fakeServer(b, tk, hello)
+			b.StartTimer()
+			if _, done, err := r.Read(flight); err != nil || !done {
+				b.Fatal(done, err)
+			}
+			if fin, err = r.AppendFinished(fin[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func testTicket(suite uint16) *Ticket {
 	tk := &Ticket{Suite: suite, UseBy: 1 << 40, AgeAdd: 77, Label: bytes.Repeat([]byte{1}, 128)}
 	tk.pskLen = 32
