@@ -296,6 +296,11 @@ func (s *Shard) ownDone(c *conn, o *ownHS, n int, stampNs int64, cpu0 time.Durat
 	if rest := o.in[n:]; c.state == connBusy && len(rest) > 0 {
 		s.openRecords(c, rest, stampNs, nil)
 	}
+	if c.state == connBusy && c.hungUp {
+		// The peer's close came with the flight: no edge reports what
+		// follows it (see onReadable).
+		s.deferRead(c)
+	}
 	o.cpu += threadCPU() - cpu0
 	s.ownCPU += o.cpu
 	s.putOwn(o)

@@ -2,6 +2,9 @@ package shard
 
 import (
 	"crypto/tls"
+	"io"
+	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,5 +97,57 @@ func TestTicketCacheParses(t *testing.T) {
 	tc.Put("k", &tls.ClientSessionState{})
 	if tc.store.get(0) != nil {
 		t.Fatal("an empty session gave a ticket")
+	}
+}
+
+// TestTLSOwnServerCloses: a server that closes the connection on the
+// loop's own ClientHello (a proxy in front of crypto/tls's server that
+// drops hellos without a legacy session ID, which crypto/tls always
+// sends): each attempt is redone through crypto/tls, which resumes, and
+// every request succeeds.
+func TestTLSOwnServerCloses(t *testing.T) {
+	back, client := shardtest.NewTLS(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var dropped atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				hello := make([]byte, tls13.HeaderLen+4+2+32+1)
+				if _, err := io.ReadFull(c, hello); err != nil {
+					return
+				}
+				if hello[len(hello)-1] == 0 {
+					dropped.Add(1)
+					return
+				}
+				b, err := net.Dial("tcp", back.Addr.String())
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				b.Write(hello)
+				go io.Copy(b, c)
+				io.Copy(c, b)
+			}()
+		}
+	}()
+	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
+	const n = 5
+	h := ownRun(t, srv, client, nil, n)
+	if h.TLSOwn != 0 || h.TLSOwnRedone != n-1 || dropped.Load() != n-1 || h.TLSResumed != n-1 {
+		t.Errorf("%d own, %d redone (%q), %d dropped, %d resumed", h.TLSOwn, h.TLSOwnRedone, h.TLSOwnWhy, dropped.Load(), h.TLSResumed)
+	}
+	// A close with the hello unread resets the connection.
+	if h.TLSOwnWhy != io.EOF.Error() && h.TLSOwnWhy != "connection reset by peer" {
+		t.Errorf("why %q", h.TLSOwnWhy)
 	}
 }
