@@ -481,6 +481,7 @@ func (s *Shard) loop() {
 		}
 		reaped := s.reap()
 		s.takeHandshakes()
+		s.serveTicketWait()
 		s.serveReady()
 		s.expireDeadlines()
 		s.takeWork()
@@ -502,8 +503,8 @@ func (s *Shard) timeoutMs() int {
 		// or connections with bytes left to read.
 		return 0
 	}
-	untilNs := int64(-1)
-	if c := s.timers.next(); c != nil {
+	untilNs := s.ticketWaitUntil()
+	if c := s.timers.next(); c != nil && (untilNs < 0 || c.deadlineNs < untilNs) {
 		untilNs = c.deadlineNs
 	}
 	if untilNs < 0 {
@@ -1169,7 +1170,7 @@ func (s *Shard) closeConn(c *conn) {
 		s.unlinkIdle(c)
 	}
 	s.timers.clear(c)
-	if c.state == connHandshaking && c.dial != nil && c.dial.own != nil {
+	if c.state == connHandshaking && c.dial != nil && (c.dial.own != nil || c.dial.waiting) {
 		// The loop's own handshake: the socket is the loop's alone.
 		s.endOwn(c)
 	}

@@ -163,6 +163,11 @@ func (s *Shard) feedHandshake(c *conn) {
 		s.ownRead(c)
 		return
 	}
+	if c.dial.waiting {
+		// Nothing was sent: what the server says (its close) is read
+		// when the handshake begins.
+		return
+	}
 	p := c.dial.p
 	for !p.ended() {
 		data, realtimeNs, err := s.rx.recv(c.fd)
@@ -333,6 +338,10 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 // reads no further) and cancel d, which interrupts serve.
 func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	s.health.TLSFallbacks++
+	if c == s.ticketConn {
+		// Its tickets are TLS 1.2's, none for the loop.
+		s.ticketConn = nil
+	}
 	c.stream.Handshaken(d.hs.EndNs)
 	raw, err := s.handOff(c, &d.reads, &d.stamped)
 	if err != nil {

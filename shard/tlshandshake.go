@@ -371,6 +371,9 @@ type tlsDial struct {
 	// handshaker's; noOwn: this connection's handshake is crypto/tls's.
 	own   *ownHS
 	noOwn bool
+	// waiting: the connection waits for the run's first ticket (see
+	// ownState.ticketConn), connected, no handshake begun.
+	waiting bool
 
 	// fallback: the handshake negotiated what the loop cannot carry, and
 	// tc stays to carry the request on serve's goroutine, with cl, until

@@ -140,7 +140,22 @@ type ownState struct {
 	ownCPU time.Duration
 	// ownSeen counts the own handshakes, for ticketEvery.
 	ownSeen uint64
+	// While the run has no ticket yet, the first connection's handshake
+	// goes to crypto/tls (ticketConn, whose server is to send the
+	// tickets) and the connections after it wait, connected (waiting),
+	// until a ticket comes, or until ticketConn's first answer or end
+	// brought none, or ticketWaitMax passed since waitSinceNs: then they
+	// go to crypto/tls, and so does every connection after them until a
+	// ticket comes (waitOff).
+	ticketConn  *conn
+	waiting     []*tlsDial
+	waitSinceNs int64
+	waitOff     bool
 }
+
+// ticketWaitMax bounds how long connections wait for the run's first
+// ticket.
+const ticketWaitMax = time.Second
 
 // ownHS is one own handshake in progress, kept for the next one after.
 type ownHS struct {
@@ -172,7 +187,8 @@ func (s *Shard) initOwn() {
 }
 
 // ownHello starts c's handshake as the loop's own when the store has a
-// ticket: the ClientHello goes out now. False leaves c to crypto/tls.
+// ticket: the ClientHello goes out now. Without one, c waits for the
+// first (see ticketConn), or, false, is left to crypto/tls.
 func (s *Shard) ownHello(c *conn, nowNs int64) bool {
 	if s.tickets == nil || c.req == nil || c.dial.noOwn {
 		return false
@@ -181,8 +197,78 @@ func (s *Shard) ownHello(c *conn, nowNs int64) bool {
 	now := time.Now().UnixMilli()
 	t := s.tickets.get(now)
 	if t == nil {
+		return s.awaitTicket(c, nowNs)
+	}
+	return s.sendHello(c, t, now, nowNs, cpu0)
+}
+
+// awaitTicket makes c wait for the run's first ticket while a
+// connection's handshake that is to bring one runs; false when none does
+// (c is then that one, or waiting is off).
+func (s *Shard) awaitTicket(c *conn, nowNs int64) bool {
+	if s.waitOff {
 		return false
 	}
+	if s.ticketConn == nil {
+		s.ticketConn = c
+		return false
+	}
+	if len(s.waiting) == 0 {
+		s.waitSinceNs = nowNs
+	}
+	c.dial.waiting = true
+	c.state = connHandshaking
+	s.waiting = append(s.waiting, c.dial)
+	return true
+}
+
+// serveTicketWait ends the connections' wait for the run's first ticket
+// when it came (own handshakes) or will not (crypto/tls's). After each
+// turn.
+func (s *Shard) serveTicketWait() {
+	if len(s.waiting) == 0 {
+		return
+	}
+	now := time.Now().UnixMilli()
+	t := s.tickets.get(now)
+	tc := s.ticketConn
+	nowNs := s.cfg.Clock.Now()
+	gone := tc == nil || tc.state == connClosed || tc.state == connIdle || tc.state == connBusy && tc.gotBytes
+	if t == nil && !gone && nowNs-s.waitSinceNs < int64(ticketWaitMax) {
+		return
+	}
+	if t == nil {
+		s.waitOff = true
+	}
+	s.ticketConn = nil
+	waiting := s.waiting
+	s.waiting = nil
+	for i, d := range waiting {
+		waiting[i] = nil
+		c := d.c
+		if c.dial != d || c.state != connHandshaking || !d.waiting {
+			continue // ended meanwhile
+		}
+		d.waiting = false
+		c.state = connBusy
+		if t == nil || !s.sendHello(c, t, now, nowNs, threadCPU()) {
+			s.submitHandshake(c)
+		}
+	}
+}
+
+// ticketWaitUntil is when the wait for the run's first ticket ends at the
+// latest (-1: none waits), for the loop's epoll_wait.
+func (s *Shard) ticketWaitUntil() int64 {
+	if len(s.waiting) == 0 {
+		return -1
+	}
+	return s.waitSinceNs + int64(ticketWaitMax)
+}
+
+// sendHello writes c's ClientHello resuming t. False leaves c to
+// crypto/tls.
+func (s *Shard) sendHello(c *conn, t *tls13.Ticket, now, nowNs int64, cpu0 time.Duration) bool {
 	o := s.takeOwn()
 	hello, err := o.r.Hello(t, &s.hello, now)
 	if err != nil {
@@ -338,10 +424,14 @@ func (s *Shard) redoOwn(c *conn, why error) {
 	s.startTLSWith(nc, req, true)
 }
 
-// endOwn drops c's own handshake in progress: the socket, the loop's
-// alone, closes with c as a connection of the loop's.
+// endOwn drops c's own handshake in progress, or its wait for a ticket:
+// the socket, the loop's alone, closes with c as a connection of the
+// loop's.
 func (s *Shard) endOwn(c *conn) {
-	s.putOwn(c.dial.own)
+	if c.dial.own != nil {
+		s.putOwn(c.dial.own)
+	}
+	c.dial.waiting = false
 	c.dial, c.state = nil, connBusy
 }
 

@@ -151,3 +151,30 @@ func TestTLSOwnServerCloses(t *testing.T) {
 		t.Errorf("why %q", h.TLSOwnWhy)
 	}
 }
+
+// TestTLSOwnRampWaitsForTicket: requests released together, each on a
+// connection of its own: the first connection's handshake is crypto/tls's,
+// the others wait for the ticket its server sends and then resume on the
+// loop's own handshakes. Against a server that sends no ticket they wait
+// for the first answer, then go to crypto/tls.
+func TestTLSOwnRampWaitsForTicket(t *testing.T) {
+	const n = 20
+	for _, noTickets := range []bool{false, true} {
+		srv, client := shardtest.NewTLSWith(t, func(c *tls.Config) { c.SessionTicketsDisabled = noTickets })
+		cfg := withTicketStore(PrepareTLS(client, n))
+		data, health := runPaths(t, srv, strings.Fields(strings.Repeat("/close/2 ", n)), run{slots: n, streaming: true, tls: cfg})
+		for _, r := range data.Results {
+			if !r.Success || r.GeneratedText != "t0t1" {
+				t.Errorf("no tickets %v, request %d: success %v, text %q, error %q", noTickets, r.Index, r.Success, r.GeneratedText, r.Error)
+			}
+		}
+		h := health[0]
+		want := int64(n - 1)
+		if noTickets {
+			want = 0
+		}
+		if h.TLSOwn != want || h.TLSHandshakes != n || h.TLSOwnRedone != 0 {
+			t.Errorf("no tickets %v: %d own of %d handshakes, %d redone (%s); want %d own", noTickets, h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy, want)
+		}
+	}
+}
