@@ -481,7 +481,7 @@ func (s *Shard) loop() {
 		}
 		reaped := s.reap()
 		s.takeHandshakes()
-		s.serveTicketWait()
+		s.serveOwn()
 		s.serveReady()
 		s.expireDeadlines()
 		s.takeWork()

@@ -374,6 +374,9 @@ type tlsDial struct {
 	// waiting: the connection waits for the run's first ticket (see
 	// ownState.ticketConn), connected, no handshake begun.
 	waiting bool
+	// ownQueued: the own handshake's flight waits in the shard's
+	// ownReady.
+	ownQueued bool
 
 	// fallback: the handshake negotiated what the loop cannot carry, and
 	// tc stays to carry the request on serve's goroutine, with cl, until

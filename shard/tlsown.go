@@ -151,7 +151,18 @@ type ownState struct {
 	waiting     []*tlsDial
 	waitSinceNs int64
 	waitOff     bool
+	// ownSteps counts the own handshakes' steps (a hello, a flight) this
+	// turn; past ownTurnSteps the flights wait in ownReady, and the
+	// waiting connections in waiting, for the turns after (serveOwn).
+	ownSteps int
+	ownReady []*tlsDial
 }
+
+// ownTurnSteps bounds the own handshakes' steps a loop turn takes in its
+// events, and again after them: a step is about 25 µs (a hello, P-256)
+// or 100 µs (a flight), so a ramp's handshakes delay the other streams'
+// reads by about a millisecond a turn, not by a whole ramp's.
+const ownTurnSteps = 8
 
 // ticketWaitMax bounds how long connections wait for the run's first
 // ticket.
@@ -222,13 +233,31 @@ func (s *Shard) awaitTicket(c *conn, nowNs int64) bool {
 	return true
 }
 
-// serveTicketWait ends the connections' wait for the run's first ticket
-// when it came (own handshakes) or will not (crypto/tls's). After each
-// turn.
-func (s *Shard) serveTicketWait() {
-	if len(s.waiting) == 0 {
-		return
+// serveOwn runs, after each turn's events, the own handshakes' steps the
+// events left (ownReady's flights), then ends the connections' wait for
+// the run's first ticket when it came (own handshakes, ownTurnSteps a
+// turn) or will not (crypto/tls's, all at once).
+func (s *Shard) serveOwn() {
+	s.ownSteps = 0
+	for len(s.ownReady) > 0 && s.ownSteps < ownTurnSteps {
+		d := s.ownReady[0]
+		s.ownReady[0] = nil
+		s.ownReady = s.ownReady[1:]
+		d.ownQueued = false
+		if c := d.c; c.dial == d && d.own != nil && c.state == connHandshaking {
+			s.ownRead(c)
+		}
 	}
+	if len(s.ownReady) == 0 {
+		s.ownReady = s.ownReady[:0:0]
+	}
+	if len(s.waiting) > 0 {
+		s.serveTicketWait()
+	}
+	s.ownSteps = 0
+}
+
+func (s *Shard) serveTicketWait() {
 	now := time.Now().UnixMilli()
 	t := s.tickets.get(now)
 	tc := s.ticketConn
@@ -241,10 +270,10 @@ func (s *Shard) serveTicketWait() {
 		s.waitOff = true
 	}
 	s.ticketConn = nil
-	waiting := s.waiting
-	s.waiting = nil
-	for i, d := range waiting {
-		waiting[i] = nil
+	i := 0
+	for ; i < len(s.waiting) && (t == nil || s.ownSteps < ownTurnSteps); i++ {
+		d := s.waiting[i]
+		s.waiting[i] = nil
 		c := d.c
 		if c.dial != d || c.state != connHandshaking || !d.waiting {
 			continue // ended meanwhile
@@ -255,12 +284,27 @@ func (s *Shard) serveTicketWait() {
 			s.submitHandshake(c)
 		}
 	}
+	s.waiting = s.waiting[i:]
+	if len(s.waiting) == 0 {
+		s.waiting = nil
+	}
+}
+
+// deferOwn leaves d's flight for serveOwn: the turn's steps are taken.
+func (s *Shard) deferOwn(d *tlsDial) {
+	if !d.ownQueued {
+		d.ownQueued = true
+		s.ownReady = append(s.ownReady, d)
+	}
 }
 
 // ticketWaitUntil is when the wait for the run's first ticket ends at the
 // latest (-1: none waits), for the loop's epoll_wait.
 func (s *Shard) ticketWaitUntil() int64 {
-	if len(s.waiting) == 0 {
+	switch {
+	case len(s.ownReady) > 0 || len(s.waiting) > 0 && s.ticketConn == nil:
+		return 0 // steps left for the next turn
+	case len(s.waiting) == 0:
 		return -1
 	}
 	return s.waitSinceNs + int64(ticketWaitMax)
@@ -269,6 +313,7 @@ func (s *Shard) ticketWaitUntil() int64 {
 // sendHello writes c's ClientHello resuming t. False leaves c to
 // crypto/tls.
 func (s *Shard) sendHello(c *conn, t *tls13.Ticket, now, nowNs int64, cpu0 time.Duration) bool {
+	s.ownSteps++
 	o := s.takeOwn()
 	hello, err := o.r.Hello(t, &s.hello, now)
 	if err != nil {
@@ -302,6 +347,11 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // edge (more only after a read that filled the buffer, or once the peer
 // hung up), and finishes the handshake when the flight is whole.
 func (s *Shard) ownRead(c *conn) {
+	if s.ownSteps >= ownTurnSteps {
+		s.deferOwn(c.dial)
+		return
+	}
+	s.ownSteps++
 	cpu0 := threadCPU()
 	o := c.dial.own
 	for {
