@@ -161,8 +161,8 @@ type ownState struct {
 // ownTurnSteps bounds the own handshakes' steps a loop turn takes in its
 // events, and again after them: a step is about 25 µs (a hello, P-256)
 // or 100 µs (a flight), so a ramp's handshakes delay the other streams'
-// reads by about a millisecond a turn, not by a whole ramp's.
-const ownTurnSteps = 8
+// reads by at most about half a millisecond a turn, not by a whole ramp's.
+const ownTurnSteps = 4
 
 // ticketWaitMax bounds how long connections wait for the run's first
 // ticket.
