@@ -316,7 +316,9 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	run := shard.RunConfig{Base: base, Loops: count, CPUs: cpus, Recording: opts, Conns: slotsTotal, LoopTLS: tlsOnLoops}
 	if cfg.TLS != nil {
-		run.TLS = withServerName(cfg.TLS, cfg.Address)
+		if run.TLS, err = shard.WithCurvesFromEnv(withServerName(cfg.TLS, cfg.Address)); err != nil {
+			return nil, err
+		}
 	}
 	r.transport, err = shard.Start(run)
 	if err != nil {
@@ -329,11 +331,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		holdProcs()
 	}
 	if cfg.Probe != nil {
-		var tlsConfig *tls.Config
-		if cfg.TLS != nil {
-			tlsConfig = withServerName(cfg.TLS, cfg.Address)
-		}
-		r.probes = newProbeLoop(cfg.Probe, base, tlsConfig)
+		r.probes = newProbeLoop(cfg.Probe, base, run.TLS)
 	}
 	go r.run(ctx, offsets, rates)
 	return r, nil

@@ -48,8 +48,19 @@ func TestPrepareTLSCurves(t *testing.T) {
 		t.Errorf("a configuration's own curves became %v", got)
 	}
 	t.Setenv(CurvesEnv, "X25519MLKEM768")
-	if got := PrepareTLS(&tls.Config{}, 1).CurvePreferences; !slices.Equal(got, []tls.CurveID{tls.X25519MLKEM768}) {
-		t.Errorf("%s=X25519MLKEM768 gave %v", CurvesEnv, got)
+	if got := PrepareTLS(&tls.Config{}, 1).CurvePreferences; !slices.Equal(got, defaultCurves) {
+		t.Errorf("PrepareTLS read %s: %v", CurvesEnv, got)
+	}
+	named, err := WithCurvesFromEnv(&tls.Config{})
+	if got := PrepareTLS(named, 1).CurvePreferences; err != nil || !slices.Equal(got, []tls.CurveID{tls.X25519MLKEM768}) {
+		t.Errorf("%s=X25519MLKEM768 gave %v, %v", CurvesEnv, got, err)
+	}
+	if kept, _ := WithCurvesFromEnv(&tls.Config{CurvePreferences: own}); !slices.Equal(kept.CurvePreferences, own) {
+		t.Errorf("the environment replaced a configuration's own curves: %v", kept.CurvePreferences)
+	}
+	t.Setenv(CurvesEnv, "P-999")
+	if _, err := WithCurvesFromEnv(&tls.Config{}); err == nil || !strings.Contains(err.Error(), CurvesEnv) {
+		t.Errorf("an unknown curve: %v", err)
 	}
 }
 

@@ -156,6 +156,13 @@ type Health struct {
 	// the CPU of its connections' handshakes (run on handshaker threads).
 	TLSHandshakes, TLSResumed         int64
 	TLSHandshakeCPU, TLSHandshakeTime time.Duration
+	// TLSOwn counts the resumed handshakes the loop did itself, on its
+	// thread (tlsown.go); the rest of TLSHandshakes were crypto/tls's.
+	// TLSOwnRedone counts the own attempts the server did not take, each
+	// redone through crypto/tls on a fresh connection; TLSOwnWhy is the
+	// latest one's reason, or why the loop did none of its own.
+	TLSOwn, TLSOwnRedone int64
+	TLSOwnWhy            string
 	// TLSFallbacks counts the connections of a shard's TLS run that
 	// negotiated what the loop cannot carry (TLS 1.2) and were read by
 	// crypto/tls on a goroutine instead, one request each.
@@ -439,6 +446,9 @@ func (s *Shard) Run() {
 	s.closeAll()
 	s.health.CPUTime, s.health.Preempted = threadUsage()
 	s.health.CPUTime += s.health.TLSHandshakeCPU
+	if s.cfg.TLS != nil {
+		s.ownHealth()
+	}
 }
 
 func (s *Shard) loop() {
@@ -487,6 +497,7 @@ func (s *Shard) loop() {
 		}
 		reaped := s.reap()
 		s.takeHandshakes()
+		s.serveOwn()
 		s.serveReady()
 		s.expireDeadlines()
 		s.takeWork()
@@ -508,8 +519,8 @@ func (s *Shard) timeoutMs() int {
 		// or connections with bytes left to read.
 		return 0
 	}
-	untilNs := int64(-1)
-	if c := s.timers.next(); c != nil {
+	untilNs := s.ticketWaitUntil()
+	if c := s.timers.next(); c != nil && (untilNs < 0 || c.deadlineNs < untilNs) {
 		untilNs = c.deadlineNs
 	}
 	if untilNs < 0 {
@@ -1176,6 +1187,10 @@ func (s *Shard) closeConn(c *conn) {
 		s.unlinkIdle(c)
 	}
 	s.timers.clear(c)
+	if c.state == connHandshaking && c.dial != nil && (c.dial.own != nil || c.dial.waiting) {
+		// The loop's own handshake: the socket is the loop's alone.
+		s.endOwn(c)
+	}
 	if c.state == connHandshaking && c.dial != nil {
 		// A handshake in progress on c's socket, which its result closes
 		// (see tlsDial.discard), or a request away from the loop.

@@ -51,7 +51,8 @@ type RunConfig struct {
 	// Recording is every recorder's options.
 	Recording metrics.Options
 	// TLS, when set, speaks TLS to the server named by its ServerName
-	// (the caller fills it in) on at most Conns connections at once; nil
+	// (the caller fills it in, and CurvesEnv's key exchanges: see
+	// WithCurvesFromEnv) on at most Conns connections at once; nil
 	// is plain TCP. LoopTLS false keeps TLS off the loops (the fallback
 	// for every connection).
 	TLS     *tls.Config
@@ -71,16 +72,13 @@ func Start(cfg RunConfig) (Transport, error) {
 	if cfg.TLS == nil {
 		return startLoops(cfg)
 	}
-	named, err := CurvesFromEnv()
-	if err != nil {
-		return nil, err
-	}
 	why := "event-loop path switched off"
 	if cfg.LoopTLS {
 		prepared := PrepareTLS(cfg.TLS, cfg.Conns)
 		var ok bool
-		if ok, why = probeRun(cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0 && named == nil, cfg.Base.ConnectTimeout); ok {
-			cfg.Base.TLS = prepared
+		if ok, why = probeRun(cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0, cfg.Base.ConnectTimeout); ok {
+			// One ticket store for the loops, which share the server.
+			cfg.Base.TLS = withTicketStore(prepared)
 			return startLoops(cfg)
 		}
 	}

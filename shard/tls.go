@@ -93,8 +93,9 @@ func startFallback(cfg Config, tlsConfig *tls.Config, workers int, why string) *
 
 // PrepareTLS returns a copy of c with the defaults every TLS path applies:
 // a session cache for at least conns connections, and unless c sets its
-// own key exchanges, those $STAMPEDE_TLS_CURVES names, else X25519 then
-// P-256 (see defaultCurves).
+// own key exchanges, X25519 then P-256 (see defaultCurves). The user's
+// $STAMPEDE_TLS_CURVES is applied before, once, at the run's edge
+// (WithCurvesFromEnv).
 func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	c = c.Clone()
 	if c.ClientSessionCache == nil {
@@ -102,11 +103,22 @@ func PrepareTLS(c *tls.Config, conns int) *tls.Config {
 	}
 	if len(c.CurvePreferences) == 0 {
 		c.CurvePreferences = defaultCurves
-		if named, err := CurvesFromEnv(); err == nil && named != nil {
-			c.CurvePreferences = named
-		}
 	}
 	return c
+}
+
+// WithCurvesFromEnv returns c with the key exchanges CurvesEnv names, when
+// it names any and c chooses none itself, else c; an unknown name is
+// CurvesFromEnv's error. A run reads the variable once, here, for every
+// TLS connection it makes (the shard loops, the fallback, side probes).
+func WithCurvesFromEnv(c *tls.Config) (*tls.Config, error) {
+	named, err := CurvesFromEnv()
+	if err != nil || named == nil || len(c.CurvePreferences) > 0 {
+		return c, err
+	}
+	c = c.Clone()
+	c.CurvePreferences = named
+	return c, nil
 }
 
 // defaultCurves are the key exchanges a TLS connection offers by default:

@@ -47,12 +47,15 @@ type tlsState struct {
 	// those that left an idle connection; warmFailed: one did not.
 	warmTook, warmOpened int
 	warmFailed           bool
+	// The loop's own resumed handshakes (tlsown.go).
+	ownState
 }
 
 // initTLS readies a new shard for TLS connections.
 func (s *Shard) initTLS() {
 	s.health.TLSPath = TLSPathLoop + "; " + ktlsNote()
 	s.remote = net.TCPAddrFromAddrPort(s.cfg.Addr)
+	s.initOwn()
 }
 
 // maxHandshakers bounds the handshaker goroutines: each holds a deep
@@ -112,9 +115,15 @@ func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 // startTLS begins request req on c, a new connection whose connect the
 // loop started (its stream begun): the handshake starts once c is
 // connected. Until then the connect's own deadline stands.
-func (s *Shard) startTLS(c *conn, req *Request) {
+func (s *Shard) startTLS(c *conn, req *Request) { s.startTLSWith(c, req, false) }
+
+// startTLSWith is startTLS; noOwn leaves the handshake to crypto/tls even
+// when the shard has a ticket (a connection that redoes one the server
+// did not take).
+func (s *Shard) startTLSWith(c *conn, req *Request, noOwn bool) {
 	c.beginRequest(req)
 	s.newDial(c)
+	c.dial.noOwn = noOwn
 	if c.state == connBusy {
 		// Connected inside connect(2).
 		s.handshake(c, s.cfg.Clock.Now())
@@ -125,12 +134,16 @@ func (s *Shard) startTLS(c *conn, req *Request) {
 
 // newDial readies the handshake of c, a new connection.
 func (s *Shard) newDial(c *conn) {
-	c.dial = &tlsDial{s: s, c: c, fd: -1, p: newHSPipe(c.fd, s.remote)}
+	c.dial = &tlsDial{s: s, c: c, fd: -1}
 }
 
-// handshake hands connected c to the handshakers.
+// handshake starts connected c's handshake: the loop's own when it can
+// resume (ownHello), else on the handshakers.
 func (s *Shard) handshake(c *conn, nowNs int64) {
 	s.established(c, nowNs)
+	if s.ownHello(c, nowNs) {
+		return
+	}
 	s.submitHandshake(c)
 }
 
@@ -138,6 +151,7 @@ func (s *Shard) submitHandshake(c *conn) {
 	c.state = connHandshaking
 	d := c.dial
 	d.fd = c.fd
+	d.p = newHSPipe(c.fd, s.remote)
 	handshakers.submit(d)
 }
 
@@ -145,6 +159,15 @@ func (s *Shard) submitHandshake(c *conn) {
 // read per edge, and more only after a read that filled the buffer or
 // once the peer hung up (see onReadable).
 func (s *Shard) feedHandshake(c *conn) {
+	if c.dial.own != nil {
+		s.ownRead(c)
+		return
+	}
+	if c.dial.waiting {
+		// Nothing was sent: what the server says (its close) is read
+		// when the handshake begins.
+		return
+	}
 	p := c.dial.p
 	for !p.ended() {
 		data, realtimeNs, err := s.rx.recv(c.fd)
@@ -273,7 +296,7 @@ func (s *Shard) toLoop(c *conn, d *tlsDial) (rest []byte, stampNs int64, end, er
 	if s.cfg.KernelTimestamps {
 		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
 	}
-	lt.finished, d.p.unsent = d.p.unsent, nil
+	lt.out, d.p.unsent = d.p.unsent, nil
 	rest, stampNs, end = d.p.rest()
 	d.tc, d.keys = nil, nil
 	return rest, stampNs, end, nil
@@ -288,14 +311,11 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 	if ok {
 		rest, _, end, err := s.toLoop(c, d)
 		ok = err == nil && end == nil && c.tls.openIdle(rest)
-		if t := c.tls; ok && len(t.finished) > 0 {
+		if t := c.tls; ok && len(t.out) > 0 {
 			// The Finished goes now: an idle connection may wait long.
 			// What the socket does not take goes before the next request.
-			n, err := write(c.fd, t.finished)
+			_, err := s.sendTLS(c, t.out, true)
 			ok = err == nil
-			c.sentBytes += uint32(n)
-			t.out = append(t.out[:0], t.finished[n:]...)
-			t.finished = nil
 		}
 	}
 	if !ok {
@@ -318,6 +338,10 @@ func (s *Shard) tookWarm(c *conn, d *tlsDial) {
 // reads no further) and cancel d, which interrupts serve.
 func (s *Shard) fallBack(c *conn, d *tlsDial) {
 	s.health.TLSFallbacks++
+	if c == s.ticketConn {
+		// Its tickets are TLS 1.2's, none for the loop.
+		s.ticketConn = nil
+	}
 	c.stream.Handshaken(d.hs.EndNs)
 	raw, err := s.handOff(c, &d.reads, &d.stamped)
 	if err != nil {

@@ -367,6 +367,17 @@ type tlsDial struct {
 	handshook      bool   // a handshake was attempted
 	failure        string // why the connection cannot carry the request
 
+	// own: the loop's own handshake in progress (tlsown.go), no
+	// handshaker's; noOwn: this connection's handshake is crypto/tls's.
+	own   *ownHS
+	noOwn bool
+	// waiting: the connection waits for the run's first ticket (see
+	// ownState.ticketConn), connected, no handshake begun.
+	waiting bool
+	// ownQueued: the own handshake's flight waits in the shard's
+	// ownReady.
+	ownQueued bool
+
 	// fallback: the handshake negotiated what the loop cannot carry, and
 	// tc stays to carry the request on serve's goroutine, with cl, until
 	// deadline, over raw (the socket handed to the runtime's poller).
@@ -386,7 +397,9 @@ type tlsDial struct {
 // cancel ends the handshake, or the request of a connection that fell
 // back, in progress. Loop.
 func (d *tlsDial) cancel() {
-	d.p.cancel()
+	if d.p != nil {
+		d.p.cancel()
+	}
 	if d.cl != nil {
 		d.cl.Interrupt(time.Time{})
 	}

@@ -32,11 +32,11 @@ type loopTLS struct {
 	records tls13.Records
 	// partial holds the start of a record a read did not complete.
 	partial []byte
-	// out holds sealed bytes the socket did not take yet.
+	// out holds sealed bytes not written yet: the handshake's last flight
+	// (the client's Finished), which goes in front of the request's first
+	// record (see hsPipe.Write), a KeyUpdate's answer, and what a write
+	// left when the socket's buffer was full.
 	out []byte
-	// finished is the handshake's last flight (the client's Finished),
-	// written in front of the request's first record (see hsPipe.Write).
-	finished []byte
 	// sent: the request's last byte was written.
 	sent bool
 }
@@ -55,54 +55,60 @@ func newLoopTLS(version, suite uint16, keys *keyLog) (*loopTLS, error) {
 	return t, nil
 }
 
-// writeTLS seals what is left of c's request and writes it, after any
-// sealed bytes the socket did not take before; when the send buffer is
-// full, EPOLLOUT brings the loop back.
+// writeTLS writes what t.out holds and seals and writes what is left of
+// c's request (if any) behind it, in one write per batch; when the send
+// buffer is full, EPOLLOUT brings the loop back.
 func (s *Shard) writeTLS(c *conn) {
 	t := c.tls
 	for {
-		var pending []byte
-		fromOut := len(t.out) > 0
-		if fromOut {
-			pending = t.out
-		} else {
-			if c.req == nil || c.written == len(c.req.Wire) {
-				return
-			}
+		pending, fromOut := t.out, true
+		if c.req != nil && c.written < len(c.req.Wire) {
 			n := min(len(c.req.Wire)-c.written, sealBatch)
 			last := c.written+n == len(c.req.Wire)
 			var err error
-			s.seal = append(s.seal[:0], t.finished...)
-			t.finished = nil
+			s.seal = append(s.seal[:0], t.out...)
+			t.out = t.out[:0]
 			if s.seal, err = t.records.Seal(s.seal, c.req.Wire[c.written:c.written+n], last); err != nil {
 				s.fail(c, c.FailureText(err))
 				return
 			}
 			c.written += n
-			pending = s.seal
+			pending, fromOut = s.seal, false
 		}
-		m, err := write(c.fd, pending)
+		if len(pending) == 0 {
+			return
+		}
+		m, err := s.sendTLS(c, pending, fromOut)
 		if err != nil {
 			s.connFailed(c, err)
 			return
-		}
-		c.sentBytes += uint32(m)
-		switch {
-		case m == len(pending) && fromOut:
-			t.out = t.out[:0]
-		case m < len(pending) && fromOut:
-			t.out = t.out[:copy(t.out, t.out[m:])]
-		case m < len(pending):
-			t.out = append(t.out[:0], pending[m:]...)
 		}
 		if c.req != nil && !t.sent && c.written == len(c.req.Wire) && len(t.out) == 0 {
 			t.sent = true
 			s.requestSent(c)
 		}
-		if m < len(pending) && m == 0 {
+		if m < len(pending) {
 			return
 		}
 	}
+}
+
+// sendTLS writes pending, which is t.out itself (fromOut) or bytes
+// sealed behind what t.out held, and keeps in t.out what the socket did
+// not take.
+func (s *Shard) sendTLS(c *conn, pending []byte, fromOut bool) (int, error) {
+	t := c.tls
+	m, err := write(c.fd, pending)
+	if err != nil {
+		return 0, err
+	}
+	c.sentBytes += uint32(m)
+	if fromOut {
+		t.out = t.out[:copy(t.out, t.out[m:])]
+	} else if m < len(pending) {
+		t.out = append(t.out[:0], pending[m:]...)
+	}
+	return m, nil
 }
 
 // readTLS reads c once and opens the whole records the read completes, in

@@ -21,10 +21,13 @@ import (
 func WriteHealth(w io.Writer, res *engine.Result, spans *ServerSpans) {
 	h := res.Health
 	var cpu, hsCPU, hsTime time.Duration
-	var handshakes, resumed, fellBack int64
-	var path string
+	var handshakes, resumed, fellBack, own, redone int64
+	var path, ownWhy string
 	for _, s := range h.Shards {
 		path = cmp.Or(path, s.TLSPath)
+		own += s.TLSOwn
+		redone += s.TLSOwnRedone
+		ownWhy = cmp.Or(ownWhy, s.TLSOwnWhy)
 		cpu += s.CPUTime
 		hsCPU += s.TLSHandshakeCPU
 		hsTime += s.TLSHandshakeTime
@@ -35,8 +38,8 @@ func WriteHealth(w io.Writer, res *engine.Result, spans *ServerSpans) {
 	late := ""
 	if handshakes > 0 {
 		n := time.Duration(handshakes)
-		late = fmt.Sprintf(", TLS handshakes %d (%d resumed) took %.2f s of the CPU, %s CPU and %s each on average, TLS path: %s",
-			handshakes, resumed, hsCPU.Seconds(), durationText(hsCPU/n), durationText(hsTime/n), path)
+		late = fmt.Sprintf(", TLS handshakes %d (%d resumed; %d the loops' own, %d through crypto/tls%s) took %.2f s of the CPU, %s CPU and %s each on average, TLS path: %s",
+			handshakes, resumed, own, handshakes-own, ownClause(redone, ownWhy), hsCPU.Seconds(), durationText(hsCPU/n), durationText(hsTime/n), path)
 		if fellBack > 0 {
 			late += fmt.Sprintf(" (%d connections not on TLS 1.3 fell back to crypto/tls reads on goroutines)", fellBack)
 		}
@@ -63,6 +66,19 @@ func WriteHealth(w io.Writer, res *engine.Result, spans *ServerSpans) {
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2f s, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
 		res.Shards, cpu.Seconds(), durationText(h.LongestTurn), durationText(h.ScheduleLagP50), durationText(h.ScheduleLagP99),
 		durationText(h.ScheduleLagMax), 100*h.KernelStampCoverage, tx, shared, late)
+}
+
+// ownClause says why TLS handshakes went through crypto/tls rather than
+// the loops' own resumption: attempts the server did not take (redone
+// through crypto/tls), or why the loops did none of their own.
+func ownClause(redone int64, why string) string {
+	switch {
+	case redone > 0:
+		return fmt.Sprintf(", %d own attempts redone through crypto/tls: %s", redone, why)
+	case why != "":
+		return ": " + why
+	}
+	return ""
 }
 
 // spanReceiverCost is the health line's clause of the span receiver's

@@ -376,11 +376,19 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clien
 		fmt.Printf("shard on CPU %d: CPU time %v, %d reads, %d connections, preempted %d times, %d waits returned %d events, %d naps, %d reads deferred\n",
 			s.CPU, s.CPUTime.Round(time.Millisecond), s.Reads, s.Connections, s.Preempted, s.Waits, s.Events, s.Naps, s.Deferred)
 		if n := s.TLSHandshakes; n > 0 && events > 0 {
-			fmt.Printf("TLS (%s): %d handshakes, %d resumed, handshake CPU %v = %v per connection, handshake time %v per connection; client CPU excluding handshakes %.2f µs/event\n",
-				s.TLSPath, n, s.TLSResumed, s.TLSHandshakeCPU.Round(time.Millisecond), (s.TLSHandshakeCPU / time.Duration(n)).Round(time.Microsecond),
+			fmt.Printf("TLS (%s): %d handshakes, %d resumed (%d the loop's own, %d own redone%s), handshake CPU %v = %v per connection, handshake time %v per connection; client CPU excluding handshakes %.2f µs/event\n",
+				s.TLSPath, n, s.TLSResumed, s.TLSOwn, s.TLSOwnRedone, whyText(s.TLSOwnWhy), s.TLSHandshakeCPU.Round(time.Millisecond), (s.TLSHandshakeCPU / time.Duration(n)).Round(time.Microsecond),
 				(s.TLSHandshakeTime / time.Duration(n)).Round(time.Microsecond), float64((cpu-s.TLSHandshakeCPU).Microseconds())/float64(events))
 		}
 	}
+}
+
+// whyText is ": why", or "" without one.
+func whyText(why string) string {
+	if why == "" {
+		return ""
+	}
+	return ": " + why
 }
 
 // clientStamps rebuilds a request's token-event times as absolute

@@ -85,7 +85,8 @@ func (k *Key) init(suite uint16, secret []byte) error {
 	if len(secret) != size {
 		return errSecretSize
 	}
-	return k.set(secret)
+	k.set(secret)
+	return nil
 }
 
 type keyError string
@@ -98,12 +99,11 @@ const errSecretSize = keyError("TLS 1.3: traffic secret of the wrong size for it
 func (k *Key) sha384() bool { return k.suite == tls.TLS_AES_256_GCM_SHA384 }
 
 // set derives the key bytes and IV of secret; the AEAD is not touched.
-func (k *Key) set(secret []byte) error {
+func (k *Key) set(secret []byte) {
 	expandLabel(k.key[:k.keyLen], k.sha384(), secret, "key")
 	expandLabel(k.iv[:], k.sha384(), secret, "iv")
 	k.secretLen = uint8(copy(k.secret[:], secret))
 	k.Seq = 0
-	return nil
 }
 
 // Warm builds the AEAD from the key bytes if Cool let it go.
@@ -140,9 +140,7 @@ func (k *Key) Cool() { k.AEAD = nil }
 func (k *Key) Update() error {
 	var next [48]byte
 	expandLabel(next[:k.secretLen], k.sha384(), k.secret[:k.secretLen], "traffic upd")
-	if err := k.set(next[:k.secretLen]); err != nil {
-		return err
-	}
+	k.set(next[:k.secretLen])
 	if k.AEAD == nil {
 		return nil
 	}
@@ -167,38 +165,61 @@ func (k *Key) NextNonce() []byte {
 	return n
 }
 
-// expandLabel fills out with TLS 1.3's HKDF-Expand-Label of secret (a
-// traffic secret: at most the hash's block) with an empty context (RFC
-// 8446 §7.1), SHA-384 or SHA-256. out never passes the hash's size, so
-// HKDF-Expand is a single HMAC (RFC 5869 §2.3: T(1) = HMAC(secret, info ||
-// 0x01)), computed here in two hashes over stack buffers: crypto/hkdf's
-// allocates its HMAC and both hash states on every call, and a connection
-// derives four of these on the loop that takes its handshake.
+// expandLabel fills out with TLS 1.3's HKDF-Expand-Label of secret with
+// an empty context (RFC 8446 §7.1); see expandLabelCtx.
 func expandLabel(out []byte, sha384 bool, secret []byte, label string) {
+	expandLabelCtx(out, sha384, secret, label, nil)
+}
+
+// maxLabelCtx bounds the context an Expand-Label takes: a hash, or a
+// session ticket's nonce (at most 255 bytes).
+const maxLabelCtx = 255
+
+// expandLabelCtx fills out with TLS 1.3's HKDF-Expand-Label of secret (a
+// secret of the suite's hash: at most the hash's block) with context ctx
+// (RFC 8446 §7.1), SHA-384 or SHA-256. out never passes the hash's size,
+// so HKDF-Expand is a single HMAC (RFC 5869 §2.3: T(1) = HMAC(secret,
+// info || 0x01)), computed by hmacSum over stack buffers: crypto/hkdf's
+// allocates its HMAC and both hash states on every call, and the loop
+// that takes a connection's handshake derives a dozen of these.
+func expandLabelCtx(out []byte, sha384 bool, secret []byte, label string, ctx []byte) {
+	// The longest label is "c ap traffic": the info is at most 4 + 6 +
+	// 12 + 255 bytes and HKDF's counter.
+	var info [4 + 6 + 16 + maxLabelCtx + 1]byte
+	m := copy(info[:], []byte{byte(len(out) >> 8), byte(len(out)), byte(len("tls13 ") + len(label))})
+	m += copy(info[m:], "tls13 ")
+	m += copy(info[m:], label)
+	info[m] = byte(len(ctx))
+	m++
+	m += copy(info[m:], ctx[:min(len(ctx), maxLabelCtx)])
+	info[m] = 1 // HKDF's counter
+	m++
+	var sum [48]byte
+	hmacSum(&sum, sha384, secret, info[:m])
+	copy(out, sum[:len(out)])
+}
+
+// hmacSum sets sum to HMAC(key, msg) with SHA-384 or SHA-256 (its first
+// 48 or 32 bytes), on the stack: key is at most the hash's block, msg at
+// most maxHMACMsg bytes (longer ones are cut, which no caller passes).
+func hmacSum(sum *[48]byte, sha384 bool, key, msg []byte) {
 	block, size := sha256.BlockSize, sha256.Size
 	if sha384 {
 		block, size = sha512.BlockSize, sha512.Size384
 	}
-	// The longest label is "traffic upd": its info and the counter are 22
-	// bytes, the inner hash at most 48.
-	var buf [sha512.BlockSize + 48]byte
+	var buf [sha512.BlockSize + maxHMACMsg]byte
 	pad := func(b byte) {
 		for i := range block {
 			buf[i] = b
 		}
-		for i, c := range secret {
+		for i, c := range key[:min(len(key), block)] {
 			buf[i] = c ^ b
 		}
 	}
 	pad(0x36)
-	m := block
-	m += copy(buf[m:], []byte{byte(len(out) >> 8), byte(len(out)), byte(len("tls13 ") + len(label))})
-	m += copy(buf[m:], "tls13 ")
-	m += copy(buf[m:], label)
-	m += copy(buf[m:], []byte{0, 1}) // the empty context; HKDF's counter
-	var sum [48]byte
+	m := block + copy(buf[block:], msg[:min(len(msg), maxHMACMsg)])
 	if sha384 {
-		sum = sha512.Sum384(buf[:m])
+		*sum = sha512.Sum384(buf[:m])
 	} else {
 		s := sha256.Sum256(buf[:m])
 		copy(sum[:], s[:])
@@ -206,10 +227,13 @@ func expandLabel(out []byte, sha384 bool, secret []byte, label string) {
 	pad(0x5c)
 	copy(buf[block:], sum[:size])
 	if sha384 {
-		sum = sha512.Sum384(buf[:block+size])
+		*sum = sha512.Sum384(buf[:block+size])
 	} else {
 		s := sha256.Sum256(buf[:block+size])
 		copy(sum[:], s[:])
 	}
-	copy(out, sum[:len(out)])
 }
+
+// maxHMACMsg bounds what hmacSum authenticates: an Expand-Label's info,
+// an Extract's key material (a shared secret), a transcript hash.
+const maxHMACMsg = 4 + 6 + 16 + maxLabelCtx + 1

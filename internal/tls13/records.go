@@ -57,6 +57,13 @@ type Records struct {
 	// ticketed: tc took a ticket; it goes at the end of the read.
 	ticketed bool
 	reply    []byte
+	// sink takes the server's tickets, on a connection whose handshake
+	// was a Resumer's, with the resumption master secret res (see
+	// TakeOwnTickets); nil from the first application data on.
+	sink         TicketSink
+	res          [48]byte
+	resLen       uint8
+	certNotAfter int64
 }
 
 // Carries says why a connection cannot have its records opened outside
@@ -97,6 +104,17 @@ func (r *Records) TakeTickets(tc *tls.Conn, gate *Gate) {
 	r.tc, r.gate, r.feed = tc, gate, &feed
 }
 
+// TakeOwnTickets makes r turn the server's session tickets into Tickets
+// for sink, with the connection's resumption master secret res: the
+// connection's handshake was a Resumer's, and no tls.Conn is there to
+// take them. Every ticket before the first application data goes to sink,
+// in order, so the last of a burst stays (as in crypto/tls's cache); each
+// keeps the certificate expiry of from, the ticket the handshake resumed.
+func (r *Records) TakeOwnTickets(sink TicketSink, res []byte, from *Ticket) {
+	r.sink, r.certNotAfter = sink, from.CertNotAfter
+	r.resLen = uint8(copy(r.res[:], res))
+}
+
 // Open implements RecordLayer.
 func (r *Records) Open(b []byte) (n int, typ byte, data []byte, err error) {
 	n, err = Split(b)
@@ -117,6 +135,7 @@ func (r *Records) Open(b []byte) (n int, typ byte, data []byte, err error) {
 		if r.tc != nil {
 			r.letGo()
 		}
+		r.sink = nil
 		data = p
 	default:
 		err = errors.New("TLS: unexpected content type " + strconv.Itoa(int(typ)))
@@ -164,6 +183,9 @@ func (r *Records) handshakeMsgs(msg []byte) error {
 	if err != nil {
 		return err
 	}
+	if at > 0 && r.sink != nil {
+		r.ownTicket(msg[:at])
+	}
 	if at > 0 && r.tc != nil {
 		// A failed hand-over costs only resumption: the tls.Conn goes.
 		if r.handOver(msg[:at]) != nil {
@@ -191,6 +213,26 @@ func (r *Records) handshakeMsgs(msg []byte) error {
 	}
 	return r.write.Update()
 }
+
+// ownTicket hands the NewSessionTickets among msgs to r.sink. A ticket
+// that does not parse costs only a later resumption.
+func (r *Records) ownTicket(msgs []byte) {
+	for len(msgs) >= 4 {
+		n := 4 + (int(msgs[1])<<16 | int(msgs[2])<<8 | int(msgs[3]))
+		if n > len(msgs) {
+			return
+		}
+		if msgs[0] == msgNewSessionTicket {
+			if t, err := parseNewSessionTicket(msgs[4:n], r.read.suite, r.res[:r.resLen], nowMs(), r.certNotAfter); err == nil {
+				r.sink.PutTicket(t)
+			}
+		}
+		msgs = msgs[n:]
+	}
+}
+
+// msgNewSessionTicket is the NewSessionTicket handshake message's type.
+const msgNewSessionTicket = 4
 
 // letGo drops the tls.Conn, its buffers and the key that fed it: the
 // server's tickets came, or its first response began (servers send their

@@ -18,7 +18,8 @@ func fuzzKey(tb testing.TB) *Key {
 
 // FuzzLoopRecords feeds a byte stream to a connection's record layer as
 // a shard loop does: split off whole records, open each in place, handle the
-// handshake messages. It must never panic, return more plaintext than the
+// handshake messages (tickets to a sink, as on a connection whose
+// handshake was a Resumer's). It must never panic, return more plaintext than the
 // record held, or accept a record it did not open; a KeyUpdate asking for
 // an answer queues exactly one record to write.
 func FuzzLoopRecords(f *testing.F) {
@@ -27,6 +28,7 @@ func FuzzLoopRecords(f *testing.F) {
 	stream = Seal(stream, seal, TypeApplicationData, []byte("data: {}\n\n"))
 	f.Add(stream)
 	f.Add(Seal(nil, seal, TypeHandshake, []byte{4, 0, 0, 4, 1, 2, 3, 4})) // a ticket, nobody to take it
+	f.Add(Seal(nil, fuzzKey(f), TypeHandshake, []byte{4, 0, 0, 16, 0, 0, 0, 60, 1, 2, 3, 4, 1, 9, 0, 2, 'a', 'b', 0, 0})) // one the sink takes
 	ku := Seal(nil, fuzzKey(f), TypeHandshake, []byte{MsgKeyUpdate, 0, 0, 1, 1})
 	updated := fuzzKey(f)
 	updated.Seq = 1
@@ -41,7 +43,7 @@ func FuzzLoopRecords(f *testing.F) {
 	f.Add([]byte{23, 3, 3, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(stream[:len(stream)-1])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		lt := &Records{read: *fuzzKey(t), write: *fuzzKey(t)}
+		lt := &Records{read: *fuzzKey(t), write: *fuzzKey(t), sink: sinkFunc(func(*Ticket) {}), resLen: 32}
 		for len(b) > 0 {
 			n, err := Split(b)
 			if err != nil || n == 0 {
