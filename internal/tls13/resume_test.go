@@ -325,6 +325,58 @@ func TestResumeAgainstCryptoTLS(t *testing.T) {
 	}
 }
 
+// Resumptions with TLS_AES_256_GCM_SHA384 and
+// TLS_CHACHA20_POLY1305_SHA256 against crypto/tls's server, which picks
+// neither for a full handshake on a host with AES hardware: the server is
+// handed the ticket's session (Config.UnwrapSession, a server-side
+// SessionState of the ticket's suite and PSK), and the Resumer's hello
+// offers only that suite. The server's own ticket after each is read
+// too.
+func TestResumeOtherSuites(t *testing.T) {
+	cert := selfSigned(t)
+	for _, suite := range []uint16{tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256} {
+		t.Run(tls.CipherSuiteName(suite), func(t *testing.T) {
+			tk := testTicket(suite)
+			tk.IssuedMs = time.Now().UnixMilli()
+			s := startServer(t, cert, func(c *tls.Config) {
+				c.UnwrapSession = func(identity []byte, _ tls.ConnectionState) (*tls.SessionState, error) {
+					if !bytes.Equal(identity, tk.Label) {
+						return nil, nil
+					}
+					return serverSession(suite, tk.PSK())
+				}
+			})
+			hc := HelloConfig{Group: tls.X25519}
+			var r Resumer
+			next, err := resume(t, s, &r, tk, &hc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !<-s.resumed {
+				t.Fatal("the server did a full handshake")
+			}
+			<-s.alpn
+			if r.Suite() != suite || next == nil || next.Suite != suite || len(next.PSK()) != len(tk.PSK()) {
+				t.Fatalf("suite %x, ticket from the server %+v", r.Suite(), next)
+			}
+		})
+	}
+}
+
+// serverSession is crypto/tls's server-side session state of a TLS 1.3
+// session of suite with PSK psk and no client certificate, as
+// SessionState.Bytes encodes it (see parseSessionBytes).
+func serverSession(suite uint16, psk []byte) (*tls.SessionState, error) {
+	b := []byte{3, 4, 1, byte(suite >> 8), byte(suite)}
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Unix()))
+	b = append(b, byte(len(psk)))
+	b = append(b, psk...)
+	b = append(b, 0, 0, 0, 0, 0) // extra; EMS, early data
+	b = append(b, 0, 0, 0)       // the client's certificates: none
+	b = append(b, 0, 0, 0)       // verified chains: none
+	return tls.ParseSessionState(b)
+}
+
 // A server that does not take the ticket (its ticket keys changed) does a
 // full handshake: the Resumer stops at its ServerHello with
 // ErrPSKDeclined; one that takes none of the groups offered answers with
