@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/shard/shardtest"
@@ -85,18 +86,51 @@ func TestTLSOwnDeclined(t *testing.T) {
 	}
 }
 
-// A session crypto/tls puts that does not parse leaves the store empty
-// and says why; one that parses fills it.
+// A session crypto/tls puts fills the store, for the server it is for
+// only; one the store does not take leaves it as it is and says why;
+// crypto/tls's deletion of the server's session empties it.
 func TestTicketCacheParses(t *testing.T) {
-	c := withTicketStore(PrepareTLS(&tls.Config{}, 1))
+	srv, client := shardtest.NewTLS(t)
+	c := withTicketStore(PrepareTLS(client, 1))
 	tc := c.ClientSessionCache.(*ticketCache)
 	tc.Put("k", nil)
-	if tc.store.get(0) != nil || tc.store.unreadWhy() != "" {
-		t.Fatal("a nil session stored something")
-	}
 	tc.Put("k", &tls.ClientSessionState{})
-	if tc.store.get(0) != nil {
-		t.Fatal("an empty session gave a ticket")
+	if tc.store.get(0) != nil || tc.store.unreadWhy() != "" {
+		t.Fatalf("a nil or empty session stored something, or was not read (%q)", tc.store.unreadWhy())
+	}
+	// A real session: crypto/tls puts it when the server's ticket comes,
+	// read with the answer.
+	conn, err := tls.Dial("tcp", srv.Addr.String(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /ok/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := io.ReadAtLeast(conn, make([]byte, 64), 1); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	key := tc.store.key
+	tk := tc.store.get(now)
+	cs, _ := tc.next.Get(key)
+	if tk == nil || key != "127.0.0.1" || cs == nil {
+		t.Fatalf("ticket %v for %q, crypto/tls's session %v", tk, key, cs)
+	}
+	tc.Put("other.test", cs)
+	if tc.store.get(now) != tk || !strings.Contains(tc.store.unreadWhy(), "for another server (other.test)") {
+		t.Fatalf("another server's session: %q", tc.store.unreadWhy())
+	}
+	// The same session, read for a configuration that names another
+	// server: its certificate is not valid for it.
+	named := &ticketCache{next: tls.NewLRUClientSessionCache(1), store: &ticketStore{},
+		sessions: tls13.SessionReader{ServerName: "other.test", CheckCert: true}}
+	named.Put("other.test", cs)
+	if named.store.get(now) != nil || named.store.unreadWhy() != "crypto/tls session not read: crypto/tls session is for another server name" {
+		t.Fatalf("a session for another name: %q", named.store.unreadWhy())
+	}
+	tc.Put(key, nil)
+	if tc.store.get(now) != nil {
+		t.Fatal("crypto/tls deleted the session, the store kept its ticket")
 	}
 }
 
@@ -206,5 +240,22 @@ func TestTLSOwnStopsMidRamp(t *testing.T) {
 	h := health[0]
 	if h.TLSOwn != 0 || h.TLSHandshakes != n || !strings.HasPrefix(h.TLSOwnWhy, "stopped after ") {
 		t.Errorf("%d own of %d handshakes, %d redone, why %q", h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy)
+	}
+}
+
+// Only the run's ramp waits for a ticket: once the run has had one, a
+// connection with none to offer (a decline emptied the store) is left to
+// crypto/tls at once, not made to wait for another connection's ticket.
+func TestTicketWaitOnlyBeforeFirst(t *testing.T) {
+	for _, had := range []bool{false, true} {
+		s := &Shard{}
+		s.tickets = &ticketStore{had: had}
+		first, second := &conn{dial: &tlsDial{}}, &conn{dial: &tlsDial{}}
+		if s.awaitTicket(first, 0) {
+			t.Fatalf("had a ticket %v: the first connection waits", had)
+		}
+		if waits := s.awaitTicket(second, 0); waits == had || (len(s.waiting) == 1) != waits {
+			t.Errorf("had a ticket %v: the second connection waits %v", had, waits)
+		}
 	}
 }
