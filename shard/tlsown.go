@@ -23,7 +23,8 @@ import (
 // HelloRetryRequest, an alert, a close) go through crypto/tls: an
 // abandoned attempt closes its socket and the request starts again on a
 // fresh connection with crypto/tls's handshake (Health.TLSOwnRedone, with
-// the reason), never a failed request.
+// the reason); the request fails only if that connection cannot be opened
+// (a connect failure, as any request's).
 //
 // Tickets: one store per run (ticketStore), shared by its loops, which
 // all talk to the one server. crypto/tls's handshakes fill it through the
