@@ -353,6 +353,14 @@ func fuzzKey(tb testing.TB) *tls13.Key {
 // same fixed key, the response head already parsed.
 func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 	tb.Helper()
+	return loopTLSConnWith(tb, nil)
+}
+
+// loopTLSConnWith is loopTLSConn; with a store, the connection's handshake
+// was the loop's own (its records take the server's tickets for the
+// store), and a NewSessionTicket comes before the response head.
+func loopTLSConnWith(tb testing.TB, store *ticketStore) (s *Shard, c *conn, peer int, seal *tls13.Key) {
+	tb.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		tb.Fatal(err)
@@ -376,7 +384,12 @@ func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 	c.beginRequest(&Request{Wire: []byte("x")})
 	c.written = 1
 	seal = fuzzKey(tb)
-	head := tls13.Seal(nil, seal, tls13.TypeApplicationData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	var head []byte
+	if store != nil {
+		c.tls.records.TakeOwnTickets(store, bytes.Repeat([]byte{5}, 32), &tls13.Ticket{})
+		head = tls13.Seal(head, seal, tls13.TypeHandshake, []byte{4, 0, 0, 16, 0, 0, 0, 60, 1, 2, 3, 4, 1, 9, 0, 2, 'a', 'b', 0, 0})
+	}
+	head = tls13.Seal(head, seal, tls13.TypeApplicationData, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
 	unix.Write(fds[1], head)
 	s.readTLS(c)
 	if c.state != connBusy || !c.gotBytes {
@@ -387,9 +400,21 @@ func loopTLSConn(tb testing.TB) (s *Shard, c *conn, peer int, seal *tls13.Key) {
 
 // TestTLSLoopEventAllocatesNothing: on the loop, a token event's record
 // (read, opened in place, parsed, recorded) allocates nothing, also when
-// a record arrives in two reads.
+// a record arrives in two reads, and on a connection whose handshake was
+// the loop's own (whose records took the server's ticket).
 func TestTLSLoopEventAllocatesNothing(t *testing.T) {
-	s, c, peer, seal := loopTLSConn(t)
+	t.Run("crypto/tls's handshake", func(t *testing.T) { checkLoopEventAllocs(t, nil) })
+	t.Run("own handshake", func(t *testing.T) {
+		store := &ticketStore{}
+		checkLoopEventAllocs(t, store)
+		if store.get(time.Now().UnixMilli()) == nil {
+			t.Error("the server's ticket did not reach the store")
+		}
+	})
+}
+
+func checkLoopEventAllocs(t *testing.T, store *ticketStore) {
+	s, c, peer, seal := loopTLSConnWith(t, store)
 	const runs = 300
 	event := chunkedEvent(`{"choices":[{"index":0,"text":"x"}]}`)
 	var records [][]byte

@@ -23,7 +23,8 @@ import (
 // HelloRetryRequest, an alert, a close) go through crypto/tls: an
 // abandoned attempt closes its socket and the request starts again on a
 // fresh connection with crypto/tls's handshake (Health.TLSOwnRedone, with
-// the reason), never a failed request.
+// the reason); the request fails only if that connection cannot be opened
+// (a connect failure, as any request's).
 //
 // Tickets: one store per run (ticketStore), shared by its loops, which
 // all talk to the one server. crypto/tls's handshakes fill it through the
@@ -43,6 +44,12 @@ const OwnResumeEnv = "STAMPEDE_TLS_OWN_RESUME"
 type ticketStore struct {
 	mu sync.Mutex
 	t  *tls13.Ticket
+	// key is crypto/tls's session cache key of the server the tickets are
+	// for (its name, or its address), set by the first session put: a
+	// session for another key is not stored.
+	key string
+	// had: the run has had a ticket (its ramp is over, see awaitTicket).
+	had bool
 	// unread: why crypto/tls's latest session could not be read (its
 	// resumption stays crypto/tls's).
 	unread string
@@ -51,8 +58,36 @@ type ticketStore struct {
 // PutTicket implements tls13.TicketSink. Any goroutine.
 func (st *ticketStore) PutTicket(t *tls13.Ticket) {
 	st.mu.Lock()
-	st.t = t
+	st.t, st.had = t, true
 	st.mu.Unlock()
+}
+
+// putSession stores t, a ticket of crypto/tls's session for key, unless
+// the store is another server's; a nil t forgets the ticket (crypto/tls
+// deletes key's session).
+func (st *ticketStore) putSession(key string, t *tls13.Ticket) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.key == "" && t != nil {
+		st.key = key
+	}
+	switch {
+	case st.key == "":
+		// A deletion before any session: nothing to forget.
+	case key != st.key:
+		st.unread = "crypto/tls session not read: for another server (" + key + ")"
+	case t == nil:
+		st.t = nil
+	default:
+		st.t, st.had = t, true
+	}
+}
+
+// hadTicket reports whether the run has had a ticket.
+func (st *ticketStore) hadTicket() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.had
 }
 
 // get returns the ticket to offer at nowMs (Unix milliseconds), or nil.
@@ -66,7 +101,7 @@ func (st *ticketStore) get(nowMs int64) *tls13.Ticket {
 	return t
 }
 
-// drop forgets t if it is still the newest: the server declined it.
+// drop forgets t if it is still the newest: a resumption with it failed.
 func (st *ticketStore) drop(t *tls13.Ticket) {
 	st.mu.Lock()
 	if st.t == t {
@@ -83,14 +118,16 @@ func (st *ticketStore) unreadWhy() string {
 
 // ticketCache is the session cache of a run whose loops resume on their
 // own: crypto/tls's cache (next) as it was, and each session crypto/tls
-// puts parsed into the store. A session whose encoding does not parse (a
-// Go release that changed it) leaves the store as it is, with the reason.
+// puts parsed into the store (sessions: the configuration's server name
+// and verification, see tls13.SessionReader), each deletion (a nil put:
+// a failed resumption, an expired certificate) forgetting the store's
+// ticket. A session whose encoding does not parse (a Go release that
+// changed it) or that crypto/tls would not resume leaves the store as it
+// is, with the reason.
 type ticketCache struct {
-	next  tls.ClientSessionCache
-	store *ticketStore
-	// checkCert: tickets last only while the server's certificate is
-	// valid (the configuration verifies it).
-	checkCert bool
+	next     tls.ClientSessionCache
+	store    *ticketStore
+	sessions tls13.SessionReader
 }
 
 func (c *ticketCache) Get(key string) (*tls.ClientSessionState, bool) { return c.next.Get(key) }
@@ -98,13 +135,14 @@ func (c *ticketCache) Get(key string) (*tls.ClientSessionState, bool) { return c
 func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
 	c.next.Put(key, cs)
 	if cs == nil {
+		c.store.putSession(key, nil)
 		return
 	}
 	ticket, state, err := cs.ResumptionState()
 	if err == nil && state != nil {
 		var t *tls13.Ticket
-		if t, err = tls13.ParseClientSession(ticket, state, c.checkCert); err == nil {
-			c.store.PutTicket(t)
+		if t, err = c.sessions.Read(ticket, state); err == nil {
+			c.store.putSession(key, t)
 			return
 		}
 	}
@@ -125,7 +163,8 @@ func withTicketStore(c *tls.Config) *tls.Config {
 		return c
 	}
 	c = c.Clone()
-	c.ClientSessionCache = &ticketCache{next: c.ClientSessionCache, store: &ticketStore{}, checkCert: !c.InsecureSkipVerify}
+	c.ClientSessionCache = &ticketCache{next: c.ClientSessionCache, store: &ticketStore{},
+		sessions: tls13.SessionReader{ServerName: c.ServerName, CheckCert: !c.InsecureSkipVerify}}
 	return c
 }
 
@@ -136,17 +175,24 @@ type ownState struct {
 	// ownOff is why the shard does no handshake of its own ("" if it
 	// does).
 	ownOff string
-	free   []*ownHS
-	ownCPU time.Duration
+	// ownStopped: the shard has stopped starting own handshakes (too many
+	// redone); those in flight end as they would, and connections waiting
+	// for a ticket go to crypto/tls (serveTicketWait). tickets stays, for
+	// them.
+	ownStopped bool
+	free       []*ownHS
+	ownCPU     time.Duration
 	// ownSeen counts the own handshakes, for ticketEvery.
 	ownSeen uint64
-	// While the run has no ticket yet, the first connection's handshake
+	// While the run has had no ticket yet, the first connection's handshake
 	// goes to crypto/tls (ticketConn, whose server is to send the
 	// tickets) and the connections after it wait, connected (waiting),
 	// until a ticket comes, or until ticketConn's first answer or end
 	// brought none, or ticketWaitMax passed since waitSinceNs: then they
 	// go to crypto/tls, and so does every connection after them until a
-	// ticket comes (waitOff).
+	// ticket comes (waitOff). Once the run has had one, a connection with
+	// no ticket to offer goes to crypto/tls at once: a wait there would
+	// count in its request's latency.
 	ticketConn  *conn
 	waiting     []*tlsDial
 	waitSinceNs int64
@@ -215,9 +261,9 @@ func (s *Shard) ownHello(c *conn, nowNs int64) bool {
 
 // awaitTicket makes c wait for the run's first ticket while a
 // connection's handshake that is to bring one runs; false when none does
-// (c is then that one, or waiting is off).
+// (c is then that one, or waiting is off, or the run's ramp is over).
 func (s *Shard) awaitTicket(c *conn, nowNs int64) bool {
-	if s.waitOff {
+	if s.waitOff || s.ownStopped || s.tickets.hadTicket() {
 		return false
 	}
 	if s.ticketConn == nil {
@@ -259,11 +305,14 @@ func (s *Shard) serveOwn() {
 
 func (s *Shard) serveTicketWait() {
 	now := time.Now().UnixMilli()
-	t := s.tickets.get(now)
+	var t *tls13.Ticket
+	if !s.ownStopped {
+		t = s.tickets.get(now)
+	}
 	tc := s.ticketConn
 	nowNs := s.cfg.Clock.Now()
 	gone := tc == nil || tc.state == connClosed || tc.state == connIdle || tc.state == connBusy && tc.gotBytes
-	if t == nil && !gone && nowNs-s.waitSinceNs < int64(ticketWaitMax) {
+	if t == nil && !gone && !s.ownStopped && nowNs-s.waitSinceNs < int64(ticketWaitMax) {
 		return
 	}
 	if t == nil {
@@ -313,6 +362,9 @@ func (s *Shard) ticketWaitUntil() int64 {
 // sendHello writes c's ClientHello resuming t. False leaves c to
 // crypto/tls.
 func (s *Shard) sendHello(c *conn, t *tls13.Ticket, now, nowNs int64, cpu0 time.Duration) bool {
+	if s.ownStopped {
+		return false
+	}
 	s.ownSteps++
 	o := s.takeOwn()
 	hello, err := o.r.Hello(t, &s.hello, now)
@@ -449,13 +501,17 @@ func (s *Shard) redoOwn(c *conn, why error) {
 	o := c.dial.own
 	s.health.TLSOwnRedone++
 	s.health.TLSOwnWhy = why.Error()
-	if errors.Is(why, tls13.ErrPSKDeclined) {
+	if why != errHelloUnsent {
+		// As crypto/tls forgets a session whose resumption failed, however
+		// it failed: the server may have declined, forgotten or garbled it.
 		s.tickets.drop(o.ticket)
 	}
 	s.ownCPU += o.cpu
-	if h := &s.health; h.TLSOwnRedone > h.TLSOwn+maxOwnRedone {
-		// A server that takes none of them: each costs a connection.
-		s.tickets = nil
+	if h := &s.health; h.TLSOwnRedone > h.TLSOwn+maxOwnRedone && !s.ownStopped {
+		// A server that takes none of them: each costs a connection. The
+		// ones in flight end as they would; the waiting ones go to
+		// crypto/tls in serveTicketWait, not here, which may be in it.
+		s.ownStopped, s.ticketConn = true, nil
 		s.ownOff = "stopped after " + itoa(h.TLSOwnRedone) + " attempts redone (the latest: " + h.TLSOwnWhy + ")"
 	}
 	req := c.req

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/shard/shardtest"
@@ -85,25 +86,60 @@ func TestTLSOwnDeclined(t *testing.T) {
 	}
 }
 
-// A session crypto/tls puts that does not parse leaves the store empty
-// and says why; one that parses fills it.
+// A session crypto/tls puts fills the store, for the server it is for
+// only; one the store does not take leaves it as it is and says why;
+// crypto/tls's deletion of the server's session empties it.
 func TestTicketCacheParses(t *testing.T) {
-	c := withTicketStore(PrepareTLS(&tls.Config{}, 1))
+	srv, client := shardtest.NewTLS(t)
+	c := withTicketStore(PrepareTLS(client, 1))
 	tc := c.ClientSessionCache.(*ticketCache)
 	tc.Put("k", nil)
-	if tc.store.get(0) != nil || tc.store.unreadWhy() != "" {
-		t.Fatal("a nil session stored something")
-	}
 	tc.Put("k", &tls.ClientSessionState{})
-	if tc.store.get(0) != nil {
-		t.Fatal("an empty session gave a ticket")
+	if tc.store.get(0) != nil || tc.store.unreadWhy() != "" {
+		t.Fatalf("a nil or empty session stored something, or was not read (%q)", tc.store.unreadWhy())
+	}
+	// A real session: crypto/tls puts it when the server's ticket comes,
+	// read with the answer.
+	conn, err := tls.Dial("tcp", srv.Addr.String(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /ok/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := io.ReadAtLeast(conn, make([]byte, 64), 1); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	key := tc.store.key
+	tk := tc.store.get(now)
+	cs, _ := tc.next.Get(key)
+	if tk == nil || key != "127.0.0.1" || cs == nil {
+		t.Fatalf("ticket %v for %q, crypto/tls's session %v", tk, key, cs)
+	}
+	tc.Put("other.test", cs)
+	if tc.store.get(now) != tk || !strings.Contains(tc.store.unreadWhy(), "for another server (other.test)") {
+		t.Fatalf("another server's session: %q", tc.store.unreadWhy())
+	}
+	// The same session, read for a configuration that names another
+	// server: its certificate is not valid for it.
+	named := &ticketCache{next: tls.NewLRUClientSessionCache(1), store: &ticketStore{},
+		sessions: tls13.SessionReader{ServerName: "other.test", CheckCert: true}}
+	named.Put("other.test", cs)
+	if named.store.get(now) != nil || named.store.unreadWhy() != "crypto/tls session not read: crypto/tls session is for another server name" {
+		t.Fatalf("a session for another name: %q", named.store.unreadWhy())
+	}
+	tc.Put(key, nil)
+	if tc.store.get(now) != nil {
+		t.Fatal("crypto/tls deleted the session, the store kept its ticket")
 	}
 }
 
 // TestTLSOwnServerCloses: a server that closes the connection on the
 // loop's own ClientHello (a proxy in front of crypto/tls's server that
 // drops hellos without a legacy session ID, which crypto/tls always
-// sends): each attempt is redone through crypto/tls, which resumes, and
+// sends): the attempt is redone through crypto/tls, which resumes, and its
+// ticket forgotten (as crypto/tls forgets a session whose resumption
+// failed), so the later connections resume through crypto/tls at once;
 // every request succeeds.
 func TestTLSOwnServerCloses(t *testing.T) {
 	back, client := shardtest.NewTLS(t)
@@ -143,7 +179,7 @@ func TestTLSOwnServerCloses(t *testing.T) {
 	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
 	const n = 5
 	h := ownRun(t, srv, client, nil, n)
-	if h.TLSOwn != 0 || h.TLSOwnRedone != n-1 || dropped.Load() != n-1 || h.TLSResumed != n-1 {
+	if h.TLSOwn != 0 || h.TLSOwnRedone != 1 || dropped.Load() != 1 || h.TLSResumed != n-1 {
 		t.Errorf("%d own, %d redone (%q), %d dropped, %d resumed", h.TLSOwn, h.TLSOwnRedone, h.TLSOwnWhy, dropped.Load(), h.TLSResumed)
 	}
 	// A close with the hello unread resets the connection.
@@ -175,6 +211,51 @@ func TestTLSOwnRampWaitsForTicket(t *testing.T) {
 		}
 		if h.TLSOwn != want || h.TLSHandshakes != n || h.TLSOwnRedone != 0 {
 			t.Errorf("no tickets %v: %d own of %d handshakes, %d redone (%s); want %d own", noTickets, h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy, want)
+		}
+	}
+}
+
+// TestTLSOwnStopsMidRamp: against a server that declines every ticket,
+// many connections at once: the shard stops its own handshakes while
+// others are in flight or waiting for a ticket; those finish through
+// crypto/tls, and every request succeeds.
+func TestTLSOwnStopsMidRamp(t *testing.T) {
+	var conns atomic.Int64
+	srv, client := shardtest.NewTLSWith(t, func(c *tls.Config) {
+		base := c.Clone()
+		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cc := base.Clone()
+			cc.SetSessionTicketKeys([][32]byte{{byte(conns.Add(1))}})
+			return cc, nil
+		}
+	})
+	const n, slots = 300, 40
+	cfg := withTicketStore(PrepareTLS(client, slots))
+	data, health := runPaths(t, srv, strings.Fields(strings.Repeat("/close/2 ", n)), run{slots: slots, streaming: true, tls: cfg})
+	for _, r := range data.Results {
+		if !r.Success || r.GeneratedText != "t0t1" {
+			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
+		}
+	}
+	h := health[0]
+	if h.TLSOwn != 0 || h.TLSHandshakes != n || !strings.HasPrefix(h.TLSOwnWhy, "stopped after ") {
+		t.Errorf("%d own of %d handshakes, %d redone, why %q", h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy)
+	}
+}
+
+// Only the run's ramp waits for a ticket: once the run has had one, a
+// connection with none to offer (a decline emptied the store) is left to
+// crypto/tls at once, not made to wait for another connection's ticket.
+func TestTicketWaitOnlyBeforeFirst(t *testing.T) {
+	for _, had := range []bool{false, true} {
+		s := &Shard{}
+		s.tickets = &ticketStore{had: had}
+		first, second := &conn{dial: &tlsDial{}}, &conn{dial: &tlsDial{}}
+		if s.awaitTicket(first, 0) {
+			t.Fatalf("had a ticket %v: the first connection waits", had)
+		}
+		if waits := s.awaitTicket(second, 0); waits == had || (len(s.waiting) == 1) != waits {
+			t.Errorf("had a ticket %v: the second connection waits %v", had, waits)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func FuzzLoopRecords(f *testing.F) {
 	var stream []byte
 	stream = Seal(stream, seal, TypeApplicationData, []byte("data: {}\n\n"))
 	f.Add(stream)
-	f.Add(Seal(nil, seal, TypeHandshake, []byte{4, 0, 0, 4, 1, 2, 3, 4})) // a ticket, nobody to take it
+	f.Add(Seal(nil, seal, TypeHandshake, []byte{4, 0, 0, 4, 1, 2, 3, 4}))                                                 // a ticket, nobody to take it
 	f.Add(Seal(nil, fuzzKey(f), TypeHandshake, []byte{4, 0, 0, 16, 0, 0, 0, 60, 1, 2, 3, 4, 1, 9, 0, 2, 'a', 'b', 0, 0})) // one the sink takes
 	ku := Seal(nil, fuzzKey(f), TypeHandshake, []byte{MsgKeyUpdate, 0, 0, 1, 1})
 	updated := fuzzKey(f)

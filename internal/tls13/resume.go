@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"hash"
+	"math"
 	"net/netip"
 )
 
@@ -253,7 +254,10 @@ func (r *Resumer) Hello(t *Ticket, cfg *HelloConfig, nowMs int64) ([]byte, error
 	b = appendU16(b, 2+len(label)+4)
 	b = appendU16(b, len(label))
 	b = append(b, label...)
-	b = binary.BigEndian.AppendUint32(b, uint32(nowMs-t.IssuedMs)+t.AgeAdd)
+	// The age in milliseconds, 0 for a ticket from a clock ahead of ours
+	// (Usable allows a second of that), so it cannot wrap.
+	age := min(max(nowMs-t.IssuedMs, 0), math.MaxUint32)
+	b = binary.BigEndian.AppendUint32(b, uint32(age)+t.AgeAdd)
 	binders := len(b)
 	b = appendU16(b, 1+r.hsize)
 	b = append(b, byte(r.hsize))
@@ -393,23 +397,28 @@ func (r *Resumer) serverHello(msg []byte) error {
 	}
 	version, group, pskSeen, pskIdentity := 0, 0, false, 0
 	var share []byte
+	// Each extension at most once, and only those a ServerHello answers
+	// the hello with (RFC 8446 §4.2).
+	var seen uint8
 	for len(exts.b) > 0 && exts.ok {
 		typ := exts.u16()
 		body := reader{b: exts.take(exts.u16()), ok: true}
+		var bit uint8
 		switch typ {
 		case 43:
-			version = body.u16()
+			bit, version = 1, body.u16()
 		case 51:
-			group = body.u16()
+			bit, group = 2, body.u16()
 			share = body.take(body.u16())
 		case 41:
-			pskSeen, pskIdentity = true, body.u16()
+			bit, pskSeen, pskIdentity = 4, true, body.u16()
 		default:
-			continue
-		}
-		if !body.ok || len(body.b) != 0 {
 			return ErrBadServerHello
 		}
+		if !body.ok || len(body.b) != 0 || seen&bit != 0 {
+			return ErrBadServerHello
+		}
+		seen |= bit
 	}
 	switch {
 	case !exts.ok:
@@ -447,8 +456,10 @@ func (r *Resumer) serverHello(msg []byte) error {
 	return nil
 }
 
-// encryptedExtensions checks the server's extensions: an ALPN protocol
-// must be one offered, and nothing may answer what was not asked.
+// encryptedExtensions checks the server's extensions: each at most once,
+// each one the hello asked for (server_name's empty acknowledgement, the
+// server's supported_groups, ALPN), and an ALPN protocol must be one
+// offered (RFC 8446 §4.2).
 func (r *Resumer) encryptedExtensions(msg []byte) error {
 	if msg[0] != 8 {
 		return ErrBadFlight
@@ -458,19 +469,33 @@ func (r *Resumer) encryptedExtensions(msg []byte) error {
 	if !p.ok || len(p.b) != 0 {
 		return ErrBadFlight
 	}
+	var seen uint8
 	for len(exts.b) > 0 && exts.ok {
 		typ := exts.u16()
 		body := reader{b: exts.take(exts.u16()), ok: true}
+		var bit uint8
 		switch typ {
+		case 0: // server_name: empty, and only if one was sent
+			bit = 1
+			if r.cfg.ServerName == "" || len(body.b) != 0 {
+				return ErrBadFlight
+			}
+		case 10: // supported_groups: the server's, for later
+			bit = 2
 		case 16: // ALPN: one protocol, one of ours
+			bit = 4
 			list := reader{b: body.take(body.u16()), ok: true}
 			proto := list.take(list.u8())
 			if !body.ok || !list.ok || len(body.b) != 0 || len(list.b) != 0 || !r.offered(proto) {
 				return ErrBadFlight
 			}
-		case 42: // early_data: none was offered
+		default: // early_data and the rest: not asked for
 			return ErrBadFlight
 		}
+		if seen&bit != 0 {
+			return ErrBadFlight
+		}
+		seen |= bit
 	}
 	if !exts.ok {
 		return ErrBadFlight

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"errors"
 	"hash"
 	"math/big"
@@ -104,6 +105,19 @@ func (c *captureCache) Put(_ string, cs *tls.ClientSessionState) {
 // ticket it got, parsed.
 func fullHandshake(t *testing.T, s *testServer, cfg *tls.Config) *Ticket {
 	t.Helper()
+	ticket, state := fullSession(t, s, cfg)
+	sr := SessionReader{ServerName: cfg.ServerName, CheckCert: !cfg.InsecureSkipVerify}
+	tk, err := sr.Read(ticket, state)
+	if err != nil {
+		t.Fatalf("parsing crypto/tls's session state (has its format changed?): %v", err)
+	}
+	return tk
+}
+
+// fullSession makes one crypto/tls connection to s and returns the
+// session crypto/tls put in its cache.
+func fullSession(t *testing.T, s *testServer, cfg *tls.Config) ([]byte, *tls.SessionState) {
+	t.Helper()
 	cache := &captureCache{}
 	cfg = cfg.Clone()
 	cfg.ClientSessionCache = cache
@@ -132,11 +146,44 @@ func fullHandshake(t *testing.T, s *testServer, cfg *tls.Config) *Ticket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := ParseClientSession(ticket, state, !cfg.InsecureSkipVerify)
-	if err != nil {
-		t.Fatalf("parsing crypto/tls's session state (has its format changed?): %v", err)
+	return ticket, state
+}
+
+// A session is read as crypto/tls resumes one: with verification, only
+// for the server name its certificate is for, and only with a verified
+// chain, usable until the certificate expires; without, any. The
+// certificates are parsed once for sessions that share them.
+func TestSessionReaderChecks(t *testing.T) {
+	cert := selfSigned(t)
+	s := startServer(t, cert, nil)
+	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	verified := &tls.Config{ServerName: "tls13.test", RootCAs: pool}
+	ticket, state := fullSession(t, s, verified)
+	sr := SessionReader{ServerName: "tls13.test", CheckCert: true}
+	tk, err := sr.Read(ticket, state)
+	if err != nil || tk.CertNotAfter != leaf.NotAfter.Unix() {
+		t.Fatalf("verified session: %v, certificate expiry %d, want %d", err, tk.CertNotAfter, leaf.NotAfter.Unix())
 	}
-	return tk
+	sr.notAfter = 42 // what the reader found for these certificates
+	if tk, err = sr.Read(ticket, state); err != nil || tk.CertNotAfter != 42 {
+		t.Fatalf("the same session again: %v, or its certificates parsed again", err)
+	}
+	other := SessionReader{ServerName: "other.test", CheckCert: true}
+	if _, err := other.Read(ticket, state); err != errSessionName {
+		t.Fatalf("another server's name: %v, want %v", err, errSessionName)
+	}
+	skip := SessionReader{CheckCert: false}
+	if tk, err := skip.Read(ticket, state); err != nil || tk.CertNotAfter != 0 {
+		t.Fatalf("without verification: %v, expiry %d", err, tk.CertNotAfter)
+	}
+	// A session made without verification has no verified chain: a
+	// configuration that verifies does not resume it.
+	ticket, state = fullSession(t, s, &tls.Config{ServerName: "tls13.test", InsecureSkipVerify: true})
+	if _, err := sr.Read(ticket, state); err != errSessionUnverified {
+		t.Fatalf("unverified session: %v, want %v", err, errSessionUnverified)
+	}
 }
 
 type sinkFunc func(*Ticket)
@@ -278,6 +325,58 @@ func TestResumeAgainstCryptoTLS(t *testing.T) {
 	}
 }
 
+// Resumptions with TLS_AES_256_GCM_SHA384 and
+// TLS_CHACHA20_POLY1305_SHA256 against crypto/tls's server, which picks
+// neither for a full handshake on a host with AES hardware: the server is
+// handed the ticket's session (Config.UnwrapSession, a server-side
+// SessionState of the ticket's suite and PSK), and the Resumer's hello
+// offers only that suite. The server's own ticket after each is read
+// too.
+func TestResumeOtherSuites(t *testing.T) {
+	cert := selfSigned(t)
+	for _, suite := range []uint16{tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256} {
+		t.Run(tls.CipherSuiteName(suite), func(t *testing.T) {
+			tk := testTicket(suite)
+			tk.IssuedMs = time.Now().UnixMilli()
+			s := startServer(t, cert, func(c *tls.Config) {
+				c.UnwrapSession = func(identity []byte, _ tls.ConnectionState) (*tls.SessionState, error) {
+					if !bytes.Equal(identity, tk.Label) {
+						return nil, nil
+					}
+					return serverSession(suite, tk.PSK())
+				}
+			})
+			hc := HelloConfig{Group: tls.X25519}
+			var r Resumer
+			next, err := resume(t, s, &r, tk, &hc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !<-s.resumed {
+				t.Fatal("the server did a full handshake")
+			}
+			<-s.alpn
+			if r.Suite() != suite || next == nil || next.Suite != suite || len(next.PSK()) != len(tk.PSK()) {
+				t.Fatalf("suite %x, ticket from the server %+v", r.Suite(), next)
+			}
+		})
+	}
+}
+
+// serverSession is crypto/tls's server-side session state of a TLS 1.3
+// session of suite with PSK psk and no client certificate, as
+// SessionState.Bytes encodes it (see parseSessionBytes).
+func serverSession(suite uint16, psk []byte) (*tls.SessionState, error) {
+	b := []byte{3, 4, 1, byte(suite >> 8), byte(suite)}
+	b = binary.BigEndian.AppendUint64(b, uint64(time.Now().Unix()))
+	b = append(b, byte(len(psk)))
+	b = append(b, psk...)
+	b = append(b, 0, 0, 0, 0, 0) // extra; EMS, early data
+	b = append(b, 0, 0, 0)       // the client's certificates: none
+	b = append(b, 0, 0, 0)       // verified chains: none
+	return tls.ParseSessionState(b)
+}
+
 // A server that does not take the ticket (its ticket keys changed) does a
 // full handshake: the Resumer stops at its ServerHello with
 // ErrPSKDeclined; one that takes none of the groups offered answers with
@@ -400,6 +499,15 @@ func testTicket(suite uint16) *Ticket {
 // side, for the benchmark and the fuzz seeds; TestResumeAgainstCryptoTLS
 // is the check against another implementation.
 func fakeServer(tb testing.TB, tk *Ticket, hello []byte) []byte {
+	sh, k, enc := fakeServerParts(tb, tk, hello, nil, nil)
+	return Seal(sh, k, TypeHandshake, enc)
+}
+
+// fakeServerParts is fakeServer's flight in parts: the ServerHello record
+// (with shExt's extensions after its own) and the change_cipher_spec, the
+// server's handshake key, and the EncryptedExtensions (eeExt its
+// extensions) and Finished the key is to seal.
+func fakeServerParts(tb testing.TB, tk *Ticket, hello, shExt, eeExt []byte) (sh []byte, k *Key, enc []byte) {
 	ch := hello[HeaderLen:]
 	// The key share: find extension 51 by walking the hello.
 	p := reader{b: ch[4+2+32:], ok: true}
@@ -432,17 +540,18 @@ func fakeServer(tb testing.TB, tk *Ticket, hello []byte) []byte {
 	}
 	shared, _ := priv.ECDH(peer)
 	pub := priv.PublicKey().Bytes()
-	sh := []byte{2, 0, 0, 0, 3, 3}
-	sh = append(sh, make([]byte, 32)...)
-	sh = append(sh, 0, byte(tk.Suite>>8), byte(tk.Suite), 0)
+	msg := []byte{2, 0, 0, 0, 3, 3}
+	msg = append(msg, make([]byte, 32)...)
+	msg = append(msg, 0, byte(tk.Suite>>8), byte(tk.Suite), 0)
 	ext := []byte{0, 43, 0, 2, 3, 4, 0, 41, 0, 2, 0, 0, 0, 51}
 	ext = appendU16(ext, 4+len(pub))
 	ext = appendU16(ext, group)
 	ext = appendU16(ext, len(pub))
 	ext = append(ext, pub...)
-	sh = appendU16(sh, len(ext))
-	sh = append(sh, ext...)
-	sh[3] = byte(len(sh) - 4)
+	ext = append(ext, shExt...)
+	msg = appendU16(msg, len(ext))
+	msg = append(msg, ext...)
+	msg[3] = byte(len(msg) - 4)
 	sha384 := tk.Suite == tls.TLS_AES_256_GCM_SHA384
 	var h hash.Hash = sha256.New()
 	size := 32
@@ -451,25 +560,81 @@ func fakeServer(tb testing.TB, tk *Ticket, hello []byte) []byte {
 		h, size, empty = sha512.New384(), 48, emptyHash384[:]
 	}
 	h.Write(ch)
-	h.Write(sh)
+	h.Write(msg)
 	var zeros, early, derived, hs, sHS, fkey, verify [48]byte
 	hmacSum(&early, sha384, zeros[:size], tk.PSK())
 	expandLabelCtx(derived[:size], sha384, early[:size], "derived", empty)
 	hmacSum(&hs, sha384, derived[:size], shared)
 	expandLabelCtx(sHS[:size], sha384, hs[:size], "s hs traffic", h.Sum(nil))
-	ee := []byte{8, 0, 0, 2, 0, 0}
+	ee := []byte{8, 0, 0, byte(2 + len(eeExt)), 0, byte(len(eeExt))}
+	ee = append(ee, eeExt...)
 	h.Write(ee)
 	expandLabel(fkey[:size], sha384, sHS[:size], "finished")
 	hmacSum(&verify, sha384, fkey[:size], h.Sum(nil))
 	fin := append([]byte{20, 0, 0, byte(size)}, verify[:size]...)
-	k, err := NewKey(tk.Suite, sHS[:size])
+	k, err = NewKey(tk.Suite, sHS[:size])
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := []byte{TypeHandshake, 3, 3, 0, byte(len(sh))}
-	out = append(out, sh...)
-	out = append(out, TypeChangeCipherSpec, 3, 3, 0, 1, 1)
-	return Seal(out, k, TypeHandshake, append(ee, fin...))
+	sh = []byte{TypeHandshake, 3, 3, 0, byte(len(msg))}
+	sh = append(sh, msg...)
+	sh = append(sh, TypeChangeCipherSpec, 3, 3, 0, 1, 1)
+	return sh, k, append(ee, fin...)
+}
+
+// A ServerHello or EncryptedExtensions with an extension twice, or one
+// the hello did not ask for, abandons the attempt (RFC 8446 §4.2); the
+// extensions it may carry pass.
+func TestResumerRejectsExtensions(t *testing.T) {
+	alpn := []byte{0, 16, 0, 5, 0, 3, 2, 'h', '2'}
+	groups := []byte{0, 10, 0, 4, 0, 2, 0, 23}
+	for _, c := range []struct {
+		name         string
+		shExt, eeExt []byte
+		want         error
+	}{
+		{"ALPN and groups", nil, append(bytes.Clone(alpn), groups...), nil},
+		{"server_name acknowledged", nil, []byte{0, 0, 0, 0}, nil},
+		{"ALPN twice", nil, append(bytes.Clone(alpn), alpn...), ErrBadFlight},
+		{"server_name twice", nil, []byte{0, 0, 0, 0, 0, 0, 0, 0}, ErrBadFlight},
+		{"early_data", nil, []byte{0, 42, 0, 0}, ErrBadFlight},
+		{"unknown in EncryptedExtensions", nil, []byte{0xfe, 0, 0, 0}, ErrBadFlight},
+		{"supported_versions twice", []byte{0, 43, 0, 2, 3, 4}, nil, ErrBadServerHello},
+		{"pre_shared_key twice", []byte{0, 41, 0, 2, 0, 0}, nil, ErrBadServerHello},
+		{"unknown in ServerHello", []byte{0, 16, 0, 0}, nil, ErrBadServerHello},
+	} {
+		tk := testTicket(tls.TLS_AES_128_GCM_SHA256)
+		hc := HelloConfig{ServerName: "tls13.test", Group: tls.CurveP256, ALPN: []string{"h2"}}
+		var r Resumer
+		hello, err := r.Hello(tk, &hc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, k, enc := fakeServerParts(t, tk, hello, c.shExt, c.eeExt)
+		_, done, err := r.Read(Seal(sh, k, TypeHandshake, enc))
+		if err != c.want || done != (c.want == nil) {
+			t.Errorf("%s: done %v, %v; want %v", c.name, done, err, c.want)
+		}
+	}
+}
+
+// The ticket age a hello reports (obfuscated by AgeAdd) counts from the
+// ticket's issue, and is 0, not a wrapped 2^32-1000, for a ticket from a
+// clock a second ahead of ours.
+func TestResumerTicketAge(t *testing.T) {
+	for _, c := range []struct{ issued, now, age int64 }{{1000, 3500, 2500}, {5000, 4000, 0}} {
+		tk := testTicket(tls.TLS_AES_128_GCM_SHA256)
+		tk.IssuedMs = c.issued
+		var r Resumer
+		hello, err := r.Hello(tk, &HelloConfig{Group: tls.CurveP256}, c.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.Index(hello, tk.Label) + len(tk.Label)
+		if got := binary.BigEndian.Uint32(hello[at:]) - tk.AgeAdd; int64(got) != c.age {
+			t.Errorf("issued %d, now %d: age %d, want %d", c.issued, c.now, got, c.age)
+		}
+	}
 }
 
 // The Resumer's own server flight, from fakeServer, verifies; with any
@@ -556,8 +721,10 @@ func TestResumerHelloRetry(t *testing.T) {
 }
 
 // FuzzResumerRead feeds a Resumer that sent its ClientHello arbitrary
-// server bytes: it must never panic, consume more than it was given, or
-// report done unless a Finished verified (a fuzzer cannot forge one).
+// server bytes (records, or, for an input that does not start like one,
+// a valid ServerHello and those bytes sealed under the server's handshake
+// key): it must never panic, consume more than it was given, or report
+// done unless a Finished verified (a fuzzer cannot forge one).
 func FuzzResumerRead(f *testing.F) {
 	tk := testTicket(tls.TLS_AES_128_GCM_SHA256)
 	hc := HelloConfig{Group: tls.X25519}
@@ -576,10 +743,25 @@ func FuzzResumerRead(f *testing.F) {
 	hrr := bytes.Clone(flight[:shEnd])
 	copy(hrr[HeaderLen+6:], helloRetryRandom[:])
 	f.Add(hrr)
+	// Sealed seeds: the plaintext of the encrypted handshake record.
+	_, _, enc := fakeServerParts(f, tk, hello, nil, nil)
+	f.Add(enc)
+	f.Add(enc[:6])
+	_, _, enc = fakeServerParts(f, tk, hello, nil, []byte{0, 16, 0, 5, 0, 3, 2, 'h', '2', 0, 10, 0, 4, 0, 2, 0, 29})
+	f.Add(enc)
+	f.Add([]byte{20, 0, 0, 32})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Resumer
-		if _, err := r.Hello(tk, &hc, 0); err != nil {
+		hello, err := r.Hello(tk, &hc, 0)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if len(b) > 0 && b[0] != TypeHandshake && b[0] != TypeAlert {
+			// Not a record: the plaintext of the encrypted handshake
+			// record after a valid ServerHello for this hello, so that
+			// EncryptedExtensions and Finished are reached.
+			sh, k, _ := fakeServerParts(t, tk, hello, nil, nil)
+			b = Seal(sh, k, TypeHandshake, b)
 		}
 		n, done, err := r.Read(b)
 		if n > len(b) {
@@ -605,10 +787,11 @@ func FuzzParseSession(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte{3, 3, 2, 0xc0, 0x2f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tk, _, err := parseSessionBytes([]byte("ticket"), b)
+		tk, certs, err := parseSessionBytes([]byte("ticket"), b)
 		if err != nil {
 			return
 		}
+		chainsNotAfter(certs, "x") // walks the certificates' bytes without a panic
 		if suiteKnown(tk.Suite, len(tk.PSK())) != nil {
 			t.Fatalf("suite %x with a %d-byte PSK", tk.Suite, len(tk.PSK()))
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"sync"
 	"time"
 )
 
@@ -106,39 +107,106 @@ func (r *reader) u64() uint64 {
 	return 0
 }
 
-// ParseClientSession makes a Ticket of what crypto/tls hands a client's
-// session cache: ticket and state from ClientSessionState.ResumptionState,
-// state encoded by SessionState.Bytes (crypto/tls's ticket.go: version,
-// client or server, suite, created at, secret, extra, EMS and early-data
-// flags, certificates, verified chains, ALPN with early data, then for a
-// TLS 1.3 client use-by and age_add, and nothing after). For a TLS 1.3
-// client the secret is the ticket's PSK. A state of any other shape is
-// ErrSessionFormat (or not TLS 1.3): the caller leaves resumption to
-// crypto/tls.
+// SessionReader makes Tickets of what crypto/tls hands a client's session
+// cache for one server: ticket and state from
+// ClientSessionState.ResumptionState, state encoded by SessionState.Bytes
+// (crypto/tls's ticket.go: version, client or server, suite, created at,
+// secret, extra, EMS and early-data flags, certificates, verified chains,
+// ALPN with early data, then for a TLS 1.3 client use-by and age_add, and
+// nothing after). For a TLS 1.3 client the secret is the ticket's PSK. A
+// state of any other shape is ErrSessionFormat (or not TLS 1.3): the
+// caller leaves resumption to crypto/tls.
 //
-// With checkCert the ticket is usable only while the server's certificate
-// (the session's first) is valid, as crypto/tls checks on resumption
-// unless it skips verification.
-func ParseClientSession(ticket []byte, state *tls.SessionState, checkCert bool) (*Ticket, error) {
+// With CheckCert (the configuration verifies the server) a session is read
+// as crypto/tls checks one before resuming it: its server certificate must
+// be valid for ServerName, and it must have a verified chain; the ticket is
+// usable only while one of its verified chains is (until the earliest
+// expiry in the latest-expiring chain). The certificates' parse is kept
+// for the next session with the same ones (a server hands the same chain
+// to every connection), so reading a session costs a copy, not an X.509
+// parse. Safe for concurrent use.
+type SessionReader struct {
+	ServerName string
+	CheckCert  bool
+
+	mu sync.Mutex
+	// certs is the certificate bytes (leaf, verified chains) notAfter and
+	// certErr were found for.
+	certs    string
+	notAfter int64
+	certErr  error
+}
+
+const (
+	errSessionUnverified = ticketError("crypto/tls session has no verified chain")
+	errSessionName       = ticketError("crypto/tls session is for another server name")
+)
+
+// Read makes a Ticket of a session (see SessionReader).
+func (sr *SessionReader) Read(ticket []byte, state *tls.SessionState) (*Ticket, error) {
 	b, err := state.Bytes()
 	if err != nil {
 		return nil, err
 	}
-	t, leaf, err := parseSessionBytes(ticket, b)
-	if err != nil || !checkCert {
+	t, certs, err := parseSessionBytes(ticket, b)
+	if err != nil || !sr.CheckCert {
 		return t, err
 	}
-	cert, err := x509.ParseCertificate(leaf)
-	if err != nil {
-		return nil, ErrSessionFormat
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if string(certs) != sr.certs || sr.certs == "" {
+		sr.notAfter, sr.certErr = chainsNotAfter(certs, sr.ServerName)
+		sr.certs = string(certs)
 	}
-	t.CertNotAfter = cert.NotAfter.Unix()
+	if sr.certErr != nil {
+		return nil, sr.certErr
+	}
+	t.CertNotAfter = sr.notAfter
 	return t, nil
 }
 
-// parseSessionBytes parses SessionState.Bytes (see ParseClientSession)
-// and returns the server's first certificate too.
-func parseSessionBytes(ticket, b []byte) (t *Ticket, leaf []byte, err error) {
+// chainsNotAfter checks a session's certificates (certs: the leaf's bytes
+// prefixed by their u24 length, then the verified chains' block, see
+// parseSessionBytes) as crypto/tls does before resuming, and returns the
+// Unix second after which no verified chain is valid.
+func chainsNotAfter(certs []byte, serverName string) (int64, error) {
+	r := reader{b: certs, ok: true}
+	leaf, err := x509.ParseCertificate(r.take(r.u24()))
+	if err != nil {
+		return 0, ErrSessionFormat
+	}
+	if err := leaf.VerifyHostname(serverName); err != nil {
+		return 0, errSessionName
+	}
+	chains := reader{b: r.take(r.u24()), ok: true}
+	best, found := int64(0), false
+	for len(chains.b) > 0 {
+		chain := reader{b: chains.take(chains.u24()), ok: true}
+		end := leaf.NotAfter.Unix()
+		for chains.ok && len(chain.b) > 0 {
+			cert, err := x509.ParseCertificate(chain.take(chain.u24()))
+			if err != nil || !chain.ok {
+				return 0, ErrSessionFormat
+			}
+			end = min(end, cert.NotAfter.Unix())
+		}
+		if !found || end > best {
+			best, found = end, true
+		}
+	}
+	if !r.ok || !chains.ok {
+		return 0, ErrSessionFormat
+	}
+	if !found {
+		return 0, errSessionUnverified
+	}
+	return best, nil
+}
+
+// parseSessionBytes parses SessionState.Bytes (see SessionReader) and
+// returns the server's certificates too: the first's bytes prefixed by
+// their u24 length, then the verified chains' u24-prefixed block.
+func parseSessionBytes(ticket, b []byte) (t *Ticket, certs []byte, err error) {
 	r := reader{b: b, ok: true}
 	version := r.u16()
 	typ := r.u8()
@@ -147,9 +215,10 @@ func parseSessionBytes(ticket, b []byte) (t *Ticket, leaf []byte, err error) {
 	secret := r.take(r.u8())
 	r.take(r.u24()) // extra
 	ems, early := r.u8(), r.u8()
-	certs := reader{b: r.take(r.u24()), ok: true}
-	leaf = certs.take(certs.u24())
-	r.take(r.u24()) // verified chains
+	peer := reader{b: r.take(r.u24()), ok: true}
+	leaf := peer.take(peer.u24())
+	certsAt := len(b) - len(r.b)
+	chains := r.take(r.u24()) // verified chains
 	if early == 1 {
 		r.take(r.u8()) // ALPN
 	}
@@ -161,7 +230,7 @@ func parseSessionBytes(ticket, b []byte) (t *Ticket, leaf []byte, err error) {
 	}
 	useBy := r.u64()
 	ageAdd := r.u32()
-	if !r.ok || !certs.ok || len(leaf) == 0 || len(r.b) != 0 || len(secret) == 0 || len(ticket) == 0 || len(ticket) > 0xffff {
+	if !r.ok || !peer.ok || len(leaf) == 0 || len(r.b) != 0 || len(secret) == 0 || len(ticket) == 0 || len(ticket) > 0xffff {
 		return nil, nil, ErrSessionFormat
 	}
 	if err := suiteKnown(suite, len(secret)); err != nil {
@@ -170,7 +239,12 @@ func parseSessionBytes(ticket, b []byte) (t *Ticket, leaf []byte, err error) {
 	t = &Ticket{Suite: suite, AgeAdd: ageAdd, IssuedMs: int64(created) * 1000, UseBy: int64(useBy),
 		Label: append([]byte(nil), ticket...)}
 	t.pskLen = uint8(copy(t.psk[:], secret))
-	return t, leaf, nil
+	// The leaf with its length, then the chains with theirs.
+	certs = make([]byte, 0, 3+len(leaf)+3+len(chains))
+	certs = append(certs, byte(len(leaf)>>16), byte(len(leaf)>>8), byte(len(leaf)))
+	certs = append(certs, leaf...)
+	certs = append(certs, b[certsAt:certsAt+3+len(chains)]...)
+	return t, certs, nil
 }
 
 // suiteKnown checks that suite is a TLS 1.3 suite of this package and
