@@ -497,14 +497,16 @@ func (s *Shard) loop() {
 		}
 		reaped := s.reap()
 		s.takeHandshakes()
-		s.serveOwn()
 		s.serveReady()
+		// The own handshakes' steps come after the turn's reads (see
+		// ownTurnSteps).
+		s.serveOwn()
 		s.expireDeadlines()
 		s.takeWork()
 		if d := time.Duration(s.cfg.Clock.Now() - turnStart); d > s.health.LongestTurn {
 			s.health.LongestTurn = d
 		}
-		if s.stamped && len(events)+reaped > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.Len() == 0 {
+		if s.stamped && len(events)+reaped > 0 && len(events) < maxEvents && s.startBudget > 0 && s.ready.Len() == 0 && !s.ownPending() {
 			s.health.Naps++
 			nap(coalesceNap)
 		}

@@ -197,18 +197,27 @@ type ownState struct {
 	waiting     []*tlsDial
 	waitSinceNs int64
 	waitOff     bool
-	// ownSteps counts the own handshakes' steps (a hello, a flight) this
-	// turn; past ownTurnSteps the flights wait in ownReady, and the
-	// waiting connections in waiting, for the turns after (serveOwn).
-	ownSteps int
-	ownReady []*tlsDial
+	// ownSteps counts the own handshakes' steps (a hello, a flight)
+	// serveOwn took this turn; outside serveOwn it is ownTurnSteps, so
+	// that the events' steps wait: flights in ownReady, hellos in
+	// helloReady (their connections waiting, as for a ticket), and the
+	// connections waiting for the first ticket in waiting.
+	ownSteps   int
+	ownReady   []*tlsDial
+	helloReady []*tlsDial
 }
 
-// ownTurnSteps bounds the own handshakes' steps a loop turn takes in its
-// events, and again after them: a step is about 25 µs (a hello, P-256)
-// or 100 µs (a flight), so a ramp's handshakes delay the other streams'
-// reads by at most about half a millisecond a turn, not by a whole ramp's.
-const ownTurnSteps = 4
+// ownTurnSteps is how many own handshake steps (a hello: about 40 µs; a
+// flight: about 110 µs) a loop turn takes, all after the turn's reads
+// (serveOwn); the events only queue them. One step between two looks at
+// the sockets is what keeps the other streams' stamps exact: a segment
+// still in its socket when the stream's next one arrives is read with it,
+// and the read carries the newer segment's stamp (see readOnce). A server
+// behind its schedule sends a stream's tokens a few hundred microseconds
+// apart, so four steps a turn in the events and four after them (up to
+// a millisecond) moved first tokens by as much; one step delays a read
+// by at most its own length.
+const ownTurnSteps = 1
 
 // ticketWaitMax bounds how long connections wait for the run's first
 // ticket.
@@ -241,6 +250,7 @@ func (s *Shard) initOwn() {
 		return
 	}
 	s.tickets = tc.store
+	s.ownSteps = ownTurnSteps
 }
 
 // ownHello starts c's handshake as the loop's own when the store has a
@@ -255,6 +265,14 @@ func (s *Shard) ownHello(c *conn, nowNs int64) bool {
 	t := s.tickets.get(now)
 	if t == nil {
 		return s.awaitTicket(c, nowNs)
+	}
+	if s.ownSteps >= ownTurnSteps {
+		// The hello goes out after the turn's reads (serveOwn), or in a
+		// turn after.
+		c.dial.waiting = true
+		c.state = connHandshaking
+		s.helloReady = append(s.helloReady, c.dial)
+		return true
 	}
 	return s.sendHello(c, t, now, nowNs, cpu0)
 }
@@ -279,10 +297,11 @@ func (s *Shard) awaitTicket(c *conn, nowNs int64) bool {
 	return true
 }
 
-// serveOwn runs, after each turn's events, the own handshakes' steps the
-// events left (ownReady's flights), then ends the connections' wait for
-// the run's first ticket when it came (own handshakes, ownTurnSteps a
-// turn) or will not (crypto/tls's, all at once).
+// serveOwn runs, after each turn's events and reads, the own handshakes'
+// steps the events left (ownReady's flights, then helloReady's hellos),
+// then ends the connections' wait for the run's first ticket when it came
+// (own handshakes, ownTurnSteps a turn) or will not (crypto/tls's, all at
+// once).
 func (s *Shard) serveOwn() {
 	s.ownSteps = 0
 	for len(s.ownReady) > 0 && s.ownSteps < ownTurnSteps {
@@ -297,10 +316,42 @@ func (s *Shard) serveOwn() {
 	if len(s.ownReady) == 0 {
 		s.ownReady = s.ownReady[:0:0]
 	}
+	if len(s.helloReady) > 0 {
+		s.serveHellos()
+	}
 	if len(s.waiting) > 0 {
 		s.serveTicketWait()
 	}
-	s.ownSteps = 0
+	s.ownSteps = ownTurnSteps
+}
+
+// serveHellos sends the deferred hellos the turn has steps left for; a
+// connection whose ticket is gone meanwhile goes to crypto/tls.
+func (s *Shard) serveHellos() {
+	now := time.Now().UnixMilli()
+	nowNs := s.cfg.Clock.Now()
+	i := 0
+	for ; i < len(s.helloReady) && s.ownSteps < ownTurnSteps; i++ {
+		d := s.helloReady[i]
+		s.helloReady[i] = nil
+		c := d.c
+		if c.dial != d || c.state != connHandshaking || !d.waiting {
+			continue // ended meanwhile
+		}
+		d.waiting = false
+		c.state = connBusy
+		var t *tls13.Ticket
+		if s.tickets != nil {
+			t = s.tickets.get(now)
+		}
+		if t == nil || !s.sendHello(c, t, now, nowNs, threadCPU()) {
+			s.submitHandshake(c)
+		}
+	}
+	s.helloReady = s.helloReady[i:]
+	if len(s.helloReady) == 0 {
+		s.helloReady = nil
+	}
 }
 
 func (s *Shard) serveTicketWait() {
@@ -347,11 +398,17 @@ func (s *Shard) deferOwn(d *tlsDial) {
 	}
 }
 
+// ownPending reports whether own handshake steps wait for the turns
+// after: the loop neither sleeps nor naps meanwhile.
+func (s *Shard) ownPending() bool {
+	return len(s.ownReady) > 0 || len(s.helloReady) > 0 || len(s.waiting) > 0 && s.ticketConn == nil
+}
+
 // ticketWaitUntil is when the wait for the run's first ticket ends at the
 // latest (-1: none waits), for the loop's epoll_wait.
 func (s *Shard) ticketWaitUntil() int64 {
 	switch {
-	case len(s.ownReady) > 0 || len(s.waiting) > 0 && s.ticketConn == nil:
+	case s.ownPending():
 		return 0 // steps left for the next turn
 	case len(s.waiting) == 0:
 		return -1

@@ -259,3 +259,23 @@ func TestTicketWaitOnlyBeforeFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSOwnWaves: more requests than slots, each on a connection of its
+// own, so the connections after the first wave open while the run holds a
+// ticket; their hellos and flights wait for the steps the turns after
+// their events take (ownTurnSteps), and all of them resume on the loop.
+func TestTLSOwnWaves(t *testing.T) {
+	const n, slots = 60, 20
+	srv, client := shardtest.NewTLS(t)
+	cfg := withTicketStore(PrepareTLS(client, slots))
+	data, health := runPaths(t, srv, strings.Fields(strings.Repeat("/close/2 ", n)), run{slots: slots, streaming: true, stamps: true, tls: cfg})
+	for _, r := range data.Results {
+		if !r.Success || r.GeneratedText != "t0t1" {
+			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
+		}
+	}
+	h := health[0]
+	if h.TLSOwn != n-1 || h.TLSHandshakes != n || h.TLSOwnRedone != 0 {
+		t.Errorf("%d own of %d handshakes, %d redone (%s); want %d own", h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy, n-1)
+	}
+}

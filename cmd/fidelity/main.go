@@ -336,8 +336,8 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clien
 			if k == 0 {
 				ttftErr = append(ttftErr, e)
 				if o.showLate > 0 && e > int64(o.showLate) {
-					fmt.Printf("late first token: request %d, error %v, client TTFT %v, server write − arrival %v\n",
-						r.Index, time.Duration(e), time.Duration(r.TTFTNs), time.Duration(server[k].SentNs-arrivalOf[requestID(r.Index)]))
+					fmt.Printf("late first token: request %d, error %v, client TTFT %v, server write − arrival %v, token 1 sent %v after it\n",
+						r.Index, time.Duration(e), time.Duration(r.TTFTNs), time.Duration(server[k].SentNs-arrivalOf[requestID(r.Index)]), nextSent(server))
 				}
 			}
 		}
@@ -381,6 +381,17 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clien
 				(s.TLSHandshakeTime / time.Duration(n)).Round(time.Microsecond), float64((cpu-s.TLSHandshakeCPU).Microseconds())/float64(events))
 		}
 	}
+}
+
+// nextSent is how long after token 0 the server sent token 1 (-1 with
+// fewer than two). A first token read late is read with the segments that
+// came after it, and the read carries the newest one's stamp: one sent
+// soon after makes a small error.
+func nextSent(t []mock.TruthToken) time.Duration {
+	if len(t) < 2 {
+		return -1
+	}
+	return time.Duration(t[1].SentNs - t[0].SentNs)
 }
 
 // whyText is ": why", or "" without one.
