@@ -129,14 +129,22 @@ const refusalWait = 30 * time.Second
 // refuse tells agent 0 at coordinator that agent index of size cannot
 // take part in the run because of cause (refuseCluster), and returns
 // cause; for agent 0, or once ctx is done (the run was stopped), it
-// returns cause alone. stderr hears when agent 0 could not be told.
+// returns cause alone. stderr hears when agent 0 could not be told, or
+// answered with another reason (its own text, such as a run already
+// stopped or a hello not keyed by its token).
 func refuse(ctx context.Context, coordinator, token string, size, index int, timeout time.Duration, cause error, stderr io.Writer) error {
 	if index == 0 || ctx.Err() != nil {
 		return cause
 	}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Refusal: cause.Error()}
 	fmt.Fprintf(stderr, "stampede: agent %d cannot take part in the run; telling agent 0 at %s why\n", index, coordinator)
-	if err := refuseCluster(ctx, coordinator, token, hello, min(timeout, refusalWait)); err != nil {
+	err := refuseCluster(ctx, coordinator, token, hello, min(timeout, refusalWait))
+	var fail *FailError
+	switch {
+	case err == nil: // agent 0 stops the run with cause
+	case errors.As(err, &fail):
+		fmt.Fprintf(stderr, "stampede: agent %d: agent 0 did not take its reason: %s\n", index, fail.Text)
+	default:
 		fmt.Fprintf(stderr, "stampede: agent %d could not tell agent 0 why it stops: %v\n", index, err)
 	}
 	return cause
