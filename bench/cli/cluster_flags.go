@@ -151,12 +151,39 @@ func (c *draft) resolveLocalAgent(index string, getenv func(string) string) erro
 		return &py.UsageError{Msg: fmt.Sprintf("$%s=%q: want an agent index from 0 to %d (--cluster-size %d)", plan.LocalAgentEnv, index, c.ClusterSize-1, c.ClusterSize)}
 	}
 	c.AgentIndex = i
+	// The launcher sets all three; a variable left over in the user's
+	// shell must not make `serve --cluster-local` an agent that dials a
+	// stale port, or one that joins without the launch's secret.
 	if c.Coordinator = getenv(plan.LocalCoordinatorEnv); c.Coordinator == "" {
 		return &py.UsageError{Msg: fmt.Sprintf("$%s is set, but not $%s: an agent of --cluster-local is started by its launcher", plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
 	}
-	c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv))
+	if !isLoopbackAddr(c.Coordinator) {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s=%q: want agent 0's loopback host:port, as --cluster-local's launcher sets it (unset $%s and $%s to launch a run)",
+			plan.LocalCoordinatorEnv, c.Coordinator, plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
+	}
+	if c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv)); c.ClusterToken == "" {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s is set, but not $%s: an agent of --cluster-local gets its launch's secret from the launcher (unset $%s and $%s to launch a run)",
+			plan.LocalAgentEnv, plan.ClusterTokenEnv, plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
+	}
 	c.DisableTqdm = c.DisableTqdm || i > 0
 	return nil
+}
+
+// isLoopbackAddr reports whether addr is host:port with a port and a
+// loopback host (an address, or localhost).
+func isLoopbackAddr(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // RefuseAgents is the usage error of a command that cannot run a

@@ -691,14 +691,44 @@ func dialCoordinator(ctx context.Context, addr string, index int, timeout time.D
 			return conn, nil
 		}
 		if ctx.Err() != nil || !time.Now().Add(joinRetry).Before(deadline) {
-			return nil, fmt.Errorf("cluster: agent %d cannot reach agent 0 at --coordinator %s within --cluster-timeout-sec %v: %w",
-				index, addr, timeout.Seconds(), err)
+			return nil, &UnreachableError{Index: index, Addr: addr, Timeout: timeout, Err: err}
 		}
 		select {
 		case <-time.After(joinRetry):
 		case <-ctx.Done():
 		}
 	}
+}
+
+// UnreachableError is an agent that could not connect to agent 0 within
+// its timeout.
+type UnreachableError struct {
+	Index   int
+	Addr    string
+	Timeout time.Duration
+	// From names where Addr came from: "" is --coordinator (Auth.From).
+	From string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	from := e.From
+	if from == "" {
+		from = "--coordinator"
+	}
+	return fmt.Sprintf("cluster: agent %d cannot reach agent 0 at %s %s within --cluster-timeout-sec %v: %v",
+		e.Index, from, e.Addr, e.Timeout.Seconds(), e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// namedFrom names from as the source of the coordinator in err's
+// UnreachableError, if any.
+func namedFrom(err error, from string) error {
+	if u, ok := errors.AsType[*UnreachableError](err); ok && from != "" {
+		u.From = from
+	}
+	return err
 }
 
 // joinRetry is the pause between two connection attempts to agent 0.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -225,7 +226,7 @@ func TestRefusalUnheard(t *testing.T) {
 		t.Fatalf("refuseCluster: %v, want that agent 0 did not answer", err)
 	}
 	var stderr strings.Builder
-	refuse(context.Background(), ln.Addr().String(), "k", 2, 1, time.Second, errors.New("no"), &stderr)
+	refuse(context.Background(), ln.Addr().String(), Auth{Token: "k"}, 2, 1, time.Second, errors.New("no"), &stderr)
 	if !strings.Contains(stderr.String(), "could not tell agent 0 why it stops") {
 		t.Errorf("stderr: %q", stderr.String())
 	}
@@ -451,6 +452,18 @@ func TestMaxResultFrameLeavesRoomForTheMAC(t *testing.T) {
 		}
 		if want := min(uint64(1<<20)+uint64(requests)*maxResultPerRequest, maxPartialBytes-1-sha256.Size); uint64(bound) != want {
 			t.Errorf("maxResultFrame(%d) = %d, want %d", requests, bound, want)
+		}
+	}
+}
+
+// TestUnreachableNamesItsSource: an agent that cannot reach agent 0 names
+// where the address came from, --coordinator or the launcher's variable.
+func TestUnreachableNamesItsSource(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
+	for from, want := range map[string]string{"": "at --coordinator " + addr, "$STAMPEDE_CLUSTER_LOCAL_COORDINATOR": "at $STAMPEDE_CLUSTER_LOCAL_COORDINATOR " + addr} {
+		_, err := Join(context.Background(), addr, 2, 1, Auth{Token: "k", From: from}, 2, 1, 300*time.Millisecond, 0, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "cannot reach agent 0 "+want) {
+			t.Errorf("from %q: %v, want %q", from, err, want)
 		}
 	}
 }
