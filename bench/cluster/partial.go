@@ -65,8 +65,11 @@ import (
 // would leave the sidecar's errors, usage and reasoning wrong. The running
 // usage (--per-token-itl) came within version 2, before its release: a
 // partial without it reads as one without the option. Version 3 added the
-// agent's own memory to the header (PartialHeader.Memory), and nothing to
-// the records: a version-2 partial reads as one whose agent did not say.
+// agent's own memory to the header (PartialHeader.Memory) and the
+// settings of the merged outputs (PartialSettings.Outputs, MergedOutputs),
+// and nothing to the records: a version-2 partial reads as one whose
+// agent did not say, so its merge has no steady-state, trimmed or
+// reasoning block, whatever its run asked for.
 // A version-2 reader refuses a version-3 partial by its version, where it
 // would otherwise fail on the header's unknown field.
 const (
