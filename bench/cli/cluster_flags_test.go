@@ -161,3 +161,26 @@ func TestClusterLocalFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuseAgentsWhy: each command that cannot run agents is refused
+// with its one reason from the table, the same for a command and the Rust
+// client's option that does the same.
+func TestRefuseAgentsWhy(t *testing.T) {
+	for _, command := range []string{"stampede sweep", "stampede slo", "stampede multiturn", "stampede rerun", "--num-runs"} {
+		why := whyNoAgentsOf[command]
+		local := &plan.Plan{}
+		local.ClusterLocal = true
+		err := RefuseAgents(local, command)
+		if why == "" || err == nil || !strings.Contains(err.Error(), "not allowed with "+command+", which "+why+";") {
+			t.Errorf("%s: %v, want its reason %q", command, err, why)
+		}
+		if err := RefuseAgents(&plan.Plan{}, command); err != nil {
+			t.Errorf("%s on one host: %v", command, err)
+		}
+	}
+	for command, option := range map[string]string{"stampede sweep": "--sweep-max-concurrency/--sweep-request-rate", "stampede multiturn": "--multi-turn"} {
+		if whyNoAgentsOf[command] != whyNoAgentsOf[option] {
+			t.Errorf("%s and %s say why differently: %q, %q", command, option, whyNoAgentsOf[command], whyNoAgentsOf[option])
+		}
+	}
+}
