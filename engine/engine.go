@@ -399,6 +399,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	// Sampled from the schedule's start until the streams closed, before
 	// the results are merged.
 	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
+	defer sampler.finish() // a panic in dispatch must not leave it ticking
 	var lags []int64
 	if r.feed != nil {
 		r.feed.start()

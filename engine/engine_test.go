@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"math"
 	"net"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +53,7 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 	if got := srv.MaxActive.Load(); got > 5 {
 		t.Errorf("server saw %d requests at once; the cap is 5", got)
 	}
-	if got := peakInFlight(res.Data.Results); got < 4 || got > 5 {
+	if got, _ := metrics.MaxOpen(res.Data.Results); got < 4 || got > 5 {
 		t.Errorf("client had at most %d requests in flight; want the cap of 5 used", got)
 	}
 	// Each shard keeps its own connections, up to its share of the cap
@@ -289,30 +287,6 @@ func TestTLSRejectsUntrustedServer(t *testing.T) {
 	if r := res.Data.Results[0]; !r.Success {
 		t.Errorf("--insecure: %+v", r)
 	}
-}
-
-// peakInFlight sweeps the requests' [start, start+latency) intervals.
-func peakInFlight(results []metrics.RequestResult) int {
-	type edge struct {
-		ns    int64
-		delta int
-	}
-	var edges []edge
-	for _, r := range results {
-		edges = append(edges, edge{r.StartNs, 1}, edge{r.StartNs + r.LatencyNs, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.ns != b.ns {
-			return cmp.Compare(a.ns, b.ns)
-		}
-		return a.delta - b.delta
-	})
-	peak, cur := 0, 0
-	for _, e := range edges {
-		cur += e.delta
-		peak = max(peak, cur)
-	}
-	return peak
 }
 
 func TestRunRaisesAndRestoresGOMAXPROCS(t *testing.T) {

@@ -42,6 +42,7 @@ type rssSampler struct {
 	out  MemorySamples
 	stop chan struct{}
 	done sync.WaitGroup
+	once sync.Once // finish's
 }
 
 // sample takes one sample.
@@ -84,11 +85,15 @@ func startRSSSampler(open func() int, interval time.Duration) *rssSampler {
 	return s
 }
 
-// finish stops the sampler, takes the last sample and returns them all.
+// finish stops the sampler, takes the last sample and returns them all;
+// a later call only returns them, so that a deferred finish stops the
+// sampler on every path out of a run.
 func (s *rssSampler) finish() MemorySamples {
-	close(s.stop)
-	s.done.Wait()
-	s.sample()
+	s.once.Do(func() {
+		close(s.stop)
+		s.done.Wait()
+		s.sample()
+	})
 	return s.out
 }
 

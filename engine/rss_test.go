@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The sampler keeps the sample with the most streams open (the largest
@@ -70,5 +72,35 @@ func TestStatmRSS(t *testing.T) {
 	}
 	if rss, ok := readStatmRSS(); !ok || rss <= 0 {
 		t.Errorf("this process's resident set: %d, %v", rss, ok)
+	}
+}
+
+// The running sampler samples at its start and at finish, whatever the
+// ticks in between (the machine may stall), and stops: finish returns, a
+// second finish changes nothing, and open is not called after it.
+func TestRSSSamplerStartFinish(t *testing.T) {
+	var calls, afterFinish atomic.Int64
+	var finished atomic.Bool
+	s := startRSSSampler(func() int {
+		calls.Add(1)
+		if finished.Load() {
+			afterFinish.Add(1)
+		}
+		return 3
+	}, time.Millisecond)
+	for calls.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	m := s.finish()
+	finished.Store(true)
+	if m.Samples < 2 || m.Interval != time.Millisecond || m.MostOpen != 3 || m.PeakRSS <= 0 {
+		t.Fatalf("samples %+v, want at least 2 of 3 open streams", m)
+	}
+	if again := s.finish(); again != m {
+		t.Errorf("a second finish gave %+v, want %+v", again, m)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n := afterFinish.Load(); n != 0 {
+		t.Errorf("%d samples after finish", n)
 	}
 }

@@ -151,20 +151,52 @@ func (c *draft) resolveLocalAgent(index string, getenv func(string) string) erro
 		return &py.UsageError{Msg: fmt.Sprintf("$%s=%q: want an agent index from 0 to %d (--cluster-size %d)", plan.LocalAgentEnv, index, c.ClusterSize-1, c.ClusterSize)}
 	}
 	c.AgentIndex = i
+	// The launcher sets all three; a variable left over in the user's
+	// shell must not make `serve --cluster-local` an agent that dials a
+	// stale port, or one that joins without the launch's secret.
 	if c.Coordinator = getenv(plan.LocalCoordinatorEnv); c.Coordinator == "" {
 		return &py.UsageError{Msg: fmt.Sprintf("$%s is set, but not $%s: an agent of --cluster-local is started by its launcher", plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
 	}
-	c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv))
+	if !isLoopbackAddr(c.Coordinator) {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s=%q: want agent 0's loopback host:port, as --cluster-local's launcher sets it (unset $%s and $%s to launch a run)",
+			plan.LocalCoordinatorEnv, c.Coordinator, plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
+	}
+	if c.ClusterToken = strings.TrimSpace(getenv(plan.ClusterTokenEnv)); c.ClusterToken == "" {
+		return &py.UsageError{Msg: fmt.Sprintf("$%s is set, but not $%s: an agent of --cluster-local gets its launch's secret from the launcher (unset $%s and $%s to launch a run)",
+			plan.LocalAgentEnv, plan.ClusterTokenEnv, plan.LocalAgentEnv, plan.LocalCoordinatorEnv)}
+	}
 	c.DisableTqdm = c.DisableTqdm || i > 0
 	return nil
 }
 
+// isLoopbackAddr reports whether addr is host:port with a port and a
+// loopback host (an address, or localhost).
+func isLoopbackAddr(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // RefuseAgents is the usage error of a command that cannot run a
-// cluster's agents (command names it, "stampede sweep"; why says why) for
-// a plan that asks for them, with --cluster-local or --cluster-size above
-// 1; nil for a single host's plan. The commands call it once they have
-// parsed their serve options, before anything is built or sent.
-func RefuseAgents(p *plan.Plan, command, why string) error {
+// cluster's agents (command names it, "stampede sweep", as in
+// whyNoAgentsOf, which says why) for a plan that asks for them, with
+// --cluster-local or --cluster-size above 1; nil for a single host's
+// plan. The commands call it once they have parsed their serve options,
+// before anything is built or sent.
+func RefuseAgents(p *plan.Plan, command string) error {
+	why, ok := whyNoAgentsOf[command]
+	if !ok {
+		why = "runs in this process alone"
+	}
 	switch {
 	case p.ClusterLocal:
 		return py.UsageErrorf("argument --cluster-local: not allowed with %s, which %s; run it on one host, or run each benchmark with `stampede serve`", command, why)
@@ -174,26 +206,42 @@ func RefuseAgents(p *plan.Plan, command, why string) error {
 	return nil
 }
 
-// whyNoAgents are the Rust client's commands that serve runs and that
-// cannot run agents, with why.
+// Why a command, and the Rust client's option that does the same, cannot
+// run a cluster's agents, worded once for both.
+const (
+	whySweep         = "reads each point's result, held by agent 0 of a cluster alone"
+	whyConversations = "drives its conversations from this process alone"
+)
+
+// whyNoAgentsOf is RefuseAgents' table: why each command, or Rust
+// client's option, cannot run agents.
+var whyNoAgentsOf = map[string]string{
+	"stampede sweep":     whySweep,
+	"stampede slo":       "chooses each next load from the last run's result, held by agent 0 of a cluster alone",
+	"stampede multiturn": whyConversations,
+	"stampede rerun":     "runs the saved command line in this process alone",
+	"--num-runs":         "repeats the run in this process, while the agents other than 0 end with their share of the first",
+	"--sweep-max-concurrency/--sweep-request-rate": whySweep,
+	"--multi-turn": whyConversations,
+}
+
+// whyNoAgents are the Rust client's options that serve runs and that
+// cannot run agents (whyNoAgentsOf says why), with whether a plan asks
+// for them.
 var whyNoAgents = []struct {
 	command string
 	asks    func(p *plan.Plan) bool
-	why     string
 }{
-	{"--num-runs", func(p *plan.Plan) bool { return p.NumRuns > 1 },
-		"repeats the run in this process, while the agents other than 0 end with their share of the first"},
-	{"--sweep-max-concurrency/--sweep-request-rate", RustSweep,
-		"reads each point's result, held by agent 0 of a cluster alone"},
-	{"--multi-turn", func(p *plan.Plan) bool { return p.MultiTurn },
-		"drives its conversations from this process alone"},
+	{"--num-runs", func(p *plan.Plan) bool { return p.NumRuns > 1 }},
+	{"--sweep-max-concurrency/--sweep-request-rate", RustSweep},
+	{"--multi-turn", func(p *plan.Plan) bool { return p.MultiTurn }},
 }
 
 // refuseAgentCommands refuses the commands of whyNoAgents with agents.
 func refuseAgentCommands(p *plan.Plan) error {
 	for _, c := range whyNoAgents {
 		if c.asks(p) {
-			if err := RefuseAgents(p, c.command, c.why); err != nil {
+			if err := RefuseAgents(p, c.command); err != nil {
 				return err
 			}
 		}

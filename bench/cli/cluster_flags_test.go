@@ -92,6 +92,16 @@ func TestClusterTokenFromEnv(t *testing.T) {
 	}
 }
 
+// env is getenv with k set to v.
+func env(getenv func(string) string, k, v string) func(string) string {
+	return func(key string) string {
+		if key == k {
+			return v
+		}
+		return getenv(key)
+	}
+}
+
 // TestClusterLocalFlags: the launcher of --cluster-local refuses, before
 // any agent starts, what it chooses itself (index, coordinator, secret,
 // CPUs) and what no cluster carries out; its agents, given the user's
@@ -124,6 +134,13 @@ func TestClusterLocalFlags(t *testing.T) {
 		{"agent out of range", local, agent("3"), 0, `$STAMPEDE_CLUSTER_LOCAL_AGENT="3": want an agent index from 0 to 2`},
 		{"agent without coordinator", local, func(k string) string { return map[string]string{plan.LocalAgentEnv: "1"}[k] }, 0,
 			"$STAMPEDE_CLUSTER_LOCAL_AGENT is set, but not $STAMPEDE_CLUSTER_LOCAL_COORDINATOR"},
+		{"agent with a remote coordinator", local, env(agent("1"), plan.LocalCoordinatorEnv, "10.0.0.7:7070"), 0,
+			`$STAMPEDE_CLUSTER_LOCAL_COORDINATOR="10.0.0.7:7070": want agent 0's loopback host:port`},
+		{"agent with a portless coordinator", local, env(agent("1"), plan.LocalCoordinatorEnv, "127.0.0.1"), 0,
+			`$STAMPEDE_CLUSTER_LOCAL_COORDINATOR="127.0.0.1": want agent 0's loopback host:port`},
+		{"agent without a token", local, env(agent("1"), plan.ClusterTokenEnv, " "), 0,
+			"$STAMPEDE_CLUSTER_LOCAL_AGENT is set, but not $STAMPEDE_CLUSTER_TOKEN"},
+		{"agent on localhost", local, env(agent("1"), plan.LocalCoordinatorEnv, "localhost:7070"), 1, ""},
 	} {
 		checkAgentParse(t, tc.name, tc.args, tc.getenv, tc.index, tc.err)
 	}
@@ -141,6 +158,29 @@ func TestClusterLocalFlags(t *testing.T) {
 		if p.Coordinator != "127.0.0.1:7070" || p.ClusterToken != "secret" || p.DisableTqdm != (index != "0") {
 			t.Errorf("agent %s: coordinator %q, token %q, no bar %v; want the launcher's, and the bar on agent 0 alone",
 				index, p.Coordinator, p.ClusterToken, p.DisableTqdm)
+		}
+	}
+}
+
+// TestRefuseAgentsWhy: each command that cannot run agents is refused
+// with its one reason from the table, the same for a command and the Rust
+// client's option that does the same.
+func TestRefuseAgentsWhy(t *testing.T) {
+	for _, command := range []string{"stampede sweep", "stampede slo", "stampede multiturn", "stampede rerun", "--num-runs"} {
+		why := whyNoAgentsOf[command]
+		local := &plan.Plan{}
+		local.ClusterLocal = true
+		err := RefuseAgents(local, command)
+		if why == "" || err == nil || !strings.Contains(err.Error(), "not allowed with "+command+", which "+why+";") {
+			t.Errorf("%s: %v, want its reason %q", command, err, why)
+		}
+		if err := RefuseAgents(&plan.Plan{}, command); err != nil {
+			t.Errorf("%s on one host: %v", command, err)
+		}
+	}
+	for command, option := range map[string]string{"stampede sweep": "--sweep-max-concurrency/--sweep-request-rate", "stampede multiturn": "--multi-turn"} {
+		if whyNoAgentsOf[command] != whyNoAgentsOf[option] {
+			t.Errorf("%s and %s say why differently: %q, %q", command, option, whyNoAgentsOf[command], whyNoAgentsOf[option])
 		}
 	}
 }

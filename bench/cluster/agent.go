@@ -56,6 +56,10 @@ type Auth struct {
 	Token string
 	// Digest is RunDigest's, Statistics StatisticsDigest's.
 	Digest, Statistics string
+	// From names where the coordinator's address came from, for the
+	// error of an agent that cannot reach it: "" is --coordinator; an
+	// agent of --cluster-local has it in $STAMPEDE_CLUSTER_LOCAL_COORDINATOR.
+	From string
 }
 
 // Join registers this agent (index of size) for the run of numRequests
@@ -80,7 +84,7 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 	if soft, hard, err := OpenFilesLimit(); err != nil {
 		return nil, err
 	} else if err := checkShareOpenFiles(size, index, streams, soft, hard); err != nil {
-		return nil, refuse(ctx, coordinator, auth.Token, size, index, timeout, err, stderr)
+		return nil, refuse(ctx, coordinator, auth, size, index, timeout, err, stderr)
 	}
 	s := &Session{size: size, index: index, timeout: timeout}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Digest: auth.Digest, Statistics: auth.Statistics}
@@ -110,7 +114,7 @@ func Join(ctx context.Context, coordinator string, size, index int, auth Auth, n
 			return nil, err
 		}
 	} else if s.link, s.start, err = joinCluster(ctx, coordinator, auth.Token, hello, timeout); err != nil {
-		return nil, err
+		return nil, namedFrom(err, auth.From)
 	}
 	clock := s.start.Clock
 	fmt.Fprintf(stderr, "stampede: agent %d of %d: clock offset %s ± %s against agent 0; the run starts at %s\n",
@@ -129,14 +133,22 @@ const refusalWait = 30 * time.Second
 // refuse tells agent 0 at coordinator that agent index of size cannot
 // take part in the run because of cause (refuseCluster), and returns
 // cause; for agent 0, or once ctx is done (the run was stopped), it
-// returns cause alone. stderr hears when agent 0 could not be told.
-func refuse(ctx context.Context, coordinator, token string, size, index int, timeout time.Duration, cause error, stderr io.Writer) error {
+// returns cause alone. stderr hears when agent 0 could not be told, or
+// answered with another reason (its own text, such as a run already
+// stopped or a hello not keyed by its token).
+func refuse(ctx context.Context, coordinator string, auth Auth, size, index int, timeout time.Duration, cause error, stderr io.Writer) error {
 	if index == 0 || ctx.Err() != nil {
 		return cause
 	}
 	hello := clusterHello{Protocol: clusterProtocol, Size: size, Index: index, Refusal: cause.Error()}
 	fmt.Fprintf(stderr, "stampede: agent %d cannot take part in the run; telling agent 0 at %s why\n", index, coordinator)
-	if err := refuseCluster(ctx, coordinator, token, hello, min(timeout, refusalWait)); err != nil {
+	err := namedFrom(refuseCluster(ctx, coordinator, auth.Token, hello, min(timeout, refusalWait)), auth.From)
+	var fail *FailError
+	switch {
+	case err == nil: // agent 0 stops the run with cause
+	case errors.As(err, &fail):
+		fmt.Fprintf(stderr, "stampede: agent %d: agent 0 did not take its reason: %s\n", index, fail.Text)
+	default:
 		fmt.Fprintf(stderr, "stampede: agent %d could not tell agent 0 why it stops: %v\n", index, err)
 	}
 	return cause

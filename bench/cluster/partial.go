@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -65,8 +63,11 @@ import (
 // would leave the sidecar's errors, usage and reasoning wrong. The running
 // usage (--per-token-itl) came within version 2, before its release: a
 // partial without it reads as one without the option. Version 3 added the
-// agent's own memory to the header (PartialHeader.Memory), and nothing to
-// the records: a version-2 partial reads as one whose agent did not say.
+// agent's own memory to the header (PartialHeader.Memory) and the
+// settings of the merged outputs (PartialSettings.Outputs, MergedOutputs),
+// and nothing to the records: a version-2 partial reads as one whose
+// agent did not say, so its merge has no steady-state, trimmed or
+// reasoning block, whatever its run asked for.
 // A version-2 reader refuses a version-3 partial by its version, where it
 // would otherwise fail on the header's unknown field.
 const (
@@ -245,7 +246,7 @@ func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 // records are built.
 func agentMemory(index int, results []metrics.RequestResult) *report.SidecarAgentMemory {
 	m := &report.SidecarAgentMemory{Index: index, Requests: len(results)}
-	if open, ok := maxOpen(results); ok {
+	if open, ok := metrics.MaxOpen(results); ok {
 		m.MaxOpenStreams = &open
 	}
 	return m
@@ -280,37 +281,6 @@ func statusBytes(status []byte, key string) int64 {
 		}
 	}
 	return 0
-}
-
-// maxOpen is the most of results open at once, each from its start to its
-// end (start + latency); false when none ran. A request ending as another
-// starts is not counted open with it.
-func maxOpen(results []metrics.RequestResult) (int, bool) {
-	type edge struct {
-		at    int64
-		delta int
-	}
-	edges := make([]edge, 0, 2*len(results))
-	for i := range results {
-		if r := &results[i]; r.LatencyNs > 0 {
-			edges = append(edges, edge{r.StartNs, 1}, edge{r.StartNs + r.LatencyNs, -1})
-		}
-	}
-	if len(edges) == 0 {
-		return 0, false
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta // ends before starts
-	})
-	open, most := 0, 0
-	for _, e := range edges {
-		open += e.delta
-		most = max(most, open)
-	}
-	return most, true
 }
 
 // RequestFacts gives what a record carries of request index's dataset

@@ -425,7 +425,7 @@ func TestAgentMemory(t *testing.T) {
 	if m.MaxOpenStreams == nil || *m.MaxOpenStreams != 2 {
 		t.Errorf("max open streams = %v, want 2", m.MaxOpenStreams)
 	}
-	if open, ok := maxOpen(results[4:]); ok {
+	if open, ok := metrics.MaxOpen(results[4:]); ok {
 		t.Errorf("no request ran, yet %d open", open)
 	}
 	status := []byte("Name:\tstampede\nVmPeak:\t 9 kB\nVmHWM:\t  123 kB\nVmRSS:\t 100 kB\nVmSwap: x\n")

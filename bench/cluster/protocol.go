@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,15 +179,21 @@ func (l frameLimits) String() string {
 	return strings.Join(kinds, " or ")
 }
 
+// FailError is a fail frame's text: agent 0's reason the run, or this
+// connection, ends.
+type FailError struct{ Text string }
+
+func (e *FailError) Error() string { return e.Text }
+
 // expectFrame reads a frame of kind want (at most limit bytes); a fail
-// frame becomes its text as an error.
+// frame becomes a *FailError.
 func expectFrame(r io.Reader, want byte, limit uint32) ([]byte, error) {
 	kind, payload, err := readFrame(r, frameLimits{want: limit, frameFail: maxFailFrame})
 	switch {
 	case err != nil:
 		return nil, err
 	case kind == frameFail:
-		return nil, errors.New(string(payload))
+		return nil, &FailError{string(payload)}
 	}
 	return payload, nil
 }
@@ -347,9 +354,12 @@ func (c *coordinator) fail(err error) error {
 }
 
 // tell sends conn a fail frame with err, briefly.
-func tell(conn net.Conn, err error) {
+func tell(conn net.Conn, err error) { tellText(conn, "agent 0: "+err.Error()) }
+
+// tellText sends conn a fail frame with text, briefly.
+func tellText(conn net.Conn, text string) {
 	conn.SetWriteDeadline(time.Now().Add(time.Second))
-	writeFrame(conn, frameFail, []byte("agent 0: "+err.Error()))
+	writeFrame(conn, frameFail, []byte(text))
 }
 
 // greeting is a connection that sent an authenticated hello.
@@ -432,7 +442,7 @@ func (c *coordinator) register(ctx context.Context) error {
 				strings.Join(c.missing(), ", "), c.size, c.timeout.Seconds(), c.ln.Addr()))
 		case g := <-greetings:
 			if err := c.admit(g); err != nil {
-				tell(g.agent.conn, fmt.Errorf("refused this agent: %w", err))
+				tellText(g.agent.conn, refusedAgent(err))
 				g.agent.conn.Close()
 				return end(err)
 			}
@@ -507,7 +517,7 @@ func (c *coordinator) admit(g greeting) error {
 	case h.Index < 1 || h.Index >= c.size:
 		return refuse("index %d: want 1 to %d", h.Index, c.size-1)
 	case h.Refusal != "":
-		return fmt.Errorf("cluster: agent %d cannot take part in the run: %s", h.Index, h.Refusal)
+		return refusalError(h.Index, h.Refusal)
 	case c.agents[h.Index] != nil:
 		return refuse("index %d is already registered from %s", h.Index, c.agents[h.Index].conn.RemoteAddr())
 	case h.Digest != c.digest:
@@ -681,8 +691,7 @@ func dialCoordinator(ctx context.Context, addr string, index int, timeout time.D
 			return conn, nil
 		}
 		if ctx.Err() != nil || !time.Now().Add(joinRetry).Before(deadline) {
-			return nil, fmt.Errorf("cluster: agent %d cannot reach agent 0 at --coordinator %s within --cluster-timeout-sec %v: %w",
-				index, addr, timeout.Seconds(), err)
+			return nil, &UnreachableError{Index: index, Addr: addr, Timeout: timeout, Err: err}
 		}
 		select {
 		case <-time.After(joinRetry):
@@ -691,12 +700,47 @@ func dialCoordinator(ctx context.Context, addr string, index int, timeout time.D
 	}
 }
 
+// UnreachableError is an agent that could not connect to agent 0 within
+// its timeout.
+type UnreachableError struct {
+	Index   int
+	Addr    string
+	Timeout time.Duration
+	// From names where Addr came from: "" is --coordinator (Auth.From).
+	From string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	from := e.From
+	if from == "" {
+		from = "--coordinator"
+	}
+	return fmt.Sprintf("cluster: agent %d cannot reach agent 0 at %s %s within --cluster-timeout-sec %v: %v",
+		e.Index, from, e.Addr, e.Timeout.Seconds(), e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// namedFrom names from as the source of the coordinator in err's
+// UnreachableError, if any.
+func namedFrom(err error, from string) error {
+	if u, ok := errors.AsType[*UnreachableError](err); ok && from != "" {
+		u.From = from
+	}
+	return err
+}
+
 // joinRetry is the pause between two connection attempts to agent 0.
 const joinRetry = 250 * time.Millisecond
 
 // refuseCluster tells agent 0 at addr why agent hello.Index cannot take
 // part (hello.Refusal), in a hello keyed by token, and waits for agent 0
-// to answer, so that the agent ends only once agent 0 knows.
+// to answer, so that the agent ends only once agent 0 knows: it returns
+// nil only when agent 0 answers that it stops the run with this refusal.
+// Any other answer of agent 0 comes back as a *FailError (the run had
+// already ended, or agent 0 refused the hello itself); an error of
+// another type means agent 0 could not be told.
 func refuseCluster(ctx context.Context, addr, token string, hello clusterHello, timeout time.Duration) error {
 	conn, err := dialCoordinator(ctx, addr, hello.Index, timeout)
 	if err != nil {
@@ -714,23 +758,65 @@ func refuseCluster(ctx context.Context, addr, token string, hello clusterHello, 
 	if len(nonces) != 2*nonceLen {
 		return &FrameError{fmt.Sprintf("a challenge of %d bytes, want %d", len(nonces), 2*nonceLen)}
 	}
-	if len(hello.Refusal) > maxRefusal {
-		hello.Refusal = strings.ToValidUTF8(hello.Refusal[:maxRefusal], "") + " …"
-	}
-	hello.MAC = helloMAC(token, nonces[:nonceLen], nonces[nonceLen:], hello)
-	body, _ := json.Marshal(hello)
+	hello, body := fitHello(hello, func(h clusterHello) string {
+		return helloMAC(token, nonces[:nonceLen], nonces[nonceLen:], h)
+	})
 	if err := writeFrame(conn, frameHello, body); err != nil {
 		return err
 	}
-	// Agent 0 answers with the run's end (a fail frame, which comes back
-	// as its text) and closes.
+	// Agent 0 answers with the run's end (a fail frame) and closes; a
+	// start frame never comes, since a refusing agent does not register.
 	_, err = expectFrame(r, frameStart, maxStartFrame)
-	var violation *FrameError
-	if errors.As(err, &violation) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("waiting for agent 0's answer: %w", err)
+	var fail *FailError
+	switch {
+	case errors.As(err, &fail) && fail.Text == refusedAgent(refusalError(hello.Index, hello.Refusal)):
+		return nil
+	case errors.As(err, &fail):
+		return fmt.Errorf("agent 0 answered the refusal with: %w", err)
+	case err == nil:
+		return &FrameError{"a start frame answered a refusal"}
 	}
-	return nil
+	return fmt.Errorf("waiting for agent 0's answer: %w", err)
 }
+
+// fitHello marshals hello with its MAC (mac of the hello without one),
+// cutting its refusal on a rune boundary, marked with " …", until the
+// frame fits maxHelloFrame: JSON escapes <, > and & to six bytes and
+// quotes or newlines to two, so the raw text's bound alone (maxRefusal)
+// does not keep the frame within agent 0's limit. It returns the hello
+// as sent.
+func fitHello(hello clusterHello, mac func(clusterHello) string) (clusterHello, []byte) {
+	marshal := func(h clusterHello) []byte {
+		h.MAC = mac(h)
+		body, _ := json.Marshal(h)
+		return body
+	}
+	full := hello.Refusal
+	if len(full) > maxRefusal {
+		full = full[:maxRefusal]
+	} else if body := marshal(hello); len(body) <= maxHelloFrame {
+		return hello, body
+	}
+	// The longest prefix whose hello fits: the marshalled length grows
+	// with the prefix, so a binary search over byte counts finds it.
+	cut := func(n int) clusterHello {
+		h := hello
+		h.Refusal = strings.ToValidUTF8(full[:n], "") + " …"
+		return h
+	}
+	n := sort.Search(len(full)+1, func(n int) bool { return len(marshal(cut(n))) > maxHelloFrame }) - 1
+	h := cut(max(n, 0))
+	return h, marshal(h)
+}
+
+// refusalError is how agent 0 stops the run for agent index's refusal.
+func refusalError(index int, refusal string) error {
+	return fmt.Errorf("cluster: agent %d cannot take part in the run: %s", index, refusal)
+}
+
+// refusedAgent is the fail frame's text agent 0 sends an agent whose
+// hello it refused with err.
+func refusedAgent(err error) string { return "agent 0: refused this agent: " + err.Error() }
 
 func (l *agentLink) register(hello clusterHello, timeout time.Duration) (clusterStart, error) {
 	// Agent 0 waits up to the timeout for the last agent, then probes:
@@ -778,7 +864,7 @@ func (l *agentLink) register(hello clusterHello, timeout time.Duration) (cluster
 			l.conn.SetDeadline(time.Time{})
 			return st, nil
 		default: // frameFail
-			return clusterStart{}, errors.New(string(payload))
+			return clusterStart{}, &FailError{string(payload)}
 		}
 	}
 }

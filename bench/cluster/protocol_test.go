@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -139,8 +142,12 @@ func TestAgentRefusalStopsRun(t *testing.T) {
 	go func() {
 		forged := hello(3, 1)
 		forged.Refusal = "forged"
-		if err := refuseCluster(context.Background(), addr, "not the token", forged, 5*time.Second); err != nil {
-			refused <- fmt.Errorf("a forged refusal: %w", err)
+		// Agent 0 answers a refusal it drops with its own reason, which
+		// is no acknowledgement.
+		err := refuseCluster(context.Background(), addr, "not the token", forged, 5*time.Second)
+		var fail *FailError
+		if !errors.As(err, &fail) || !strings.Contains(fail.Text, "not keyed by this run's cluster token") {
+			refused <- fmt.Errorf("a forged refusal: %v, want agent 0's answer that it is not keyed by the token", err)
 			return
 		}
 		// After the forged one was dropped, so that the run is still on.
@@ -159,6 +166,69 @@ func TestAgentRefusalStopsRun(t *testing.T) {
 	}
 	if err := <-registered; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("agent 2 ended with %v, want agent 1's reason", err)
+	}
+}
+
+// TestEscapedRefusalFits: a refusal of characters JSON escapes to six
+// bytes is cut until its hello fits agent 0's frame limit, and agent 0
+// stops the run with it (before, the hello exceeded maxHelloFrame, agent
+// 0 dropped it and the run waited out its timeout).
+func TestEscapedRefusalFits(t *testing.T) {
+	c, addr, _ := testCoordinator(t, 2, "k", 5*time.Second)
+	refused := make(chan error, 1)
+	go func() {
+		refusal := hello(2, 1)
+		refusal.Refusal = "why: " + strings.Repeat(`<"x">&`+"\n\u2028é", maxRefusal/8)
+		refused <- refuseCluster(context.Background(), addr, "k", refusal, 5*time.Second)
+	}()
+	err := c.register(context.Background())
+	const want = "cluster: agent 1 cannot take part in the run: why: <\"x\">&"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), " …") || !utf8.ValidString(err.Error()) {
+		t.Fatalf("register: %v, want %q, cut and marked", err, want)
+	}
+	if err := <-refused; err != nil {
+		t.Errorf("the refusing agent heard no acknowledgement: %v", err)
+	}
+	for _, n := range []int{0, 1, 100, maxRefusal, 3 * maxRefusal} {
+		h := hello(2, 1)
+		h.Refusal = strings.Repeat("<", n)
+		sent, body := fitHello(h, func(clusterHello) string { return strings.Repeat("0", 64) })
+		if len(body) > maxHelloFrame || (n <= 100) != (sent.Refusal == h.Refusal) {
+			t.Errorf("%d escaped bytes: a hello of %d bytes (at most %d), refusal %d bytes", n, len(body), maxHelloFrame, len(sent.Refusal))
+		}
+	}
+}
+
+// TestRefusalUnheard: an agent 0 that closes after its challenge has not
+// heard the refusal: refuseCluster says so, and it is no fail frame.
+func TestRefusalUnheard(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			writeFrame(conn, frameChallenge, make([]byte, 2*nonceLen))
+			readFrame(conn, frameLimits{frameHello: maxHelloFrame})
+			conn.Close()
+		}
+	}()
+	h := hello(2, 1)
+	h.Refusal = "no"
+	err = refuseCluster(context.Background(), ln.Addr().String(), "k", h, 5*time.Second)
+	var fail *FailError
+	if err == nil || errors.As(err, &fail) || !strings.Contains(err.Error(), "waiting for agent 0's answer") {
+		t.Fatalf("refuseCluster: %v, want that agent 0 did not answer", err)
+	}
+	var stderr strings.Builder
+	refuse(context.Background(), ln.Addr().String(), Auth{Token: "k"}, 2, 1, time.Second, errors.New("no"), &stderr)
+	if !strings.Contains(stderr.String(), "could not tell agent 0 why it stops") {
+		t.Errorf("stderr: %q", stderr.String())
 	}
 }
 
@@ -382,6 +452,18 @@ func TestMaxResultFrameLeavesRoomForTheMAC(t *testing.T) {
 		}
 		if want := min(uint64(1<<20)+uint64(requests)*maxResultPerRequest, maxPartialBytes-1-sha256.Size); uint64(bound) != want {
 			t.Errorf("maxResultFrame(%d) = %d, want %d", requests, bound, want)
+		}
+	}
+}
+
+// TestUnreachableNamesItsSource: an agent that cannot reach agent 0 names
+// where the address came from, --coordinator or the launcher's variable.
+func TestUnreachableNamesItsSource(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", benchtest.FreePort(t))
+	for from, want := range map[string]string{"": "at --coordinator " + addr, "$STAMPEDE_CLUSTER_LOCAL_COORDINATOR": "at $STAMPEDE_CLUSTER_LOCAL_COORDINATOR " + addr} {
+		_, err := Join(context.Background(), addr, 2, 1, Auth{Token: "k", From: from}, 2, 1, 300*time.Millisecond, 0, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "cannot reach agent 0 "+want) {
+			t.Errorf("from %q: %v, want %q", from, err, want)
 		}
 	}
 }

@@ -114,7 +114,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	if ec.WarmConnections {
 		warmLead = time.Duration(ec.MaxConcurrency+1) * WarmLeadPerConn
 	}
-	auth := Auth{Token: c.ClusterToken, Digest: RunDigest(a.settings, a.Wire, a.offsets), Statistics: StatisticsDigest(a.settings)}
+	auth := Auth{Token: c.ClusterToken, Digest: RunDigest(a.settings, a.Wire, a.offsets), Statistics: StatisticsDigest(a.settings), From: coordinatorFrom(c)}
 	if c.ClusterTokenFile != "" {
 		if auth.Token, err = ReadTokenFile(c.ClusterTokenFile); err != nil {
 			return err
@@ -150,7 +150,17 @@ func Refuse(ctx context.Context, c *plan.Plan, a *Agent, err error, stderr io.Wr
 			return err // no token, no word agent 0 would believe
 		}
 	}
-	return refuse(ctx, c.Coordinator, token, c.ClusterSize, c.AgentIndex, endpoint.Seconds(c.ClusterTimeoutSec), err, stderr)
+	return refuse(ctx, c.Coordinator, Auth{Token: token, From: coordinatorFrom(c)}, c.ClusterSize, c.AgentIndex, endpoint.Seconds(c.ClusterTimeoutSec), err, stderr)
+}
+
+// coordinatorFrom names where c's coordinator came from (Auth.From): an
+// agent of --cluster-local (the launcher never joins) has it from its
+// launcher's environment.
+func coordinatorFrom(c *plan.Plan) string {
+	if c.ClusterLocal {
+		return "$" + plan.LocalCoordinatorEnv
+	}
+	return ""
 }
 
 // shareOf is agent index's share of the run's requests, copies at their

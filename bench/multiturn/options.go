@@ -192,7 +192,7 @@ func ParseArgs(args []string) (*Options, error) {
 		err = cli.RefuseRustOptions(o.Serve, "multiturn", true)
 	}
 	if err == nil {
-		err = cli.RefuseAgents(o.Serve, "stampede multiturn", "drives its conversations from this process alone")
+		err = cli.RefuseAgents(o.Serve, "stampede multiturn")
 	}
 	if err != nil {
 		return nil, err

@@ -306,6 +306,9 @@ func bucketVerdict(client, lo, hi float64) (bucket, where, verdict string) {
 func fixed2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // quantiles samples a sorted slice at n evenly spaced probabilities.
+// Not metrics.NearestRank: a CDF's points sit at the value nearest the
+// interpolated position p·(n−1), evenly spaced from the first value to
+// the last, as the plot draws them.
 func quantiles(sorted []float64, n int) (xs, ps []float64) {
 	if len(sorted) == 0 {
 		return nil, nil
@@ -326,6 +329,9 @@ func quantiles(sorted []float64, n int) (xs, ps []float64) {
 	return xs, ps
 }
 
+// percentileSorted is the value nearest the interpolated position of the
+// p-th percentile, for an axis' bound; not metrics.NearestRank, so that
+// it rounds to the value quantiles plots there.
 func percentileSorted(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()

@@ -125,7 +125,7 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 		err = cli.RefuseRustOptions(base, "slo", false)
 	}
 	if err == nil {
-		err = cli.RefuseAgents(base, "stampede slo", "chooses each next load from the last run's result, held by agent 0 of a cluster alone")
+		err = cli.RefuseAgents(base, "stampede slo")
 	}
 	if err != nil {
 		return nil, err

@@ -112,7 +112,7 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 			}
 			cfg, err := cli.Parse(append(args, "--save-result", "--result-dir", dir, "--result-filename", file), backend.Choices())
 			if err == nil {
-				err = cli.RefuseAgents(cfg, "stampede sweep", sweepNoAgents)
+				err = cli.RefuseAgents(cfg, "stampede sweep")
 			}
 			if err != nil {
 				var usage *py.UsageError
@@ -127,9 +127,6 @@ func (o *SweepOptions) grid(dir string) ([]sweepPoint, error) {
 	}
 	return points, nil
 }
-
-// sweepNoAgents is why a sweep cannot run a cluster's agents.
-const sweepNoAgents = "reads every point's result, held by agent 0 of a cluster alone"
 
 // Sweep runs the grid and returns its summary, printed to stdout at the
 // end and saved after every point; the runs' own blocks go to stderr, so
@@ -146,7 +143,7 @@ func Sweep(ctx context.Context, o SweepOptions, stdout, stderr io.Writer) (*repo
 	if err := cli.RefuseRustOptions(base, "sweep", false); err != nil {
 		return nil, err
 	}
-	if err := cli.RefuseAgents(base, "stampede sweep", sweepNoAgents); err != nil {
+	if err := cli.RefuseAgents(base, "stampede sweep"); err != nil {
 		return nil, err
 	}
 	stderr = newOnceWarnings(stderr)

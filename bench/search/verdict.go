@@ -371,6 +371,9 @@ func welchInterval(a, b []float64, alpha float64) (interval, bool) {
 }
 
 // quantileSorted is the q-quantile of sorted values, interpolated.
+// Not metrics.NearestRank: the bootstrap interval's bounds are
+// percentiles of the resampled differences, estimates that need not be
+// one replicate's value, where NearestRank keeps values a run measured.
 func quantileSorted(s []float64, q float64) float64 {
 	h := q * float64(len(s)-1)
 	lo := int(math.Floor(h))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/datasets/tokenizer"
 )
@@ -147,6 +148,9 @@ func TestClusterOfProcesses(t *testing.T) {
 	if code := run(t.Context(), []string{"merge", "--result-dir", mergeDir, filepath.Join(dir, "part.bin")}, &stdout, &stderr); code != 0 {
 		t.Fatalf("stampede merge exited %d: %s", code, stderr.String())
 	}
+	if strings.Contains(stderr.String(), "format version 2") {
+		t.Errorf("a merge of this version's partials notes version 2's missing outputs:\n%s", stderr.String())
+	}
 	if block := stdout.String(); !strings.Contains(agents[0].stdout.String(), block) || !strings.Contains(block, "Serving Benchmark Result") {
 		t.Errorf("stampede merge printed\n%s\nagent 0 printed\n%s", block, agents[0].stdout.String())
 	}
@@ -239,4 +243,17 @@ func loopbackAfter(places []agentPlace, err error) ([]agentPlace, string) {
 		places[k] = agentPlace{host: "127.0.0.1"}
 	}
 	return places, fmt.Sprintf("on loopback (a network namespace could not be made: %v)", err)
+}
+
+// A merge of partials without the outputs' settings (version 2) says
+// that it cannot know whether the run asked for their blocks.
+func TestUnrecordedOutputs(t *testing.T) {
+	m := &cluster.MergedRun{Agents: []cluster.PartialHeader{{}}}
+	if note := unrecordedOutputs(m); !strings.Contains(note, "format version 2") || !strings.Contains(note, "--steady-state") {
+		t.Errorf("version 2: note %q", note)
+	}
+	m.Agents[0].Settings.Outputs = &cluster.MergedOutputs{}
+	if note := unrecordedOutputs(m); note != "" {
+		t.Errorf("version 3: note %q", note)
+	}
 }

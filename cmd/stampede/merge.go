@@ -61,6 +61,9 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			m.Params.ResultFilename = *name
 		}
 	}
+	if note := unrecordedOutputs(m); note != "" {
+		fmt.Fprintf(stderr, "stampede merge: %s\n", note)
+	}
 	out, err := bench.WriteMerged(m, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
@@ -70,4 +73,16 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stampede merge: saved %s and %s\n", out.ResultPath, report.SidecarPath(out.ResultPath))
 	}
 	return exitOK
+}
+
+// unrecordedOutputs is the note for a merge whose agent 0's partial does
+// not record the settings of the outputs computed from the merged records
+// (a partial of format version 2): whether its run asked for them cannot
+// be known, and the merge prints none of them. "" when it records them.
+func unrecordedOutputs(m *cluster.MergedRun) string {
+	if len(m.Agents) == 0 || m.Agents[0].Settings.Outputs != nil {
+		return ""
+	}
+	return "note: agent 0's partial (format version 2) does not record whether its run asked for --steady-state, " +
+		"--warmup-time/--cooldown-time or --reasoning-metrics; the merged run prints and saves none of their blocks"
 }

@@ -106,8 +106,11 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return failed(stderr, err)
 	}
-	if err := cli.RefuseAgents(cfg, "stampede rerun", "runs the saved command line in this process alone"); err != nil {
-		return usageError("%s", err.(*py.UsageError).Msg)
+	if err := cli.RefuseAgents(cfg, "stampede rerun"); err != nil {
+		if usage, ok := errors.AsType[*py.UsageError](err); ok {
+			return usageError("%s", usage.Msg)
+		}
+		return failed(stderr, err)
 	}
 	writeWarnings(stderr, cfg)
 	if bad := checkRerunData(cfg, manifest); len(bad) > 0 {

@@ -108,6 +108,12 @@ func TestRerunCommand(t *testing.T) {
 			t.Errorf("stdout lacks the ITL's difference:\n%s", out)
 		}
 	})
+	t.Run("agents", func(t *testing.T) {
+		code, _, errs := runArgs("rerun", orig, "--", "--cluster-local", "--cluster-size", "2")
+		if code != exitUsage || !strings.Contains(errs, "not allowed with stampede rerun, which runs the saved command line in this process alone") {
+			t.Errorf("exit %d, stderr %s; want 2, refusing the agents", code, errs)
+		}
+	})
 	t.Run("changed dataset", func(t *testing.T) {
 		shareGPTFile(t, data, 21)
 		code, _, errs := runArgs("rerun", orig)
