@@ -139,8 +139,11 @@ func TestTicketCacheParses(t *testing.T) {
 // drops hellos without a legacy session ID, which crypto/tls always
 // sends): the attempt is redone through crypto/tls, which resumes, and its
 // ticket forgotten (as crypto/tls forgets a session whose resumption
-// failed), so the later connections resume through crypto/tls at once;
-// every request succeeds.
+// failed), so the next connection resumes through crypto/tls at once;
+// every request succeeds. A ticket that a resumed crypto/tls connection
+// brings later can make a later connection try once more (whether it
+// comes before the next connect is the scheduler's), each such try
+// redone and its ticket dropped alike, at most once a request.
 func TestTLSOwnServerCloses(t *testing.T) {
 	back, client := shardtest.NewTLS(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -179,7 +182,7 @@ func TestTLSOwnServerCloses(t *testing.T) {
 	srv := &shardtest.Server{Addr: netip.MustParseAddrPort(ln.Addr().String())}
 	const n = 5
 	h := ownRun(t, srv, client, nil, n)
-	if h.TLSOwn != 0 || h.TLSOwnRedone != 1 || dropped.Load() != 1 || h.TLSResumed != n-1 {
+	if h.TLSOwn != 0 || h.TLSOwnRedone < 1 || h.TLSOwnRedone > n-1 || dropped.Load() != h.TLSOwnRedone || h.TLSResumed != n-1 {
 		t.Errorf("%d own, %d redone (%q), %d dropped, %d resumed", h.TLSOwn, h.TLSOwnRedone, h.TLSOwnWhy, dropped.Load(), h.TLSResumed)
 	}
 	// A close with the hello unread resets the connection.
