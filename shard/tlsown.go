@@ -329,31 +329,18 @@ func (s *Shard) serveOwn() {
 // connection whose ticket is gone meanwhile goes to crypto/tls.
 func (s *Shard) serveHellos() {
 	now := time.Now().UnixMilli()
-	nowNs := s.cfg.Clock.Now()
-	i := 0
-	for ; i < len(s.helloReady) && s.ownSteps < ownTurnSteps; i++ {
-		d := s.helloReady[i]
-		s.helloReady[i] = nil
-		c := d.c
-		if c.dial != d || c.state != connHandshaking || !d.waiting {
-			continue // ended meanwhile
-		}
-		d.waiting = false
-		c.state = connBusy
-		var t *tls13.Ticket
-		if s.tickets != nil {
-			t = s.tickets.get(now)
-		}
-		if t == nil || !s.sendHello(c, t, now, nowNs, threadCPU()) {
-			s.submitHandshake(c)
-		}
+	var t *tls13.Ticket
+	if s.tickets != nil {
+		t = s.tickets.get(now)
 	}
-	s.helloReady = s.helloReady[i:]
-	if len(s.helloReady) == 0 {
-		s.helloReady = nil
-	}
+	s.helloReady = s.startQueued(s.helloReady, t, now)
 }
 
+// serveTicketWait ends the connections' wait for the run's first ticket
+// once it came (their hellos, as the turns have steps for them) or will
+// not come: the connection that was to bring it ended or answered without
+// it, or ticketWaitMax passed (all of them to crypto/tls, and no more
+// waiting in this run).
 func (s *Shard) serveTicketWait() {
 	now := time.Now().UnixMilli()
 	var t *tls13.Ticket
@@ -370,10 +357,19 @@ func (s *Shard) serveTicketWait() {
 		s.waitOff = true
 	}
 	s.ticketConn = nil
+	s.waiting = s.startQueued(s.waiting, t, now)
+}
+
+// startQueued takes q's connections, in order, out of their wait: each
+// sends its hello resuming t while the turn has steps left, or, without a
+// ticket (t nil), goes to crypto/tls, all of them at once. It returns
+// what is left of q for the turns after (nil when nothing is).
+func (s *Shard) startQueued(q []*tlsDial, t *tls13.Ticket, now int64) []*tlsDial {
+	nowNs := s.cfg.Clock.Now()
 	i := 0
-	for ; i < len(s.waiting) && (t == nil || s.ownSteps < ownTurnSteps); i++ {
-		d := s.waiting[i]
-		s.waiting[i] = nil
+	for ; i < len(q) && (t == nil || s.ownSteps < ownTurnSteps); i++ {
+		d := q[i]
+		q[i] = nil
 		c := d.c
 		if c.dial != d || c.state != connHandshaking || !d.waiting {
 			continue // ended meanwhile
@@ -384,10 +380,10 @@ func (s *Shard) serveTicketWait() {
 			s.submitHandshake(c)
 		}
 	}
-	s.waiting = s.waiting[i:]
-	if len(s.waiting) == 0 {
-		s.waiting = nil
+	if i == len(q) {
+		return nil
 	}
+	return q[i:]
 }
 
 // deferOwn leaves d's flight for serveOwn: the turn's steps are taken.
