@@ -171,6 +171,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	for _, ev := range res.RampUpEvents {
 		params.RPSChangeEvents = append(params.RPSChangeEvents, pyout.RPSChange{RPS: ev.RPS, Timestamp: py.ISOFormat(ev.At)})
 	}
+	if err := r.agent.SaveReadings(m.readings()); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -56,18 +56,30 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 // it ended (`stampede merge`) through the phases agent 0 prints and saves
 // its own merged run with: the same blocks, warnings and notes on stderr,
 // result JSON and sidecar, from the settings the partials carry
-// (MergedRun.Plan). What agent 0 read from the server beside the
-// requests (its /metrics and spans) and the manifest of its command line
-// are in agent 0's own sidecar alone.
+// (MergedRun.Plan), and what agent 0 read from the server beside the
+// requests (its /metrics, prefix cache and spans), which its partial
+// carries. The manifest of agent 0's command line is in its own sidecar
+// alone: merge was not given that command line.
 func WriteMerged(m *cluster.MergedRun, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r := &run{cfg: m.Plan(), stdout: stdout, stderr: stderr, agent: cluster.MergedAgent(m)}
 	ds := &dataset{requests: make([]datasets.Request, len(m.RequestIDs))}
 	for i := range ds.requests {
 		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestIDs[i], m.ExpectedOutputLens[i]
 	}
-	o, sidecar, err := r.summarize(&measurement{res: m.Result(time.Time{}), params: m.Params}, m.Options, ds)
+	meas := &measurement{res: m.Result(time.Time{}), params: m.Params}
+	if s := m.Server; s != nil {
+		meas.serverMetrics, meas.prefixCache, meas.serverSpans = s.Metrics, s.PrefixCache, s.Spans
+	}
+	o, sidecar, err := r.summarize(meas, m.Options, ds)
 	if err != nil {
 		return o, err
 	}
 	return o, r.saveOutputs(endpoint.Model{ID: m.Params.ModelID}, o, sidecar)
+}
+
+// readings are what m read from the server beside the requests, as a
+// partial carries them.
+func (m *measurement) readings() *cluster.ServerReadings {
+	return &cluster.ServerReadings{Metrics: m.serverMetrics, PrefixCache: m.prefixCache, Spans: m.serverSpans,
+		SpecDecode: m.params.SpecDecode, Diffusion: m.params.Diffusion}
 }

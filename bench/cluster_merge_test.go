@@ -149,11 +149,12 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 	}
 }
 
-// agentZeroOnly are the sidecar's sections that only agent 0 can fill,
-// from what it read beside the requests: the server's /metrics (scraped
-// and the prefix cache's counters), its spans, and the manifest of the
-// command line it was given. The partials carry none of them.
-var agentZeroOnly = []string{"server_metrics", "prefix_cache", "server_spans", "manifest"}
+// agentZeroOnly are the sidecar's sections that only agent 0 can fill:
+// the manifest of the command line it was given, which `stampede merge`
+// never sees (it is given the partials alone, and writes no manifest).
+// What agent 0 read from the server (its /metrics, the prefix cache, its
+// spans) travels in its partial.
+var agentZeroOnly = []string{"manifest"}
 
 // TestMergeCommandEqualsAgentZero holds what `stampede merge` prints and
 // saves for the partials of a cluster run to what agent 0 printed and
@@ -162,7 +163,7 @@ var agentZeroOnly = []string{"server_metrics", "prefix_cache", "server_spans", "
 // but agentZeroOnly, and every line agent 0 printed on stderr about the
 // merged run (the errors, the usage notes, the clocks).
 func TestMergeCommandEqualsAgentZero(t *testing.T) {
-	srv := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond,
+	srv := startTinyMock(t, mock.Config{TTFT: time.Millisecond, ITL: time.Millisecond, PrefixCache: mock.PrefixCacheGlobal,
 		Faults: []mock.Fault{{Kind: mock.FaultHTTP500, Every: 6}}})
 	dir := t.TempDir()
 	const n, size = 36, 3
@@ -170,7 +171,7 @@ func TestMergeCommandEqualsAgentZero(t *testing.T) {
 		"--disable-tqdm", "--model", "mock-llm", "--dataset-name", "random", "--num-prompts", fmt.Sprint(n),
 		"--random-input-len", "16", "--random-output-len", "6", "--request-rate", "400", "--max-concurrency", "6", "--seed", "4",
 		"--breakdown", "--reasoning-metrics", "--steady-state", "--steady-state-min-window", "0.01",
-		"--warmup-time", "0.002", "--cooldown-time", "0.002",
+		"--warmup-time", "0.002", "--cooldown-time", "0.002", "--server-metrics",
 		"--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "run.json",
 		"--save-partial", filepath.Join(dir, "part.bin")})
 
@@ -213,7 +214,7 @@ func TestMergeCommandEqualsAgentZero(t *testing.T) {
 		for _, k := range agentZeroOnly {
 			delete(sc, k)
 		}
-		for _, k := range []string{"errors", "usage", "breakdown", "cluster", "fingerprint"} {
+		for _, k := range []string{"errors", "usage", "breakdown", "cluster", "fingerprint", "server_metrics", "prefix_cache"} {
 			if sc[k] == nil {
 				t.Errorf("%s: the sidecar has no %s", d, k)
 			}

@@ -95,6 +95,11 @@ func (r *run) savePyTorch(path string, res *pyout.Result, files *report.Saved) {
 func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
 	part := cluster.SplitOutcome(o, r.cfg.Breakdown, sidecar.Health, 1, nil)[0]
 	part.Header.Settings.Outputs = cluster.OutputsOf(r.cfg)
+	readings := &cluster.ServerReadings{Metrics: sidecar.ServerMetrics, PrefixCache: sidecar.PrefixCache, Spans: sidecar.ServerSpans,
+		SpecDecode: o.Params.SpecDecode, Diffusion: o.Params.Diffusion}
+	if !readings.Empty() {
+		part.Header.Server = readings
+	}
 	return cluster.SavePartialFile(r.cfg.SavePartial, part)
 }
 

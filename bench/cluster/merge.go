@@ -37,6 +37,9 @@ type MergedRun struct {
 	ExpectedOutputLens []int
 	// Probes are agent 0's side probes, on the shared clock.
 	Probes []metrics.RequestResult
+	// Server is what agent 0 read from the server beside the run; nil
+	// when its partial carries none (a version-2 one, or none read).
+	Server *ServerReadings
 }
 
 // MergePartials joins the partials of one run: one partial per cluster
@@ -103,6 +106,9 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 		m.Probes = append(m.Probes, byIndex[0].Probes[i].RequestResult)
 	}
 	params.Probe = metrics.ComputeProbes(m.Probes)
+	if m.Server = lead.Server; m.Server != nil {
+		params.SpecDecode, params.Diffusion = m.Server.SpecDecode, m.Server.Diffusion
+	}
 	seen := make([]bool, n)
 	var counted map[string]int
 	for _, p := range byIndex {

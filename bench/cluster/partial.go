@@ -65,7 +65,8 @@ import (
 // partial without it reads as one without the option. Version 3 added the
 // agent's own memory to the header (PartialHeader.Memory) and the
 // settings of the merged outputs (PartialSettings.Outputs, MergedOutputs),
-// and nothing to the records: a version-2 partial reads as one whose
+// and agent 0's readings of the server (PartialHeader.Server), and
+// nothing to the records: a version-2 partial reads as one whose
 // agent did not say, so its merge has no steady-state, trimmed or
 // reasoning block, whatever its run asked for.
 // A version-2 reader refuses a version-3 partial by its version, where it
@@ -153,6 +154,86 @@ type PartialHeader struct {
 	// Memory is this agent's own memory as its share ended (agentMemory);
 	// nil in a version-2 partial.
 	Memory *report.SidecarAgentMemory `json:"memory,omitempty"`
+	// Server is what agent 0 (or a single host) read from the server
+	// beside the run; nil from the other agents and in a version-2
+	// partial.
+	Server *ServerReadings `json:"server,omitempty"`
+}
+
+// ServerReadings are what agent 0 read from the server beside the
+// requests, as its blocks and sidecar hold them, for the merge to print
+// and save the same: the --server-metrics scrape, the prefix cache's
+// counters over the run, --otlp-receiver's join of the server's spans,
+// and the speculative-decoding and diffusion figures of its /metrics
+// (which Python's block and result print).
+type ServerReadings struct {
+	Metrics     *report.ServerMetrics    `json:"server_metrics,omitempty"`
+	PrefixCache *report.PrefixCache      `json:"prefix_cache,omitempty"`
+	Spans       *report.ServerSpans      `json:"server_spans,omitempty"`
+	SpecDecode  *metrics.SpecDecodeStats `json:"spec_decode,omitempty"`
+	// Diffusion travels as diffusionText: a ratio over zero is an
+	// infinity or NaN, which JSON cannot hold.
+	Diffusion *metrics.DiffusionStats `json:"-"`
+}
+
+// Empty reports whether r holds no reading.
+func (r *ServerReadings) Empty() bool {
+	return r == nil || *r == ServerReadings{}
+}
+
+// diffusionText is metrics.DiffusionStats with its real figures as
+// strconv's shortest text, which reads back to the same bits, +Inf and
+// NaN included.
+type diffusionText struct {
+	DenoisingSteps      string `json:"denoising_steps"`
+	CanvasPositions     int64  `json:"canvas_positions"`
+	CommittedTokens     int64  `json:"committed_tokens"`
+	CommittedThroughput string `json:"committed_throughput"`
+	StepsPerCanvas      string `json:"steps_per_canvas"`
+	CommittedPerStep    string `json:"committed_per_step"`
+}
+
+type plainReadings ServerReadings
+
+type readingsJSON struct {
+	plainReadings
+	Diffusion *diffusionText `json:"diffusion,omitempty"`
+}
+
+func (r ServerReadings) MarshalJSON() ([]byte, error) {
+	out := readingsJSON{plainReadings: plainReadings(r)}
+	if d := r.Diffusion; d != nil {
+		text := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+		out.Diffusion = &diffusionText{DenoisingSteps: text(d.DenoisingSteps), CanvasPositions: d.CanvasPositions,
+			CommittedTokens: d.CommittedTokens, CommittedThroughput: text(d.CommittedThroughput),
+			StepsPerCanvas: text(d.StepsPerCanvas), CommittedPerStep: text(d.CommittedPerStep)}
+	}
+	return json.Marshal(out)
+}
+
+func (r *ServerReadings) UnmarshalJSON(b []byte) error {
+	var in readingsJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*r = ServerReadings(in.plainReadings)
+	if t := in.Diffusion; t != nil {
+		d := &metrics.DiffusionStats{CanvasPositions: t.CanvasPositions, CommittedTokens: t.CommittedTokens}
+		for _, f := range []struct {
+			name string
+			text string
+			v    *float64
+		}{{"denoising_steps", t.DenoisingSteps, &d.DenoisingSteps}, {"committed_throughput", t.CommittedThroughput, &d.CommittedThroughput},
+			{"steps_per_canvas", t.StepsPerCanvas, &d.StepsPerCanvas}, {"committed_per_step", t.CommittedPerStep, &d.CommittedPerStep}} {
+			v, err := strconv.ParseFloat(f.text, 64)
+			if err != nil {
+				return fmt.Errorf("partial: server.diffusion.%s %q: %w", f.name, f.text, err)
+			}
+			*f.v = v
+		}
+		r.Diffusion = d
+	}
+	return nil
 }
 
 // PartialSettings are what the statistics and the outputs need besides the
@@ -186,6 +267,8 @@ type PartialSettings struct {
 func NewPartialSettings(p *pyout.ReportParams, opts *metrics.ComputeOptions, breakdown bool) PartialSettings {
 	params := *p
 	params.RequestRate, params.Burstiness, params.RPSChangeEvents = 0, 0, nil
+	// What /metrics gave over the run travels in PartialHeader.Server.
+	params.SpecDecode, params.Diffusion = nil, nil
 	return PartialSettings{
 		Params:      &params,
 		RequestRate: strconv.FormatFloat(p.RequestRate, 'g', -1, 64),

@@ -59,6 +59,9 @@ type Agent struct {
 	settings PartialSettings
 	session  *Session
 	merged   *MergedRun
+	// lead is agent 0's partial, saved by SaveReadings once it carries
+	// what agent 0 read from the server after the merge.
+	lead *Partial
 	// registering is set once Join is called: from there on agent 0
 	// hears of this agent's failures through the protocol itself.
 	registering bool
@@ -206,7 +209,8 @@ func (a *Agent) Close() {
 }
 
 // Gather hands this agent's share over once it ran (res): its health line
-// on stderr, its partial saved with --save-partial and sent to agent 0.
+// on stderr, its partial saved with --save-partial (agent 0's later, by
+// SaveReadings) and sent to agent 0.
 // An agent other than 0 then returns nil: it prints nothing more. Agent 0
 // returns the merged run as the result one engine would have given for
 // the whole schedule: every request, time 0 the announced start (on its
@@ -226,17 +230,26 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 	if c.AgentIndex == 0 && a.rates != nil {
 		part.Header.RPSChangeEvents = RampUpChanges(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
 	}
-	if c.SavePartial != "" {
-		path := PartialPath(c.SavePartial, c.ClusterSize, c.AgentIndex)
-		if err := SavePartialFile(path, part); err != nil {
+	if c.AgentIndex != 0 {
+		if err := a.savePartial(part); err != nil {
 			return nil, err
 		}
-		a.Saved = append(a.Saved, path)
 	}
 	merged, err := a.session.Gather(ctx, part, a.Stderr)
-	if err != nil || merged == nil {
+	if err != nil {
+		if c.AgentIndex == 0 {
+			// No merge, so no readings of the merged run: agent 0's own
+			// share is still kept.
+			if serr := a.savePartial(part); serr != nil {
+				fmt.Fprintf(a.Stderr, "stampede: %v\n", serr)
+			}
+		}
 		return nil, err
 	}
+	if merged == nil {
+		return nil, nil
+	}
+	a.lead = part
 	a.merged = merged
 	if a.SentAs != nil {
 		for i, id := range merged.RequestIDs {
@@ -249,6 +262,38 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 		whole.RampUpEvents = rampUpEvents(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
 	}
 	return whole, nil
+}
+
+// SaveReadings saves agent 0's partial with --save-partial, carrying
+// what it read from the server over the merged run (nil: nothing), so
+// that `stampede merge` prints and saves what agent 0 did. It is called
+// once those readings are made, after Gather (an interrupted run too);
+// every other agent, and a single host, saved theirs already or save
+// none.
+func (a *Agent) SaveReadings(readings *ServerReadings) error {
+	if a == nil || a.lead == nil {
+		return nil
+	}
+	part := a.lead
+	a.lead = nil
+	if !readings.Empty() {
+		part.Header.Server = readings
+	}
+	return a.savePartial(part)
+}
+
+// savePartial saves part with --save-partial at this agent's path.
+func (a *Agent) savePartial(part *Partial) error {
+	c := a.Plan
+	if c.SavePartial == "" {
+		return nil
+	}
+	path := PartialPath(c.SavePartial, c.ClusterSize, c.AgentIndex)
+	if err := SavePartialFile(path, part); err != nil {
+		return err
+	}
+	a.Saved = append(a.Saved, path)
+	return nil
 }
 
 // MergedAgent is the agent 0 that merged m, for the phases that print and
