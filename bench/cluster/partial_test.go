@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -437,5 +438,48 @@ func TestAgentMemory(t *testing.T) {
 	}
 	if got := statusBytes(status, "RssAnon:"); got != 0 {
 		t.Errorf("an absent field = %d, want 0", got)
+	}
+}
+
+// TestPartialServerReadings: agent 0's readings of the server read back
+// as written, a diffusion ratio over zero (+Inf, NaN) included, which
+// JSON alone cannot hold; the merge puts the /metrics figures in the
+// block's parameters.
+func TestPartialServerReadings(t *testing.T) {
+	p := richPartial()
+	// One agent of one, stopped early: its records are the whole run.
+	p.Header.ClusterSize, p.Header.ClusterIndex, p.Header.Cancelled = 1, 0, true
+	spec := &metrics.SpecDecodeStats{NumDrafts: 4, DraftTokens: 12, AcceptedTokens: 7, AcceptanceRate: 700.0 / 12,
+		AcceptanceLength: 2.75, PerPositionAcceptanceRates: []float64{0.75, 0.5, 0.5}}
+	diff := &metrics.DiffusionStats{DenoisingSteps: 3.5, CanvasPositions: 0, CommittedTokens: 9,
+		CommittedThroughput: 0.1 + 0.2, StepsPerCanvas: math.Inf(1), CommittedPerStep: math.NaN()}
+	p.Header.Server = &ServerReadings{Metrics: &report.ServerMetrics{Server: "vLLM", Scrapes: 3},
+		PrefixCache: &report.PrefixCache{Server: "vLLM", Reset: true}, SpecDecode: spec, Diffusion: diff}
+	var buf bytes.Buffer
+	if err := WritePartial(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPartial(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.Header.Server
+	if s == nil || s.Metrics == nil || s.Metrics.Scrapes != 3 || s.PrefixCache == nil || !s.PrefixCache.Reset || s.Spans != nil {
+		t.Fatalf("server readings read back as %+v", s)
+	}
+	if !reflect.DeepEqual(s.SpecDecode, spec) {
+		t.Errorf("spec decode read back as %+v, want %+v", s.SpecDecode, spec)
+	}
+	d := s.Diffusion
+	if d == nil || d.DenoisingSteps != 3.5 || d.CommittedTokens != 9 || d.CommittedThroughput != 0.1+0.2 ||
+		!math.IsInf(d.StepsPerCanvas, 1) || !math.IsNaN(d.CommittedPerStep) {
+		t.Errorf("diffusion read back as %+v, want %+v", d, diff)
+	}
+	m, err := MergePartials([]*Partial{got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Server != s || m.Params.SpecDecode != s.SpecDecode || m.Params.Diffusion != s.Diffusion {
+		t.Errorf("merge left the readings out: %+v, params %+v %+v", m.Server, m.Params.SpecDecode, m.Params.Diffusion)
 	}
 }
