@@ -67,15 +67,7 @@ func TestTLSOwnResumption(t *testing.T) {
 // through crypto/tls on a fresh connection, every request succeeds, and
 // the health says why.
 func TestTLSOwnDeclined(t *testing.T) {
-	var conns atomic.Int64
-	srv, client := shardtest.NewTLSWith(t, func(c *tls.Config) {
-		base := c.Clone()
-		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cc := base.Clone()
-			cc.SetSessionTicketKeys([][32]byte{{byte(conns.Add(1))}})
-			return cc, nil
-		}
-	})
+	srv, client := forgetfulTLSServer(t)
 	const n = 6
 	h := ownRun(t, srv, client, nil, n)
 	if h.TLSOwnRedone == 0 || h.TLSOwn != 0 || h.TLSOwnWhy != tls13.ErrPSKDeclined.Error() {
@@ -223,15 +215,7 @@ func TestTLSOwnRampWaitsForTicket(t *testing.T) {
 // others are in flight or waiting for a ticket; those finish through
 // crypto/tls, and every request succeeds.
 func TestTLSOwnStopsMidRamp(t *testing.T) {
-	var conns atomic.Int64
-	srv, client := shardtest.NewTLSWith(t, func(c *tls.Config) {
-		base := c.Clone()
-		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cc := base.Clone()
-			cc.SetSessionTicketKeys([][32]byte{{byte(conns.Add(1))}})
-			return cc, nil
-		}
-	})
+	srv, client := forgetfulTLSServer(t)
 	const n, slots = 300, 40
 	cfg := withTicketStore(PrepareTLS(client, slots))
 	data, health := runPaths(t, srv, strings.Fields(strings.Repeat("/close/2 ", n)), run{slots: slots, streaming: true, tls: cfg})
@@ -281,4 +265,18 @@ func TestTLSOwnWaves(t *testing.T) {
 	if h.TLSOwn != n-1 || h.TLSHandshakes != n || h.TLSOwnRedone != 0 {
 		t.Errorf("%d own of %d handshakes, %d redone (%s); want %d own", h.TLSOwn, h.TLSHandshakes, h.TLSOwnRedone, h.TLSOwnWhy, n-1)
 	}
+}
+
+// forgetfulTLSServer is a TLS server that forgets its tickets: new ticket
+// keys for every connection, so it declines every resumption.
+func forgetfulTLSServer(t *testing.T) (*shardtest.Server, *tls.Config) {
+	var conns atomic.Int64
+	return shardtest.NewTLSWith(t, func(c *tls.Config) {
+		base := c.Clone()
+		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cc := base.Clone()
+			cc.SetSessionTicketKeys([][32]byte{{byte(conns.Add(1))}})
+			return cc, nil
+		}
+	})
 }
