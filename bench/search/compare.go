@@ -50,6 +50,9 @@ type resultRun struct {
 	keys    []string
 	values  map[string]float64
 	samples map[string][]float64 // family → per-request values in ms
+	// settings are the run's settings (compare_settings.go), by key, as
+	// settingText writes them; they are not values.
+	settings map[string]string
 }
 
 // CompareSide is one argument of compare: its runs.
@@ -132,6 +135,7 @@ func LoadCompareSide(arg string) (*CompareSide, error) {
 			return nil, err
 		}
 	}
+	side.loadSettings()
 	return side, nil
 }
 
@@ -166,7 +170,7 @@ func parseResultRun(raw json.RawMessage) (*resultRun, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("a result JSON is an object")
 	}
-	r := &resultRun{values: map[string]float64{}, samples: map[string][]float64{}}
+	r := &resultRun{values: map[string]float64{}, samples: map[string][]float64{}, settings: map[string]string{}}
 	lists := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -180,6 +184,8 @@ func parseResultRun(raw json.RawMessage) (*resultRun, error) {
 		}
 		var f float64
 		switch {
+		case isSetting(key):
+			r.settings[key] = settingText(v)
 		case len(v) > 0 && v[0] == '[':
 			lists[key] = v
 		case json.Unmarshal(v, &f) == nil && !bytes.Equal(v, []byte("null")):
@@ -383,8 +389,7 @@ func compareCell(key string, a, b *CompareSide, va, vb *float64, opts CompareOpt
 	}
 	if !ok {
 		if va != nil && vb != nil && *va == *vb {
-			// A setting both files hold alike (num_prompts), or a figure
-			// the same to the last digit.
+			// A figure the same to the last digit (a count of tokens).
 			cell.Verdict = VerdictSame
 		}
 		return cell

@@ -110,3 +110,71 @@ func TestRerunArgv(t *testing.T) {
 		t.Errorf("without --base-url the original's stays: %q", same)
 	}
 }
+
+// The settings of a result JSON are the setup, not statistics: two sweep
+// points of another concurrency are unlike for like (they were called
+// "fingerprints alike"), a changed num_prompts is a setup difference
+// (it was a "can't tell" row), and --vary setting.KEY names the change.
+func TestCompareSettingsAreTheSetup(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, settings string, fp *report.Fingerprint) string {
+		p := filepath.Join(dir, name)
+		body := `{"date": "20260101-000000", "backend": "vllm", "label": null, "model_id": "m", ` + settings +
+			`, "burstiness": 1.0, "duration": 2.0, "completed": 200, "request_throughput": 10.0}`
+		if err := os.WriteFile(p, []byte(body), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if fp != nil {
+			if err := report.SaveSidecar(report.SidecarPath(p), &report.Sidecar{Version: report.SidecarVersion, Fingerprint: fp}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	c8 := write("sweep-max-concurrency=8.json", `"num_prompts": 200, "request_rate": "inf", "max_concurrency": 8`, fingerprint("0.11.0", "20ms"))
+	c32 := write("sweep-max-concurrency=32.json", `"num_prompts": 200, "request_rate": "inf", "max_concurrency": 32`, fingerprint("0.11.0", "20ms"))
+	more := write("more.json", `"num_prompts": 400, "request_rate": "inf", "max_concurrency": 8`, fingerprint("0.11.0", "20ms"))
+	python := write("python.json", `"num_prompts": 200, "request_rate": "inf", "max_concurrency": null`, nil)
+
+	c := search.Compare(benchtest.CompareSides(t, c8, c32, more, python), search.CompareOptions{})
+	for _, r := range c.Rows {
+		if r.Metric == "num_prompts" || r.Metric == "max_concurrency" || r.Metric == "burstiness" {
+			t.Errorf("a setting is a row of the table: %+v", r)
+		}
+	}
+	want := [][]string{{"setting.max_concurrency"}, {"setting.num_prompts"}, {"setting.max_concurrency"}}
+	for i, chk := range c.Fingerprints {
+		if !slices.Equal(chk.Unnamed, want[i]) || chk.LikeForLike {
+			t.Errorf("side %c: %+v; want unlike for like, %v unnamed", 'B'+i, chk, want[i])
+		}
+	}
+	var out bytes.Buffer
+	if err := c.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		`A vs B: setting.max_concurrency: "8" → "32"  (not named by --vary)`,
+		"A vs B: unlike for like: setting.max_concurrency differs",
+		`A vs C: setting.num_prompts: "200" → "400"`,
+		`A vs D: setting.max_concurrency: "8" → "null"`,
+		"A vs D: no fingerprint in " + python,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "fingerprints alike") || strings.Contains(text, "num_prompts  ") {
+		t.Errorf("points of another setting called alike, or a setting judged as a statistic:\n%s", text)
+	}
+
+	named := search.Compare(benchtest.CompareSides(t, c8, c32), search.CompareOptions{Vary: []string{"setting.max_concurrency"}})
+	if chk := named.Fingerprints[0]; !chk.LikeForLike || len(chk.Diffs) != 1 {
+		t.Errorf("--vary setting.max_concurrency: %+v, want like for like with the one difference", chk)
+	}
+	same := search.Compare(benchtest.CompareSides(t, c8, c8), search.CompareOptions{})
+	out.Reset()
+	if err := same.Write(&out); err != nil || !strings.Contains(out.String(), "A vs B: fingerprints alike") {
+		t.Errorf("one file twice is not alike: %v\n%s", err, out.String())
+	}
+}

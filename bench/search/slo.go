@@ -36,7 +36,16 @@ import (
 // throughput grew by less than 5 % while the median end-to-end latency
 // grew by 10 % or more. More load then only queues; the answer is the
 // highest passing load probed, marked as limited by capacity, not by the
-// SLOs.
+// SLOs. It stops too when the load stopped growing: throughput grew by
+// less than 5 % and latency by less than 10 %, so the doubled flag did not
+// reach the server (every request was already in flight, or a fixed
+// --request-rate held the concurrency down).
+//
+// A concurrency above --num-prompts is the same run as --num-prompts
+// itself: every request is in flight at once. The search caps the
+// concurrency there (and says so), as it caps any load at --slo-max; a
+// search that passes at its cap says that every probe met the SLOs and
+// what to raise to search further.
 
 // SLO search directions.
 const (
@@ -85,7 +94,23 @@ type SLOResult struct {
 	FailedAt float64 `json:"failed_at,omitempty"`
 	// Saturated is set when the search stopped at the server's capacity.
 	Saturated bool `json:"saturated"`
+	// Stop says why the search stopped with every probe above the
+	// answer untried: "saturated", "load_flat" (more of the flag did not
+	// reach the server), "num_prompts" (the concurrency cap) or "slo_max";
+	// "" when a failing probe bounds the answer or nothing passed.
+	Stop string `json:"stopped_by,omitempty"`
+	// Cap is the highest load the search would probe: --slo-max, or for
+	// concurrency --num-prompts when lower; 0 for none.
+	Cap float64 `json:"cap,omitempty"`
 }
+
+// Why a search stopped below no failing probe (SLOResult.Stop).
+const (
+	StopSaturated  = "saturated"
+	StopLoadFlat   = "load_flat"
+	StopNumPrompts = "num_prompts"
+	StopSLOMax     = "slo_max"
+)
 
 // SLOFileJSON is the search's summary, saved in --result-dir with
 // --save-result.
@@ -139,6 +164,10 @@ func SearchSLO(ctx context.Context, o SLOOptions, stdout, stderr io.Writer) (*SL
 		res: &SLOResult{Over: o.Over, Goodput: base.GoodputSLOs, Attainment: o.Attainment}}
 	s.measure = s.run
 	fmt.Fprintf(stdout, "Searching the highest %s where %.4g%% of requests meet %s\n", o.Over, 100*o.Attainment, sloText(base.GoodputSLOs))
+	if s.capsAtPrompts() {
+		fmt.Fprintf(stdout, "max-concurrency is capped at --num-prompts %d: a higher one runs the same %d requests all in flight at once\n",
+			base.NumPrompts, base.NumPrompts)
+	}
 	err = s.search(ctx)
 	if err == nil {
 		err = ctx.Err()
@@ -179,10 +208,34 @@ func (s *sloSearch) valid(load float64) float64 {
 	return load
 }
 
-func (s *sloSearch) search(ctx context.Context) error {
-	load := s.o.Start
+// capsAtPrompts reports whether --num-prompts, not --slo-max, bounds a
+// concurrency search.
+func (s *sloSearch) capsAtPrompts() bool {
+	if s.o.Over != SLOOverConcurrency || s.base == nil || s.base.NumPrompts <= 0 {
+		return false
+	}
+	n := float64(s.base.NumPrompts)
+	return s.o.Max == 0 || n < s.o.Max
+}
+
+// loadCap is the highest load probed and why: --num-prompts for a
+// concurrency (capsAtPrompts), else --slo-max; 0 for no bound.
+func (s *sloSearch) loadCap() (float64, string) {
+	if s.capsAtPrompts() {
+		return float64(s.base.NumPrompts), StopNumPrompts
+	}
 	if s.o.Max > 0 {
-		load = math.Min(load, s.o.Max)
+		return s.valid(s.o.Max), StopSLOMax
+	}
+	return 0, ""
+}
+
+func (s *sloSearch) search(ctx context.Context) error {
+	limit, limitedBy := s.loadCap()
+	s.res.Cap = limit
+	load := s.o.Start
+	if limit > 0 {
+		load = math.Min(load, limit)
 	}
 	first, err := s.probe(ctx, load)
 	if err != nil || first == nil {
@@ -194,11 +247,12 @@ func (s *sloSearch) search(ctx context.Context) error {
 		s.res.Answer = lo
 		for hi == nil {
 			next := s.valid(lo.Load * 2)
-			if s.o.Max > 0 && next > s.o.Max {
-				next = s.valid(s.o.Max)
+			if limit > 0 && next > limit {
+				next = limit
 			}
 			if next <= lo.Load {
-				return nil // at --slo-max and passing
+				s.res.Stop = limitedBy // at the cap and passing
+				return nil
 			}
 			p, err := s.probe(ctx, next)
 			if err != nil || p == nil {
@@ -208,11 +262,15 @@ func (s *sloSearch) search(ctx context.Context) error {
 				hi = p
 				break
 			}
-			if saturated(&lo.Metrics, &p.Metrics) {
-				s.res.Saturated = true
-				s.res.Answer = p
-				fmt.Fprintf(s.stdout, "saturated: throughput %.2f → %.2f req/s while median E2EL %.2f → %.2f ms; stopping\n",
-					lo.Metrics.RequestThroughput, p.Metrics.RequestThroughput, lo.Metrics.E2ELP50, p.Metrics.E2ELP50)
+			if stop := flatThroughput(&lo.Metrics, &p.Metrics); stop != "" {
+				s.res.Stop, s.res.Answer = stop, p
+				s.res.Saturated = stop == StopSaturated
+				what := "saturated"
+				if stop == StopLoadFlat {
+					what = "the load stopped growing"
+				}
+				fmt.Fprintf(s.stdout, "%s: throughput %.2f → %.2f req/s while median E2EL %.2f → %.2f ms; stopping\n",
+					what, lo.Metrics.RequestThroughput, p.Metrics.RequestThroughput, lo.Metrics.E2ELP50, p.Metrics.E2ELP50)
 				return nil
 			}
 			lo = p
@@ -256,14 +314,23 @@ func (s *sloSearch) search(ctx context.Context) error {
 	return nil
 }
 
-// saturated reports throughput flat (< 5 % more) while the median E2EL
-// grew by 10 % or more, from probe a to the higher-load probe b.
-func saturated(a, b *report.PointMetrics) bool {
-	return b.RequestThroughput < 1.05*a.RequestThroughput && b.E2ELP50 >= 1.1*a.E2ELP50
+// flatThroughput reads probe a and the higher-load probe b: with
+// throughput flat (< 5 % more), StopSaturated when the median E2EL grew by
+// 10 % or more (more load only queues), else StopLoadFlat (more of the flag
+// did not reach the server); "" when throughput grew.
+func flatThroughput(a, b *report.PointMetrics) string {
+	switch {
+	case b.RequestThroughput >= 1.05*a.RequestThroughput:
+		return ""
+	case b.E2ELP50 >= 1.1*a.E2ELP50:
+		return StopSaturated
+	}
+	return StopLoadFlat
 }
 
-// loadText is a load as the flag takes it.
-func loadText(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// loadText is a load as the flag takes it: never an exponent, which
+// --max-concurrency, an int, would refuse ("1.048576e+06").
+func loadText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // probe measures load and prints its line; nil without error when an
 // interrupt cut it short.
@@ -339,7 +406,33 @@ func (s *sloSearch) writeAnswer() {
 		}
 	}
 	tw.Flush()
+	if why := s.everyProbePassed(); why != "" {
+		fmt.Fprintln(bw, why)
+	}
 	fmt.Fprintln(bw, strings.Repeat("=", pyout.BlockWidth))
+}
+
+// everyProbePassed explains an answer no failing probe bounds: the SLOs
+// held at every load tried, so the answer is where the search stopped, not
+// where the SLOs break. "" when a probe failed above the answer.
+func (s *sloSearch) everyProbePassed() string {
+	a := s.res.Answer
+	if a == nil || s.res.FailedAt > 0 || s.res.Saturated {
+		return ""
+	}
+	load := loadText(a.Load)
+	switch s.res.Stop {
+	case StopNumPrompts:
+		return fmt.Sprintf("Every probe met the SLOs: at max-concurrency %s = --num-prompts every request is in flight at once, "+
+			"so no higher concurrency exists for this run; give more --num-prompts to search beyond it.", load)
+	case StopSLOMax:
+		return fmt.Sprintf("Every probe met the SLOs, up to --slo-max %s: raise --slo-max to search beyond it.", load)
+	case StopLoadFlat:
+		return fmt.Sprintf("Every probe met the SLOs: past %s=%s more of it did not reach the server (throughput and latency held), "+
+			"so the SLOs did not break within the load this run can offer; more --num-prompts (or a higher --request-rate for "+
+			"a concurrency search) offer more.", s.o.Over, load)
+	}
+	return ""
 }
 
 func (s *sloSearch) lowest() float64 {
