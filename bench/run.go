@@ -190,10 +190,11 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 	}
 	requests, err := d.Sample(env)
 	if err == nil && tok != nil {
-		// The server's tokenizer cannot return errors through the
-		// Tokenizer interface; it keeps the first one.
-		if st, ok := tok.Tokenizer.(*datasets.ServerTokenizer); ok {
-			err = st.Err()
+		// A tokenizer cannot return errors through the Tokenizer
+		// interface: the server's keeps the first failed call, a local
+		// one the first split pattern that gave up.
+		if failing, ok := tok.Tokenizer.(interface{ Err() error }); ok {
+			err = failing.Err()
 		}
 	}
 	if err != nil {

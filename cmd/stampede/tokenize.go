@@ -93,6 +93,10 @@ func runTokenize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return 1
 			}
 			ids = tok.Encode(ids[:0], s, *addSpecial)
+			if err := tok.Err(); err != nil {
+				fmt.Fprintf(stderr, "stampede tokenize: stdin line %d: %v\n", line, err)
+				return 1
+			}
 			result = struct {
 				IDs   []int32 `json:"ids"`
 				Count int     `json:"count"`

@@ -57,6 +57,18 @@ type Tokenizer struct {
 	chunks *wordCache
 
 	pool sync.Pool
+	// gaveUp is the first encode whose split pattern gave up (Err).
+	gaveUp atomic.Pointer[PatternError]
+}
+
+// Err is the first encode that failed since the load: a split pattern that
+// backtracked past its bound on a text (*PatternError, naming the
+// pattern); nil when every encode succeeded.
+func (t *Tokenizer) Err() error {
+	if e := t.gaveUp.Load(); e != nil {
+		return e
+	}
+	return nil
 }
 
 // workspace is the scratch memory of one Encode call; pooled per Tokenizer.
@@ -189,13 +201,29 @@ func (t *Tokenizer) finish() {
 // Encode appends the ids of text to dst, with the post-processor's special
 // tokens (BOS, CLS/SEP, ...) when addSpecial is true. Added tokens are
 // recognised in the text whether special or not, as Hugging Face does.
-func (t *Tokenizer) Encode(dst []int32, text string, addSpecial bool) []int32 {
+//
+// A split pattern that gives up on text (a *PatternError: it backtracked
+// past its bound) appends nothing and is kept for Err: the interface
+// datasets use has no error return, so a caller checks Err after the
+// texts it encoded.
+func (t *Tokenizer) Encode(dst []int32, text string, addSpecial bool) (ids []int32) {
 	ws := t.pool.Get().(*workspace)
-	defer t.pool.Put(ws)
+	start := len(dst)
+	defer func() {
+		if r := recover(); r != nil {
+			gaveUp, ok := r.(*PatternError)
+			if !ok {
+				panic(r)
+			}
+			t.gaveUp.CompareAndSwap(nil, gaveUp)
+			ids = dst[:start] // ws is left mid-encode: not pooled again
+			return
+		}
+		t.pool.Put(ws)
+	}()
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	start := len(dst)
 	dst = t.encodeText(dst, text, ws)
 	if addSpecial && t.post != nil {
 		ws.ids = append(ws.ids[:0], dst[start:]...)
