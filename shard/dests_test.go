@@ -3,8 +3,10 @@ package shard
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
 )
@@ -57,5 +59,42 @@ func TestIdlePoolPerDestinationAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations per reuse; want 0", allocs)
+	}
+}
+
+// A failed connect names the front end it went to: a dead second one of
+// --server-urls was reported as the first's address.
+func TestConnectErrorNamesItsDestination(t *testing.T) {
+	live, dead := shardtest.New(t), shardtest.New(t)
+	dead.StopListening()
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{Wire: []byte("POST /ok/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), Dest: i % 2}
+	}
+	q := NewQueue(len(reqs), 0)
+	rec := metrics.NewRecorder(metrics.Options{})
+	sh, err := New(Config{CPU: -1, Dests: []netip.AddrPort{live.Addr, dead.Addr}, Streaming: true, Kind: sse.Completions,
+		Requests: reqs, Queue: q, Slots: len(reqs), ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		Clock: NewClock(), Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { sh.Run(); close(done) }()
+	for i := range reqs {
+		q.Release(i, 0)
+	}
+	sh.WakeIfSleeping()
+	<-q.Done()
+	sh.Stop()
+	<-done
+	for _, r := range metrics.Merge(len(reqs), rec).Results {
+		want := ""
+		if reqs[r.Index].Dest == 1 {
+			want = "connect " + dead.Addr.String() + ": connection refused"
+		}
+		if r.Error != want {
+			t.Errorf("request %d to front end %d: error %q; want %q", r.Index, reqs[r.Index].Dest, r.Error, want)
+		}
 	}
 }

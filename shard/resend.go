@@ -70,7 +70,7 @@ func (s *Shard) resend(c *conn) {
 	req := c.req
 	nc, err := s.open(c.dest)
 	if err != nil {
-		s.fail(c, s.connectErrorText(err))
+		s.fail(c, s.connectErrorTo(c.dest, err))
 		return
 	}
 	s.health.Resent++

@@ -629,7 +629,7 @@ func (s *Shard) start(i int, arrivalNs int64) {
 		if c, err = s.open(req.Dest); err != nil {
 			var st metrics.Stream
 			s.cfg.Recorder.Begin(&st, i, req.PromptLen, arrivalNs, startNs)
-			s.cfg.Recorder.Fail(&st, s.connectErrorText(err))
+			s.cfg.Recorder.Fail(&st, s.connectErrorTo(req.Dest, err))
 			s.release(nil)
 			return
 		}
@@ -684,7 +684,7 @@ func (s *Shard) writeEarly(c *conn) {
 	now := s.cfg.Clock.Now()
 	n, err := write(c.fd, c.req.Wire)
 	if err != nil {
-		s.fail(c, s.connectErrorText(err))
+		s.fail(c, s.connectErrorTo(c.dest, err))
 		return
 	}
 	if n == 0 {
@@ -781,7 +781,7 @@ func (s *Shard) setConn(fd int, c *conn) {
 func (s *Shard) onConnected(c *conn, errOrHup bool) {
 	if errOrHup {
 		if err := connectResult(c.fd); err != nil {
-			s.fail(c, s.connectErrorText(err))
+			s.fail(c, s.connectErrorTo(c.dest, err))
 			return
 		}
 	}
@@ -793,8 +793,18 @@ func (s *Shard) onConnected(c *conn, errOrHup bool) {
 	s.writeRequest(c)
 }
 
-func (s *Shard) connectErrorText(err error) string {
-	return "connect " + s.cfg.Addr.String() + ": " + err.Error()
+// connectErrorText is a failed connect's error on a shard of one
+// destination (TLS names one server).
+func (s *Shard) connectErrorText(err error) string { return s.connectErrorTo(0, err) }
+
+// connectErrorTo names the front end dest the connect went to
+// (Config.Dests[dest], or Addr without them).
+func (s *Shard) connectErrorTo(dest int, err error) string {
+	addr := s.cfg.Addr
+	if dest < len(s.cfg.Dests) {
+		addr = s.cfg.Dests[dest]
+	}
+	return "connect " + addr.String() + ": " + err.Error()
 }
 
 // writeRequest writes what the socket takes; when the send buffer is full,
@@ -1103,7 +1113,7 @@ func (s *Shard) expireDeadlines() {
 		}
 		deadlineNs := c.deadlineNs
 		if c.state == connConnecting && c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout) {
-			s.fail(c, s.connectErrorText(fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
+			s.fail(c, s.connectErrorTo(c.dest, fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
 		} else {
 			s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
 		}
