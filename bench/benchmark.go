@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -67,6 +68,8 @@ type measurement struct {
 	prefixCache *report.PrefixCache
 	// serverSpans is --otlp-receiver's join; nil without it.
 	serverSpans *report.ServerSpans
+	// interrupted is how a stop cut the run short; nil when it finished.
+	interrupted *report.SidecarInterrupted
 }
 
 // measure starts the profiler, prints the banner, reads the server's
@@ -154,10 +157,11 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, err
 	}
 	params.Probe = metrics.ComputeProbes(res.Probes)
+	var interrupted *report.SidecarInterrupted
 	if res.Cancelled {
-		reportInterrupt(r.stderr, res)
+		interrupted = reportInterrupt(r.stderr, res, stopSignal(ctx))
 	}
-	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res)}
+	m := &measurement{res: res, params: params, serverMetrics: scraper.Finish(after, res), interrupted: interrupted}
 	m.serverSpans = r.joinSpans(after, receiver, res, ds)
 	if after, ok := scrape.ReadCounters(after, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL)); ok && beforeOK {
 		m.prefixCache = scrape.PrefixCacheOfRun(before, atFirst, firstOK, after, c.ColdPrefixCache || c.ResetPrefixCache)
@@ -221,23 +225,35 @@ func checkArrivals(c *plan.Plan) error {
 }
 
 // reportInterrupt drops the requests an interrupt kept from being sent
-// and says on stderr what the results cover.
-func reportInterrupt(w io.Writer, res *engine.Result) {
+// and says what the results cover; it returns the same account for the
+// sidecar, with signal the stop's name ("" when unknown).
+func reportInterrupt(w io.Writer, res *engine.Result, signal string) *report.SidecarInterrupted {
 	unsent := outcome.DropUnsent(&res.Data)
+	account := &report.SidecarInterrupted{Signal: signal, AtOnce: res.Aborted, Sent: len(res.Data.Results), Unsent: unsent}
 	if !res.Aborted {
 		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
 			len(res.Data.Results), unsent)
-		return
+		return account
 	}
-	cut := 0
 	for _, rr := range res.Data.Results {
 		if !rr.Success && rr.Error == "cancelled" {
-			cut++
+			account.CancelledInFlight++
 		}
 	}
 	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
 		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
-		len(res.Data.Results), cut, unsent)
+		len(res.Data.Results), account.CancelledInFlight, unsent)
+	return account
+}
+
+// stopSignal names the signal that cancelled ctx when its cause says
+// (the command's cause does: "SIGINT"); "" otherwise.
+func stopSignal(ctx context.Context) string {
+	var stop interface{ StopSignal() string }
+	if errors.As(context.Cause(ctx), &stop) {
+		return stop.StopSignal()
+	}
+	return ""
 }
 
 // computeOptions are the metric settings for results (in request order,

@@ -16,8 +16,13 @@ import (
 func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*report.Sidecar, error) {
 	c := r.cfg
 	res := m.res
-	if err := pyout.WriteWarnings(r.stderr, o.Summary); err != nil {
-		return nil, err
+	// Python's warning that no request succeeded blames the arguments:
+	// wrong for a run the user stopped, whose stop line says what the
+	// results cover.
+	if m.interrupted == nil {
+		if err := pyout.WriteWarnings(r.stderr, o.Summary); err != nil {
+			return nil, err
+		}
 	}
 	if err := pyout.WriteResult(r.stdout, o.Summary, o.Params); err != nil {
 		return nil, err
@@ -33,6 +38,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	}
 	sidecar := report.NewSidecar(res, breakdown, c.SaveDetailed)
 	sidecar.Fingerprint, sidecar.Manifest = r.fingerprintFacts, r.manifest
+	sidecar.Interrupted = m.interrupted
 	r.agent.Account(sidecar)
 	var err error
 	if sidecar.Reasoning, err = r.reasoning(res.Data.Results); err != nil {

@@ -66,6 +66,23 @@ type Sidecar struct {
 	// Cluster is how many agents ran the run and each one's clock and
 	// health (sidecar_cluster.go); absent on a single host.
 	Cluster *SidecarCluster `json:"cluster,omitempty"`
+	// Interrupted says a stop (Ctrl-C, SIGTERM, SIGHUP) cut the run
+	// short, so its figures cover part of it; absent for a run that
+	// finished.
+	Interrupted *SidecarInterrupted `json:"interrupted,omitempty"`
+}
+
+// SidecarInterrupted is how a run was stopped: the signal ("SIGINT";
+// absent when the run was cancelled otherwise), whether a second stop
+// ended it at once (AtOnce: the requests still in flight were failed
+// "cancelled", CancelledInFlight of them), the requests sent (the
+// results saved) and those never sent (left out of every figure).
+type SidecarInterrupted struct {
+	Signal            string `json:"signal,omitempty"`
+	AtOnce            bool   `json:"at_once"`
+	Sent              int    `json:"sent"`
+	Unsent            int    `json:"unsent"`
+	CancelledInFlight int    `json:"cancelled_in_flight"`
 }
 
 // SidecarHealth is the health line's figures: how well the client kept up,

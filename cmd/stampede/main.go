@@ -33,6 +33,7 @@ import (
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/search"
 	"github.com/stampede-bench/stampede/internal/py"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -57,6 +58,10 @@ func main() {
 type interrupted struct{ sig syscall.Signal }
 
 func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
+
+// StopSignal names the signal as the sidecar's "interrupted" records it
+// ("SIGINT").
+func (e interrupted) StopSignal() string { return unix.SignalName(e.sig) }
 
 // stopSignals are the signals that stop a run the way the first Ctrl-C
 // does: an interrupt, a terminate (a Kubernetes eviction, a Job's
