@@ -21,7 +21,7 @@ func (r *run) fingerprint(ctx context.Context, model endpoint.Model, tok *endpoi
 	if !c.SaveResult && !c.AppendResult {
 		return
 	}
-	m := &report.Manifest{Argv: c.Argv, Seed: c.Seed}
+	m := &report.Manifest{Argv: c.Argv, Seed: c.Seed, Targets: c.Origins()}
 	if tok != nil {
 		m.TokenizerSHA256, m.Tokenizer = tok.SHA256, tok.ID
 	}

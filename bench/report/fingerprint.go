@@ -46,6 +46,10 @@ type Manifest struct {
 	// Tokenizer is the tokenizer's name as the run resolved it
 	// (--tokenizer, else the model's id), so a rerun can hash the same.
 	Tokenizer string `json:"tokenizer"`
+	// Targets are the servers the run sent to (plan.Plan.Origins), so a
+	// rerun can tell a command line that no longer sends where the run
+	// did; absent from manifests older than it.
+	Targets []string `json:"targets,omitempty"`
 }
 
 // ClientFacts is the client's side of a fingerprint: stampede's build

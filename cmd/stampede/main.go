@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "compare":
 			return runCompare(args[1:], stdout, stderr)
 		case "rerun":
-			return runRerun(ctx, args[1:], stdout, stderr)
+			return runRerun(ctx, args[1:], terminalStdin(), stdout, stderr)
 		case "merge":
 			return runMerge(args[1:], stdout, stderr)
 		case "sweep":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -10,13 +11,13 @@ import (
 	"strings"
 
 	"github.com/stampede-bench/stampede/bench"
-	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/plan"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/bench/search"
 	"github.com/stampede-bench/stampede/internal/py"
+	"golang.org/x/sys/unix"
 )
 
 const rerunUsage = `usage: stampede rerun [--base-url URL] [--yes] [--vary KEY[,KEY]] [--json] FILE [-- SERVE OPTIONS]
@@ -28,14 +29,21 @@ the new result as stampede compare does: the fingerprints' differences
 first, then every metric with its verdict. The new result goes beside FILE
 as FILE's name with .rerun.json; the original is never overwritten.
 
-Before anything is sent, the dataset file and the tokenizer file are hashed
-(SHA-256) and checked against the manifest's: a rerun whose data differ says
-which and stops, unless --yes. Secrets the manifest redacted (--cluster-token,
-credential headers, a URL's password) are given again after "--", with any
-other serve option to change.
+A sidecar is a file anyone may have edited, so before anything is sent the
+rerun shows what it will run: the servers it sends to, the files it reads
+(the dataset and the tokenizer, hashed with SHA-256 and checked against the
+manifest's) and writes, and the options changed from the manifest's; then
+it asks, on a terminal, or takes --yes. It writes only in FILE's directory
+(a manifest's --save-partial or --report there becomes its .rerun copy; one
+elsewhere is refused), sends only where the original run sent or where you
+name (--base-url, or a URL after "--"; --yes does not cover another), and a
+secret you give goes only to servers you name. Secrets the manifest
+redacted (--cluster-token, credential headers, a URL's password) are given
+again after "--", with any other serve option to change.
 
   --base-url URL   the server to run against (default: the original's)
-  --yes            go on when the dataset's or the tokenizer's hash differs
+  --yes            run without asking, as shown (needed when stdin is no
+                   terminal), also when the data's hashes differ
   --vary KEY       a fingerprint key (or prefix) whose difference is the change
                    under test, for the comparison; repeat or join with commas
   --json           print the comparison as JSON instead of a table (the run's
@@ -43,9 +51,11 @@ other serve option to change.
 `
 
 // runRerun is `stampede rerun`: the comparison's exit status once the run
-// is done (0), 1 when FILE cannot be rerun or the data differ, 2 on bad
-// arguments; a run's own failure exits as serve's would.
-func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// is done (0), 1 when FILE cannot be rerun, the rerun is refused or not
+// confirmed, 2 on bad arguments; a run's own failure exits as serve's
+// would. terminal is where the confirmation is read, nil when stdin is no
+// terminal (then only --yes runs).
+func runRerun(ctx context.Context, args []string, terminal io.Reader, stdout, stderr io.Writer) int {
 	var extra []string
 	for i, a := range args {
 		if a == "--" {
@@ -73,6 +83,8 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageError("%v", err)
 	case len(files) != 1:
 		return usageError("needs one result file, got %d", len(files))
+	case *baseURL != "" && !validOrigin(*baseURL):
+		return usageError("--base-url %q: want an http:// or https:// URL, such as http://127.0.0.1:8000", *baseURL)
 	}
 	file := files[0]
 	fail := func(format string, a ...any) int {
@@ -92,20 +104,18 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case manifest == nil:
 		return fail("%s holds no manifest: it was written by a stampede older than `stampede rerun`", report.SidecarPath(file))
 	}
-	argv := search.RerunArgv(manifest, file, *baseURL, extra)
-	fmt.Fprintf(stderr, "stampede rerun: stampede serve %s\n", strings.Join(argv, " "))
-	if secrets := search.Redacted(argv); len(secrets) > 0 {
-		fmt.Fprintf(stderr, "WARNING: the manifest redacted the secrets of %s: they go out as \"<redacted>\" "+
-			"unless given again after \"--\"\n", strings.Join(secrets, ", "))
-	}
-	cfg, err := cli.Parse(argv, backend.Choices())
+	p, err := search.PlanRerun(manifest, file, search.RerunOptions{BaseURL: *baseURL, Extra: extra})
 	if err != nil {
 		var help *cli.HelpRequested
 		if errors.As(err, &help) {
 			return usageError("the manifest's command line asks for help")
 		}
+		if usage, ok := errors.AsType[*py.UsageError](err); ok {
+			return usageError("%s", usage.Msg)
+		}
 		return failed(stderr, err)
 	}
+	cfg := p.Plan
 	if err := cli.RefuseAgents(cfg, "stampede rerun"); err != nil {
 		if usage, ok := errors.AsType[*py.UsageError](err); ok {
 			return usageError("%s", usage.Msg)
@@ -113,15 +123,26 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return failed(stderr, err)
 	}
 	writeWarnings(stderr, cfg)
-	if bad := checkRerunData(cfg, manifest); len(bad) > 0 {
-		for _, d := range bad {
-			fmt.Fprintf(stderr, "stampede rerun: %s\n", d)
+	p.Write(stderr)
+	if secrets := search.Redacted(p.Argv); len(secrets) > 0 {
+		fmt.Fprintf(stderr, "WARNING: the manifest redacted the secrets of %s: they go out as \"<redacted>\" "+
+			"unless given again after \"--\"\n", strings.Join(secrets, ", "))
+	}
+	for _, d := range checkRerunData(cfg, manifest) {
+		fmt.Fprintf(stderr, "stampede rerun: %s: the comparison would not be like for like\n", d)
+	}
+	if len(p.Refusals) > 0 {
+		for _, r := range p.Refusals {
+			fmt.Fprintf(stderr, "stampede rerun: refused: %s\n", r)
 		}
-		if !*yes {
-			return fail("the data differ from the original run's, so the comparison would not be like for like; " +
-				"give --yes to rerun all the same")
-		}
-		fmt.Fprintln(stderr, "stampede rerun: going on (--yes)")
+		return exitError
+	}
+	switch {
+	case *yes:
+	case terminal == nil:
+		return fail("not run: stdin is no terminal to ask on; give --yes to run what is shown above")
+	case !confirmed(terminal, stderr):
+		return fail("not run")
 	}
 	// With --json, stdout is the comparison's JSON alone; the run's lines
 	// go to stderr.
@@ -144,6 +165,33 @@ func runRerun(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return writeComparison(c, *asJSON, stdout, stderr)
 }
 
+// validOrigin reports whether u is an http(s) URL with a host.
+func validOrigin(u string) bool {
+	_, ok := plan.Origin(u)
+	return ok
+}
+
+// confirmed asks whether to run what the plan shows and reads the answer
+// from terminal: yes only for "y" or "yes".
+func confirmed(terminal io.Reader, stderr io.Writer) bool {
+	fmt.Fprint(stderr, "Run it? [y/N] ")
+	answer, _ := bufio.NewReader(terminal).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// terminalStdin is os.Stdin when it is a terminal, for rerun's question;
+// nil otherwise (a pipe, a file, /dev/null).
+func terminalStdin() io.Reader {
+	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+		return nil
+	}
+	return os.Stdin
+}
+
 // checkRerunData hashes the dataset and the tokenizer cfg will read and
 // lists those whose hash is not the manifest's (a hash the original run
 // did not record is not checked).
@@ -153,15 +201,23 @@ func checkRerunData(cfg *plan.Plan, m *report.Manifest) []search.DataMismatch {
 		if original == "" {
 			return
 		}
+		d := search.DataMismatch{What: what, Original: original}
 		now, err := hash()
 		if err == nil && now == original {
 			return
 		}
-		d := search.DataMismatch{What: what, Original: original, Now: now}
+		d.Now = now
 		if err != nil {
 			d.Now, d.Problem = "", err.Error()
 		}
 		bad = append(bad, d)
+	}
+	if m.DatasetSHA256 == "" && cfg.DatasetPath != "" {
+		// The original hashed every dataset file it read: a file to
+		// read without its hash was not the original's.
+		if now, err := endpoint.FileSHA256(cfg.DatasetPath); err == nil {
+			bad = append(bad, search.DataMismatch{What: "dataset " + cfg.DatasetPath, Now: now})
+		}
 	}
 	check("dataset "+cfg.DatasetPath, m.DatasetSHA256, func() (string, error) {
 		if cfg.DatasetPath == "" {
