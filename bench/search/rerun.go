@@ -49,11 +49,6 @@ import (
 // rerun sets its own, and refuses them after "--".
 var rerunOutputOptions = []string{"result-dir", "result-filename", "output-json"}
 
-// rerunWrittenOptions are the other options that name a file the run
-// writes: the manifest's are kept inside the rerun's directory, under
-// their .rerun name.
-var rerunWrittenOptions = []string{"save-partial", "report"}
-
 // rerunURLOptions are the options whose values are servers: given after
 // "--", they name those servers.
 var rerunURLOptions = []string{"base-url", "server-urls", "server-metrics"}
