@@ -24,7 +24,8 @@ JSON and slo.json go to --result-dir).
   --slo-over FLAG       the load searched (default max-concurrency)
   --slo-attainment F    share of requests that must meet the SLOs (default 0.99)
   --slo-start LOAD      the first probe's load (default 1)
-  --slo-max LOAD        the highest load probed (default: no bound)
+  --slo-max LOAD        the highest load probed (default: no bound; a
+                        concurrency stops at --num-prompts, all in flight)
   --slo-tolerance F     relative width of the final bracket (default 0.05)
 `
 
