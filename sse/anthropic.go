@@ -154,11 +154,7 @@ func (d *Decoder) resetAnthropicUsage() {
 // decodeAnthropic classifies the Anthropic event just scanned.
 func (d *Decoder) decodeAnthropic(name []byte, out *Chunk) error {
 	x := &d.f.extra
-	typ := name
-	if x.typ.t == jsonString {
-		typ = d.key(x.typ.start, x.typ.end, x.typ.esc)
-	}
-	switch string(typ) {
+	switch string(d.eventType(name)) {
 	case "content_block_delta":
 		return d.anthropicDelta(out)
 	case "content_block_start":

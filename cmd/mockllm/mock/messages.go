@@ -34,8 +34,8 @@ func (s *Server) serveMessages(cn *conn, ls *loopState, req *httpRequest, arriva
 }
 
 // parseMessages decodes a /v1/messages body into g, with the checks
-// parseGeneration makes of max_tokens; the prompt is the system prompt's
-// tokens and the messages'.
+// parseResponses makes of the output length; the prompt is the system
+// prompt's tokens and the messages'.
 func (s *Server) parseMessages(p *fastjson.Parser, body []byte, ids *[]int32, g *genParams) *apiError {
 	*g = genParams{chat: true, promptTokens: g.promptTokens[:0]}
 	v, aerr := s.parseBody(p, body)
@@ -53,36 +53,12 @@ func (s *Server) parseMessages(p *fastjson.Parser, body []byte, ids *[]int32, g 
 	if aerr != nil {
 		return aerr
 	}
-	prompt += system
-	g.promptTokens = append(g.promptTokens, prompt)
-	var err error
-	if g.streaming, err = optBool(v, "stream"); err != nil {
-		return invalid("stream: %v", err)
-	}
-	if g.ignoreEOS, err = optBool(v, "ignore_eos"); err != nil {
-		return invalid("ignore_eos: %v", err)
-	}
-	if g.minTokens, err = optInt(v, "min_tokens", 0); err != nil || g.minTokens < 0 {
-		return invalid("min_tokens: want an integer >= 0")
-	}
+	g.promptTokens = append(g.promptTokens, prompt+system)
 	if f := v.Get("max_tokens"); f == nil || f.Type() == fastjson.TypeNull {
+		// The Messages API requires it.
 		return invalid("max_tokens: Field required")
 	}
-	if g.maxTokens, err = optInt(v, "max_tokens", -1); err != nil {
-		return invalid("max_tokens: %v", err)
-	}
-	switch {
-	case prompt >= s.cfg.MaxModelLen:
-		return invalid("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", s.cfg.MaxModelLen, prompt)
-	case g.maxTokens < 1:
-		return invalid("max_tokens must be positive, got %d.", g.maxTokens)
-	case prompt+g.maxTokens > s.cfg.MaxModelLen:
-		return invalid("'max_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens.", g.maxTokens, s.cfg.MaxModelLen, prompt)
-	}
-	if g.minTokens > g.maxTokens {
-		return invalid("min_tokens must be less than or equal to max_tokens=%d, got %d.", g.maxTokens, g.minTokens)
-	}
-	return nil
+	return s.parseTypedOptions(v, g, "max_tokens")
 }
 
 // countSystem counts the tokens of a Messages request's "system": a

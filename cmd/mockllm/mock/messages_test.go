@@ -177,7 +177,7 @@ func TestMessagesErrors(t *testing.T) {
 	}{
 		{`{"model":"mock-llm","messages":[{"role":"user","content":"hi"}]}`, 400, "BadRequestError", "max_tokens: Field required"},
 		{`{"model":"other","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, 404, "NotFoundError", "The model `other` does not exist."},
-		{`{"model":"mock-llm","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "BadRequestError", "max_tokens must be positive"},
+		{`{"model":"mock-llm","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "BadRequestError", "max_tokens must be at least 1, got 0."},
 		{`{"model":"mock-llm","max_tokens":3,"system":5,"messages":[{"role":"user","content":"hi"}]}`, 400, "BadRequestError", "system: want a string"},
 		// The first valid request is the fault's first; the second gets it.
 		{`{"model":"mock-llm","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, 200, "", ""},
