@@ -8,9 +8,9 @@ package datasets
 type Backend struct {
 	// Name is the --backend value.
 	Name string
-	// ChatLike backends post the Chat Completions API, whose server
-	// applies the chat template itself (sonnet leaves it out; BFCL needs
-	// one, for its tool schemas).
+	// ChatLike backends post a chat API (Chat Completions, or the
+	// Anthropic Messages API), whose server applies the chat template
+	// itself (sonnet leaves it out; BFCL needs one, for its tool schemas).
 	ChatLike bool
 	// Multimodal backends take requests with media: Python's
 	// multimodal_backends (chat media parts, an audio clip).

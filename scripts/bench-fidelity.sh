@@ -15,6 +15,10 @@
 #                                        # (bin/fidelity ... -tls -heapprofile
 #                                        # FILE: the heap at its peak, and the
 #                                        # memory classes at the RSS peak)
+#   ANTHROPIC=1 scripts/bench-fidelity.sh # decode-step, the completions API
+#                                        # then the Anthropic Messages API
+#                                        # (-backend anthropic-messages) side
+#                                        # by side
 #   TTFT=1 scripts/bench-fidelity.sh     # where TTFT goes: 1,000 and 10,000
 #                                        # released together, cold, warm
 #                                        # (-warm-connections) and with a
@@ -40,6 +44,14 @@ if [[ -n "${TLS:-}" ]]; then
 	for args in "-streams 1000 -tok-per-s 50 -tokens 50" "-streams 10000 -tok-per-s 5 -tokens 20"; do
 		run $args -mode decode-step
 		run $args -mode decode-step -tls
+	done
+	exit 0
+fi
+
+if [[ -n "${ANTHROPIC:-}" ]]; then
+	for args in "-streams 1000 -tok-per-s 50 -tokens 50" "-streams 10000 -tok-per-s 5 -tokens 20"; do
+		run $args -mode decode-step
+		run $args -mode decode-step -backend anthropic-messages
 	done
 	exit 0
 fi

@@ -23,6 +23,10 @@ const (
 	// events told apart by their "type" (or SSE event name), see
 	// responses.go.
 	Responses
+	// Anthropic is the Anthropic Messages API's event stream
+	// (/v1/messages): message_start, content_block_delta, message_delta
+	// and the rest, see anthropic.go.
+	Anthropic
 )
 
 // String names the kind as the backends do.
@@ -36,6 +40,8 @@ func (k Kind) String() string {
 		return "audio"
 	case Responses:
 		return "responses"
+	case Anthropic:
+		return "anthropic"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -82,8 +88,9 @@ type Chunk struct {
 	ReasoningTokens int64
 }
 
-// ErrMalformedChunk is wrapped by every Decode error: the chunk is one on
-// which `vllm bench serve` raises and fails the request.
+// ErrMalformedChunk is wrapped by every Decode error but a *StreamError
+// (an Anthropic error event, anthropic.go): the chunk is one on which
+// `vllm bench serve` raises and fails the request.
 var ErrMalformedChunk = errors.New("sse: malformed stream chunk")
 
 // Decoder decodes OpenAI stream chunks; one per shard/caller, not safe for
@@ -128,7 +135,9 @@ func (d *Decoder) Kind() Kind { return d.kind }
 func (d *Decoder) Decode(data []byte, out *Chunk) error { return d.decode(data, nil, out) }
 
 // DecodeEvent decodes one SSE event as Decode decodes its data; a
-// Responses event without a "type" is known by the event's name.
+// Responses or Anthropic event without a "type" is known by the event's
+// name. For the Anthropic kind an error event is returned as a
+// *StreamError (anthropic.go).
 func (d *Decoder) DecodeEvent(ev *Event, out *Chunk) error { return d.decode(ev.Data, ev.Name, out) }
 
 func (d *Decoder) decode(data, name []byte, out *Chunk) error {
@@ -151,8 +160,11 @@ func (d *Decoder) decode(data, name []byte, out *Chunk) error {
 	if f.top.t != jsonObject {
 		return fmt.Errorf("%w: chunk is a JSON %s, not an object", ErrMalformedChunk, f.top.t)
 	}
-	if d.kind == Responses {
+	switch d.kind {
+	case Responses:
 		return d.decodeResponses(name, out)
+	case Anthropic:
+		return d.decodeAnthropic(name, out)
 	}
 	if d.truthy(&f.choices) {
 		if err := d.decodeToken(out); err != nil {

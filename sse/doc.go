@@ -1,5 +1,7 @@
 // Package sse parses Server-Sent Events incrementally and decodes the OpenAI
-// streaming chunks that vLLM-compatible servers send inside them.
+// streaming chunks that vLLM-compatible servers send inside them, and the
+// typed events of the Responses API (responses.go) and of the Anthropic
+// Messages API (anthropic.go).
 //
 // Parser turns body bytes (as httpwire hands them over, split anywhere) into
 // events; the Decoder (one per caller) reads each chunk in a single scan that

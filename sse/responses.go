@@ -37,10 +37,7 @@ import "fmt"
 // as chat's content must.
 func (d *Decoder) decodeResponses(name []byte, out *Chunk) error {
 	x := &d.f.extra
-	typ := name
-	if x.typ.t == jsonString {
-		typ = d.key(x.typ.start, x.typ.end, x.typ.esc)
-	}
+	typ := d.eventType(name)
 	switch string(typ) {
 	case "response.output_text.delta":
 		if err := d.responsesDelta(out, true); err != nil {
@@ -83,6 +80,15 @@ func (d *Decoder) decodeResponses(name []byte, out *Chunk) error {
 		out.ErrMessage = d.responsesError(string(typ))
 	}
 	return nil
+}
+
+// eventType is the type of the typed event just scanned: its data's
+// "type" string, else the SSE event's name.
+func (d *Decoder) eventType(name []byte) []byte {
+	if t := &d.f.extra.typ; t.t == jsonString {
+		return d.key(t.start, t.end, t.esc)
+	}
+	return name
 }
 
 // responsesDelta makes out a token event with the event's delta; the text

@@ -66,6 +66,10 @@ const (
 	roleToolCall     // an element of tool_calls: "id"
 	roleResponse     // a Responses event's "response": "usage", "error"
 	roleItem         // a Responses event's "item": "type"
+	// The roles of the Anthropic Messages API's events (anthropic.go).
+	roleMessage      // message_start's "message": "usage"
+	roleContentBlock // content_block_start's "content_block": "type"
+	roleBlockDelta   // content_block_delta's "delta": "type", "text", "thinking", "partial_json"
 )
 
 // fields are the values a scan keeps. Where a key repeats, its last
@@ -80,7 +84,8 @@ type fields struct {
 	errValue, errMsg   jsonValue // "error", and "message" inside an error object
 	object, topMessage jsonValue // the legacy top-level error form
 
-	extra extraFields // reasoning, tool calls, Responses events
+	extra     extraFields     // reasoning, tool calls, Responses events
+	anthropic anthropicFields // Anthropic Messages events
 }
 
 // errTooDeep is fastjson's nesting limit, which the Decoder has always had.
@@ -249,6 +254,11 @@ func (d *Decoder) array(i, depth int, r role, out *jsonValue) int {
 // the role of that value; nil when the key is not one the Decoder reads. A
 // new occurrence of a key clears what the previous one held.
 func (d *Decoder) slot(r role, key []byte) (*jsonValue, role) {
+	if d.kind == Anthropic {
+		// Its events share few keys with OpenAI's chunks, and "message"
+		// and "delta" are objects there: one table of its own.
+		return d.anthropicSlot(r, key)
+	}
 	f := &d.f
 	// The values beyond Python's are looked for only where they can be,
 	// so a chunk's other keys cost what they always did.

@@ -93,6 +93,10 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 		if err := setResponsesBody(&body, req); err != nil {
 			return nil, err
 		}
+	case anthropicKind:
+		if err := setAnthropicBody(&body, req); err != nil {
+			return nil, err
+		}
 	case embeddingsKind:
 		if err := setEmbeddingsInput(&body, b, req); err != nil {
 			return nil, err
@@ -126,6 +130,11 @@ func BuildRequestBody(backend string, req *datasets.Request, p BodyParams) ([]by
 	extra, err := p.extraBody(req)
 	if err != nil {
 		return nil, err
+	}
+	if b.api.kind == anthropicKind {
+		if extra, err = anthropicTools(extra); err != nil {
+			return nil, err
+		}
 	}
 	for key, value := range extra.All() {
 		v, err := py.Reencode(value)
@@ -315,7 +324,9 @@ func chatMessages(req *datasets.Request, text []byte, mediaFirst bool) ([]byte, 
 // with apiKey ($OPENAI_API_KEY) when non-empty, the --header pairs (a key
 // already present is replaced in place, as dict |= does; keys compare
 // case-sensitively as Python's dict keys do), then x-request-id when the
-// request has an id.
+// request has an id. The Messages API's key goes in x-api-key instead,
+// followed by anthropic-version (both before --header, which may replace
+// them).
 func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra []plan.Header) ([]plan.Header, error) {
 	b, err := lookupBackend(backend)
 	if err != nil {
@@ -334,8 +345,15 @@ func RequestHeaders(backend string, req *datasets.Request, apiKey string, extra 
 	if b.api.contentType {
 		set("Content-Type", "application/json")
 	}
-	if apiKey != "" {
+	switch {
+	case apiKey == "":
+	case b.apiKey.header != "":
+		set(b.apiKey.header, apiKey)
+	default:
 		set("Authorization", "Bearer "+apiKey)
+	}
+	if b.api.kind == anthropicKind {
+		set("anthropic-version", anthropicVersion)
 	}
 	for _, h := range extra {
 		set(h.Key, h.Value)

@@ -37,6 +37,7 @@ const (
 	poolingKind
 	rerankKind
 	responsesKind
+	anthropicKind
 )
 
 var (
@@ -48,6 +49,7 @@ var (
 	poolingAPI     = backendAPI{poolingKind, "vLLM Pooling API", []string{"pooling"}, true}
 	rerankAPI      = backendAPI{rerankKind, "vLLM score API", []string{"rerank"}, true}
 	responsesAPI   = backendAPI{responsesKind, "OpenAI Responses API", []string{"responses"}, true}
+	anthropicAPI   = backendAPI{anthropicKind, "Anthropic Messages API", []string{"messages"}, true}
 )
 
 // Backend is one --backend: its row in backends says everything that
@@ -78,6 +80,18 @@ type Backend struct {
 	// multimodal backends take the media datasets' requests (Python's
 	// multimodal_backends): chat media parts, or an audio clip.
 	multimodal bool
+	// endpoint is the --endpoint when the option is not given ("":
+	// Python's /v1/completions).
+	endpoint string
+	// apiKey is where the API key comes from and how it is sent; the zero
+	// value is Python's $OPENAI_API_KEY as a Bearer token.
+	apiKey apiKeyRule
+}
+
+// apiKeyRule says where a backend's API key comes from and goes.
+type apiKeyRule struct {
+	env    []string // environment variables, the first non-empty wins (nil: OPENAI_API_KEY)
+	header string   // the header that carries the key ("": Authorization: Bearer <key>)
 }
 
 // mediaText is how an embeddings backend words a request with media.
@@ -106,8 +120,10 @@ var backends = []Backend{
 	{name: "vllm-pooling", api: poolingAPI, pooling: true},
 	{name: "vllm-rerank", api: rerankAPI, pooling: true},
 	// stampede's own, after Python's choices: the Responses API
-	// (responses.go).
+	// (responses.go) and the Anthropic Messages API (anthropic.go).
 	{name: "openai-responses", api: responsesAPI, stream: sse.Responses, openAICompatible: true},
+	{name: "anthropic-messages", api: anthropicAPI, stream: sse.Anthropic, openAICompatible: true, multimodal: true,
+		endpoint: anthropicEndpoint, apiKey: anthropicKey},
 }
 
 // backendNames are the --backend choices in table order.
@@ -125,7 +141,8 @@ func backendNames() []string {
 func Choices() []plan.Backend {
 	out := make([]plan.Backend, len(backends))
 	for i, b := range backends {
-		out[i] = plan.Backend{Name: b.name, OpenAICompatible: b.openAICompatible, Pooling: b.pooling, Completions: b.api.kind == completionsKind}
+		out[i] = plan.Backend{Name: b.name, OpenAICompatible: b.openAICompatible, Pooling: b.pooling, Completions: b.api.kind == completionsKind,
+			Endpoint: b.endpoint, APIKeyEnv: b.apiKey.env, APIKeyHeader: b.apiKey.header}
 	}
 	return out
 }
@@ -175,11 +192,13 @@ func (b *Backend) ChatLike() bool { return b.api.kind == chatKind }
 func (b *Backend) QueryWithDocuments() bool { return b.api.kind == rerankKind }
 
 // Datasets is what the datasets may know of the backend: its name for
-// their messages and the capabilities that change what they build.
+// their messages and the capabilities that change what they build. To
+// them the Messages API is chat-like: its server applies the chat
+// template and takes tool schemas.
 func (b *Backend) Datasets() datasets.Backend {
 	return datasets.Backend{
 		Name:        b.name,
-		ChatLike:    b.ChatLike(),
+		ChatLike:    b.ChatLike() || b.api.kind == anthropicKind,
 		Multimodal:  b.multimodal,
 		EmbedsMedia: b.chatInput || b.mediaText != keepText,
 	}

@@ -18,7 +18,7 @@ func TestBackendTable(t *testing.T) {
 		"openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip",
 		"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip",
 		"vllm-pooling", "vllm-rerank",
-		"openai-responses"} // stampede's own, after Python's
+		"openai-responses", "anthropic-messages"} // stampede's own, after Python's
 	if got := backendNames(); !slices.Equal(got, wantChoices) {
 		t.Errorf("backend choices = %q, want %q", got, wantChoices)
 	}
@@ -28,9 +28,9 @@ func TestBackendTable(t *testing.T) {
 		}
 	}
 	pooling := wantChoices[4:12]
-	openAI := []string{"vllm", "openai", "openai-chat", "openai-responses"}
+	openAI := []string{"vllm", "openai", "openai-chat", "openai-responses", "anthropic-messages"}
 	streams := map[string]sse.Kind{"vllm": sse.Completions, "openai": sse.Completions, "openai-chat": sse.Chat, "openai-audio": sse.Audio,
-		"openai-responses": sse.Responses}
+		"openai-responses": sse.Responses, "anthropic-messages": sse.Anthropic}
 	for _, name := range wantChoices {
 		b := findBackend(name)
 		if b.pooling != slices.Contains(pooling, name) {
@@ -47,12 +47,13 @@ func TestBackendTable(t *testing.T) {
 		}
 	}
 	// The datasets' columns against Python's lists: multimodal_backends,
-	// the "embeddings-" family hf accepts media for, and the one chat API.
+	// the "embeddings-" family hf accepts media for, and the one chat API;
+	// the Messages API (ours) is a chat API with media.
 	for _, name := range wantChoices {
 		got := Of(name).Datasets()
 		want := datasets.Backend{Name: name,
-			ChatLike:    name == "openai-chat",
-			Multimodal:  name == "openai-chat" || name == "openai-audio",
+			ChatLike:    name == "openai-chat" || name == "anthropic-messages",
+			Multimodal:  name == "openai-chat" || name == "openai-audio" || name == "anthropic-messages",
 			EmbedsMedia: strings.Contains(name, "embeddings-"),
 		}
 		if got != want {

@@ -45,7 +45,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--random-mm-limit-mm-per-prompt", ""}, "argument --random-mm-limit-mm-per-prompt: invalid loads value: ''"},
 		{[]string{"--random-mm-bucket-config", "{(1, 2): 1}"}, "argument --random-mm-bucket-config: invalid _parse_mm_bucket_config value: '{(1, 2): 1}'"},
 		{[]string{"--random-mm-bucket-config", "[1]"}, "argument --random-mm-bucket-config: invalid _parse_mm_bucket_config value: '[1]'"},
-		{[]string{"--backend", "tgi"}, "argument --backend: invalid choice: 'tgi' (choose from 'vllm', 'openai', 'openai-chat', 'openai-audio', 'openai-embeddings', 'openai-embeddings-chat', 'openai-embeddings-clip', 'openai-embeddings-vlm2vec', 'infinity-embeddings', 'infinity-embeddings-clip', 'vllm-pooling', 'vllm-rerank', 'openai-responses')"},
+		{[]string{"--backend", "tgi"}, "argument --backend: invalid choice: 'tgi' (choose from 'vllm', 'openai', 'openai-chat', 'openai-audio', 'openai-embeddings', 'openai-embeddings-chat', 'openai-embeddings-clip', 'openai-embeddings-vlm2vec', 'infinity-embeddings', 'infinity-embeddings-clip', 'vllm-pooling', 'vllm-rerank', 'openai-responses', 'anthropic-messages')"},
 		{[]string{"--ramp-up-strategy", "step"}, "argument --ramp-up-strategy: invalid choice: 'step' (choose from 'linear', 'exponential')"},
 		{[]string{"--foo"}, "unrecognized arguments: --foo"},
 		{[]string{"--foo=1", "stray", "--seed", "1", "-x"}, "unrecognized arguments: --foo=1 stray -x"},

@@ -21,6 +21,8 @@ var testBackends = []plan.Backend{
 	{Name: "vllm-pooling", Pooling: true},
 	{Name: "vllm-rerank", Pooling: true},
 	{Name: "openai-responses", OpenAICompatible: true},
+	{Name: "anthropic-messages", OpenAICompatible: true, Endpoint: "/v1/messages",
+		APIKeyEnv: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, APIKeyHeader: "x-api-key"},
 }
 
 // parseArgs is Parse over the fixture with the given environment.

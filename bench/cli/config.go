@@ -25,6 +25,9 @@ import (
 type draft struct {
 	*plan.Plan
 	backend *plan.Backend // --backend's row; nil when it is not one of the choices
+	// apiKeyEnv is the environment variable APIKey came from ("" when
+	// none was set).
+	apiKeyEnv string
 }
 
 // HelpRequested is returned for -h/--help: print WriteHelp and exit 0.
@@ -54,14 +57,15 @@ func Parse(args []string, backends []plan.Backend) (*plan.Plan, error) {
 	return ParseEnv(args, backends, os.Getenv)
 }
 
-// ParseEnv is Parse reading the environment ($OPENAI_API_KEY,
+// ParseEnv is Parse reading the environment ($OPENAI_API_KEY, or the
+// API key variables of --backend's row,
 // $SAVE_TO_PYTORCH_BENCHMARK_FORMAT, $JOB_COMPLETION_INDEX) through getenv.
 func ParseEnv(args []string, backends []plan.Backend, getenv func(string) string) (*plan.Plan, error) {
 	cfg, err := parseFlags(args, backends)
 	if err != nil {
 		return nil, err
 	}
-	cfg.APIKey = getenv("OPENAI_API_KEY")
+	cfg.applyBackendRow(getenv)
 	cfg.SaveToPyTorchFormat = getenv("SAVE_TO_PYTORCH_BENCHMARK_FORMAT") != ""
 	if err := cfg.resolveCluster(getenv); err != nil {
 		return nil, err
@@ -273,15 +277,46 @@ func (c *draft) buildURLs() error {
 	return nil
 }
 
+// applyBackendRow applies what --backend's row says beyond Python: the
+// --endpoint it defaults to when the option is not given, and the
+// environment variables its API key is read from (Python's
+// $OPENAI_API_KEY when the row names none).
+func (c *draft) applyBackendRow(getenv func(string) string) {
+	vars := []string{"OPENAI_API_KEY"}
+	if c.backend != nil {
+		if c.backend.Endpoint != "" && !c.Given("endpoint") {
+			c.Endpoint = c.backend.Endpoint
+		}
+		if len(c.backend.APIKeyEnv) > 0 {
+			vars = c.backend.APIKeyEnv
+		}
+	}
+	for _, name := range vars {
+		if key := getenv(name); key != "" {
+			c.APIKey, c.apiKeyEnv = key, name
+			return
+		}
+	}
+}
+
+// apiKeyHeader is the header and value the API key is sent as.
+func (c *draft) apiKeyHeader() (key, value string) {
+	if c.backend != nil && c.backend.APIKeyHeader != "" {
+		return c.backend.APIKeyHeader, c.APIKey
+	}
+	return "Authorization", "Bearer " + c.APIKey
+}
+
 // checkAuthorization refuses what aiohttp refuses on every request: an
 // explicit Authorization header ($OPENAI_API_KEY's Bearer token or a
 // --header) beside credentials in the URL. Python's run would fail every
 // request with this ValueError; stampede says so before it starts. It also
-// checks $OPENAI_API_KEY as a header value.
+// checks the API key as a header value.
 func (c *draft) checkAuthorization() error {
+	key, value := c.apiKeyHeader()
 	if c.APIKey != "" {
-		if err := httpwire.ValidateHeader("Authorization", "Bearer "+c.APIKey); err != nil {
-			return &py.UsageError{Msg: "environment variable OPENAI_API_KEY: " + err.Error()}
+		if err := httpwire.ValidateHeader(key, value); err != nil {
+			return &py.UsageError{Msg: "environment variable " + c.apiKeyEnv + ": " + err.Error()}
 		}
 	}
 	if c.URLAuthorization == "" {
@@ -289,8 +324,8 @@ func (c *draft) checkAuthorization() error {
 	}
 	source := ""
 	switch {
-	case c.APIKey != "":
-		source = "$OPENAI_API_KEY sends one"
+	case c.APIKey != "" && strings.EqualFold(key, "Authorization"):
+		source = "$" + c.apiKeyEnv + " sends one"
 	default:
 		for _, h := range c.Headers {
 			if strings.EqualFold(h.Key, "Authorization") {

@@ -48,8 +48,9 @@ type Plan struct {
 	// Headers are the --header pairs in order (a repeated key keeps its
 	// first position and its last value); nil when none were given.
 	Headers []Header
-	// APIKey is $OPENAI_API_KEY, sent as a Bearer token on benchmark
-	// requests when non-empty.
+	// APIKey is $OPENAI_API_KEY (or the variables --backend's row names,
+	// Backend.APIKeyEnv), sent on benchmark requests when non-empty: as a
+	// Bearer token, or in the row's own header.
 	APIKey string
 	// ScrapeURL is where --server-metrics scrapes (<base-url>/metrics when
 	// the option has no URL) with any user:password@ removed, so that no
@@ -245,6 +246,15 @@ type Backend struct {
 	// Completions backends post to the completions API, the one that
 	// takes pre-tokenized prompts (timed_trace).
 	Completions bool
+	// Endpoint is the backend's --endpoint when the option is not given;
+	// "" keeps Python's default, /v1/completions.
+	Endpoint string
+	// APIKeyEnv are the environment variables the API key is read from,
+	// the first non-empty one winning; nil is Python's $OPENAI_API_KEY.
+	APIKeyEnv []string
+	// APIKeyHeader is the header the key is sent in; "" is Python's
+	// "Authorization: Bearer <key>".
+	APIKeyHeader string
 }
 
 // RegisteredTokenizerModes are the --tokenizer-mode values of vLLM's

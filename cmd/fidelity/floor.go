@@ -392,7 +392,7 @@ func reportFloor(o options, res *engine.Result, cost clientCost, fl floorResult)
 	for _, s := range res.Health.Shards {
 		shardCPU += s.CPUTime
 	}
-	flTokens := fl.events - 2*fl.done
+	flTokens := fl.events - o.api.framingEvents*fl.done
 	stamps := "kernel receive stamps on (no transmit stamps)"
 	if !o.kernelStamps {
 		stamps = "kernel stamps off"

@@ -9,6 +9,9 @@
 //
 //	taskset -c 1 fidelity -mockllm bin/mockllm -streams 10000 -tok-per-s 5 -mode decode-step
 //
+// -backend anthropic-messages runs the same streams through the Anthropic
+// Messages API (/v1/messages) instead of the completions API.
+//
 // scripts/bench-fidelity.sh runs the standard matrix.
 package main
 
@@ -32,9 +35,7 @@ import (
 	"github.com/stampede-bench/stampede/cmd/mockllm/mock"
 	"github.com/stampede-bench/stampede/cmd/mockllm/mockproc"
 	"github.com/stampede-bench/stampede/engine"
-	"github.com/stampede-bench/stampede/httpwire"
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,6 +56,7 @@ type options struct {
 	busy         bool
 	floor        bool
 	floorFirst   bool
+	api          streamAPI
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	flag.BoolVar(&o.floor, "floor", true, "after stampede's run, run the floor (a bare epoll + recvmsg loop, see floor.go) against the same mock with the same streams, and print both CPU costs per event and their ratio (plain HTTP only)")
 	flag.BoolVar(&o.floorFirst, "floor-first", false, "run the floor before stampede's run instead of after it (the run after the other meets the sockets it left in TIME_WAIT)")
 	spin := flag.Bool("spin", false, "spin forever (the -busy process)")
+	backend := flag.String("backend", "completions", "the streaming API: completions (/v1/completions) or anthropic-messages (/v1/messages)")
 	flag.Parse()
 	if *spin {
 		// 2⁶⁴ additions: until killed.
@@ -85,6 +88,11 @@ func main() {
 		}
 		fmt.Println(n)
 		return
+	}
+	var err error
+	if o.api, err = findStreamAPI(*backend); err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(2)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
@@ -149,7 +157,7 @@ func run(o options) error {
 	gcBefore := gcCPU()
 	unix.Getrusage(unix.RUSAGE_SELF, &before)
 	res, err := engine.Run(context.Background(), engine.Config{
-		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
+		Address: addr, Kind: o.api.kind, Streaming: true, Requests: reqs,
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
 		KernelTimestamps: o.kernelStamps, KeepDetail: true, WarmConnections: o.warm,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
@@ -263,14 +271,7 @@ func floorRequests(o options, addr string) [][]byte {
 	return wires
 }
 
-func requestWire(o options, addr, id string) []byte {
-	body := []byte(`{"model":"mock-llm","prompt":"hello","max_tokens":` + strconv.Itoa(o.tokens) +
-		`,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
-	return httpwire.AppendRequest(nil, &httpwire.Request{
-		Method: "POST", Host: addr, Path: "/v1/completions", ContentType: "application/json",
-		RequestID: id, Body: body,
-	})
-}
+func requestWire(o options, addr, id string) []byte { return o.api.wire(addr, id, o.tokens) }
 
 func requestID(i int) string { return "fid-" + strconv.Itoa(i) }
 
@@ -353,7 +354,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clien
 	if o.busy {
 		warm += ", busy loop on the client's CPU"
 	}
-	fmt.Printf("== %d streams × %g tok/s, %d tokens, mode %s, kernel stamps %s%s\n", o.streams, o.tokPerSec, o.tokens, o.mode, stampsOn, warm)
+	fmt.Printf("== %d streams × %g tok/s, %d tokens, %s, mode %s, kernel stamps %s%s\n", o.streams, o.tokPerSec, o.tokens, o.api.name, o.mode, stampsOn, warm)
 	fmt.Printf("requests failed %d, token events %d, unmatched %d, duration %v\n", failed, events, unmatched, time.Duration(res.Data.DurationNs).Round(time.Millisecond))
 	fmt.Printf("token error µs:  %s\n", summary(tokenErr))
 	fmt.Printf("TTFT error µs:   %s\n", summary(ttftErr))

@@ -125,11 +125,12 @@ type Config struct {
 	// rerun gives a request the same draws whatever its arrival order.
 	Seed uint64
 
-	// ReasoningTokens makes the first this many output tokens of a chat or
-	// Responses stream reasoning (delta.reasoning; reasoning_text
-	// deltas), the rest the answer. ToolCalls, when positive, makes the
-	// answer that many tool calls (delta.tool_calls; function_call
-	// items) instead of text. See reasoning.go.
+	// ReasoningTokens makes the first this many output tokens of a chat,
+	// Responses or Messages stream reasoning (delta.reasoning;
+	// reasoning_text deltas; a thinking block), the rest the answer.
+	// ToolCalls, when positive, makes the answer that many tool calls
+	// (delta.tool_calls; function_call items; tool_use blocks) instead of
+	// text. See reasoning.go.
 	ReasoningTokens int
 	ToolCalls       int
 

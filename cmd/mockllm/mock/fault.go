@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stampede-bench/stampede/httpwire"
+	"github.com/stampede-bench/stampede/sse"
 )
 
 // FaultKind is one way a generation request can go wrong.
@@ -39,6 +42,13 @@ const (
 	FaultFlood
 	FaultEndlessLine
 	FaultHugeHeaders
+	// FaultErrorEvent sends, in place of token At, the error a server
+	// reports inside a stream it cannot finish, and ends the response
+	// well: an error event for /v1/messages (overloaded_error, after
+	// message_start) and /v1/responses, vLLM's {"error": {...}} chunk and
+	// [DONE] for completions and chat; a non-streaming request gets a
+	// 500.
+	FaultErrorEvent
 )
 
 var faultNames = [...]string{
@@ -54,6 +64,7 @@ var faultNames = [...]string{
 	FaultFlood:              "flood",
 	FaultEndlessLine:        "endless-line",
 	FaultHugeHeaders:        "huge-headers",
+	FaultErrorEvent:         "error-event",
 }
 
 // String returns the --fault spelling of k.
@@ -117,7 +128,7 @@ func (k FaultKind) hostile() bool {
 }
 
 func (k FaultKind) midStream() bool {
-	return k == FaultResetMidStream || k == FaultStall || k == FaultMalformedChunk
+	return k == FaultResetMidStream || k == FaultStall || k == FaultMalformedChunk || k == FaultErrorEvent
 }
 
 // defaultFaultDelay is the stall or header delay when ms= is not given.
@@ -172,7 +183,7 @@ func ParseFault(s string) (Fault, error) {
 				err = fmt.Errorf("want at >= 0")
 			}
 			if err == nil && !f.Kind.midStream() {
-				err = fmt.Errorf("at= applies to reset-mid-stream, stall and malformed-chunk only")
+				err = fmt.Errorf("at= applies to reset-mid-stream, stall, malformed-chunk and error-event only")
 			}
 		case "ms":
 			var ms float64
@@ -247,4 +258,41 @@ func hashKey(b []byte) uint64 {
 		h *= 1099511628211
 	}
 	return h
+}
+
+// streamErrorMessage is the message of FaultErrorEvent's error.
+const streamErrorMessage = "injected fault: error-event"
+
+// appendStreamError appends FaultErrorEvent's answer in place of event k
+// of st: the in-stream error of st's API and the end of the response (a
+// 500 error response when st does not stream).
+func (e *encoder) appendStreamError(dst []byte, st *stream, k int) []byte {
+	if !st.streaming {
+		if st.kind == kindMessages {
+			return appendJSONResponse(dst, 500, appendAnthropicErrorBody(nil, anthropicErrorType(500), streamErrorMessage), st.closeAfter)
+		}
+		return appendErrorResponse(dst, 500, errorType(500), streamErrorMessage, st.closeAfter)
+	}
+	switch st.kind {
+	case kindMessages:
+		if k == 0 {
+			p := e.messagesEvent("message_start")
+			p = append(p, `"message":`...)
+			p = e.appendMessageObject(p, st, false)
+			e.payload = append(p, '}')
+			dst = e.appendTypedEvent(dst, "message_start", e.payload)
+		}
+		e.payload = appendAnthropicErrorBody(e.payload[:0], anthropicErrorType(529), streamErrorMessage)
+		dst = e.appendTypedEvent(dst, "error", e.payload)
+	case kindResponses:
+		p := e.eventHead(st.phases, "error")
+		p = append(p, `"code":"server_error","message":"`+streamErrorMessage+`","param":null}`...)
+		e.payload = p
+		dst = e.appendTypedEvent(dst, "error", p)
+	default:
+		dst = e.appendEvent(dst, appendErrorBody(e.payload[:0], 500, errorType(500), streamErrorMessage))
+		e.event = sse.AppendDone(e.event[:0])
+		dst = httpwire.AppendChunk(dst, e.event)
+	}
+	return httpwire.AppendLastChunk(dst)
 }

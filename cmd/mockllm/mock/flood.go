@@ -121,8 +121,13 @@ func (f *flooder) answer(st *stream) (head, unit []byte) {
 	}
 	// flood: comments and token events of the request's own format.
 	name := "flood-completion"
-	if st.kind == kindChat {
+	switch st.kind {
+	case kindChat:
 		name = "flood-chat"
+	case kindResponses:
+		name = "flood-responses"
+	case kindMessages:
+		name = "flood-messages"
 	}
 	return []byte(streamHeaders), f.unitFor(name, func() []byte {
 		var enc encoder

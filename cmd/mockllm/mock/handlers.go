@@ -101,19 +101,22 @@ func (s *Server) serveChat(cn *conn, ls *loopState, req *httpRequest, arrivalNs 
 	return s.serveGeneration(cn, ls, req, arrivalNs, kindChat)
 }
 
-// serveGeneration validates a completions, chat or Responses request,
-// applies any fault that selects it, and hands it to the writer.
+// serveGeneration validates a completions, chat, Responses or Messages
+// request, applies any fault that selects it, and hands it to the writer.
 func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arrivalNs int64, kind streamKind) bool {
 	g := &ls.gen
 	chat := kind == kindChat
 	var aerr *apiError
-	if kind == kindResponses {
+	switch kind {
+	case kindResponses:
 		aerr = s.parseResponses(&ls.parser, req.body, &ls.ids, g)
-	} else {
+	case kindMessages:
+		aerr = s.parseMessages(&ls.parser, req.body, &ls.ids, g)
+	default:
 		aerr = s.parseGeneration(&ls.parser, req.body, chat, &ls.ids, g)
 	}
 	if aerr != nil {
-		s.replyAPIError(cn, ls, req, aerr)
+		s.replyGenerationError(cn, ls, req, kind, aerr)
 		return false
 	}
 	st := s.newStream(cn, req, arrivalNs)
@@ -141,7 +144,12 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 		s.stats.faults.Add(1)
 		switch f.Kind {
 		case FaultHTTP500, FaultHTTP429, FaultHTTP503:
-			s.replyError(cn, ls, req, f.Kind.status(), "injected fault: "+f.Kind.String())
+			status := f.Kind.status()
+			typ := errorType(status)
+			if kind == kindMessages {
+				typ = anthropicErrorType(status)
+			}
+			s.replyGenerationError(cn, ls, req, kind, &apiError{status: status, typ: typ, msg: "injected fault: " + f.Kind.String()})
 			return false
 		case FaultResetBeforeHeaders:
 			cn.reset()
@@ -177,11 +185,23 @@ func (s *Server) serveGeneration(cn *conn, ls *loopState, req *httpRequest, arri
 		st.headersNs, _ = cn.send(ls.out, &s.clock)
 		st.headersSent = true
 	}
-	if s.prefix != nil && kind != kindResponses {
+	if s.prefix != nil && (kind == kindCompletion || kind == kindChat) {
 		st.cachedTokens = s.admitPrefix(ls, req, st)
 	}
 	s.schedule(cn, st)
 	return true
+}
+
+// replyGenerationError answers a generation request with e in its API's
+// error shape: vLLM's OpenAI error JSON, or for the Messages API the same
+// type and message in the Messages API's shape, as vLLM translates them.
+func (s *Server) replyGenerationError(cn *conn, ls *loopState, req *httpRequest, kind streamKind, e *apiError) {
+	if kind != kindMessages {
+		s.replyAPIError(cn, ls, req, e)
+		return
+	}
+	s.stats.errors.Add(1)
+	s.reply(cn, ls, req, e.status, appendAnthropicErrorBody(nil, e.typ, e.msg))
 }
 
 // newStream starts a stream for a request about to be scheduled.

@@ -13,8 +13,9 @@ import "strconv"
 //	{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"y"}}]}}
 //	{"delta":{"content":"the"}}                                    answer text
 //
-// and the Responses API as reasoning_text, function_call_arguments and
-// output_text deltas (responses.go). Every token is still one event, so
+// the Responses API as reasoning_text, function_call_arguments and
+// output_text deltas (responses.go), and the Messages API as thinking,
+// tool_use and text blocks (messages.go). Every token is still one event, so
 // the timing model is unchanged.
 
 // phases is a stream's split of its output tokens, and the Responses
@@ -30,16 +31,23 @@ type phases struct {
 	createdAt int64
 	maxOutput int
 	model     []byte // the model name as a JSON string
+
+	// Messages: the index of the content block open (-1 before the
+	// first) and what it holds.
+	block      int
+	blockPhase tokenPhase
+	blockCall  int
 }
 
 // newPhases returns st's phases: nil for a completions stream or a plain
 // chat stream, so those stay as they were.
 func (s *Server) newPhases(st *stream, arrivalNs int64) *phases {
-	if st.kind != kindResponses && (st.kind != kindChat || s.cfg.ReasoningTokens == 0 && s.cfg.ToolCalls == 0) {
+	typed := st.kind == kindResponses || st.kind == kindMessages
+	if !typed && (st.kind != kindChat || s.cfg.ReasoningTokens == 0 && s.cfg.ToolCalls == 0) {
 		return nil
 	}
 	ph := &phases{reasoning: min(s.cfg.ReasoningTokens, st.outTokens), id: s.hexID(st.key, st.seq),
-		createdAt: s.clock.unixSec(arrivalNs), maxOutput: st.outTokens, model: s.model}
+		createdAt: s.clock.unixSec(arrivalNs), maxOutput: st.outTokens, model: s.model, block: -1}
 	ph.calls = min(s.cfg.ToolCalls, st.outTokens-ph.reasoning)
 	if ph.calls > 0 {
 		st.finishReason = "tool_calls"

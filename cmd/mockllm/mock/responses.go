@@ -59,6 +59,14 @@ func (s *Server) parseResponses(p *fastjson.Parser, body []byte, ids *[]int32, g
 	default:
 		return invalid("input: want a string or a list of messages")
 	}
+	return s.parseTypedOptions(v, g, "max_output_tokens")
+}
+
+// parseTypedOptions reads the options the Responses and Messages bodies
+// share into g ("stream", "ignore_eos", "min_tokens" and the output
+// length under maxKey) and checks the length against the prompt, g's one
+// count, as vLLM does; an absent length is what the model has room for.
+func (s *Server) parseTypedOptions(v *fastjson.Value, g *genParams, maxKey string) *apiError {
 	var err error
 	if g.streaming, err = optBool(v, "stream"); err != nil {
 		return invalid("stream: %v", err)
@@ -69,8 +77,8 @@ func (s *Server) parseResponses(p *fastjson.Parser, body []byte, ids *[]int32, g
 	if g.minTokens, err = optInt(v, "min_tokens", 0); err != nil || g.minTokens < 0 {
 		return invalid("min_tokens: want an integer >= 0")
 	}
-	if g.maxTokens, err = optInt(v, "max_output_tokens", -1); err != nil {
-		return invalid("max_output_tokens: %v", err)
+	if g.maxTokens, err = optInt(v, maxKey, -1); err != nil {
+		return invalid("%s: %v", maxKey, err)
 	}
 	prompt := g.promptTokens[0]
 	switch {
@@ -81,12 +89,12 @@ func (s *Server) parseResponses(p *fastjson.Parser, body []byte, ids *[]int32, g
 	case g.maxTokens == -1:
 		g.maxTokens = s.cfg.MaxModelLen - prompt
 	case g.maxTokens < 1:
-		return invalid("max_output_tokens must be at least 1, got %d.", g.maxTokens)
+		return invalid("%s must be at least 1, got %d.", maxKey, g.maxTokens)
 	case prompt+g.maxTokens > s.cfg.MaxModelLen:
-		return invalid("'max_output_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens.", g.maxTokens, s.cfg.MaxModelLen, prompt)
+		return invalid("'%s' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens.", maxKey, g.maxTokens, s.cfg.MaxModelLen, prompt)
 	}
 	if g.minTokens > g.maxTokens {
-		return invalid("min_tokens must be less than or equal to max_output_tokens=%d, got %d.", g.maxTokens, g.minTokens)
+		return invalid("min_tokens must be less than or equal to %s=%d, got %d.", maxKey, g.maxTokens, g.minTokens)
 	}
 	return nil
 }

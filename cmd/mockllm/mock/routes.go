@@ -24,6 +24,7 @@ var endpoints = map[string]endpoint{
 	"/v1/completions":      {"POST", (*Server).serveCompletions},
 	"/v1/chat/completions": {"POST", (*Server).serveChat},
 	"/v1/responses":        {"POST", (*Server).serveResponses},
+	"/v1/messages":         {"POST", (*Server).serveMessages},
 	"/v1/embeddings":       {"POST", (*Server).serveEmbeddings},
 	"/pooling":             {"POST", (*Server).servePooling},
 	"/v1/rerank":           {"POST", (*Server).serveRerank},

@@ -18,6 +18,9 @@ const (
 	kindPooled
 	// kindResponses is a /v1/responses request: typed events (responses.go).
 	kindResponses
+	// kindMessages is a /v1/messages request: the Anthropic Messages
+	// API's typed events (messages.go).
+	kindMessages
 )
 
 // stream is one request on the generation schedule. The event loop fills
@@ -64,7 +67,8 @@ type stream struct {
 	// pooled is the whole response of a kindPooled request.
 	pooled []byte
 	// phases is the reasoning phase and tool calls of a chat stream, and
-	// the Responses API's item state (reasoning.go); nil for a plain one.
+	// the Responses and Messages APIs' item state (reasoning.go); nil for
+	// a plain one.
 	phases *phases
 
 	// Writer-owned schedule state.
@@ -125,8 +129,11 @@ func (e *encoder) appendEvent(dst, payload []byte) []byte {
 // followed by the usage chunk, [DONE] and the last chunk when k is the
 // final token.
 func (e *encoder) appendToken(dst []byte, st *stream, k int) []byte {
-	if st.kind == kindResponses {
+	switch st.kind {
+	case kindResponses:
 		return e.appendResponsesToken(dst, st, k)
+	case kindMessages:
+		return e.appendMessagesToken(dst, st, k)
 	}
 	choices := len(st.promptTokens)
 	if k == 0 && st.kind == kindChat {
@@ -228,8 +235,11 @@ func appendUsage(dst []byte, prompt, completion int) []byte {
 // appendFullResponse appends the complete HTTP response of a non-streaming
 // completions or chat request.
 func (e *encoder) appendFullResponse(dst []byte, st *stream) []byte {
-	if st.kind == kindResponses {
+	switch st.kind {
+	case kindResponses:
 		return e.appendResponsesFull(dst, st)
+	case kindMessages:
+		return e.appendMessagesFull(dst, st)
 	}
 	p := append(e.payload[:0], st.prefix...)
 	for c := range st.promptTokens {

@@ -446,6 +446,10 @@ func (w *writer) emit(st *stream, k int, intendedNs int64) (done bool) {
 			cn.send(w.out, &w.clock)
 			cn.close()
 			return true
+		case FaultErrorEvent:
+			w.out = w.enc.appendStreamError(w.out[:0], st, k)
+			cn.send(w.out, &w.clock)
+			return true
 		}
 	}
 	switch {
