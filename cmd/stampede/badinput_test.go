@@ -54,8 +54,11 @@ func TestBadInputs(t *testing.T) {
 		args    []string
 		env     map[string]string
 		noModel bool // leave --model out, so the server is asked
-		code    int
-		want    string
+		// noTokenizer leaves --tokenizer out: no hub, and the server has
+		// no /tokenize.
+		noTokenizer bool
+		code        int
+		want        string
 		// also is a later line of stderr, when the first does not say it all.
 		also string
 	}{
@@ -107,6 +110,8 @@ func TestBadInputs(t *testing.T) {
 			want: `stampede serve: error: environment variable OPENAI_API_KEY: header "Authorization": the value has a line break (byte 0x0a at offset 11); a header value may hold visible characters, spaces and tabs only`},
 		{name: "URL credentials and an API key", args: []string{"--base-url", "http://u:p@127.0.0.1:1"}, env: map[string]string{"OPENAI_API_KEY": "sk-1"}, code: 1,
 			want: "ValueError: Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL (--base-url has user:password@, and $OPENAI_API_KEY sends one; keep one of the two)"},
+		{name: "no tokenizer anywhere", noTokenizer: true, code: 1,
+			want: "OSError: no tokenizer for m: pass --tokenizer PATH (the model's tokenizer.json, a directory holding one, or a Hugging Face id in the local cache)"},
 		{name: "model list not a list", noModel: true, code: 1,
 			want: "RuntimeError: Failed to fetch models from server at {server}/v1/models. Check that:",
 			also: "Error: {server}/v1/models: the answer is not an OpenAI model list: field \"data\" must be a list, found an object"},
@@ -117,7 +122,10 @@ func TestBadInputs(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			path := ""
-			args := []string{"--tokenizer", tinyTokenizer, "--base-url", models.URL, "--disable-tqdm", "--num-prompts", "1"}
+			args := []string{"--base-url", models.URL, "--disable-tqdm", "--num-prompts", "1"}
+			if !tt.noTokenizer {
+				args = append(args, "--tokenizer", tinyTokenizer)
+			}
 			if !tt.noModel {
 				args = append(args, "--model", "m")
 			}
