@@ -149,3 +149,24 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgainstCompletionsEverywhere: a server that routes every POST to
+// completions answers /tokenize with a completion stream. As in Python,
+// the run warns that /tokenize is unavailable and goes on.
+func TestRunAgainstCompletionsEverywhere(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\": [{\"index\": 0, \"text\": \" a\"}]}\n\n"+
+			"data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 8, \"completion_tokens\": 1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	args := []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", tinyTokenizer, "--dataset-name", "random",
+		"--random-input-len", "8", "--random-output-len", "1", "--num-prompts", "2", "--disable-tqdm"}
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), args, &stdout, &stderr)
+	if code != exitOK || !strings.Contains(stdout.String(), "WARNING: /tokenize unavailable, skipping alignment.\n") ||
+		!strings.Contains(stdout.String(), "Successful requests:                     2 ") {
+		t.Errorf("exit %d; want 0, Python's warning and 2 requests:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
