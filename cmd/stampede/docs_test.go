@@ -141,3 +141,39 @@ func TestDocsMockPair(t *testing.T) {
 		})
 	}
 }
+
+// TestDocsMultiturnExample runs docs/multiturn.md's command against the
+// mock serving its model, as written but for the mock's address and a
+// temporary --result-dir: the input file it names ships in the
+// repository, and every conversation runs.
+func TestDocsMultiturnExample(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1") // no hub here: the mock's /tokenize counts
+	cmd := docCommand(t, "docs/multiturn.md", "stampede", "multiturn")
+	model, input := flagValue(cmd, "model"), flagValue(cmd, "input-file")
+	if model == "" || input == "" {
+		t.Fatalf("the doc's command %q names no --model or no --input-file", cmd)
+	}
+	srv, err := mock.Start(mock.Config{Host: "127.0.0.1", Model: model, TTFT: time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	args := withFlag(cmd[1:], "base-url", "http://"+srv.Addr())
+	args = withFlag(args, "input-file", filepath.Join(repoRoot, input))
+	args = withFlag(args, "result-dir", dir)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("%q: exit %d:\n%s", args, code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Failed requests:                         0 ") {
+		t.Errorf("requests failed:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "multiturn: 8 conversations") {
+		t.Errorf("stderr does not report the file's 8 conversations:\n%s", stderr.String())
+	}
+	saved, _ := filepath.Glob(filepath.Join(dir, "multiturn-*.json"))
+	if len(saved) != 1 {
+		t.Errorf("--save-result wrote %q in --result-dir, want one multiturn-*.json", saved)
+	}
+}

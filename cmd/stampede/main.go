@@ -254,7 +254,7 @@ func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) in
 	}
 	var requestsFailed *outcome.RequestsFailed
 	if errors.As(err, &requestsFailed) {
-		fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, requestsFailed)
+		fmt.Fprintf(stderr, "%s: %v\n", c.name, requestsFailed)
 		return exitRequestsFailed
 	}
 	if err != nil {
