@@ -10,9 +10,10 @@ import (
 
 // SampleRequests samples cfg's dataset exactly as Run does before it
 // builds the requests: the same model discovery, tokenizer, seed and
-// prompts. The server-tokenizer alignment of `random` and
-// `prefix_repetition` prompts runs only when --base-url was given, since
-// without it there is no server to ask. Lines Python prints while sampling
+// prompts. It contacts a server only when the command line names one
+// (endpoint.Server.SampleOnly): without one, --model and a tokenizer must
+// be given, and the server-tokenizer alignment of `random` and
+// `prefix_repetition` prompts is skipped. Lines Python prints while sampling
 // go to stdout and stderr as in a run, except the default-temperature
 // warning: sampling sends no request, so there is no temperature to warn of.
 func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) ([]datasets.Request, error) {
@@ -23,6 +24,7 @@ func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Write
 	if err != nil {
 		return nil, err
 	}
+	r.server.SampleOnly()
 	model, err := r.server.DiscoverModel(ctx, stdout)
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func SampleRequests(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Write
 	if err != nil {
 		return nil, err
 	}
-	ds, err := r.sampleDataset(ctx, model, tok, cfg.Given("base-url"))
+	ds, err := r.sampleDataset(ctx, model, tok, !r.server.Offline())
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,15 @@ const alignConcurrency = 64
 // Calls go to baseURL/tokenize and /detokenize with no extra headers, in
 // the dialect the server answers the first prompt in (tokenizeDialect;
 // vLLM's first, so a vLLM server sees what Python sends). A server that
-// does not answer /tokenize in any dialect gets Python's warning and no
-// alignment; one whose /tokenize answers only what cannot be right (no
-// tokens for a prompt with words, more tokens than bytes) is an error,
-// as is a /detokenize answer without text: re-aligning on either would
-// send prompts of lengths nobody asked for. A prompt whose exchange fails
-// otherwise keeps its text. TGI, which has no /detokenize, gets the
+// does not answer /tokenize in any dialect (no answer, statuses other
+// than 200, or 200 answers that are no token list: an HTML page, an SSE
+// stream, a completion) gets Python's warning and no alignment; one whose
+// /tokenize answers a token list that cannot be right (no tokens for a
+// prompt with words, more tokens than bytes) is an error, as is a JSON
+// /detokenize answer without text: re-aligning on either would send
+// prompts of lengths nobody asked for. A prompt whose exchange fails
+// otherwise (answers that are no token list or no JSON included) keeps
+// its text, as in Python. TGI, which has no /detokenize, gets the
 // mismatch warning and a second one saying prompts stay as sampled. The
 // warning lines go to out.
 func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID string, reqs []Request, out io.Writer) error {
@@ -121,7 +124,11 @@ func (a *aligner) align(ctx context.Context, prompt string, n int) (text string,
 	if err != nil || status != http.StatusOK {
 		return "", false, nil
 	}
-	if a.ids, err = d.scanIDs(a.ids[:0], a.resp.Bytes()); err != nil {
+	a.ids, err = d.scanIDs(a.ids[:0], a.resp.Bytes())
+	switch {
+	case errors.Is(err, errNotTokenizerAnswer):
+		return "", false, nil // as a failed exchange
+	case err != nil:
 		return "", false, d.wrong(url, status, a.resp.Bytes(), err.Error())
 	}
 	if why := countProblem(len(a.ids), prompt); why != "" {
@@ -144,7 +151,10 @@ func (a *aligner) align(ctx context.Context, prompt string, n int) (text string,
 		return "", false, nil
 	}
 	text, _, err = d.readText(a.resp.Bytes())
-	if err != nil {
+	switch {
+	case errors.Is(err, errNotTokenizerAnswer):
+		return "", false, nil // as a failed exchange
+	case err != nil:
 		return "", false, d.wrong(url, status, a.resp.Bytes(), err.Error())
 	}
 	if text == "" && n > 0 {
@@ -155,34 +165,38 @@ func (a *aligner) align(ctx context.Context, prompt string, n int) (text string,
 
 // scanTokenIDs appends to dst where each id of a /tokenize answer's
 // "tokens" list lies in data, accepting what encoding/json accepts into a
-// struct{Tokens []json.Number}: a JSON object (or null) whose members
-// named "tokens" (ignoring case; the last one counts) are null or lists
-// whose ids are numbers or strings holding one (the span is then the
-// string's contents).
+// struct{Tokens []json.Number}, bar answers without a "tokens" member: a
+// JSON object whose members named "tokens" (ignoring case; the last one
+// counts) are null or lists whose ids are numbers or strings holding one
+// (the span is then the string's contents). What is not JSON, not an
+// object, or has no "tokens" is no /tokenize answer at all
+// (errNotTokenizerAnswer).
 func scanTokenIDs(dst [][2]int32, data []byte) ([][2]int32, error) {
 	if len(data) > math.MaxInt32 || !json.Valid(data) {
-		return dst, errors.New("not JSON")
+		return dst, notTokenizerAnswer("not JSON")
 	}
 	s := &scanner{data: data}
 	s.space()
-	if s.eat('n') {
-		return dst, nil // null
-	}
 	if !s.eat('{') {
-		return dst, errors.New("not a JSON object")
+		return dst, notTokenizerAnswer("not a JSON object")
 	}
 	start := len(dst)
+	found := false
 	err := s.object(func(key []byte) error {
 		if !isMember(key, "tokens") {
 			s.skip()
 			return nil
 		}
+		found = true
 		var err error
 		dst, err = s.ids(dst[:start])
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return dst[:start], err
+	case !found:
+		return dst, notTokenizerAnswer(`a JSON object without "tokens"`)
 	}
 	return dst, nil
 }

@@ -42,9 +42,8 @@ func SampleCustom(env *Env) ([]Request, error) {
 	if !strings.HasSuffix(env.Path, ".jsonl") {
 		return nil, &py.Error{Type: "NotImplementedError", Msg: "Only JSONL format is supported for CustomDataset."}
 	}
-	if tok != nil && !env.SkipChatTemplate && env.ChatTemplate == nil {
-		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
-	}
+	// The file first, as Python loads it before templating: a missing
+	// file is the first thing to fix.
 	rows, columns, err := readJSONL(env.Path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset custom: %w", err)
@@ -53,6 +52,9 @@ func SampleCustom(env *Env) ([]Request, error) {
 		return nil, valueError(fmt.Sprintf("JSONL file must contain a 'prompt' column. (No line of %s has a \"prompt\" "+
 			"field; each line must be an object such as {\"prompt\": \"...\"}.)", env.Path))
 	}
+	if tok != nil && !env.SkipChatTemplate && env.ChatTemplate == nil {
+		return nil, fmt.Errorf("dataset custom: no chat template is available to render prompts (the tokenizer has no chat_template in tokenizer_config.json or chat_template.jinja beside it); pass --skip-chat-template to send the prompts as they are")
+	}
 	random := shuffleRows(env.Globals, env.Seed, env.DisableShuffle, rows)
 	n := sampleTarget(env.NumPrompts, len(rows))
 	var reqs []Request
@@ -60,9 +62,9 @@ func SampleCustom(env *Env) ([]Request, error) {
 		if len(reqs) >= n {
 			break
 		}
-		var prompt string
-		if err := json.Unmarshal(row.fields["prompt"], &prompt); err != nil {
-			return nil, fmt.Errorf("dataset custom %s line %d: \"prompt\" must be a string, got %s", env.Path, row.line, orNaN(row.fields["prompt"]))
+		prompt, err := rowPrompt(row)
+		if err != nil {
+			return nil, fmt.Errorf("dataset custom %s %w", env.Path, err)
 		}
 		r := Request{ExpectedOutputLen: 1, PromptLen: 1, RequestID: env.RequestIDPrefix + strconv.Itoa(i)}
 		if tok != nil {
@@ -88,6 +90,22 @@ func SampleCustom(env *Env) ([]Request, error) {
 		reqs = append(reqs, r)
 	}
 	return maybeOversample(reqs, n, env.RequestIDPrefix, env.NoOversample, env.Seed, random)
+}
+
+// rowPrompt is a row's "prompt", which must be a string. Python reads the
+// rows through pandas, where a row without the column holds NaN, and fails
+// later on it with a TypeError naming neither the line nor the field; the
+// error here says both ("line N has no "prompt" field").
+func rowPrompt(row customRow) (string, error) {
+	raw, ok := row.fields["prompt"]
+	if !ok {
+		return "", fmt.Errorf("line %d has no \"prompt\" field (each line must be an object such as {\"prompt\": \"...\"})", row.line)
+	}
+	var prompt string
+	if err := json.Unmarshal(raw, &prompt); err != nil || string(raw) == "null" {
+		return "", fmt.Errorf("line %d: \"prompt\" must be a string, got %s", row.line, raw)
+	}
+	return prompt, nil
 }
 
 // readJSONL reads one JSON object per non-blank line and reports which

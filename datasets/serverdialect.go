@@ -133,6 +133,9 @@ func (d *tokenizeDialect) readText(answer []byte) (string, *tokenizeDialect, err
 		Text    *string `json:"text"`
 		Content *string `json:"content"`
 	}
+	if !json.Valid(answer) {
+		return "", d, notTokenizerAnswer("not JSON")
+	}
 	if err := json.Unmarshal(answer, &a); err != nil {
 		return "", d, errors.New(JSONProblem(answer, err, "a JSON object"))
 	}
@@ -196,6 +199,18 @@ func (d *tokenizeDialect) wrong(url string, status int, answer []byte, why strin
 	return &wrongAnswer{url: url, dialect: d.name, status: status, answer: bytes.Clone(answer), why: why}
 }
 
+// errNotTokenizerAnswer marks a 200 answer that no /tokenize or
+// /detokenize writes: not JSON (an HTML page, an SSE stream from a server
+// that routes every POST to completions), or JSON without the dialect's
+// token list (a completion). Python's alignment takes any failure of its
+// first /tokenize call for a server without one, warns and runs on; so
+// does stampede for these. A token list whose count cannot be right stays
+// an error (wrongAnswer).
+var errNotTokenizerAnswer = errors.New("not an answer of a tokenizer endpoint")
+
+// notTokenizerAnswer is errNotTokenizerAnswer saying why.
+func notTokenizerAnswer(why string) error { return fmt.Errorf("%w: %s", errNotTokenizerAnswer, why) }
+
 // httpStatusError is an answer other than 200.
 type httpStatusError struct {
 	url    string
@@ -212,8 +227,10 @@ func (e *httpStatusError) Error() string {
 type noDialectError struct {
 	url   string
 	tries []string
-	// answered: some dialect's body got a 200 answer, which then could
-	// not be right; otherwise the server has no /tokenize to speak of.
+	// answered: some dialect's body got a token list, whose count then
+	// could not be right; otherwise (no answer, statuses other than 200,
+	// answers that are not /tokenize's) the server has no /tokenize to
+	// speak of.
 	answered bool
 }
 
@@ -243,7 +260,8 @@ func excerpt(answer []byte) string {
 // text, without special tokens, in each dialect in turn: the first whose
 // answer is a count that can be right (countProblem) wins. It returns that
 // answer and where its ids lie in it. When the server does not answer at
-// all, the other dialects are not tried.
+// all, the other dialects are not tried. A 200 answer that is not a token
+// list (errNotTokenizerAnswer) counts as no answer of that dialect.
 func detectDialect(ctx context.Context, c *http.Client, base, model, text string) (*tokenizeDialect, []byte, [][2]int32, error) {
 	url := base + "/tokenize"
 	fail := &noDialectError{url: url}
@@ -260,8 +278,10 @@ func detectDialect(ctx context.Context, c *http.Client, base, model, text string
 			fail.tries = append(fail.tries, fmt.Sprintf("%s: HTTP %d %s", d.name, status, excerpt(answer.Bytes())))
 			continue
 		}
-		fail.answered = true
 		ids, err := d.scanIDs(nil, answer.Bytes())
+		if !errors.Is(err, errNotTokenizerAnswer) {
+			fail.answered = true
+		}
 		why := countProblem(len(ids), text)
 		if err != nil {
 			why = err.Error()
@@ -307,12 +327,12 @@ func exchange(ctx context.Context, c *http.Client, url string, body []byte, answ
 // contents).
 func scanTGITokens(dst [][2]int32, data []byte) ([][2]int32, error) {
 	if len(data) > math.MaxInt32 || !json.Valid(data) {
-		return dst, errors.New("not JSON")
+		return dst, notTokenizerAnswer("not JSON")
 	}
 	s := &scanner{data: data}
 	s.space()
 	if !s.eat('[') {
-		return dst, errors.New("not a JSON list of tokens")
+		return dst, notTokenizerAnswer("not a JSON list of tokens")
 	}
 	for s.space(); !s.eat(']'); s.space() {
 		s.eat(',')

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -437,4 +438,70 @@ func FuzzScanTGITokens(f *testing.F) {
 		}
 		t.Fatalf("%q: scanner refuses (%v) what encoding/json reads", data, err)
 	})
+}
+
+// TestAlignWithServerNotTokenizeAnswers: a server whose /tokenize answers
+// 200 with something no /tokenize writes (an HTML page, an SSE stream, a
+// completion: a server that routes every POST to completions) has no
+// /tokenize to speak of: Python's warning, and the prompts as sampled.
+// Answers like that to later prompts keep those prompts, as a failed
+// exchange does.
+func TestAlignWithServerNotTokenizeAnswers(t *testing.T) {
+	const prompt = "the weather in Paris"
+	for _, tc := range []struct{ name, contentType, body string }{
+		{"html", "text/html", "<!doctype html><html><body>It works!</body></html>"},
+		{"stream", "text/event-stream", "data: {\"choices\": [{\"text\": \" the\"}]}\n\ndata: [DONE]\n\n"},
+		{"completion", "application/json", `{"id": "cmpl-1", "object": "text_completion", "choices": [{"index": 0, "text": " the"}]}`},
+		{"empty object", "application/json", `{}`},
+		{"null", "application/json", `null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", tc.contentType)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			var out bytes.Buffer
+			reqs := []Request{{Prompt: prompt, PromptLen: 2}, {Prompt: prompt, PromptLen: 1}}
+			if err := AlignWithServer(context.Background(), srv.Client(), srv.URL, "m", reqs, &out); err != nil {
+				t.Fatalf("AlignWithServer: %v", err)
+			}
+			if out.String() != "WARNING: /tokenize unavailable, skipping alignment.\n" {
+				t.Errorf("output %q, want Python's warning", out.String())
+			}
+			if reqs[0].Prompt != prompt || reqs[1].Prompt != prompt {
+				t.Errorf("prompts changed: %q", []string{reqs[0].Prompt, reqs[1].Prompt})
+			}
+			if calls.Load() != int64(len(dialects)) {
+				t.Errorf("%d calls, want one per dialect (%d)", calls.Load(), len(dialects))
+			}
+		})
+	}
+
+	// The first prompt counted, the others answered with an HTML page.
+	local := newBPETokenizer()
+	first := "the weather in Paris is rainy"
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Prompt string }
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.Prompt != first {
+			io.WriteString(w, "<html>busy</html>")
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"tokens": local.Encode([]int32{}, first, false)})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	reqs := []Request{{Prompt: first, PromptLen: 3}, {Prompt: "another prompt", PromptLen: 1}}
+	var out bytes.Buffer
+	if err := AlignWithServer(context.Background(), srv.Client(), srv.URL, "m", reqs, &out); err != nil {
+		t.Fatalf("AlignWithServer: %v", err)
+	}
+	if reqs[1].Prompt != "another prompt" || !strings.HasPrefix(out.String(), "WARNING: tokenizer mismatch") {
+		t.Errorf("output %q, request 1 %q", out.String(), reqs[1].Prompt)
+	}
 }

@@ -34,6 +34,54 @@ const helpDescription = "Benchmark an LLM serving endpoint. Accepts the options 
 // usage line, as in Python. The width is argparse's: $COLUMNS, else the
 // terminal's when w is one, else 80.
 func WriteHelp(w io.Writer, keyword string, backends []plan.Backend) error {
+	_, err := io.WriteString(w, renderHelp(keyword, helpWidth(w), backends))
+	return err
+}
+
+// Verb is one subcommand as a command's help lists it: how it is called
+// and what it does.
+type Verb struct{ Usage, What string }
+
+// WriteVerbs prints verbs under title the way argparse lists options: the
+// usage in a column and the text after it, or on the next lines when the
+// usage is wider than the column, wrapped to the help's width.
+func WriteVerbs(w io.Writer, title string, verbs []Verb) error {
+	var b strings.Builder
+	writeVerbs(&b, title, verbs, helpWidth(w))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeVerbs(b *strings.Builder, title string, verbs []Verb, width int) {
+	b.WriteString(title + ":\n")
+	for _, v := range verbs {
+		writeHelpRow(b, v.Usage, v.What, width)
+	}
+}
+
+// WriteCommandHelp prints the help of a command whose default verb is
+// serve (`stampede --help`): its usage line, serve's description, its
+// verbs (WriteVerbs), the note after them, then serve's option groups as
+// WriteHelp prints them, in Python's order. A first look finds what the
+// command does and how to call it before the hundreds of lines of
+// options.
+func WriteCommandHelp(w io.Writer, usage, title string, verbs []Verb, note string, backends []plan.Backend) error {
+	_, err := io.WriteString(w, renderCommandHelp(usage, title, verbs, note, helpWidth(w), backends))
+	return err
+}
+
+func renderCommandHelp(usage, title string, verbs []Verb, note string, width int, backends []plan.Backend) string {
+	var b strings.Builder
+	b.WriteString(usage + "\n\n" + wrapText(helpDescription, width, "") + "\n\n")
+	writeVerbs(&b, title, verbs, width)
+	b.WriteString("\n" + wrapText(note, width, "") + "\n")
+	writeHelpGroups(&b, helpGroups(newFlagParser(&Flags{}, backends)), width)
+	return b.String()
+}
+
+// helpWidth is the width help wraps to: argparse's, $COLUMNS (else the
+// terminal's when w is one, else 80) less 2.
+func helpWidth(w io.Writer) int {
 	width := 80
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		width = n
@@ -42,8 +90,14 @@ func WriteHelp(w io.Writer, keyword string, backends []plan.Backend) error {
 			width = int(ws.Col)
 		}
 	}
-	_, err := io.WriteString(w, renderHelp(keyword, width-2, backends))
-	return err
+	return width - 2
+}
+
+// writeHelpGroups writes every option group, in table order.
+func writeHelpGroups(b *strings.Builder, groups []*flags.Group, width int) {
+	for _, g := range groups {
+		writeHelpSection(b, g.ShortDescription, g.Options(), width)
+	}
 }
 
 func renderHelp(keyword string, width int, backends []plan.Backend) string {
@@ -56,9 +110,7 @@ func renderHelp(keyword string, width int, backends []plan.Backend) string {
 	case keyword == "" || keyword == "all":
 		fmt.Fprintf(&b, "usage: %s [-h] [OPTIONS]\n\n", ProgramName)
 		b.WriteString(wrapText(helpDescription, width, "") + "\n")
-		for _, g := range groups {
-			writeHelpSection(&b, g.ShortDescription, g.Options(), width)
-		}
+		writeHelpGroups(&b, groups, width)
 	default:
 		for _, g := range groups {
 			if strings.ToLower(g.ShortDescription) == keyword {
@@ -115,17 +167,23 @@ func writeHelpSection(b *strings.Builder, title string, options []*flags.Option,
 		if o.LongName == "no-self-timed" {
 			continue // listed with --self-timed, as BooleanOptionalAction is
 		}
-		invocation := helpInvocation(o)
 		text := o.Description
 		if o.LongName != "help" && !strings.Contains(text, "(default") {
 			text += " (default: " + helpDefault(o) + ")"
 		}
-		body := wrapText(text, max(width-helpPosition, 11), strings.Repeat(" ", helpPosition))
-		if len(invocation) <= helpPosition-4 {
-			fmt.Fprintf(b, "  %-*s  %s\n", helpPosition-4, invocation, strings.TrimLeft(body, " "))
-		} else {
-			fmt.Fprintf(b, "  %s\n%s\n", invocation, body)
-		}
+		writeHelpRow(b, helpInvocation(o), text, width)
+	}
+}
+
+// writeHelpRow is one row of help, argparse's way: invocation in a column
+// of helpPosition, text after it, or on the next lines when the
+// invocation does not fit.
+func writeHelpRow(b *strings.Builder, invocation, text string, width int) {
+	body := wrapText(text, max(width-helpPosition, 11), strings.Repeat(" ", helpPosition))
+	if len(invocation) <= helpPosition-4 {
+		fmt.Fprintf(b, "  %-*s  %s\n", helpPosition-4, invocation, strings.TrimLeft(body, " "))
+	} else {
+		fmt.Fprintf(b, "  %s\n%s\n", invocation, body)
 	}
 }
 

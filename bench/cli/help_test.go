@@ -87,3 +87,31 @@ func TestHelpWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandHelp: a command's help holding serve opens with its usage,
+// serve's description and its verbs, then lists serve's option groups
+// exactly as serve's own help does, in Python's order.
+func TestCommandHelp(t *testing.T) {
+	verbs := []Verb{{"serve", "one run"}, {"a-verb-name-wider-than-the-column", "what it does, at length: " + strings.Repeat("word ", 20)}}
+	got := renderCommandHelp("usage: tool [SUBCOMMAND]", "subcommands", verbs, "Options of serve follow.", 78, testBackends)
+	serve := renderHelp("", 78, testBackends)
+	_, groups, ok := strings.Cut(serve, "\n\noptions:\n")
+	if !ok {
+		t.Fatalf("serve's help has no options group:\n%s", serve)
+	}
+	head, rest, ok := strings.Cut(got, "\n\noptions:\n")
+	if !ok || rest != groups {
+		t.Fatalf("the option groups differ from serve's help:\n%s", got)
+	}
+	wantHead := "usage: tool [SUBCOMMAND]\n\n" + wrapText(helpDescription, 78, "") + "\n\n" +
+		"subcommands:\n" +
+		"  serve                 one run\n" +
+		"  a-verb-name-wider-than-the-column\n" +
+		"                        what it does, at length: word word word word word word\n" +
+		"                        word word word word word word word word word word word\n" +
+		"                        word word word\n" +
+		"\nOptions of serve follow."
+	if head != wantHead {
+		t.Errorf("head\n%s\nwant\n%s", head, wantHead)
+	}
+}

@@ -39,6 +39,9 @@ type Server struct {
 	// control carries the requests around a run (/v1/models, /metrics,
 	// profiling, /tokenize): few and off the measured path, so net/http.
 	control *http.Client
+	// offline: a sampling command's server that the command line did not
+	// name; nothing contacts it (SampleOnly).
+	offline bool
 }
 
 // New resolves cfg's target and builds its control client.
@@ -85,6 +88,9 @@ func (s *Server) DiscoverModel(ctx context.Context, stdout io.Writer) (Model, er
 	c := s.cfg
 	if c.Model != "" {
 		return Model{ID: c.Model, Name: c.ServedModelName}, nil
+	}
+	if s.offline {
+		return Model{}, s.offlineModelError()
 	}
 	fmt.Fprintln(stdout, "Model not specified, fetching first model from server...")
 	modelsURL := c.BaseURL + "/v1/models"

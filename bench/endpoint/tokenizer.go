@@ -42,7 +42,9 @@ type Tokenizer struct {
 // LoadTokenizer is spec §a step 10: the pure-Go tokenizer of --tokenizer
 // (else modelID) from a local path, the Hugging Face cache or the hub;
 // when none can be had, the server's /tokenize and /detokenize stand in,
-// with a warning on stderr.
+// with a warning on stderr. Offline (SampleOnly) nothing stands in. When
+// no tokenizer can be had, the OSError's first line says what to pass,
+// and the lines after it why each way failed.
 func (s *Server) LoadTokenizer(ctx context.Context, modelID string, stderr io.Writer) (*Tokenizer, error) {
 	name := s.cfg.Tokenizer
 	if name == "" {
@@ -67,19 +69,24 @@ func (s *Server) LoadTokenizer(ctx context.Context, modelID string, stderr io.Wr
 		}
 		return t, nil
 	}
-	if s.cfg.Tokenizer != "" {
+	loading := fmt.Sprintf("loading %s: %v", name, err)
+	switch {
+	case s.cfg.Tokenizer != "":
 		// A tokenizer the user named and that cannot be had is an error,
 		// as in Python: the server's /tokenize would count other lengths
 		// in silence.
-		return nil, &py.Error{Type: "OSError", Msg: fmt.Sprintf("--tokenizer %s could not be loaded: %v "+
-			"(give a tokenizer.json file, a directory holding one, or a Hugging Face id in the local cache; "+
-			"without --tokenizer, tokens are counted with the server's /tokenize)", name, err)}
+		return nil, noTokenizerError("--tokenizer "+name+" could not be loaded: give a tokenizer.json file, a directory holding one, "+
+			"or a Hugging Face id in the local cache (without --tokenizer, tokens are counted with the server's /tokenize)", loading)
+	case s.offline:
+		return nil, noTokenizerError("no tokenizer for "+name+": "+tokenizerHint,
+			s.namesNoServer()+" to count tokens with its /tokenize", loading)
 	}
-	fmt.Fprintf(stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
 	st := datasets.NewServerTokenizer(s.cfg.BaseURL, modelID, s.control)
 	if perr := st.Probe(ctx); perr != nil {
-		return nil, &py.Error{Type: "OSError", Msg: fmt.Sprintf("tokenizer %s: %v; the server's /tokenize fallback failed too: %v", name, err, perr)}
+		return nil, noTokenizerError("no tokenizer for "+name+": "+tokenizerHint,
+			loading, "the server's /tokenize, which stands in without one: "+perr.Error())
 	}
+	fmt.Fprintf(stderr, "WARNING: tokenizer %s could not be loaded (%v); counting tokens with the server's /tokenize and /detokenize instead.\n", name, err)
 	fmt.Fprintf(stderr, "Counting tokens with the server's /tokenize and /detokenize (%s dialect).\n", st.Dialect())
 	return &Tokenizer{Tokenizer: st, ID: name}, nil
 }

@@ -89,6 +89,9 @@ multiturn options:
   --request-rate R                (serve's option) requests per second per client, a
                                   Poisson process as in vLLM's tool (default inf: no pause)
 
+An example synthetic config ships in the repository:
+docs/multiturn/generate_multi_turn.json (docs/multiturn.md runs it).
+
 Results: the block on stdout; --save-result saves the summary JSON
 (multiturn-*.json in --result-dir, or --result-filename), with a row per
 request under --save-detailed.

@@ -54,8 +54,11 @@ func TestBadInputs(t *testing.T) {
 		args    []string
 		env     map[string]string
 		noModel bool // leave --model out, so the server is asked
-		code    int
-		want    string
+		// noTokenizer leaves --tokenizer out: no hub, and the server has
+		// no /tokenize.
+		noTokenizer bool
+		code        int
+		want        string
 		// also is a later line of stderr, when the first does not say it all.
 		also string
 	}{
@@ -69,6 +72,13 @@ func TestBadInputs(t *testing.T) {
 			want: "ValueError: JSONL file must contain a 'prompt' column. (No line of {file} has a \"prompt\" field; each line must be an object such as {\"prompt\": \"...\"}.)"},
 		{name: "custom: prompt not a string", file: "d.jsonl", data: "{\"prompt\": {\"x\": 1}}\n", args: custom, code: 1,
 			want: "ValueError: dataset custom {file} line 1: \"prompt\" must be a string, got {\"x\": 1}"},
+		{name: "custom: a line without prompt", file: "d.jsonl", data: "{\"prompt\": \"a\"}\n\n{\"text\": \"b\"}\n",
+			args: append([]string{"--disable-shuffle", "--num-prompts", "2"}, custom...), code: 1,
+			want: "ValueError: dataset custom {file} line 3 has no \"prompt\" field (each line must be an object such as {\"prompt\": \"...\"})"},
+		{name: "custom: prompt null", file: "d.jsonl", data: "{\"prompt\": null}\n", args: custom, code: 1,
+			want: "ValueError: dataset custom {file} line 1: \"prompt\" must be a string, got null"},
+		{name: "custom: missing file, tokenizer without a chat template", args: []string{"--dataset-name", "custom", "--dataset-path", "nope.jsonl"}, code: 1,
+			want: "FileNotFoundError: dataset custom: --dataset-path nope.jsonl: no such file or directory"},
 		{name: "custom: bad output_tokens", file: "d.jsonl", data: "{\"prompt\": \"a\", \"output_tokens\": 2}\n{\"prompt\": \"b\", \"output_tokens\": \"x\"}\n",
 			args: append([]string{"--custom-output-len", "-1", "--disable-shuffle", "--num-prompts", "2"}, custom...), code: 1,
 			want: "ValueError: Invalid value for 'output_tokens' in custom dataset: 'x'. Must be an integer. ({file} line 2)"},
@@ -107,6 +117,8 @@ func TestBadInputs(t *testing.T) {
 			want: `stampede serve: error: environment variable OPENAI_API_KEY: header "Authorization": the value has a line break (byte 0x0a at offset 11); a header value may hold visible characters, spaces and tabs only`},
 		{name: "URL credentials and an API key", args: []string{"--base-url", "http://u:p@127.0.0.1:1"}, env: map[string]string{"OPENAI_API_KEY": "sk-1"}, code: 1,
 			want: "ValueError: Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL (--base-url has user:password@, and $OPENAI_API_KEY sends one; keep one of the two)"},
+		{name: "no tokenizer anywhere", noTokenizer: true, code: 1,
+			want: "OSError: no tokenizer for m: pass --tokenizer PATH (the model's tokenizer.json, a directory holding one, or a Hugging Face id in the local cache)"},
 		{name: "model list not a list", noModel: true, code: 1,
 			want: "RuntimeError: Failed to fetch models from server at {server}/v1/models. Check that:",
 			also: "Error: {server}/v1/models: the answer is not an OpenAI model list: field \"data\" must be a list, found an object"},
@@ -117,7 +129,10 @@ func TestBadInputs(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			path := ""
-			args := []string{"--tokenizer", tinyTokenizer, "--base-url", models.URL, "--disable-tqdm", "--num-prompts", "1"}
+			args := []string{"--base-url", models.URL, "--disable-tqdm", "--num-prompts", "1"}
+			if !tt.noTokenizer {
+				args = append(args, "--tokenizer", tinyTokenizer)
+			}
 			if !tt.noModel {
 				args = append(args, "--model", "m")
 			}
@@ -139,5 +154,26 @@ func TestBadInputs(t *testing.T) {
 				t.Errorf("stderr lacks the line\n%s\n(stderr:\n%s)", also, stderr.String())
 			}
 		})
+	}
+}
+
+// TestRunAgainstCompletionsEverywhere: a server that routes every POST to
+// completions answers /tokenize with a completion stream. As in Python,
+// the run warns that /tokenize is unavailable and goes on.
+func TestRunAgainstCompletionsEverywhere(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\": [{\"index\": 0, \"text\": \" a\"}]}\n\n"+
+			"data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 8, \"completion_tokens\": 1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	args := []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", tinyTokenizer, "--dataset-name", "random",
+		"--random-input-len", "8", "--random-output-len", "1", "--num-prompts", "2", "--disable-tqdm"}
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), args, &stdout, &stderr)
+	if code != exitOK || !strings.Contains(stdout.String(), "WARNING: /tokenize unavailable, skipping alignment.\n") ||
+		!strings.Contains(stdout.String(), "Successful requests:                     2 ") {
+		t.Errorf("exit %d; want 0, Python's warning and 2 requests:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 }

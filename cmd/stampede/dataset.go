@@ -18,11 +18,13 @@ import (
 const datasetUsage = `usage: stampede dataset [serve options] -o FILE.jsonl
 
 Samples the requests a run with the same serve options would send (the same
-seed, prompts and lengths; the server-tokenizer alignment of random prompts
-runs only when --base-url is given) and writes them one JSON object a line
+seed, prompts and lengths) and writes them one JSON object a line
 ("-" for stdout): the custom dataset's "prompt" and "output_tokens", then
 "prompt_len", "request_id" and, where a request has them, its other prompt
-forms. Replay text prompts with
+forms. It contacts a server only when --base-url, --host, --port or
+--server-urls names one (the alignment of random prompts with its /tokenize
+then runs); without one, give --model and a tokenizer (--tokenizer, or a
+model id in the Hugging Face cache). Replay text prompts with
   stampede --dataset-name custom --dataset-path FILE.jsonl \
       --custom-output-len -1 --skip-chat-template --disable-shuffle
 `
@@ -67,25 +69,23 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	rest, out, given, err := cutOutputFlag(args)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "stampede dataset: %v\n\n%s", err, datasetUsage)
-		return exitUsage
+		return datasetUsageError(stderr, err.Error())
 	case !given || out == "":
-		fmt.Fprintf(stderr, "stampede dataset: the following arguments are required: -o/--output (a .jsonl file, or - for stdout)\n\n%s", datasetUsage)
-		return exitUsage
+		return datasetUsageError(stderr, "the following arguments are required: -o/--output (a .jsonl file, or - for stdout)")
 	}
 	cfg, err := cli.Parse(rest, backend.Choices())
 	if err == nil {
 		err = cli.RefuseRustOptions(cfg, "dataset", false)
 	}
 	if err != nil {
-		return failed(stderr, err)
+		return datasetForm.failed(stderr, err)
 	}
 	writeWarnings(stderr, cfg)
 	start := time.Now()
 	// Python's lines go to stderr: stdout may be the file.
 	reqs, err := sampleRequests(ctx, cfg, stderr, stderr)
 	if err != nil {
-		return failed(stderr, err)
+		return datasetForm.failed(stderr, err)
 	}
 	sampled := time.Since(start)
 	if err := writeDataset(out, stdout, reqs); err != nil {
@@ -102,6 +102,14 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stderr, "stampede dataset: %d requests (%d bytes of prompt text) sampled in %.3f s, written to %s\n",
 		len(reqs), text, sampled.Seconds(), out)
 	return exitOK
+}
+
+// datasetForm names stampede dataset in its errors.
+var datasetForm = errorForm{name: "stampede dataset", usageError: datasetUsageError}
+
+func datasetUsageError(w io.Writer, msg string) int {
+	fmt.Fprintf(w, "stampede dataset: error: %s\n\n%s", msg, datasetUsage)
+	return exitUsage
 }
 
 // writeDataset writes reqs to path ("-" is stdout) through a temporary

@@ -3,14 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/plan"
 )
 
 // TestDatasetRoundTrip: the file `stampede dataset` writes for a random
@@ -106,5 +112,97 @@ func TestCutOutputFlag(t *testing.T) {
 		if err != nil || strings.Join(rest, " ") != tt.rest || out != tt.out {
 			t.Errorf("%q: rest %q out %q err %v; want %q, %q", tt.args, rest, out, err, tt.rest, tt.out)
 		}
+	}
+}
+
+// TestSamplingContactsNoServer: --dry-run and stampede dataset send
+// nothing to a server the command line did not name, even one listening
+// where serve's defaults point: without --model or a tokenizer they stop,
+// naming what to pass. A named server (--host, --port) is asked, for the
+// alignment of random prompts.
+func TestSamplingContactsNoServer(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		switch r.URL.Path {
+		case "/v1/models":
+			io.WriteString(w, `{"data": [{"id": "m", "root": "m"}]}`)
+		case "/tokenize":
+			io.WriteString(w, `{"tokens": [1, 2, 3, 4, 5, 6, 7, 8]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	random := []string{"--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "3"}
+
+	// The server stands where the defaults point: parsed with --base-url,
+	// then the option forgotten, as if the defaults had named it.
+	atDefaults := func(t *testing.T, args ...string) *plan.Plan {
+		t.Helper()
+		cfg, err := cli.Parse(append(append([]string{"--base-url", srv.URL}, random...), args...), backend.Choices())
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(cfg.GivenOptions, "base-url")
+		return cfg
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string // the first line of stderr's error
+	}{
+		{"everything given", []string{"--model", "m", "--tokenizer", tinyTokenizer}, exitOK, ""},
+		{"no tokenizer", []string{"--model", "m"}, exitError,
+			"OSError: no tokenizer for m: pass --tokenizer PATH (the model's tokenizer.json, a directory holding one, or a Hugging Face id in the local cache)"},
+		{"no model", []string{"--tokenizer", tinyTokenizer}, exitUsage,
+			"stampede serve: error: --model is required here: --dry-run contacts no server unless --base-url, --host, --port or --server-urls names one"},
+	} {
+		t.Run("dry-run: "+tt.name, func(t *testing.T) {
+			calls.Store(0)
+			cfg := atDefaults(t, append(tt.args, "--dry-run")...)
+			var stdout, stderr bytes.Buffer
+			code := runDryRun(context.Background(), cfg, &stdout, &stderr)
+			if code != tt.code || calls.Load() != 0 {
+				t.Errorf("exit %d after %d requests to the server, want exit %d and none (stderr %s)", code, calls.Load(), tt.code, stderr.String())
+			}
+			if got := firstErrorLine(stderr.String()); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("error line\n%s\nwant it to start\n%s", got, tt.want)
+			}
+		})
+	}
+
+	// stampede dataset, at the real defaults: it stops before asking
+	// anyone.
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--model", "m"}, exitError, "OSError: no tokenizer for m: pass --tokenizer PATH"},
+		{[]string{"--tokenizer", tinyTokenizer}, exitUsage,
+			"stampede dataset: error: --model is required here: stampede dataset contacts no server unless"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runDataset(context.Background(), append(append(tt.args, random...), "-o", "-"), &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stderr.String(), "\n"+tt.want) && !strings.HasPrefix(stderr.String(), tt.want) {
+			t.Errorf("dataset %q: exit %d, stderr\n%s\nwant exit %d and a line starting %q", tt.args, code, stderr.String(), tt.code, tt.want)
+		}
+	}
+
+	// Named by --host and --port, the server is asked: the alignment's
+	// first /tokenize.
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	var stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "d.jsonl")
+	args := append([]string{"--host", u.Hostname(), "--port", u.Port(), "--model", "m", "--tokenizer", tinyTokenizer, "-o", out}, random...)
+	if code := runDataset(context.Background(), args, io.Discard, &stderr); code != exitOK || calls.Load() == 0 {
+		t.Errorf("--host/--port: exit %d after %d requests; want 0 and the alignment asked (stderr %s)", code, calls.Load(), stderr.String())
 	}
 }

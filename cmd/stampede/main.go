@@ -4,6 +4,7 @@
 //
 //	stampede serve [options]
 //	stampede [options]
+//	stampede --help | help | --version | -V
 //	stampede compare A.json B.json [...]
 //	stampede rerun FILE [--base-url URL] [--yes]
 //	stampede sweep [options] --sweep FLAG=V1,V2,... [--sweep-cooldown-sec S] [--resume] [--num-runs N]
@@ -158,11 +159,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help":
-			fmt.Fprintln(stdout, "usage: stampede [SUBCOMMAND] [options]")
+			fmt.Fprintln(stdout, topUsage)
 			fmt.Fprintln(stdout)
-			writeSubcommands(stdout)
+			if writeSubcommands(stdout) != nil {
+				return exitError
+			}
 			return exitOK
-		case "version", "--version":
+		case "version", "--version", "-V":
 			writeVersion(stdout)
 			return exitOK
 		case "serve":
@@ -188,12 +191,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var help *cli.HelpRequested
 	switch {
 	case errors.As(err, &help):
-		if err := cli.WriteHelp(stdout, help.Keyword, backend.Choices()); err != nil {
-			return exitError
-		}
+		write := func() error { return cli.WriteHelp(stdout, help.Keyword, backend.Choices()) }
 		if topLevel && help.Keyword == "" {
-			fmt.Fprintln(stdout)
-			writeSubcommands(stdout)
+			write = func() error { return writeTopHelp(stdout) }
+		}
+		if write() != nil {
+			return exitError
 		}
 		return exitOK
 	case err != nil:
@@ -256,7 +259,7 @@ func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) in
 	}
 	var requestsFailed *outcome.RequestsFailed
 	if errors.As(err, &requestsFailed) {
-		fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, requestsFailed)
+		fmt.Fprintf(stderr, "%s: %v\n", c.name, requestsFailed)
 		return exitRequestsFailed
 	}
 	if err != nil {

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 		stderr       string // exact
 		wantRunCalls int
 	}{
-		{name: "help", args: []string{"--help"}, code: 0, stdout: "usage: stampede serve [-h] [OPTIONS]\n"},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: "usage: stampede [-h] [-V] [SUBCOMMAND] [OPTIONS]\n"},
 		{name: "serve help", args: []string{"serve", "-h"}, code: 0, stdout: "usage: stampede serve [-h] [OPTIONS]\n"},
 		{name: "help keyword", args: []string{"--help=seed"}, code: 0, stdout: "Arguments matching 'seed':\n"},
 		{name: "usage error", args: []string{"serve", "--num-prompts", "x"}, code: 2,

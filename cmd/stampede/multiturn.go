@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/stampede-bench/stampede/bench/multiturn"
-	"github.com/stampede-bench/stampede/internal/py"
 )
 
 // runMultiturn is `stampede multiturn`.
@@ -23,13 +21,15 @@ func runMultiturn(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opts, err := multiturn.ParseArgs(args)
 	if err != nil {
-		var usage *py.UsageError
-		if errors.As(err, &usage) {
-			fmt.Fprintf(stderr, "usage: stampede multiturn --input-file FILE [multiturn options] [serve options]\nstampede multiturn: error: %s\n", usage.Msg)
-			return exitUsage
-		}
-		return failed(stderr, err)
+		return multiturnForm.failed(stderr, err)
 	}
 	writeWarnings(stderr, opts.Serve)
-	return exitCode(ctx, multiturn.Command(ctx, opts, stdout, stderr), stderr)
+	return multiturnForm.exitCode(ctx, multiturn.Command(ctx, opts, stdout, stderr), stderr)
 }
+
+// multiturnForm names stampede multiturn in its errors, serve's options'
+// included.
+var multiturnForm = errorForm{name: "stampede multiturn", usageError: func(w io.Writer, msg string) int {
+	fmt.Fprintf(w, "usage: stampede multiturn --input-file FILE [multiturn options] [serve options]\nstampede multiturn: error: %s\n", msg)
+	return exitUsage
+}}

@@ -117,8 +117,38 @@ func TestHelpListsEverySubcommand(t *testing.T) {
 	}
 }
 
+// TestTopHelpOpensWithSubcommands: `stampede --help` shows how to call it
+// and every subcommand, a line each, before serve's options, whose groups
+// follow in Python's order as `stampede serve --help` lists them.
+func TestTopHelpOpensWithSubcommands(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	var top, serve bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &top, io.Discard); code != exitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+	run(context.Background(), []string{"serve", "--help"}, &serve, io.Discard)
+	head, options, ok := strings.Cut(top.String(), "\noptions:\n")
+	if !ok {
+		t.Fatalf("--help has no options:\n%s", top.String())
+	}
+	if !strings.HasPrefix(head, "usage: stampede [-h] [-V] [SUBCOMMAND] [OPTIONS]\n") {
+		t.Errorf("--help does not open with its usage line:\n%s", head)
+	}
+	if lines := strings.Count(head, "\n"); lines > 30 {
+		t.Errorf("%d lines come before the options; want the usage and the subcommands short:\n%s", lines, head)
+	}
+	for _, s := range subcommands {
+		if !strings.Contains(head, "\n  "+s.name+" ") {
+			t.Errorf("subcommand %s is not listed before the options:\n%s", s.name, head)
+		}
+	}
+	if _, serveOptions, _ := strings.Cut(serve.String(), "\noptions:\n"); options != serveOptions {
+		t.Error("--help's options differ from serve --help's")
+	}
+}
+
 func TestVersion(t *testing.T) {
-	for _, arg := range []string{"version", "--version"} {
+	for _, arg := range []string{"version", "--version", "-V"} {
 		var out bytes.Buffer
 		if code := run(context.Background(), []string{arg}, &out, io.Discard); code != exitOK ||
 			!strings.HasPrefix(out.String(), "stampede ") || !strings.Contains(out.String(), runtime.Version()) {
