@@ -50,7 +50,7 @@ type Summary struct {
 	// TotalOutput is the sum of OutputLens (generation only).
 	TotalOutput int
 	// TotalInputSequences is the sum of NumInputSequences (pooling only).
-	TotalInputSequences int
+	TotalInputSequences     int
 	DurationS               float64
 	RequestThroughput       float64
 	RequestGoodput          float64

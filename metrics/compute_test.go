@@ -17,16 +17,16 @@ const ms = int64(time.Millisecond)
 // transcription of numpy's formulas over the same float seconds.
 func fixtureRun(spilled bool) *RunData {
 	results := []RequestResult{
-			{Index: 0, Success: true, PromptLen: 10, OutputTokens: 5, ChunkEvents: 5,
-				StartNs: 1000 * ms, ArrivalNs: 990 * ms, QueueNs: 10 * ms,
-				TTFTNs: 100 * ms, LatencyNs: 500 * ms,
-				ITLNs: []int64{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
-			{Index: 1, Error: "boom", PromptLen: 7, StartNs: 1100 * ms, ArrivalNs: 1100 * ms, NumInputSequences: 1},
-			{Index: 2, Success: true, PromptLen: 20, ChunkEvents: 3, GeneratedText: "a b c",
-				StartNs: 1200 * ms, ArrivalNs: 1200 * ms, TTFTNs: 200 * ms, LatencyNs: 1300 * ms,
-				ITLNs: []int64{500 * ms, 600 * ms}},
-			{Index: 3, Success: true, PromptLen: 5, OutputTokens: 1, ChunkEvents: 1,
-				StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
+		{Index: 0, Success: true, PromptLen: 10, OutputTokens: 5, ChunkEvents: 5,
+			StartNs: 1000 * ms, ArrivalNs: 990 * ms, QueueNs: 10 * ms,
+			TTFTNs: 100 * ms, LatencyNs: 500 * ms,
+			ITLNs: []int64{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
+		{Index: 1, Error: "boom", PromptLen: 7, StartNs: 1100 * ms, ArrivalNs: 1100 * ms, NumInputSequences: 1},
+		{Index: 2, Success: true, PromptLen: 20, ChunkEvents: 3, GeneratedText: "a b c",
+			StartNs: 1200 * ms, ArrivalNs: 1200 * ms, TTFTNs: 200 * ms, LatencyNs: 1300 * ms,
+			ITLNs: []int64{500 * ms, 600 * ms}},
+		{Index: 3, Success: true, PromptLen: 5, OutputTokens: 1, ChunkEvents: 1,
+			StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
 	}
 	if !spilled {
 		return &RunData{DurationNs: 2000 * ms, Log: LogOf(results...)}

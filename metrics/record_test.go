@@ -17,8 +17,8 @@ func fullRecord() RequestResult {
 		Breakdown:         Breakdown{Known: true, NewConn: true, ConnectNs: 1, TLSNs: 2, SendNs: 3, ServerNs: 4, FirstTokenNs: 5},
 		ChunkTokens:       CountedChunkTokens([]uint16{0, 3, 3, 65535}),
 		NumInputSequences: 3, TextTokens: 1 << 33, TextCounted: true,
-		Reasoning:     Reasoning{FirstAnswerNs: 1, ReasoningChunks: 2, ReasoningTokens: 3, FirstToolCallNs: 4, ToolCallChunks: 5, ToolCalls: 6},
-		HTTPStatus:    503, ServerMessage: "m", ServerTokens: -1 << 40, ServerUsage: UsageInTokenChunk,
+		Reasoning:  Reasoning{FirstAnswerNs: 1, ReasoningChunks: 2, ReasoningTokens: 3, FirstToolCallNs: 4, ToolCallChunks: 5, ToolCalls: 6},
+		HTTPStatus: 503, ServerMessage: "m", ServerTokens: -1 << 40, ServerUsage: UsageInTokenChunk,
 	}
 }
 
