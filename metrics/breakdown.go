@@ -37,13 +37,13 @@ func ComputeBreakdown(l *Log, percentiles []float64) *BreakdownStats {
 		lists
 	)
 	b := &BreakdownStats{}
-	set := newStatSet(lists, percentiles)
-	for set.more() {
+	set := NewLists(lists, percentiles)
+	for set.More() {
 		for _, r := range l.All() {
 			if !r.Success || !r.Breakdown.Known {
 				continue
 			}
-			if set.first() {
+			if set.First() {
 				b.Requests++
 				if r.Breakdown.NewConn {
 					b.NewConnections++
@@ -52,20 +52,20 @@ func ComputeBreakdown(l *Log, percentiles []float64) *BreakdownStats {
 					b.TLSConnections++
 				}
 			}
-			set.add(queue, Seconds(r.QueueNs))
-			set.add(connect, Seconds(r.Breakdown.ConnectNs))
-			set.add(handshake, Seconds(r.Breakdown.TLSNs))
-			set.add(send, Seconds(r.Breakdown.SendNs))
-			set.add(server, Seconds(r.Breakdown.ServerNs))
-			set.add(first, Seconds(r.Breakdown.FirstTokenNs))
-			set.add(ttft, Seconds(r.TTFTNs))
+			set.Add(queue, Seconds(r.QueueNs))
+			set.Add(connect, Seconds(r.Breakdown.ConnectNs))
+			set.Add(handshake, Seconds(r.Breakdown.TLSNs))
+			set.Add(send, Seconds(r.Breakdown.SendNs))
+			set.Add(server, Seconds(r.Breakdown.ServerNs))
+			set.Add(first, Seconds(r.Breakdown.FirstTokenNs))
+			set.Add(ttft, Seconds(r.TTFTNs))
 		}
 		if b.Requests == 0 {
 			return nil
 		}
-		set.endPass()
+		set.EndPass()
 	}
-	b.QueueWait, b.Connect, b.TLS = set.result(queue), set.result(connect), set.result(handshake)
-	b.Send, b.Server, b.FirstToken, b.TTFT = set.result(send), set.result(server), set.result(first), set.result(ttft)
+	b.QueueWait, b.Connect, b.TLS = set.Stats(queue), set.Stats(connect), set.Stats(handshake)
+	b.Send, b.Server, b.FirstToken, b.TTFT = set.Stats(send), set.Stats(server), set.Stats(first), set.Stats(ttft)
 	return b
 }

@@ -134,12 +134,12 @@ const (
 // events per second for the peak.
 func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 	s := &Summary{DurationS: Seconds(d.DurationNs)}
-	set := newStatSet(generationLists, opts.Percentiles)
+	set := NewLists(generationLists, opts.Percentiles)
 	good := newGoodput(opts.Goodput)
 	var audioS float64
 	t0, tEnd := math.Inf(1), math.Inf(-1)
 	var perSecond []int
-	for pass := 0; set.more() || pass < 2; pass++ {
+	for pass := 0; set.More() || pass < 2; pass++ {
 		if pass == 1 && s.Completed > 0 {
 			perSecond = make([]int, int(math.Ceil(tEnd-t0))+1)
 		}
@@ -158,16 +158,16 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 			tpot := 0.0
 			if outLen > 1 {
 				tpot = (latency - ttft) / float64(outLen-1)
-				set.add(listTPOT, tpot)
+				set.Add(listTPOT, tpot)
 			}
-			set.add(listTTFT, ttft)
-			set.add(listE2EL, latency)
+			set.Add(listTTFT, ttft)
+			set.Add(listE2EL, latency)
 			queue := Seconds(r.QueueNs)
-			set.add(listQueue, queue)
-			set.add(listQueueE2EL, latency+queue)
-			if !set.stats[listITL].done { // the gaps, only while their list needs them
+			set.Add(listQueue, queue)
+			set.Add(listQueueE2EL, latency+queue)
+			if !set.Done(listITL) { // the gaps, only while their list needs them
 				for _, gap := range r.ITLNs {
-					set.add(listITL, Seconds(gap))
+					set.Add(listITL, Seconds(gap))
 				}
 			}
 			switch pass {
@@ -186,7 +186,7 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 				countEvents(perSecond, t0, r)
 			}
 		}
-		set.endPass()
+		set.EndPass()
 	}
 
 	dur := s.DurationS
@@ -196,11 +196,11 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 	s.TotalTokenThroughput = float64(s.TotalInput+s.TotalOutput) / dur
 	s.RTFx = audioS / dur
 
-	s.TTFT = set.result(listTTFT)
-	s.TPOT = set.result(listTPOT)
-	s.ITL = set.result(listITL)
-	s.E2EL = set.result(listE2EL)
-	addQueueStats(s, opts, set.result(listQueue), set.result(listQueueE2EL))
+	s.TTFT = set.Stats(listTTFT)
+	s.TPOT = set.Stats(listTPOT)
+	s.ITL = set.Stats(listITL)
+	s.E2EL = set.Stats(listE2EL)
+	addQueueStats(s, opts, set.Stats(listQueue), set.Stats(listQueueE2EL))
 
 	if s.Completed > 0 {
 		s.MaxConcurrentRequests = peakConcurrency(d.Log)
@@ -212,34 +212,34 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 // computePooling is Python's calculate_metrics_for_embeddings.
 func computePooling(d *RunData, opts ComputeOptions) *Summary {
 	s := &Summary{Pooling: true, DurationS: Seconds(d.DurationNs)}
-	set := newStatSet(generationLists, opts.Percentiles)
-	for set.more() {
+	set := NewLists(generationLists, opts.Percentiles)
+	for set.More() {
 		for _, r := range d.Log.All() {
 			if !r.Success {
-				if set.first() {
+				if set.First() {
 					s.Failed++
 				}
 				continue
 			}
 			latency := Seconds(r.LatencyNs)
-			set.add(listE2EL, latency)
+			set.Add(listE2EL, latency)
 			queue := Seconds(r.QueueNs)
-			set.add(listQueue, queue)
-			set.add(listQueueE2EL, latency+queue)
-			if set.first() {
+			set.Add(listQueue, queue)
+			set.Add(listQueueE2EL, latency+queue)
+			if set.First() {
 				s.Completed++
 				s.TotalInput += r.PromptLen
 				s.TotalInputSequences += r.NumInputSequences
 			}
 		}
-		set.endPass()
+		set.EndPass()
 	}
 	dur := s.DurationS
 	s.RequestThroughput = float64(s.Completed) / dur
 	s.InputSequenceThroughput = float64(s.TotalInputSequences) / dur
 	s.TotalTokenThroughput = float64(s.TotalInput) / dur
-	s.E2EL = set.result(listE2EL)
-	addQueueStats(s, opts, set.result(listQueue), set.result(listQueueE2EL))
+	s.E2EL = set.Stats(listE2EL)
+	addQueueStats(s, opts, set.Stats(listQueue), set.Stats(listQueueE2EL))
 	return s
 }
 

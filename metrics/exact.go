@@ -303,23 +303,26 @@ func (s *exactStat) max() float64 {
 	return s.at(int(s.n) - 1)
 }
 
-// A statSet computes several lists' Stats in the same passes: a pass over
-// a log adds each list's values (add(i, v)), then endPass.
-type statSet struct {
+// Lists computes several lists' Stats exactly in the same passes: each
+// pass over a log adds every list's values in order (Add), then EndPass,
+// while More. Nothing but one numpy block a list and the selection's
+// buckets is held.
+type Lists struct {
 	stats []*exactStat
 	pass  int
 }
 
-func newStatSet(lists int, percentiles []float64) *statSet {
-	s := &statSet{stats: make([]*exactStat, lists)}
+// NewLists is lists lists, summarized with percentiles.
+func NewLists(lists int, percentiles []float64) *Lists {
+	s := &Lists{stats: make([]*exactStat, lists)}
 	for i := range s.stats {
 		s.stats[i] = newExactStat(percentiles)
 	}
 	return s
 }
 
-// more reports whether another pass is needed.
-func (s *statSet) more() bool {
+// More reports whether another pass is needed.
+func (s *Lists) More() bool {
 	for _, st := range s.stats {
 		if !st.done {
 			return true
@@ -328,19 +331,29 @@ func (s *statSet) more() bool {
 	return false
 }
 
-// first reports whether the pass under way is the first.
-func (s *statSet) first() bool { return s.pass == 0 }
+// First reports whether the pass under way is the first.
+func (s *Lists) First() bool { return s.pass == 0 }
 
-func (s *statSet) add(list int, v float64) { s.stats[list].add(v) }
+// Add adds the next value of a list.
+func (s *Lists) Add(list int, v float64) { s.stats[list].add(v) }
 
-func (s *statSet) endPass() {
+// Done reports whether a list needs no more values.
+func (s *Lists) Done(list int) bool { return s.stats[list].done }
+
+// EndPass ends a pass.
+func (s *Lists) EndPass() {
 	for _, st := range s.stats {
 		st.endPass()
 	}
 	s.pass++
 }
 
-func (s *statSet) result(list int) Stats { return s.stats[list].stats() }
+// Stats is a list's statistics once no pass is needed, in Stats' units
+// (values in seconds give milliseconds).
+func (s *Lists) Stats(list int) Stats { return s.stats[list].stats() }
+
+// Len is how many values a list had (after the first pass).
+func (s *Lists) Len(list int) int { return int(s.stats[list].n) }
 
 // summarizeSeq computes the Stats of the list each call of pass yields.
 func summarizeSeq(pass func(add func(float64)), percentiles []float64) Stats {

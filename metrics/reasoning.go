@@ -115,16 +115,16 @@ func ComputeReasoning(l *Log, percentiles []float64) *ReasoningStats {
 		lists
 	)
 	st := &ReasoningStats{}
-	set := newStatSet(lists, percentiles)
+	set := NewLists(lists, percentiles)
 	for _, list := range set.stats {
 		list.zeroIfEmpty = true // an empty list reads as [0], as Python's block prints it
 	}
-	for set.more() {
+	for set.More() {
 		for _, r := range l.All() {
 			if !r.Success {
 				continue
 			}
-			first := set.first()
+			first := set.First()
 			if first {
 				st.Requests++
 			}
@@ -133,7 +133,7 @@ func ComputeReasoning(l *Log, percentiles []float64) *ReasoningStats {
 				if first {
 					st.WithAnswer++
 				}
-				set.add(answer, Seconds(x.FirstAnswerNs))
+				set.Add(answer, Seconds(x.FirstAnswerNs))
 			}
 			if x.ReasoningChunks > 0 {
 				n := float64(x.ReasoningChunks)
@@ -146,30 +146,30 @@ func ComputeReasoning(l *Log, percentiles []float64) *ReasoningStats {
 						st.ReasoningFromUsage++
 					}
 				}
-				set.add(perRequest, n)
+				set.Add(perRequest, n)
 				if x.FirstAnswerNs >= 0 {
-					set.add(thinking, Seconds(x.FirstAnswerNs-r.TTFTNs))
+					set.Add(thinking, Seconds(x.FirstAnswerNs-r.TTFTNs))
 				}
 			}
 			if x.FirstToolCallNs >= 0 {
 				if first {
 					st.WithToolCalls++
 				}
-				set.add(toolCall, Seconds(x.FirstToolCallNs))
+				set.Add(toolCall, Seconds(x.FirstToolCallNs))
 			}
 			if first {
 				st.ToolCalls += x.ToolCalls
 				st.ToolCallChunks += x.ToolCallChunks
 			}
 		}
-		if set.first() && st.WithReasoning == 0 && st.WithToolCalls == 0 && st.ToolCalls == 0 {
+		if set.First() && st.WithReasoning == 0 && st.WithToolCalls == 0 && st.ToolCalls == 0 {
 			return nil
 		}
-		set.endPass()
+		set.EndPass()
 	}
-	st.TimeToFirstAnswer = set.result(answer)
-	st.ReasoningTime = set.result(thinking)
-	st.TimeToFirstToolCall = set.result(toolCall)
+	st.TimeToFirstAnswer = set.Stats(answer)
+	st.ReasoningTime = set.Stats(thinking)
+	st.TimeToFirstToolCall = set.Stats(toolCall)
 	st.ReasoningPerRequest = countStats(set.stats[perRequest])
 	return st
 }

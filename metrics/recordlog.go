@@ -485,6 +485,7 @@ type Log struct {
 	store *chunkStore
 	n     int // records in the store
 	keep  func(*RequestResult) bool
+	head  int          // records of the store read, from its first; 0 all
 	kept  atomic.Int64 // records All yields, + 1; 0 until counted
 	err   atomic.Pointer[error]
 }
@@ -538,7 +539,7 @@ func (l *Log) Len() int {
 	if l == nil {
 		return 0
 	}
-	if l.keep == nil {
+	if l.keep == nil && l.head == 0 {
 		return l.n
 	}
 	if k := l.kept.Load(); k > 0 {
@@ -563,9 +564,13 @@ func (l *Log) All() iter.Seq2[int, *RequestResult] {
 		}
 		var dec recordDecoder
 		r := &RequestResult{}
-		pos := 0
+		pos, read := 0, 0
 		err := l.store.frames(func(frame []byte) error {
 			return eachRecord(frame, func(rec []byte) error {
+				if l.head > 0 && read == l.head {
+					return errStopPass
+				}
+				read++
 				if err := dec.decode(rec, r); err != nil {
 					return err
 				}
@@ -609,8 +614,21 @@ func (l *Log) Where(keep func(*RequestResult) bool) *Log {
 		k := keep
 		keep = func(r *RequestResult) bool { return prev(r) && k(r) }
 	}
-	w := &Log{store: l.store, n: l.n, keep: keep}
-	return w
+	return &Log{store: l.store, n: l.n, keep: keep, head: l.head}
+}
+
+// Head returns the Log of l's first n records (before any filter).
+func (l *Log) Head(n int) *Log {
+	if l == nil {
+		return nil
+	}
+	if n >= l.n {
+		n = l.n
+	}
+	if n <= 0 {
+		return LogOf()
+	}
+	return &Log{store: l.store, n: l.n, keep: l.keep, head: n}
 }
 
 // Collect returns copies of every request; for small logs (probes, tests).

@@ -237,7 +237,7 @@ type SidecarRequestBreakdown struct {
 // NewSidecar gathers a run's extras. b is nil when no request has a
 // breakdown; detailed keeps every request's phases.
 func NewSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
-	return &Sidecar{Version: SidecarVersion, Health: NewSidecarHealth(res), Breakdown: NewSidecarBreakdown(res.Data.Results, b, detailed)}
+	return &Sidecar{Version: SidecarVersion, Health: NewSidecarHealth(res), Breakdown: NewSidecarBreakdown(res.Data.Log, b, detailed)}
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -295,7 +295,7 @@ func sidecarStats(s metrics.Stats) SidecarStats {
 
 // NewSidecarBreakdown is the breakdown of the successful requests: nil
 // when b is; detailed keeps every request's phases.
-func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
+func NewSidecarBreakdown(results *metrics.Log, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
 	if b == nil {
 		return nil
 	}
@@ -310,7 +310,7 @@ func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownSt
 		return out
 	}
 	out.PerRequest = make([]SidecarRequestBreakdown, 0, b.Requests)
-	for _, r := range results {
+	for _, r := range results.All() {
 		if !r.Success || !r.Breakdown.Known {
 			continue
 		}
