@@ -31,7 +31,7 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil || m == nil { // nil: a cluster's agent other than 0, done
 		return nil, err
 	}
-	o, sidecar, err := r.summarize(m, r.computeOptions(m.res.Data.Results, tok, ds), ds)
+	o, sidecar, err := r.summarize(m, r.computeOptions(tok, ds), ds)
 	if err != nil {
 		return o, err
 	}
@@ -94,12 +94,13 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed || c.TrimsSteadyState() || c.PlotTimeline || c.Report != ""
 	// Python re-tokenizes the text of a request whose usage gave no output
-	// token count; kept only for those, it is counted after the run, off
-	// the shards' threads (metrics.Compute's CountTokens).
+	// token count; kept only for those, it is counted once after the run,
+	// as the record log is sorted, off the shards' threads.
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = tok != nil
+	ec.CountTokens = r.computeOptions(tok, ds).CountTokens
+	ec.Log = r.logConfig()
 	ec.WarmConnections = c.WarmConnections
 	ec.RunningUsage = c.PerTokenITL
 
@@ -226,23 +227,22 @@ func reportInterrupt(w io.Writer, res *engine.Result) {
 	unsent := outcome.DropUnsent(&res.Data)
 	if !res.Aborted {
 		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
-			len(res.Data.Results), unsent)
+			res.Data.Log.Len(), unsent)
 		return
 	}
 	cut := 0
-	for _, rr := range res.Data.Results {
+	for _, rr := range res.Data.Log.All() {
 		if !rr.Success && rr.Error == "cancelled" {
 			cut++
 		}
 	}
 	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
 		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
-		len(res.Data.Results), cut, unsent)
+		res.Data.Log.Len(), cut, unsent)
 }
 
-// computeOptions are the metric settings for results (in request order,
-// each carrying its dataset index).
-func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
+// computeOptions are the run's metric settings.
+func (r *run) computeOptions(tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
 		Pooling:     c.TaskType == plan.Pooling,
@@ -251,11 +251,11 @@ func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Toke
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
 	if backend.Of(c.Backend).Multipart() {
-		o.InputAudioSeconds = make([]float64, len(results))
-		for i, rr := range results {
-			if audio := ds.requests[rr.Index].Audio; audio != nil {
-				o.InputAudioSeconds[i] = audio.DurationSec
+		o.InputAudioSeconds = func(index int) float64 {
+			if index < 0 || index >= len(ds.requests) || ds.requests[index].Audio == nil {
+				return 0
 			}
+			return ds.requests[index].Audio.DurationSec
 		}
 	}
 	if len(c.GoodputSLOs) > 0 {
@@ -295,4 +295,19 @@ func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers
 		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
 	}
 	return p
+}
+
+// logConfig is where the run's record log goes: the result directory
+// with --save-detailed (the sorted log is saved there beside the result),
+// else $TMPDIR.
+func (r *run) logConfig() metrics.LogConfig {
+	c := r.cfg
+	if c.SaveDetailed {
+		dir := c.ResultDir
+		if dir == "" {
+			dir = "."
+		}
+		return metrics.LogConfig{Dir: dir}
+	}
+	return metrics.LogConfig{}
 }

@@ -280,7 +280,7 @@ func (r *Recorder) Skip(index, promptLen int, arrivalNs int64, errText string) {
 		ArrivalNs: arrivalNs, NumInputSequences: 1, Reasoning: noReasoning,
 		ITLNs: r.done.ITLNs[:0],
 	}
-	r.log.append(&r.done)
+	r.log.Append(&r.done)
 	r.failed.Add(1)
 }
 
@@ -317,7 +317,7 @@ func (r *Recorder) result(s *Stream) *RequestResult {
 
 // finish records res and tells OnEnd.
 func (r *Recorder) finish(res *RequestResult) {
-	r.log.append(res)
+	r.log.Append(res)
 	if r.opts.OnEnd != nil {
 		r.opts.OnEnd(res)
 	}

@@ -198,8 +198,8 @@ type LogWriter struct {
 	pending []sealed // chunks the spool's channel had no room for
 }
 
-// append adds r's record.
-func (w *LogWriter) append(r *RequestResult) {
+// Append adds r's record. r is not kept.
+func (w *LogWriter) Append(r *RequestResult) {
 	w.scratch = appendRecord(w.scratch[:0], r)
 	need := binary.MaxVarintLen64 + len(w.scratch)
 	if w.chunk != nil && len(w.chunk)+need > cap(w.chunk) {
