@@ -38,7 +38,15 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if r.cfg.Profile && r.cfg.ProfileBatchThreshold == nil {
 		r.server.StopProfile(after, r.stdout)
 	}
-	return o, r.saveOutputs(model, o, sidecar)
+	if err := r.saveOutputs(model, o, sidecar); err != nil {
+		return o, err
+	}
+	if err := m.res.LogError; err != nil {
+		// Saved as after an interrupt; the run still did not do what it
+		// was asked.
+		return o, &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return o, nil
 }
 
 // summarize computes the figures of a measured run with opts, prints its
@@ -115,6 +123,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := checkArrivals(c); err != nil {
 		return nil, err
 	}
+	if err := r.checkLogSpace(ds, ec.Log); err != nil {
+		return nil, err
+	}
 	if err := r.agent.Join(ctx, &ec, params); err != nil {
 		return nil, err
 	}
@@ -155,6 +166,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, err
 	}
 	params.Probe = metrics.ComputeProbes(res.Probes)
+	if res.LogError != nil {
+		fmt.Fprintf(r.stderr, "stampede: the record log could not be written (%v); the run stopped as after Ctrl-C, and what it measured is kept in memory.\n", res.LogError)
+	}
 	if res.Cancelled {
 		reportInterrupt(r.stderr, res)
 	}
@@ -295,6 +309,24 @@ func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers
 		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
 	}
 	return p
+}
+
+// checkLogSpace refuses a run whose record log cannot fit where it goes,
+// before the clock starts.
+func (r *run) checkLogSpace(ds *dataset, cfg metrics.LogConfig) error {
+	var tokens int64
+	for i := range ds.requests {
+		tokens += int64(max(ds.requests[i].ExpectedOutputLen, 1))
+	}
+	where := "$TMPDIR"
+	if r.cfg.SaveDetailed {
+		where = "--result-dir"
+	}
+	need := metrics.EstimateLogBytes(len(ds.requests), tokens, r.cfg.SaveDetailed)
+	if err := metrics.CheckLogSpace(cfg, need, where); err != nil {
+		return &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return nil
 }
 
 // logConfig is where the run's record log goes: the result directory

@@ -70,12 +70,30 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *report.Sa
 		if r.cfg.SaveToPyTorchFormat {
 			r.savePyTorch(pyout.PyTorchPath(name), res, files)
 		}
+		if p.SaveDetailed {
+			r.saveRecordLog(name, o, sidecar, files)
+		}
 		path := report.SidecarPath(name)
 		files.Add(path, report.SaveSidecar(path, sidecar, p.AppendResult))
 	}
 	r.plotTimeline(name, o, files)
 	r.plotDatasetStats(name, o, files)
 	return nil
+}
+
+// saveRecordLog saves the run's sorted record log beside the result
+// (--save-detailed): every request's record exactly, every gap in
+// nanoseconds, in the compact form metrics.OpenLog reads.
+func (r *run) saveRecordLog(resultPath string, o *outcome.Outcome, sidecar *report.Sidecar, files *report.Saved) {
+	path := report.RecordLogPath(resultPath)
+	if err := o.Data.Log.WriteFile(path); err != nil {
+		files.Fail(fmt.Errorf("saving the record log to %s: %w", path, err))
+		return
+	}
+	files.Add(path, nil)
+	if sidecar.Health.RecordLog != nil {
+		sidecar.Health.RecordLog.SavedAs = path
+	}
 }
 
 // savePyTorch writes the PyTorch benchmark records of res to path

@@ -106,6 +106,9 @@ type Config struct {
 	// full disk there stops the run as a cancellation does, and
 	// Result.LogError says why.
 	Log metrics.LogConfig
+	// WindowBytes, when set, gives the bytes of the requests held in
+	// memory for sending now (the prompt window), for the memory samples.
+	WindowBytes func() int64
 	// CountTokens, when set, counts the generated text of each success
 	// whose usage gave no output count, once, after the run, as the
 	// records are sorted (metrics.SortOptions): never on a shard.
@@ -212,6 +215,16 @@ type Health struct {
 	// Memory is the resident set sampled while the streams were open;
 	// zero Samples where it cannot be read.
 	Memory MemorySamples
+	// Log is the record log's size once sorted.
+	Log LogHealth
+}
+
+// LogHealth is the size of a run's sorted record log: its records, the
+// bytes it took on disk and those it kept in memory, and the most bytes
+// the shards' chunks took while the run was recording.
+type LogHealth struct {
+	Records                                int
+	DiskBytes, MemoryBytes, PeakBufferBytes int64
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -430,7 +443,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	// Sampled from the schedule's start until the streams closed, before
 	// the results are merged.
-	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
+	sampler := startRSSSampler(r.queue.InFlight, r.heldBytes, rssSampleInterval)
 	defer sampler.finish() // a panic in dispatch must not leave it ticking
 	var lags []int64
 	if r.feed != nil {
@@ -483,13 +496,27 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	res.Data = *data
 	res.LogError = err
+	disk, mem := res.Data.Log.Bytes()
+	res.Health.Log = LogHealth{Records: res.Data.Log.Len(), DiskBytes: disk, MemoryBytes: mem,
+		PeakBufferBytes: r.spool.Memory().PeakBufferBytes}
 	if res.LogError != nil {
 		res.Cancelled = true
 	}
 	res.Data.DurationNs = endNs - startNs
+	logHealth := res.Health.Log
 	res.Health = r.health(lags)
 	res.Health.Memory = memory
+	res.Health.Log = logHealth
 	r.result = res
+}
+
+// heldBytes is what the record log and the prompt window hold in memory.
+func (r *Runner) heldBytes() (log, window int64) {
+	m := r.spool.Memory()
+	if r.cfg.WindowBytes != nil {
+		window = r.cfg.WindowBytes()
+	}
+	return m.BufferBytes + m.StoreMemoryBytes, window
 }
 
 // waitUntil sleeps until the wall clock reads at, or until ctx ends.

@@ -26,12 +26,13 @@ import (
 // One goroutine appends; any number may read once appending is over.
 type chunkStore struct {
 	dir      string
+	create   func(dir string) (LogFile, error)
 	memLimit int64
 	keep     bool // a file that stays after Close (a saved log); else unlinked at once
 	onError  func(error)
 
 	mu        sync.Mutex
-	file      *os.File
+	file      LogFile
 	fileBytes int64 // the file's length, header included
 	fileFr    int   // frames in the file
 	mem       [][]byte
@@ -60,6 +61,27 @@ func newChunkStore(dir string, memLimit int64, onError func(error)) *chunkStore 
 	return &chunkStore{dir: dir, memLimit: memLimit, onError: onError}
 }
 
+// LogFile is what a record log writes its frames to: an *os.File.
+type LogFile interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	Name() string
+}
+
+// createLogFile makes the file of a store in dir, unlinked at once unless
+// kept: the log goes with the process, however it ends.
+func createLogFile(dir string, keep bool) (LogFile, error) {
+	f, err := os.CreateTemp(dir, "stampede-*.records")
+	if err != nil {
+		return nil, err
+	}
+	if !keep {
+		os.Remove(f.Name())
+	}
+	return f, nil
+}
+
 // append adds one frame of records (n of them). kept reports that the
 // store holds frame itself (in memory), so the caller must not reuse it;
 // otherwise frame is written and free again.
@@ -84,17 +106,19 @@ func (s *chunkStore) append(frame []byte, n int) (kept bool) {
 
 // spill opens the file and moves the frames held in memory to it.
 func (s *chunkStore) spill() {
-	f, err := os.CreateTemp(s.dir, "stampede-*.records")
+	var f LogFile
+	var err error
+	if s.create != nil {
+		f, err = s.create(s.dir)
+	} else {
+		f, err = createLogFile(s.dir, s.keep)
+	}
 	if err != nil {
 		s.fail(fmt.Errorf("record log: %w", err))
 		return
 	}
-	if !s.keep {
-		// Unlinked at once: the log goes with the process, however it ends.
-		os.Remove(f.Name())
-	}
 	s.file = f
-	if _, err := f.Write(logHeader()); err != nil {
+	if _, err := f.WriteAt(logHeader(), 0); err != nil {
 		s.fail(fmt.Errorf("record log %s: %w", f.Name(), err))
 		return
 	}

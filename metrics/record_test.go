@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -100,4 +102,59 @@ func FuzzRecordDecode(f *testing.F) {
 			t.Fatalf("round trip changed the record:\n%+v\n%+v", r, again)
 		}
 	})
+}
+
+// fullDisk is a log file that takes limit bytes, then fails as a full
+// disk does.
+type fullDisk struct {
+	LogFile
+	limit   int64
+	written int64
+}
+
+func (f *fullDisk) WriteAt(b []byte, off int64) (int, error) {
+	if f.written+int64(len(b)) > f.limit {
+		return 0, syscall.ENOSPC
+	}
+	f.written += int64(len(b))
+	return f.LogFile.WriteAt(b, off)
+}
+
+// TestLogOnAFullDisk: when the file stops taking frames, the first error
+// is told (by each store that meets it), and every record still reads back, in order: the frames
+// written, then those kept in memory.
+func TestLogOnAFullDisk(t *testing.T) {
+	var told []error
+	cfg := LogConfig{MemoryBytes: -1, ChunkBytes: 64, Dir: t.TempDir(),
+		OnError: func(err error) { told = append(told, err) },
+		File: func(dir string) (LogFile, error) {
+			f, err := createLogFile(dir, false)
+			return &fullDisk{LogFile: f, limit: 2000}, err
+		}}
+	sp := NewSpool(cfg)
+	rec := NewRecorder(Options{Spool: sp})
+	const n = 300
+	var s Stream
+	for i := range n {
+		rec.Begin(&s, i, 1, 0, int64(i))
+		s.Token(int64(i)+5, nil)
+		s.Token(int64(i)+9, nil)
+		rec.EndStream(&s)
+	}
+	d, err := Gather(SortOptions{Requests: n}, rec)
+	if err == nil || !errors.Is(err, syscall.ENOSPC) || len(told) == 0 {
+		t.Fatalf("gather: %v; told %v; want ENOSPC", err, told)
+	}
+	disk, mem := d.Log.Bytes()
+	if disk == 0 || mem == 0 {
+		t.Errorf("log: %d bytes on disk, %d in memory; want both", disk, mem)
+	}
+	if d.Log.Len() != n {
+		t.Fatalf("%d records, want %d", d.Log.Len(), n)
+	}
+	for i, r := range d.Log.All() {
+		if r.Index != i || !r.Success || r.StartNs != int64(i) || len(r.ITLNs) != 1 || r.ITLNs[0] != 4 {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
 }

@@ -45,6 +45,9 @@ type LogConfig struct {
 	// from the spool's goroutine; the run then stops as after Ctrl-C, and
 	// the records still go to memory.
 	OnError func(error)
+	// File, when set, makes the log's files instead of a temporary file
+	// in Dir (tests give files that fail).
+	File func(dir string) (LogFile, error)
 }
 
 // The log's sizes. A chunk of 256 KiB holds about 4,000 records of short
@@ -121,6 +124,7 @@ func NewSpool(cfg LogConfig) *Spool {
 		done: make(chan struct{}),
 	}
 	s.raw = newChunkStore(cfg.Dir, cfg.MemoryBytes, cfg.OnError)
+	s.raw.create = cfg.File
 	go s.write()
 	return s
 }
@@ -305,7 +309,8 @@ func sortStore(raw *chunkStore, cfg LogConfig, o SortOptions) (*Log, error) {
 		if buckets > 1 {
 			limit = -1
 		}
-		parts[i] = newLogBuilder(cfg.Dir, limit, 64<<10, nil)
+		parts[i] = newLogBuilder(cfg.Dir, limit, 64<<10, cfg.OnError)
+		parts[i].store.create = cfg.File
 	}
 	bucketOf := func(index int) int { return int(int64(index) * int64(buckets) / int64(n)) }
 	err := raw.frames(func(frame []byte) error {
@@ -326,6 +331,7 @@ func sortStore(raw *chunkStore, cfg LogConfig, o SortOptions) (*Log, error) {
 		return nil, fmt.Errorf("record log: %w", err)
 	}
 	out := newLogBuilder(cfg.Dir, cfg.MemoryBytes, cfg.ChunkBytes, cfg.OnError)
+	out.store.create = cfg.File
 	fin := finisher{o: o}
 	type span struct {
 		index    int
