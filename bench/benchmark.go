@@ -32,14 +32,22 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil || m == nil { // nil: a cluster's agent other than 0, done
 		return nil, err
 	}
-	o, sidecar, err := r.summarize(m, r.computeOptions(m.res.Data.Results, tok, ds), ds)
+	o, sidecar, err := r.summarize(m, r.computeOptions(tok, ds), ds)
 	if err != nil {
 		return o, err
 	}
 	if r.cfg.Profile && r.cfg.ProfileBatchThreshold == nil {
 		r.server.StopProfile(after, r.stdout)
 	}
-	return o, r.saveOutputs(model, o, sidecar)
+	if err := r.saveOutputs(model, o, sidecar); err != nil {
+		return o, err
+	}
+	if err := m.res.LogError; err != nil {
+		// Saved as after an interrupt; the run still did not do what it
+		// was asked.
+		return o, &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return o, nil
 }
 
 // summarize computes the figures of a measured run with opts, prints its
@@ -97,12 +105,13 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed || c.TrimsSteadyState() || c.PlotTimeline || c.Report != ""
 	// Python re-tokenizes the text of a request whose usage gave no output
-	// token count; kept only for those, it is counted after the run, off
-	// the shards' threads (metrics.Compute's CountTokens).
+	// token count; kept only for those, it is counted once after the run,
+	// as the record log is sorted, off the shards' threads.
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = tok != nil
+	ec.CountTokens = r.computeOptions(tok, ds).CountTokens
+	ec.Log = r.logConfig()
 	ec.WarmConnections = c.WarmConnections
 	ec.RunningUsage = c.PerTokenITL
 
@@ -115,6 +124,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, r.endpointErr
 	}
 	if err := checkArrivals(c); err != nil {
+		return nil, err
+	}
+	if err := r.checkLogSpace(ds, ec.Log); err != nil {
 		return nil, err
 	}
 	if err := r.agent.Join(ctx, &ec, params); err != nil {
@@ -157,6 +169,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, err
 	}
 	params.Probe = metrics.ComputeProbes(res.Probes)
+	if res.LogError != nil {
+		fmt.Fprintf(r.stderr, "stampede: the record log could not be written (%v); the run stopped as after Ctrl-C, and what it measured is kept in memory.\n", res.LogError)
+	}
 	var interrupted *report.SidecarInterrupted
 	if res.Cancelled {
 		interrupted = reportInterrupt(r.stderr, res, stopSignal(ctx))
@@ -229,20 +244,20 @@ func checkArrivals(c *plan.Plan) error {
 // sidecar, with signal the stop's name ("" when unknown).
 func reportInterrupt(w io.Writer, res *engine.Result, signal string) *report.SidecarInterrupted {
 	unsent := outcome.DropUnsent(&res.Data)
-	account := &report.SidecarInterrupted{Signal: signal, AtOnce: res.Aborted, Sent: len(res.Data.Results), Unsent: unsent}
+	account := &report.SidecarInterrupted{Signal: signal, AtOnce: res.Aborted, Sent: res.Data.Log.Len(), Unsent: unsent}
 	if !res.Aborted {
 		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
-			len(res.Data.Results), unsent)
+			res.Data.Log.Len(), unsent)
 		return account
 	}
-	for _, rr := range res.Data.Results {
+	for _, rr := range res.Data.Log.All() {
 		if !rr.Success && rr.Error == "cancelled" {
 			account.CancelledInFlight++
 		}
 	}
 	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
 		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
-		len(res.Data.Results), account.CancelledInFlight, unsent)
+		res.Data.Log.Len(), account.CancelledInFlight, unsent)
 	return account
 }
 
@@ -256,9 +271,8 @@ func stopSignal(ctx context.Context) string {
 	return ""
 }
 
-// computeOptions are the metric settings for results (in request order,
-// each carrying its dataset index).
-func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
+// computeOptions are the run's metric settings.
+func (r *run) computeOptions(tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
 		Pooling:     c.TaskType == plan.Pooling,
@@ -267,11 +281,11 @@ func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Toke
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
 	if backend.Of(c.Backend).Multipart() {
-		o.InputAudioSeconds = make([]float64, len(results))
-		for i, rr := range results {
-			if audio := ds.requests[rr.Index].Audio; audio != nil {
-				o.InputAudioSeconds[i] = audio.DurationSec
+		o.InputAudioSeconds = func(index int) float64 {
+			if index < 0 || index >= len(ds.requests) || ds.requests[index].Audio == nil {
+				return 0
 			}
+			return ds.requests[index].Audio.DurationSec
 		}
 	}
 	if len(c.GoodputSLOs) > 0 {
@@ -311,4 +325,37 @@ func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers
 		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
 	}
 	return p
+}
+
+// checkLogSpace refuses a run whose record log cannot fit where it goes,
+// before the clock starts.
+func (r *run) checkLogSpace(ds *dataset, cfg metrics.LogConfig) error {
+	var tokens int64
+	for i := range ds.requests {
+		tokens += int64(max(ds.requests[i].ExpectedOutputLen, 1))
+	}
+	where := "$TMPDIR"
+	if r.cfg.SaveDetailed {
+		where = "--result-dir"
+	}
+	need := metrics.EstimateLogBytes(len(ds.requests), tokens, r.cfg.SaveDetailed)
+	if err := metrics.CheckLogSpace(cfg, need, where); err != nil {
+		return &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return nil
+}
+
+// logConfig is where the run's record log goes: the result directory
+// with --save-detailed (the sorted log is saved there beside the result),
+// else $TMPDIR.
+func (r *run) logConfig() metrics.LogConfig {
+	c := r.cfg
+	if c.SaveDetailed {
+		dir := c.ResultDir
+		if dir == "" {
+			dir = "."
+		}
+		return metrics.LogConfig{Dir: dir}
+	}
+	return metrics.LogConfig{}
 }

@@ -27,9 +27,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	r.cfg = cluster.AgentPlan(r.cfg)
 	r.agent = &cluster.Agent{
 		Plan: r.cfg, Wire: enc.wire, Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
-		Options: func(results []metrics.RequestResult) metrics.ComputeOptions {
-			return r.computeOptions(results, tok, ds)
-		},
+		Options: func() metrics.ComputeOptions { return r.computeOptions(tok, ds) },
 		Facts:       func(i int) (string, int) { return ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen },
 		Fingerprint: fingerprint,
 		SentAs:      func(i int, id string) { ds.requests[i].RequestID = id },

@@ -100,8 +100,19 @@ type Config struct {
 	// requests in flight, failing a request that grows past it (see
 	// shard.Budget). 0 means no bound.
 	MaxResponseBytes, MaxBufferedBytes int64
-	// KeepDetail keeps every request's exact ITLs; KeepText its text.
-	KeepDetail, KeepText bool
+	// KeepText keeps every request's text.
+	KeepText bool
+	// Log says where the run's record log lives (metrics.LogConfig): a
+	// full disk there stops the run as a cancellation does, and
+	// Result.LogError says why.
+	Log metrics.LogConfig
+	// WindowBytes, when set, gives the bytes of the requests held in
+	// memory for sending now (the prompt window), for the memory samples.
+	WindowBytes func() int64
+	// CountTokens, when set, counts the generated text of each success
+	// whose usage gave no output count, once, after the run, as the
+	// records are sorted (metrics.SortOptions): never on a shard.
+	CountTokens func(text string) int
 	// KeepUncountedText keeps the text of the streams whose usage gave no
 	// output token count, to be counted after the run (metrics.Options).
 	KeepUncountedText bool
@@ -160,7 +171,10 @@ type Result struct {
 	// run ended; Aborted when Abort cut the grace short, so that the
 	// requests still in flight were failed "cancelled" at once.
 	Cancelled, Aborted bool
-	Health             Health
+	// LogError is why the record log could not be written (a full disk),
+	// which stopped the run as a cancellation; nil if none.
+	LogError error
+	Health   Health
 	// Probes are the side probes' results in sending order, on the run
 	// clock (Config.Probe); the run's duration covers the probe loop.
 	Probes []metrics.RequestResult
@@ -201,6 +215,16 @@ type Health struct {
 	// Memory is the resident set sampled while the streams were open;
 	// zero Samples where it cannot be read.
 	Memory MemorySamples
+	// Log is the record log's size once sorted.
+	Log LogHealth
+}
+
+// LogHealth is the size of a run's sorted record log: its records, the
+// bytes it took on disk and those it kept in memory, and the most bytes
+// the shards' chunks took while the run was recording.
+type LogHealth struct {
+	Records                                int
+	DiskBytes, MemoryBytes, PeakBufferBytes int64
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -222,6 +246,12 @@ type Runner struct {
 	queue     *shard.Queue
 	clock     shard.Clock
 	recorders []*metrics.Recorder
+	spool     *metrics.Spool
+	// logFailed is closed with logErr set when the record log could not
+	// be written: the run stops as after a cancellation.
+	logFailed chan struct{}
+	logOnce   sync.Once
+	logErr    error
 	transport shard.Transport
 	probes    *probeLoop // nil without Config.Probe
 	// warmed is done when every shard's warm-up ended.
@@ -290,6 +320,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		open:  min(slotsTotal, n),
 	}
 	r.aborted, r.abort = context.WithCancel(context.Background())
+	r.logFailed = make(chan struct{})
+	logCfg := cfg.Log
+	logCfg.OnError = func(err error) {
+		r.logOnce.Do(func() { r.logErr = err; close(r.logFailed) })
+	}
+	r.spool = metrics.NewSpool(logCfg)
 	reqs := make([]shard.Request, n)
 	for i, q := range cfg.Requests {
 		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage, Dest: q.FrontEnd}
@@ -307,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 		Reuse: shard.NewReuseStops(len(dests)),
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
+	opts := metrics.Options{Spool: r.spool, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
 	if cfg.WarmConnections {
 		// Each shard may carry up to its Slots of the requests in flight,
 		// so each gets its share rounded up.
@@ -322,6 +358,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r.transport, err = shard.Start(run)
 	if err != nil {
+		r.spool.Close()
 		return nil, err
 	}
 	r.recorders = r.transport.Recorders()
@@ -365,10 +402,18 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	defer close(r.done)
 	defer restoreProcs()
 	defer r.abort() // releases the context's resources
-	// An abort is a cancellation that skips the grace.
+	// An abort is a cancellation that skips the grace; a record log that
+	// cannot be written is a cancellation too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.aborted, cancel)()
+	go func() {
+		select {
+		case <-r.logFailed:
+			cancel()
+		case <-r.done:
+		}
+	}()
 	// Warm connections open before the clock of the schedule starts; a
 	// cancellation cuts the warm-up short (the run then cancels at once).
 	warmed := make(chan struct{})
@@ -398,7 +443,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	// Sampled from the schedule's start until the streams closed, before
 	// the results are merged.
-	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
+	sampler := startRSSSampler(r.queue.InFlight, r.heldBytes, rssSampleInterval)
 	defer sampler.finish() // a panic in dispatch must not leave it ticking
 	var lags []int64
 	if r.feed != nil {
@@ -431,7 +476,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 
 	// Requests never taken: failed "cancelled", as Python's would be.
-	skipped := metrics.NewRecorder(metrics.Options{})
+	skipped := metrics.NewRecorder(metrics.Options{Spool: r.spool})
 	for i := r.queue.Taken(); i < len(r.cfg.Requests); i++ {
 		var arrival int64
 		if i < r.queue.Released() {
@@ -439,14 +484,39 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		}
 		skipped.Skip(i, r.cfg.Requests[i].PromptLen, arrival, "cancelled")
 	}
-	res.Data = metrics.Merge(len(r.cfg.Requests), append(r.recorders, skipped)...)
-	for i := range res.Data.Results {
-		res.Data.Results[i].Index = r.cfg.Requests[i].Index
+	data, err := metrics.Gather(metrics.SortOptions{
+		Requests:    len(r.cfg.Requests),
+		IndexOf:     func(pos int) int { return r.cfg.Requests[pos].Index },
+		CountTokens: r.cfg.CountTokens,
+		KeepText:    r.cfg.KeepText,
+	}, append(r.recorders, skipped)...)
+	if data == nil {
+		r.err = err
+		return
+	}
+	res.Data = *data
+	res.LogError = err
+	disk, mem := res.Data.Log.Bytes()
+	res.Health.Log = LogHealth{Records: res.Data.Log.Len(), DiskBytes: disk, MemoryBytes: mem,
+		PeakBufferBytes: r.spool.Memory().PeakBufferBytes}
+	if res.LogError != nil {
+		res.Cancelled = true
 	}
 	res.Data.DurationNs = endNs - startNs
+	logHealth := res.Health.Log
 	res.Health = r.health(lags)
 	res.Health.Memory = memory
+	res.Health.Log = logHealth
 	r.result = res
+}
+
+// heldBytes is what the record log and the prompt window hold in memory.
+func (r *Runner) heldBytes() (log, window int64) {
+	m := r.spool.Memory()
+	if r.cfg.WindowBytes != nil {
+		window = r.cfg.WindowBytes()
+	}
+	return m.BufferBytes + m.StoreMemoryBytes, window
 }
 
 // waitUntil sleeps until the wall clock reads at, or until ctx ends.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
@@ -88,7 +89,7 @@ func TestConnectErrorNamesItsDestination(t *testing.T) {
 	<-q.Done()
 	sh.Stop()
 	<-done
-	for _, r := range metrics.Merge(len(reqs), rec).Results {
+	for _, r := range metricstest.Merge(len(reqs), rec).Results {
 		want := ""
 		if reqs[r.Index].Dest == 1 {
 			want = "connect " + dead.Addr.String() + ": connection refused"

@@ -85,15 +85,16 @@ func FuzzFloorCount(f *testing.F) {
 // rebuilds: a successful request's first token and one per gap, nothing
 // of a failed one.
 func TestTokenEventsCountClientStamps(t *testing.T) {
-	res := &engine.Result{Data: metrics.RunData{Results: []metrics.RequestResult{
+	results := []metrics.RequestResult{
 		{Success: true, ChunkEvents: 3, ITLNs: []int64{5, 7}},
 		{Success: true, ChunkEvents: 1},
 		{Success: true},
 		{Error: "reset", ChunkEvents: 2, ITLNs: []int64{4}},
-	}}}
+	}
+	res := &engine.Result{Data: metrics.RunData{Log: metrics.LogOf(results...)}}
 	want := 0
-	for _, r := range res.Data.Results {
-		if r.Success {
+	for i := range results {
+		if r := &results[i]; r.Success {
 			want += len(clientStamps(0, r))
 		}
 	}
