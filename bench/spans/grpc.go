@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -72,21 +74,52 @@ func (exportCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
-// exportGRPC takes one export: refused without the token or a turn
-// before its message is read, then decoded on the decoding thread.
-func (r *Receiver) exportGRPC(ctx context.Context, dec func(any) error) (any, error) {
-	if r.auth != nil {
-		md, _ := metadata.FromIncomingContext(ctx)
-		if !r.auth.allows(md.Get(r.auth.Header)) {
-			r.refuse(&r.counts.Unauthenticated)
-			return nil, status.Error(codes.Unauthenticated, "OTLP receiver: this export lacks the receiver's token (stampede --otlp-receiver-token; the exporter sends it from OTEL_EXPORTER_OTLP_HEADERS)")
-		}
+// serveGRPC hands a gRPC request to the gRPC server once it carries the
+// token and has a turn. grpc-go reads a message whole before the service
+// sees it, so both are settled here, from the request's headers, before
+// a byte of the message is read; the turn is held until it is decoded.
+// A refusal is a Trailers-Only answer: the status in the headers.
+func (r *Receiver) serveGRPC(w http.ResponseWriter, req *http.Request) {
+	if !r.auth.allows(req.Header.Values(r.authHeader())) {
+		r.refuse(&r.counts.Unauthenticated)
+		grpcRefuse(w, codes.Unauthenticated, lacksToken)
+		return
 	}
-	if !r.takeSlot(ctx) {
+	if !r.takeSlot(req.Context()) {
 		r.refuse(&r.counts.Busy)
-		return nil, status.Error(codes.Unavailable, "OTLP receiver: busy with other exports; try again")
+		grpcRefuse(w, codes.Unavailable, busy)
+		return
 	}
 	defer r.releaseSlot()
+	r.grpc.ServeHTTP(w, req)
+}
+
+// grpcRefuse answers a gRPC request with code and msg and no message.
+func grpcRefuse(w http.ResponseWriter, code codes.Code, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(int(code)))
+	h.Set("Grpc-Message", grpcMessage(msg))
+	w.WriteHeader(http.StatusOK)
+}
+
+// grpcMessage is msg percent-encoded as grpc-message wants it: every byte
+// outside printable ASCII, and '%', as %XX.
+func grpcMessage(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c >= ' ' && c <= '~' && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// exportGRPC takes one export, which has its turn (serveGRPC), and
+// decodes it on the decoding thread.
+func (r *Receiver) exportGRPC(ctx context.Context, dec func(any) error) (any, error) {
 	var m exportMessage
 	if err := dec(&m); err != nil {
 		switch {

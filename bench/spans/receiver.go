@@ -223,7 +223,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.serving <- struct{}{}
 	}
 	if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
-		r.grpc.ServeHTTP(w, req)
+		r.serveGRPC(w, req)
 		return
 	}
 	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
@@ -238,7 +238,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if !r.auth.allows(req.Header.Values(r.authHeader())) {
 		r.refuse(&r.counts.Unauthenticated)
-		http.Error(w, "OTLP receiver: this export lacks the receiver's token (stampede --otlp-receiver-token; the exporter sends it from OTEL_EXPORTER_OTLP_HEADERS)", http.StatusUnauthorized)
+		http.Error(w, lacksToken, http.StatusUnauthorized)
 		return
 	}
 	gzipped := false
@@ -254,7 +254,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if !r.takeSlot(req.Context()) {
 		r.refuse(&r.counts.Busy)
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "OTLP receiver: busy with other exports; try again", http.StatusServiceUnavailable)
+		http.Error(w, busy, http.StatusServiceUnavailable)
 		return
 	}
 	defer r.releaseSlot()
@@ -294,6 +294,12 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }
+
+// The answers to an export refused before its body is read.
+const (
+	lacksToken = "OTLP receiver: this export lacks the receiver's token (stampede --otlp-receiver-token; the exporter sends it from OTEL_EXPORTER_OTLP_HEADERS)"
+	busy       = "OTLP receiver: busy with other exports; try again"
+)
 
 // authHeader is the header Options.Auth names ("" without one).
 func (r *Receiver) authHeader() string {

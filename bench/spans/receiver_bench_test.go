@@ -43,13 +43,19 @@ func peakHeap(f func()) uint64 {
 
 // BenchmarkReceiverSpanBomb: four exports at once, each 16 MiB of empty
 // spans (~8 M: ~16 kB of gzip over HTTP, the raw message over gRPC), the
-// issue's bomb. Reports the live heap's peak while they are refused
-// (peak-MB) beside the bytes allocated per round of four.
+// issue's bomb, and sixteen at once, four times the exports the receiver
+// reads at a time. Reports the live heap's peak while they are refused
+// (peak-MB, the senders' side included) beside the bytes allocated per
+// round.
 func BenchmarkReceiverSpanBomb(b *testing.B) {
 	raw := bomb(((16 << 20) - 16) / 2)
 	zipped := gzipped(raw)
-	for _, protocol := range []string{"http", "grpc"} {
-		b.Run(protocol, func(b *testing.B) {
+	for _, c := range []struct {
+		protocol string
+		senders  int
+	}{{"http", 4}, {"grpc", 4}, {"http", 16}, {"grpc", 16}} {
+		protocol := c.protocol
+		b.Run(protocol+"-"+strconv.Itoa(c.senders), func(b *testing.B) {
 			r := newReceiver(b, Options{MaxSpans: 1000})
 			client := &http.Client{}
 			send := func() {
@@ -69,7 +75,7 @@ func BenchmarkReceiverSpanBomb(b *testing.B) {
 			for b.Loop() {
 				peak = max(peak, peakHeap(func() {
 					var wg sync.WaitGroup
-					for range 4 {
+					for range c.senders {
 						wg.Go(send)
 					}
 					wg.Wait()

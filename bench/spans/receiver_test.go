@@ -318,10 +318,13 @@ func TestReceiverOpenFilesLimit(t *testing.T) {
 }
 
 // TestReceiverExportSlots: past maxExports exports at once, one waits for
-// a turn and is told to try again after slotWait.
+// a turn and is told to try again after slotWait, over HTTP and over gRPC,
+// where the answer comes before the message is read: a message over
+// gRPC's own limit, which gRPC refuses once it has read it, is answered
+// Unavailable, not ResourceExhausted.
 func TestReceiverExportSlots(t *testing.T) {
 	lim := defaultLimits
-	lim.maxExports, lim.slotWait = 1, 50*time.Millisecond
+	lim.maxExports, lim.slotWait, lim.maxBodyBytes = 1, 50*time.Millisecond, 1<<10
 	r := newReceiver(t, Options{MaxSpans: 10, limits: &lim})
 	if !r.takeSlot(context.Background()) {
 		t.Fatal("no first slot")
@@ -329,11 +332,17 @@ func TestReceiverExportSlots(t *testing.T) {
 	if code := post(t, r, exportOf([16]byte{1})); code != http.StatusServiceUnavailable {
 		t.Errorf("an export with every slot taken answered %d, want 503", code)
 	}
+	if err := grpcExport(t, r, bytes.Repeat([]byte{0x12, 0}, 1<<10)); status.Code(err) != codes.Unavailable {
+		t.Errorf("a gRPC export with every slot taken: %v, want Unavailable", err)
+	}
 	r.releaseSlot()
 	if code := post(t, r, exportOf([16]byte{1})); code != http.StatusOK {
 		t.Errorf("an export with a free slot answered %d", code)
 	}
-	if got := r.Finish(context.Background(), 0, atLeast(1)); got.Counts.Busy != 1 || got.Counts.Exports != 1 {
-		t.Errorf("counts %+v", got.Counts)
+	if err := grpcExport(t, r, exportOf([16]byte{2})); err != nil {
+		t.Errorf("a gRPC export with a free slot: %v", err)
+	}
+	if got := r.Finish(context.Background(), 0, atLeast(2)); got.Counts.Busy != 2 || got.Counts.Exports != 2 || got.Counts.TooLarge != 0 {
+		t.Errorf("counts %+v: want 2 busy, 2 taken", got.Counts)
 	}
 }
