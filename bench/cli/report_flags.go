@@ -20,6 +20,7 @@ type ReportFlags struct {
 	ColdPrefixCache       bool     `long:"cold-prefix-cache" description:"After the warm-up, just before the clock starts, empty the server's prefix cache (POST <base-url>/reset_prefix_cache; vLLM serves it with VLLM_SERVER_DEV_MODE=1); the run stops with an error when the server does not offer it."`
 	Report                string   `long:"report" value-name:"FILE.html" description:"Write a self-contained HTML report of the run (distributions, throughput over time, timeline, server metrics)."`
 	OTLPReceiver          string   `long:"otlp-receiver" value-name:"ADDR" description:"Receive the server's OpenTelemetry trace spans (OTLP/gRPC and OTLP/HTTP protobuf on one port, e.g. 127.0.0.1:4317) and join each to its request: every request carries a W3C traceparent derived from its x-request-id, and the sidecar gains server_spans (the server's queue, prefill and first-token phases per request). Point the server's exporter here (vLLM: --otlp-traces-endpoint)."`
+	OTLPReceiverToken     string   `long:"otlp-receiver-token" value-name:"TOKEN|NAME=VALUE" description:"Take only the span exports that carry this bearer token (Authorization: Bearer TOKEN; what an exporter sends when OTEL_EXPORTER_OTLP_HEADERS is authorization=Bearer TOKEN), or this header NAME=VALUE; the others are refused (HTTP 401, gRPC Unauthenticated) and counted. Needs --otlp-receiver."`
 }
 
 // validateReportFlags checks the report options as argparse would check
@@ -39,6 +40,14 @@ func (c *draft) validateReportFlags() error {
 	if a := c.OTLPReceiver; a != "" {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			return py.UsageErrorf("argument --otlp-receiver: invalid address %q: want HOST:PORT, such as 127.0.0.1:4317", a)
+		}
+	}
+	if t := c.OTLPReceiverToken; t != "" {
+		if c.OTLPReceiver == "" {
+			return py.UsageErrorf("argument --otlp-receiver-token: it needs --otlp-receiver, the receiver it guards")
+		}
+		if _, _, err := plan.ReceiverTokenHeader(t); err != nil {
+			return &py.UsageError{Msg: err.Error()}
 		}
 	}
 	if r := c.Report; r != "" && !strings.HasSuffix(strings.ToLower(r), ".html") && !strings.HasSuffix(strings.ToLower(r), ".htm") {

@@ -126,6 +126,9 @@ type Reporting struct {
 	// carries a traceparent and the server's spans are joined to it
 	// (bench/spans); "" sends Python's requests and receives nothing.
 	OTLPReceiver string
+	// OTLPReceiverToken is --otlp-receiver-token as given: the token or
+	// header every export must carry (ReceiverTokenHeader); "" takes any.
+	OTLPReceiverToken string
 }
 
 // Cluster are the options that run one benchmark from several hosts: every

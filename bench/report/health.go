@@ -90,14 +90,18 @@ func spanReceiverCost(s *ServerSpans) string {
 		return ""
 	}
 	rc := s.Receiver
+	open := ""
+	if rc.Unprotected {
+		open = fmt.Sprintf(", listening beyond loopback (%s) without --otlp-receiver-token: any host that reaches it may send spans", rc.Address)
+	}
 	if rc.Spans == 0 {
 		busy := ""
 		if rc.BusyS > 0 { // refusing exports that held no request span
 			busy = " (busy " + durationText(time.Duration(rc.BusyS*1e9)) + ")"
 		}
-		return fmt.Sprintf(", span receiver got no spans%s, %s", busy, bytesText(rc.HeldBytes))
+		return fmt.Sprintf(", span receiver got no spans%s, %s%s", busy, bytesText(rc.HeldBytes), open)
 	}
-	return fmt.Sprintf(", span receiver %s/span, %s", durationText(time.Duration(rc.BusyPerSpanUs*1e3)), bytesText(rc.HeldBytes))
+	return fmt.Sprintf(", span receiver %s/span, %s%s", durationText(time.Duration(rc.BusyPerSpanUs*1e3)), bytesText(rc.HeldBytes), open)
 }
 
 // bytesText is a size as the health line prints it: two or three

@@ -97,6 +97,13 @@ func TestHealthLineSpanReceiver(t *testing.T) {
 	if got, want := line(&ServerSpans{}), ", span receiver got no spans, 0 B"; !strings.Contains(got, want) {
 		t.Errorf("health line of an idle receiver lacks %q: %s", want, got)
 	}
+	if strings.Contains(got, "beyond loopback") {
+		t.Errorf("health line of a protected receiver: %s", got)
+	}
+	got = line(&ServerSpans{Receiver: ServerSpansReceiver{Address: "0.0.0.0:4317", Unprotected: true, Spans: 1, BusyPerSpanUs: 1}})
+	if want := "listening beyond loopback (0.0.0.0:4317) without --otlp-receiver-token"; !strings.Contains(got, want) {
+		t.Errorf("health line of a receiver open to any host lacks %q: %s", want, got)
+	}
 	if got := line(nil); strings.Contains(got, "receiver") {
 		t.Errorf("health line without --otlp-receiver: %s", got)
 	}

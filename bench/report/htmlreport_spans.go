@@ -11,12 +11,12 @@ import (
 // join rate, a stacked per-request TTFT chart (requests sorted by TTFT,
 // p50/p90/p99 marked) and where the slowest 1 % spent their time.
 type serverSpansView struct {
-	Heading, Summary, Why string
-	Slowest               []slowestLine
-	SlowestCount          string
-	SlowestTTFT           string
-	Chart                 *spansChart
-	Correlation           []slowestLine
+	Heading, Summary, Why, Warning string
+	Slowest                        []slowestLine
+	SlowestCount                   string
+	SlowestTTFT                    string
+	Chart                          *spansChart
+	Correlation                    []slowestLine
 }
 
 // slowestLine is one phase's row: its name, mean (ms) and share.
@@ -58,7 +58,7 @@ func newServerSpansView(r *ReportRun, many bool) *serverSpansView {
 	if !r.sidecarSection("server_spans", &s) {
 		return nil
 	}
-	v := &serverSpansView{Heading: runHeading(r, many), Summary: s.Summary, Why: s.Why}
+	v := &serverSpansView{Heading: runHeading(r, many), Summary: s.Summary, Why: s.Why, Warning: s.Warning}
 	if s.Joined == 0 {
 		return v
 	}

@@ -14,7 +14,7 @@ func TestServerSpansSection(t *testing.T) {
 		{Index: 0, ConnectNs: 1e6, NetworkAndFrontEnd: 1e6, PrefillNs: 2e6, FirstTokenOutNs: 1e6, TTFTNs: 5e6, ServerTTFTNs: 3e6},
 		{Index: 1, ConnectNs: 0, NetworkAndFrontEnd: 2e6, PrefillNs: 8e6, FirstTokenOutNs: 0, TTFTNs: 10e6, ServerTTFTNs: 8e6},
 	}
-	s := NewServerSpans(3, rows, ServerSpansReceiver{Address: "a", Spans: 2}, 0, 0, 0, []float64{99}, true)
+	s := NewServerSpans(3, rows, ServerSpansReceiver{Address: "a", Spans: 2}, SpanJoinCounts{}, []float64{99}, true)
 	if s.Summary != "2 of 3 requests joined" || s.Slowest.Requests != 1 || s.Slowest.MeanTTFTMs != 10 {
 		t.Fatalf("section %+v", s)
 	}
@@ -27,7 +27,7 @@ func TestServerSpansSection(t *testing.T) {
 	if d := v.Chart.Phases[4].D; !strings.Contains(d, "v144.0") {
 		t.Errorf("prefill path %q: want the slow request's 8/10 of the 180 px height", d)
 	}
-	none := NewServerSpans(3, nil, ServerSpansReceiver{Address: "a"}, 0, 0, 0, []float64{99}, true)
+	none := NewServerSpans(3, nil, ServerSpansReceiver{Address: "a"}, SpanJoinCounts{}, []float64{99}, true)
 	raw, _ = json.Marshal(none)
 	v = newServerSpansView(&ReportRun{Sidecar: map[string]json.RawMessage{"server_spans": raw}}, false)
 	if v == nil || v.Chart != nil || !strings.Contains(v.Why, "no export") {

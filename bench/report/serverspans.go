@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
 )
@@ -37,11 +39,26 @@ type ServerSpans struct {
 	Why      string `json:"why,omitempty"`
 	// ByRequestID is how many of Joined matched by gen_ai.request.id
 	// rather than trace id; UnmatchedSpans the spans that matched no
-	// request, DuplicateSpans the second and later spans of a request.
-	ByRequestID    int                 `json:"joined_by_request_id"`
-	UnmatchedSpans int                 `json:"unmatched_spans"`
-	DuplicateSpans int                 `json:"duplicate_spans"`
-	Receiver       ServerSpansReceiver `json:"receiver"`
+	// request, DuplicateSpans the copies of a span received again (an
+	// exporter's retry).
+	ByRequestID    int `json:"joined_by_request_id"`
+	UnmatchedSpans int `json:"unmatched_spans"`
+	DuplicateSpans int `json:"duplicate_spans"`
+	// RejectedSpans are the spans that did not fit their request's times
+	// on the client, set aside; Rejections says why, by reason.
+	// ConflictingRequests are the requests two or more different spans
+	// fitted (ConflictingSpans of them), joined to none.
+	RejectedSpans       int             `json:"rejected_spans"`
+	Rejections          []SpanRejection `json:"rejections,omitempty"`
+	ConflictingRequests int             `json:"conflicting_requests"`
+	ConflictingSpans    int             `json:"conflicting_spans"`
+	// ClockOffset is the server's clock against the client's as the
+	// spans' times place it; absent when no request had a single span.
+	ClockOffset *SpanClockOffset `json:"clock_offset,omitempty"`
+	// Warning, when spans were rejected or conflicted, says so and what
+	// to do.
+	Warning  string              `json:"warning,omitempty"`
+	Receiver ServerSpansReceiver `json:"receiver"`
 	// Phases summarises each phase over the joined requests.
 	Phases ServerSpanPhases `json:"phases"`
 	// TTFTCorrelation is, per phase, Pearson's r of the phase with TTFT
@@ -56,23 +73,85 @@ type ServerSpans struct {
 	PerRequest []ServerSpanRequest `json:"per_request,omitempty"`
 }
 
+// SpanRejection is one reason spans were rejected: how many, and the
+// first of them (its request and the figures that did not fit).
+type SpanRejection struct {
+	Reason  string `json:"reason"`
+	Spans   int    `json:"spans"`
+	Example string `json:"example"`
+}
+
+// SpanClockOffset is the server's clock minus the client's, in
+// milliseconds, as the spans of the requests that had one span place it
+// (FromRequests of them), and the tolerance within which every span's
+// times had to agree with it (docs/server-spans.md, "Which spans count").
+type SpanClockOffset struct {
+	ServerMinusClientMs float64 `json:"server_minus_client_ms"`
+	ToleranceMs         float64 `json:"tolerance_ms"`
+	FromRequests        int     `json:"from_requests"`
+}
+
+// SpanJoinCounts are the join's counts beside the joined requests.
+type SpanJoinCounts struct {
+	ByRequestID, Unmatched, Duplicates    int
+	Rejections                            []SpanRejection
+	ConflictingRequests, ConflictingSpans int
+	ClockOffset                           *SpanClockOffset
+}
+
 // ServerSpansReceiver is what the receiver saw: exports decoded and
-// refused, request spans received, other spans, spans past its bound,
-// its busy time over all its goroutines, and how long it waited after
-// the run for late spans.
+// refused (by why), request spans received, other spans, spans past its
+// bound, its connections, its busy time, and how long it waited after the
+// run for late spans.
 type ServerSpansReceiver struct {
-	Address   string  `json:"address"`
-	Exports   int64   `json:"exports"`
-	Malformed int64   `json:"malformed"`
-	Spans     int64   `json:"spans"`
-	Other     int64   `json:"other_spans"`
-	Dropped   int64   `json:"dropped"`
-	BusyS     float64 `json:"busy_s"`
+	Address string `json:"address"`
+	Exports int64  `json:"exports"`
+	// Refused is every export refused; Malformed, Unauthenticated,
+	// TooLarge, Busy and TimedOut split it by why.
+	Refused         int64   `json:"refused"`
+	Malformed       int64   `json:"malformed"`
+	Unauthenticated int64   `json:"unauthenticated"`
+	TooLarge        int64   `json:"too_large"`
+	Busy            int64   `json:"busy"`
+	TimedOut        int64   `json:"timed_out"`
+	Spans           int64   `json:"spans"`
+	Other           int64   `json:"other_spans"`
+	Dropped         int64   `json:"dropped"`
+	BusyS           float64 `json:"busy_s"`
 	// BusyPerSpanUs is BusyS per span received, in microseconds.
 	BusyPerSpanUs float64 `json:"busy_per_span_us"`
 	// HeldBytes is the memory the kept spans held.
 	HeldBytes int64   `json:"held_bytes"`
 	WaitedS   float64 `json:"waited_after_run_s"`
+	// MaxBodyBytes and MaxExportSpans are the limits of one export.
+	MaxBodyBytes   int `json:"max_body_bytes"`
+	MaxExportSpans int `json:"max_export_spans"`
+	// TokenRequired: exports had to carry --otlp-receiver-token's header.
+	// Unprotected: the receiver listened beyond loopback without one.
+	TokenRequired bool                   `json:"token_required"`
+	Unprotected   bool                   `json:"unprotected"`
+	Connections   ServerSpansConnections `json:"connections"`
+}
+
+// ServerSpansConnections is the receiver's account of its connections.
+type ServerSpansConnections struct {
+	Accepted int64 `json:"accepted"`
+	// Cap is the most it keeps open; RefusedAtCap were closed at once,
+	// every open one busy with an export; Evicted were waiting without
+	// one and closed to make room.
+	Cap          int   `json:"cap"`
+	RefusedAtCap int64 `json:"refused_at_cap"`
+	Evicted      int64 `json:"evicted"`
+	// NoRequest were closed at the header deadline (HeaderTimeoutS)
+	// without having sent a request.
+	NoRequest      int64   `json:"closed_without_request"`
+	HeaderTimeoutS float64 `json:"header_timeout_s"`
+	// AcceptErrors are the accepts that failed, OpenFiles of them for the
+	// open-files limit (OpenFilesLimit); AcceptError the last error.
+	AcceptErrors   int64  `json:"accept_errors"`
+	OpenFiles      int64  `json:"accept_errors_open_files"`
+	OpenFilesLimit uint64 `json:"open_files_limit,omitempty"`
+	AcceptError    string `json:"accept_error,omitempty"`
 }
 
 // ServerSpanPhases holds one summary per phase, in the order of the
@@ -153,14 +232,20 @@ var stackedPhases = []phase{
 // with trace context, of which joined (in request order) were joined;
 // percentiles follow --metric-percentiles; detailed keeps every joined
 // request.
-func NewServerSpans(requests int, joined []ServerSpanRequest, recv ServerSpansReceiver, byRequestID, unmatched, duplicates int, percentiles []float64, detailed bool) *ServerSpans {
+func NewServerSpans(requests int, joined []ServerSpanRequest, recv ServerSpansReceiver, counts SpanJoinCounts, percentiles []float64, detailed bool) *ServerSpans {
 	s := &ServerSpans{
 		Requests: requests, Joined: len(joined), Unjoined: requests - len(joined),
-		ByRequestID: byRequestID, UnmatchedSpans: unmatched, DuplicateSpans: duplicates,
-		Receiver: recv, TTFTCorrelation: []PhaseCorrelation{}, Slowest: SlowestShare{Phases: []PhaseShare{}},
+		ByRequestID: counts.ByRequestID, UnmatchedSpans: counts.Unmatched, DuplicateSpans: counts.Duplicates,
+		Rejections: counts.Rejections, ConflictingRequests: counts.ConflictingRequests, ConflictingSpans: counts.ConflictingSpans,
+		ClockOffset: counts.ClockOffset,
+		Receiver:    recv, TTFTCorrelation: []PhaseCorrelation{}, Slowest: SlowestShare{Phases: []PhaseShare{}},
+	}
+	for _, r := range counts.Rejections {
+		s.RejectedSpans += r.Spans
 	}
 	s.Summary = fmt.Sprintf("%s of %s requests joined", thousands(len(joined)), thousands(requests))
 	s.Why = unjoinedWhy(s)
+	s.Warning = spansWarning(s)
 	if recv.Spans > 0 {
 		s.Receiver.BusyPerSpanUs = recv.BusyS * 1e6 / float64(recv.Spans)
 	}
@@ -203,24 +288,114 @@ func NewServerSpans(requests int, joined []ServerSpanRequest, recv ServerSpansRe
 	return s
 }
 
-// unjoinedWhy says what the receiver saw when requests went unjoined.
+// unjoinedWhy says what the receiver saw when requests went unjoined:
+// with no export taken, what kept the exports out (receiverTrouble);
+// else what became of the spans, then any trouble the receiver had.
 func unjoinedWhy(s *ServerSpans) string {
 	r := s.Receiver
-	switch {
-	case s.Unjoined == 0:
+	if s.Unjoined == 0 {
 		return ""
-	case r.Exports == 0 && r.Malformed == 0:
-		return "the receiver got no export: is the server's exporter pointed at " + r.Address + " (vLLM: --otlp-traces-endpoint), and did it flush within the wait after the run?"
-	case r.Exports == 0:
-		return fmt.Sprintf("the receiver refused every export (%d): not OTLP protobuf over gRPC or POST /v1/traces", r.Malformed)
-	case r.Spans == 0:
-		return fmt.Sprintf("the exports held %d spans, none with a request's latency attributes (gen_ai.latency.*)", r.Other)
-	case r.Dropped > 0:
-		return fmt.Sprintf("%d spans came past the receiver's bound and were not kept", r.Dropped)
-	case s.UnmatchedSpans > 0:
-		return fmt.Sprintf("%d spans matched no request by trace id or gen_ai.request.id: does the server take its trace context from the traceparent header?", s.UnmatchedSpans)
 	}
-	return "the server exported no span for them within the wait after the run"
+	trouble := receiverTrouble(&r)
+	if r.Exports == 0 {
+		if len(trouble) > 0 {
+			return "the receiver got no export: " + strings.Join(trouble, "; ")
+		}
+		none := ""
+		if r.Connections.Accepted == 0 {
+			none = " (no connection came)"
+		}
+		return "the receiver got no export" + none + ": is the server's exporter pointed at " + r.Address + " (vLLM: --otlp-traces-endpoint), and did it flush within the wait after the run?"
+	}
+	var causes []string
+	switch {
+	case r.Spans == 0:
+		causes = append(causes, fmt.Sprintf("the exports held %d spans, none with a request's latency attributes (gen_ai.latency.*)", r.Other))
+	case r.Dropped > 0:
+		causes = append(causes, fmt.Sprintf("%d spans came past the receiver's bound and were not kept", r.Dropped))
+	}
+	if s.ConflictingRequests > 0 {
+		causes = append(causes, fmt.Sprintf("%d requests had two or more different spans that each fitted, and were joined to none", s.ConflictingRequests))
+	}
+	if s.RejectedSpans > 0 {
+		causes = append(causes, fmt.Sprintf("%d spans did not fit their requests' times on the client", s.RejectedSpans))
+	}
+	if s.UnmatchedSpans > 0 {
+		causes = append(causes, fmt.Sprintf("%d spans matched no request by trace id or gen_ai.request.id: does the server take its trace context from the traceparent header?", s.UnmatchedSpans))
+	}
+	causes = append(causes, trouble...)
+	if len(causes) == 0 {
+		return "the server exported no span for them within the wait after the run"
+	}
+	return strings.Join(causes, "; ")
+}
+
+// receiverTrouble is what kept connections or exports out of the
+// receiver, most fundamental first.
+func receiverTrouble(r *ServerSpansReceiver) []string {
+	c := &r.Connections
+	var out []string
+	if c.OpenFiles > 0 {
+		limit := ""
+		if c.OpenFilesLimit > 0 {
+			limit = fmt.Sprintf(" of %s", thousands(int(c.OpenFilesLimit)))
+		}
+		out = append(out, fmt.Sprintf("accepting a connection failed %d times for the process's open-files limit%s (ulimit -n): the run's own connections held its file descriptors; raise the limit or run fewer streams", c.OpenFiles, limit))
+	}
+	if n := c.AcceptErrors - c.OpenFiles; n > 0 {
+		out = append(out, fmt.Sprintf("accepting a connection failed %d times (%s)", n, c.AcceptError))
+	}
+	if c.RefusedAtCap > 0 {
+		out = append(out, fmt.Sprintf("%d connections were turned away at the receiver's cap of %d open connections, every one busy with an export", c.RefusedAtCap, c.Cap))
+	}
+	if c.NoRequest > 0 {
+		out = append(out, fmt.Sprintf("%d connections were held open without a request until the %s header deadline", c.NoRequest, durationText(time.Duration(c.HeaderTimeoutS*1e9))))
+	}
+	if c.Evicted > 0 {
+		out = append(out, fmt.Sprintf("%d connections waiting without an export were closed to make room (%d open at most)", c.Evicted, c.Cap))
+	}
+	if r.Unauthenticated > 0 {
+		out = append(out, fmt.Sprintf("%d exports came without the receiver's token (--otlp-receiver-token): give the server's exporter the header, e.g. OTEL_EXPORTER_OTLP_HEADERS=\"authorization=Bearer <token>\"", r.Unauthenticated))
+	}
+	if r.Busy > 0 {
+		out = append(out, fmt.Sprintf("%d exports were told to try again, the receiver busy with others", r.Busy))
+	}
+	if r.TimedOut > 0 {
+		out = append(out, fmt.Sprintf("%d exports' bodies did not arrive before the read deadline", r.TimedOut))
+	}
+	if r.TooLarge > 0 {
+		out = append(out, fmt.Sprintf("%d exports were over the receiver's limits (%s bytes a body, %s spans an export)", r.TooLarge, thousands(r.MaxBodyBytes), thousands(r.MaxExportSpans)))
+	}
+	if r.Malformed > 0 {
+		out = append(out, fmt.Sprintf("%d exports were refused: not OTLP protobuf over gRPC or POST /v1/traces", r.Malformed))
+	}
+	return out
+}
+
+// spansWarning says when spans were rejected or conflicted: someone other
+// than the server may be sending spans, and they were kept out of the
+// breakdown.
+func spansWarning(s *ServerSpans) string {
+	if s.RejectedSpans == 0 && s.ConflictingRequests == 0 {
+		return ""
+	}
+	var parts []string
+	if s.RejectedSpans > 0 {
+		var why []string
+		for _, r := range s.Rejections {
+			why = append(why, fmt.Sprintf("%d %s", r.Spans, r.Reason))
+		}
+		parts = append(parts, fmt.Sprintf("%d spans did not fit their requests' times on the client and were set aside (%s; first: %s)",
+			s.RejectedSpans, strings.Join(why, ", "), s.Rejections[0].Example))
+	}
+	if s.ConflictingRequests > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests had two or more different spans that each fitted (%d spans) and were joined to none", s.ConflictingRequests, s.ConflictingSpans))
+	}
+	advice := "another sender may be posting spans to " + s.Receiver.Address + ": --otlp-receiver-token makes the receiver take only the exports that carry the server's token"
+	if s.Receiver.TokenRequired {
+		advice = "the exports carried the receiver's token: is the server's clock stepping, or does something else that holds the token export spans for these requests?"
+	}
+	return strings.Join(parts, "; ") + "; " + advice
 }
 
 // pearson is r of of(x) with TTFT over rows: Σ(x−x̄)(t−t̄) / √(Σ(x−x̄)² Σ(t−t̄)²),
@@ -288,8 +463,15 @@ func WriteSpansLine(w io.Writer, s *ServerSpans) {
 		return
 	}
 	rc := s.Receiver
-	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound), waited %.1f s after the run\n",
-		s.Summary, rc.Spans, rc.Exports, rc.Malformed, rc.Dropped, rc.WaitedS)
+	set := ""
+	if s.RejectedSpans > 0 || s.ConflictingRequests > 0 {
+		set = fmt.Sprintf(", %d rejected, %d requests conflicting", s.RejectedSpans, s.ConflictingRequests)
+	}
+	fmt.Fprintf(w, "Server spans (stampede): %s; %d spans in %d exports (%d refused, %d past the bound%s), waited %.1f s after the run\n",
+		s.Summary, rc.Spans, rc.Exports, rc.Refused, rc.Dropped, set, rc.WaitedS)
+	if s.Warning != "" {
+		fmt.Fprintf(w, "Server spans: warning: %s\n", s.Warning)
+	}
 	if s.Why != "" {
 		fmt.Fprintf(w, "Server spans: %d requests unjoined: %s\n", s.Unjoined, s.Why)
 	}

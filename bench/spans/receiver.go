@@ -1,14 +1,15 @@
 package spans
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,48 +20,132 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Limits of what one sender may make the receiver hold. A span the join
-// keeps is ~150 bytes, so the default bound of spans costs a few
-// megabytes even at 10,000 streams; an export body is a batch, which
+// limits are what one sender may make the receiver hold, and for how
+// long. A kept span is ~150 bytes, so the bound on kept spans costs a few
+// megabytes even at 10,000 streams; an export is a batch, which
 // OpenTelemetry's SDKs cap at 512 spans (a few hundred kilobytes).
-const (
+type limits struct {
 	// maxBodyBytes caps one export, decompressed, on either protocol.
-	maxBodyBytes = 16 << 20
-	// headerTimeout drops a sender that opens a connection and says
-	// nothing.
-	headerTimeout = 10 * time.Second
-)
+	maxBodyBytes int
+	// maxExportSpans caps the spans of one export, counted in its bytes
+	// before any is decoded: the SDKs send at most 512 at once
+	// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE), a collector's batch processor
+	// 8,192 by default, while 16 MiB holds 8 million empty spans.
+	maxExportSpans int
+	// maxExports is how many exports are read and decoded at once; the
+	// others wait up to slotWait for a turn, then are answered "try
+	// again" (HTTP 503, gRPC Unavailable), which exporters retry. An
+	// exporter sends one export at a time, so four serve four servers.
+	maxExports int
+	slotWait   time.Duration
+	// maxConns caps the open connections (each one is a file descriptor
+	// of the run's process, which its streams need): an exporter keeps one
+	// or two.
+	maxConns int
+	// headerTimeout drops a sender that opens a connection and sends no
+	// request head; readTimeout bounds reading a whole request, head and
+	// body, at twice what an exporter waits for an export before giving
+	// it up (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default); writeTimeout
+	// bounds a request's turn from its head to the end of the answer;
+	// idleTimeout closes a connection that carries no request for longer
+	// than an exporter waits between two (its batches go every 5 s).
+	headerTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
+	// maxStreams caps the exports in flight on one HTTP/2 connection
+	// (gRPC's included: it runs on net/http's HTTP/2 server here).
+	maxStreams int
+}
+
+var defaultLimits = limits{
+	maxBodyBytes:   16 << 20,
+	maxExportSpans: 1 << 16,
+	maxExports:     4,
+	slotWait:       5 * time.Second,
+	maxConns:       64,
+	headerTimeout:  10 * time.Second,
+	readTimeout:    20 * time.Second,
+	writeTimeout:   30 * time.Second,
+	idleTimeout:    30 * time.Second,
+	maxStreams:     8,
+}
+
+// Options are a receiver's settings.
+type Options struct {
+	// MaxSpans is how many request spans it keeps at most.
+	MaxSpans int
+	// Auth, when set, is the header every export must carry.
+	Auth *Auth
+	// limits replaces defaultLimits, serving is told of each request in
+	// hand (tests).
+	limits  *limits
+	serving chan struct{}
+}
 
 // Counts are what the receiver saw, for the sidecar's account of a join
 // that fell short.
 type Counts struct {
-	// Exports are the export requests decoded; Malformed those refused
-	// (not protobuf, too large, a wrong path or content type).
-	Exports   int64 `json:"exports"`
-	Malformed int64 `json:"malformed"`
+	// Exports are the export requests decoded. The refused ones are
+	// counted by why: Malformed (not OTLP protobuf, a wrong path or
+	// content type), Unauthenticated (without Options.Auth's header),
+	// TooLarge (a body or a count of spans past the limits), Busy (no
+	// turn within the wait) and TimedOut (a body not read in time).
+	Exports         int64
+	Malformed       int64
+	Unauthenticated int64
+	TooLarge        int64
+	Busy            int64
+	TimedOut        int64
 	// Spans are the request spans received; Other the spans that carried
 	// no latency of a request (a router's own, say); Dropped the request
 	// spans past the bound, not kept.
-	Spans   int64 `json:"spans"`
-	Other   int64 `json:"other_spans"`
-	Dropped int64 `json:"dropped"`
-	// BusyNs is the time spent decoding and keeping spans, summed over
-	// the receiver's goroutines: its CPU cost, off the shards.
-	BusyNs int64 `json:"busy_ns"`
+	Spans   int64
+	Other   int64
+	Dropped int64
+	// BusyNs is the time spent decoding and keeping spans, on the
+	// receiver's low-priority thread: its CPU cost, off the shards.
+	BusyNs int64
 	// HeldBytes is what the kept spans hold: their structs and request
-	// ids (the decoded exports are garbage once kept).
-	HeldBytes int64 `json:"held_bytes"`
+	// ids.
+	HeldBytes int64
+	// Conns is the listener's account of connections.
+	Conns ConnCounts
+}
+
+// Refused is every export refused, whatever the reason.
+func (c *Counts) Refused() int64 {
+	return c.Malformed + c.Unauthenticated + c.TooLarge + c.Busy + c.TimedOut
 }
 
 // Receiver accepts OTLP trace exports on one address: OTLP/HTTP protobuf
 // (POST /v1/traces, gzip or not) over HTTP/1.1 or HTTP/2, and OTLP/gRPC
 // (TraceService/Export) over HTTP/2 without TLS, as exporters pointed at
-// :4317 or :4318 speak them. It keeps at most max request spans.
+// :4317 or :4318 speak them. It keeps at most Options.MaxSpans request
+// spans.
+//
+// Its bounds: at most maxConns connections, maxExports exports read at
+// once (each at most maxBodyBytes, counted in spans before it is decoded),
+// and one thread, at the lowest priority, that inflates and decodes them
+// (decode.go): the shards' threads, locked to their CPUs, take the CPU
+// from it whenever they wake. net/http's and gRPC's goroutines only move
+// bytes.
 type Receiver struct {
-	ln   net.Listener
-	srv  *http.Server
-	grpc *grpc.Server
-	max  int
+	ln      *connLimit
+	srv     *http.Server
+	grpc    *grpc.Server
+	max     int
+	auth    *Auth
+	lim     limits
+	started time.Time
+	// unprotected: it listens beyond loopback and wants no token.
+	unprotected bool
+
+	// slots holds a token per export being read or decoded; jobs hands
+	// one to the decoding thread, which stops once quit is closed and
+	// closes workerDone.
+	slots      chan struct{}
+	jobs       chan *job
+	quit       chan struct{}
+	workerDone chan struct{}
+	closeOnce  sync.Once
 
 	mu     sync.Mutex
 	spans  []Span
@@ -68,144 +153,215 @@ type Receiver struct {
 	// arrived is signalled (non-blocking) after each export, so Finish
 	// can stop waiting once enough spans are in.
 	arrived chan struct{}
+	// serving, when set (tests), is told of each request in hand.
+	serving chan struct{}
 }
 
-// Listen starts a receiver on addr ("127.0.0.1:4317", ":4317") keeping at
-// most maxSpans request spans.
-func Listen(addr string, maxSpans int) (*Receiver, error) {
+// Listen starts a receiver on addr ("127.0.0.1:4317", ":4317").
+func Listen(addr string, o Options) (*Receiver, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--otlp-receiver %s: %w", addr, err)
 	}
-	r := &Receiver{ln: ln, max: maxSpans, arrived: make(chan struct{}, 1)}
-	r.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(maxBodyBytes))
-	collectortrace.RegisterTraceServiceServer(r.grpc, traceService{r: r})
+	return serve(ln, o), nil
+}
+
+// serve starts a receiver on ln.
+func serve(ln net.Listener, o Options) *Receiver {
+	lim := defaultLimits
+	if o.limits != nil {
+		lim = *o.limits
+	}
+	r := &Receiver{max: o.MaxSpans, auth: o.Auth, lim: lim, started: time.Now(),
+		slots: make(chan struct{}, lim.maxExports), jobs: make(chan *job), quit: make(chan struct{}),
+		workerDone: make(chan struct{}), arrived: make(chan struct{}, 1), serving: o.serving}
+	r.ln = newConnLimit(ln, lim.maxConns, lim.headerTimeout)
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	r.unprotected = o.Auth == nil && (tcp == nil || !tcp.IP.IsLoopback())
+	r.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(lim.maxBodyBytes), grpc.ForceServerCodecV2(exportCodec{}))
+	r.grpc.RegisterService(&exportService, r)
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	r.srv = &http.Server{
 		Handler:           http.HandlerFunc(r.serveHTTP),
 		Protocols:         &protocols,
-		ReadHeaderTimeout: headerTimeout,
+		ReadHeaderTimeout: lim.headerTimeout,
+		ReadTimeout:       lim.readTimeout,
+		WriteTimeout:      lim.writeTimeout,
+		IdleTimeout:       lim.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: lim.maxStreams, WriteByteTimeout: lim.writeTimeout},
+		ConnState:         r.ln.connState,
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		// Failed accepts and broken connections are counted (conns.go),
+		// not printed in the middle of the run's output.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	go func() { _ = r.srv.Serve(ln) }()
-	return r, nil
+	go r.work()
+	go func() { _ = r.srv.Serve(r.ln) }()
+	return r
 }
 
 // Addr is the address the receiver listens on (its port when addr asked
 // for port 0).
 func (r *Receiver) Addr() string { return r.ln.Addr().String() }
 
-// serveHTTP sends gRPC to the gRPC server and answers OTLP/HTTP itself.
+// Started is when the receiver started: Span.ReceivedNs counts from it.
+func (r *Receiver) Started() time.Time { return r.started }
+
+// connKey keys a request's connection in its context.
+type connKey struct{}
+
+// serveHTTP sends gRPC to the gRPC server and answers OTLP/HTTP itself;
+// while it runs, its connection has a request in hand (connLimit).
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if c, ok := req.Context().Value(connKey{}).(net.Conn); ok {
+		defer r.ln.serving(c)()
+	}
+	if r.serving != nil {
+		r.serving <- struct{}{}
+	}
 	if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
-		r.grpc.ServeHTTP(w, req)
+		r.serveGRPC(w, req)
 		return
 	}
 	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
-		r.refused()
+		r.refuse(&r.counts.Malformed)
 		http.Error(w, "OTLP receiver: POST /v1/traces (OTLP/HTTP protobuf) or OTLP/gRPC", http.StatusNotFound)
 		return
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-		r.refused()
+		r.refuse(&r.counts.Malformed)
 		http.Error(w, fmt.Sprintf("OTLP receiver: Content-Type %q: want application/x-protobuf", ct), http.StatusUnsupportedMediaType)
 		return
 	}
-	body, err := readBody(req)
-	if err != nil {
-		r.refused()
-		http.Error(w, "OTLP receiver: "+err.Error(), http.StatusBadRequest)
+	if !r.auth.allows(req.Header.Values(r.authHeader())) {
+		r.refuse(&r.counts.Unauthenticated)
+		http.Error(w, lacksToken, http.StatusUnauthorized)
 		return
 	}
-	var export collectortrace.ExportTraceServiceRequest
-	start := time.Now()
-	if err := proto.Unmarshal(body, &export); err != nil {
-		r.refused()
-		http.Error(w, "OTLP receiver: body is not an ExportTraceServiceRequest: "+err.Error(), http.StatusBadRequest)
+	gzipped := false
+	switch enc := req.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		gzipped = true
+	default:
+		r.refuse(&r.counts.Malformed)
+		http.Error(w, fmt.Sprintf("OTLP receiver: Content-Encoding %q: want gzip or none", enc), http.StatusUnsupportedMediaType)
 		return
 	}
-	r.keep(&export, start)
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	if !r.takeSlot(req.Context()) {
+		r.refuse(&r.counts.Busy)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, busy, http.StatusServiceUnavailable)
+		return
+	}
+	defer r.releaseSlot()
+	body, err := readBody(w, req, r.lim.maxBodyBytes)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		r.refuse(&r.counts.TooLarge)
+		http.Error(w, fmt.Sprintf("OTLP receiver: body over %d bytes", r.lim.maxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		r.refuse(&r.counts.TimedOut)
+		http.Error(w, "OTLP receiver: the body did not arrive in time", http.StatusRequestTimeout)
+		return
+	case err != nil:
+		r.refuse(&r.counts.Malformed)
+		http.Error(w, "OTLP receiver: reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	j := &job{plain: body}
+	if gzipped {
+		j.plain, j.gzipped = nil, body
+	}
+	v := r.decode(j)
+	switch v.refusal {
+	case refusedTooLarge:
+		http.Error(w, "OTLP receiver: "+v.err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	case refusedMalformed:
+		http.Error(w, "OTLP receiver: body is not an ExportTraceServiceRequest: "+v.err.Error(), http.StatusBadRequest)
+		return
+	case refusedClosing:
+		http.Error(w, "OTLP receiver: stopping", http.StatusServiceUnavailable)
+		return
+	}
+	out, _ := proto.Marshal(v.response())
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }
 
-// readBody is req's body, gunzipped when it says so, refused past
-// maxBodyBytes.
-func readBody(req *http.Request) ([]byte, error) {
-	var src io.Reader = http.MaxBytesReader(nil, req.Body, maxBodyBytes)
-	switch enc := req.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(src)
+// The answers to an export refused before its body is read.
+const (
+	lacksToken = "OTLP receiver: this export lacks the receiver's token (stampede --otlp-receiver-token; the exporter sends it from OTEL_EXPORTER_OTLP_HEADERS)"
+	busy       = "OTLP receiver: busy with other exports; try again"
+)
+
+// authHeader is the header Options.Auth names ("" without one).
+func (r *Receiver) authHeader() string {
+	if r.auth == nil {
+		return ""
+	}
+	return r.auth.Header
+}
+
+// readBody is req's body as it came (gzip or not), refused past limit
+// with *http.MaxBytesError.
+func readBody(w http.ResponseWriter, req *http.Request, limit int) ([]byte, error) {
+	if req.ContentLength > int64(limit) {
+		return nil, &http.MaxBytesError{Limit: int64(limit)}
+	}
+	size := 512
+	if req.ContentLength > 0 {
+		size = int(req.ContentLength) + 1 // the 1 sees EOF without growing
+	}
+	src := http.MaxBytesReader(w, req.Body, int64(limit))
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("gzip body: %w", err)
-		}
-		src = zr
-	default:
-		return nil, fmt.Errorf("Content-Encoding %q: want gzip or none", enc)
-	}
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(src, maxBodyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the body: %w", err)
-	}
-	if n > maxBodyBytes {
-		return nil, fmt.Errorf("body over %d bytes", maxBodyBytes)
-	}
-	return buf.Bytes(), nil
-}
-
-// traceService is the gRPC face of the receiver.
-type traceService struct {
-	collectortrace.UnimplementedTraceServiceServer
-	r *Receiver
-}
-
-func (s traceService) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	s.r.keep(req, time.Now())
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-func (r *Receiver) refused() {
-	r.mu.Lock()
-	r.counts.Malformed++
-	r.mu.Unlock()
-}
-
-// keep stores the request spans of one export, up to the bound; start is
-// when its decoding began, for the busy time.
-func (r *Receiver) keep(export *collectortrace.ExportTraceServiceRequest, start time.Time) {
-	var batch []Span
-	other := int64(0)
-	for _, rs := range export.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				if sp, ok := fromProto(s); ok {
-					batch = append(batch, sp)
-				} else {
-					other++
-				}
-			}
+			return nil, err
 		}
 	}
-	r.mu.Lock()
-	room := max(r.max-len(r.spans), 0)
-	kept := min(room, len(batch))
-	r.spans = append(r.spans, batch[:kept]...)
-	r.counts.Exports++
-	r.counts.Spans += int64(len(batch))
-	r.counts.Other += other
-	r.counts.Dropped += int64(len(batch) - kept)
-	r.counts.BusyNs += int64(time.Since(start))
-	r.mu.Unlock()
+}
+
+// takeSlot waits for a turn to read and decode an export: up to slotWait,
+// while ctx lasts and the receiver runs.
+func (r *Receiver) takeSlot(ctx context.Context) bool {
 	select {
-	case r.arrived <- struct{}{}:
+	case r.slots <- struct{}{}:
+		return true
 	default:
 	}
+	t := time.NewTimer(r.lim.slotWait)
+	defer t.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	case <-r.quit:
+	}
+	return false
+}
+
+func (r *Receiver) releaseSlot() { <-r.slots }
+
+func (r *Receiver) refuse(counter *int64) {
+	r.mu.Lock()
+	*counter++
+	r.mu.Unlock()
 }
 
 // Collected is what a receiver held when it stopped.
@@ -214,21 +370,33 @@ type Collected struct {
 	Counts Counts
 	// Waited is how long Finish waited for late spans.
 	Waited time.Duration
+	// Started is when the receiver started (Span.ReceivedNs's origin).
+	Started time.Time
+	// TokenRequired: exports had to carry Options.Auth's header.
+	// Unprotected: the receiver listened beyond loopback without one.
+	TokenRequired, Unprotected bool
+	// limits are the receiver's, for the sidecar's account.
+	limits limits
 }
 
-// Finish waits for the spans exported after the run: until want request
-// spans are in, grace has passed, or ctx ends; then it stops the receiver
-// and returns what it kept.
-func (r *Receiver) Finish(ctx context.Context, want int, grace time.Duration) Collected {
+// Finish waits for the spans exported after the run: until enough says
+// the spans kept so far are enough, the bound of kept spans is reached,
+// grace has passed, or ctx ends; then it stops the receiver and returns
+// what it kept. enough is called on Finish's goroutine with every span
+// kept so far, a slice that only ever grows between calls.
+func (r *Receiver) Finish(ctx context.Context, grace time.Duration, enough func(kept []Span) bool) Collected {
 	start := time.Now()
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 wait:
 	for {
 		r.mu.Lock()
-		n := len(r.spans) + int(r.counts.Dropped)
+		// Spans [0, n) are never written again: the decoding thread only
+		// appends.
+		kept := r.spans[:len(r.spans):len(r.spans)]
+		full := r.counts.Dropped > 0 || len(kept) >= r.max
 		r.mu.Unlock()
-		if n >= want {
+		if full || enough(kept) {
 			break
 		}
 		select {
@@ -247,13 +415,28 @@ wait:
 	for i := range r.spans {
 		r.counts.HeldBytes += int64(len(r.spans[i].RequestID))
 	}
-	return Collected{Spans: r.spans, Counts: r.counts, Waited: waited}
+	r.counts.Conns = r.ln.Counts()
+	return Collected{Spans: r.spans, Counts: r.counts, Waited: waited, Started: r.started,
+		TokenRequired: r.auth != nil, Unprotected: r.unprotected, limits: r.lim}
 }
 
-// Close stops the receiver at once: open exports are cut off.
+// Close stops the receiver at once: open exports are cut off, and the
+// decoding thread ends once it has finished the export it holds.
 func (r *Receiver) Close() {
-	r.grpc.Stop()
-	if err := r.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return
+	r.closeOnce.Do(func() {
+		close(r.quit)
+		r.grpc.Stop()
+		_ = r.srv.Close()
+		<-r.workerDone
+	})
+}
+
+// response is the answer to an export taken: a partial success when
+// spans past the bound were not kept.
+func (v verdict) response() *collectortrace.ExportTraceServiceResponse {
+	if v.dropped == 0 {
+		return &collectortrace.ExportTraceServiceResponse{}
 	}
+	return &collectortrace.ExportTraceServiceResponse{PartialSuccess: &collectortrace.ExportTracePartialSuccess{
+		RejectedSpans: int64(v.dropped), ErrorMessage: "the receiver holds no more spans for this run"}}
 }

@@ -2,9 +2,6 @@ package spans
 
 import (
 	"math"
-
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // The attributes vLLM's tracing (vllm/tracing.py, SpanAttributes) puts on
@@ -25,56 +22,40 @@ const (
 // Absent marks a duration or count the span did not carry.
 const Absent = -1
 
-// Span is what the join needs of one server span: its trace id, the
-// server's request id, and the server's own durations in nanoseconds
-// (Absent when the span had no such attribute), all measured on the
-// server's clock.
+// Span is what the join needs of one server span: its trace and span ids,
+// the server's request id, its start and end, and the server's own
+// durations in nanoseconds (Absent when the span had no such attribute),
+// all measured on the server's clock; and when its export reached the
+// receiver, on the client's.
 type Span struct {
 	TraceID   [16]byte
+	SpanID    [8]byte
 	RequestID string
-	QueueNs   int64
-	TTFTNs    int64
-	E2ENs     int64
-	PrefillNs int64
-	DecodeNs  int64
+	// StartUnixNs and EndUnixNs are the span's start and end on the
+	// server's wall clock; 0 when the span had none (or one past 2^63).
+	StartUnixNs, EndUnixNs int64
+	// ReceivedNs is when the receiver began decoding the span's export, in
+	// nanoseconds since the receiver started (Collected.Started), on the
+	// client's monotonic clock.
+	ReceivedNs int64
+	QueueNs    int64
+	TTFTNs     int64
+	E2ENs      int64
+	PrefillNs  int64
+	DecodeNs   int64
 	// InferenceNs is prefill and decode together, as vLLM reports it.
 	InferenceNs      int64
 	PromptTokens     int64
 	CompletionTokens int64
 }
 
-// fromProto is s's Span, and whether s is a request's span at all: one
-// that carries a latency vLLM reports (a router's or framework's other
-// spans in the same batch are not, and are counted apart).
-func fromProto(s *tracepb.Span) (Span, bool) {
-	out := Span{QueueNs: Absent, TTFTNs: Absent, E2ENs: Absent, PrefillNs: Absent, DecodeNs: Absent,
-		InferenceNs: Absent, PromptTokens: Absent, CompletionTokens: Absent}
-	copy(out.TraceID[:], s.GetTraceId())
-	latency := false
-	for _, kv := range s.GetAttributes() {
-		v := kv.GetValue()
-		switch kv.GetKey() {
-		case attrRequestID:
-			out.RequestID = v.GetStringValue()
-		case attrQueue:
-			out.QueueNs, latency = secondsNs(v), true
-		case attrTTFT:
-			out.TTFTNs, latency = secondsNs(v), true
-		case attrE2E:
-			out.E2ENs, latency = secondsNs(v), true
-		case attrPrefill:
-			out.PrefillNs, latency = secondsNs(v), true
-		case attrDecode:
-			out.DecodeNs, latency = secondsNs(v), true
-		case attrInference:
-			out.InferenceNs, latency = secondsNs(v), true
-		case attrPromptTokens:
-			out.PromptTokens = count(v)
-		case attrCompletionTokens:
-			out.CompletionTokens = count(v)
-		}
-	}
-	return out, latency
+// sameSpan reports whether a and b are one span received twice (an
+// exporter that retried an export the receiver had taken): equal in
+// everything but when they arrived.
+func sameSpan(a, b *Span) bool {
+	x, y := *a, *b
+	x.ReceivedNs, y.ReceivedNs = 0, 0
+	return x == y
 }
 
 // maxSeconds bounds a latency a span may claim (a day); past it, or
@@ -85,13 +66,13 @@ const maxSeconds = 86400
 // secondsNs is a latency attribute in nanoseconds, rounded: a double of
 // d/1e9 seconds with d below 2^53 rounds back to d exactly, so a server
 // that measured whole nanoseconds is read back as it measured.
-func secondsNs(v *commonpb.AnyValue) int64 {
+func secondsNs(v *anyValue) int64 {
 	var sec float64
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_DoubleValue:
-		sec = x.DoubleValue
-	case *commonpb.AnyValue_IntValue:
-		sec = float64(x.IntValue)
+	switch v.kind {
+	case valueDouble:
+		sec = v.double
+	case valueInt:
+		sec = float64(v.integer)
 	default:
 		return Absent
 	}
@@ -101,15 +82,17 @@ func secondsNs(v *commonpb.AnyValue) int64 {
 	return int64(math.Round(sec * 1e9))
 }
 
-func count(v *commonpb.AnyValue) int64 {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_IntValue:
-		if x.IntValue >= 0 {
-			return x.IntValue
+// count is a token-count attribute; Absent unless it is a non-negative
+// integer (or a double holding one).
+func count(v *anyValue) int64 {
+	switch v.kind {
+	case valueInt:
+		if v.integer >= 0 {
+			return v.integer
 		}
-	case *commonpb.AnyValue_DoubleValue:
-		if x.DoubleValue >= 0 && x.DoubleValue < 1<<53 {
-			return int64(x.DoubleValue)
+	case valueDouble:
+		if v.double >= 0 && v.double < 1<<53 {
+			return int64(v.double)
 		}
 	}
 	return Absent

@@ -101,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.TokensPerChunk, "tokens-per-chunk", 1, "tokens every stream chunk carries (the last one what is left)")
 	fs.Var(&faults, "fault", "inject a fault, repeatable: KIND:prob=P|every=N[,at=TOKEN][,ms=MS]; kinds: http500 http429 http503 reset-before-headers reset-mid-stream stall malformed-chunk error-event slow-headers close, and the never-ending flood endless-line huge-headers (alone: every request)")
 	fs.StringVar(&cfg.TruthLog, "truth-log", "", "write the ground-truth log (request arrivals, token send times) to this file")
-	fs.StringVar(&cfg.OTLPTracesEndpoint, "otlp-traces-endpoint", "", "export one OpenTelemetry span per finished request (vLLM's llm_request, with the truth log's times) to this OTLP endpoint: host:port or http://host:4317 for gRPC, http://host:4318/v1/traces for --otlp-traces-protocol http/protobuf")
+	fs.StringVar(&cfg.OTLPTracesEndpoint, "otlp-traces-endpoint", "", "export one OpenTelemetry span per finished request (vLLM's llm_request, with the truth log's times) to this OTLP endpoint: host:port or http://host:4317 for gRPC, http://host:4318/v1/traces for --otlp-traces-protocol http/protobuf; every export carries the headers of $OTEL_EXPORTER_OTLP_TRACES_HEADERS or $OTEL_EXPORTER_OTLP_HEADERS (name=value,...), a receiver's token among them")
 	fs.StringVar(&cfg.OTLPTracesProtocol, "otlp-traces-protocol", "grpc", "protocol of --otlp-traces-endpoint: grpc or http/protobuf (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's values)")
 	fs.DurationVar(&cfg.OTLPExportDelay, "otlp-export-delay", 0, "hold every span export back this long (a slow collector)")
 	fs.IntVar(&cfg.EventLoops, "event-loops", 1, "gnet event loops accepting and parsing requests")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stampede-bench/stampede/httpwire"
@@ -87,10 +89,17 @@ type spanExporter struct {
 }
 
 // newSpanExporter starts an exporter to endpoint over protocol; delay
-// holds every export back that long (a slow collector's stand-in).
+// holds every export back that long (a slow collector's stand-in). Every
+// export carries the headers of $OTEL_EXPORTER_OTLP_TRACES_HEADERS, else
+// $OTEL_EXPORTER_OTLP_HEADERS, as OpenTelemetry's exporters (vLLM's among
+// them) send them: a receiver's token, say.
 func newSpanExporter(endpoint, protocol string, delay time.Duration, clock *monoClock) (*spanExporter, error) {
 	e := &spanExporter{records: make(chan spanRecord, otlpQueueSpans), delay: delay, done: make(chan struct{}),
 		wallOffsetNs: time.Now().UnixNano() - clock.nowNs()}
+	headers, err := otlpEnvHeaders(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	switch protocol {
 	case OTLPHTTP:
 		addr, path, err := otlpHTTPTarget(endpoint)
@@ -98,7 +107,7 @@ func newSpanExporter(endpoint, protocol string, delay time.Duration, clock *mono
 			return nil, err
 		}
 		e.send = func(ctx context.Context, body *collectortrace.ExportTraceServiceRequest) error {
-			return postTraces(ctx, addr, path, body)
+			return postTraces(ctx, addr, path, headers, body)
 		}
 		e.close = func() {}
 	case OTLPGRPC, "":
@@ -118,8 +127,12 @@ func newSpanExporter(endpoint, protocol string, delay time.Duration, clock *mono
 			return nil, fmt.Errorf("--otlp-traces-endpoint %s: %w", endpoint, err)
 		}
 		client := collectortrace.NewTraceServiceClient(conn)
+		md := metadata.MD{}
+		for _, h := range headers {
+			md.Append(h.Key, h.Value)
+		}
 		e.send = func(ctx context.Context, body *collectortrace.ExportTraceServiceRequest) error {
-			_, err := client.Export(ctx, body, grpc.WaitForReady(true))
+			_, err := client.Export(metadata.NewOutgoingContext(ctx, md), body, grpc.WaitForReady(true))
 			return err
 		}
 		e.close = func() { _ = conn.Close() }
@@ -128,6 +141,39 @@ func newSpanExporter(endpoint, protocol string, delay time.Duration, clock *mono
 	}
 	go e.run()
 	return e, nil
+}
+
+// otlpEnvHeaders are the export headers OpenTelemetry's environment
+// gives: $OTEL_EXPORTER_OTLP_TRACES_HEADERS, else
+// $OTEL_EXPORTER_OTLP_HEADERS, a comma-separated list of name=value with
+// the values percent-encoded (the W3C baggage form), names lowercased as
+// gRPC metadata has them.
+func otlpEnvHeaders(getenv func(string) string) ([]httpwire.Header, error) {
+	name := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	list := getenv(name)
+	if strings.TrimSpace(list) == "" {
+		name = "OTEL_EXPORTER_OTLP_HEADERS"
+		list = getenv(name)
+	}
+	var out []httpwire.Header
+	for _, item := range strings.Split(list, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(item, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		value, err := url.PathUnescape(strings.TrimSpace(value))
+		if err == nil && ok {
+			err = httpwire.ValidateHeader(key, value)
+		} else if err == nil {
+			err = fmt.Errorf("%q has no '='", item)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("$%s: %v: want name=value pairs separated by commas, such as authorization=Bearer%%20TOKEN", name, err)
+		}
+		out = append(out, httpwire.Header{Key: key, Value: value})
+	}
+	return out, nil
 }
 
 // otlpHTTPTarget is the dial address and path of an OTLP/HTTP endpoint
@@ -271,9 +317,9 @@ func intAttr(k string, v int64) *commonpb.KeyValue {
 }
 
 // postTraces posts one OTLP/HTTP protobuf export to addr on a connection
-// of its own, framed by httpwire as every request the mock's side makes,
-// and wants a 2xx answer.
-func postTraces(ctx context.Context, addr, path string, body *collectortrace.ExportTraceServiceRequest) error {
+// of its own, with headers, framed by httpwire as every request the mock's
+// side makes, and wants a 2xx answer.
+func postTraces(ctx context.Context, addr, path string, headers []httpwire.Header, body *collectortrace.ExportTraceServiceRequest) error {
 	payload, err := proto.Marshal(body)
 	if err != nil {
 		return err
@@ -287,7 +333,7 @@ func postTraces(ctx context.Context, addr, path string, body *collectortrace.Exp
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	req := httpwire.Request{Method: "POST", Host: addr, Path: path, ContentType: "application/x-protobuf", Body: payload, Close: true}
+	req := httpwire.Request{Method: "POST", Host: addr, Path: path, ContentType: "application/x-protobuf", Headers: headers, Body: payload, Close: true}
 	if _, err := conn.Write(httpwire.AppendRequest(nil, &req)); err != nil {
 		return err
 	}
