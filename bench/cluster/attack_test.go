@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -58,8 +57,50 @@ func testPartial(index int) *Partial {
 	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 	return &Partial{
 		Header:  PartialHeader{ClusterSize: 2, ClusterIndex: index, NumRequests: 2, Settings: settings},
-		Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1, TTFTNs: 20e6}, Counted: -1}},
+		Records: recordsOf(PartialRecord{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1, TTFTNs: 20e6}}),
 	}
+}
+
+// collectBeside collects the other agents' partials into a merge that
+// holds lead, agent 0's, and returns the merged run (nil when it failed)
+// and why each agent that delivered nothing whole did not.
+func collectBeside(t *testing.T, c *coordinator, lead *Partial) (*MergedRun, map[int]error) {
+	t.Helper()
+	m, err := newMerger(&lead.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := m.admit(&lead.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.addRecords(lead); err != nil {
+		t.Fatal(err)
+	}
+	missing := c.collect(context.Background(), m)
+	mr, err := m.finish(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mr, missing
+}
+
+// recordFrames is what sendPartial writes of p for agent index of the
+// run of runNonce keyed by token: its result frames, as they go out.
+func recordFrames(t *testing.T, token string, runNonce []byte, p *Partial) []byte {
+	t.Helper()
+	out, in := net.Pipe()
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(in)
+		got <- b
+	}()
+	link := &agentLink{conn: out, token: token, nonce: runNonce}
+	if _, err := link.sendPartial(p, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	return <-got
 }
 
 // runCoordinator registers, probes and announces in the background.
@@ -93,11 +134,7 @@ func TestForgedAgentReplaysHelloAndPartial(t *testing.T) {
 	if err := writeFrame(conn, frameHello, recordedHello); err != nil {
 		t.Fatal(err)
 	}
-	var part bytes.Buffer
-	if err := WritePartial(&part, testPartial(1)); err != nil {
-		t.Fatal(err)
-	}
-	recordedResult := append(resultMAC("k", nonces[:nonceLen], 1, part.Bytes()), part.Bytes()...)
+	recordedResult := recordFrames(t, "k", nonces[:nonceLen], testPartial(1))
 	conn.Close()
 	<-done1
 
@@ -124,12 +161,15 @@ func TestForgedAgentReplaysHelloAndPartial(t *testing.T) {
 	if !log.shows("dropped a connection") {
 		t.Errorf("agent 0 logged %q, want the forged connection dropped", log.String())
 	}
-	if err := writeFrame(link.conn, frameResult, recordedResult); err != nil {
+	if _, err := link.conn.Write(recordedResult); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c2.collect(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "not keyed by this run's nonce") {
+	m, missing := collectBeside(t, c2, testPartial(0))
+	if err := missing[1]; err == nil || !strings.Contains(err.Error(), "not keyed by this run's nonce") {
 		t.Fatalf("the replayed partial: %v", err)
+	}
+	if len(m.Missing) != 1 || m.Missing[0].Index != 1 || m.Data.Log.Len() != 1 {
+		t.Errorf("merged %d records, missing %+v: want agent 0's alone, agent 1 missing", m.Data.Log.Len(), m.Missing)
 	}
 }
 
@@ -147,12 +187,17 @@ func TestResultOfThisRunIsTaken(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := link.sendPartial(testPartial(1), 10*time.Second); err != nil {
-		t.Fatal(err)
+	if n, err := link.sendPartial(testPartial(1), 10*time.Second); err != nil || n != 1 {
+		t.Fatalf("sent %d records: %v", n, err)
 	}
-	parts, err := c.collect(context.Background())
-	if err != nil || len(parts) != 1 || parts[0].Records[0].TTFTNs != 20e6 {
-		t.Fatalf("collect: %v %v", parts, err)
+	m, missing := collectBeside(t, c, testPartial(0))
+	if len(missing) != 0 || len(m.Missing) != 0 || m.Data.Log.Len() != 2 {
+		t.Fatalf("collect: missing %v, merged %d records", missing, m.Data.Log.Len())
+	}
+	for _, r := range m.Data.Log.All() {
+		if r.TTFTNs != 20e6 {
+			t.Errorf("request %d: TTFT %d", r.Index, r.TTFTNs)
+		}
 	}
 }
 
@@ -270,12 +315,12 @@ func TestResultBoundedByShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := [5]byte{frameResult}
-	binary.BigEndian.PutUint32(head[1:], maxResultFrame(1)+sha256.Size+1)
+	binary.BigEndian.PutUint32(head[1:], uint32(maxResultBytes(1)+1))
 	if _, err := link.conn.Write(head[:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.collect(context.Background()); err == nil || !strings.Contains(err.Error(), "(at most") {
-		t.Fatalf("a result over the share's bound: %v", err)
+	if _, missing := collectBeside(t, c, testPartial(0)); missing[1] == nil || !strings.Contains(missing[1].Error(), "(at most") {
+		t.Fatalf("a result over the share's bound: %v", missing[1])
 	}
 }
 
