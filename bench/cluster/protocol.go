@@ -675,13 +675,13 @@ func (c *coordinator) receive(src *frameSource, m *merger) (int, error) {
 // keyed by this run, or what the agent or its partial said.
 func deliveryError(index, got, share int, timeout time.Duration, err error) error {
 	arrived := fmt.Sprintf("%d of its %d requests' records had arrived", got, share)
+	within := fmt.Sprintf("cluster: agent %d delivered no whole partial result within --cluster-timeout-sec %v", index, timeout.Seconds())
 	var fail *FailError
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("cluster: agent %d delivered no whole partial result within --cluster-timeout-sec %v of agent 0's end or of its last frame (%s)",
-			index, timeout.Seconds(), arrived)
+		return fmt.Errorf("%s: it stayed silent that long after agent 0's end or its last frame (%s)", within, arrived)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("cluster: agent %d's connection closed before the end of its partial result, %s: the agent ended or was killed", index, arrived)
+		return fmt.Errorf("%s: its connection closed before the end of its partial result (%s): the agent ended or was killed", within, arrived)
 	case errors.Is(err, errNotThisRun):
 		return fmt.Errorf("cluster: agent %d's partial result is not keyed by this run's nonce and cluster token (a partial of another run, or altered on the way); %s", index, arrived)
 	case errors.As(err, &fail):
@@ -732,6 +732,11 @@ func (s *frameSource) frame(limit uint32) ([]byte, error) {
 
 func (s *frameSource) next() (byte, []byte, error) {
 	body, err := s.frame(maxSectionFrame)
+	if err == io.EOF {
+		// Only the end section ends a partial: a connection that closes
+		// before it cut the partial short.
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil {
 		return 0, nil, err
 	}
