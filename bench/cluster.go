@@ -27,15 +27,21 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	r.cfg = cluster.AgentPlan(r.cfg)
 	r.agent = &cluster.Agent{
 		Plan: r.cfg, Wire: enc.wire, Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
-		Options: func() metrics.ComputeOptions { return r.computeOptions(tok, ds) },
+		Options:     func() metrics.ComputeOptions { return r.computeOptions(tok, ds) },
 		Facts:       func(i int) (string, int) { return ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen },
 		Fingerprint: fingerprint,
 		SentAs:      func(i int, id string) { ds.requests[i].RequestID = id },
 		Shed:        ds.shedPrompts,
+		Stdout:      r.stdout,
 		Stderr:      r.stderr,
 	}
 	defer r.agent.Close()
 	o, err := r.benchmark(ctx, model, tok, ds, enc)
+	if err == nil && o != nil {
+		// Printed and saved, but without the requests of agents whose
+		// partials did not arrive: the run ends with its own status.
+		err = r.agent.Incomplete()
+	}
 	if !r.cfg.ResultsToLog {
 		return o, err
 	}
@@ -60,9 +66,10 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 // alone: merge was not given that command line.
 func WriteMerged(m *cluster.MergedRun, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r := &run{cfg: m.Plan(), stdout: stdout, stderr: stderr, agent: cluster.MergedAgent(m)}
-	ds := &dataset{requests: make([]datasets.Request, len(m.RequestIDs))}
+	// What the errors and the usage check read of each request.
+	ds := &dataset{requests: make([]datasets.Request, m.Requests())}
 	for i := range ds.requests {
-		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestIDs[i], m.ExpectedOutputLens[i]
+		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestID(i), m.ExpectedOutputLen(i)
 	}
 	meas := &measurement{res: m.Result(time.Time{}), params: m.Params}
 	if s := m.Server; s != nil {

@@ -93,11 +93,7 @@ func oneHostAndAgents(t *testing.T, cfg mock.Config, size int, args func(srv *mo
 // mergedPartials merges the partials the agents saved in dir as part.bin.
 func mergedPartials(t *testing.T, dir string) *cluster.MergedRun {
 	t.Helper()
-	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(dir, "part.bin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.MergePartials(parts)
+	m, err := cluster.MergePartialFiles([]string{filepath.Join(dir, "part.bin")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +267,26 @@ func TestClusterErrorsAndUsage(t *testing.T) {
 		t.Error("no usage check")
 	}
 
-	parts, err := cluster.ReadPartialFiles([]string{filepath.Join(dir, "part.bin")})
+	files, err := cluster.ExpandPartialPaths([]string{filepath.Join(dir, "part.bin")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefixes, sentAs := map[string]bool{}, map[int]string{}
-	for _, p := range parts {
-		for _, rec := range p.Records {
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cluster.OpenPartial(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := cluster.ReadPartialRecords(p)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
 			prefixes[strings.TrimSuffix(rec.RequestID, fmt.Sprint(rec.Index))] = true
 			sentAs[rec.Index] = rec.RequestID
 		}
@@ -290,7 +299,7 @@ func TestClusterErrorsAndUsage(t *testing.T) {
 			t.Errorf("group %+v: request %d went out as %q", g, g.ExampleIndex, sentAs[g.ExampleIndex])
 		}
 	}
-	m, err := cluster.MergePartials(parts)
+	m, err := cluster.MergePartialFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +390,7 @@ func TestClusterPerTokenITL(t *testing.T) {
 		t.Fatalf("agent 0 printed no per-token block:\n%s", stdout)
 	}
 	m := mergedPartials(t, clusterDir)
-	want := metrics.ComputePerToken(m.Data.Results, m.Options.Percentiles)
+	want := metrics.ComputePerToken(m.Data.Log, m.Options.Percentiles)
 	if want == nil || want.Requests != n || want.Counted != n {
 		t.Fatalf("the merged partials' per-token figures %+v, want %d counted requests", want, n)
 	}

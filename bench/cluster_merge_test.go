@@ -49,11 +49,11 @@ func singleHostOutputs(t *testing.T, o *outcome.Outcome, breakdown bool, now tim
 		t.Fatal(err)
 	}
 	if breakdown {
-		if err := report.WriteBreakdown(&b, metrics.ComputeBreakdown(o.Data.Results, o.Options.Percentiles)); err != nil {
+		if err := report.WriteBreakdown(&b, metrics.ComputeBreakdown(o.Data.Log, o.Options.Percentiles)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := pyout.BuildResult(o.Summary, o.Data, o.Params, now)
+	res, err := pyout.BuildResult(o.Summary, o.Data, o.Params, o.Options.CountTokens, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +108,14 @@ func TestMergeEqualsSingleHost(t *testing.T) {
 			}
 			for _, n := range []int{1, 3, 4} {
 				parts := cluster.SplitOutcome(o, tc.breakdown, report.SidecarHealth{}, n, nil)
-				var read []*cluster.Partial
+				var read []*cluster.PartialReader
 				// Handed over in reverse order: the merge sorts by index.
 				for k := n - 1; k >= 0; k-- {
 					var buf bytes.Buffer
 					if err := cluster.WritePartial(&buf, parts[k]); err != nil {
 						t.Fatal(err)
 					}
-					p, err := cluster.ReadPartial(&buf)
+					p, err := cluster.OpenPartial(&buf)
 					if err != nil {
 						t.Fatalf("agent %d of %d: %v", k, n, err)
 					}

@@ -71,11 +71,7 @@ func TestClusterRunInProcess(t *testing.T) {
 	for i := range size {
 		files = append(files, filepath.Join(clusterDir, fmt.Sprintf("part%d.bin", i)))
 	}
-	parts, err := cluster.ReadPartialFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cluster.MergePartials(parts)
+	m, err := cluster.MergePartialFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
@@ -182,24 +183,47 @@ func (s *Session) Close() {
 	}
 }
 
-// Gather delivers this agent's partial: an agent other than 0 sends it to
-// agent 0 and returns nil; agent 0 collects the others' (even after an
-// interrupt, so that what they measured is kept) and returns the merged
-// run.
+// Gather delivers this agent's partial: an agent other than 0 streams it
+// to agent 0 and returns nil; agent 0 streams its own share and the
+// others' into one spool as they arrive (even after an interrupt, so
+// that what they measured is kept) and returns the merged run. An agent
+// whose partial did not arrive whole is named on stderr with why, and
+// left out of the run (MergedRun.Missing).
 func (s *Session) Gather(ctx context.Context, part *Partial, stderr io.Writer) (*MergedRun, error) {
 	if s.link != nil {
-		if err := s.link.sendPartial(part, s.timeout); err != nil {
+		records, err := s.link.sendPartial(part, s.timeout)
+		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(stderr, "stampede: agent %d sent its partial result (%d requests) to agent 0, which prints and saves the run\n",
-			s.index, len(part.Records))
+			s.index, records)
 		return nil, nil
 	}
-	others, err := s.coord.collect(context.WithoutCancel(ctx))
+	m, err := newMerger(&part.Header)
 	if err != nil {
 		return nil, err
 	}
-	return MergePartials(append([]*Partial{part}, others...))
+	own, err := m.admit(&part.Header)
+	if err != nil {
+		m.abandon()
+		return nil, err
+	}
+	m.probes = part.Probes
+	var ownErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { ownErr = own.addRecords(part) })
+	missing := s.coord.collect(context.WithoutCancel(ctx), m)
+	wg.Wait()
+	if ownErr != nil {
+		m.abandon()
+		return nil, ownErr
+	}
+	for k := range s.size {
+		if err := missing[k]; err != nil {
+			fmt.Fprintf(stderr, "stampede: %v; the run is saved without the %d requests of its share\n", err, s.coord.shares[k])
+		}
+	}
+	return m.finish(missing)
 }
 
 // GlobalSchedule is the arrival schedule of every request of the run, as
@@ -284,9 +308,11 @@ func StatisticsDigest(settings PartialSettings) string {
 // run time 0 is the announced start on agent 0's clock. A time t of this
 // agent's run is at wall time Start + t here, so at Start + t − offset on
 // agent 0's clock. options gives the metric settings of the shifted
-// results, facts each request's id and expected output length.
+// results, facts each request's id and expected output length, idPrefix
+// the --request-id-prefix those ids mostly are the index after. The
+// records are read from res's log each time the partial is written.
 func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, numRequests int,
-	options func() metrics.ComputeOptions, facts RequestFacts) *Partial {
+	options func() metrics.ComputeOptions, facts RequestFacts, idPrefix string) *Partial {
 	memory := agentMemory(s.index, res.Data.Log) // on the run's own clock, before the shift
 	start := s.start
 	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
@@ -308,14 +334,13 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 		ClusterSize: s.size, ClusterIndex: s.index, NumRequests: numRequests,
 		Settings: settings, DurationNs: res.ScheduleStartNs + shift + res.Data.DurationNs,
 		Cancelled: res.Cancelled, Clock: clock, Health: report.NewSidecarHealth(res),
+		RequestIDPrefix: idPrefix,
 	}
 	h.ServerMessages, h.ServerMessagesRest = res.Data.ServerMessages.Top(maxMessageTexts)
 	for _, sh := range res.Health.Shards {
 		h.RTTs = append(h.RTTs, sh.RTTs...)
 	}
-	p := &Partial{Header: h,
-		Records: newPartialRecords(res.Data.Log, opts.CountTokens, opts.InputAudioSeconds, facts, move),
-		Probes:  newPartialRecords(metrics.LogOf(res.Probes...), nil, nil, nil, nil)}
+	p := &Partial{Header: h, Records: logRecords(res.Data.Log, opts.CountTokens, opts.InputAudioSeconds, facts, move), Probes: res.Probes}
 	if p.Header.Memory = readRSS(memory); p.Header.Memory != nil {
 		p.Header.Memory.Sampled = report.NewSidecarMemory(res.Health.Memory)
 	}

@@ -4,18 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
+	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -58,8 +60,50 @@ func testPartial(index int) *Partial {
 	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 	return &Partial{
 		Header:  PartialHeader{ClusterSize: 2, ClusterIndex: index, NumRequests: 2, Settings: settings},
-		Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1, TTFTNs: 20e6}, Counted: -1}},
+		Records: recordsOf(PartialRecord{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1, TTFTNs: 20e6}}),
 	}
+}
+
+// collectBeside collects the other agents' partials into a merge that
+// holds lead, agent 0's, and returns the merged run (nil when it failed)
+// and why each agent that delivered nothing whole did not.
+func collectBeside(t *testing.T, c *coordinator, lead *Partial) (*MergedRun, map[int]error) {
+	t.Helper()
+	m, err := newMerger(&lead.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := m.admit(&lead.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.addRecords(lead); err != nil {
+		t.Fatal(err)
+	}
+	missing := c.collect(context.Background(), m)
+	mr, err := m.finish(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mr, missing
+}
+
+// recordFrames is what sendPartial writes of p for agent index of the
+// run of runNonce keyed by token: its result frames, as they go out.
+func recordFrames(t *testing.T, token string, runNonce []byte, p *Partial) []byte {
+	t.Helper()
+	out, in := net.Pipe()
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(in)
+		got <- b
+	}()
+	link := &agentLink{conn: out, token: token, nonce: runNonce}
+	if _, err := link.sendPartial(p, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	return <-got
 }
 
 // runCoordinator registers, probes and announces in the background.
@@ -93,11 +137,7 @@ func TestForgedAgentReplaysHelloAndPartial(t *testing.T) {
 	if err := writeFrame(conn, frameHello, recordedHello); err != nil {
 		t.Fatal(err)
 	}
-	var part bytes.Buffer
-	if err := WritePartial(&part, testPartial(1)); err != nil {
-		t.Fatal(err)
-	}
-	recordedResult := append(resultMAC("k", nonces[:nonceLen], 1, part.Bytes()), part.Bytes()...)
+	recordedResult := recordFrames(t, "k", nonces[:nonceLen], testPartial(1))
 	conn.Close()
 	<-done1
 
@@ -124,12 +164,15 @@ func TestForgedAgentReplaysHelloAndPartial(t *testing.T) {
 	if !log.shows("dropped a connection") {
 		t.Errorf("agent 0 logged %q, want the forged connection dropped", log.String())
 	}
-	if err := writeFrame(link.conn, frameResult, recordedResult); err != nil {
+	if _, err := link.conn.Write(recordedResult); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c2.collect(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "not keyed by this run's nonce") {
+	m, missing := collectBeside(t, c2, testPartial(0))
+	if err := missing[1]; err == nil || !strings.Contains(err.Error(), "not keyed by this run's nonce") {
 		t.Fatalf("the replayed partial: %v", err)
+	}
+	if len(m.Missing) != 1 || m.Missing[0].Index != 1 || m.Data.Log.Len() != 1 {
+		t.Errorf("merged %d records, missing %+v: want agent 0's alone, agent 1 missing", m.Data.Log.Len(), m.Missing)
 	}
 }
 
@@ -147,12 +190,17 @@ func TestResultOfThisRunIsTaken(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := link.sendPartial(testPartial(1), 10*time.Second); err != nil {
-		t.Fatal(err)
+	if n, err := link.sendPartial(testPartial(1), 10*time.Second); err != nil || n != 1 {
+		t.Fatalf("sent %d records: %v", n, err)
 	}
-	parts, err := c.collect(context.Background())
-	if err != nil || len(parts) != 1 || parts[0].Records[0].TTFTNs != 20e6 {
-		t.Fatalf("collect: %v %v", parts, err)
+	m, missing := collectBeside(t, c, testPartial(0))
+	if len(missing) != 0 || len(m.Missing) != 0 || m.Data.Log.Len() != 2 {
+		t.Fatalf("collect: missing %v, merged %d records", missing, m.Data.Log.Len())
+	}
+	for _, r := range m.Data.Log.All() {
+		if r.TTFTNs != 20e6 {
+			t.Errorf("request %d: TTFT %d", r.Index, r.TTFTNs)
+		}
 	}
 }
 
@@ -270,12 +318,12 @@ func TestResultBoundedByShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := [5]byte{frameResult}
-	binary.BigEndian.PutUint32(head[1:], maxResultFrame(1)+sha256.Size+1)
+	binary.BigEndian.PutUint32(head[1:], uint32(maxResultBytes(1)+1))
 	if _, err := link.conn.Write(head[:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.collect(context.Background()); err == nil || !strings.Contains(err.Error(), "(at most") {
-		t.Fatalf("a result over the share's bound: %v", err)
+	if _, missing := collectBeside(t, c, testPartial(0)); missing[1] == nil || !strings.Contains(missing[1].Error(), "(at most") {
+		t.Fatalf("a result over the share's bound: %v", missing[1])
 	}
 }
 
@@ -293,5 +341,109 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(dir + "/none"); err == nil || !strings.Contains(err.Error(), "--cluster-token-file") {
 		t.Errorf("a missing token file: %v", err)
+	}
+}
+
+// cutSink passes on the first frames of a partial's stream, then fails,
+// as an agent killed while it sends does.
+type cutSink struct {
+	sink   partialSink
+	frames int
+}
+
+var errCut = errors.New("cut")
+
+func (s *cutSink) prelude(b []byte) error {
+	if s.frames == 0 {
+		return errCut
+	}
+	s.frames--
+	return s.sink.prelude(b)
+}
+
+func (s *cutSink) section(kind byte, payload []byte) error {
+	if s.frames == 0 {
+		return errCut
+	}
+	s.frames--
+	return s.sink.section(kind, payload)
+}
+
+// TestAgentLostMidStream: an agent whose stream of result frames ends
+// early (its connection closed after the prelude and its records, before
+// the end) or that goes silent is left out of the merge with why, none
+// of what arrived of its records in the run; the other agents' records
+// are the run.
+func TestAgentLostMidStream(t *testing.T) {
+	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
+	share := func(index int) *Partial {
+		return &Partial{Header: PartialHeader{ClusterSize: 2, ClusterIndex: index, NumRequests: 4, Settings: settings},
+			Records: recordsOf(PartialRecord{RequestResult: metrics.RequestResult{Index: index, Success: true, NumInputSequences: 1}},
+				PartialRecord{RequestResult: metrics.RequestResult{Index: index + 2, Success: true, NumInputSequences: 1}})}
+	}
+	for _, tc := range []struct {
+		name   string
+		frames int // sent before the agent stops
+		close  bool
+		want   string
+	}{
+		{"killed after its records", 2, true, "agent 1 delivered no whole partial result within --cluster-timeout-sec 1: its connection closed before the end of its partial result (2 of its 2 requests' records had arrived)"},
+		{"killed before its prelude", 0, true, "its connection closed before the end of its partial result (0 of its 2 requests' records had arrived)"},
+		{"silent after its prelude", 1, false, "agent 1 delivered no whole partial result within --cluster-timeout-sec 1: it stayed silent that long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, addr, _ := testCoordinator(t, 2, "k", time.Second)
+			c.shares = []int{2, 2}
+			done := runCoordinator(c)
+			link, _, err := joinCluster(context.Background(), addr, "k", hello(2, 1), 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer link.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			sink := &cutSink{sink: &frameSink{conn: link.conn, token: link.token, nonce: link.nonce, index: 1, timeout: 10 * time.Second}, frames: tc.frames}
+			if _, err := writePartialStream(sink, share(1)); !errors.Is(err, errCut) {
+				t.Fatalf("the cut stream: %v", err)
+			}
+			if tc.close {
+				link.Close()
+			}
+			m, missing := collectBeside(t, c, share(0))
+			if err := missing[1]; err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("agent 1's reason: %v, want %q", err, tc.want)
+			}
+			if len(m.Missing) != 1 || m.Missing[0].Index != 1 || m.Missing[0].Requests != 2 || m.Missing[0].Reason != missing[1].Error() {
+				t.Errorf("missing %+v", m.Missing)
+			}
+			var got []int
+			for _, r := range m.Data.Log.All() {
+				got = append(got, r.Index)
+			}
+			if !slices.Equal(got, []int{0, 2}) {
+				t.Errorf("the run holds requests %v, want agent 0's 0 and 2", got)
+			}
+			if m.RequestID(1) != "" || m.ExpectedOutputLen(3) != 0 {
+				t.Errorf("a missing agent's request has facts")
+			}
+			sc := &report.Sidecar{}
+			m.Account(sc)
+			if a := sc.Cluster.MissingAgents; len(a) != 1 || a[0].Index != 1 || a[0].Requests != 2 || a[0].Reason != missing[1].Error() {
+				t.Errorf("cluster.missing_agents = %+v", a)
+			}
+		})
+	}
+}
+
+// TestMissingAgentsWarning: the warning heading the block and the error
+// say which agents are missing and how much of the run the result holds.
+func TestMissingAgentsWarning(t *testing.T) {
+	e := &MissingAgentsError{Size: 3, Requests: 30, Missing: []MissingAgent{{Index: 1, Requests: 10}, {Index: 2, Requests: 10}}}
+	if got, want := e.Warning(), "WARNING: agent(s) 1, 2 of 3 delivered no partial result: the result below covers 10 of the run's 30 requests, not the whole run"; got != want {
+		t.Errorf("warning %q\nwant %q", got, want)
+	}
+	if !strings.Contains(e.Error(), "cluster.missing_agents in the sidecar") {
+		t.Errorf("error %q", e.Error())
 	}
 }

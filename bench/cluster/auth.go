@@ -19,8 +19,8 @@ import (
 //	hello  MAC over "stampede-hello", the run's nonce, the connection's
 //	       challenge and the hello's fields (its digests among them)
 //	start  MAC over "stampede-start", both nonces and the start's fields
-//	result MAC over "stampede-result", the run's nonce, the agent's index
-//	       and the partial's bytes
+//	result MAC over "stampede-result", the run's nonce, the agent's index,
+//	       the frame's number in the agent's result stream and its bytes
 //
 // The run's nonce is drawn by agent 0 for this run and the challenge for
 // this connection, so a hello or a partial recorded from another run or
@@ -82,12 +82,31 @@ func startMAC(token string, runNonce, challenge []byte, st clusterStart) string 
 	return hex.EncodeToString(mac(token, "stampede-start", runNonce, challenge, body))
 }
 
-// resultMAC is the MAC of agent index's partial (its bytes) in the run
-// of runNonce.
-func resultMAC(token string, runNonce []byte, index int, partial []byte) []byte {
-	var ix [8]byte
+// resultMAC is the MAC of result frame seq (from 0) of agent index in the
+// run of runNonce, over the frame's body: the parts, one after the other,
+// as mac takes one part of their bytes.
+func resultMAC(token string, runNonce []byte, index int, seq uint64, body ...[]byte) []byte {
+	var ix, sq [8]byte
 	binary.BigEndian.PutUint64(ix[:], uint64(index))
-	return mac(token, "stampede-result", runNonce, ix[:], partial)
+	binary.BigEndian.PutUint64(sq[:], seq)
+	h := hmac.New(sha256.New, []byte(token))
+	h.Write([]byte("stampede-result"))
+	var n [8]byte
+	for _, p := range [][]byte{runNonce, ix[:], sq[:]} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	total := 0
+	for _, p := range body {
+		total += len(p)
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(total))
+	h.Write(n[:])
+	for _, p := range body {
+		h.Write(p)
+	}
+	return h.Sum(nil)
 }
 
 // equalMAC compares a received hex MAC with the expected one in constant

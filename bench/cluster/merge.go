@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/outcome"
@@ -20,7 +22,8 @@ import (
 )
 
 // MergedRun is a whole run put back together from its partials: what one
-// host that had sent every request would have measured.
+// host that had sent every request would have measured, or, when agents
+// delivered nothing (Missing), what the others measured.
 type MergedRun struct {
 	Data    metrics.RunData
 	Params  *pyout.ReportParams
@@ -29,148 +32,465 @@ type MergedRun struct {
 	// --per-token-itl block.
 	Breakdown, PerTokenITL bool
 	Cancelled              bool
-	// Agents holds each partial's header, by cluster index.
+	// Size is the cluster's size.
+	Size int
+	// Agents holds the header of each agent that delivered its partial,
+	// by cluster index (agent 0's first).
 	Agents []PartialHeader
-	// RequestIDs and ExpectedOutputLens are by request index: the
-	// x-request-id each agent sent, the dataset's output length.
-	RequestIDs         []string
-	ExpectedOutputLens []int
+	// Missing are the agents whose partial did not arrive whole, by
+	// index: none of their requests are in Data.
+	Missing []MissingAgent
 	// Probes are agent 0's side probes, on the shared clock.
 	Probes []metrics.RequestResult
 	// Server is what agent 0 read from the server beside the run; nil
 	// when its partial carries none (a version-2 one, or none read).
 	Server *ServerReadings
+
+	shares []*share // by cluster index
 }
 
-// MergePartials joins the partials of one run: one partial per cluster
-// index, with equal settings, that together hold every request exactly
-// once. Records are concatenated in request order (never averaged), the
-// duration is the longest agent's, and the server messages add up.
-func MergePartials(parts []*Partial) (*MergedRun, error) {
+// MissingAgent is an agent whose partial result did not arrive whole:
+// the requests of its share, and why.
+type MissingAgent struct {
+	Index    int
+	Requests int
+	Reason   string
+}
+
+// RequestID is the x-request-id request index was sent with, as its
+// agent drew it.
+func (m *MergedRun) RequestID(index int) string {
+	s, pos := m.shareOf(index)
+	if s == nil {
+		return ""
+	}
+	return s.id(index, pos)
+}
+
+// RequestIDIs reports whether request index was sent as id, without
+// making the id's string.
+func (m *MergedRun) RequestIDIs(index int, id string) bool {
+	s, pos := m.shareOf(index)
+	if s == nil {
+		return id == ""
+	}
+	return s.idIs(index, pos, id)
+}
+
+// ExpectedOutputLen is request index's expected output length, as the
+// dataset of its agent gave it.
+func (m *MergedRun) ExpectedOutputLen(index int) int {
+	s, pos := m.shareOf(index)
+	if s == nil {
+		return 0
+	}
+	return s.expected.at(pos)
+}
+
+// Requests is the number of requests in the whole run.
+func (m *MergedRun) Requests() int {
+	if len(m.Agents) == 0 {
+		return 0
+	}
+	return m.Agents[0].NumRequests
+}
+
+// shareOf is the share holding request index and its position there;
+// nil for an index outside the run or of an agent that delivered nothing.
+func (m *MergedRun) shareOf(index int) (*share, int) {
+	if m.Size == 0 || index < 0 || index >= m.Requests() {
+		return nil, 0
+	}
+	s := m.shares[index%m.Size]
+	if s == nil || s.missing {
+		return nil, 0
+	}
+	return s, index / m.Size
+}
+
+// A share is one agent's part of a merge: its header, the writer its
+// records go to the merged spool by, which of its requests arrived, and
+// the facts that travel beside its records. One goroutine feeds it.
+type share struct {
+	index, size int
+	n           int // the requests of its share
+	header      *PartialHeader
+	writer      *metrics.LogWriter
+	seen        []uint64 // by position in the share: request index·size + index
+	count       int
+	missing     bool
+	prefix      string
+	ids         map[int]string // ids that are not prefix + index, by request
+	expected    outputLens
+	audio       []float64 // by position, with Settings.AudioSeconds
+	digits      []byte
+}
+
+// add takes one record of the share and its facts: its request id as
+// tagged (idDerived, idNone, or an id of its own).
+func (s *share) add(rec *PartialRecord, raw []byte, idTag uint64, idOwn []byte) error {
+	i := rec.Index
+	pos := i / s.size
+	switch {
+	case i%s.size != s.index:
+		return fmt.Errorf("merge: agent %d holds request %d, which is agent %d's (request i goes to agent i mod %d)", s.index, i, i%s.size, s.size)
+	case i < 0 || pos >= s.n:
+		return fmt.Errorf("merge: agent %d holds request %d of a run of %d", s.index, i, s.n*s.size)
+	case s.arrived(pos):
+		return fmt.Errorf("merge: agent %d holds request %d twice", s.index, i)
+	}
+	s.seen[pos/64] |= 1 << (pos % 64)
+	s.count++
+	switch idTag {
+	case idDerived:
+	case idNone:
+		s.setID(i, "")
+	default:
+		s.setID(i, string(idOwn))
+	}
+	s.expected.set(pos, rec.ExpectedOutputLen, s.n)
+	if s.audio != nil {
+		s.audio[pos] = rec.AudioSec
+	}
+	if raw != nil {
+		s.writer.AppendEncoded(raw)
+	} else {
+		s.writer.Append(&rec.RequestResult)
+	}
+	return nil
+}
+
+func (s *share) setID(index int, id string) {
+	if s.ids == nil {
+		s.ids = make(map[int]string)
+	}
+	s.ids[index] = id
+}
+
+func (s *share) id(index, pos int) string {
+	if id, ok := s.ids[index]; ok {
+		return id
+	}
+	if !s.arrived(pos) || s.prefix == "" {
+		return ""
+	}
+	return s.prefix + strconv.Itoa(index)
+}
+
+func (s *share) idIs(index, pos int, id string) bool {
+	if own, ok := s.ids[index]; ok {
+		return own == id
+	}
+	if !s.arrived(pos) || s.prefix == "" {
+		return id == ""
+	}
+	if !strings.HasPrefix(id, s.prefix) {
+		return false
+	}
+	s.digits = strconv.AppendInt(s.digits[:0], int64(index), 10)
+	return id[len(s.prefix):] == string(s.digits)
+}
+
+func (s *share) arrived(pos int) bool {
+	return pos/64 < len(s.seen) && s.seen[pos/64]&(1<<(pos%64)) != 0
+}
+
+// readFrom adds every record of p to the share.
+func (s *share) readFrom(p *PartialReader) error {
+	for {
+		err := p.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		tag, own := p.idTag, p.idOwn
+		if p.legacy != nil {
+			tag, own = idOwn, []byte(p.rec.RequestID)
+			if p.rec.RequestID == "" {
+				tag = idNone
+			}
+		}
+		if err := s.add(&p.rec, p.raw, tag, own); err != nil {
+			return err
+		}
+	}
+}
+
+// addRecords adds the records of a partial held here (agent 0's own).
+func (s *share) addRecords(p *Partial) error {
+	if p.Records == nil {
+		return nil
+	}
+	w := itemWriter{prefix: s.prefix}
+	var addErr error
+	err := p.Records(func(rec *PartialRecord) bool {
+		tag, own := uint64(idOwn), []byte(nil)
+		switch {
+		case w.derived(rec.RequestID, rec.Index):
+			tag = idDerived
+		case rec.RequestID == "":
+			tag = idNone
+		default:
+			own = []byte(rec.RequestID)
+		}
+		addErr = s.add(rec, nil, tag, own)
+		return addErr == nil
+	})
+	if addErr != nil {
+		return addErr
+	}
+	return err
+}
+
+// firstMissing is the first request of the share that did not arrive;
+// -1 when all did.
+func (s *share) firstMissing() int {
+	for pos := range s.n {
+		if !s.arrived(pos) {
+			return pos*s.size + s.index
+		}
+	}
+	return -1
+}
+
+// outputLens are a share's expected output lengths by position: one
+// value while they all agree (a dataset of one output length, the usual
+// case), an array of them once one differs. A position never set reads as
+// the common value.
+type outputLens struct {
+	common int32
+	any    bool
+	all    []int32
+}
+
+func (l *outputLens) set(pos, v, n int) {
+	switch {
+	case l.all != nil:
+		l.all[pos] = int32(v)
+	case !l.any:
+		l.common, l.any = int32(v), true
+	case int32(v) != l.common:
+		l.all = make([]int32, n)
+		for i := range l.all {
+			l.all[i] = l.common
+		}
+		l.all[pos] = int32(v)
+	}
+}
+
+func (l *outputLens) at(pos int) int {
+	if l.all != nil && pos < len(l.all) {
+		return int(l.all[pos])
+	}
+	return int(l.common)
+}
+
+// A merger joins the partials of one run into one spool, as they arrive:
+// each agent's records through a share of its own (shares may be fed
+// from goroutines of their own), then one sort.
+type merger struct {
+	size, n int
+	key     []byte // the statistics' settings every agent must share
+	keyOf   int    // whose settings key is
+	audio   bool
+	spool   *metrics.Spool
+	mu      sync.Mutex
+	shares  []*share
+	// probes are agent 0's side probes.
+	probes []metrics.RequestResult
+}
+
+// newMerger starts the merge of the run first's header describes.
+func newMerger(first *PartialHeader) (*merger, error) {
+	key, err := first.Settings.statisticsKey()
+	if err != nil {
+		return nil, err
+	}
+	return &merger{size: first.ClusterSize, n: first.NumRequests, key: key, keyOf: first.ClusterIndex,
+		audio: first.Settings.AudioSeconds, spool: metrics.NewSpool(metrics.LogConfig{}), shares: make([]*share, first.ClusterSize)}, nil
+}
+
+// admit checks that h is of this run and another agent's than those
+// admitted, and returns its share.
+func (m *merger) admit(h *PartialHeader) (*share, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h.ClusterSize != m.size || h.NumRequests != m.n {
+		return nil, fmt.Errorf("merge: agent %d ran a cluster of %d over %d requests, agent %d one of %d over %d: the partials come from different runs",
+			h.ClusterIndex, h.ClusterSize, h.NumRequests, m.keyOf, m.size, m.n)
+	}
+	if m.shares[h.ClusterIndex] != nil {
+		return nil, fmt.Errorf("merge: two partials of agent %d", h.ClusterIndex)
+	}
+	key, err := h.Settings.statisticsKey()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(key, m.key) {
+		return nil, fmt.Errorf("merge: agent %d's settings differ from agent %d's (every agent must run the same flags; the output flags may differ, agent 0's apply):\n  %s\n  %s",
+			h.ClusterIndex, m.keyOf, key, m.key)
+	}
+	k := h.ClusterIndex
+	n := m.shareSize(k)
+	s := &share{index: k, size: m.size, n: n, header: h, writer: m.spool.Writer(), seen: make([]uint64, (n+63)/64), prefix: h.RequestIDPrefix}
+	if m.audio {
+		s.audio = make([]float64, n)
+	}
+	m.shares[k] = s
+	return s, nil
+}
+
+// shareSize is the number of requests of agent k's share.
+func (m *merger) shareSize(k int) int { return (m.n - k + m.size - 1) / m.size }
+
+// abandon ends a merge that failed: its spool's records go.
+func (m *merger) abandon() {
+	for _, s := range m.shares {
+		if s != nil {
+			s.writer.Flush()
+		}
+	}
+	m.spool.Close()
+	if log, err := m.spool.Sort(metrics.SortOptions{}); err == nil {
+		log.Close()
+	}
+}
+
+// finish sorts the merged records into the run, once every share has
+// been fed; missing are the agents whose partials did not arrive whole
+// (by index, each with its reason), left out of the run. Agent 0 must
+// have delivered.
+func (m *merger) finish(missing map[int]error) (*MergedRun, error) {
+	for k, s := range m.shares {
+		if s == nil && missing[k] == nil {
+			missing[k] = errors.New("no partial result")
+		}
+	}
+	for k := range missing {
+		if s := m.shares[k]; s != nil {
+			s.missing = true
+		}
+	}
+	lead := m.shares[0]
+	if lead == nil || lead.missing {
+		m.abandon()
+		return nil, fmt.Errorf("merge: agent 0's partial is missing: %v", missing[0])
+	}
+	params, err := lead.header.Settings.reportParams()
+	if err != nil {
+		m.abandon()
+		return nil, err
+	}
+	params.RPSChangeEvents = lead.header.RPSChangeEvents
+	mr := &MergedRun{Params: params, Size: m.size, shares: m.shares,
+		Breakdown: lead.header.Settings.Breakdown, PerTokenITL: lead.header.Settings.PerTokenITL}
+	settings := &lead.header.Settings
+	mr.Options = metrics.ComputeOptions{
+		Pooling: settings.Pooling, Percentiles: settings.Percentiles, Goodput: settings.Goodput,
+		ClientQueue: settings.ClientQueue, QueueInclusiveE2EL: settings.QueueInclusiveE2EL,
+	}
+	if settings.AudioSeconds {
+		mr.Options.InputAudioSeconds = func(index int) float64 {
+			s, pos := mr.shareOf(index)
+			if s == nil {
+				return 0
+			}
+			return s.audio[pos]
+		}
+	}
+	mr.Probes = m.probes
+	params.Probe = metrics.ComputeProbes(mr.Probes)
+	if mr.Server = lead.header.Server; mr.Server != nil {
+		params.SpecDecode, params.Diffusion = mr.Server.SpecDecode, mr.Server.Diffusion
+	}
+	for k, s := range m.shares {
+		if s == nil || s.missing {
+			if s != nil {
+				s.writer.Flush()
+			}
+			mr.Missing = append(mr.Missing, MissingAgent{Index: k, Requests: m.shareSize(k), Reason: missing[k].Error()})
+			continue
+		}
+		s.writer.Flush()
+		h := s.header
+		mr.Agents = append(mr.Agents, *h)
+		mr.Data.DurationNs = max(mr.Data.DurationNs, h.DurationNs)
+		mr.Cancelled = mr.Cancelled || h.Cancelled
+		mr.Data.ServerMessages.AddCounts(h.ServerMessages, h.ServerMessagesRest)
+	}
+	for _, s := range m.shares {
+		if s == nil || s.missing {
+			continue
+		}
+		if first := s.firstMissing(); first >= 0 && !mr.Cancelled {
+			m.abandon()
+			return nil, fmt.Errorf("merge: request %d is in no partial (agent %d's share)", first, s.index)
+		}
+	}
+	log, err := m.spool.Sort(metrics.SortOptions{Requests: m.n, KeepText: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(mr.Missing) > 0 {
+		// The requests of an agent that delivered nothing whole are not
+		// in the run: neither what arrived of them nor the sort's fill.
+		size := m.size
+		log = log.Where(func(r *metrics.RequestResult) bool { s := m.shares[r.Index%size]; return s != nil && !s.missing })
+	}
+	mr.Data.Log = log
+	// An interrupted run leaves out the requests it never sent, as a
+	// single host does.
+	if mr.Cancelled {
+		outcome.DropUnsent(&mr.Data)
+	}
+	return mr, nil
+}
+
+// MergePartials joins the partials of one run, read one record at a time
+// from their readers (OpenPartial): one partial per cluster index, with
+// equal settings, that together hold every request exactly once. Records
+// are concatenated in request order (never averaged), the duration is the
+// longest agent's, and the server messages add up.
+func MergePartials(parts []*PartialReader) (*MergedRun, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("merge: no partial results given")
 	}
-	first := &parts[0].Header
-	size, n := first.ClusterSize, first.NumRequests
-	byIndex := make([]*Partial, size)
-	settings, err := first.Settings.statisticsKey()
+	m, err := newMerger(&parts[0].Header)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range parts {
-		h := &p.Header
-		if h.ClusterSize != size || h.NumRequests != n {
-			return nil, fmt.Errorf("merge: agent %d ran a cluster of %d over %d requests, agent %d one of %d over %d: the partials come from different runs",
-				h.ClusterIndex, h.ClusterSize, h.NumRequests, first.ClusterIndex, size, n)
-		}
-		if byIndex[h.ClusterIndex] != nil {
-			return nil, fmt.Errorf("merge: two partials of agent %d", h.ClusterIndex)
-		}
-		byIndex[h.ClusterIndex] = p
-		s, err := h.Settings.statisticsKey()
-		if err != nil {
+	shares := make([]*share, len(parts))
+	for i, p := range parts {
+		if shares[i], err = m.admit(&p.Header); err != nil {
+			m.abandon()
 			return nil, err
 		}
-		if !bytes.Equal(s, settings) {
-			return nil, fmt.Errorf("merge: agent %d's settings differ from agent %d's (every agent must run the same flags; the output flags may differ, agent 0's apply):\n  %s\n  %s",
-				h.ClusterIndex, first.ClusterIndex, s, settings)
+	}
+	var absent []string
+	for k, s := range m.shares {
+		if s == nil {
+			absent = append(absent, fmt.Sprint(k))
 		}
 	}
-	var missing []string
-	for i, p := range byIndex {
-		if p == nil {
-			missing = append(missing, fmt.Sprint(i))
-		}
+	if len(absent) > 0 {
+		m.abandon()
+		return nil, fmt.Errorf("merge: the partials of agent(s) %s of %d are missing", strings.Join(absent, ", "), m.size)
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("merge: the partials of agent(s) %s of %d are missing", strings.Join(missing, ", "), size)
-	}
-
-	lead := &byIndex[0].Header
-	params, err := lead.Settings.reportParams()
-	if err != nil {
-		return nil, err
-	}
-	params.RPSChangeEvents = lead.RPSChangeEvents
-	m := &MergedRun{Params: params, Breakdown: lead.Settings.Breakdown, PerTokenITL: lead.Settings.PerTokenITL}
-	m.Options = metrics.ComputeOptions{
-		Pooling: lead.Settings.Pooling, Percentiles: lead.Settings.Percentiles, Goodput: lead.Settings.Goodput,
-		ClientQueue: lead.Settings.ClientQueue, QueueInclusiveE2EL: lead.Settings.QueueInclusiveE2EL,
-	}
-	var audio []float64
-	if lead.Settings.AudioSeconds {
-		audio = make([]float64, n)
-		m.Options.InputAudioSeconds = func(index int) float64 {
-			if index < 0 || index >= len(audio) {
-				return 0
+	for i, p := range parts {
+		if err := shares[i].readFrom(p); err != nil {
+			m.abandon()
+			if _, bad := errors.AsType[*PartialError](err); bad && p.path != "" {
+				err = fmt.Errorf("%s: %w", p.path, err)
 			}
-			return audio[index]
+			return nil, err
+		}
+		if p.Probes != nil && p.Header.ClusterIndex == 0 {
+			m.probes = p.Probes
 		}
 	}
-	m.RequestIDs, m.ExpectedOutputLens = make([]string, n), make([]int, n)
-	for i := range byIndex[0].Probes {
-		m.Probes = append(m.Probes, byIndex[0].Probes[i].RequestResult)
-	}
-	params.Probe = metrics.ComputeProbes(m.Probes)
-	if m.Server = lead.Server; m.Server != nil {
-		params.SpecDecode, params.Diffusion = m.Server.SpecDecode, m.Server.Diffusion
-	}
-	// The records go through a spool, as a run's do, and are sorted by
-	// request: the merged run is a log like a single host's.
-	spool := metrics.NewSpool(metrics.LogConfig{})
-	w := spool.Writer()
-	seen := make([]bool, n)
-	for _, p := range byIndex {
-		h := &p.Header
-		m.Agents = append(m.Agents, *h)
-		m.Data.DurationNs = max(m.Data.DurationNs, h.DurationNs)
-		m.Cancelled = m.Cancelled || h.Cancelled
-		m.Data.ServerMessages.AddCounts(h.ServerMessages, h.ServerMessagesRest)
-		for i := range p.Records {
-			rec := &p.Records[i]
-			switch {
-			case rec.Index%size != h.ClusterIndex:
-				w.Flush()
-				spool.Close()
-				return nil, fmt.Errorf("merge: agent %d holds request %d, which is agent %d's (request i goes to agent i mod %d)",
-					h.ClusterIndex, rec.Index, rec.Index%size, size)
-			case seen[rec.Index]:
-				w.Flush()
-				spool.Close()
-				return nil, fmt.Errorf("merge: agent %d holds request %d twice", h.ClusterIndex, rec.Index)
-			}
-			seen[rec.Index] = true
-			m.RequestIDs[rec.Index], m.ExpectedOutputLens[rec.Index] = rec.RequestID, rec.ExpectedOutputLen
-			if audio != nil {
-				audio[rec.Index] = rec.AudioSec
-			}
-			r := rec.RequestResult
-			if rec.Counted >= 0 {
-				// Counted where the agent's tokenizer ran: the output
-				// length of a success whose usage gave none.
-				r.TextCounted, r.TextTokens = true, rec.Counted
-			}
-			w.Append(&r)
-		}
-	}
-	w.Flush()
-	for i, ok := range seen {
-		if !ok && !m.Cancelled {
-			spool.Close()
-			return nil, fmt.Errorf("merge: request %d is in no partial (agent %d's share)", i, i%size)
-		}
-	}
-	log, err := spool.Sort(metrics.SortOptions{Requests: n, KeepText: true})
-	if err != nil {
-		return nil, err
-	}
-	m.Data.Log = log
-	// An interrupted run leaves out the requests it never sent, as a
-	// single host does.
-	if m.Cancelled {
-		outcome.DropUnsent(&m.Data)
-	}
-	return m, nil
+	return m.finish(map[int]error{})
 }
 
 // MergedOutputs are the settings of what agent 0 computes from the
@@ -233,26 +553,28 @@ func (m *MergedRun) Result(start time.Time) *engine.Result {
 	return whole
 }
 
-// ReadPartialFiles reads the partial files at paths (ExpandPartialPaths).
-func ReadPartialFiles(paths []string) ([]*Partial, error) {
+// MergePartialFiles merges the partial files at paths
+// (ExpandPartialPaths), reading each one record at a time.
+func MergePartialFiles(paths []string) (*MergedRun, error) {
 	paths, err := ExpandPartialPaths(paths)
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]*Partial, 0, len(paths))
+	parts := make([]*PartialReader, 0, len(paths))
 	for _, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err
 		}
-		p, err := ReadPartial(f)
-		f.Close()
+		defer f.Close()
+		p, err := OpenPartial(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		p.path = path
 		parts = append(parts, p)
 	}
-	return parts, nil
+	return MergePartials(parts)
 }
 
 // ExpandPartialPaths replaces each path that names no file by the
@@ -286,7 +608,7 @@ func ExpandPartialPaths(paths []string) ([]string, error) {
 // and, where its build or host differs from agent 0's, its client.
 func (m *MergedRun) Account(sc *report.Sidecar) {
 	sc.Health = mergedHealth(m.Agents)
-	sc.Cluster = newSidecarCluster(m.Agents)
+	sc.Cluster = newSidecarCluster(m.Size, m.Agents, m.Missing)
 	if sc.Fingerprint == nil {
 		sc.Fingerprint = m.Agents[0].Fingerprint
 	}
@@ -310,8 +632,11 @@ func mergedHealth(agents []PartialHeader) report.SidecarHealth {
 	return h
 }
 
-func newSidecarCluster(agents []PartialHeader) *report.SidecarCluster {
-	c := &report.SidecarCluster{Size: len(agents)}
+func newSidecarCluster(size int, agents []PartialHeader, missing []MissingAgent) *report.SidecarCluster {
+	c := &report.SidecarCluster{Size: size}
+	for _, m := range missing {
+		c.MissingAgents = append(c.MissingAgents, report.SidecarMissingAgent{Index: m.Index, Requests: m.Requests, Reason: m.Reason})
+	}
 	lead := clientOf(agents[0])
 	for _, h := range agents {
 		a := report.SidecarAgent{Index: h.ClusterIndex, Requests: int(h.Health.RequestsSent), Clock: h.Clock, Health: h.Health}

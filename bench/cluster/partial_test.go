@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,89 +23,85 @@ import (
 // TestMergeRefusesMismatchedPartials: a missing agent, a duplicate, a
 // request on the wrong agent and differing settings are each named.
 func TestMergeRefusesMismatchedPartials(t *testing.T) {
-	base := func() []*Partial {
+	type part struct {
+		h    PartialHeader
+		recs []PartialRecord
+	}
+	base := func() []*part {
 		recs := func(idx ...int) []PartialRecord {
 			var out []PartialRecord
 			for _, i := range idx {
-				out = append(out, PartialRecord{RequestResult: metrics.RequestResult{Index: i, Success: true, NumInputSequences: 1}, Counted: -1})
+				out = append(out, PartialRecord{RequestResult: metrics.RequestResult{Index: i, Success: true, NumInputSequences: 1}})
 			}
 			return out
 		}
 		settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
-		return []*Partial{
-			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings}, Records: recs(0, 2)},
-			{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings}, Records: recs(1, 3)},
+		return []*part{
+			{PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings}, recs(0, 2)},
+			{PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings}, recs(1, 3)},
 		}
 	}
-	if _, err := MergePartials(base()); err != nil {
+	merge := func(ps []*part) (*MergedRun, error) {
+		var parts []*Partial
+		for _, p := range ps {
+			parts = append(parts, &Partial{Header: p.h, Records: recordsOf(p.recs...)})
+		}
+		return mergeOf(t, parts...)
+	}
+	if _, err := merge(base()); err != nil {
 		t.Fatalf("well-formed partials: %v", err)
 	}
 	for _, tc := range []struct {
 		name  string
-		spoil func([]*Partial) []*Partial
+		spoil func([]*part) []*part
 		want  string
 	}{
-		{"missing agent", func(p []*Partial) []*Partial { return p[:1] }, "agent(s) 1 of 2 are missing"},
-		{"duplicate agent", func(p []*Partial) []*Partial { return []*Partial{p[0], p[0]} }, "two partials of agent 0"},
-		{"wrong agent", func(p []*Partial) []*Partial { p[1].Records[0].Index = 2; return p }, "agent 1 holds request 2, which is agent 0's"},
-		{"missing request", func(p []*Partial) []*Partial { p[1].Records = p[1].Records[:1]; return p }, "request 3 is in no partial"},
-		{"other settings", func(p []*Partial) []*Partial { p[1].Header.Settings.Pooling = true; return p }, "settings differ"},
-		{"other run", func(p []*Partial) []*Partial { p[1].Header.NumRequests = 5; return p }, "different runs"},
+		{"missing agent", func(p []*part) []*part { return p[:1] }, "agent(s) 1 of 2 are missing"},
+		{"duplicate agent", func(p []*part) []*part { return []*part{p[0], p[0]} }, "two partials of agent 0"},
+		{"wrong agent", func(p []*part) []*part { p[1].recs[0].Index = 2; return p }, "agent 1 holds request 2, which is agent 0's"},
+		{"twice", func(p []*part) []*part { p[1].recs[1].Index = 1; return p }, "agent 1 holds request 1 twice"},
+		{"missing request", func(p []*part) []*part { p[1].recs = p[1].recs[:1]; return p }, "request 3 is in no partial"},
+		{"other settings", func(p []*part) []*part { p[1].h.Settings.Pooling = true; return p }, "settings differ"},
+		{"other run", func(p []*part) []*part { p[1].h.NumRequests = 5; return p }, "different runs"},
 	} {
-		_, err := MergePartials(tc.spoil(base()))
+		_, err := merge(tc.spoil(base()))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
 		}
 	}
 }
 
-// FuzzParsePartial: partials travel over the network; malformed bytes are
-// an error, never a crash or an allocation out of proportion to them.
-func FuzzParsePartial(f *testing.F) {
-	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{InputAudioSeconds: []float64{}}, true)
+// FuzzReadPartial: partials travel over the network and in files;
+// malformed bytes are an error, never a crash or an allocation out of
+// proportion to them. The input is the partial's stream, uncompressed.
+func FuzzReadPartial(f *testing.F) {
+	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 2, Burstiness: 1}},
+		&metrics.ComputeOptions{InputAudioSeconds: func(int) float64 { return 0 }}, true)
 	p := &Partial{
-		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings},
-		Records: []PartialRecord{
-			{RequestResult: metrics.RequestResult{Index: 1, Success: true, GeneratedText: "hi", ITLNs: []int64{5, -3, 1 << 40},
+		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 4, Settings: settings, RequestIDPrefix: "bench-"},
+		Records: recordsOf(
+			PartialRecord{RequestResult: metrics.RequestResult{Index: 1, Success: true, GeneratedText: "hi", ITLNs: []int64{5, -3, 1 << 40},
 				Breakdown:   metrics.Breakdown{Known: true, NewConn: true, ConnectNs: 3},
-				ChunkTokens: metrics.ChunkTokens{State: metrics.RunningMissing}}, Counted: 2, AudioSec: 1.5},
-			{RequestResult: metrics.RequestResult{Index: 3, Error: "boom"}, Counted: -1},
-		},
+				ChunkTokens: metrics.ChunkTokens{State: metrics.RunningMissing}, TextCounted: true, TextTokens: 2}, AudioSec: 1.5, RequestID: "bench-1"},
+			PartialRecord{RequestResult: metrics.RequestResult{Index: 3, Error: "boom"}, RequestID: "other-3", ExpectedOutputLen: 7},
+		),
 	}
-	var buf bytes.Buffer
-	if err := WritePartial(&buf, p); err != nil {
-		f.Fatal(err)
-	}
-	raw, err := ReadPartialBytes(&buf)
-	if err != nil {
-		f.Fatal(err)
-	}
+	raw := gunzip(f, partialBytes(f, p))
 	f.Add(raw)
 	f.Add(raw[:len(raw)/2])
 	f.Add([]byte(partialMagic))
-	// Version 2's fields: what the server said, the reasoning, the
-	// request's id, the probes, the fingerprint, the RTTs and the tokens
-	// of each chunk; version 3's agent memory; and a version-2 file.
-	buf.Reset()
-	if err := WritePartial(&buf, richPartial()); err != nil {
-		f.Fatal(err)
-	}
-	if raw, err = ReadPartialBytes(&buf); err != nil {
-		f.Fatal(err)
-	}
+	// Every field of the format, and a version-2 and a version-3 file.
+	raw = gunzip(f, partialBytes(f, richPartial()))
 	f.Add(raw)
 	f.Add(raw[:len(raw)-3])
-	v2, err := os.Open(filepath.Join("testdata", "partial-v2.bin"))
-	if err != nil {
-		f.Fatal(err)
+	for _, name := range []string{"partial-v2.bin", "partial-v3.bin"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(gunzip(f, b))
 	}
-	defer v2.Close()
-	if raw, err = ReadPartialBytes(v2); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(raw)
-	// A stream of many chunks of three tokens and a short last one, as
-	// runs: a long run from a few bytes, held to the gaps' count.
+	// A stream of many chunks of three tokens and a short last one.
 	gaps := make([]int64, 999)
 	counts := make([]uint16, 1000)
 	for i := range counts {
@@ -111,26 +109,26 @@ func FuzzParsePartial(f *testing.F) {
 	}
 	counts[999] = 1
 	long := richPartial()
-	long.Records[0].ITLNs, long.Records[0].ChunkTokens = gaps, metrics.CountedChunkTokens(counts)
-	buf.Reset()
-	if err := WritePartial(&buf, long); err != nil {
-		f.Fatal(err)
-	}
-	if raw, err = ReadPartialBytes(&buf); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(raw)
+	recs := richRecords()
+	recs[0].ITLNs, recs[0].ChunkTokens = gaps, metrics.CountedChunkTokens(counts)
+	long.Records = recordsOf(recs...)
+	f.Add(gunzip(f, partialBytes(f, long)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParsePartial(data)
+		got, err := readWhole(bytes.NewReader(gzipped(data)))
 		if err != nil {
 			return
 		}
+		p := &Partial{Header: got.Header, Records: recordsOf(got.Records...), Probes: got.Probes}
 		var out bytes.Buffer
 		if err := WritePartial(&out, p); err != nil {
-			t.Fatalf("a parsed partial does not write back: %v", err)
+			t.Fatalf("a read partial does not write back: %v", err)
 		}
-		if _, err := ReadPartial(&out); err != nil {
+		again, err := readWhole(&out)
+		if err != nil {
 			t.Fatalf("a written partial does not read back: %v", err)
+		}
+		if len(again.Records) != len(got.Records) || len(again.Probes) != len(got.Probes) {
+			t.Fatalf("read back %d records and %d probes, wrote %d and %d", len(again.Records), len(again.Probes), len(got.Records), len(got.Probes))
 		}
 	})
 }
@@ -174,11 +172,11 @@ func TestOutputFlagsMayDiffer(t *testing.T) {
 
 	parts := []*Partial{
 		{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 1, NumRequests: 2, Settings: own},
-			Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: 1, Success: true, NumInputSequences: 1}, Counted: -1}}},
+			Records: recordsOf(PartialRecord{RequestResult: metrics.RequestResult{Index: 1, Success: true, NumInputSequences: 1}})},
 		{Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 2, Settings: lead},
-			Records: []PartialRecord{{RequestResult: metrics.RequestResult{Index: 0, Success: true, NumInputSequences: 1}, Counted: -1}}},
+			Records: recordsOf(PartialRecord{RequestResult: metrics.RequestResult{Index: 0, Success: true, NumInputSequences: 1}})},
 	}
-	m, err := MergePartials(parts)
+	m, err := mergeOf(t, parts...)
 	if err != nil {
 		t.Fatalf("partials differing in output flags: %v", err)
 	}
@@ -220,7 +218,8 @@ func TestPartialPaths(t *testing.T) {
 	}
 }
 
-// richPartial is a partial with every field of version 3 set.
+// richPartial is a partial with every field of the format set; its
+// records are richRecords, its probes richProbes.
 func richPartial() *Partial {
 	p := richPartialV2()
 	open := 1
@@ -231,7 +230,8 @@ func richPartial() *Partial {
 
 // richPartialV2 is a partial with every field of version 2 set, the one
 // testdata/partial-v2.bin holds: that file is WritePartial(richPartialV2())
-// of the version-2 writer, stampede at 02c5b8a.
+// of the version-2 writer, stampede at 02c5b8a; testdata/partial-v3.bin
+// is WritePartial(richPartial()) of the version-3 writer, at 2cfcc83.
 func richPartialV2() *Partial {
 	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai-chat", RequestRate: 2, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
 	settings.FrontEnds = []string{"http://a/v1/chat/completions", "http://b/v1/chat/completions"}
@@ -240,54 +240,142 @@ func richPartialV2() *Partial {
 		Header: PartialHeader{ClusterSize: 2, ClusterIndex: 0, NumRequests: 4, Settings: settings, URL: "http://a/v1/chat/completions",
 			Fingerprint: &report.Fingerprint{Server: map[string]string{"version": "0.11"}, Client: map[string]string{"host": "h0", "stampede": "v1"}},
 			RTTs:        []engine.ConnRTT{{RTTUs: 120, MinRTTUs: 80}}},
-		Records: []PartialRecord{
-			{RequestResult: metrics.RequestResult{Index: 0, Success: true, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 7, LatencyNs: 30,
-				ITLNs: []int64{10, 13}, ServerTokens: 3, ServerUsage: metrics.UsageChunk, HTTPStatus: 200,
-				ChunkTokens: metrics.CountedChunkTokens([]uint16{0, 2, 1}),
-				Reasoning:   metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
-				Counted: -1, RequestID: "bench-0a1b2c3d-0", ExpectedOutputLen: 3},
-			{RequestResult: metrics.RequestResult{Index: 2, Error: "Internal Server Error", HTTPStatus: 500, ServerMessage: "out of memory"},
-				Counted: -1, RequestID: "bench-0a1b2c3d-2", ExpectedOutputLen: 9},
-		},
-		Probes: []PartialRecord{
-			{RequestResult: metrics.RequestResult{Index: 0, Success: true, LatencyNs: 4e6, TTFTNs: 1e6}, Counted: -1},
-			{RequestResult: metrics.RequestResult{Index: 0, Error: "timeout"}, Counted: -1},
-		},
+		Records: recordsOf(richRecords()...),
+		Probes:  richProbes(),
 	}
 }
 
-// TestPartialRoundTrip: every field of version 3 reads back as written.
+func richRecords() []PartialRecord {
+	return []PartialRecord{
+		{RequestResult: metrics.RequestResult{Index: 0, Success: true, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 7, LatencyNs: 30,
+			ITLNs: []int64{10, 13}, ServerTokens: 3, ServerUsage: metrics.UsageChunk, HTTPStatus: 200,
+			ChunkTokens: metrics.CountedChunkTokens([]uint16{0, 2, 1}),
+			Reasoning:   metrics.Reasoning{FirstAnswerNs: 20, ReasoningChunks: 2, ReasoningTokens: -1, FirstToolCallNs: 25, ToolCallChunks: 1, ToolCalls: 1}},
+			RequestID: "bench-0a1b2c3d-0", ExpectedOutputLen: 3},
+		{RequestResult: metrics.RequestResult{Index: 2, Error: "Internal Server Error", HTTPStatus: 500, ServerMessage: "out of memory"},
+			RequestID: "bench-0a1b2c3d-2", ExpectedOutputLen: 9},
+	}
+}
+
+func richProbes() []metrics.RequestResult {
+	return []metrics.RequestResult{
+		{Index: 0, Success: true, LatencyNs: 4e6, TTFTNs: 1e6},
+		{Index: 0, Error: "timeout"},
+	}
+}
+
+// samePartial compares a partial read back with the one written, whose
+// records and probes are richRecords and richProbes.
+func samePartial(t *testing.T, got *collected, want *Partial) {
+	t.Helper()
+	if !reflect.DeepEqual(got.Header, want.Header) {
+		t.Errorf("header read back\n%+v\nwant\n%+v", got.Header, want.Header)
+	}
+	// An empty array reads back as none: the text of each compares.
+	if text, want := fmt.Sprintf("%+v", got.Records), fmt.Sprintf("%+v", richRecords()); text != want {
+		t.Errorf("records read back\n%s\nwant\n%s", text, want)
+	}
+	if text, want := fmt.Sprintf("%+v", got.Probes), fmt.Sprintf("%+v", richProbes()); text != want {
+		t.Errorf("probes read back\n%+v\nwant\n%+v", got.Probes, want)
+	}
+}
+
+// TestPartialRoundTrip: every field reads back as written, a record's
+// request id whether it is the prefix and its index or its own.
 func TestPartialRoundTrip(t *testing.T) {
 	want := richPartial()
-	var buf bytes.Buffer
-	if err := WritePartial(&buf, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadPartial(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("read back\n%+v\nwant\n%+v", got, want)
+	for _, prefix := range []string{"", "bench-0a1b2c3d-", "bench-"} {
+		want.Header.RequestIDPrefix = prefix
+		got, err := readWhole(bytes.NewReader(partialBytes(t, want)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != PartialVersion {
+			t.Errorf("version %d, want %d", got.Version, PartialVersion)
+		}
+		samePartial(t, got, want)
 	}
 }
 
-// TestPartialChunkTokens: the tokens of each chunk travel as runs (a
-// thousand events of one token take four bytes), and runs that do not
-// add up to the record's token events, a run of none and an unknown
-// state are each named.
-func TestPartialChunkTokens(t *testing.T) {
-	ones := make([]uint16, 1000)
-	for i := range ones {
-		ones[i] = 1
+// TestPartialStreamsInSections: a partial of many records is written in
+// sections of about partialChunkBytes, never one whole; one cut between
+// two sections, or missing one, is refused as cut short, not read as a
+// smaller partial.
+func TestPartialStreamsInSections(t *testing.T) {
+	const n = 20_000
+	settings := NewPartialSettings(&pyout.ReportParams{RunSettings: pyout.RunSettings{Backend: "openai", RequestRate: 1, Burstiness: 1}}, &metrics.ComputeOptions{}, false)
+	p := &Partial{Header: PartialHeader{ClusterSize: 1, NumRequests: n, Settings: settings, RequestIDPrefix: "r-"},
+		Records: func(yield func(*PartialRecord) bool) error {
+			var rec PartialRecord
+			for i := range n {
+				rec.RequestResult = metrics.RequestResult{Index: i, Success: true, OutputTokens: 50, ITLNs: make([]int64, 49)}
+				rec.RequestID = "r-" + strconv.Itoa(i)
+				if !yield(&rec) {
+					return nil
+				}
+			}
+			return nil
+		}}
+	var sections []int
+	sink := &recordingSink{sizes: &sections}
+	if _, err := writePartialStream(sink, p); err != nil {
+		t.Fatal(err)
 	}
-	b := appendChunkTokens(nil, metrics.CountedChunkTokens(ones))
-	if len(b) != 5 {
-		t.Errorf("1,000 events of one token take %d bytes: % x", len(b), b)
+	if len(sections) < 4 {
+		t.Fatalf("%d sections for %d records", len(sections), n)
 	}
-	pr := &partialReader{b: b, part: "record 0"}
-	if got := readChunkTokens(pr, 1000); pr.err != nil || got.Len() != 1000 || slices.Max(got.Counts()) != 1 {
-		t.Errorf("read back %d counts, %v", got.Len(), pr.err)
+	for i, size := range sections[:len(sections)-2] {
+		if size > partialChunkBytes+1<<10 {
+			t.Errorf("section %d holds %d bytes, over %d", i, size, partialChunkBytes)
+		}
+	}
+	raw := gunzip(t, partialBytes(t, p))
+	got, err := readWhole(bytes.NewReader(gzipped(raw)))
+	if err != nil || len(got.Records) != n || got.Records[n-1].RequestID != "r-"+strconv.Itoa(n-1) {
+		t.Fatalf("read back %v records, %v", got, err)
+	}
+	// Cut after the prelude and the first section.
+	cut := sink.ends[1]
+	if _, err := readWhole(bytes.NewReader(gzipped(raw[:cut]))); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("a partial cut between sections: %v", err)
+	}
+	// The second section left out.
+	spliced := append(append([]byte{}, raw[:sink.ends[1]]...), raw[sink.ends[2]:]...)
+	if _, err := readWhole(bytes.NewReader(gzipped(spliced))); err == nil || !strings.Contains(err.Error(), "sections are missing") {
+		t.Errorf("a partial missing a section: %v", err)
+	}
+}
+
+// recordingSink writes a partial's stream as a file holds it, noting
+// each section's size and where each part of the stream ends.
+type recordingSink struct {
+	buf   bytes.Buffer
+	sizes *[]int
+	ends  []int
+}
+
+func (s *recordingSink) prelude(b []byte) error {
+	s.buf.Write(b)
+	s.ends = append(s.ends, s.buf.Len())
+	return nil
+}
+
+func (s *recordingSink) section(kind byte, payload []byte) error {
+	s.buf.WriteByte(kind)
+	s.buf.Write(binary.AppendUvarint(nil, uint64(len(payload))))
+	s.buf.Write(payload)
+	*s.sizes = append(*s.sizes, len(payload))
+	s.ends = append(s.ends, s.buf.Len())
+	return nil
+}
+
+// TestLegacyChunkTokens: a version-2 or -3 partial's tokens of each
+// chunk travel as runs; runs that do not add up to the record's token
+// events, a run of none and an unknown state are each named.
+func TestLegacyChunkTokens(t *testing.T) {
+	l := &legacyRecords{r: bytes.NewReader([]byte{byte(metrics.RunningCounted), 1, 1, 0xe8, 0x07}), part: "record 0"}
+	if got := l.chunkTokens(1000); l.err != nil || got.Len() != 1000 || slices.Max(got.Counts()) != 1 {
+		t.Errorf("read back %d counts, %v", got.Len(), l.err)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -295,54 +383,69 @@ func TestPartialChunkTokens(t *testing.T) {
 		events int
 		want   string
 	}{
-		{"too few", appendChunkTokens(nil, metrics.CountedChunkTokens([]uint16{3, 3, 3})), 4, "tokens of 3 token events for 4"},
-		{"too many", appendChunkTokens(nil, metrics.CountedChunkTokens([]uint16{3, 3, 3})), 2, "value 3 is above 2"},
+		{"too few", []byte{byte(metrics.RunningCounted), 1, 3, 3}, 4, "tokens of 3 token events for 4"},
+		{"too many", []byte{byte(metrics.RunningCounted), 1, 3, 3}, 2, "value 3 is above 2"},
 		{"empty run", []byte{byte(metrics.RunningCounted), 1, 3, 0}, 1, "a run of no token events"},
 		{"unknown state", []byte{9}, 1, "unknown running usage state 9"},
 		{"count too large", []byte{byte(metrics.RunningCounted), 1, 0x80, 0x80, 0x04, 1}, 1, "value 65536 is above 65535"},
 	} {
-		pr := &partialReader{b: tc.b, part: "record 0"}
-		readChunkTokens(pr, tc.events)
-		if pr.err == nil || !strings.Contains(pr.err.Error(), tc.want) {
-			t.Errorf("%s: %v, want an error saying %q", tc.name, pr.err, tc.want)
+		l := &legacyRecords{r: bytes.NewReader(tc.b), part: "record 0"}
+		l.chunkTokens(tc.events)
+		if l.err == nil || !strings.Contains(l.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, l.err, tc.want)
 		}
 	}
 }
 
-// TestPartialOldVersionRefused: a partial of version 1 (an older
-// stampede's) is refused, naming both versions and what to do.
-func TestPartialOldVersionRefused(t *testing.T) {
-	raw := binary.AppendUvarint([]byte(partialMagic), 1)
-	raw = append(raw, 2, '{', '}', 0)
-	_, err := ParsePartial(raw)
-	if err == nil || !strings.Contains(err.Error(), "version 1; this stampede reads versions 2 to 3: merge it with the stampede that wrote it") {
-		t.Fatalf("version 1: %v", err)
-	}
-	raw = binary.AppendUvarint([]byte(partialMagic), 4)
-	raw = append(raw, 2, '{', '}', 0)
-	if _, err := ParsePartial(raw); err == nil || !strings.Contains(err.Error(), "version 4; this stampede reads versions 2 to 3") {
-		t.Fatalf("version 4: %v", err)
+// TestPartialOtherVersionsRefused: a partial of version 1 (an older
+// stampede's) or 5 (a newer one's) is refused, naming both versions and
+// what to do.
+func TestPartialOtherVersionsRefused(t *testing.T) {
+	for _, v := range []uint64{1, 5} {
+		raw := binary.AppendUvarint([]byte(partialMagic), v)
+		raw = append(raw, 2, '{', '}', 0)
+		_, err := OpenPartial(bytes.NewReader(gzipped(raw)))
+		want := fmt.Sprintf("version %d; this stampede reads versions 2 to 4: merge it with the stampede that wrote it", v)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("version %d: %v, want %q", v, err, want)
+		}
 	}
 }
 
-// TestPartialVersion2Reads: a version-2 partial, written by the stampede
-// before the agents' memory, reads with every field it has and no memory,
-// and merges into a sidecar whose health lists no agent's memory.
-func TestPartialVersion2Reads(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "partial-v2.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := ReadPartial(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := richPartialV2(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("read back\n%+v\nwant\n%+v", got, want)
-	}
-	if h := mergedHealth([]PartialHeader{got.Header}); h.Agents != nil {
-		t.Errorf("merged health of a version-2 partial lists memory: %+v", h.Agents)
+// TestPartialLegacyVersionsRead: a version-2 partial, written by the
+// stampede before the agents' memory, reads with every field it has and
+// no memory, and merges into a sidecar whose health lists no agent's
+// memory; a version-3 one, the format before the stream, reads whole.
+func TestPartialLegacyVersionsRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		want    *Partial
+	}{{"partial-v2.bin", 2, richPartialV2()}, {"partial-v3.bin", 3, richPartial()}} {
+		f, err := os.Open(filepath.Join("testdata", tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readWhole(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.Version != tc.version {
+			t.Errorf("%s: version %d", tc.name, got.Version)
+		}
+		if tc.version == 3 {
+			// The version-3 file holds the merged outputs' settings and
+			// the server's readings too.
+			if o, s := got.Header.Settings.Outputs, got.Header.Server; o == nil || !o.SteadyState || o.SteadyStateThreshold != 0.9 || s == nil {
+				t.Errorf("version 3: outputs %+v, server %+v", o, s)
+			}
+			tc.want.Header.Settings.Outputs, tc.want.Header.Server = got.Header.Settings.Outputs, got.Header.Server
+		}
+		samePartial(t, got, tc.want)
+		if h := mergedHealth([]PartialHeader{got.Header}); (h.Agents != nil) != (tc.version > 2) {
+			t.Errorf("merged health of a version-%d partial lists memory: %+v", tc.version, h.Agents)
+		}
 	}
 }
 
@@ -356,19 +459,7 @@ func TestMergedHealthListsAgentsMemory(t *testing.T) {
 	parts[0].Header.Memory = &report.SidecarAgentMemory{Index: 7, Requests: 1, PeakRSSBytes: 300 << 20, EndRSSBytes: 200 << 20, MaxOpenStreams: &three,
 		Sampled: &report.SidecarMemory{Samples: 4, IntervalMs: 200, MostOpenStreams: 3, RSSAtMostOpenBytes: 250 << 20, PeakRSSBytes: 260 << 20, OpenAtPeak: 2}}
 	parts[1].Header.Memory = &report.SidecarAgentMemory{Index: 1, Requests: 1, PeakRSSBytes: 150 << 20, EndRSSBytes: 120 << 20}
-	var reread []*Partial
-	for _, p := range parts {
-		var buf bytes.Buffer
-		if err := WritePartial(&buf, p); err != nil {
-			t.Fatal(err)
-		}
-		q, err := ReadPartial(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reread = append(reread, q)
-	}
-	m, err := MergePartials([]*Partial{reread[1], reread[0]})
+	m, err := mergeOf(t, parts[1], parts[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,14 +478,15 @@ func TestMergedHealthListsAgentsMemory(t *testing.T) {
 	want := []map[string]any{
 		{"index": 0.0, "requests": 1.0, "peak_rss_bytes": float64(300 << 20), "end_rss_bytes": float64(200 << 20), "max_open_streams": 3.0,
 			"sampled": map[string]any{"samples": 4.0, "interval_ms": 200.0, "most_open_streams": 3.0, "rss_at_most_open_bytes": float64(250 << 20),
-				"peak_rss_bytes": float64(260 << 20), "open_at_peak": 2.0}},
+				"peak_rss_bytes": float64(260 << 20), "open_at_peak": 2.0, "base_rss_bytes": 0.0, "prompt_window_bytes_at_peak": 0.0,
+				"record_log_bytes_at_peak": 0.0, "streams_bytes_at_peak": 0.0}},
 		{"index": 1.0, "requests": 1.0, "peak_rss_bytes": float64(150 << 20), "end_rss_bytes": float64(120 << 20), "max_open_streams": nil, "sampled": nil},
 	}
 	if !reflect.DeepEqual(health.Agents, want) {
 		t.Errorf("health.agents = %v\nwant %v", health.Agents, want)
 	}
-	reread[1].Header.Memory = nil
-	if m, err = MergePartials(reread); err != nil {
+	parts[1].Header.Memory = nil
+	if m, err = mergeOf(t, parts...); err != nil {
 		t.Fatal(err)
 	}
 	if h := mergedHealth(m.Agents); len(h.Agents) != 1 || h.Agents[0].Index != 0 {
@@ -416,7 +508,7 @@ func TestAgentMemory(t *testing.T) {
 		{StartNs: 0, LatencyNs: 10}, {StartNs: 5, LatencyNs: 10}, {StartNs: 10, LatencyNs: 3}, {StartNs: 15, LatencyNs: 1},
 		{Error: "refused"},
 	}
-	m := readRSS(agentMemory(2, results))
+	m := readRSS(agentMemory(2, metrics.LogOf(results...)))
 	if m == nil {
 		t.Fatal("no memory read from /proc/self/status")
 	}
@@ -426,7 +518,7 @@ func TestAgentMemory(t *testing.T) {
 	if m.MaxOpenStreams == nil || *m.MaxOpenStreams != 2 {
 		t.Errorf("max open streams = %v, want 2", m.MaxOpenStreams)
 	}
-	if open, ok := metrics.MaxOpen(results[4:]); ok {
+	if open, ok := metrics.MaxOpen(metrics.LogOf(results[4:]...)); ok {
 		t.Errorf("no request ran, yet %d open", open)
 	}
 	status := []byte("Name:\tstampede\nVmPeak:\t 9 kB\nVmHWM:\t  123 kB\nVmRSS:\t 100 kB\nVmSwap: x\n")
@@ -455,11 +547,7 @@ func TestPartialServerReadings(t *testing.T) {
 		CommittedThroughput: 0.1 + 0.2, StepsPerCanvas: math.Inf(1), CommittedPerStep: math.NaN()}
 	p.Header.Server = &ServerReadings{Metrics: &report.ServerMetrics{Server: "vLLM", Scrapes: 3},
 		PrefixCache: &report.PrefixCache{Server: "vLLM", Reset: true}, SpecDecode: spec, Diffusion: diff}
-	var buf bytes.Buffer
-	if err := WritePartial(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadPartial(&buf)
+	got, err := readWhole(bytes.NewReader(partialBytes(t, p)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,11 +563,11 @@ func TestPartialServerReadings(t *testing.T) {
 		!math.IsInf(d.StepsPerCanvas, 1) || !math.IsNaN(d.CommittedPerStep) {
 		t.Errorf("diffusion read back as %+v, want %+v", d, diff)
 	}
-	m, err := MergePartials([]*Partial{got})
+	m, err := mergeOf(t, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Server != s || m.Params.SpecDecode != s.SpecDecode || m.Params.Diffusion != s.Diffusion {
+	if !reflect.DeepEqual(m.Server.Metrics, s.Metrics) || m.Params.SpecDecode != m.Server.SpecDecode || m.Params.Diffusion != m.Server.Diffusion || !reflect.DeepEqual(m.Params.SpecDecode, spec) {
 		t.Errorf("merge left the readings out: %+v, params %+v %+v", m.Server, m.Params.SpecDecode, m.Params.Diffusion)
 	}
 }

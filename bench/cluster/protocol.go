@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/report"
@@ -41,10 +42,13 @@ import (
 // probes, ping (8 bytes: its wall clock in Unix ns) each answered by pong
 // (16 bytes: the ping's time, then the agent's wall clock when it read the
 // ping), then start (JSON clusterStart, with agent 0's own MAC). After its
-// share of the run the agent sends result: its MAC over the run's nonce,
-// its index and the partial, then the partial (gzip-compressed as
-// WritePartial writes it). Either side may send fail (text) instead, and
-// close. A reader names the kinds it accepts next, each with its bound, so
+// share of the run the agent streams its partial as result frames: the
+// partial's prelude, then each of its sections (partial_stream.go), each
+// frame its MAC (over the run's nonce, the agent's index, the frame's
+// number in the stream and its bytes) and then its bytes, so that agent 0
+// checks each chunk of records before it appends them to its spool, and
+// no frame can be dropped, repeated or moved. Either side may send fail
+// (text) instead, and close. A reader names the kinds it accepts next, each with its bound, so
 // no peer makes it read a frame it does not expect or buffer more than the
 // bound.
 const (
@@ -58,30 +62,31 @@ const (
 )
 
 // clusterProtocol is the version hello carries; agents of another refuse.
-// Version 3 added the hello's refusal.
-const clusterProtocol = 3
+// Version 3 added the hello's refusal; version 4 streams the partial.
+const clusterProtocol = 4
 
 // Frame bounds. A hello, a start and a fail are small JSON or text; a
-// result is bounded by the agent's share (maxResultFrame).
+// result frame holds a partial's prelude or one of its sections, and all
+// of an agent's result frames together are bounded by its share
+// (maxResultBytes).
 const (
-	maxHelloFrame = 4 << 10
-	maxStartFrame = 4 << 10
-	maxFailFrame  = 16 << 10
+	maxHelloFrame   = 4 << 10
+	maxStartFrame   = 4 << 10
+	maxFailFrame    = 16 << 10
+	maxPreludeFrame = sha256.Size + 64 + maxPartialHeader
+	maxSectionFrame = sha256.Size + 1 + maxPartialSection
 )
 
-// maxResultFrame bounds the result of an agent that sends requests of a
-// run: a fixed allowance for the header, and maxResultPerRequest per
-// request (a record with every token gap and, with --save-detailed, the
-// generated text), never more than a partial may hold; the bound leaves
-// room for the MAC the reader adds to it, so the sum stays in uint32 (a
-// share of 4,096 requests or more reaches the partial's 4 GiB).
-func maxResultFrame(requests int) uint32 {
-	n := uint64(1<<20) + uint64(max(requests, 0))*maxResultPerRequest
-	return uint32(min(n, maxPartialBytes-1-sha256.Size))
+// maxResultBytes bounds what an agent that sends requests of a run
+// delivers, its frames' MACs and all: its header, and maxResultPerRequest
+// per request (a record with every token gap and, with --save-detailed,
+// the generated text).
+func maxResultBytes(requests int) uint64 {
+	return maxPreludeFrame + 1<<20 + uint64(max(requests, 0))*maxResultPerRequest
 }
 
-// maxResultPerRequest is a compressed record's allowance: 1 MiB holds
-// about 300,000 token gaps, or a long text.
+// maxResultPerRequest is a record's allowance: 1 MiB holds about 300,000
+// token gaps, or a long text.
 const maxResultPerRequest = 1 << 20
 
 // clockProbes is how many ping/pong exchanges measure an agent's clock;
@@ -602,13 +607,16 @@ func (c *coordinator) maxRTT() time.Duration {
 	return time.Duration(m)
 }
 
-// collect reads every agent's partial; an agent has the timeout from now
-// to deliver it (its share started with agent 0's, so it should end about
-// when agent 0's did).
-func (c *coordinator) collect(ctx context.Context) ([]*Partial, error) {
-	deadline := time.Now().Add(c.timeout)
-	parts := make([]*Partial, c.size)
-	errs := make([]error, c.size)
+// collect streams every agent's partial into m, each agent's on a
+// goroutine of its own, and returns why each agent that did not deliver
+// its partial whole failed to, by index (none: every agent delivered).
+// An agent has the timeout from now for its first frame (its share
+// started with agent 0's, so it should end about when agent 0's did),
+// and the timeout again for each next one. An agent whose delivery
+// failed is told why and dropped.
+func (c *coordinator) collect(ctx context.Context, m *merger) map[int]error {
+	var mu sync.Mutex
+	missing := map[int]error{}
 	stop := context.AfterFunc(ctx, func() {
 		for _, a := range c.agents[1:] {
 			a.conn.SetDeadline(time.Now())
@@ -618,39 +626,158 @@ func (c *coordinator) collect(ctx context.Context) ([]*Partial, error) {
 	var wg sync.WaitGroup
 	for _, a := range c.agents[1:] {
 		wg.Go(func() {
-			a.conn.SetDeadline(deadline)
-			payload, err := expectFrame(a.r, frameResult, maxResultFrame(c.shares[a.index])+sha256.Size)
+			src := &frameSource{conn: a.conn, r: a.r, token: c.token, nonce: c.nonce, index: a.index,
+				budget: maxResultBytes(c.shares[a.index]), timeout: c.timeout}
+			got, err := c.receive(src, m)
 			if err == nil {
-				parts[a.index], err = c.verifyResult(a.index, payload)
+				return
 			}
-			if err != nil {
-				errs[a.index] = fmt.Errorf("cluster: agent %d delivered no partial result of this run within --cluster-timeout-sec %v of agent 0's end: %w",
-					a.index, c.timeout.Seconds(), err)
-			}
+			err = deliveryError(a.index, got, c.shares[a.index], c.timeout, err)
+			tell(a.conn, err)
+			a.conn.Close()
+			mu.Lock()
+			missing[a.index] = err
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, c.fail(err)
-	}
-	return slices.Delete(parts, 0, 1), nil
+	return missing
 }
 
-// verifyResult checks agent index's result frame: its MAC, in this run,
-// then the partial it carries, which must be that agent's.
-func (c *coordinator) verifyResult(index int, payload []byte) (*Partial, error) {
+// receive reads one agent's partial from src into m, and returns how
+// many of its records arrived.
+func (c *coordinator) receive(src *frameSource, m *merger) (int, error) {
+	body, err := src.frame(maxPreludeFrame)
+	if err != nil {
+		return 0, err
+	}
+	p, err := readPrelude(bytes.NewReader(body))
+	switch {
+	case err != nil:
+		return 0, err
+	case p.Version != PartialVersion:
+		return 0, &PartialError{Part: "version", What: fmt.Sprintf("version %d over the cluster's connection, which carries %d", p.Version, PartialVersion)}
+	case p.Header.ClusterIndex != src.index:
+		return 0, fmt.Errorf("it holds agent %d's partial", p.Header.ClusterIndex)
+	}
+	p.src = src
+	sh, err := m.admit(&p.Header)
+	if err != nil {
+		return 0, err
+	}
+	err = sh.readFrom(p)
+	return sh.count, err
+}
+
+// deliveryError says why agent index's partial did not arrive whole, got
+// of its share's records having arrived: a connection that closed (the
+// agent ended or was killed), one silent past the timeout, frames not
+// keyed by this run, or what the agent or its partial said.
+func deliveryError(index, got, share int, timeout time.Duration, err error) error {
+	arrived := fmt.Sprintf("%d of its %d requests' records had arrived", got, share)
+	within := fmt.Sprintf("cluster: agent %d delivered no whole partial result within --cluster-timeout-sec %v", index, timeout.Seconds())
+	var fail *FailError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%s: it stayed silent that long after agent 0's end or its last frame (%s)", within, arrived)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("%s: its connection closed before the end of its partial result (%s): the agent ended or was killed", within, arrived)
+	case errors.Is(err, errNotThisRun):
+		return fmt.Errorf("cluster: agent %d's partial result is not keyed by this run's nonce and cluster token (a partial of another run, or altered on the way); %s", index, arrived)
+	case errors.As(err, &fail):
+		return fmt.Errorf("cluster: agent %d sent no partial result: %s", index, fail.Text)
+	}
+	return fmt.Errorf("cluster: agent %d delivered no partial result of this run (%s): %w", index, arrived, err)
+}
+
+// errNotThisRun is a result frame whose MAC does not verify.
+var errNotThisRun = errors.New("a result frame not keyed by this run's nonce and cluster token")
+
+// frameSource reads an agent's result frames on agent 0, checking each
+// one's MAC and number, and the agent's budget; it gives the partial's
+// sections to a PartialReader.
+type frameSource struct {
+	conn    net.Conn
+	r       io.Reader
+	token   string
+	nonce   []byte
+	index   int
+	seq     uint64
+	budget  uint64
+	timeout time.Duration
+}
+
+// frame reads the next result frame of at most limit bytes and returns
+// its body once its MAC verifies.
+func (s *frameSource) frame(limit uint32) ([]byte, error) {
+	s.conn.SetReadDeadline(time.Now().Add(s.timeout))
+	if uint64(limit) > s.budget {
+		limit = uint32(s.budget)
+	}
+	payload, err := expectFrame(s.r, frameResult, limit)
+	if err != nil {
+		return nil, err
+	}
+	s.budget -= uint64(len(payload))
 	if len(payload) < sha256.Size {
 		return nil, &FrameError{"a result frame without its MAC"}
 	}
-	sum, partial := payload[:sha256.Size], payload[sha256.Size:]
-	if !hmac.Equal(sum, resultMAC(c.token, c.nonce, index, partial)) {
-		return nil, errors.New("its partial is not keyed by this run's nonce and cluster token (a partial of another run, or altered on the way)")
+	sum, body := payload[:sha256.Size], payload[sha256.Size:]
+	if !hmac.Equal(sum, resultMAC(s.token, s.nonce, s.index, s.seq, body)) {
+		return nil, errNotThisRun
 	}
-	p, err := ReadPartial(bytes.NewReader(partial))
-	if err == nil && p.Header.ClusterIndex != index {
-		err = fmt.Errorf("it holds agent %d's partial", p.Header.ClusterIndex)
+	s.seq++
+	return body, nil
+}
+
+func (s *frameSource) next() (byte, []byte, error) {
+	body, err := s.frame(maxSectionFrame)
+	if err == io.EOF {
+		// Only the end section ends a partial: a connection that closes
+		// before it cut the partial short.
+		err = io.ErrUnexpectedEOF
 	}
-	return p, err
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(body) == 0 {
+		return 0, nil, &FrameError{"an empty result frame"}
+	}
+	return body[0], body[1:], nil
+}
+
+// frameSink sends a partial as result frames (agentLink.sendPartial).
+type frameSink struct {
+	conn    net.Conn
+	token   string
+	nonce   []byte
+	index   int
+	seq     uint64
+	timeout time.Duration
+	kind    [1]byte
+}
+
+func (s *frameSink) prelude(b []byte) error { return s.send(nil, b) }
+
+func (s *frameSink) section(kind byte, payload []byte) error {
+	s.kind[0] = kind
+	return s.send(s.kind[:], payload)
+}
+
+// send writes one frame whose body is head then rest, its MAC first.
+func (s *frameSink) send(head, rest []byte) error {
+	mac := resultMAC(s.token, s.nonce, s.index, s.seq, head, rest)
+	s.seq++
+	n := uint64(len(mac) + len(head) + len(rest))
+	if n > 1<<32-1 {
+		return fmt.Errorf("cluster: a result frame of %d bytes is too large", n)
+	}
+	frame := [5]byte{frameResult}
+	binary.BigEndian.PutUint32(frame[1:], uint32(n))
+	s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
+	bufs := net.Buffers{frame[:], mac, head, rest}
+	_, err := bufs.WriteTo(s.conn)
+	return err
 }
 
 // agentLink is an agent's connection to agent 0.
@@ -869,18 +996,15 @@ func (l *agentLink) register(hello clusterHello, timeout time.Duration) (cluster
 	}
 }
 
-// sendPartial delivers this agent's partial to agent 0.
-func (l *agentLink) sendPartial(p *Partial, timeout time.Duration) error {
-	var buf bytes.Buffer
-	if err := WritePartial(&buf, p); err != nil {
-		return err
+// sendPartial streams this agent's partial to agent 0, a section of
+// records at a time, and returns how many records it sent.
+func (l *agentLink) sendPartial(p *Partial, timeout time.Duration) (int, error) {
+	sink := &frameSink{conn: l.conn, token: l.token, nonce: l.nonce, index: p.Header.ClusterIndex, timeout: timeout}
+	records, err := writePartialStream(sink, p)
+	if err != nil {
+		return records, fmt.Errorf("cluster: sending the partial result to agent 0: %w", err)
 	}
-	payload := append(resultMAC(l.token, l.nonce, p.Header.ClusterIndex, buf.Bytes()), buf.Bytes()...)
-	l.conn.SetDeadline(time.Now().Add(timeout))
-	if err := writeFrame(l.conn, frameResult, payload); err != nil {
-		return fmt.Errorf("cluster: sending the partial result to agent 0: %w", err)
-	}
-	return nil
+	return records, nil
 }
 
 // Close closes the connection.

@@ -422,7 +422,7 @@ func FuzzReadFrame(f *testing.F) {
 	limits := []frameLimits{
 		{frameHello: maxHelloFrame},
 		{framePing: 8, frameStart: maxStartFrame, frameFail: maxFailFrame},
-		{frameResult: maxResultFrame(3), frameFail: maxFailFrame},
+		{frameResult: maxSectionFrame, frameFail: maxFailFrame},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, l := range limits {
@@ -441,18 +441,17 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// The reader's bound, a share's plus the MAC in uint32 as the reader adds
-// them, must not wrap around: a share of 5,000 requests once came out as
-// a 31-byte bound.
-func TestMaxResultFrameLeavesRoomForTheMAC(t *testing.T) {
-	for _, requests := range []int{0, 1, 4095, 4096, 5000, 100_000} {
-		bound := maxResultFrame(requests)
-		if withMAC := bound + sha256.Size; withMAC < bound {
-			t.Errorf("maxResultFrame(%d) = %d: plus the MAC wraps around to %d", requests, bound, withMAC)
+// TestMaxResultBytesGrowsWithTheShare: an agent's result stream is
+// bounded by its share, and each frame by what a prelude or a section
+// holds, the MAC included, within a frame's uint32 length.
+func TestMaxResultBytesGrowsWithTheShare(t *testing.T) {
+	for _, requests := range []int{0, 1, 4096, 100_000} {
+		if got, want := maxResultBytes(requests), uint64(maxPreludeFrame+1<<20)+uint64(requests)*maxResultPerRequest; got != want {
+			t.Errorf("maxResultBytes(%d) = %d, want %d", requests, got, want)
 		}
-		if want := min(uint64(1<<20)+uint64(requests)*maxResultPerRequest, maxPartialBytes-1-sha256.Size); uint64(bound) != want {
-			t.Errorf("maxResultFrame(%d) = %d, want %d", requests, bound, want)
-		}
+	}
+	if maxPreludeFrame < sha256.Size+maxPartialHeader || maxSectionFrame != sha256.Size+1+maxPartialSection || uint64(maxSectionFrame) > 1<<32-1 {
+		t.Errorf("frame bounds %d and %d", maxPreludeFrame, maxSectionFrame)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/endpoint"
@@ -49,6 +51,9 @@ type Agent struct {
 	// request went out with (every agent draws its own prefix), so that
 	// the errors' examples and the server's spans name the right ones.
 	SentAs func(index int, id string)
+	// Stdout hears, on agent 0, the warning that heads the block of a run
+	// some agents' partials did not reach; Stderr every other line.
+	Stdout io.Writer
 	Stderr io.Writer
 	// Saved is the partial this agent saved with --save-partial, for
 	// --results-to-log's bundle.
@@ -65,6 +70,55 @@ type Agent struct {
 	// registering is set once Join is called: from there on agent 0
 	// hears of this agent's failures through the protocol itself.
 	registering bool
+	// missing is set on agent 0 when agents delivered no partial result.
+	missing *MissingAgentsError
+}
+
+// MissingAgentsError is the error of a cluster run some agents' partial
+// results did not reach whole: agent 0 printed and saved the others' (the
+// block headed by a warning, the sidecar's cluster.missing_agents saying
+// why), and the command ends with a status of its own.
+type MissingAgentsError struct {
+	Size     int
+	Missing  []MissingAgent
+	Requests int // the whole run's
+}
+
+func (e *MissingAgentsError) Error() string {
+	return fmt.Sprintf("cluster: %s delivered no partial result (cluster.missing_agents in the sidecar says why): "+
+		"the result printed and saved covers the other agents' %d of the run's %d requests", e.agents(), e.covered(), e.Requests)
+}
+
+// Warning is the line that heads the block of such a run.
+func (e *MissingAgentsError) Warning() string {
+	return fmt.Sprintf("WARNING: %s delivered no partial result: the result below covers %d of the run's %d requests, not the whole run",
+		e.agents(), e.covered(), e.Requests)
+}
+
+func (e *MissingAgentsError) agents() string {
+	idx := make([]string, len(e.Missing))
+	for i, m := range e.Missing {
+		idx[i] = strconv.Itoa(m.Index)
+	}
+	return fmt.Sprintf("agent(s) %s of %d", strings.Join(idx, ", "), e.Size)
+}
+
+func (e *MissingAgentsError) covered() int {
+	n := e.Requests
+	for _, m := range e.Missing {
+		n -= m.Requests
+	}
+	return n
+}
+
+// Incomplete is agent 0's *MissingAgentsError once Gather merged a run
+// some agents' partials did not reach; nil otherwise, and on every other
+// agent and a single host.
+func (a *Agent) Incomplete() error {
+	if a == nil || a.missing == nil {
+		return nil
+	}
+	return a.missing
 }
 
 // AgentPlan is c for agent index: agent 0 keeps every option; the others
@@ -225,7 +279,7 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 	if res.Cancelled {
 		outcome.DropUnsent(&res.Data)
 	}
-	part := a.session.agentPartial(res, a.settings, len(a.Wire), a.Options, a.Facts)
+	part := a.session.agentPartial(res, a.settings, len(a.Wire), a.Options, a.Facts, c.RequestIDPrefix)
 	part.Header.Fingerprint, part.Header.URL = a.Fingerprint, c.APIURL
 	if c.AgentIndex == 0 && a.rates != nil {
 		part.Header.RPSChangeEvents = RampUpChanges(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)
@@ -252,8 +306,19 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 	a.lead = part
 	a.merged = merged
 	if a.SentAs != nil {
-		for i, id := range merged.RequestIDs {
-			a.SentAs(i, id)
+		// Only the ids agent 0 did not send as its own dataset gives them
+		// (another agent's prefix) take a string of their own here.
+		for i := range merged.Requests() {
+			if id, _ := a.Facts(i); !merged.RequestIDIs(i, id) {
+				a.SentAs(i, merged.RequestID(i))
+			}
+		}
+	}
+	if len(merged.Missing) > 0 {
+		a.missing = &MissingAgentsError{Size: merged.Size, Missing: merged.Missing, Requests: merged.Requests()}
+		// The line heads Python's block, which follows on stdout.
+		if a.Stdout != nil {
+			fmt.Fprintln(a.Stdout, a.missing.Warning())
 		}
 	}
 	whole := merged.Result(time.Unix(0, a.session.StartUnixNs()))

@@ -36,7 +36,7 @@ func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealt
 			h.ServerMessages, h.ServerMessagesRest = o.Data.ServerMessages.Top(maxMessageTexts)
 		}
 		share := o.Data.Log.Where(func(r *metrics.RequestResult) bool { return r.Index%size == k })
-		parts[k] = &Partial{Header: h, Records: newPartialRecords(share, o.Options.CountTokens, o.Options.InputAudioSeconds, facts, nil)}
+		parts[k] = &Partial{Header: h, Records: logRecords(share, o.Options.CountTokens, o.Options.InputAudioSeconds, facts, nil)}
 	}
 	return parts
 }

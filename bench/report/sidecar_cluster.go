@@ -5,6 +5,17 @@ package report
 type SidecarCluster struct {
 	Size   int            `json:"size"`
 	Agents []SidecarAgent `json:"agents"`
+	// MissingAgents are the agents whose partial result did not arrive
+	// whole: the run's result covers the others' requests alone.
+	MissingAgents []SidecarMissingAgent `json:"missing_agents,omitempty"`
+}
+
+// SidecarMissingAgent is an agent that delivered no partial result: its
+// share's requests, left out of the result, and why.
+type SidecarMissingAgent struct {
+	Index    int    `json:"index"`
+	Requests int    `json:"requests"`
+	Reason   string `json:"reason"`
 }
 
 // SidecarAgent is one agent's account.

@@ -257,3 +257,98 @@ func TestUnrecordedOutputs(t *testing.T) {
 		t.Errorf("version 3: note %q", note)
 	}
 }
+
+// TestClusterAgentKilled: agent 1 of 2, killed once the run is announced,
+// delivers no partial result. Agent 0 still prints and saves the run of
+// its own share, marked: a warning line heads the block, the sidecar's
+// cluster.missing_agents names agent 1 with its share and why, and the
+// command ends with exitAgentsMissing.
+func TestClusterAgentKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two processes")
+	}
+	tok, err := tokenizer.Load(tinyTokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mock.Start(mock.Config{Host: "127.0.0.1", Tokenizer: tok, TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const size, n = 2, 40
+	agents := make([]*child, size)
+	for k := range size {
+		// Twenty requests a second: agent 0's share lasts about two
+		// seconds, long after agent 1 is gone.
+		agents[k] = startChild(t, "serve", "--base-url", "http://"+srv.Addr(), "--tokenizer", tinyTokenizer,
+			"--model", "mock-llm", "--dataset-name", "random", "--num-prompts", strconv.Itoa(n),
+			"--random-input-len", "16", "--random-output-len", "8", "--request-rate", "20",
+			"--save-result", "--result-dir", dir, "--result-filename", "run.json", "--disable-tqdm",
+			"--cluster-size", strconv.Itoa(size), "--cluster-index", strconv.Itoa(k), "--coordinator", coordinator,
+			"--cluster-timeout-sec", "20", "--cluster-token-file", tokenFile)
+	}
+	agents[1].waitLine(t, "the run starts at")
+	if err := agents[1].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := agents[0].exitCode(t)
+	out := agents[0].stdout.String()
+	if code != exitAgentsMissing {
+		t.Fatalf("agent 0 exited %d, want %d:\n%s\n%s", code, exitAgentsMissing, out, strings.Join(stderr, "\n"))
+	}
+	warning := "WARNING: agent(s) 1 of 2 delivered no partial result: the result below covers 20 of the run's 40 requests, not the whole run"
+	at, block := strings.Index(out, warning), strings.Index(out, "Serving Benchmark Result")
+	if at < 0 || block < at {
+		t.Errorf("agent 0's block is not headed by the warning %q:\n%s", warning, out)
+	}
+	if all := strings.Join(stderr, "\n"); !strings.Contains(all, "agent 1 delivered no whole partial result within --cluster-timeout-sec 20: its connection closed") {
+		t.Errorf("agent 0's stderr does not say why agent 1 is missing:\n%s", all)
+	}
+
+	var res struct {
+		Completed int `json:"completed"`
+		Failed    int `json:"failed"`
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatalf("agent 0 saved no result: %v", err)
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed+res.Failed != n/size {
+		t.Errorf("the result holds %d completed and %d failed requests, want agent 0's %d", res.Completed, res.Failed, n/size)
+	}
+	var sc struct {
+		Cluster struct {
+			Size          int `json:"size"`
+			MissingAgents []struct {
+				Index    int    `json:"index"`
+				Requests int    `json:"requests"`
+				Reason   string `json:"reason"`
+			} `json:"missing_agents"`
+		} `json:"cluster"`
+	}
+	body, err = os.ReadFile(filepath.Join(dir, "run.stampede.json"))
+	if err != nil {
+		t.Fatalf("agent 0 saved no sidecar: %v", err)
+	}
+	if err := json.Unmarshal(body, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if m := sc.Cluster.MissingAgents; len(m) != 1 || m[0].Index != 1 || m[0].Requests != n/size || !strings.Contains(m[0].Reason, "within --cluster-timeout-sec 20: its connection closed") {
+		t.Errorf("cluster.missing_agents = %+v, want agent 1's %d requests and why", m, n/size)
+	}
+}

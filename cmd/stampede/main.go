@@ -28,6 +28,7 @@ import (
 	"github.com/stampede-bench/stampede/bench"
 	"github.com/stampede-bench/stampede/bench/backend"
 	"github.com/stampede-bench/stampede/bench/cli"
+	"github.com/stampede-bench/stampede/bench/cluster"
 	"github.com/stampede-bench/stampede/bench/endpoint"
 	"github.com/stampede-bench/stampede/bench/outcome"
 	"github.com/stampede-bench/stampede/bench/plan"
@@ -147,6 +148,9 @@ const (
 	// exitRequestsFailed is stampede's own (--fail-on-error): the run
 	// finished, printed and saved everything, and some requests failed.
 	exitRequestsFailed = 3
+	// exitAgentsMissing is stampede's own: agent 0 printed and saved a
+	// cluster run some agents' partial results did not reach.
+	exitAgentsMissing = 4
 	// exitSignal + n is the status of a run stopped by signal n (130 for
 	// Ctrl-C), what a shell reports for Python killed by the same signal,
 	// so scripts do not take a partial result for a finished run.
@@ -261,6 +265,11 @@ func (c errorForm) exitCode(ctx context.Context, err error, stderr io.Writer) in
 	if errors.As(err, &requestsFailed) {
 		fmt.Fprintf(stderr, "%s: %v\n", c.name, requestsFailed)
 		return exitRequestsFailed
+	}
+	var missing *cluster.MissingAgentsError
+	if errors.As(err, &missing) {
+		fmt.Fprintf(stderr, "%s: %v\n", cli.ProgramName, missing)
+		return exitAgentsMissing
 	}
 	if err != nil {
 		return c.failed(stderr, err)

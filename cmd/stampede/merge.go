@@ -42,12 +42,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stampede merge: give the partial result files (--save-partial) of one run\n\n%s", mergeUsage)
 		return exitUsage
 	}
-	parts, err := cluster.ReadPartialFiles(files)
-	if err != nil {
-		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
-		return exitError
-	}
-	m, err := cluster.MergePartials(parts)
+	m, err := cluster.MergePartialFiles(files)
 	if err != nil {
 		fmt.Fprintf(stderr, "stampede merge: %v\n", err)
 		return exitError
