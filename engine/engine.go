@@ -223,7 +223,7 @@ type Health struct {
 // bytes it took on disk and those it kept in memory, and the most bytes
 // the shards' chunks took while the run was recording.
 type LogHealth struct {
-	Records                                int
+	Records                                 int
 	DiskBytes, MemoryBytes, PeakBufferBytes int64
 }
 
