@@ -115,21 +115,69 @@ func WriteBundle(w, stderr io.Writer, paths []string) error {
 // ErrNoBundle is ReadBundles' error for input with no bundle in it.
 var ErrNoBundle = errors.New("no stampede results in the input: was the run started with --results-to-log, and is this its agent 0's log?")
 
-// BundleFile is one file of a bundle.
+// BundleFile is one file of a bundle: its name and size.
 type BundleFile struct {
 	Name string
-	Data []byte
+	Size int64
 }
 
-// Bundle is one bundle read back: its id and files.
+// Bundle is one bundle read back: its id, its files' names and sizes,
+// and its archive, checked against the end marker and read once for its
+// names, but not unpacked: Extract gives each file's bytes as they are
+// decoded, so a file of any size is never held whole.
 type Bundle struct {
 	ID    string
 	Files []BundleFile
+	data  []byte // the gzip stream of the tar archive
+}
+
+// Extract calls fn with each file of the bundle in turn and a reader of
+// its bytes, valid until fn returns; it stops at fn's first error.
+func (b *Bundle) Extract(fn func(name string, r io.Reader) error) error {
+	zr, err := gzip.NewReader(bytes.NewReader(b.data))
+	if err != nil {
+		return fmt.Errorf("results %s: not gzip: %w", b.ID, err)
+	}
+	tr := tar.NewReader(zr)
+	for _, f := range b.Files {
+		hdr, err := tr.Next()
+		if err != nil || hdr.Name != f.Name || hdr.Size != f.Size {
+			return fmt.Errorf("results %s: the archive changed while read: %v", b.ID, err)
+		}
+		n := &countingReader{r: io.LimitReader(tr, f.Size)}
+		if err := fn(f.Name, n); err != nil {
+			return err
+		}
+		if n.n != f.Size {
+			if _, err := io.Copy(io.Discard, n); err != nil || n.n != f.Size {
+				return fmt.Errorf("results %s: %s: cut short in the archive", b.ID, f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
 }
 
 // maxBundleBytes bounds the files one bundle may expand to, so that a
-// forged log cannot make the reader hold more than a run could save.
+// forged log cannot make the reader write more than a run could save.
 const maxBundleBytes = 8 << 30
+
+// maxBundleLogLine is the longest log line searched for a bundle's
+// marker or data: a bundle's own lines are a few hundred bytes with
+// kubectl's prefixes; a longer line (another program's output, a JSON
+// document printed whole) is passed over, whatever its length.
+const maxBundleLogLine = 64 << 10
 
 // openBundle is a bundle whose begin marker has been read.
 type openBundle struct {
@@ -144,80 +192,35 @@ type openBundle struct {
 // ReadBundles reads every bundle in r. A bundle whose end marker is
 // missing is an error (the log was cut short), as is a data line missing,
 // repeated or out of order, and a length or checksum that does not match;
-// everything outside the bundles' lines is passed over.
+// everything outside the bundles' lines is passed over, lines of any
+// length. It holds each bundle's compressed archive (about three quarters
+// of its lines' bytes), never the files it unpacks to.
 func ReadBundles(r io.Reader) ([]Bundle, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	br := bufio.NewReaderSize(r, maxBundleLogLine)
 	open := map[string]*openBundle{}
 	var order []*openBundle
 	var done []Bundle
-	for n := 1; sc.Scan(); n++ {
-		text := sc.Text()
-		if i := strings.Index(text, bundleMarker); i >= 0 {
-			id, rest, ok := strings.Cut(text[i+len(bundleMarker):], " ")
-			if !ok || !validBundleID(id) {
-				continue
+	for n := 1; ; n++ {
+		raw, err := br.ReadSlice('\n')
+		long := false
+		for err == bufio.ErrBufferFull {
+			long = true
+			_, err = br.ReadSlice('\n')
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("reading the log: %w", err)
+		}
+		if len(raw) == 0 && err == io.EOF {
+			break
+		}
+		if !long {
+			if err := readBundleLine(n, string(bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))), open, &order, &done); err != nil {
+				return nil, err
 			}
-			switch {
-			case strings.HasPrefix(rest, "begin: "):
-				var files int
-				if _, err := fmt.Sscanf(rest, "begin: %d files ===", &files); err != nil || files < 0 {
-					return nil, fmt.Errorf("line %d: bad begin marker of results %s: %q", n, id, text[i:])
-				}
-				if _, dup := open[id]; dup {
-					return nil, fmt.Errorf("line %d: results %s begin again before their end: the log holds two copies, or a cut one", n, id)
-				}
-				b := &openBundle{id: id, files: files, line: n}
-				open[id] = b
-				order = append(order, b)
-			case strings.HasPrefix(rest, "end: "):
-				b := open[id]
-				if b == nil {
-					return nil, fmt.Errorf("line %d: the end of results %s without their begin: the log starts after it (kubectl logs --tail, --since, or a rotated log)", n, id)
-				}
-				got, err := b.finish(rest)
-				if err != nil {
-					return nil, fmt.Errorf("line %d: results %s (begun at line %d): %w", n, id, b.line, err)
-				}
-				done = append(done, got)
-				delete(open, id)
-			}
-			continue
 		}
-		i := strings.Index(text, bundleData)
-		if i < 0 {
-			continue
+		if err == io.EOF {
+			break
 		}
-		fields := strings.Fields(text[i+len(bundleData):])
-		if len(fields) != 3 {
-			continue
-		}
-		b := open[fields[0]]
-		if b == nil || b.dataErr != nil {
-			continue
-		}
-		seq, err := strconv.Atoi(fields[1])
-		switch {
-		case err != nil:
-			continue
-		case seq != b.lines+1:
-			b.dataErr = fmt.Errorf("data line %d where line %d was due (log line %d): lines are missing or repeated", seq, b.lines+1, n)
-			continue
-		}
-		raw, err := base64.StdEncoding.DecodeString(fields[2])
-		if err != nil || len(raw) == 0 || len(raw) > BundleLineBytes {
-			b.dataErr = fmt.Errorf("data line %d (log line %d) is not the base64 of 1 to %d bytes", seq, n, BundleLineBytes)
-			continue
-		}
-		if len(b.data)+len(raw) > maxBundleBytes {
-			b.dataErr = fmt.Errorf("more than %d bytes", maxBundleBytes)
-			continue
-		}
-		b.lines++
-		b.data = append(b.data, raw...)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the log: %w", err)
 	}
 	for _, b := range order {
 		if open[b.id] == b {
@@ -232,6 +235,74 @@ func ReadBundles(r io.Reader) ([]Bundle, error) {
 	return done, nil
 }
 
+// readBundleLine reads log line n: a marker opens or ends a bundle, a
+// data line adds to its bundle, any other line is passed over.
+func readBundleLine(n int, text string, open map[string]*openBundle, order *[]*openBundle, done *[]Bundle) error {
+	if i := strings.Index(text, bundleMarker); i >= 0 {
+		id, rest, ok := strings.Cut(text[i+len(bundleMarker):], " ")
+		if !ok || !validBundleID(id) {
+			return nil
+		}
+		switch {
+		case strings.HasPrefix(rest, "begin: "):
+			var files int
+			if _, err := fmt.Sscanf(rest, "begin: %d files ===", &files); err != nil || files < 0 {
+				return fmt.Errorf("line %d: bad begin marker of results %s: %q", n, id, text[i:])
+			}
+			if _, dup := open[id]; dup {
+				return fmt.Errorf("line %d: results %s begin again before their end: the log holds two copies, or a cut one", n, id)
+			}
+			b := &openBundle{id: id, files: files, line: n}
+			open[id] = b
+			*order = append(*order, b)
+		case strings.HasPrefix(rest, "end: "):
+			b := open[id]
+			if b == nil {
+				return fmt.Errorf("line %d: the end of results %s without their begin: the log starts after it (kubectl logs --tail, --since, or a rotated log)", n, id)
+			}
+			got, err := b.finish(rest)
+			if err != nil {
+				return fmt.Errorf("line %d: results %s (begun at line %d): %w", n, id, b.line, err)
+			}
+			*done = append(*done, got)
+			delete(open, id)
+		}
+		return nil
+	}
+	i := strings.Index(text, bundleData)
+	if i < 0 {
+		return nil
+	}
+	fields := strings.Fields(text[i+len(bundleData):])
+	if len(fields) != 3 {
+		return nil
+	}
+	b := open[fields[0]]
+	if b == nil || b.dataErr != nil {
+		return nil
+	}
+	seq, err := strconv.Atoi(fields[1])
+	switch {
+	case err != nil:
+		return nil
+	case seq != b.lines+1:
+		b.dataErr = fmt.Errorf("data line %d where line %d was due (log line %d): lines are missing or repeated", seq, b.lines+1, n)
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(fields[2])
+	if err != nil || len(raw) == 0 || len(raw) > BundleLineBytes {
+		b.dataErr = fmt.Errorf("data line %d (log line %d) is not the base64 of 1 to %d bytes", seq, n, BundleLineBytes)
+		return nil
+	}
+	if len(b.data)+len(raw) > maxBundleBytes {
+		b.dataErr = fmt.Errorf("more than %d bytes", maxBundleBytes)
+		return nil
+	}
+	b.lines++
+	b.data = append(b.data, raw...)
+	return nil
+}
+
 func validBundleID(id string) bool {
 	if len(id) != 8 {
 		return false
@@ -240,7 +311,8 @@ func validBundleID(id string) bool {
 	return err == nil
 }
 
-// finish checks an end marker against what was read and unpacks the files.
+// finish checks an end marker against what was read, and the archive's
+// names and sizes in one pass over it that keeps none of its files.
 func (b *openBundle) finish(end string) (Bundle, error) {
 	var lines, size int
 	var sum string
@@ -262,7 +334,7 @@ func (b *openBundle) finish(end string) (Bundle, error) {
 		return Bundle{}, fmt.Errorf("not gzip: %w", err)
 	}
 	tr := tar.NewReader(zr)
-	out := Bundle{ID: b.id}
+	out := Bundle{ID: b.id, data: b.data}
 	seen := map[string]bool{}
 	total := int64(0)
 	for {
@@ -282,11 +354,11 @@ func (b *openBundle) finish(end string) (Bundle, error) {
 			return Bundle{}, fmt.Errorf("%s: more than %d bytes", name, maxBundleBytes)
 		}
 		total += hdr.Size
-		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
-		if err != nil || int64(len(data)) != hdr.Size {
+		// Read through, not kept: the archive must hold every byte.
+		if n, err := io.Copy(io.Discard, io.LimitReader(tr, hdr.Size)); err != nil || n != hdr.Size {
 			return Bundle{}, fmt.Errorf("%s: cut short in the archive", name)
 		}
-		out.Files = append(out.Files, BundleFile{Name: name, Data: data})
+		out.Files = append(out.Files, BundleFile{Name: name, Size: hdr.Size})
 	}
 	if len(out.Files) != b.files {
 		return Bundle{}, fmt.Errorf("%d files, the begin marker says %d", len(out.Files), b.files)
@@ -301,14 +373,16 @@ func safeBundleName(name string) bool {
 }
 
 // WriteBundleFiles writes the files of bundles into dir, each through a
-// temporary file renamed into place, and returns their paths. A bundle
-// read twice (the same id) is written once; two files of one name from
-// different bundles are an error, before anything is written.
+// temporary file renamed into place as it is decoded, and returns their
+// paths. A bundle read twice (the same id) is written once; two files of
+// one name from different bundles are an error, before anything is
+// written.
 func WriteBundleFiles(dir string, bundles []Bundle) ([]string, error) {
 	from := map[string]string{}
 	seenID := map[string]bool{}
-	var files []BundleFile
-	for _, b := range bundles {
+	var todo []*Bundle
+	for i := range bundles {
+		b := &bundles[i]
 		if seenID[b.ID] {
 			continue
 		}
@@ -318,34 +392,49 @@ func WriteBundleFiles(dir string, bundles []Bundle) ([]string, error) {
 				return nil, fmt.Errorf("%s is in results %s and in results %s: extract one agent's log at a time, or into separate directories", f.Name, other, b.ID)
 			}
 			from[f.Name] = b.ID
-			files = append(files, f)
 		}
+		todo = append(todo, b)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var paths []string
-	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
-		tmp, err := os.CreateTemp(dir, "."+f.Name+".*")
+	for _, b := range todo {
+		err := b.Extract(func(name string, r io.Reader) error {
+			path := filepath.Join(dir, name)
+			if err := writeFileFrom(dir, name, r); err != nil {
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			paths = append(paths, path)
+			return nil
+		})
 		if err != nil {
 			return paths, err
 		}
-		_, werr := tmp.Write(f.Data)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			os.Remove(tmp.Name())
-			return paths, fmt.Errorf("writing %s: %w", path, err)
-		}
-		if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-			os.Remove(tmp.Name())
-			return paths, err
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			os.Remove(tmp.Name())
-			return paths, err
-		}
-		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// writeFileFrom writes r's bytes to dir/name through a temporary file of
+// dir renamed into place.
+func writeFileFrom(dir, name string, r io.Reader) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := io.Copy(tmp, r)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }

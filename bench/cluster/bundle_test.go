@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -45,14 +47,30 @@ func writeTestBundle(t testing.TB, paths []string) string {
 	return b.String()
 }
 
+// contents is each file of b, extracted into memory.
+func contents(t testing.TB, b Bundle) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := b.Extract(func(name string, r io.Reader) error {
+		data, err := io.ReadAll(r)
+		out[name] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func checkFiles(t *testing.T, got Bundle, want map[string][]byte) {
 	t.Helper()
 	if len(got.Files) != len(want) {
 		t.Fatalf("%d files, want %d", len(got.Files), len(want))
 	}
+	data := contents(t, got)
 	for _, f := range got.Files {
-		if !bytes.Equal(f.Data, want[f.Name]) {
-			t.Errorf("%s: %d bytes differ from the %d saved", f.Name, len(f.Data), len(want[f.Name]))
+		if !bytes.Equal(data[f.Name], want[f.Name]) || f.Size != int64(len(want[f.Name])) {
+			t.Errorf("%s: %d bytes (size %d) differ from the %d saved", f.Name, len(data[f.Name]), f.Size, len(want[f.Name]))
 		}
 	}
 }
@@ -260,12 +278,105 @@ func TestBundleTooLargeForAPodLog(t *testing.T) {
 		t.Errorf("a %d-byte bundle warned %q", log.Len(), warn.String())
 	}
 	bundles, err := ReadBundles(strings.NewReader(log.String()))
-	if err != nil || !bytes.Equal(bundles[0].Files[0].Data, big) {
+	if err != nil || !bytes.Equal(contents(t, bundles[0])["run.json"], big) {
 		t.Fatalf("the large bundle does not read back: %v", err)
 	}
 	paths, _ := bundleFiles(t)
 	warn.Reset()
 	if err := WriteBundle(io.Discard, &warn, paths); err != nil || warn.Len() > 0 {
 		t.Errorf("a small bundle warned %q (%v)", warn.String(), err)
+	}
+}
+
+// TestBundlePassesOverLongLines: a line of another program's output far
+// longer than any bundle line (17 MiB, once "bufio.Scanner: token too
+// long") before, inside and after a bundle is passed over.
+func TestBundlePassesOverLongLines(t *testing.T) {
+	paths, want := bundleFiles(t)
+	text := writeTestBundle(t, paths)
+	long := strings.Repeat("x", 17<<20)
+	lines := strings.SplitAfter(text, "\n")
+	log := long + "\n" + strings.Join(lines[:3], "") + long + "=== stampede results \n" + strings.Join(lines[3:], "") + long
+	bundles, err := ReadBundles(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bundles) != 1 {
+		t.Fatalf("%d bundles, want 1", len(bundles))
+	}
+	checkFiles(t, bundles[0], want)
+}
+
+// largeBundle is the bundle of one file of size bytes that compress well
+// (a JSON result's repeated rows), and the file's SHA-256.
+func largeBundle(t testing.TB, size int) (string, [32]byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := []byte(`{"ttft": 0.0123, "itl": [0.001, 0.002, 0.003]},` + "\n")
+	h := sha256.New()
+	w := io.MultiWriter(f, h)
+	for n := 0; n < size; n += len(row) {
+		w.Write(row[:min(len(row), size-n)])
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return writeTestBundle(t, []string{path}), sum
+}
+
+// TestExtractWritesAsItDecodes: a bundle of a 64 MiB file (a log of a
+// few hundred KiB) is written to its file as it is decoded: the extraction
+// allocates a small part of the file's size, where holding it whole took
+// more than the file.
+func TestExtractWritesAsItDecodes(t *testing.T) {
+	const size = 64 << 20
+	log, sum := largeBundle(t, size)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	bundles, err := ReadBundles(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	written, err := WriteBundleFiles(dir, bundles)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(written) != 1 {
+		t.Fatalf("written %v, %v", written, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/8 {
+		t.Errorf("extracting a %d-byte file from a %d-byte log allocated %d bytes", size, len(log), alloc)
+	}
+	f, err := os.Open(written[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if n, err := io.Copy(h, f); err != nil || n != size || !bytes.Equal(h.Sum(nil), sum[:]) {
+		t.Errorf("the extracted file: %d bytes, %v, its checksum differs: %v", n, err, !bytes.Equal(h.Sum(nil), sum[:]))
+	}
+}
+
+// BenchmarkExtractLarge extracts a bundle of a 256 MiB file; its
+// allocations per op are what extraction holds (go test -bench
+// ExtractLarge -benchmem ./bench/cluster/).
+func BenchmarkExtractLarge(b *testing.B) {
+	log, _ := largeBundle(b, 256<<20)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		bundles, err := ReadBundles(strings.NewReader(log))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := WriteBundleFiles(dir, bundles); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

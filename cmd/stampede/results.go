@@ -20,8 +20,9 @@ such as agent 0's log of a Kubernetes Job:
   kubectl logs job/stampede | stampede results extract -o results/
 
 Prefixes on each line (kubectl logs --prefix, --timestamps) and any other
-lines between are passed over; a log cut short before a bundle's end
-marker is an error, and nothing of that bundle is written.
+lines between, of any length, are passed over; a log cut short before a
+bundle's end marker is an error, and nothing of that bundle is written.
+Each file is written as it is decoded, never held whole.
 
   -o DIR  write the files there (default: the current directory)
 `
