@@ -25,8 +25,9 @@ import (
 // main run, its figures, the blocks, the profiler's stop and the files.
 func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer, ds *dataset, enc *encoded) (*outcome.Outcome, error) {
 	// The requests made once the measured part is over go out even after
-	// a first Ctrl-C, as Python's would, but not after a hard stop.
-	after, cancelAfter := endpoint.AfterRunContext(ctx)
+	// a first Ctrl-C, as Python's would, within its grace period, but not
+	// after a hard stop.
+	after, cancelAfter := endpoint.AfterRunContext(ctx, endpoint.Seconds(r.cfg.CancelGraceSec))
 	defer cancelAfter()
 	m, err := r.measure(ctx, after, model, tok, ds, enc)
 	if err != nil || m == nil { // nil: a cluster's agent other than 0, done

@@ -202,6 +202,9 @@ type Health struct {
 	TokenEvents, SharedStamps int64
 	// Connect trouble summed over the shards (see ShardHealth).
 	SlowConnects, SynRetransmits, DroppedBeforeResponse, Reconnects int64
+	// TLSHandshakeTimeouts sums the shards' requests failed because the
+	// connect timeout ran out in their TLS handshake.
+	TLSHandshakeTimeouts int64
 	// Resent sums the shards' re-sent requests; StoppedReuse counts the
 	// shards that stopped reusing connections; FreshBeforeReuse sums the
 	// requests that opened a fresh connection while the shards did not
@@ -350,7 +353,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		base.Warm = min(base.Slots, (r.open+count-1)/count)
 		base.Warmed = &r.warmed
 	}
-	run := shard.RunConfig{Base: base, Loops: count, CPUs: cpus, Recording: opts, Conns: slotsTotal, LoopTLS: tlsOnLoops}
+	run := shard.RunConfig{Base: base, Loops: count, CPUs: cpus, Recording: opts, Conns: slotsTotal, LoopTLS: tlsOnLoops, Ctx: ctx}
 	if cfg.TLS != nil {
 		if run.TLS, err = shard.WithCurvesFromEnv(withServerName(cfg.TLS, cfg.Address)); err != nil {
 			return nil, err
@@ -600,6 +603,7 @@ func (r *Runner) health(lags []int64) Health {
 		h.SynRetransmits += s.SynRetransmits
 		h.DroppedBeforeResponse += s.DroppedBeforeResponse
 		h.Reconnects += s.Reconnects
+		h.TLSHandshakeTimeouts += s.TLSHandshakeTimeouts
 		h.Resent += s.Resent
 		h.FreshBeforeReuse += s.FreshBeforeReuse
 		if s.StoppedReuse {

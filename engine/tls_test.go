@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/shard/shardtest"
@@ -96,5 +99,84 @@ func TestTLSPathChoice(t *testing.T) {
 				t.Errorf("TLS path %q; want it to begin %q", h.TLSPath, c.want)
 			}
 		})
+	}
+}
+
+// TestCancelDuringHangingHandshakes: after a cancellation the run ends
+// within its grace however the server leaves the TLS handshakes in
+// flight (it read their ClientHellos and says nothing, with a connect
+// timeout far longer than the test): every request that was not answered
+// is failed "cancelled". On the shard loops and on the goroutine path.
+func TestCancelDuringHangingHandshakes(t *testing.T) {
+	bothTLSPaths(t, testCancelDuringHangingHandshakes)
+}
+
+func testCancelDuringHangingHandshakes(t *testing.T) {
+	good, client := shardtest.NewTLS(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hellos := make(chan struct{}, 16)
+	go func() {
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if first { // the probe, or the goroutine path's first request
+				go func() {
+					defer c.Close()
+					b, err := net.Dial("tcp", good.Addr.String())
+					if err != nil {
+						return
+					}
+					defer b.Close()
+					go io.Copy(b, c)
+					io.Copy(c, b)
+				}()
+				continue
+			}
+			go func() {
+				defer c.Close()
+				c.Read(make([]byte, 16<<10))
+				hellos <- struct{}{}
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runner, err := Start(ctx, Config{
+		Address: ln.Addr().String(), TLS: client, Streaming: true, Shards: 1,
+		Requests: requests(repeat("/ok/1", 4)...), ConnectTimeout: time.Hour, CancelGrace: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		<-hellos
+	}
+	cancel()
+	ended := make(chan struct{})
+	var res *Result
+	go func() { res, _ = runner.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the run still waits on its hanging handshakes a minute after the cancellation")
+	}
+	cancelled := 0
+	for _, r := range res.Data.Log.All() {
+		switch {
+		case r.Error == "cancelled":
+			cancelled++
+		case !r.Success:
+			t.Errorf("request %d: %q; want it answered or cancelled", r.Index, r.Error)
+		}
+	}
+	if cancelled < 3 {
+		t.Errorf("%d requests cancelled; want the 3 or more whose handshakes hung", cancelled)
 	}
 }

@@ -57,6 +57,7 @@ type ClientStats struct {
 	reads, stamped, connections atomic.Int64
 	hsCount, hsResumed          atomic.Int64
 	hsDone                      atomic.Int64 // handshakes that succeeded
+	hsTimeouts                  atomic.Int64 // handshakes the connect timeout ended
 	hsCPUNs, hsTimeNs           atomic.Int64
 	longestDelayNs              atomic.Int64 // kernel arrival → reader, the longest
 	ownRecords                  atomic.Int64 // TLS connections read by recordReader
@@ -300,6 +301,9 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 		return "cancelled", false
 	}
 	clock := cl.cfg.Clock
+	// The connect timeout covers the connect and the TLS handshake
+	// together, as on the loops (see Shard.startTLS).
+	connectBy := time.Now().Add(cl.cfg.ConnectTimeout)
 	d := net.Dialer{Timeout: cl.cfg.ConnectTimeout, Deadline: deadline}
 	if srcs := cl.cfg.SourceAddrs; len(srcs) > 0 {
 		n := cl.stats.dials.Add(1) - 1
@@ -334,7 +338,7 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 	cl.keys = keyLog{next: cl.tls.KeyLogWriter}
 	cfg.KeyLogWriter = &cl.keys
 	tc := tls.Client(raw, cfg)
-	cl.setLive(tc, deadline)
+	cl.setLive(tc, minTime(deadline, connectBy))
 	st := cl.stats
 	start := clock.Now()
 	cpu, err := handshake(tc)
@@ -346,8 +350,12 @@ func (cl *Client) dial(deadline time.Time, hs *HandshakeTimes) (string, bool) {
 	if err != nil {
 		cl.setLive(nil, time.Time{})
 		tc.Close()
-		if cl.wasInterrupted() {
+		switch {
+		case cl.wasInterrupted():
 			return "cancelled", false
+		case errors.Is(err, os.ErrDeadlineExceeded) && connectBy.Before(deadline):
+			st.hsTimeouts.Add(1)
+			return "connect " + cl.addr + ": " + errHandshakeTimeout(cl.cfg.ConnectTimeout).Error(), false
 		}
 		return "TLS handshake with " + cl.addr + ": " + err.Error(), false
 	}
@@ -416,6 +424,14 @@ func (cl *Client) Stats() Health {
 	st := cl.stats
 	return Health{
 		CPU: -1, Reads: st.reads.Load(), StampedReads: st.stamped.Load(), Connections: st.connections.Load(),
-		TLSHandshakes: st.hsCount.Load(), TLSResumed: st.hsResumed.Load(),
+		TLSHandshakes: st.hsCount.Load(), TLSResumed: st.hsResumed.Load(), TLSHandshakeTimeouts: st.hsTimeouts.Load(),
 	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

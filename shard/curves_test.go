@@ -77,7 +77,7 @@ func TestProbeRunChoosesP256(t *testing.T) {
 	} {
 		srv, client := shardtest.NewTLSWith(t, func(cfg *tls.Config) { cfg.CurvePreferences = c.server })
 		cfg := PrepareTLS(client, 1)
-		ok, why := probeRun(srv.Addr.String(), cfg, true, time.Minute)
+		ok, why := probeRun(t.Context(), srv.Addr.String(), cfg, true, time.Minute)
 		if !ok || why != "" {
 			t.Fatalf("server curves %v: probe ok %v, %q", c.server, ok, why)
 		}
@@ -89,7 +89,7 @@ func TestProbeRunChoosesP256(t *testing.T) {
 	srv, client := shardtest.NewTLS(t)
 	cfg := PrepareTLS(client, 1)
 	cfg.CurvePreferences = []tls.CurveID{tls.X25519}
-	if ok, _ := probeRun(srv.Addr.String(), cfg, false, time.Minute); !ok || !slices.Equal(cfg.CurvePreferences, []tls.CurveID{tls.X25519}) {
+	if ok, _ := probeRun(t.Context(), srv.Addr.String(), cfg, false, time.Minute); !ok || !slices.Equal(cfg.CurvePreferences, []tls.CurveID{tls.X25519}) {
 		t.Errorf("chosen curves: ok %v, offered %v", ok, cfg.CurvePreferences)
 	}
 }

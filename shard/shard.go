@@ -163,6 +163,12 @@ type Health struct {
 	// latest one's reason, or why the loop did none of its own.
 	TLSOwn, TLSOwnRedone int64
 	TLSOwnWhy            string
+	// TLSHandshakeTimeouts counts the requests whose connection's TLS
+	// handshake was not done when the connect timeout, which covers the
+	// connect and the handshake together, ran out (a server that took the
+	// ClientHello and said nothing, or not enough): each failed as a
+	// connect failure.
+	TLSHandshakeTimeouts int64
 	// TLSFallbacks counts the connections of a shard's TLS run that
 	// negotiated what the loop cannot carry (TLS 1.2) and were read by
 	// crypto/tls on a goroutine instead, one request each.
@@ -1112,9 +1118,18 @@ func (s *Shard) expireDeadlines() {
 			continue
 		}
 		deadlineNs := c.deadlineNs
-		if c.state == connConnecting && c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout) {
+		connecting := c.deadlineNs < c.stream.StartNs()+int64(s.cfg.RequestTimeout)
+		switch {
+		case connecting && c.state == connConnecting:
 			s.fail(c, s.connectErrorTo(c.dest, fmt.Errorf("timed out after %v", s.cfg.ConnectTimeout)))
-		} else {
+		case connecting && c.state == connHandshaking && c.dial != nil && !c.dial.fallback:
+			// The connect deadline stands through the handshake (see
+			// startTLSWith): a server that takes the ClientHello and
+			// says nothing, or sends part of a record, holds no request
+			// past it.
+			s.health.TLSHandshakeTimeouts++
+			s.fail(c, s.connectErrorTo(c.dest, errHandshakeTimeout(s.cfg.ConnectTimeout)))
+		default:
 			s.fail(c, "request timed out after "+s.cfg.RequestTimeout.String())
 		}
 		// Measured once the connection is closed: that is when the server

@@ -20,7 +20,9 @@ type run struct {
 	limit     int
 	streaming bool
 	timeout   time.Duration
-	stamps    bool
+	// connect is the connect timeout (0: a minute).
+	connect time.Duration
+	stamps  bool
 	// maxResponse and budget are the byte limits (0, nil: none).
 	maxResponse int64
 	budget      *Budget
@@ -47,6 +49,9 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		// bytes once did; see TestHangUpBehindLastBytes).
 		r.timeout = 10 * time.Second
 	}
+	if r.connect == 0 {
+		r.connect = time.Minute
+	}
 	reqs := make([]Request, len(paths))
 	for i, p := range paths {
 		reqs[i] = Request{Wire: shardtest.Wire(p), PromptLen: 3}
@@ -61,7 +66,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		sh, err := New(Config{
 			ID: i, CPU: -1, Addr: srv.Addr, Streaming: r.streaming, Kind: sse.Completions,
 			Requests: reqs, Queue: q, Slots: r.slots,
-			ConnectTimeout: time.Minute, RequestTimeout: r.timeout,
+			ConnectTimeout: r.connect, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
 			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls, Reuse: stops,
 		})

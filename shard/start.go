@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"sync"
@@ -58,6 +59,10 @@ type RunConfig struct {
 	TLS     *tls.Config
 	Conns   int
 	LoopTLS bool
+	// Ctx, when set, ends the probing handshake Start makes over TLS as
+	// soon as it is cancelled (a Ctrl-C before the run began); nil: the
+	// probe runs to its end or its connect timeout.
+	Ctx context.Context
 }
 
 // Start starts cfg's transport and owns its choice: plain TCP on the
@@ -76,7 +81,11 @@ func Start(cfg RunConfig) (Transport, error) {
 	if cfg.LoopTLS {
 		prepared := PrepareTLS(cfg.TLS, cfg.Conns)
 		var ok bool
-		if ok, why = probeRun(cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0, cfg.Base.ConnectTimeout); ok {
+		ctx := cfg.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if ok, why = probeRun(ctx, cfg.Base.Addr.String(), prepared, len(cfg.TLS.CurvePreferences) == 0, cfg.Base.ConnectTimeout); ok {
 			// One ticket store for the loops, which share the server.
 			cfg.Base.TLS = withTicketStore(prepared)
 			return startLoops(cfg)

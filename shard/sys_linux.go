@@ -574,7 +574,10 @@ func monotonicNs() int64 {
 // switch flips carry no stamp. Holding one socket open, and waiting until a
 // datagram sent to itself comes back stamped, makes stamps present from
 // the first response on.
-type stampKeeper struct{ fd int }
+type stampKeeper struct {
+	fd   int
+	self unix.Sockaddr // where the socket is bound, for stamping's datagrams
+}
 
 // openStampKeeper returns once the kernel stamps received packets, or after
 // wait at the latest (stamps then start later in the run; reads without one
@@ -599,18 +602,40 @@ func openStampKeeper(wait time.Duration) (stampKeeper, error) {
 		k.close()
 		return stampKeeper{fd: -1}, os.NewSyscallError("getsockname", err)
 	}
+	k.self = self
+	k.stamping(wait)
+	return k, nil
+}
+
+// stamping reports whether the kernel stamps received packets, waiting
+// up to wait for the switch: a datagram k sends itself comes back with a
+// stamp. The switch is deferred work of the kernel's, which a loaded
+// machine can hold back for longer than a shard's stampSwitchWait; a test
+// that needs every read stamped waits here for it.
+func (k stampKeeper) stamping(wait time.Duration) bool {
+	if k.fd < 0 {
+		return false
+	}
 	r := newReceiver(64)
 	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if err := unix.Sendto(fd, []byte{0}, 0, self); err != nil {
-			break
+	for {
+		if err := unix.Sendto(k.fd, []byte{0}, 0, k.self); err != nil {
+			return false
 		}
 		time.Sleep(100 * time.Microsecond)
-		if _, ts, err := r.recv(fd); err == nil && ts != 0 {
-			break
+		for {
+			_, ts, err := r.recv(k.fd)
+			if err != nil {
+				break
+			}
+			if ts != 0 {
+				return true
+			}
+		}
+		if !time.Now().Before(deadline) {
+			return false
 		}
 	}
-	return k, nil
 }
 
 func (k stampKeeper) close() {

@@ -242,9 +242,10 @@ func (t *tlsFallback) Health() Health {
 		Reads:       st.reads.Load(), StampedReads: st.stamped.Load(),
 		Connections:   st.connections.Load(),
 		TLSHandshakes: st.hsCount.Load(), TLSResumed: st.hsResumed.Load(),
-		TLSHandshakeCPU:  time.Duration(st.hsCPUNs.Load()),
-		TLSHandshakeTime: time.Duration(st.hsTimeNs.Load()),
-		TLSPath:          t.path(),
+		TLSHandshakeTimeouts: st.hsTimeouts.Load(),
+		TLSHandshakeCPU:      time.Duration(st.hsCPUNs.Load()),
+		TLSHandshakeTime:     time.Duration(st.hsTimeNs.Load()),
+		TLSPath:              t.path(),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/sse"
+	"golang.org/x/sys/unix"
 )
 
 // tlsPair connects a crypto/tls server to a client whose reads go through
@@ -78,13 +79,18 @@ func tlsPair(tb testing.TB) (server *tls.Conn, raw *stampedConn, client *tls.Con
 // TestTLSRecordStamps: a record read as it arrives carries its own
 // segment's kernel stamp; records that waited in the socket together
 // share the stamp of the read that brought them, as events of one read do
-// on plain TCP.
+// on plain TCP. It waits for what it needs rather than for a time: the
+// kernel's switch to stamping (deferred work, slow on a loaded machine),
+// and each record's arrival in the client's receive queue.
 func TestTLSRecordStamps(t *testing.T) {
 	keeper, err := openStampKeeper(stampSwitchWait)
 	if err != nil {
 		t.Skip("no kernel receive timestamps:", err)
 	}
 	defer keeper.close()
+	if !keeper.stamping(30 * time.Second) {
+		t.Fatal("the kernel did not stamp received packets within 30 s of a socket asking for it")
+	}
 	server, raw, client, rr := tlsPair(t)
 	read := func(want string) int64 {
 		t.Helper()
@@ -104,15 +110,33 @@ func TestTLSRecordStamps(t *testing.T) {
 	if second <= first {
 		t.Errorf("stamps %d then %d: a later segment must carry a later stamp", first, second)
 	}
-	go func() {
-		server.Write([]byte("third"))
-		time.Sleep(20 * time.Millisecond) // a segment of its own
-		server.Write([]byte("fourth"))
-	}()
-	time.Sleep(100 * time.Millisecond) // both wait in the socket
+	// Each record a segment of its own (the first is queued before the
+	// second is written), both waiting in the socket before the read.
+	server.Write([]byte("third"))
+	queued := awaitQueued(t, raw, 1)
+	server.Write([]byte("fourth"))
+	awaitQueued(t, raw, queued+1)
 	third, fourth := read("third"), read("fourth")
 	if third != fourth || third <= second {
 		t.Errorf("stamps %d, %d after %d: records read together share the later stamp", third, fourth, second)
+	}
+}
+
+// awaitQueued waits until at least n bytes wait in c's receive queue, and
+// returns how many do.
+func awaitQueued(t *testing.T, c *stampedConn, n int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		queued := -1
+		c.raw.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		if queued >= n {
+			return queued
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes in the receive queue after 30 s, want %d", queued, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

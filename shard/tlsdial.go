@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -66,17 +67,24 @@ const maxHandshakers = 64
 // probeRun is probeTLS for a run's connections, whose configuration cfg
 // it may change: with defaults (the key exchanges not chosen by the user)
 // it probes offering P-256 alone first, and keeps that offer when the
-// server takes it (see p256Only).
-func probeRun(addr string, cfg *tls.Config, defaults bool, timeout time.Duration) (ok bool, why string) {
+// server takes it (see p256Only). A probe that could not connect, ran out
+// of time or was cancelled is not tried again with the other offer: the
+// offer was not what failed, and a second try would double the wait.
+// Cancelling ctx ends the probe.
+func probeRun(ctx context.Context, addr string, cfg *tls.Config, defaults bool, timeout time.Duration) (ok bool, why string) {
 	if defaults {
 		p256 := cfg.Clone()
 		p256.CurvePreferences = p256Only
-		if ok, why, err := probeTLS(addr, p256, timeout); err == nil {
+		ok, why, err := probeTLS(ctx, addr, p256, timeout)
+		switch {
+		case err == nil:
 			cfg.CurvePreferences = p256Only
 			return ok, why
+		case ctx.Err() != nil || isTimeout(err) || isDialError(err):
+			return true, err.Error()
 		}
 	}
-	ok, why, err := probeTLS(addr, cfg, timeout)
+	ok, why, err := probeTLS(ctx, addr, cfg, timeout)
 	if err != nil {
 		// A connection or handshake that fails says nothing: the run's
 		// own connections will fail the same way.
@@ -85,24 +93,32 @@ func probeRun(addr string, cfg *tls.Config, defaults bool, timeout time.Duration
 	return ok, why
 }
 
+// isDialError reports whether err is a connect's failure.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
 // probeTLS makes one connection and handshake with addr (without the
 // session cache of cfg) and reports whether the server negotiates what the
 // shard loops can carry (TLS 1.3), and if not, what it chose; err is a
-// connection or handshake that failed.
-func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string, err error) {
+// connection or handshake that failed, within timeout for the two
+// together, or that ctx cancelled.
+func probeTLS(ctx context.Context, addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why string, err error) {
 	cfg = cfg.Clone()
 	cfg.ClientSessionCache = nil
 	keys := &keyLog{}
 	cfg.KeyLogWriter = keys
-	d := net.Dialer{Timeout: timeout}
-	nc, err := d.Dial("tcp", addr)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false, "", err
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(timeout))
 	tc := tls.Client(nc, cfg)
-	if err := tc.Handshake(); err != nil {
+	if err := tc.HandshakeContext(ctx); err != nil {
 		return false, "", err
 	}
 	cs := tc.ConnectionState()
@@ -114,7 +130,11 @@ func probeTLS(addr string, cfg *tls.Config, timeout time.Duration) (ok bool, why
 
 // startTLS begins request req on c, a new connection whose connect the
 // loop started (its stream begun): the handshake starts once c is
-// connected. Until then the connect's own deadline stands.
+// connected. The connect timeout covers the connect and the handshake
+// together: until the handshake is done, the deadline is the connect's
+// start plus Config.ConnectTimeout (or the request's, if sooner), and a
+// handshake still in progress then fails the request as a connect failure
+// (errHandshakeTimeout), whatever the server does meanwhile.
 func (s *Shard) startTLS(c *conn, req *Request) { s.startTLSWith(c, req, false) }
 
 // startTLSWith is startTLS; noOwn leaves the handshake to crypto/tls even
@@ -124,12 +144,25 @@ func (s *Shard) startTLSWith(c *conn, req *Request, noOwn bool) {
 	c.beginRequest(req)
 	s.newDial(c)
 	c.dial.noOwn = noOwn
+	c.dial.connectByNs = s.cfg.Clock.Now() + int64(s.cfg.ConnectTimeout)
 	if c.state == connBusy {
 		// Connected inside connect(2).
 		s.handshake(c, s.cfg.Clock.Now())
 		return
 	}
-	s.timers.set(c, min(c.stream.StartNs()+int64(s.cfg.RequestTimeout), s.cfg.Clock.Now()+int64(s.cfg.ConnectTimeout)))
+	s.timers.set(c, min(c.stream.StartNs()+int64(s.cfg.RequestTimeout), c.dial.connectByNs))
+}
+
+// errHandshakeTimeout is why a request whose connection's handshake did
+// not end within the connect timeout failed.
+func errHandshakeTimeout(timeout time.Duration) error {
+	return errors.New("TLS handshake timed out after " + timeout.String())
+}
+
+// handshaken gives c, whose handshake is done, the request's own deadline
+// in place of the connect's.
+func (s *Shard) handshaken(c *conn) {
+	s.timers.set(c, c.stream.StartNs()+int64(s.cfg.RequestTimeout))
 }
 
 // newDial readies the handshake of c, a new connection.
@@ -141,6 +174,7 @@ func (s *Shard) newDial(c *conn) {
 // resume (ownHello), else on the handshakers.
 func (s *Shard) handshake(c *conn, nowNs int64) {
 	s.established(c, nowNs)
+	s.timers.set(c, min(c.deadlineNs, c.dial.connectByNs))
 	if s.ownHello(c, nowNs) {
 		return
 	}
@@ -272,6 +306,7 @@ func (s *Shard) tookHandshake(d *tlsDial) {
 		return
 	}
 	c.stream.Handshaken(d.hs.EndNs)
+	s.handshaken(c)
 	s.writeRequest(c)
 	if c.state == connBusy && (len(rest) > 0 || end != nil) {
 		// Records that came after the handshake's (session tickets), read
@@ -343,6 +378,7 @@ func (s *Shard) fallBack(c *conn, d *tlsDial) {
 		s.ticketConn = nil
 	}
 	c.stream.Handshaken(d.hs.EndNs)
+	s.handshaken(c)
 	raw, err := s.handOff(c, &d.reads, &d.stamped)
 	if err != nil {
 		d.discard()

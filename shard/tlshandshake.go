@@ -367,6 +367,11 @@ type tlsDial struct {
 	handshook      bool   // a handshake was attempted
 	failure        string // why the connection cannot carry the request
 
+	// connectByNs is when the connect timeout of the connection's request
+	// runs out: its connect's start plus Config.ConnectTimeout. It bounds
+	// the connect and the handshake together (see startTLS).
+	connectByNs int64
+
 	// own: the loop's own handshake in progress (tlsown.go), no
 	// handshaker's; noOwn: this connection's handshake is crypto/tls's.
 	own   *ownHS

@@ -597,7 +597,7 @@ func TestTLSLoopFallsBackPerConnection(t *testing.T) {
 	shardtest.HoldKernelStamps(t) // the test asserts every read was stamped
 	var tls12 atomic.Int64
 	srv, tlsConfig := shardtest.NewTLSWith(t, mixedVersions(&tls12))
-	if ok, why, err := probeTLS(srv.Addr.String(), tlsConfig, time.Minute); err != nil || !ok {
+	if ok, why, err := probeTLS(t.Context(), srv.Addr.String(), tlsConfig, time.Minute); err != nil || !ok {
 		t.Fatalf("the probe's TLS 1.3 connection did not choose the loop: %s%v", why, err)
 	}
 	paths := strings.Fields(strings.Repeat("/ok/5 ", 24))

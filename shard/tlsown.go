@@ -533,6 +533,7 @@ func (s *Shard) ownDone(c *conn, o *ownHS, n int, stampNs int64, cpu0 time.Durat
 		c.txStamps, c.sentBytes = enableTxTimestampsFromNow(c.fd), 0
 	}
 	c.stream.Handshaken(nowNs)
+	s.handshaken(c)
 	s.writeRequest(c)
 	if rest := o.in[n:]; c.state == connBusy && len(rest) > 0 {
 		s.openRecords(c, rest, stampNs, nil)
@@ -571,7 +572,7 @@ func (s *Shard) redoOwn(c *conn, why error) {
 	s.endOwn(c)
 	nc, err := s.open(c.dest)
 	if err != nil {
-		s.fail(c, s.connectErrorText(err))
+		s.fail(c, s.connectErrorTo(c.dest, err))
 		return
 	}
 	// The stream moves with the request, as on a resend (resend.go).

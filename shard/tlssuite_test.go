@@ -79,7 +79,7 @@ func TestTLSChaCha(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}, 2)
-	if ok, why, err := probeTLS(addr.String(), cfg, timeoutForTests); err != nil || !ok {
+	if ok, why, err := probeTLS(t.Context(), addr.String(), cfg, timeoutForTests); err != nil || !ok {
 		t.Fatalf("probe: the loops cannot carry the server's TLS: %s%v", why, err)
 	}
 	srv := &shardtest.Server{Addr: addr}

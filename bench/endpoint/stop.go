@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"time"
 
 	"github.com/stampede-bench/stampede/engine"
 )
@@ -53,18 +54,30 @@ func WaitRun(ctx context.Context, runner *engine.Runner) (*engine.Result, error)
 
 // AfterRunContext is for the requests made once the measured part is over
 // (the second /metrics scrape, stopping the profiler): they go out even
-// after a first Ctrl-C, as Python's would, but not after a hard stop,
-// which must not wait on the server.
-func AfterRunContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// after a first Ctrl-C, as Python's would, but only for what is left of
+// the grace period, counted from that stop (grace is --cancel-grace-sec),
+// so that a server that no longer answers cannot hold the results back
+// past it; and not after a hard stop, which must not wait on the server.
+func AfterRunContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
 	after, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if stop := HardStop(ctx); stop != nil {
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-after.Done():
-			}
-		}()
-	}
+	stop := HardStop(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+			cancel()
+			return
+		case <-after.Done():
+			return
+		}
+		graceEnd := time.NewTimer(grace)
+		defer graceEnd.Stop()
+		select {
+		case <-graceEnd.C:
+		case <-stop:
+		case <-after.Done():
+		}
+		cancel()
+	}()
 	return after, cancel
 }

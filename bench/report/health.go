@@ -169,6 +169,10 @@ func connectTrouble(h engine.Health) string {
 		parts = append(parts, fmt.Sprintf("%d connections took > 1 s to open (%s); their TTFT holds that wait: "+
 			"use --ramp-up-strategy or --warm-connections, or raise the server's listen backlog", h.SlowConnects, cause))
 	}
+	if h.TLSHandshakeTimeouts > 0 {
+		parts = append(parts, fmt.Sprintf("%d TLS handshakes timed out (not done within --connect-timeout-sec of the connect's start: "+
+			"a server that took the ClientHello and did not finish its answer); each failed its request as a connect failure", h.TLSHandshakeTimeouts))
+	}
 	if h.DroppedBeforeResponse > 0 {
 		parts = append(parts, fmt.Sprintf("%d connections were reset or closed by the server before any response byte "+
 			"(a connection limit, an overloaded server, or a keep-alive timeout racing a request)", h.DroppedBeforeResponse))

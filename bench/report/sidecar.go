@@ -116,6 +116,9 @@ type SidecarHealth struct {
 	SlowConnectsRetrans   int64 `json:"slow_connects_retransmitted"`
 	DroppedBeforeResponse int64 `json:"dropped_before_response"`
 	Reconnects            int64 `json:"reconnects"`
+	// TLSHandshakeTimeouts counts the requests failed because their TLS
+	// handshake was not done when the connect timeout ran out.
+	TLSHandshakeTimeouts int64 `json:"tls_handshake_timeouts"`
 	// Resent counts requests sent again on a fresh connection because the
 	// server closed the kept-alive one before reading them;
 	// StoppedReuseShards, the shards that stopped reusing connections
@@ -310,6 +313,7 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 		SlowConnectsRetrans:   h.SynRetransmits,
 		DroppedBeforeResponse: h.DroppedBeforeResponse,
 		Reconnects:            h.Reconnects,
+		TLSHandshakeTimeouts:  h.TLSHandshakeTimeouts,
 		Resent:                h.Resent,
 		StoppedReuseShards:    h.StoppedReuse,
 		FreshBeforeReuse:      h.FreshBeforeReuse,

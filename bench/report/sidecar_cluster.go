@@ -64,6 +64,7 @@ func MergeHealth(agents []SidecarHealth) SidecarHealth {
 		h.SlowConnectsRetrans += g.SlowConnectsRetrans
 		h.DroppedBeforeResponse += g.DroppedBeforeResponse
 		h.Reconnects += g.Reconnects
+		h.TLSHandshakeTimeouts += g.TLSHandshakeTimeouts
 		h.Resent += g.Resent
 		h.StoppedReuseShards += g.StoppedReuseShards
 		h.FreshBeforeReuse += g.FreshBeforeReuse

@@ -85,3 +85,26 @@ func TestSidecarHealthFreshBeforeReuse(t *testing.T) {
 		t.Errorf("merged fresh_before_reuse %d, want 14", m.FreshBeforeReuse)
 	}
 }
+
+// TLS handshakes the connect timeout ended are named on the health line
+// and counted in the sidecar, a cluster's merged health summing them.
+func TestHandshakeTimeoutsReported(t *testing.T) {
+	h := engine.Health{TLSHandshakeTimeouts: 3}
+	if got := connectTrouble(h); !strings.Contains(got, "3 TLS handshakes timed out") || !strings.Contains(got, "--connect-timeout-sec") {
+		t.Errorf("health line's connect trouble: %q", got)
+	}
+	if got := connectTrouble(engine.Health{}); strings.Contains(got, "timed out") {
+		t.Errorf("names timeouts that did not happen: %q", got)
+	}
+	sh := NewSidecarHealth(&engine.Result{Health: h})
+	b, err := json.Marshal(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"tls_handshake_timeouts":3`) {
+		t.Errorf("sidecar health %s: no tls_handshake_timeouts of 3", b)
+	}
+	if m := MergeHealth([]SidecarHealth{sh, sh}); m.TLSHandshakeTimeouts != 6 {
+		t.Errorf("merged tls_handshake_timeouts %d, want 6", m.TLSHandshakeTimeouts)
+	}
+}
