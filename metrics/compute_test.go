@@ -49,16 +49,6 @@ func runOf(durationNs int64, results ...RequestResult) *RunData {
 	return &RunData{DurationNs: durationNs, Log: LogOf(results...)}
 }
 
-// stampsOf returns the token times of a request whose first token came at
-// firstNs and whose later tokens followed the given gaps.
-func stampsOf(firstNs int64, gapsNs []int64) []int64 {
-	stamps := []int64{firstNs}
-	for _, g := range gapsNs {
-		stamps = append(stamps, stamps[len(stamps)-1]+g)
-	}
-	return stamps
-}
-
 func words(s string) int { return len(strings.Fields(s)) }
 
 func fixtureOptions() ComputeOptions {

@@ -7,9 +7,9 @@ import (
 
 func TestRecordArgvRedactsSecrets(t *testing.T) {
 	args := []string{"--base-url", "http://user:pw@h:8000", "--header", "Authorization=Bearer k", "X-Run=1",
-		"--cluster-token", "s1", "--cluster-token=s2", "--server-metrics-header=Cookie=c", "--model", "m"}
+		"--cluster-token", "s1", "--cluster-token=s2", "--server-metrics-header=Cookie=c", "--otlp-receiver-token", "authorization=Bearer s3", "--model", "m"}
 	want := []string{"--base-url", "http://user:<redacted>@h:8000", "--header", "Authorization=<redacted>", "X-Run=1",
-		"--cluster-token", redacted, "--cluster-token=" + redacted, "--server-metrics-header=Cookie=" + redacted, "--model", "m"}
+		"--cluster-token", redacted, "--cluster-token=" + redacted, "--server-metrics-header=Cookie=" + redacted, "--otlp-receiver-token", redacted, "--model", "m"}
 	if got := recordArgv(args); !slices.Equal(got, want) {
 		t.Errorf("recordArgv =\n%q, want\n%q", got, want)
 	}
