@@ -79,14 +79,15 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if c.Profile && c.ProfileBatchThreshold == nil {
 		r.server.StartProfile(ctx, r.stdout)
 	}
-	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
+	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(enc.requests))}
 	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return nil, err
 	}
 	metricsURL := c.BaseURL + "/metrics"
 	before, beforeOK := scrape.ReadCounters(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL))
 
-	ec := r.server.EngineConfig(enc.wire)
+	ec := r.server.EngineConfig(nil)
+	ec.Store = enc.store
 	ec.RequestRate, ec.Burstiness = c.RequestRate, c.Burstiness
 	ec.Gaps = ds.globals.NumPy
 	ec.SelfTimed = c.SelfTimed
@@ -117,7 +118,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := r.agent.Join(ctx, &ec, params); err != nil {
 		return nil, err
 	}
-	receiver, err := r.startSpans(len(enc.wire))
+	receiver, err := r.startSpans(enc.requests)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 			Stdout: r.stdout, Stderr: r.stderr,
 		}.Run(ctx, after)
 	}
-	res, err := r.wait(ctx, runner, len(ec.Requests))
+	res, err := r.wait(ctx, runner, ec.Store.Len())
 	stopProfile()
 	atFirst, firstOK := first.Finish()
 	if err != nil {
@@ -253,9 +254,7 @@ func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Toke
 	if backend.Of(c.Backend).Multipart() {
 		o.InputAudioSeconds = make([]float64, len(results))
 		for i, rr := range results {
-			if audio := ds.requests[rr.Index].Audio; audio != nil {
-				o.InputAudioSeconds[i] = audio.DurationSec
-			}
+			o.InputAudioSeconds[i] = ds.table.AudioSec(rr.Index)
 		}
 	}
 	if len(c.GoodputSLOs) > 0 {

@@ -26,14 +26,14 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	}
 	r.cfg = cluster.AgentPlan(r.cfg)
 	r.agent = &cluster.Agent{
-		Plan: r.cfg, Wire: enc.wire, Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
+		Plan: r.cfg, Requests: enc.requests, Share: enc.store, Digest: enc.digest, TraceOffsetsNs: enc.traceOffsetsNs,
+		Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
 		Options: func(results []metrics.RequestResult) metrics.ComputeOptions {
 			return r.computeOptions(results, tok, ds)
 		},
-		Facts:       func(i int) (string, int) { return ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen },
+		Facts:       func(i int) (string, int) { return ds.table.RequestID(i), ds.table.ExpectedOutputLen(i) },
 		Fingerprint: fingerprint,
-		SentAs:      func(i int, id string) { ds.requests[i].RequestID = id },
-		Shed:        ds.shedPrompts,
+		SentAs:      ds.table.SentAs,
 		Stderr:      r.stderr,
 	}
 	defer r.agent.Close()
@@ -62,10 +62,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 // alone: merge was not given that command line.
 func WriteMerged(m *cluster.MergedRun, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r := &run{cfg: m.Plan(), stdout: stdout, stderr: stderr, agent: cluster.MergedAgent(m)}
-	ds := &dataset{requests: make([]datasets.Request, len(m.RequestIDs))}
-	for i := range ds.requests {
-		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestIDs[i], m.ExpectedOutputLens[i]
-	}
+	ds := &dataset{table: datasets.TableOf(m.RequestIDs, m.ExpectedOutputLens)}
 	meas := &measurement{res: m.Result(time.Time{}), params: m.Params}
 	if s := m.Server; s != nil {
 		meas.serverMetrics, meas.prefixCache, meas.serverSpans = s.Metrics, s.PrefixCache, s.Spans

@@ -45,9 +45,9 @@ func (r *run) joinSpans(ctx context.Context, recv *spans.Receiver, res *engine.R
 		}
 	}
 	got := recv.Finish(ctx, ok, spanGrace)
-	ids := make([]string, len(ds.requests))
-	for i := range ds.requests {
-		ids[i] = ds.requests[i].RequestID
+	ids := make([]string, ds.table.Len())
+	for i := range ids {
+		ids[i] = ds.table.RequestID(i)
 	}
 	return spans.Join(res.Data.Results, ids, got, r.cfg.OTLPReceiver, r.cfg.SelectedPercentiles, r.cfg.SaveDetailed)
 }

@@ -1,11 +1,6 @@
 package datasets
 
-import (
-	"runtime"
-	"sync"
-
-	"github.com/stampede-bench/stampede/datasets/pyrand"
-)
+import "github.com/stampede-bench/stampede/datasets/pyrand"
 
 // maxLengthFixRetries is gen_prompt_decode_to_target_len's max_retry.
 const maxLengthFixRetries = 10
@@ -102,44 +97,6 @@ func (f *lengthFix) finish(tok Tokenizer, draw drawFunc) error {
 		f.extend(extra)
 	}
 	return nil
-}
-
-// fixLengths runs every fix: first in parallel up to the point where each
-// needs random ids (tokenizer work only), then one by one in slice order,
-// so the generator is consumed exactly as Python's sequential loop does.
-// workers <= 0 means one per usable CPU.
-func fixLengths(tok Tokenizer, fixes []*lengthFix, draw drawFunc, workers int) error {
-	advanceLengthFixes(tok, fixes, workers)
-	for _, f := range fixes {
-		if err := f.finish(tok, draw); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// advanceLengthFixes is fixLengths' parallel step alone: every fix's
-// tokenizer rounds, up to the point where it needs random ids. random-mm
-// finishes the fixes itself, because its media draws come between
-// requests.
-func advanceLengthFixes(tok Tokenizer, fixes []*lengthFix, workers int) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan *lengthFix, len(fixes))
-	for _, f := range fixes {
-		next <- f
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(workers, len(fixes)) {
-		wg.Go(func() {
-			for f := range next {
-				f.advance(tok)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // logMismatch logs Python's summary of how far the length fixes missed
