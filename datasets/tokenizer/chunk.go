@@ -102,7 +102,17 @@ func nextCut(text string, from int) int {
 
 // encodeChunks encodes text a chunk at a time, through the chunk cache.
 func (t *Tokenizer) encodeChunks(dst []int32, text string, ws *workspace) []int32 {
-	for start := 0; start < len(text); {
+	return t.encodeChunksFrom(dst, text, 0, nil, ws)
+}
+
+// encodeChunksFrom is encodeChunks from start on, a cut of text, dst
+// holding the ids of text[:start]; marks, when not nil, gets where each
+// chunk from start on begins, in text and in dst.
+func (t *Tokenizer) encodeChunksFrom(dst []int32, text string, start int, marks *[]chunkMark, ws *workspace) []int32 {
+	for start < len(text) {
+		if marks != nil {
+			*marks = append(*marks, chunkMark{at: start, ids: len(dst)})
+		}
 		end := nextCut(text, start)
 		chunk := text[start:end]
 		var ok bool
@@ -115,3 +125,7 @@ func (t *Tokenizer) encodeChunks(dst []int32, text string, ws *workspace) []int3
 	}
 	return dst
 }
+
+// chunkMark is where a chunk of an encoded text begins: at byte at, its
+// ids at ids.
+type chunkMark struct{ at, ids int }
