@@ -16,7 +16,7 @@ BENCHTIME   ?= 1s
 FUZZTIME    ?= 30s
 
 .PHONY: all build test test-unit test-race bench bench-fidelity bench-scale bench-mock bench-hostile bench-cli bench-tls-interop compat lint fmt vet \
-	staticcheck layout tidy tracked-binaries demo fuzz tokenizers tokenizer-golden clean report-screenshot
+	staticcheck layout tidy tracked-binaries tracked-leftovers demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
 
@@ -82,7 +82,7 @@ bench-hostile:
 bench-tls-interop:
 	bash scripts/bench-tls-interop.sh
 
-lint: fmt vet tidy tracked-binaries staticcheck layout
+lint: fmt vet tidy tracked-binaries tracked-leftovers staticcheck layout
 
 # DESIGN.md's arrows: every package against its row of the import allow-list
 # (cmd/imports_test.go); `make test` runs the same tests.
@@ -96,6 +96,10 @@ tidy:
 # No build output in git: a tracked ELF, Mach-O or PE file fails.
 tracked-binaries:
 	bash scripts/check-tracked-binaries.sh
+
+# Nothing a merge, a patch or an editor leaves behind (*.orig, *.rej, *~).
+tracked-leftovers:
+	bash scripts/check-tracked-leftovers.sh
 
 # stampede against llama.cpp's llama-server, a third-party server: built
 # once (about 30 minutes of one core) from the source node-llama-cpp ships,

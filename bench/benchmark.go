@@ -31,14 +31,22 @@ func (r *run) benchmark(ctx context.Context, model endpoint.Model, tok *endpoint
 	if err != nil || m == nil { // nil: a cluster's agent other than 0, done
 		return nil, err
 	}
-	o, sidecar, err := r.summarize(m, r.computeOptions(m.res.Data.Results, tok, ds), ds)
+	o, sidecar, err := r.summarize(m, r.computeOptions(tok, ds), ds)
 	if err != nil {
 		return o, err
 	}
 	if r.cfg.Profile && r.cfg.ProfileBatchThreshold == nil {
 		r.server.StopProfile(after, r.stdout)
 	}
-	return o, r.saveOutputs(model, o, sidecar)
+	if err := r.saveOutputs(model, o, sidecar); err != nil {
+		return o, err
+	}
+	if err := m.res.LogError; err != nil {
+		// Saved as after an interrupt; the run still did not do what it
+		// was asked.
+		return o, &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return o, nil
 }
 
 // summarize computes the figures of a measured run with opts, prints its
@@ -95,12 +103,13 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if c.MaxConnectionsPerWorker != nil {
 		ec.MaxConnectionsPerWorker = *c.MaxConnectionsPerWorker
 	}
-	ec.KeepDetail = c.SaveDetailed || c.TrimsSteadyState() || c.PlotTimeline || c.Report != ""
 	// Python re-tokenizes the text of a request whose usage gave no output
-	// token count; kept only for those, it is counted after the run, off
-	// the shards' threads (metrics.Compute's CountTokens).
+	// token count; kept only for those, it is counted once after the run,
+	// as the record log is sorted, off the shards' threads.
 	ec.KeepText = c.SaveDetailed
 	ec.KeepUncountedText = tok != nil
+	ec.CountTokens = r.computeOptions(tok, ds).CountTokens
+	ec.Log = r.logConfig()
 	ec.WarmConnections = c.WarmConnections
 	ec.RunningUsage = c.PerTokenITL
 
@@ -113,6 +122,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, r.endpointErr
 	}
 	if err := checkArrivals(c); err != nil {
+		return nil, err
+	}
+	if err := r.checkLogSpace(ds, ec.Log); err != nil {
 		return nil, err
 	}
 	if err := r.agent.Join(ctx, &ec, params); err != nil {
@@ -155,6 +167,9 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 		return nil, err
 	}
 	params.Probe = metrics.ComputeProbes(res.Probes)
+	if res.LogError != nil {
+		fmt.Fprintf(r.stderr, "stampede: the record log could not be written (%v); the run stopped as after Ctrl-C, and what it measured is kept in memory.\n", res.LogError)
+	}
 	if res.Cancelled {
 		reportInterrupt(r.stderr, res)
 	}
@@ -227,23 +242,22 @@ func reportInterrupt(w io.Writer, res *engine.Result) {
 	unsent := outcome.DropUnsent(&res.Data)
 	if !res.Aborted {
 		fmt.Fprintf(w, "Interrupted: stopped sending; the results below cover the %d requests sent (%d never sent are left out).\n",
-			len(res.Data.Results), unsent)
+			res.Data.Log.Len(), unsent)
 		return
 	}
 	cut := 0
-	for _, rr := range res.Data.Results {
+	for _, rr := range res.Data.Log.All() {
 		if !rr.Success && rr.Error == "cancelled" {
 			cut++
 		}
 	}
 	fmt.Fprintf(w, "Interrupted again: stopped at once; the results below cover the %d requests sent, "+
 		"of which %d still in flight were failed \"cancelled\" (%d never sent are left out).\n",
-		len(res.Data.Results), cut, unsent)
+		res.Data.Log.Len(), cut, unsent)
 }
 
-// computeOptions are the metric settings for results (in request order,
-// each carrying its dataset index).
-func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
+// computeOptions are the run's metric settings.
+func (r *run) computeOptions(tok *endpoint.Tokenizer, ds *dataset) metrics.ComputeOptions {
 	c := r.cfg
 	o := metrics.ComputeOptions{
 		Pooling:     c.TaskType == plan.Pooling,
@@ -252,10 +266,7 @@ func (r *run) computeOptions(results []metrics.RequestResult, tok *endpoint.Toke
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
 	if backend.Of(c.Backend).Multipart() {
-		o.InputAudioSeconds = make([]float64, len(results))
-		for i, rr := range results {
-			o.InputAudioSeconds[i] = ds.table.AudioSec(rr.Index)
-		}
+		o.InputAudioSeconds = ds.table.AudioSec
 	}
 	if len(c.GoodputSLOs) > 0 {
 		o.Goodput = make(map[string]float64, len(c.GoodputSLOs))
@@ -294,4 +305,38 @@ func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers
 		p.RampUpStartRPS, p.RampUpEndRPS = *c.RampUpStartRPS, *c.RampUpEndRPS
 	}
 	return p
+}
+
+// checkLogSpace refuses a run whose record log cannot fit where it goes,
+// before the clock starts.
+func (r *run) checkLogSpace(ds *dataset, cfg metrics.LogConfig) error {
+	var tokens int64
+	n := ds.table.Len()
+	for i := range n {
+		tokens += int64(max(ds.table.ExpectedOutputLen(i), 1))
+	}
+	where := "$TMPDIR"
+	if r.cfg.SaveDetailed {
+		where = "--result-dir"
+	}
+	need := metrics.EstimateLogBytes(n, tokens, r.cfg.SaveDetailed)
+	if err := metrics.CheckLogSpace(cfg, need, where); err != nil {
+		return &py.Error{Type: "OSError", Msg: err.Error()}
+	}
+	return nil
+}
+
+// logConfig is where the run's record log goes: the result directory
+// with --save-detailed (the sorted log is saved there beside the result),
+// else $TMPDIR.
+func (r *run) logConfig() metrics.LogConfig {
+	c := r.cfg
+	if c.SaveDetailed {
+		dir := c.ResultDir
+		if dir == "" {
+			dir = "."
+		}
+		return metrics.LogConfig{Dir: dir}
+	}
+	return metrics.LogConfig{}
 }

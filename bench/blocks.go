@@ -24,7 +24,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	if err := r.writeTrimmed(o.Summary, o.Data, o.Params); err != nil {
 		return nil, err
 	}
-	breakdown := metrics.ComputeBreakdown(res.Data.Results, c.SelectedPercentiles)
+	breakdown := metrics.ComputeBreakdown(res.Data.Log, c.SelectedPercentiles)
 	if c.Breakdown {
 		if err := report.WriteBreakdown(r.stdout, breakdown); err != nil {
 			return nil, err
@@ -34,10 +34,10 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	sidecar.Fingerprint, sidecar.Manifest = r.fingerprintFacts, r.manifest
 	r.agent.Account(sidecar)
 	var err error
-	if sidecar.Reasoning, err = r.reasoning(res.Data.Results); err != nil {
+	if sidecar.Reasoning, err = r.reasoning(res.Data.Log); err != nil {
 		return sidecar, err
 	}
-	if sidecar.PerToken, err = r.perToken(res.Data.Results, o.Summary); err != nil {
+	if sidecar.PerToken, err = r.perToken(res.Data.Log, o.Summary); err != nil {
 		return sidecar, err
 	}
 	o.SteadyState, o.SteadyStateErr = r.steadyState(o)
@@ -52,7 +52,7 @@ func (r *run) writeBlocks(o *outcome.Outcome, m *measurement, ds *dataset) (*rep
 	report.WritePrefixCacheWarning(r.stderr, m.prefixCache)
 	r.agent.WriteHealth(r.stderr, res, m.serverSpans)
 	sidecar.ServerSpans = m.serverSpans
-	sidecar.FirstTokens = report.NewSidecarFirstTokens(res.Data.Results, c.SelectedPercentiles, c.SaveDetailed)
+	sidecar.FirstTokens = report.NewSidecarFirstTokens(res.Data.Log, c.SelectedPercentiles, c.SaveDetailed)
 	sidecar.NetworkRTT = report.NewSidecarNetworkRTT(res.Health.Shards, c.SelectedPercentiles)
 	report.WriteSpansLine(r.stderr, m.serverSpans)
 	report.WriteServerMessages(r.stderr, &res.Data.ServerMessages)
@@ -85,10 +85,10 @@ func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
 // serverSaid groups the failed requests and checks the server's token
 // counts, for the sidecar and for stderr after the block.
 func (r *run) serverSaid(sidecar *report.Sidecar, o *outcome.Outcome, ds *dataset) {
-	results := o.Data.Results
+	results := o.Data.Log
 	sidecar.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), r.cfg.APIURL, ds.table.RequestID)
 	if !o.Summary.Pooling {
-		sidecar.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, o.Summary.OutputLens, ds.table.ExpectedOutputLen))
+		sidecar.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, o.Options.CountTokens, ds.table.ExpectedOutputLen))
 	}
 	report.WriteErrors(r.stderr, sidecar.Errors)
 	report.WriteUsageNotes(r.stderr, sidecar.Usage)

@@ -28,9 +28,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	r.agent = &cluster.Agent{
 		Plan: r.cfg, Requests: enc.requests, Share: enc.store, Digest: enc.digest, TraceOffsetsNs: enc.traceOffsetsNs,
 		Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
-		Options: func(results []metrics.RequestResult) metrics.ComputeOptions {
-			return r.computeOptions(results, tok, ds)
-		},
+		Options:     func() metrics.ComputeOptions { return r.computeOptions(tok, ds) },
 		Facts:       func(i int) (string, int) { return ds.table.RequestID(i), ds.table.ExpectedOutputLen(i) },
 		Fingerprint: fingerprint,
 		SentAs:      ds.table.SentAs,

@@ -47,7 +47,7 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *report.Sa
 	if !p.SaveResult && !p.AppendResult && !p.PlotTimeline {
 		return nil
 	}
-	res, err := pyout.BuildResult(s, d, p, time.Now())
+	res, err := pyout.BuildResult(s, d, p, o.Options.CountTokens, time.Now())
 	if err != nil {
 		return err
 	}
@@ -70,12 +70,30 @@ func (r *run) save(o *outcome.Outcome, sidecar *report.Sidecar, files *report.Sa
 		if r.cfg.SaveToPyTorchFormat {
 			r.savePyTorch(pyout.PyTorchPath(name), res, files)
 		}
+		if p.SaveDetailed {
+			r.saveRecordLog(name, o, sidecar, files)
+		}
 		path := report.SidecarPath(name)
 		files.Add(path, report.SaveSidecar(path, sidecar, p.AppendResult))
 	}
-	r.plotTimeline(name, s, d, files)
-	r.plotDatasetStats(name, s, d, files)
+	r.plotTimeline(name, o, files)
+	r.plotDatasetStats(name, o, files)
 	return nil
+}
+
+// saveRecordLog saves the run's sorted record log beside the result
+// (--save-detailed): every request's record exactly, every gap in
+// nanoseconds, in the compact form metrics.OpenLog reads.
+func (r *run) saveRecordLog(resultPath string, o *outcome.Outcome, sidecar *report.Sidecar, files *report.Saved) {
+	path := report.RecordLogPath(resultPath)
+	if err := o.Data.Log.WriteFile(path); err != nil {
+		files.Fail(fmt.Errorf("saving the record log to %s: %w", path, err))
+		return
+	}
+	files.Add(path, nil)
+	if sidecar.Health.RecordLog != nil {
+		sidecar.Health.RecordLog.SavedAs = path
+	}
 }
 
 // savePyTorch writes the PyTorch benchmark records of res to path
@@ -105,7 +123,8 @@ func (r *run) savePartial(o *outcome.Outcome, sidecar *report.Sidecar) error {
 
 // plotTimeline writes the --plot-timeline page next to the result file
 // and reports where, as vLLM does; a failure only warns (spec §f).
-func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.RunData, files *report.Saved) {
+func (r *run) plotTimeline(resultPath string, o *outcome.Outcome, files *report.Saved) {
+	s, d := o.Summary, o.Data
 	c := r.cfg
 	if !c.PlotTimeline || len(c.TimelineITLThresholdsMs) != 2 {
 		return
@@ -116,7 +135,8 @@ func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.Run
 		ITLThresholdsMs: [2]float64{c.TimelineITLThresholdsMs[0], c.TimelineITLThresholdsMs[1]},
 	}
 	if !s.Pooling {
-		opts.OutputLens = s.OutputLens
+		count := o.Options.CountTokens
+		opts.OutputLen = func(r *metrics.RequestResult) int { return r.OutputLen(count) }
 	}
 	if err := report.WriteTimelineFile(path, d, opts); err != nil {
 		fmt.Fprintf(r.stderr, "WARNING: timeline plot not written: %v\n", err)
@@ -128,20 +148,24 @@ func (r *run) plotTimeline(resultPath string, s *metrics.Summary, d *metrics.Run
 
 // plotDatasetStats writes the --plot-dataset-stats figure next to the
 // result file and reports where, as vLLM does; a failure only warns.
-func (r *run) plotDatasetStats(resultPath string, s *metrics.Summary, d *metrics.RunData, files *report.Saved) {
+func (r *run) plotDatasetStats(resultPath string, o *outcome.Outcome, files *report.Saved) {
 	if !r.cfg.PlotDatasetStats {
 		return
 	}
-	inputLens := make([]int, len(d.Results))
-	for i := range d.Results {
-		inputLens[i] = d.Results[i].PromptLen
+	s := o.Summary
+	// The plot's histograms take the lists: two ints a request, only
+	// with --plot-dataset-stats.
+	var inputLens, outputLens []int
+	for _, rr := range o.Data.Log.All() {
+		inputLens = append(inputLens, rr.PromptLen)
+		outputLens = append(outputLens, rr.OutputLen(o.Options.CountTokens))
 	}
 	if s.Pooling || len(inputLens) == 0 {
 		fmt.Fprintln(r.stderr, "WARNING: Dataset statistics plot requires input and output length data. Ensure the benchmark completed successfully.")
 		return
 	}
 	path := report.DatasetStatsPath(resultPath)
-	if err := report.WriteDatasetStatsFile(path, inputLens, s.OutputLens); err != nil {
+	if err := report.WriteDatasetStatsFile(path, inputLens, outputLens); err != nil {
 		fmt.Fprintf(r.stderr, "WARNING: Failed to generate dataset statistics plot: %v\n", err)
 		return
 	}
@@ -169,7 +193,7 @@ func (r *run) writeReport(model endpoint.Model, o *outcome.Outcome, sidecar *rep
 func (r *run) writeReportFile(path string, model endpoint.Model, o *outcome.Outcome, sidecar *report.Sidecar) error {
 	detailed := *o.Params
 	detailed.SaveDetailed = true
-	result, err := pyout.BuildResult(o.Summary, o.Data, &detailed, time.Now())
+	result, err := pyout.BuildResult(o.Summary, o.Data, &detailed, o.Options.CountTokens, time.Now())
 	if err != nil {
 		return err
 	}

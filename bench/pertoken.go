@@ -19,7 +19,7 @@ import (
 
 // perToken prints the --per-token-itl block, says on stderr what fell
 // back, and returns the sidecar's account; nil without the flag.
-func (r *run) perToken(results []metrics.RequestResult, s *metrics.Summary) (*report.SidecarPerToken, error) {
+func (r *run) perToken(results *metrics.Log, s *metrics.Summary) (*report.SidecarPerToken, error) {
 	if !r.cfg.PerTokenITL {
 		return nil, nil
 	}

@@ -12,7 +12,7 @@ import (
 
 // reasoning prints the --reasoning-metrics block (when asked) and returns
 // the sidecar's account.
-func (r *run) reasoning(results []metrics.RequestResult) (*report.SidecarReasoning, error) {
+func (r *run) reasoning(results *metrics.Log) (*report.SidecarReasoning, error) {
 	st := metrics.ComputeReasoning(results, r.cfg.SelectedPercentiles)
 	account := report.NewSidecarReasoning(results, st, r.cfg.SaveDetailed)
 	if !r.cfg.ReasoningMetrics {

@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) error {
 		}
 	}
 	if err == nil && cfg.FailOnError && o != nil && o.Summary.Failed > 0 {
-		return &outcome.RequestsFailed{Failed: o.Summary.Failed, Requests: len(o.Data.Results)}
+		return &outcome.RequestsFailed{Failed: o.Summary.Failed, Requests: o.Data.Log.Len()}
 	}
 	return err
 }

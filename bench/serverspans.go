@@ -39,8 +39,8 @@ func (r *run) joinSpans(ctx context.Context, recv *spans.Receiver, res *engine.R
 		return nil
 	}
 	ok := 0
-	for i := range res.Data.Results {
-		if res.Data.Results[i].Success {
+	for _, rr := range res.Data.Log.All() {
+		if rr.Success {
 			ok++
 		}
 	}
@@ -49,5 +49,5 @@ func (r *run) joinSpans(ctx context.Context, recv *spans.Receiver, res *engine.R
 	for i := range ids {
 		ids[i] = ds.table.RequestID(i)
 	}
-	return spans.Join(res.Data.Results, ids, got, r.cfg.OTLPReceiver, r.cfg.SelectedPercentiles, r.cfg.SaveDetailed)
+	return spans.Join(res.Data.Log.Collect(), ids, got, r.cfg.OTLPReceiver, r.cfg.SelectedPercentiles, r.cfg.SaveDetailed)
 }

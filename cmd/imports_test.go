@@ -199,7 +199,7 @@ var importRules = []importRule{
 		why:     "engine → shard → httpwire/sse: engine places and paces the shards and gathers their results; it parses no bytes"},
 	{pkg: "shard",
 		may:     []string{"httpwire", "sse", "metrics", "internal/tls13", "internal/memlimit"},
-		tests:   []string{"shard/shardtest"},
+		tests:   []string{"shard/shardtest", "metrics/metricstest"},
 		mustNot: httpClient,
 		why:     "shard → httpwire/sse and shard → metrics: the event loop delivers bytes and stamps; HTTP framing is httpwire's, an answer's meaning is sse's, and nothing above it is imported"},
 	{pkg: "shard/shardtest",
@@ -214,6 +214,9 @@ var importRules = []importRule{
 	{pkg: "metrics",
 		mustNot: sockets,
 		why:     "metrics records and computes from values; it imports nothing above it"},
+	{pkg: "metrics/metricstest",
+		may: []string{"metrics"},
+		why: "the gathered results of recorders, for the tests of the packages that record"},
 
 	// The datasets.
 	{pkg: "datasets",

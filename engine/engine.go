@@ -105,8 +105,21 @@ type Config struct {
 	// requests in flight, failing a request that grows past it (see
 	// shard.Budget). 0 means no bound.
 	MaxResponseBytes, MaxBufferedBytes int64
-	// KeepDetail keeps every request's exact ITLs; KeepText its text.
-	KeepDetail, KeepText bool
+	// KeepText keeps every request's text.
+	KeepText bool
+	// Log says where the run's record log lives (metrics.LogConfig): a
+	// full disk there stops the run as a cancellation does, and
+	// Result.LogError says why.
+	Log metrics.LogConfig
+	// WindowBytes, when set, gives the bytes of the requests held in
+	// memory for sending now (the prompt window), for the memory samples;
+	// unset, they are the window's own (Runner.Window: a Store's window,
+	// or the loaded Requests not yet ended).
+	WindowBytes func() int64
+	// CountTokens, when set, counts the generated text of each success
+	// whose usage gave no output count, once, after the run, as the
+	// records are sorted (metrics.SortOptions): never on a shard.
+	CountTokens func(text string) int
 	// KeepUncountedText keeps the text of the streams whose usage gave no
 	// output token count, to be counted after the run (metrics.Options).
 	KeepUncountedText bool
@@ -165,7 +178,10 @@ type Result struct {
 	// run ended; Aborted when Abort cut the grace short, so that the
 	// requests still in flight were failed "cancelled" at once.
 	Cancelled, Aborted bool
-	Health             Health
+	// LogError is why the record log could not be written (a full disk),
+	// which stopped the run as a cancellation; nil if none.
+	LogError error
+	Health   Health
 	// Probes are the side probes' results in sending order, on the run
 	// clock (Config.Probe); the run's duration covers the probe loop.
 	Probes []metrics.RequestResult
@@ -212,6 +228,16 @@ type Health struct {
 	// StoreErr, when set, is the read of the request store that failed and
 	// stopped the run, as a cancellation does.
 	StoreErr error
+	// Log is the record log's size once sorted.
+	Log LogHealth
+}
+
+// LogHealth is the size of a run's sorted record log: its records, the
+// bytes it took on disk and those it kept in memory, and the most bytes
+// the shards' chunks took while the run was recording.
+type LogHealth struct {
+	Records                                 int
+	DiskBytes, MemoryBytes, PeakBufferBytes int64
 }
 
 // Run runs cfg's requests and returns the measurements. While it runs,
@@ -233,6 +259,12 @@ type Runner struct {
 	queue     *shard.Queue
 	clock     shard.Clock
 	recorders []*metrics.Recorder
+	spool     *metrics.Spool
+	// logFailed is closed with logErr set when the record log could not
+	// be written: the run stops as after a cancellation.
+	logFailed chan struct{}
+	logOnce   sync.Once
+	logErr    error
 	transport shard.Transport
 	probes    *probeLoop // nil without Config.Probe
 	// warmed is done when every shard's warm-up ended.
@@ -315,12 +347,19 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r.aborted, r.abort = context.WithCancel(context.Background())
 	r.storeFailed, r.failStore = context.WithCancelCause(context.Background())
+	r.logFailed = make(chan struct{})
+	logCfg := cfg.Log
+	logCfg.OnError = func(err error) {
+		r.logOnce.Do(func() { r.logErr = err; close(r.logFailed) })
+	}
+	r.spool = metrics.NewSpool(logCfg)
 	var src *storeReader
 	switch {
 	case cfg.Feed:
 		r.feed = newFeed()
 	case cfg.Store != nil:
 		if src, err = cfg.Store.reader(); err != nil {
+			r.spool.Close()
 			return nil, err
 		}
 	default:
@@ -337,7 +376,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		MaxResponseBytes: cfg.MaxResponseBytes, Budget: shard.NewBudget(cfg.MaxBufferedBytes),
 		Reuse: shard.NewReuseStops(len(dests)),
 	}
-	opts := metrics.Options{KeepDetail: cfg.KeepDetail, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
+	opts := metrics.Options{Spool: r.spool, KeepText: cfg.KeepText, KeepUncountedText: cfg.KeepUncountedText, OnEnd: cfg.OnEnd, RunningUsage: cfg.RunningUsage}
 	if cfg.WarmConnections {
 		// Each shard may carry up to its Slots of the requests in flight,
 		// so each gets its share rounded up.
@@ -352,6 +391,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r.transport, err = shard.Start(run)
 	if err != nil {
+		r.spool.Close()
 		return nil, err
 	}
 	r.recorders = r.transport.Recorders()
@@ -424,11 +464,19 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	defer restoreProcs()
 	defer r.abort() // releases the context's resources
 	// An abort is a cancellation that skips the grace, and so is a failed
-	// read of the store: no request past it can be sent.
+	// read of the store: no request past it can be sent. A record log that
+	// cannot be written is a cancellation too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.aborted, cancel)()
 	defer context.AfterFunc(r.storeFailed, cancel)()
+	go func() {
+		select {
+		case <-r.logFailed:
+			cancel()
+		case <-r.done:
+		}
+	}()
 	// Warm connections open before the clock of the schedule starts; a
 	// cancellation cuts the warm-up short (the run then cancels at once).
 	warmed := make(chan struct{})
@@ -439,7 +487,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 		<-warmed
 	}
-	defer releaseMemory(holdMemory(r.set.Len(), r.open, r.heldBytes()))
+	defer releaseMemory(holdMemory(r.set.Len(), r.open, r.loadAhead()))
 	if !r.cfg.StartAt.IsZero() {
 		// Cancelled while waiting: nothing is released (dispatch sees ctx).
 		waitUntil(ctx, r.cfg.StartAt)
@@ -458,7 +506,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 	// Sampled from the schedule's start until the streams closed, before
 	// the results are merged.
-	sampler := startRSSSampler(r.queue.InFlight, rssSampleInterval)
+	sampler := startRSSSampler(r.queue.InFlight, r.heldBytes, rssSampleInterval)
 	defer sampler.finish() // a panic in dispatch must not leave it ticking
 	var lags []int64
 	if r.feed != nil {
@@ -492,7 +540,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 
 	// Requests never taken: failed "cancelled", as Python's would be.
 	n := r.set.Len()
-	skipped := metrics.NewRecorder(metrics.Options{})
+	skipped := metrics.NewRecorder(metrics.Options{Spool: r.spool})
 	for i := r.queue.Taken(); i < n; i++ {
 		var arrival int64
 		if i < r.queue.Released() {
@@ -505,11 +553,26 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		}
 		skipped.Skip(i, promptLen, arrival, "cancelled")
 	}
-	res.Data = metrics.Merge(n, append(r.recorders, skipped)...)
-	for i := range res.Data.Results {
-		res.Data.Results[i].Index = r.set.index(i)
+	data, err := metrics.Gather(metrics.SortOptions{
+		Requests:    n,
+		IndexOf:     r.set.index,
+		CountTokens: r.cfg.CountTokens,
+		KeepText:    r.cfg.KeepText,
+	}, append(r.recorders, skipped)...)
+	if data == nil {
+		r.err = err
+		return
+	}
+	res.Data = *data
+	res.LogError = err
+	disk, mem := res.Data.Log.Bytes()
+	res.Health.Log = LogHealth{Records: res.Data.Log.Len(), DiskBytes: disk, MemoryBytes: mem,
+		PeakBufferBytes: r.spool.Memory().PeakBufferBytes}
+	if res.LogError != nil {
+		res.Cancelled = true
 	}
 	res.Data.DurationNs = endNs - startNs
+	logHealth := res.Health.Log
 	res.Health = r.health(lags)
 	res.Health.Memory = memory
 	res.Health.Window = r.Window()
@@ -517,7 +580,19 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		res.Health.StoreErr = err
 		res.Cancelled = true
 	}
+	res.Health.Log = logHealth
 	r.result = res
+}
+
+// heldBytes is what the record log and the prompt window hold in memory.
+func (r *Runner) heldBytes() (log, window int64) {
+	m := r.spool.Memory()
+	if r.cfg.WindowBytes != nil {
+		window = r.cfg.WindowBytes()
+	} else {
+		window = r.Window().Bytes
+	}
+	return m.BufferBytes + m.StoreMemoryBytes, window
 }
 
 // waitUntil sleeps until the wall clock reads at, or until ctx ends.

@@ -40,12 +40,12 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 		// Unpinned: a shard pinned to a CPU that other processes saturate
 		// may not run at all during a short test, leaving its share idle.
 		MaxConcurrency: 5, Shards: 3, CPUs: []int{-1},
-		KernelTimestamps: true, KeepDetail: true,
+		KernelTimestamps: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		if !r.Success || r.Index != 100+i {
 			t.Fatalf("result %d: index %d success %v error %q", i, r.Index, r.Success, r.Error)
 		}
@@ -53,7 +53,7 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 	if got := srv.MaxActive.Load(); got > 5 {
 		t.Errorf("server saw %d requests at once; the cap is 5", got)
 	}
-	if got, _ := metrics.MaxOpen(res.Data.Results); got < 4 || got > 5 {
+	if got, _ := metrics.MaxOpen(res.Data.Log); got < 4 || got > 5 {
 		t.Errorf("client had at most %d requests in flight; want the cap of 5 used", got)
 	}
 	// Each shard keeps its own connections, up to its share of the cap
@@ -70,8 +70,8 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 		t.Errorf("kernel stamp coverage %v on loopback; want 1", res.Health.KernelStampCoverage)
 	}
 	gaps := 0
-	for i := range res.Data.Results {
-		gaps += res.Data.Results[i].NumITLs()
+	for i := range res.Data.Log.Collect() {
+		gaps += res.Data.Log.Collect()[i].NumITLs()
 	}
 	if res.Data.DurationNs <= 0 || gaps != 60*2 {
 		t.Errorf("duration %d, %d gaps", res.Data.DurationNs, gaps)
@@ -79,7 +79,7 @@ func TestRunHoldsConcurrencyCap(t *testing.T) {
 	// 60 requests of ≥5 ms at 5 at a time take ≥60 ms; requests waited
 	// for the cap, so queue times must show it.
 	var queued int
-	for _, r := range res.Data.Results {
+	for _, r := range res.Data.Log.Collect() {
 		if r.QueueNs > int64(2*time.Millisecond) {
 			queued++
 		}
@@ -101,7 +101,7 @@ func TestRunFollowsSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	origin := res.ScheduleStartNs
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		due := origin + int64(float64(i+1)/rate*1e9)
 		if !r.Success {
 			t.Fatalf("request %d failed: %s", i, r.Error)
@@ -113,8 +113,8 @@ func TestRunFollowsSchedule(t *testing.T) {
 	// How late releases are is a benchmark's question (the vCPUs here stall
 	// for 15 ms and more under load); a test holds them to the order of
 	// the schedule: each release comes after the one before.
-	for i := 1; i < len(res.Data.Results); i++ {
-		if prev, cur := res.Data.Results[i-1].ArrivalNs, res.Data.Results[i].ArrivalNs; cur < prev {
+	for i := 1; i < len(res.Data.Log.Collect()); i++ {
+		if prev, cur := res.Data.Log.Collect()[i-1].ArrivalNs, res.Data.Log.Collect()[i].ArrivalNs; cur < prev {
 			t.Errorf("request %d released at %v, before request %d at %v", i, time.Duration(cur), i-1, time.Duration(prev))
 		}
 	}
@@ -135,13 +135,13 @@ func TestCancelKeepsCompletedResults(t *testing.T) {
 	if !res.Cancelled {
 		t.Error("Result.Cancelled not set")
 	}
-	if r := res.Data.Results[0]; !r.Success {
+	if r := res.Data.Log.Collect()[0]; !r.Success {
 		t.Errorf("completed request lost: %+v", r)
 	}
-	if r := res.Data.Results[1]; r.Success || r.Error != "cancelled" {
+	if r := res.Data.Log.Collect()[1]; r.Success || r.Error != "cancelled" {
 		t.Errorf("in-flight stalled request: success %v error %q; want cancelled", r.Success, r.Error)
 	}
-	if r := res.Data.Results[9]; r.Success || r.Error != "cancelled" || r.Index != 109 {
+	if r := res.Data.Log.Collect()[9]; r.Success || r.Error != "cancelled" || r.Index != 109 {
 		t.Errorf("never-sent request: %+v; want failed cancelled", r)
 	}
 	done, failed, total := runner.Progress()
@@ -164,7 +164,7 @@ func TestRunReportsFaults(t *testing.T) {
 	}
 	want := []string{"", "Internal Server Error", "connection reset by peer after 2 token events", "", "malformed chunk size", ""}
 	for i, w := range want {
-		r := res.Data.Results[i]
+		r := res.Data.Log.Collect()[i]
 		if (w == "") != r.Success || !strings.Contains(r.Error, w) {
 			t.Errorf("request %d: success %v error %q; want %q", i, r.Success, r.Error, w)
 		}
@@ -183,7 +183,7 @@ func TestRunTimesOutStalledRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Data.Results[0]; r.Success || r.Error != "request timed out after 100ms" {
+	if r := res.Data.Log.Collect()[0]; r.Success || r.Error != "request timed out after 100ms" {
 		t.Errorf("stalled request: success %v error %q; want the timeout", r.Success, r.Error)
 	}
 }
@@ -241,15 +241,15 @@ func testRunOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range res.Data.Results[:12] {
+	for i, r := range res.Data.Log.Collect()[:12] {
 		if !r.Success || r.ChunkEvents != 4 || r.GeneratedText != "t0t1t2t3" || r.TTFTNs <= 0 {
 			t.Errorf("request %d over TLS: %+v", i, r)
 		}
 	}
-	if r := res.Data.Results[12]; r.Error != "Internal Server Error" {
+	if r := res.Data.Log.Collect()[12]; r.Error != "Internal Server Error" {
 		t.Errorf("500 over TLS: error %q", r.Error)
 	}
-	if r := res.Data.Results[13]; r.Success || !strings.Contains(r.Error, "after 2 token events") {
+	if r := res.Data.Log.Collect()[13]; r.Success || !strings.Contains(r.Error, "after 2 token events") {
 		t.Errorf("reset over TLS: error %q", r.Error)
 	}
 	if got := srv.MaxActive.Load(); got > 3 {
@@ -275,7 +275,7 @@ func TestTLSRejectsUntrustedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Data.Results[0]; r.Success || !strings.Contains(r.Error, "TLS handshake") {
+	if r := res.Data.Log.Collect()[0]; r.Success || !strings.Contains(r.Error, "TLS handshake") {
 		t.Errorf("untrusted certificate: %+v", r)
 	}
 	res, err = Run(context.Background(), Config{
@@ -284,7 +284,7 @@ func TestTLSRejectsUntrustedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Data.Results[0]; !r.Success {
+	if r := res.Data.Log.Collect()[0]; !r.Success {
 		t.Errorf("--insecure: %+v", r)
 	}
 }
@@ -318,10 +318,10 @@ func testCancelOverTLS(t *testing.T) {
 		Requests:    requests("/ok/1", "/stall", "/stall"),
 		CancelGrace: 50 * time.Millisecond,
 	})
-	if !res.Data.Results[0].Success {
-		t.Errorf("completed request lost: %+v", res.Data.Results[0])
+	if !res.Data.Log.Collect()[0].Success {
+		t.Errorf("completed request lost: %+v", res.Data.Log.Collect()[0])
 	}
-	for _, r := range res.Data.Results[1:] {
+	for _, r := range res.Data.Log.Collect()[1:] {
 		if r.Success || r.Error != "cancelled" {
 			t.Errorf("stalled request %d over TLS: success %v error %q; want cancelled", r.Index, r.Success, r.Error)
 		}
@@ -387,11 +387,11 @@ func TestAbortCutsTheGrace(t *testing.T) {
 			if !res.Cancelled || !res.Aborted {
 				t.Errorf("Cancelled %v Aborted %v; want both", res.Cancelled, res.Aborted)
 			}
-			if len(res.Data.Results) != len(paths) {
-				t.Fatalf("%d results for %d requests", len(res.Data.Results), len(paths))
+			if len(res.Data.Log.Collect()) != len(paths) {
+				t.Fatalf("%d results for %d requests", len(res.Data.Log.Collect()), len(paths))
 			}
 			var ok, cancelled, sent int
-			for _, r := range res.Data.Results {
+			for _, r := range res.Data.Log.Collect() {
 				switch {
 				case r.Success:
 					ok++
@@ -404,12 +404,12 @@ func TestAbortCutsTheGrace(t *testing.T) {
 					sent++
 				}
 			}
-			if !res.Data.Results[0].Success || ok+cancelled != len(paths) || sent < 3 {
+			if !res.Data.Log.Collect()[0].Success || ok+cancelled != len(paths) || sent < 3 {
 				t.Errorf("first request success %v; %d ok + %d cancelled of %d, %d sent",
-					res.Data.Results[0].Success, ok, cancelled, len(paths), sent)
+					res.Data.Log.Collect()[0].Success, ok, cancelled, len(paths), sent)
 			}
 			for _, i := range []int{1, 2} {
-				if r := res.Data.Results[i]; r.Success || r.Error != "cancelled" || !r.Sent() {
+				if r := res.Data.Log.Collect()[i]; r.Success || r.Error != "cancelled" || !r.Sent() {
 					t.Errorf("stalled request %d: %+v; want sent and cancelled", i, r)
 				}
 			}
@@ -439,7 +439,7 @@ func TestWarmUpCancelled(t *testing.T) {
 	if !res.Cancelled {
 		t.Error("run not marked cancelled")
 	}
-	for _, r := range res.Data.Results {
+	for _, r := range res.Data.Log.Collect() {
 		if r.Success || r.Error != "cancelled" {
 			t.Errorf("request %d: success %v, error %q; want cancelled", r.Index, r.Success, r.Error)
 		}

@@ -44,15 +44,15 @@ func TestFeedChainsRequestsOnTheirEnds(t *testing.T) {
 		if i != k {
 			t.Fatalf("request %d ended as position %d; want one at a time, in order", k, i)
 		}
-		got := res.Data.Results[k]
+		got := res.Data.Log.Collect()[k]
 		if !got.Success || got.Index != k {
 			t.Errorf("result %d: %+v; want success and index %d", k, got, k)
 		}
-		if k > 0 && got.StartNs < res.Data.Results[k-1].StartNs+res.Data.Results[k-1].LatencyNs {
+		if k > 0 && got.StartNs < res.Data.Log.Collect()[k-1].StartNs+res.Data.Log.Collect()[k-1].LatencyNs {
 			t.Errorf("request %d started before request %d ended", k, k-1)
 		}
 	}
-	if last := res.Data.Results[4]; last.Success || last.Error != "cancelled" {
+	if last := res.Data.Log.Collect()[4]; last.Success || last.Error != "cancelled" {
 		t.Errorf("never-submitted position: %+v; want failed cancelled", last)
 	}
 	if _, err := r.Submit(Request{}); err == nil {

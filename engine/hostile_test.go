@@ -54,7 +54,7 @@ func TestHostileServers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range res.Data.Results {
+			for _, r := range res.Data.Log.Collect() {
 				if r.Success || !strings.HasPrefix(r.Error, tt.want) {
 					t.Errorf("request %d: success %v, error %q; want a failure %q...", r.Index, r.Success, r.Error, tt.want)
 				}
@@ -110,7 +110,7 @@ func TestResetOnReusedConnectionIsNotResent(t *testing.T) {
 	// reaches the mock on the connection its predecessor used; that reset
 	// stops reuse (no reused connection was ever answered), so the later
 	// ones go out on fresh connections.
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		want := ""
 		switch {
 		case i == 1:

@@ -48,9 +48,9 @@ func holdMemory(requests, open int, window int64) *memlimit.Hold {
 	return memlimit.Take(memlimit.InUse()+int64(open)*runPerStream+window, runMargin)
 }
 
-// heldBytes is the request bytes a run from a Store will load beyond those
+// loadAhead is the request bytes a run from a Store will load beyond those
 // in memory at its start: the window, and the requests in flight.
-func (r *Runner) heldBytes() int64 {
+func (r *Runner) loadAhead() int64 {
 	if r.window == nil {
 		return 0
 	}

@@ -104,7 +104,7 @@ func TestTLSRunHoldsMemoryAfterRamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range res.Data.Results {
+	for _, x := range res.Data.Log.Collect() {
 		if !x.Success {
 			t.Fatalf("request %d failed: %s", x.Index, x.Error)
 		}

@@ -73,7 +73,10 @@ func (l *probeLoop) start(ctx context.Context) {
 		defer close(l.doneCh)
 		defer l.client.Close()
 		l.loop(ctx)
-		l.results = metrics.Merge(l.sent, l.rec).Results
+		if log, err := l.rec.Log(metrics.SortOptions{Requests: l.sent}); err == nil {
+			l.results = log.Collect()
+			log.Close()
+		}
 	}()
 }
 

@@ -235,7 +235,7 @@ func TestProbeCancelled(t *testing.T) {
 	if len(res.Probes) != 1 || res.Probes[0].Success || res.Probes[0].Error != "cancelled" {
 		t.Errorf("probes %+v; want one, failed \"cancelled\"", res.Probes)
 	}
-	if r := res.Data.Results[0]; r.Success || r.Error != "cancelled" {
+	if r := res.Data.Log.Collect()[0]; r.Success || r.Error != "cancelled" {
 		t.Errorf("main request: %+v; want failed \"cancelled\"", r)
 	}
 }

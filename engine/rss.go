@@ -26,6 +26,20 @@ type MemorySamples struct {
 	// streams open at the first sample of that size.
 	PeakRSS    int64
 	OpenAtPeak int
+	// Where the peak went: BaseRSS is the first sample's resident set
+	// (before a stream opened: the binary, the runtime, the tokenizer,
+	// the run's tables), and at the peak's sample LogAtPeak the bytes the
+	// record log held in memory (its chunks and what it kept unwritten)
+	// and WindowAtPeak the bytes of requests held for sending (the
+	// prompt window). The rest of the peak over the base is the streams'
+	// (their buffers and state) and the garbage collector's slack.
+	BaseRSS, LogAtPeak, WindowAtPeak int64
+}
+
+// StreamsAtPeak is the peak's remainder over the base, the log and the
+// window: the open streams' share, with the collector's slack.
+func (m MemorySamples) StreamsAtPeak() int64 {
+	return max(m.PeakRSS-m.BaseRSS-m.LogAtPeak-m.WindowAtPeak, 0)
 }
 
 // rssSampleInterval is how often the sampler reads the resident set: a
@@ -39,6 +53,9 @@ const rssSampleInterval = 200 * time.Millisecond
 type rssSampler struct {
 	read func() (int64, bool)
 	open func() int
+	// held, when set, gives the bytes the record log and the prompt
+	// window hold now.
+	held func() (log, window int64)
 	out  MemorySamples
 	stop chan struct{}
 	done sync.WaitGroup
@@ -60,13 +77,19 @@ func (s *rssSampler) sample() {
 	}
 	if m.Samples == 0 || rss > m.PeakRSS {
 		m.PeakRSS, m.OpenAtPeak = rss, open
+		if s.held != nil {
+			m.LogAtPeak, m.WindowAtPeak = s.held()
+		}
+	}
+	if m.Samples == 0 {
+		m.BaseRSS = rss
 	}
 	m.Samples++
 }
 
 // startRSSSampler samples now and then every interval until finish.
-func startRSSSampler(open func() int, interval time.Duration) *rssSampler {
-	s := &rssSampler{read: readStatmRSS, open: open, out: MemorySamples{Interval: interval}, stop: make(chan struct{})}
+func startRSSSampler(open func() int, held func() (log, window int64), interval time.Duration) *rssSampler {
+	s := &rssSampler{read: readStatmRSS, open: open, held: held, out: MemorySamples{Interval: interval}, stop: make(chan struct{})}
 	s.sample()
 	s.done.Add(1)
 	go func() {

@@ -30,11 +30,15 @@ func TestRSSSamplerKeepsMostOpenAndPeak(t *testing.T) {
 	s := &rssSampler{
 		read: func() (int64, bool) { return samples[k].rss, samples[k].ok },
 		open: func() int { return samples[k].open },
+		held: func() (int64, int64) { return int64(k), 10 * int64(k) },
 	}
 	for k = range samples {
 		s.sample()
 	}
-	want := MemorySamples{Samples: 8, MostOpen: 40, RSSAtMostOpen: 190, PeakRSS: 260, OpenAtPeak: 5}
+	// The base is the first sample read; the log's and the window's bytes
+	// are those of the peak's first sample (k = 6 here).
+	want := MemorySamples{Samples: 8, MostOpen: 40, RSSAtMostOpen: 190, PeakRSS: 260, OpenAtPeak: 5,
+		BaseRSS: samples[0].rss, LogAtPeak: 6, WindowAtPeak: 60}
 	if s.out != want {
 		t.Errorf("samples %+v, want %+v", s.out, want)
 	}
@@ -48,7 +52,7 @@ func TestRSSSamplerNoStreams(t *testing.T) {
 	for k = range rss {
 		s.sample()
 	}
-	if want := (MemorySamples{Samples: 3, RSSAtMostOpen: 70, PeakRSS: 70}); s.out != want {
+	if want := (MemorySamples{Samples: 3, RSSAtMostOpen: 70, PeakRSS: 70, BaseRSS: 50}); s.out != want {
 		t.Errorf("samples %+v, want %+v", s.out, want)
 	}
 }
@@ -87,7 +91,7 @@ func TestRSSSamplerStartFinish(t *testing.T) {
 			afterFinish.Add(1)
 		}
 		return 3
-	}, time.Millisecond)
+	}, nil, time.Millisecond)
 	for calls.Load() < 3 {
 		time.Sleep(time.Millisecond)
 	}

@@ -27,7 +27,7 @@ func TestSourceAddressesBindConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		if !r.Success {
 			t.Fatalf("request %d failed: %s", i, r.Error)
 		}

@@ -23,7 +23,7 @@ func TestRunWaitsForStartAt(t *testing.T) {
 	if start := res.Start.Add(time.Duration(res.ScheduleStartNs)); start.Before(at) {
 		t.Errorf("schedule started at %v, before StartAt %v", start, at)
 	}
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		if !r.Success {
 			t.Fatalf("request %d failed: %s", i, r.Error)
 		}
@@ -50,10 +50,10 @@ func TestRunCancelledBeforeStartAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Cancelled || len(res.Data.Results) != 3 {
-		t.Fatalf("cancelled %v with %d results", res.Cancelled, len(res.Data.Results))
+	if !res.Cancelled || len(res.Data.Log.Collect()) != 3 {
+		t.Fatalf("cancelled %v with %d results", res.Cancelled, len(res.Data.Log.Collect()))
 	}
-	for i, rr := range res.Data.Results {
+	for i, rr := range res.Data.Log.Collect() {
 		if rr.Success || rr.Sent() {
 			t.Errorf("request %d was sent: %+v", i, rr)
 		}

@@ -162,7 +162,7 @@ func TestRunFromSpilledStoreSendsTheSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, r := range res.Data.Results {
+		for i, r := range res.Data.Log.All() {
 			if !r.Success || r.Index != i {
 				t.Fatalf("result %d: index %d, success %v %q", i, r.Index, r.Success, r.Error)
 			}
@@ -234,7 +234,7 @@ func TestWindowHoldsRequestsWithoutBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, rr := range res.Data.Results {
+	for i, rr := range res.Data.Log.All() {
 		if !rr.Success {
 			t.Fatalf("request %d failed: %s", i, rr.Error)
 		}

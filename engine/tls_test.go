@@ -51,7 +51,7 @@ func testTLSResumesSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range res.Data.Results {
+	for i, r := range res.Data.Log.Collect() {
 		if !r.Success || r.GeneratedText != "t0t1t2" {
 			t.Errorf("request %d: %+v", i, r)
 		}
@@ -87,7 +87,7 @@ func TestTLSPathChoice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range res.Data.Results {
+			for i, r := range res.Data.Log.Collect() {
 				if !r.Success || r.GeneratedText != "t0t1t2" {
 					t.Errorf("request %d: %+v", i, r)
 				}

@@ -23,40 +23,49 @@ type BreakdownStats struct {
 }
 
 // ComputeBreakdown summarizes the breakdowns of the successful requests in
-// results, with the given percentiles; nil when no request has one (a run
-// over a transport that records none, or one where every request failed).
-func ComputeBreakdown(results []RequestResult, percentiles []float64) *BreakdownStats {
-	var queue, connect, handshake, send, server, first, ttft []float64
+// l, with the given percentiles; nil when no request has one (a run over a
+// transport that records none, or one where every request failed).
+func ComputeBreakdown(l *Log, percentiles []float64) *BreakdownStats {
+	const (
+		queue = iota
+		connect
+		handshake
+		send
+		server
+		first
+		ttft
+		lists
+	)
 	b := &BreakdownStats{}
-	for i := range results {
-		r := &results[i]
-		if !r.Success || !r.Breakdown.Known {
-			continue
+	set := NewLists(lists, percentiles)
+	for set.More() {
+		for _, r := range l.All() {
+			if !r.Success || !r.Breakdown.Known {
+				continue
+			}
+			if set.First() {
+				b.Requests++
+				if r.Breakdown.NewConn {
+					b.NewConnections++
+				}
+				if r.Breakdown.TLSNs > 0 {
+					b.TLSConnections++
+				}
+			}
+			set.Add(queue, Seconds(r.QueueNs))
+			set.Add(connect, Seconds(r.Breakdown.ConnectNs))
+			set.Add(handshake, Seconds(r.Breakdown.TLSNs))
+			set.Add(send, Seconds(r.Breakdown.SendNs))
+			set.Add(server, Seconds(r.Breakdown.ServerNs))
+			set.Add(first, Seconds(r.Breakdown.FirstTokenNs))
+			set.Add(ttft, Seconds(r.TTFTNs))
 		}
-		b.Requests++
-		if r.Breakdown.NewConn {
-			b.NewConnections++
+		if b.Requests == 0 {
+			return nil
 		}
-		if r.Breakdown.TLSNs > 0 {
-			b.TLSConnections++
-		}
-		queue = append(queue, Seconds(r.QueueNs))
-		connect = append(connect, Seconds(r.Breakdown.ConnectNs))
-		handshake = append(handshake, Seconds(r.Breakdown.TLSNs))
-		send = append(send, Seconds(r.Breakdown.SendNs))
-		server = append(server, Seconds(r.Breakdown.ServerNs))
-		first = append(first, Seconds(r.Breakdown.FirstTokenNs))
-		ttft = append(ttft, Seconds(r.TTFTNs))
+		set.EndPass()
 	}
-	if b.Requests == 0 {
-		return nil
-	}
-	b.QueueWait = summarizeInPlace(queue, percentiles)
-	b.Connect = summarizeInPlace(connect, percentiles)
-	b.TLS = summarizeInPlace(handshake, percentiles)
-	b.Send = summarizeInPlace(send, percentiles)
-	b.Server = summarizeInPlace(server, percentiles)
-	b.FirstToken = summarizeInPlace(first, percentiles)
-	b.TTFT = summarizeInPlace(ttft, percentiles)
+	b.QueueWait, b.Connect, b.TLS = set.Stats(queue), set.Stats(connect), set.Stats(handshake)
+	b.Send, b.Server, b.FirstToken, b.TTFT = set.Stats(send), set.Stats(server), set.Stats(first), set.Stats(ttft)
 	return b
 }

@@ -9,8 +9,9 @@ import (
 // tokens each of its token events carried: the increase of the running
 // usage.completion_tokens the server sends in every chunk when asked for
 // stream_options.continuous_usage_stats (sse.Chunk.RunningCompletionTokens).
-// A count is kept as a uint16 in a shard's tokenArena, two bytes a token
-// event, and only when the option is on; without it nothing is stored.
+// A stream keeps its counts as uint16s while it runs, and its record keeps
+// them as runs of equal counts (record.go); without the option nothing is
+// stored.
 
 // RunningUsage says what a request's running usage gave.
 type RunningUsage uint8
@@ -93,94 +94,53 @@ func (s *Stream) RunningUsage(completionTokens int64) {
 	s.running.add(completionTokens)
 }
 
-// chunkTokens ends the counting of a successful stream with n token
-// events: the counts go to the arena when every event carried one.
-func (r *Recorder) chunkTokens(s *Stream, n int) ChunkTokens {
-	c := &s.running
+// result ends the counting of a successful stream with n token events:
+// its counts, when every event carried one. The counts stay the counter's
+// (valid until its next begin).
+func (c *runningCounter) result(n int) ChunkTokens {
 	if c.state == RunningCounted && len(c.counts) != n {
 		c.state = RunningMissing // a token event never reported
 	}
 	if c.state != RunningCounted {
 		return ChunkTokens{State: c.state}
 	}
-	return r.tokens.appendCounts(c.counts)
-}
-
-// A tokenArena holds the tokens-per-event counts of every counted request
-// one shard ended, in fixed-size chunks appended in the order the requests
-// end, as gapArena holds gaps. Only the shard's own thread appends.
-type tokenArena struct {
-	chunks [][]uint16
-	n      int
-}
-
-const (
-	tokenChunkBits = 16
-	tokenChunkLen  = 1 << tokenChunkBits // 128 KiB a chunk
-)
-
-func (a *tokenArena) appendCounts(counts []uint16) ChunkTokens {
-	ct := ChunkTokens{State: RunningCounted, arena: a, pos: a.n, n: len(counts)}
-	for len(counts) > 0 {
-		off := a.n & (tokenChunkLen - 1)
-		if off == 0 && a.n>>tokenChunkBits == len(a.chunks) {
-			a.chunks = append(a.chunks, make([]uint16, tokenChunkLen))
-		}
-		k := copy(a.chunks[a.n>>tokenChunkBits][off:], counts)
-		counts = counts[k:]
-		a.n += k
-	}
-	return ct
+	return ChunkTokens{State: RunningCounted, counts: c.counts}
 }
 
 // ChunkTokens is how many tokens each of a request's token events carried,
-// by its running usage: a range of its shard's arena when State is
-// RunningCounted, else empty. The zero value is an untracked request.
+// by its running usage: one count per token event when State is
+// RunningCounted, else none. The zero value is an untracked request.
 type ChunkTokens struct {
-	State RunningUsage
-	arena *tokenArena
-	pos   int
-	n     int
+	State  RunningUsage
+	counts []uint16
 }
 
 // Len returns the number of counts (the request's token events when
 // counted, else 0).
-func (c ChunkTokens) Len() int { return c.n }
+func (c ChunkTokens) Len() int { return len(c.counts) }
 
 // All yields the counts in event order.
 func (c ChunkTokens) All() iter.Seq[int] {
 	return func(yield func(int) bool) {
-		for p := c.pos; p < c.pos+c.n; {
-			chunk := c.arena.chunks[p>>tokenChunkBits][p&(tokenChunkLen-1):]
-			chunk = chunk[:min(len(chunk), c.pos+c.n-p)]
-			for _, v := range chunk {
-				if !yield(int(v)) {
-					return
-				}
+		for _, v := range c.counts {
+			if !yield(int(v)) {
+				return
 			}
-			p += len(chunk)
 		}
 	}
 }
 
 // Counts returns the counts as a new slice.
 func (c ChunkTokens) Counts() []int {
-	out := make([]int, 0, c.n)
-	for v := range c.All() {
-		out = append(out, v)
+	out := make([]int, len(c.counts))
+	for i, v := range c.counts {
+		out[i] = int(v)
 	}
 	return out
 }
 
 // CountedChunkTokens is a counted request's ChunkTokens holding counts,
-// one per token event, as a partial result carries them (bench/cluster):
-// counts is kept, not copied, and must not change afterwards.
+// one per token event: counts is kept, not copied.
 func CountedChunkTokens(counts []uint16) ChunkTokens {
-	a := &tokenArena{n: len(counts)}
-	for len(counts) > tokenChunkLen {
-		a.chunks = append(a.chunks, counts[:tokenChunkLen:tokenChunkLen])
-		counts = counts[tokenChunkLen:]
-	}
-	a.chunks = append(a.chunks, counts)
-	return ChunkTokens{State: RunningCounted, arena: a, n: a.n}
+	return ChunkTokens{State: RunningCounted, counts: counts}
 }

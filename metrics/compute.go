@@ -1,10 +1,8 @@
 package metrics
 
 import (
-	"cmp"
 	"errors"
 	"math"
-	"slices"
 )
 
 // MaxReportedFailures is how many failed requests' errors are listed
@@ -33,9 +31,9 @@ type ComputeOptions struct {
 	// computes them when --max-concurrency is set and --request-rate is
 	// finite.
 	QueueInclusiveE2EL bool
-	// InputAudioSeconds, when not nil, holds each request's input audio
-	// duration (indexed like RunData.Results) for the RTFx figure.
-	InputAudioSeconds []float64
+	// InputAudioSeconds, when not nil, gives a request's input audio
+	// duration by its index, for the RTFx figure.
+	InputAudioSeconds func(index int) float64
 }
 
 // Summary is a run's metrics: the fields of Python's BenchmarkMetrics (or
@@ -52,11 +50,7 @@ type Summary struct {
 	// TotalOutput is the sum of OutputLens (generation only).
 	TotalOutput int
 	// TotalInputSequences is the sum of NumInputSequences (pooling only).
-	TotalInputSequences int
-	// OutputLens has one entry per request: the output token count of a
-	// success (see ComputeOptions.CountTokens), 0 for a failure. Generation only.
-	OutputLens []int
-
+	TotalInputSequences     int
 	DurationS               float64
 	RequestThroughput       float64
 	RequestGoodput          float64
@@ -95,9 +89,6 @@ func Compute(d *RunData, opts ComputeOptions) (*Summary, error) {
 	if err := checkRunInput(d, opts.Percentiles); err != nil {
 		return nil, err
 	}
-	if opts.InputAudioSeconds != nil && len(opts.InputAudioSeconds) != len(d.Results) {
-		return nil, errors.New("metrics: InputAudioSeconds must have one entry per result")
-	}
 	if opts.Pooling {
 		return computePooling(d, opts), nil
 	}
@@ -125,73 +116,95 @@ func checkRunInput(d *RunData, percentiles []float64) error {
 // float seconds: ns/1e9, the conversion every figure starts from.
 func Seconds(ns int64) float64 { return float64(ns) / 1e9 }
 
-// computeGeneration is Python's calculate_metrics.
+// The lists computeGeneration summarizes, in one statSet.
+const (
+	listTTFT = iota
+	listTPOT
+	listITL
+	listE2EL
+	listQueue
+	listQueueE2EL
+	generationLists
+)
+
+// computeGeneration is Python's calculate_metrics, over passes of the log:
+// the first pass takes the counts, totals, goodput and the span of the
+// successes; every pass feeds the lists (TTFT, TPOT, ITL, E2EL, queue
+// times) to their exact statistics, the second also counts the token
+// events per second for the peak.
 func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
-	s := &Summary{
-		DurationS:  Seconds(d.DurationNs),
-		OutputLens: make([]int, len(d.Results)),
-	}
-	var ttfts, tpots, allTPOTs, e2els, queues, queueE2ELs []float64
-	n := 0
-	for i := range d.Results {
-		if d.Results[i].Success {
-			n += d.Results[i].NumITLs()
-		}
-	}
-	itls := make([]float64, 0, n)
+	s := &Summary{DurationS: Seconds(d.DurationNs)}
+	set := NewLists(generationLists, opts.Percentiles)
+	good := newGoodput(opts.Goodput)
 	var audioS float64
-	for i := range d.Results {
-		r := &d.Results[i]
-		if !r.Success {
-			s.Failed++
-			if len(s.Failures) < MaxReportedFailures {
-				s.Failures = append(s.Failures, r.Error)
+	t0, tEnd := math.Inf(1), math.Inf(-1)
+	var perSecond []int
+	for pass := 0; set.More() || pass < 2; pass++ {
+		if pass == 1 && s.Completed > 0 {
+			perSecond = make([]int, int(math.Ceil(tEnd-t0))+1)
+		}
+		for _, r := range d.Log.All() {
+			if !r.Success {
+				if pass == 0 {
+					s.Failed++
+					if len(s.Failures) < MaxReportedFailures {
+						s.Failures = append(s.Failures, r.Error)
+					}
+				}
+				continue
 			}
-			continue
+			outLen := r.OutputLen(opts.CountTokens)
+			ttft, latency := Seconds(r.TTFTNs), Seconds(r.LatencyNs)
+			tpot := 0.0
+			if outLen > 1 {
+				tpot = (latency - ttft) / float64(outLen-1)
+				set.Add(listTPOT, tpot)
+			}
+			set.Add(listTTFT, ttft)
+			set.Add(listE2EL, latency)
+			queue := Seconds(r.QueueNs)
+			set.Add(listQueue, queue)
+			set.Add(listQueueE2EL, latency+queue)
+			if !set.Done(listITL) { // the gaps, only while their list needs them
+				for _, gap := range r.ITLNs {
+					set.Add(listITL, Seconds(gap))
+				}
+			}
+			switch pass {
+			case 0:
+				s.Completed++
+				s.TotalInput += r.PromptLen
+				s.TotalOutput += outLen
+				good.add(ttft, tpot, latency)
+				if opts.InputAudioSeconds != nil {
+					audioS += opts.InputAudioSeconds(r.Index)
+				}
+				start := Seconds(r.StartNs)
+				t0 = min(t0, start)
+				tEnd = max(tEnd, start+latency)
+			case 1:
+				countEvents(perSecond, t0, r)
+			}
 		}
-		outLen := outputLen(r, opts.CountTokens)
-		s.OutputLens[i] = outLen
-		s.TotalInput += r.PromptLen
-		ttft, latency := Seconds(r.TTFTNs), Seconds(r.LatencyNs)
-		tpot := 0.0
-		if outLen > 1 {
-			tpot = (latency - ttft) / float64(outLen-1)
-			tpots = append(tpots, tpot)
-		}
-		allTPOTs = append(allTPOTs, tpot)
-		for gap := range r.ITLs() {
-			itls = append(itls, Seconds(gap))
-		}
-		ttfts = append(ttfts, ttft)
-		e2els = append(e2els, latency)
-		queue := Seconds(r.QueueNs)
-		queues = append(queues, queue)
-		queueE2ELs = append(queueE2ELs, latency+queue)
-		if opts.InputAudioSeconds != nil {
-			audioS += opts.InputAudioSeconds[i]
-		}
-		s.Completed++
-	}
-	for _, n := range s.OutputLens {
-		s.TotalOutput += n
+		set.EndPass()
 	}
 
 	dur := s.DurationS
 	s.RequestThroughput = float64(s.Completed) / dur
-	s.RequestGoodput = float64(goodCount(opts.Goodput, ttfts, allTPOTs, e2els)) / dur
+	s.RequestGoodput = float64(good.count()) / dur
 	s.OutputThroughput = float64(s.TotalOutput) / dur
 	s.TotalTokenThroughput = float64(s.TotalInput+s.TotalOutput) / dur
 	s.RTFx = audioS / dur
 
-	s.TTFT = summarize(ttfts, opts.Percentiles)
-	s.TPOT = summarize(tpots, opts.Percentiles)
-	s.ITL = summarizeInPlace(itls, opts.Percentiles)
-	s.E2EL = summarize(e2els, opts.Percentiles)
-	addQueueStats(s, opts, queues, queueE2ELs)
+	s.TTFT = set.Stats(listTTFT)
+	s.TPOT = set.Stats(listTPOT)
+	s.ITL = set.Stats(listITL)
+	s.E2EL = set.Stats(listE2EL)
+	addQueueStats(s, opts, set.Stats(listQueue), set.Stats(listQueueE2EL))
 
 	if s.Completed > 0 {
-		s.MaxConcurrentRequests = peakConcurrency(d.Results)
-		s.MaxOutputTokensPerS = peakFromEvents(d.Results)
+		s.MaxConcurrentRequests = peakConcurrency(d.Log)
+		s.MaxOutputTokensPerS = float64(maxInt(perSecond))
 	}
 	return s
 }
@@ -199,163 +212,118 @@ func computeGeneration(d *RunData, opts ComputeOptions) *Summary {
 // computePooling is Python's calculate_metrics_for_embeddings.
 func computePooling(d *RunData, opts ComputeOptions) *Summary {
 	s := &Summary{Pooling: true, DurationS: Seconds(d.DurationNs)}
-	var e2els, queues, queueE2ELs []float64
-	for i := range d.Results {
-		r := &d.Results[i]
-		if !r.Success {
-			s.Failed++
-			continue
+	set := NewLists(generationLists, opts.Percentiles)
+	for set.More() {
+		for _, r := range d.Log.All() {
+			if !r.Success {
+				if set.First() {
+					s.Failed++
+				}
+				continue
+			}
+			latency := Seconds(r.LatencyNs)
+			set.Add(listE2EL, latency)
+			queue := Seconds(r.QueueNs)
+			set.Add(listQueue, queue)
+			set.Add(listQueueE2EL, latency+queue)
+			if set.First() {
+				s.Completed++
+				s.TotalInput += r.PromptLen
+				s.TotalInputSequences += r.NumInputSequences
+			}
 		}
-		latency := Seconds(r.LatencyNs)
-		e2els = append(e2els, latency)
-		queue := Seconds(r.QueueNs)
-		queues = append(queues, queue)
-		queueE2ELs = append(queueE2ELs, latency+queue)
-		s.Completed++
-		s.TotalInput += r.PromptLen
-		s.TotalInputSequences += r.NumInputSequences
+		set.EndPass()
 	}
 	dur := s.DurationS
 	s.RequestThroughput = float64(s.Completed) / dur
 	s.InputSequenceThroughput = float64(s.TotalInputSequences) / dur
 	s.TotalTokenThroughput = float64(s.TotalInput) / dur
-	s.E2EL = summarize(e2els, opts.Percentiles)
-	addQueueStats(s, opts, queues, queueE2ELs)
+	s.E2EL = set.Stats(listE2EL)
+	addQueueStats(s, opts, set.Stats(listQueue), set.Stats(listQueueE2EL))
 	return s
 }
 
-func addQueueStats(s *Summary, opts ComputeOptions, queues, queueE2ELs []float64) {
+func addQueueStats(s *Summary, opts ComputeOptions, queues, queueE2ELs Stats) {
 	if opts.ClientQueue {
-		st := summarize(queues, opts.Percentiles)
-		s.ClientQueueTime = &st
+		s.ClientQueueTime = &queues
 	}
 	if opts.QueueInclusiveE2EL {
-		st := summarize(queueE2ELs, opts.Percentiles)
-		s.E2ELInclQueue = &st
+		s.E2ELInclQueue = &queueE2ELs
 	}
 }
 
-// outputLen is Python's output token count of a successful request:
-// usage.completion_tokens when non-zero, else the tokenizer's count of the
-// generated text, else 1.
-func outputLen(r *RequestResult, count func(string) int) int {
-	switch {
-	case r.OutputTokens != 0:
-		return r.OutputTokens
-	case count != nil:
-		return count(r.GeneratedText)
-	default:
-		return 1
-	}
-}
-
-// goodCount counts the successful requests meeting every configured SLO:
+// goodput counts the successful requests meeting every configured SLO:
 // SLO/1000 ≥ metric for ttft, tpot (0 when one output token) and e2el.
-func goodCount(slo map[string]float64, ttfts, tpots, e2els []float64) int {
-	if len(slo) == 0 {
-		return 0
-	}
-	type check struct {
-		values []float64
-		limitS float64
-	}
-	var checks []check
-	for _, c := range []struct {
-		name   string
-		values []float64
-	}{{"ttft", ttfts}, {"tpot", tpots}, {"e2el", e2els}} {
-		if ms, ok := slo[c.name]; ok {
-			checks = append(checks, check{c.values, ms / 1000})
-		}
-	}
-	good := 0
-	for i := range ttfts {
-		ok := true
-		for _, c := range checks {
-			if !(c.limitS >= c.values[i]) {
-				ok = false
-			}
-		}
-		if ok {
-			good++
-		}
-	}
-	return good
+type goodput struct {
+	ttft, tpot, e2el float64 // limits in seconds; NaN when not set
+	on               bool
+	good             int
 }
+
+func newGoodput(slo map[string]float64) *goodput {
+	g := &goodput{ttft: math.NaN(), tpot: math.NaN(), e2el: math.NaN(), on: len(slo) > 0}
+	for name, limit := range map[string]*float64{"ttft": &g.ttft, "tpot": &g.tpot, "e2el": &g.e2el} {
+		if ms, ok := slo[name]; ok {
+			*limit = ms / 1000
+		}
+	}
+	return g
+}
+
+func (g *goodput) add(ttft, tpot, e2el float64) {
+	meets := func(limit, v float64) bool { return math.IsNaN(limit) || limit >= v }
+	if g.on && meets(g.ttft, ttft) && meets(g.tpot, tpot) && meets(g.e2el, e2el) {
+		g.good++
+	}
+}
+
+func (g *goodput) count() int { return g.good }
 
 // peakConcurrency is the largest number of successful requests in flight
 // at once: a sweep over half-open intervals [start, start+latency), with
-// ends ordered before starts at equal times.
-func peakConcurrency(results []RequestResult) int {
-	type event struct {
-		t     float64
-		delta int
-	}
-	var events []event
-	for i := range results {
-		r := &results[i]
+// ends ordered before starts at equal times. The edges are sorted by an
+// external sort (eventsort.go): memory stays bounded however long the run.
+func peakConcurrency(l *Log) int {
+	es := newEventSort("")
+	defer es.close()
+	for _, r := range l.All() {
 		if !r.Success {
 			continue
 		}
 		start := Seconds(r.StartNs)
-		events = append(events, event{start, 1}, event{start + Seconds(r.LatencyNs), -1})
+		es.add(floatKey(start), 1)
+		es.add(floatKey(start+Seconds(r.LatencyNs)), 0)
 	}
-	slices.SortFunc(events, func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.delta, b.delta)
-	})
 	cur, peak := 0, 0
-	for _, e := range events {
-		cur += e.delta
+	es.each(func(_ uint64, start uint64) {
+		if start == 1 {
+			cur++
+		} else {
+			cur--
+		}
 		peak = max(peak, cur)
-	}
+	})
 	return peak
 }
 
-// secondBuckets returns t0 (the earliest start of a success, in seconds)
-// and B = ⌈tEnd - t0⌉ + 1, the number of one-second buckets Python counts
-// token events in, tEnd being the latest start+latency.
-func secondBuckets(results []RequestResult) (t0 float64, buckets int) {
-	t0, tEnd := math.Inf(1), math.Inf(-1)
-	for i := range results {
-		r := &results[i]
-		if !r.Success {
-			continue
-		}
-		start := Seconds(r.StartNs)
-		t0 = min(t0, start)
-		tEnd = max(tEnd, start+Seconds(r.LatencyNs))
-	}
-	return t0, int(math.Ceil(tEnd-t0)) + 1
-}
-
-// peakFromEvents is Python's max_output_tokens_per_s: each success
-// contributes one event at start+ttft and one more per gap, at the running
-// sum of its ITL values; event t falls in bucket int(t - t0) (truncated
-// toward zero) and only buckets 0..B-1 count.
-func peakFromEvents(results []RequestResult) float64 {
-	t0, n := secondBuckets(results)
-	perSecond := make([]int, n)
+// countEvents adds r's token events to perSecond, Python's
+// max_output_tokens_per_s: one event at start+ttft and one more per gap,
+// at the running sum of its ITL values; event t falls in bucket
+// int(t - t0) (truncated toward zero) and only buckets 0..B-1 count, B
+// being ⌈tEnd - t0⌉ + 1 over the successes.
+func countEvents(perSecond []int, t0 float64, r *RequestResult) {
+	n := len(perSecond)
 	add := func(t float64) {
 		if b := int(t - t0); b >= 0 && b < n {
 			perSecond[b]++
 		}
 	}
-	for i := range results {
-		r := &results[i]
-		if !r.Success {
-			continue
-		}
-		t := Seconds(r.StartNs) + Seconds(r.TTFTNs)
+	t := Seconds(r.StartNs) + Seconds(r.TTFTNs)
+	add(t)
+	for _, gap := range r.ITLNs {
+		t += Seconds(gap)
 		add(t)
-		for gap := range r.ITLs() {
-			t += Seconds(gap)
-			add(t)
-		}
 	}
-	return float64(maxInt(perSecond))
 }
 
 func maxInt(v []int) int {

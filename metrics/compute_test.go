@@ -15,33 +15,38 @@ const ms = int64(time.Millisecond)
 // with usage, one counted by the tokenizer, one single-token) and one
 // failure. Expected statistics below were computed with a Python
 // transcription of numpy's formulas over the same float seconds.
-func fixtureRun(detailed bool) *RunData {
-	d := &RunData{
-		DurationNs: 2000 * ms,
-		Results: []RequestResult{
-			{Index: 0, Success: true, PromptLen: 10, OutputTokens: 5, ChunkEvents: 5,
-				StartNs: 1000 * ms, ArrivalNs: 990 * ms, QueueNs: 10 * ms,
-				TTFTNs: 100 * ms, LatencyNs: 500 * ms,
-				ITLNs: []int64{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
-			{Index: 1, Error: "boom", PromptLen: 7, StartNs: 1100 * ms, ArrivalNs: 1100 * ms, NumInputSequences: 1},
-			{Index: 2, Success: true, PromptLen: 20, ChunkEvents: 3, GeneratedText: "a b c",
-				StartNs: 1200 * ms, ArrivalNs: 1200 * ms, TTFTNs: 200 * ms, LatencyNs: 1300 * ms,
-				ITLNs: []int64{500 * ms, 600 * ms}},
-			{Index: 3, Success: true, PromptLen: 5, OutputTokens: 1, ChunkEvents: 1,
-				StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
-		},
+func fixtureRun(spilled bool) *RunData {
+	results := []RequestResult{
+		{Index: 0, Success: true, PromptLen: 10, OutputTokens: 5, ChunkEvents: 5,
+			StartNs: 1000 * ms, ArrivalNs: 990 * ms, QueueNs: 10 * ms,
+			TTFTNs: 100 * ms, LatencyNs: 500 * ms,
+			ITLNs: []int64{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
+		{Index: 1, Error: "boom", PromptLen: 7, StartNs: 1100 * ms, ArrivalNs: 1100 * ms, NumInputSequences: 1},
+		{Index: 2, Success: true, PromptLen: 20, ChunkEvents: 3, GeneratedText: "a b c",
+			StartNs: 1200 * ms, ArrivalNs: 1200 * ms, TTFTNs: 200 * ms, LatencyNs: 1300 * ms,
+			ITLNs: []int64{500 * ms, 600 * ms}},
+		{Index: 3, Success: true, PromptLen: 5, OutputTokens: 1, ChunkEvents: 1,
+			StartNs: 2600 * ms, ArrivalNs: 2600 * ms, TTFTNs: 50 * ms, LatencyNs: 50 * ms},
 	}
-	if !detailed {
-		var arena gapArena
-		for i := range d.Results {
-			r := &d.Results[i]
-			if r.Success {
-				r.Gaps = arena.appendGaps(stampsOf(r.StartNs+r.TTFTNs, r.ITLNs))
-			}
-			r.ITLNs = nil
-		}
+	if !spilled {
+		return &RunData{DurationNs: 2000 * ms, Log: LogOf(results...)}
 	}
-	return d
+	return &RunData{DurationNs: 2000 * ms, Log: spilledLog(results...)}
+}
+
+// spilledLog is LogOf through a file, one record a chunk: the path of a
+// long run's log.
+func spilledLog(results ...RequestResult) *Log {
+	b := NewLogBuilder(LogConfig{MemoryBytes: -1, ChunkBytes: 1})
+	for i := range results {
+		b.Append(&results[i])
+	}
+	return b.Log()
+}
+
+// runOf is a run of the given results.
+func runOf(durationNs int64, results ...RequestResult) *RunData {
+	return &RunData{DurationNs: durationNs, Log: LogOf(results...)}
 }
 
 // stampsOf returns the token times of a request whose first token came at
@@ -77,7 +82,7 @@ func wantStats(t *testing.T, name string, got Stats, mean, median, std, p50, p99
 }
 
 func TestComputeGenerationExact(t *testing.T) {
-	s, err := Compute(fixtureRun(true), fixtureOptions())
+	s, err := Compute(fixtureRun(false), fixtureOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +100,6 @@ func TestComputeGenerationExact(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
-	}
-	if want := []int{5, 0, 3, 1}; !slices.Equal(s.OutputLens, want) {
-		t.Errorf("output lens = %v, want %v", s.OutputLens, want)
 	}
 	floats := []struct {
 		name      string
@@ -126,24 +128,23 @@ func TestComputeGenerationExact(t *testing.T) {
 	}
 }
 
-// TestComputeGenerationFromArena checks that a run without per-request
-// detail, whose gaps sit in a recorder's arena, gives the very Summary of
-// the detailed run: every statistic exact, none approximated.
-func TestComputeGenerationFromArena(t *testing.T) {
-	detailed, err := Compute(fixtureRun(true), fixtureOptions())
+// TestComputeGenerationFromFile checks that a log read back from its
+// file, one record a frame, gives the very Summary of the one in memory.
+func TestComputeGenerationFromFile(t *testing.T) {
+	inMemory, err := Compute(fixtureRun(false), fixtureOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := fixtureRun(false)
-	if d.Results[0].ITLNs != nil || d.Results[0].Gaps.Len() != 4 {
-		t.Fatalf("fixture without detail: ITLNs %v, %d arena gaps", d.Results[0].ITLNs, d.Results[0].Gaps.Len())
+	d := fixtureRun(true)
+	if disk, mem := d.Log.Bytes(); disk == 0 || mem != 0 {
+		t.Fatalf("fixture log: %d bytes on disk, %d in memory; want all on disk", disk, mem)
 	}
 	s, err := Compute(d, fixtureOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(s, detailed) {
-		t.Errorf("summary from the arena differs from the detailed one:\n got %+v\nwant %+v", s, detailed)
+	if !reflect.DeepEqual(s, inMemory) {
+		t.Errorf("summary from the file differs from the one in memory:\n got %+v\nwant %+v", s, inMemory)
 	}
 	if s.MaxOutputTokensPerS != 7 {
 		t.Errorf("peak = %v, want 7", s.MaxOutputTokensPerS)
@@ -153,12 +154,12 @@ func TestComputeGenerationFromArena(t *testing.T) {
 func TestComputeNoTokenizerCountsOneToken(t *testing.T) {
 	opts := fixtureOptions()
 	opts.CountTokens = nil
-	s, err := Compute(fixtureRun(true), opts)
+	s, err := Compute(fixtureRun(false), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.OutputLens[2] != 1 || s.TotalOutput != 7 {
-		t.Errorf("without tokenizer: output lens %v total %d, want request 2 = 1, total 7", s.OutputLens, s.TotalOutput)
+	if s.TotalOutput != 7 {
+		t.Errorf("without tokenizer: total output %d, want 7 (request 2 counted as 1)", s.TotalOutput)
 	}
 	// With one output token request 2 leaves the TPOT list.
 	if s.TPOT.MeanMs != 100 {
@@ -167,7 +168,7 @@ func TestComputeNoTokenizerCountsOneToken(t *testing.T) {
 }
 
 func TestComputeAllFailed(t *testing.T) {
-	d := &RunData{DurationNs: 1000 * ms, Results: []RequestResult{{Error: "e0"}, {Error: "e1"}}}
+	d := runOf(1000*ms, RequestResult{Error: "e0"}, RequestResult{Error: "e1"})
 	s, err := Compute(d, ComputeOptions{Percentiles: []float64{99}})
 	if err != nil {
 		t.Fatal(err)
@@ -181,10 +182,11 @@ func TestComputeAllFailed(t *testing.T) {
 }
 
 func TestComputeCapsFailures(t *testing.T) {
-	d := &RunData{DurationNs: 1000 * ms}
+	var rs []RequestResult
 	for i := range 15 {
-		d.Results = append(d.Results, RequestResult{Index: i, Error: string(rune('a' + i))})
+		rs = append(rs, RequestResult{Index: i, Error: string(rune('a' + i))})
 	}
+	d := runOf(1000*ms, rs...)
 	s, _ := Compute(d, ComputeOptions{})
 	if len(s.Failures) != MaxReportedFailures || s.Failures[9] != "j" || s.Failed != 15 {
 		t.Errorf("failures = %q (failed %d), want the first 10 of 15", s.Failures, s.Failed)
@@ -192,11 +194,11 @@ func TestComputeCapsFailures(t *testing.T) {
 }
 
 func TestComputePooling(t *testing.T) {
-	d := &RunData{DurationNs: 4000 * ms, Results: []RequestResult{
-		{Success: true, PromptLen: 100, NumInputSequences: 2, TTFTNs: 40 * ms, LatencyNs: 40 * ms},
-		{Success: true, PromptLen: 50, NumInputSequences: 1, TTFTNs: 20 * ms, LatencyNs: 20 * ms},
-		{Error: "Internal Server Error", NumInputSequences: 1},
-	}}
+	d := runOf(4000*ms,
+		RequestResult{Success: true, PromptLen: 100, NumInputSequences: 2, TTFTNs: 40 * ms, LatencyNs: 40 * ms},
+		RequestResult{Success: true, PromptLen: 50, NumInputSequences: 1, TTFTNs: 20 * ms, LatencyNs: 20 * ms},
+		RequestResult{Error: "Internal Server Error", NumInputSequences: 1},
+	)
 	s, err := Compute(d, ComputeOptions{Pooling: true, Percentiles: []float64{50, 99}})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +210,7 @@ func TestComputePooling(t *testing.T) {
 		t.Errorf("pooling rates: %v %v %v", s.RequestThroughput, s.InputSequenceThroughput, s.TotalTokenThroughput)
 	}
 	wantStats(t, "E2EL", s.E2EL, 30, 30, 10, 30, 39.800000000000004)
-	if s.Failures != nil || s.OutputLens != nil {
+	if s.Failures != nil || s.TPOT.Percentiles != nil {
 		t.Errorf("pooling summary carries generation fields: %+v", s)
 	}
 }
@@ -230,11 +232,11 @@ func TestPeakConcurrencyHalfOpen(t *testing.T) {
 		{Success: true, StartNs: 0, LatencyNs: 1000 * ms},
 		{Success: true, StartNs: 1000 * ms, LatencyNs: 1000 * ms},
 	}
-	if got := peakConcurrency(rs); got != 1 {
+	if got := peakConcurrency(LogOf(rs...)); got != 1 {
 		t.Errorf("back-to-back requests: peak %d, want 1", got)
 	}
 	rs = append(rs, RequestResult{Success: true, StartNs: 500 * ms, LatencyNs: 1000 * ms})
-	if got := peakConcurrency(rs); got != 2 {
+	if got := peakConcurrency(LogOf(rs...)); got != 2 {
 		t.Errorf("overlapping requests: peak %d, want 2", got)
 	}
 }
@@ -245,24 +247,20 @@ func TestPeakAccumulatesFloatSeconds(t *testing.T) {
 	// so the tenth event stays in bucket 0, where integer nanoseconds would
 	// put it at exactly 1 s, in bucket 1.
 	gaps := slices.Repeat([]int64{100 * ms}, 9)
-	detailed := RequestResult{Success: true, ChunkEvents: 10, TTFTNs: 100 * ms, LatencyNs: 1000 * ms, ITLNs: gaps}
-	var arena gapArena
-	packed := detailed
-	packed.ITLNs, packed.Gaps = nil, arena.appendGaps(stampsOf(100*ms, gaps))
-	for _, r := range []RequestResult{detailed, packed} {
-		if got := peakFromEvents([]RequestResult{r}); got != 10 {
-			t.Errorf("peak = %v, want 10 (ITLNs %v, %d arena gaps)", got, r.ITLNs != nil, r.Gaps.Len())
-		}
+	r := RequestResult{Success: true, ChunkEvents: 10, TTFTNs: 100 * ms, LatencyNs: 1000 * ms, ITLNs: gaps}
+	s, err := Compute(runOf(2000*ms, r), ComputeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxOutputTokensPerS != 10 {
+		t.Errorf("peak = %v, want 10", s.MaxOutputTokensPerS)
 	}
 }
 
 // BenchmarkCompute measures the post-run statistics of 10,000 requests of
-// 200 token events each (2M gaps), from per-request ITLNs (--save-detailed)
-// and from a recorder's arena (the default).
+// 200 token events each (2M gaps), from a log in memory and from its file.
 func BenchmarkCompute(b *testing.B) {
-	detailed := &RunData{DurationNs: int64(60e9)}
-	packed := &RunData{DurationNs: int64(60e9)}
-	var arena gapArena
+	var rs []RequestResult
 	for i := range 10000 {
 		r := RequestResult{Index: i, Success: true, PromptLen: 1000, OutputTokens: 200, ChunkEvents: 200,
 			StartNs: int64(i) * 4e6, TTFTNs: int64(50e6 + i%1000*1000)}
@@ -273,16 +271,17 @@ func BenchmarkCompute(b *testing.B) {
 		for _, gap := range r.ITLNs {
 			r.LatencyNs += gap
 		}
-		detailed.Results = append(detailed.Results, r)
-		r.Gaps = arena.appendGaps(stampsOf(r.StartNs+r.TTFTNs, r.ITLNs))
-		r.ITLNs = nil
-		packed.Results = append(packed.Results, r)
+		rs = append(rs, r)
+	}
+	file := NewLogBuilder(LogConfig{MemoryBytes: -1})
+	for i := range rs {
+		file.Append(&rs[i])
 	}
 	opts := ComputeOptions{Percentiles: []float64{50, 90, 99}}
 	for _, c := range []struct {
 		name string
 		d    *RunData
-	}{{"detailed", detailed}, {"arena", packed}} {
+	}{{"memory", runOf(int64(60e9), rs...)}, {"file", &RunData{DurationNs: int64(60e9), Log: file.Log()}}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

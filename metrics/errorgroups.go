@@ -34,17 +34,17 @@ const maxErrorGroups = 20
 // AllFailed reports a run in which requests ran and none succeeded.
 func (e *ErrorSummary) AllFailed() bool { return e.Requests > 0 && e.Failed == e.Requests }
 
-// GroupErrors groups the failed requests of results.
-func GroupErrors(results []RequestResult) ErrorSummary {
+// GroupErrors groups the failed requests of l.
+func GroupErrors(l *Log) ErrorSummary {
 	type key struct {
 		status          int
 		reason, message string
 	}
-	out := ErrorSummary{Requests: len(results)}
+	out := ErrorSummary{}
 	at := map[key]int{}
 	var groups []ErrorGroup
-	for i := range results {
-		r := &results[i]
+	for _, r := range l.All() {
+		out.Requests++
 		if r.Success {
 			continue
 		}

@@ -66,9 +66,11 @@ func TestParsePercentiles(t *testing.T) {
 
 func TestGoodCountUsesAllTPOTs(t *testing.T) {
 	// A single-token request has TPOT 0 for goodput and always meets a TPOT SLO.
-	got := goodCount(map[string]float64{"tpot": 10},
-		[]float64{1, 1, 1}, []float64{0, 0.011, 0.010}, []float64{1, 1, 1})
-	if got != 2 {
+	g := newGoodput(map[string]float64{"tpot": 10})
+	for _, tpot := range []float64{0, 0.011, 0.010} {
+		g.add(1, tpot, 1)
+	}
+	if got := g.count(); got != 2 {
 		t.Errorf("good = %d, want 2 (0 s and 0.010 s meet 10 ms; 0.011 s does not)", got)
 	}
 }

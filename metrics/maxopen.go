@@ -1,38 +1,32 @@
 package metrics
 
-import (
-	"cmp"
-	"slices"
-)
-
-// MaxOpen is the most of results open at once, each from its start to its
-// end (start + latency); false when none ran. A request ending as another
-// starts is not counted open with it, nor one of no latency. The engine's
-// tests and a cluster agent's memory (its most open streams) share it.
-func MaxOpen(results []RequestResult) (int, bool) {
-	type edge struct {
-		at    int64
-		delta int
-	}
-	edges := make([]edge, 0, 2*len(results))
-	for i := range results {
-		if r := &results[i]; r.LatencyNs > 0 {
-			edges = append(edges, edge{r.StartNs, 1}, edge{r.StartNs + r.LatencyNs, -1})
+// MaxOpen is the most of l's requests open at once, each from its start
+// to its end (start + latency); false when none ran. A request ending as
+// another starts is not counted open with it, nor one of no latency. The
+// engine's tests and a cluster agent's memory (its most open streams)
+// share it.
+func MaxOpen(l *Log) (int, bool) {
+	es := newEventSort("")
+	defer es.close()
+	any := false
+	for _, r := range l.All() {
+		if r.LatencyNs > 0 {
+			es.add(timeKey(r.StartNs), 1)
+			es.add(timeKey(r.StartNs+r.LatencyNs), 0) // ends before starts
+			any = true
 		}
 	}
-	if len(edges) == 0 {
+	if !any {
 		return 0, false
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta // ends before starts
-	})
 	open, most := 0, 0
-	for _, e := range edges {
-		open += e.delta
+	es.each(func(_, start uint64) {
+		if start == 1 {
+			open++
+		} else {
+			open--
+		}
 		most = max(most, open)
-	}
+	})
 	return most, true
 }

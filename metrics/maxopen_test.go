@@ -11,10 +11,10 @@ func TestMaxOpen(t *testing.T) {
 		{StartNs: 10, LatencyNs: 3}, // starts as the first ends
 		{StartNs: 7, LatencyNs: 0},  // never open
 	}
-	if got, ok := MaxOpen(results); !ok || got != 2 {
+	if got, ok := MaxOpen(LogOf(results...)); !ok || got != 2 {
 		t.Errorf("MaxOpen = %d, %v; want 2", got, ok)
 	}
-	if got, ok := MaxOpen(results[3:]); ok || got != 0 {
+	if got, ok := MaxOpen(LogOf(results[3:]...)); ok || got != 0 {
 		t.Errorf("none ran: %d, %v", got, ok)
 	}
 }

@@ -10,9 +10,9 @@ import (
 // recorders, every stream receiving its k-th token before any receives its
 // (k+1)-th, and measures the heap the run leaves behind:
 //
-//   - retained-B/token: what the merged RunData and the recorders hold once
-//     the connections (and their Streams) are gone, per token event; this is
-//     what the statistics run from;
+//   - retained-B/token: what the gathered RunData and the recorders hold on
+//     the heap once the connections (and their Streams) are gone, per token
+//     event: the records themselves are in the log's file;
 //   - live-MB: the heap while the 10,000 Streams are still alive, just after
 //     the merge.
 //
@@ -23,7 +23,8 @@ func BenchmarkRecorderMemory(b *testing.B) {
 	const streams, tokens = 10_000, 1_000
 	for b.Loop() {
 		base := heapInUse()
-		recs := []*Recorder{NewRecorder(Options{}), NewRecorder(Options{})}
+		spool := NewSpool(LogConfig{})
+		recs := []*Recorder{NewRecorder(Options{Spool: spool}), NewRecorder(Options{Spool: spool})}
 		ss := make([]Stream, streams)
 		for i := range ss {
 			recs[i%2].Begin(&ss[i], i, 100, int64(i)*1000, int64(i)*1000)
@@ -38,16 +39,22 @@ func BenchmarkRecorderMemory(b *testing.B) {
 			ss[i].Usage(100, tokens)
 			recs[i%2].EndStream(&ss[i])
 		}
-		data := Merge(streams, recs...)
+		data, err := Gather(SortOptions{Requests: streams}, recs...)
+		if err != nil {
+			b.Fatal(err)
+		}
 		live := heapInUse() - base
 		runtime.KeepAlive(ss)
 		ss = nil
 		retained := heapInUse() - base
 		runtime.KeepAlive(ss)
-		runtime.KeepAlive(&data)
+		runtime.KeepAlive(data)
 		runtime.KeepAlive(recs)
 		b.ReportMetric(float64(retained)/(streams*tokens), "retained-B/token")
 		b.ReportMetric(float64(live)/(1<<20), "live-MB")
+		disk, _ := data.Log.Bytes()
+		b.ReportMetric(float64(disk)/(streams*tokens), "log-B/token")
+		data.Log.Close()
 	}
 }
 

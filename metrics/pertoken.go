@@ -1,7 +1,5 @@
 package metrics
 
-import "iter"
-
 // PerTokenStats is stampede's per-token view of the inter-token latency,
 // for servers that put several tokens in one chunk (speculative decoding,
 // multi-token prediction): Python's ITL is the gap between chunks, which
@@ -58,78 +56,80 @@ type TokenCount struct {
 // ComputePerToken summarizes the successful requests' per-token ITL with
 // the given percentiles and their tokens per chunk; nil when no successful
 // request was tracked (the run did not ask for running usage).
-func ComputePerToken(results []RequestResult, percentiles []float64) *PerTokenStats {
+func ComputePerToken(l *Log, percentiles []float64) *PerTokenStats {
 	p := &PerTokenStats{}
-	var samples []float64
+	itl := newExactStat(percentiles)
 	var hist []int64 // chunks by token count
-	var counts []int // one request's counts, reused
-	for i := range results {
-		r := &results[i]
-		if !r.Success || r.ChunkTokens.State == RunningUntracked {
-			continue
-		}
-		p.Requests++
-		switch r.ChunkTokens.State {
-		case RunningMissing:
-			p.Missing++
-		case RunningInvalid:
-			p.Invalid++
-		}
-		if r.ChunkTokens.State != RunningCounted {
-			for gap := range r.ITLs() {
-				samples = append(samples, Seconds(gap))
-			}
-			continue
-		}
-		p.Counted++
-		counts = counts[:0]
-		for k := range r.ChunkTokens.All() {
-			counts = append(counts, k)
-			if k == 0 {
-				p.TokensPerChunk.EmptyChunks++
+	for pass := 0; !itl.done; pass++ {
+		for _, r := range l.All() {
+			if !r.Success || r.ChunkTokens.State == RunningUntracked {
 				continue
 			}
-			if k >= len(hist) {
-				hist = append(hist, make([]int64, k+1-len(hist))...)
+			first := pass == 0
+			if first {
+				p.Requests++
+				switch r.ChunkTokens.State {
+				case RunningMissing:
+					p.Missing++
+				case RunningInvalid:
+					p.Invalid++
+				}
 			}
-			hist[k]++
-			p.TokensPerChunk.Chunks++
-			p.TokensPerChunk.Tokens += int64(k)
+			if r.ChunkTokens.State != RunningCounted {
+				for _, gap := range r.ITLNs {
+					itl.add(Seconds(gap))
+				}
+				continue
+			}
+			counts := r.ChunkTokens.counts
+			if first {
+				p.Counted++
+				for _, k := range counts {
+					if k == 0 {
+						p.TokensPerChunk.EmptyChunks++
+						continue
+					}
+					if int(k) >= len(hist) {
+						hist = append(hist, make([]int64, int(k)+1-len(hist))...)
+					}
+					hist[k]++
+					p.TokensPerChunk.Chunks++
+					p.TokensPerChunk.Tokens += int64(k)
+				}
+			}
+			perTokenGaps(counts, r.ITLNs, itl.add)
 		}
-		samples = appendPerTokenGaps(samples, counts, r.ITLs())
+		if p.Requests == 0 {
+			return nil
+		}
+		itl.endPass()
 	}
-	if p.Requests == 0 {
-		return nil
-	}
-	p.Samples = len(samples)
-	p.ITL = summarizeInPlace(samples, percentiles)
+	p.Samples = int(itl.n)
+	p.ITL = itl.stats()
 	p.TokensPerChunk.summarize(hist)
 	return p
 }
 
-// appendPerTokenGaps appends one request's per-token samples in seconds:
-// counts[i] tokens arrived with event i, gapsNs[i] after event i.
-func appendPerTokenGaps(dst []float64, counts []int, gapsNs iter.Seq[int64]) []float64 {
+// perTokenGaps adds one request's per-token samples in seconds: counts[i]
+// tokens arrived with event i, gapsNs[i] after event i.
+func perTokenGaps(counts []uint16, gapsNs []int64, add func(float64)) {
 	seen := counts[0] > 0 // a token has arrived
 	var sinceNs int64     // since the last event that carried one
-	i := 1
-	for gap := range gapsNs {
-		if i >= len(counts) {
+	for i, gap := range gapsNs {
+		if i+1 >= len(counts) {
 			break
 		}
 		sinceNs += gap
-		if k := counts[i]; k > 0 {
+		if k := counts[i+1]; k > 0 {
 			if seen {
 				per := Seconds(sinceNs) / float64(k)
 				for range k {
-					dst = append(dst, per)
+					add(per)
 				}
 			}
 			seen, sinceNs = true, 0
 		}
-		i++
 	}
-	return dst
 }
 
 func (t *TokensPerChunk) summarize(hist []int64) {

@@ -31,17 +31,17 @@ func TestRunningUsageStates(t *testing.T) {
 		{"too large a step", []int64{1, 2, 3, 3 + maxChunkTokens + 1}, RunningInvalid, nil},
 		{"largest step", []int64{1, 2, 3, 3 + maxChunkTokens}, RunningCounted, []int{1, 1, 1, maxChunkTokens}},
 	}
-	for _, keepDetail := range []bool{false, true} {
-		rec := NewRecorder(Options{RunningUsage: true, KeepDetail: keepDetail})
+	for _, spill := range []bool{false, true} {
+		rec := NewRecorder(Options{RunningUsage: true, Spool: testSpool(spill)})
 		var s Stream // reused, as a connection reuses it
 		for i, tc := range cases {
 			recordStream(rec, &s, i, []int64{10, 20, 30, 40}, tc.running)
 		}
-		data := Merge(len(cases), rec)
+		data := gatherTest(len(cases), rec)
 		for i, tc := range cases {
 			ct := data.Results[i].ChunkTokens
 			if ct.State != tc.state || !slices.Equal(ct.Counts(), tc.counts) && tc.counts != nil || tc.counts == nil && ct.Len() != 0 {
-				t.Errorf("detail %v, %s: state %v counts %v; want %v %v", keepDetail, tc.name, ct.State, ct.Counts(), tc.state, tc.counts)
+				t.Errorf("spill %v, %s: state %v counts %v; want %v %v", spill, tc.name, ct.State, ct.Counts(), tc.state, tc.counts)
 			}
 		}
 	}
@@ -51,10 +51,10 @@ func TestRunningUsageOff(t *testing.T) {
 	rec := NewRecorder(Options{})
 	var s Stream
 	recordStream(rec, &s, 0, []int64{10, 20}, []int64{1, 3})
-	if ct := Merge(1, rec).Results[0].ChunkTokens; ct.State != RunningUntracked || ct.Len() != 0 || rec.tokens.n != 0 || s.running.counts != nil {
-		t.Errorf("without the option: %+v, arena %d, buffer %v", ct, rec.tokens.n, s.running.counts)
+	if ct := gatherTest(1, rec).Results[0].ChunkTokens; ct.State != RunningUntracked || ct.Len() != 0 || s.running.counts != nil {
+		t.Errorf("without the option: %+v, buffer %v", ct, s.running.counts)
 	}
-	if ComputePerToken(Merge(1, rec).Results, []float64{99}) != nil {
+	if ComputePerToken(gatherTest(1, rec).Log, []float64{99}) != nil {
 		t.Error("ComputePerToken summarized a run that tracked nothing")
 	}
 }
@@ -62,7 +62,7 @@ func TestRunningUsageOff(t *testing.T) {
 // TestRunningUsageZeroAllocs: counting tokens per event allocates nothing
 // per token once a connection's Stream has grown.
 func TestRunningUsageZeroAllocs(t *testing.T) {
-	rec := NewRecorder(Options{RunningUsage: true, KeepDetail: true})
+	rec := NewRecorder(Options{RunningUsage: true})
 	var s Stream
 	stream := func() {
 		rec.Begin(&s, 0, 4, 0, 0)
@@ -77,40 +77,24 @@ func TestRunningUsageZeroAllocs(t *testing.T) {
 	}
 }
 
-// TestTokenArenaSpansChunks: counts that cross an arena chunk read back
-// whole.
-func TestTokenArenaSpansChunks(t *testing.T) {
-	var a tokenArena
-	a.appendCounts(make([]uint16, tokenChunkLen-3))
-	want := []uint16{1, 2, 3, 4, 5, 6, 7}
-	ct := a.appendCounts(want)
-	got := ct.Counts()
-	if len(a.chunks) != 2 || len(got) != len(want) {
-		t.Fatalf("%d chunks, counts %v", len(a.chunks), got)
-	}
-	for i, v := range want {
-		if got[i] != int(v) {
-			t.Fatalf("counts %v, want %v", got, want)
-		}
-	}
-}
-
-// TestCountedChunkTokens: counts handed over whole (a partial's) read
-// back in order, across the arena's chunk size too.
+// TestCountedChunkTokens: counts handed over whole (a partial's) go
+// through a record and back in order, in runs of equal counts.
 func TestCountedChunkTokens(t *testing.T) {
-	for _, n := range []int{1, 7, tokenChunkLen, 2*tokenChunkLen + 5} {
+	for _, n := range []int{1, 7, 1 << 16, 2<<16 + 5} {
 		counts := make([]uint16, n)
 		for i := range counts {
-			counts[i] = uint16(i % 11)
+			counts[i] = uint16(i / 3 % 11)
 		}
-		ct := CountedChunkTokens(counts)
+		r := RequestResult{Success: true, ChunkEvents: n, ITLNs: make([]int64, n-1), ChunkTokens: CountedChunkTokens(counts), Reasoning: noReasoning}
+		back := LogOf(r).Collect()[0]
+		ct := back.ChunkTokens
 		got := ct.Counts()
 		if ct.State != RunningCounted || ct.Len() != n || len(got) != n {
 			t.Fatalf("%d counts: state %v, %d back", n, ct.State, len(got))
 		}
 		for i, v := range got {
-			if v != i%11 {
-				t.Fatalf("%d counts: count %d is %d, want %d", n, i, v, i%11)
+			if v != i/3%11 {
+				t.Fatalf("%d counts: count %d is %d, want %d", n, i, v, i/3%11)
 			}
 		}
 	}
@@ -153,8 +137,8 @@ func perTokenOracle(stampsNs []int64, counts []int) []float64 {
 func TestComputePerTokenMatchesOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 17))
 	pct := []float64{50, 90, 99}
-	for _, keepDetail := range []bool{false, true} {
-		rec := NewRecorder(Options{RunningUsage: true, KeepDetail: keepDetail})
+	for _, spill := range []bool{false, true} {
+		rec := NewRecorder(Options{RunningUsage: true, Spool: testSpool(spill)})
 		var s Stream
 		var oracle []float64
 		hist := map[int]int64{}
@@ -195,9 +179,9 @@ func TestComputePerTokenMatchesOracle(t *testing.T) {
 			}
 			recordStream(rec, &s, i, stamps, running)
 		}
-		p := ComputePerToken(Merge(n, rec).Results, pct)
+		p := ComputePerToken(gatherTest(n, rec).Log, pct)
 		if p.Requests != n || p.Counted != n-n/10 || p.Missing != n/10 || p.Fallback() != n/10 || p.Samples != len(oracle) {
-			t.Fatalf("detail %v: %+v; want %d requests, %d fallback, %d samples", keepDetail, p, n, n/10, len(oracle))
+			t.Fatalf("spill %v: %+v; want %d requests, %d fallback, %d samples", spill, p, n, n/10, len(oracle))
 		}
 		want := summarize(oracle, pct)
 		for i, w := range want.Percentiles {

@@ -1,7 +1,5 @@
 package metrics
 
-import "slices"
-
 // Reasoning and tool calls: stampede's own account of a stream whose
 // model thinks before it answers or calls tools. Python's metrics are
 // untouched: a reasoning or tool-call chunk is a token event there as here
@@ -106,70 +104,78 @@ type CountStats struct {
 	Percentiles       []Percentile // ValueMs holds the count
 }
 
-// ComputeReasoning summarizes results; nil when no successful request
-// carried reasoning or a tool call (nothing to say).
-func ComputeReasoning(results []RequestResult, percentiles []float64) *ReasoningStats {
+// ComputeReasoning summarizes l; nil when no successful request carried
+// reasoning or a tool call (nothing to say).
+func ComputeReasoning(l *Log, percentiles []float64) *ReasoningStats {
+	const (
+		answer = iota
+		thinking
+		perRequest
+		toolCall
+		lists
+	)
 	st := &ReasoningStats{}
-	var answer, thinking, perRequest, toolCall []float64
-	for i := range results {
-		r := &results[i]
-		if !r.Success {
-			continue
-		}
-		st.Requests++
-		x := &r.Reasoning
-		if x.FirstAnswerNs >= 0 {
-			st.WithAnswer++
-			answer = append(answer, Seconds(x.FirstAnswerNs))
-		}
-		if x.ReasoningChunks > 0 {
-			st.WithReasoning++
-			n := float64(x.ReasoningChunks)
-			if x.ReasoningTokens >= 0 {
-				st.ReasoningFromUsage++
-				n = float64(x.ReasoningTokens)
+	set := NewLists(lists, percentiles)
+	for _, list := range set.stats {
+		list.zeroIfEmpty = true // an empty list reads as [0], as Python's block prints it
+	}
+	for set.More() {
+		for _, r := range l.All() {
+			if !r.Success {
+				continue
 			}
-			perRequest = append(perRequest, n)
+			first := set.First()
+			if first {
+				st.Requests++
+			}
+			x := &r.Reasoning
 			if x.FirstAnswerNs >= 0 {
-				thinking = append(thinking, Seconds(x.FirstAnswerNs-r.TTFTNs))
+				if first {
+					st.WithAnswer++
+				}
+				set.Add(answer, Seconds(x.FirstAnswerNs))
+			}
+			if x.ReasoningChunks > 0 {
+				n := float64(x.ReasoningChunks)
+				if x.ReasoningTokens >= 0 {
+					n = float64(x.ReasoningTokens)
+				}
+				if first {
+					st.WithReasoning++
+					if x.ReasoningTokens >= 0 {
+						st.ReasoningFromUsage++
+					}
+				}
+				set.Add(perRequest, n)
+				if x.FirstAnswerNs >= 0 {
+					set.Add(thinking, Seconds(x.FirstAnswerNs-r.TTFTNs))
+				}
+			}
+			if x.FirstToolCallNs >= 0 {
+				if first {
+					st.WithToolCalls++
+				}
+				set.Add(toolCall, Seconds(x.FirstToolCallNs))
+			}
+			if first {
+				st.ToolCalls += x.ToolCalls
+				st.ToolCallChunks += x.ToolCallChunks
 			}
 		}
-		if x.FirstToolCallNs >= 0 {
-			st.WithToolCalls++
-			toolCall = append(toolCall, Seconds(x.FirstToolCallNs))
+		if set.First() && st.WithReasoning == 0 && st.WithToolCalls == 0 && st.ToolCalls == 0 {
+			return nil
 		}
-		st.ToolCalls += x.ToolCalls
-		st.ToolCallChunks += x.ToolCallChunks
+		set.EndPass()
 	}
-	if st.WithReasoning == 0 && st.WithToolCalls == 0 && st.ToolCalls == 0 {
-		return nil
-	}
-	st.TimeToFirstAnswer = summarizeOrZero(answer, percentiles)
-	st.ReasoningTime = summarizeOrZero(thinking, percentiles)
-	st.TimeToFirstToolCall = summarizeOrZero(toolCall, percentiles)
-	st.ReasoningPerRequest = summarizeCounts(perRequest, percentiles)
+	st.TimeToFirstAnswer = set.Stats(answer)
+	st.ReasoningTime = set.Stats(thinking)
+	st.TimeToFirstToolCall = set.Stats(toolCall)
+	st.ReasoningPerRequest = countStats(set.stats[perRequest])
 	return st
 }
 
-// summarizeOrZero is summarizeInPlace, with zeros for no values (as
-// Python's block prints 0 for an empty list).
-func summarizeOrZero(values, percentiles []float64) Stats {
-	if len(values) == 0 {
-		values = []float64{0}
-	}
-	return summarizeInPlace(values, percentiles)
-}
-
-func summarizeCounts(values, percentiles []float64) CountStats {
-	if len(values) == 0 {
-		values = []float64{0}
-	}
-	c := CountStats{Mean: npMean(values), Std: npStd(values), Percentiles: make([]Percentile, len(percentiles))}
-	slices.Sort(values)
-	c.Median = npMedianSorted(values)
-	c.Max = values[len(values)-1]
-	for i, p := range percentiles {
-		c.Percentiles[i] = Percentile{P: p, ValueMs: npPercentileSorted(values, p)}
-	}
-	return c
+// countStats is a count's statistics in its own units.
+func countStats(s *exactStat) CountStats {
+	st := s.raw()
+	return CountStats{Mean: st.MeanMs, Median: st.MedianMs, Std: st.StdMs, Max: s.max(), Percentiles: st.Percentiles}
 }

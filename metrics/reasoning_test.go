@@ -32,7 +32,7 @@ func TestReasoningTrack(t *testing.T) {
 	s.ReasoningTokens(-1)
 	rec.EndStream(&s)
 
-	data := Merge(2, rec)
+	data := gatherTest(2, rec)
 	want := []Reasoning{
 		{FirstAnswerNs: 500, ReasoningChunks: 2, ReasoningTokens: 2, FirstToolCallNs: 400, ToolCallChunks: 1, ToolCalls: 1},
 		{FirstAnswerNs: 100, ReasoningTokens: -1, FirstToolCallNs: -1},
@@ -46,7 +46,7 @@ func TestReasoningTrack(t *testing.T) {
 		t.Errorf("TTFT %d: the role chunk is the first token event, as in Python", data.Results[0].TTFTNs)
 	}
 
-	st := ComputeReasoning(data.Results, []float64{99})
+	st := ComputeReasoning(data.Log, []float64{99})
 	if st == nil {
 		t.Fatal("no stats")
 	}
@@ -62,7 +62,7 @@ func TestReasoningTrack(t *testing.T) {
 
 func TestComputeReasoningNoneIsNil(t *testing.T) {
 	results := []RequestResult{{Success: true, Reasoning: Reasoning{FirstAnswerNs: 5, ReasoningTokens: -1, FirstToolCallNs: -1}}}
-	if st := ComputeReasoning(results, nil); st != nil {
+	if st := ComputeReasoning(LogOf(results...), nil); st != nil {
 		t.Fatalf("got %+v for a run without reasoning or tool calls", st)
 	}
 }

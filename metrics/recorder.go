@@ -3,15 +3,13 @@ package metrics
 import "sync/atomic"
 
 // Options say how much per-request detail a run keeps beyond what the
-// statistics need.
+// statistics need, and where its records go.
 type Options struct {
-	// KeepDetail keeps every request's exact ITLs in its own slice
-	// (RequestResult.ITLNs), failed requests' too, for --save-detailed and
-	// the per-request views. Without it the gaps of successful requests
-	// are still kept exactly, packed in the shard's arena
-	// (RequestResult.Gaps), which is all the statistics need.
-	KeepDetail bool
-	// KeepText keeps every successful request's generated text.
+	// Spool is the run's record log (NewSpool): every ended request's
+	// record goes to it. Nil gives the Recorder a spool of its own, in
+	// memory (probes, tests): Log returns its records.
+	Spool *Spool
+	// KeepText keeps every request's generated text.
 	KeepText bool
 	// KeepUncountedText keeps the generated text of a successful stream
 	// whose usage gave no completion_tokens (or 0), so that its output
@@ -23,8 +21,9 @@ type Options struct {
 	// than without (measured; the token stamps took 105 MB).
 	KeepUncountedText bool
 	// OnEnd, when set, is told of each result as the request ends, on the
-	// recorder's thread (engine.Config.OnEnd); the pointer is valid during
-	// the call only. Skipped requests are not told: they never ran.
+	// recorder's thread (engine.Config.OnEnd); the pointer and its arrays
+	// are valid during the call only. Skipped requests are not told: they
+	// never ran.
 	OnEnd func(*RequestResult)
 	// RunningUsage records how many tokens each token event carried, from
 	// the running usage.completion_tokens of each chunk (--per-token-itl;
@@ -36,18 +35,17 @@ type Options struct {
 // except the progress counters (Completed, Failed, TokenEvents) belong to the
 // shard's own thread; the counters may be read from any goroutine.
 //
-// Every inter-token gap of a successful request is kept exactly: in the
-// request's ITLNs when the run keeps detail, else in the recorder's gap
-// arena (four bytes a gap, see gapArena), which its results' Gaps point
-// into. Nothing is binned or approximated, so the statistics equal numpy's.
+// A request's record goes to the run's record log as it ends, every
+// inter-token gap exactly in nanoseconds: nothing is binned or
+// approximated, so the statistics equal numpy's, and nothing of an ended
+// request stays in the Recorder.
 type Recorder struct {
 	opts Options
-	// results are kept in blocks of resultsBlock: a list that grew by
-	// doubling copied every result it held each time, into memory the
-	// process had to fault in, and left the old copy behind as garbage.
-	results [][]RequestResult
-	gaps    gapArena
-	tokens  tokenArena // tokens per token event, with Options.RunningUsage
+	log  *LogWriter
+	own  bool // the spool is the Recorder's own
+	// done is the result being ended: built, encoded and told (OnEnd)
+	// in place, its ITLNs array reused from request to request.
+	done RequestResult
 
 	completed   atomic.Int64
 	failed      atomic.Int64
@@ -57,14 +55,31 @@ type Recorder struct {
 	sharedStamps atomic.Int64   // atomic: the TLS transport's workers share one Recorder
 }
 
-// resultsBlock is how many results one block of a Recorder's list holds
-// (about 80 KB).
-const resultsBlock = 256
-
 // NewRecorder returns a Recorder for one shard.
 func NewRecorder(opts Options) *Recorder {
-	return &Recorder{opts: opts}
+	r := &Recorder{opts: opts}
+	if opts.Spool == nil {
+		r.opts.Spool, r.own = NewSpool(LogConfig{MemoryBytes: 1 << 62}), true
+	}
+	r.log = r.opts.Spool.Writer()
+	return r
 }
+
+// Flush hands every record to the run's spool; call it once the shard
+// has stopped.
+func (r *Recorder) Flush() { r.log.Flush() }
+
+// Log returns the records of a Recorder that has a spool of its own, in
+// the order they ended (positions 0..n-1 of Requests: SortOptions). It
+// flushes the Recorder, which records nothing more after.
+func (r *Recorder) Log(o SortOptions) (*Log, error) {
+	r.log.Flush()
+	return r.opts.Spool.Sort(o)
+}
+
+// Messages returns the error messages servers sent inside 200 streams,
+// counted by text. Read it after the shard's run.
+func (r *Recorder) Messages() *ServerMessages { return &r.messages }
 
 // Completed returns how many requests ended successfully so far.
 func (r *Recorder) Completed() int64 { return r.completed.Load() }
@@ -220,11 +235,8 @@ func (r *Recorder) EndStream(s *Stream) {
 	}
 	res.Success = true
 	res.LatencyNs = s.stampsNs[len(s.stampsNs)-1] - s.startNs
-	if !r.opts.KeepDetail {
-		res.Gaps = r.gaps.appendGaps(s.stampsNs)
-	}
 	if r.opts.RunningUsage {
-		res.ChunkTokens = r.chunkTokens(s, len(s.stampsNs))
+		res.ChunkTokens = s.running.result(len(s.stampsNs))
 	}
 	r.finish(res)
 	r.completed.Add(1)
@@ -263,16 +275,19 @@ func (r *Recorder) Fail(s *Stream, errText string) {
 // Skip records request index as failed without having been sent, e.g. when
 // the run was cancelled first. arrivalNs is 0 for requests never released.
 func (r *Recorder) Skip(index, promptLen int, arrivalNs int64, errText string) {
-	r.add(RequestResult{
+	r.done = RequestResult{
 		Index: index, PromptLen: promptLen, Error: errText,
-		ArrivalNs: arrivalNs, NumInputSequences: 1,
-	})
+		ArrivalNs: arrivalNs, NumInputSequences: 1, Reasoning: noReasoning,
+		ITLNs: r.done.ITLNs[:0],
+	}
+	r.log.Append(&r.done)
 	r.failed.Add(1)
 }
 
-// result builds the fields every ending shares.
-func (r *Recorder) result(s *Stream) RequestResult {
-	res := RequestResult{
+// result builds the fields every ending shares, in the Recorder's done.
+func (r *Recorder) result(s *Stream) *RequestResult {
+	res := &r.done
+	*res = RequestResult{
 		Index:             s.index,
 		PromptLen:         s.promptLen,
 		OutputTokens:      s.outputTokens,
@@ -285,6 +300,7 @@ func (r *Recorder) result(s *Stream) RequestResult {
 		HTTPStatus:        s.status,
 		ServerTokens:      s.served.tokens,
 		ServerUsage:       s.served.where,
+		ITLNs:             res.ITLNs[:0],
 	}
 	if s.serverPrompt >= 0 {
 		res.PromptLen = s.serverPrompt
@@ -293,62 +309,18 @@ func (r *Recorder) result(s *Stream) RequestResult {
 		res.TTFTNs = s.stampsNs[0] - s.startNs
 		res.Breakdown = s.breakdown(s.stampsNs[0])
 	}
-	if r.opts.KeepDetail && len(s.stampsNs) > 1 {
-		res.ITLNs = make([]int64, len(s.stampsNs)-1)
-		for i := range res.ITLNs {
-			res.ITLNs[i] = s.stampsNs[i+1] - s.stampsNs[i]
-		}
+	for i := 1; i < len(s.stampsNs); i++ {
+		res.ITLNs = append(res.ITLNs, s.stampsNs[i]-s.stampsNs[i-1])
 	}
 	return res
 }
 
-func (r *Recorder) finish(res RequestResult) {
-	kept := r.add(res)
+// finish records res and tells OnEnd.
+func (r *Recorder) finish(res *RequestResult) {
+	r.log.Append(res)
 	if r.opts.OnEnd != nil {
-		r.opts.OnEnd(kept)
+		r.opts.OnEnd(res)
 	}
-}
-
-// add appends res to the results and returns where it is kept.
-func (r *Recorder) add(res RequestResult) *RequestResult {
-	n := len(r.results)
-	if n == 0 || len(r.results[n-1]) == cap(r.results[n-1]) {
-		r.results = append(r.results, make([]RequestResult, 0, resultsBlock))
-		n++
-	}
-	block := &r.results[n-1]
-	*block = append(*block, res)
-	return &(*block)[len(*block)-1]
-}
-
-// Merge gathers the recorders of all shards into one RunData for n
-// requests, results in request order; their Gaps keep pointing into the
-// recorders' arenas. A request no recorder saw is reported failed as
-// "cancelled". DurationNs is left for the caller.
-func Merge(n int, recorders ...*Recorder) RunData {
-	data := RunData{Results: make([]RequestResult, n)}
-	seen := make([]bool, n)
-	for _, r := range recorders {
-		for _, block := range r.results {
-			for i := range block {
-				res := &block[i]
-				if res.Index < 0 || res.Index >= n {
-					continue
-				}
-				data.Results[res.Index] = *res
-				seen[res.Index] = true
-			}
-		}
-	}
-	for i, ok := range seen {
-		if !ok {
-			data.Results[i] = RequestResult{Index: i, Error: "cancelled", NumInputSequences: 1}
-		}
-	}
-	for _, r := range recorders {
-		data.ServerMessages.merge(&r.messages)
-	}
-	return data
 }
 
 // breakdown splits start → firstNs (the first token event, or a pooling

@@ -8,7 +8,7 @@ import (
 )
 
 func TestRecorderStreams(t *testing.T) {
-	rec := NewRecorder(Options{KeepDetail: true, KeepText: true})
+	rec := NewRecorder(Options{KeepText: true})
 	var s Stream
 
 	// Request 2: three token events, usage, success.
@@ -32,7 +32,7 @@ func TestRecorderStreams(t *testing.T) {
 	if rec.Completed() != 1 || rec.Failed() != 2 || rec.TokenEvents() != 4 {
 		t.Errorf("counters: completed %d failed %d tokens %d; want 1, 2, 4", rec.Completed(), rec.Failed(), rec.TokenEvents())
 	}
-	data := Merge(4, rec)
+	data := gatherTest(4, rec)
 	ok := data.Results[2]
 	if !ok.Success || ok.TTFTNs != 2_000_000 || ok.LatencyNs != 4_000_000 || ok.QueueNs != 2_000_000 ||
 		ok.PromptLen != 12 || ok.OutputTokens != 3 || ok.ChunkEvents != 3 || ok.GeneratedText != "ac" ||
@@ -48,98 +48,85 @@ func TestRecorderStreams(t *testing.T) {
 	if r := data.Results[3]; r.Success || r.Error != "cancelled" || r.Index != 3 {
 		t.Errorf("request no recorder saw: %+v", r)
 	}
-	// A detailed run keeps the gaps in ITLNs, failures' included, and
-	// leaves the arena empty.
-	if r := data.Results[1]; r.ITLNs != nil || r.NumITLs() != 0 {
+	if r := data.Results[1]; r.NumITLs() != 0 {
 		t.Errorf("failed one-token stream has gaps: %v", r.ITLNs)
-	}
-	if ok.Gaps.Len() != 0 || rec.gaps.n != 0 {
-		t.Errorf("detailed run filled the arena: %d gaps", rec.gaps.n)
 	}
 }
 
-// TestRecorderKeepsExactGapsByDefault checks the default run: no ITLNs, yet
-// every gap of a successful request comes back exactly, in order, through
-// the shard's arena; failed requests' gaps are not kept.
-func TestRecorderKeepsExactGapsByDefault(t *testing.T) {
-	rec := NewRecorder(Options{})
-	var s Stream
-	rec.Begin(&s, 0, 1, 0, 0)
-	for _, ts := range []int64{10, 11, 5_000_000_013, 5_000_000_013, 5_000_000_012} {
-		s.Token(ts, nil)
-	}
-	rec.EndStream(&s)
-	rec.Begin(&s, 1, 1, 0, 0)
-	s.Token(7, nil)
-	s.Token(9, nil)
-	rec.Fail(&s, "reset")
-	rec.Begin(&s, 2, 1, 0, 0)
-	s.Token(20, nil)
-	s.Token(20+math.MaxUint32-1, nil) // the largest gap stored inline
-	rec.EndStream(&s)
-	data := Merge(3, rec)
-	if got := slices.Collect(data.Results[0].ITLs()); !slices.Equal(got, []int64{1, 5_000_000_002, 0, -1}) {
-		t.Errorf("request 0 gaps %v", got)
-	}
-	if r := data.Results[1]; r.NumITLs() != 0 {
-		t.Errorf("failed request kept %d gaps", r.NumITLs())
-	}
-	if got := slices.Collect(data.Results[2].ITLs()); !slices.Equal(got, []int64{math.MaxUint32 - 1}) {
-		t.Errorf("request 2 gaps %v", got)
-	}
-	if len(rec.gaps.escapes) != 2 {
-		t.Errorf("%d escaped gaps, want 2 (the 5 s gap and the negative one)", len(rec.gaps.escapes))
-	}
-	for _, r := range data.Results {
-		if r.ITLNs != nil {
-			t.Errorf("request %d: ITLNs kept without detail", r.Index)
+// TestRecorderKeepsExactGaps checks that every gap comes back exactly, in
+// order, through the record log, from memory or from its file: long,
+// negative and zero gaps alike, failed requests' too (Python keeps them
+// on its output record).
+func TestRecorderKeepsExactGaps(t *testing.T) {
+	for _, spill := range []bool{false, true} {
+		rec := NewRecorder(Options{Spool: testSpool(spill)})
+		var s Stream
+		rec.Begin(&s, 0, 1, 0, 0)
+		for _, ts := range []int64{10, 11, 5_000_000_013, 5_000_000_013, 5_000_000_012} {
+			s.Token(ts, nil)
+		}
+		rec.EndStream(&s)
+		rec.Begin(&s, 1, 1, 0, 0)
+		s.Token(7, nil)
+		s.Token(9, nil)
+		rec.Fail(&s, "reset")
+		rec.Begin(&s, 2, 1, 0, 0)
+		s.Token(20, nil)
+		s.Token(20+math.MaxInt64/2, nil)
+		rec.EndStream(&s)
+		data := gatherTest(3, rec)
+		if got := slices.Collect(data.Results[0].ITLs()); !slices.Equal(got, []int64{1, 5_000_000_002, 0, -1}) {
+			t.Errorf("spill %v: request 0 gaps %v", spill, got)
+		}
+		if got := data.Results[1].ITLNs; !slices.Equal(got, []int64{2}) {
+			t.Errorf("spill %v: failed request's gaps %v, want [2]", spill, got)
+		}
+		if got := slices.Collect(data.Results[2].ITLs()); !slices.Equal(got, []int64{math.MaxInt64 / 2}) {
+			t.Errorf("spill %v: request 2 gaps %v", spill, got)
 		}
 	}
 }
 
-// TestGapArenaAcrossChunks fills the arena past several chunk boundaries
-// with requests of varied lengths, some escapes among them, and reads every
-// request back.
-func TestGapArenaAcrossChunks(t *testing.T) {
-	var a gapArena
+// TestLogAcrossChunks writes records of varied lengths, some longer than
+// a chunk, through a spool into a file, and reads every one back.
+func TestLogAcrossChunks(t *testing.T) {
+	sp := NewSpool(LogConfig{MemoryBytes: -1, ChunkBytes: 4096})
+	rec := NewRecorder(Options{Spool: sp})
 	var want [][]int64
-	var got []Gaps
+	var s Stream
 	x := uint64(1)
-	for i := 0; a.n < 3*gapChunkLen+100; i++ {
-		n := []int{1, 2, 9, 700, 40_000, 70_000}[i%6]
-		stamps := make([]int64, n)
-		for k := 1; k < n; k++ {
+	const n = 60
+	for i := range n {
+		events := []int{1, 2, 9, 700, 40_000, 70_000}[i%6]
+		rec.Begin(&s, i, 1, 0, 0)
+		var ts int64
+		var gaps []int64
+		for k := range events {
 			x = x*6364136223846793005 + 1442695040888963407
 			gap := int64(x>>44) * 37 // up to ~38 ms
 			switch x >> 60 {
 			case 0:
-				gap = 4_294_967_295 + int64(x>>50) // escapes
+				gap = 4_294_967_295 + int64(x>>50) // past 32 bits
 			case 1:
 				gap = -int64(x >> 54)
 			}
-			stamps[k] = stamps[k-1] + gap
+			if k > 0 {
+				ts += gap
+				gaps = append(gaps, gap)
+			}
+			s.Token(ts, nil)
 		}
-		gaps := make([]int64, max(n-1, 0))
-		for k := range gaps {
-			gaps[k] = stamps[k+1] - stamps[k]
-		}
+		rec.EndStream(&s)
 		want = append(want, gaps)
-		got = append(got, a.appendGaps(stamps))
 	}
-	if len(a.chunks) != 4 || len(a.escapes) == 0 {
-		t.Fatalf("%d chunks, %d escapes; want 4 and some", len(a.chunks), len(a.escapes))
+	data := gatherTest(n, rec)
+	if disk, _ := data.Log.Bytes(); disk == 0 {
+		t.Fatal("the log stayed in memory")
 	}
 	for i := range want {
-		if g := slices.Collect(got[i].All()); !slices.Equal(g, want[i]) || got[i].Len() != len(want[i]) {
+		if g := data.Results[i].ITLNs; !slices.Equal(g, want[i]) {
 			t.Fatalf("request %d: %d gaps read back differ from the %d stored", i, len(g), len(want[i]))
 		}
-	}
-	// Stopping early is honoured.
-	for v := range got[4].All() {
-		if v != want[4][0] {
-			t.Errorf("first gap %d, want %d", v, want[4][0])
-		}
-		break
 	}
 }
 
@@ -151,7 +138,7 @@ func TestRecorderPooling(t *testing.T) {
 	rec.EndPooling(&s, 6000, 3)
 	rec.Begin(&s, 1, 9, 0, 1000)
 	rec.EndPooling(&s, 2000, 1)
-	data := Merge(2, rec)
+	data := gatherTest(2, rec)
 	if r := data.Results[0]; !r.Success || r.TTFTNs != 5000 || r.LatencyNs != 5000 || r.PromptLen != 7 || r.NumInputSequences != 3 {
 		t.Errorf("pooling with usage: %+v", r)
 	}
@@ -173,7 +160,7 @@ func TestMergeAcrossRecorders(t *testing.T) {
 	s.Token(2_000_000, nil)
 	b.EndStream(&s)
 	b.Skip(2, 5, 42, "cancelled")
-	data := Merge(3, a, b)
+	data := gatherTest(3, a, b)
 	for i, want := range []int64{500_000, 1_000_000} {
 		if got := slices.Collect(data.Results[i].ITLs()); !slices.Equal(got, []int64{want}) {
 			t.Errorf("request %d gaps %v; want [%d]", i, got, want)
@@ -216,12 +203,14 @@ func BenchmarkStreamTokenEnd(b *testing.B) {
 	}
 }
 
-// TestDefaultAndDetailedRunsAgree records the same interleaved streams on
-// two shards once as a default run and once as a detailed one: every
-// statistic, peak included, must come out the same.
+// TestMemoryAndFileRunsAgree records the same interleaved streams on two
+// shards once into a log in memory and once into one written in small
+// chunks to a file: every statistic, peak included, must come out the
+// same.
 func TestDefaultAndDetailedRunsAgree(t *testing.T) {
 	const n = 40
-	record := func(opts Options) *Summary {
+	record := func(spill bool) *Summary {
+		opts := Options{Spool: testSpool(spill)}
 		recs := []*Recorder{NewRecorder(opts), NewRecorder(opts)}
 		ss := make([]Stream, n)
 		for i := range ss {
@@ -245,17 +234,17 @@ func TestDefaultAndDetailedRunsAgree(t *testing.T) {
 			}
 			recs[i%2].EndStream(&ss[i])
 		}
-		d := Merge(n, recs...)
+		d := gatherTest(n, recs...)
 		d.DurationNs = 20_000_000_000
-		s, err := Compute(&d, ComputeOptions{Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, CountTokens: words})
+		s, err := Compute(d.RunData, ComputeOptions{Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, CountTokens: words})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	def, det := record(Options{}), record(Options{KeepDetail: true})
+	def, det := record(false), record(true)
 	if !reflect.DeepEqual(def, det) {
-		t.Errorf("default run's summary differs from the detailed run's:\n got %+v\nwant %+v", def, det)
+		t.Errorf("the file's summary differs from memory's:\n got %+v\nwant %+v", det, def)
 	}
 	if def.ITL.Percentiles[5].ValueMs < 6000 || def.MaxOutputTokensPerS == 0 {
 		t.Errorf("max ITL %v ms, peak %v: the stall or the events went missing", def.ITL.Percentiles[5].ValueMs, def.MaxOutputTokensPerS)
@@ -289,7 +278,7 @@ func TestBreakdownAddsUpToTTFT(t *testing.T) {
 	if rec.SharedStamps() != 1 {
 		t.Errorf("shared stamps %d, want 1", rec.SharedStamps())
 	}
-	st := ComputeBreakdown(rec.kept(), []float64{99})
+	st := ComputeBreakdown(LogOf(rec.kept()...), []float64{99})
 	if st == nil || st.Requests != 1 || st.NewConnections != 1 || st.Server.MeanMs != 1500/1e6 {
 		t.Errorf("breakdown stats %+v", st)
 	}
@@ -311,37 +300,25 @@ func TestBreakdownAddsUpToTTFT(t *testing.T) {
 	}
 }
 
-// kept returns the results r holds, in the order they ended.
-func (r *Recorder) kept() []RequestResult {
-	var all []RequestResult
-	for _, block := range r.results {
-		all = append(all, block...)
-	}
-	return all
-}
-
-// Results past one block of the list keep their order and their values,
-// and OnEnd sees each where it stays.
-func TestRecorderKeepsResultsAcrossBlocks(t *testing.T) {
-	var told []*RequestResult
-	rec := NewRecorder(Options{OnEnd: func(res *RequestResult) { told = append(told, res) }})
-	const n = 2*resultsBlock + 7
+// OnEnd sees each result as it ends, the same values the log keeps.
+func TestRecorderOnEnd(t *testing.T) {
+	var told []RequestResult
+	rec := NewRecorder(Options{OnEnd: func(res *RequestResult) { told = append(told, res.Clone()) }})
+	const n = 700
 	for i := range n {
 		var s Stream
-		rec.Begin(&s, i, 1, 0, int64(i))
+		rec.Begin(&s, n-1-i, 1, 0, int64(i))
 		s.Token(int64(i)+10, nil)
+		s.Token(int64(i)+15, nil)
 		rec.EndStream(&s)
 	}
-	if len(rec.results) != 3 {
-		t.Fatalf("%d blocks for %d results, want 3", len(rec.results), n)
-	}
-	data := Merge(n, rec)
+	data := gatherTest(n, rec)
 	for i, res := range data.Results {
-		if res.Index != i || !res.Success || res.StartNs != int64(i) || res.TTFTNs != 10 {
+		if res.Index != i || !res.Success || res.StartNs != int64(n-1-i) || res.TTFTNs != 10 {
 			t.Fatalf("result %d: %+v", i, res)
 		}
-		if told[i].Index != i || told[i] != &rec.results[i/resultsBlock][i%resultsBlock] {
-			t.Fatalf("OnEnd for result %d was told of %p (index %d), not where it is kept", i, told[i], told[i].Index)
+		if !reflect.DeepEqual(told[n-1-i], res) {
+			t.Fatalf("OnEnd for result %d was told %+v, the log keeps %+v", i, told[n-1-i], res)
 		}
 	}
 }

@@ -35,13 +35,10 @@ type RequestResult struct {
 	// start (not stream close), as in Python.
 	TTFTNs    int64
 	LatencyNs int64
-	// ITLNs holds the gaps between successive token events, exactly; nil
-	// unless the run keeps per-request detail (--save-detailed).
+	// ITLNs holds the gaps between successive token events, exactly, for
+	// every request that had two or more (failed ones too, as Python keeps
+	// them).
 	ITLNs []int64
-	// Gaps holds the same gaps, as exactly, packed in the shard's arena:
-	// set for successful requests when ITLNs is not kept. Read either
-	// through ITLs and NumITLs.
-	Gaps Gaps
 	// Breakdown splits TTFT into where its time went.
 	Breakdown Breakdown
 	// ChunkTokens is how many tokens each token event carried, by the
@@ -49,6 +46,11 @@ type RequestResult struct {
 	ChunkTokens ChunkTokens
 	// NumInputSequences is 1 except for pooling requests over a list prompt.
 	NumInputSequences int
+	// TextTokens is the tokenizer's count of GeneratedText, taken once after
+	// the run (SortOptions.CountTokens) when TextCounted: the output length
+	// of a success whose usage gave none (OutputLen).
+	TextTokens  int
+	TextCounted bool
 
 	// Reasoning is when the answer began after any reasoning, and the
 	// request's tool calls (stampede's own; reasoning.go).
@@ -97,12 +99,39 @@ type Breakdown struct {
 // RunData is everything a run measured, gathered from all shards after the
 // run: the input to Compute.
 type RunData struct {
-	// Results holds one record per benchmark request, in request order.
-	Results []RequestResult
+	// Log holds one record per benchmark request, in request order.
+	Log *Log
 	// ServerMessages counts the error messages servers sent inside 200
 	// streams, by text.
 	ServerMessages ServerMessages
 	// DurationNs is Python's benchmark duration: from just before the first
 	// request was scheduled until the last one finished.
 	DurationNs int64
+}
+
+// OutputLen is Python's output token count of a successful request:
+// usage.completion_tokens when non-zero, else the tokenizer's count of the
+// generated text (taken after the run, or by count when not yet taken),
+// else 1. A failed request has 0.
+func (r *RequestResult) OutputLen(count func(string) int) int {
+	switch {
+	case !r.Success:
+		return 0
+	case r.OutputTokens != 0:
+		return r.OutputTokens
+	case r.TextCounted:
+		return r.TextTokens
+	case count != nil:
+		return count(r.GeneratedText)
+	default:
+		return 1
+	}
+}
+
+// Requests is the number of requests in d.
+func (d *RunData) Requests() int {
+	if d == nil {
+		return 0
+	}
+	return d.Log.Len()
 }

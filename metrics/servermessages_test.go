@@ -22,7 +22,7 @@ func TestServerMessagesMergeAndTop(t *testing.T) {
 	s.ServerMessage([]byte("a rare one"))
 	b.EndStream(&s)
 
-	m := Merge(2, a, b).ServerMessages
+	m := gatherTest(2, a, b).ServerMessages
 	if m.Total() != 7 {
 		t.Fatalf("total %d, want 7", m.Total())
 	}

@@ -18,7 +18,7 @@ func TestGroupErrors(t *testing.T) {
 	add(3, 404, "Not Found", "no model")
 	add(1, 400, "Bad Request", "other")
 	add(1, 0, "connection refused", "")
-	e := GroupErrors(results)
+	e := GroupErrors(LogOf(results...))
 	if e.Failed != 7 || e.Requests != 8 || e.AllFailed() || e.Other != 0 || len(e.Groups) != 4 {
 		t.Fatalf("%+v", e)
 	}
@@ -34,10 +34,19 @@ func TestGroupErrors(t *testing.T) {
 	for i := range maxErrorGroups + 5 {
 		add(1, 0, "reset after "+strconv.Itoa(i)+" token events", "")
 	}
-	e = GroupErrors(results)
+	e = GroupErrors(LogOf(results...))
 	if !e.AllFailed() || len(e.Groups) != maxErrorGroups || e.Other != 5 {
 		t.Errorf("%d groups, %d other, all failed %v; want %d, 5, true", len(e.Groups), e.Other, e.AllFailed(), maxErrorGroups)
 	}
+}
+
+// counted is results with each success's output length (Python's count)
+// set to lens[i], as the tokenizer's count after the run sets it.
+func counted(results []RequestResult, lens []int) *Log {
+	for i := range results {
+		results[i].TextTokens, results[i].TextCounted = lens[i], true
+	}
+	return LogOf(results...)
 }
 
 func TestCheckUsage(t *testing.T) {
@@ -57,7 +66,7 @@ func TestCheckUsage(t *testing.T) {
 		results[i].Index = i
 	}
 	outputLens := []int{10, 11, -3, 9, 1 << 31, 9, 0}
-	u := CheckUsage(results, outputLens, func(int) int { return 16 })
+	u := CheckUsage(counted(results, outputLens), nil, func(int) int { return 16 })
 	if u.Requests != 5 || u.InTokenChunk != 1 || u.ServerTokens != 10+12-3+0+1<<31 || u.Counted != 10+11-3+9+1<<31 {
 		t.Errorf("%+v", u)
 	}
@@ -68,15 +77,15 @@ func TestCheckUsage(t *testing.T) {
 		t.Errorf("totals %d and %d differ by under 1%%", u.ServerTokens, u.Counted)
 	}
 	// llama.cpp's case: 6,176 counted by the server, 6,484 by the tokenizer.
-	u = CheckUsage([]RequestResult{ok(100, 6176, UsageInTokenChunk)}, []int{6484}, nil)
+	u = CheckUsage(counted([]RequestResult{ok(100, 6176, UsageInTokenChunk)}, []int{6484}), nil, nil)
 	if !u.Disagree() || u.OverMax.Requests != 0 {
 		t.Errorf("6176 vs 6484 must disagree (%+v)", u)
 	}
 	// Without a max_tokens, 2^53+1 is still named.
-	if u = CheckUsage([]RequestResult{ok(1, 1<<53+1, UsageChunk), ok(1, 1<<24, UsageChunk)}, []int{0, 0}, nil); u.OverMax.Requests != 1 || u.OverMax.Tokens != 1<<53+1 {
+	if u = CheckUsage(counted([]RequestResult{ok(1, 1<<53+1, UsageChunk), ok(1, 1<<24, UsageChunk)}, []int{0, 0}), nil, nil); u.OverMax.Requests != 1 || u.OverMax.Tokens != 1<<53+1 {
 		t.Errorf("2^53+1 without max_tokens: %+v", u.OverMax)
 	}
-	if u = CheckUsage([]RequestResult{ok(100, 1000, UsageChunk)}, []int{1010}, nil); u.Disagree() {
+	if u = CheckUsage(counted([]RequestResult{ok(100, 1000, UsageChunk)}, []int{1010}), nil, nil); u.Disagree() {
 		t.Errorf("1%% exactly is agreement")
 	}
 }

@@ -3,7 +3,6 @@ package metrics
 import (
 	"cmp"
 	"math"
-	"slices"
 )
 
 // Stats is one metric's summary as `vllm bench serve` reports it: mean,
@@ -120,21 +119,22 @@ func npStd(a []float64) float64 {
 	return math.Sqrt(npReduce(a, mean, true) / float64(len(a)))
 }
 
-// npMedianSorted is np.median of ascending values: the middle value, or for
-// an even count the mean of the two middle ones, (a+b)/2.
-func npMedianSorted(sorted []float64) float64 {
-	n := len(sorted)
+// npMedianAt is np.median of n values, at(r) giving the value of rank r of
+// their ascending order: the middle value, or for an even count the mean
+// of the two middle ones, as np.mean computes it ((0.0 + a) + b) / 2.
+func npMedianAt(n int, at func(int) float64) float64 {
 	if n == 0 {
 		return 0
 	}
 	if n%2 == 1 {
-		return sorted[n/2]
+		return at(n / 2)
 	}
-	return npSum(sorted[n/2-1:n/2+1]) / 2
+	return (0 + (0 + at(n/2-1) + at(n/2))) / 2
 }
 
-// npPercentileSorted is np.percentile(values, p) with numpy's default
-// "linear" method, on ascending values x[0..n-1]:
+// npPercentileAt is np.percentile(values, p) with numpy's default
+// "linear" method, on n values whose ascending order at(r) reads,
+// x[0..n-1]:
 //
 //	q = p/100, h = (n-1)·q, i = ⌊h⌋, g = h - i
 //	h ≥ n-1  ⇒ x[n-1]
@@ -143,23 +143,32 @@ func npMedianSorted(sorted []float64) float64 {
 //
 // The two branches are numpy's _lerp, which interpolates from the nearer
 // end; the products are rounded before the sum (no fused multiply-add) as
-// numpy's separate ufunc calls are. An empty list gives 0. p must be in
-// [0, 100] (Compute checks).
-func npPercentileSorted(sorted []float64, p float64) float64 {
-	n := len(sorted)
+// numpy's separate ufunc calls are. No values give 0. p must be in
+// [0, 100] (Compute checks). percentileRanks names the ranks it reads.
+func npPercentileAt(n int, at func(int) float64, p float64) float64 {
 	if n == 0 {
 		return 0
 	}
 	q := p / 100
 	h := float64(n-1) * q
 	if h >= float64(n-1) {
-		return sorted[n-1]
+		return at(n - 1)
 	}
 	if h < 0 {
-		return sorted[0]
+		return at(0)
 	}
 	i := math.Floor(h)
-	return npLerp(sorted[int(i)], sorted[int(i)+1], h-i)
+	return npLerp(at(int(i)), at(int(i)+1), h-i)
+}
+
+// npPercentileSorted is npPercentileAt over an ascending slice.
+func npPercentileSorted(sorted []float64, p float64) float64 {
+	return npPercentileAt(len(sorted), func(r int) float64 { return sorted[r] }, p)
+}
+
+// npMedianSorted is npMedianAt over an ascending slice.
+func npMedianSorted(sorted []float64) float64 {
+	return npMedianAt(len(sorted), func(r int) float64 { return sorted[r] })
 }
 
 // NearestRank is the nearest-rank p-quantile of sorted (ascending), p in
@@ -188,27 +197,13 @@ func npLerp(a, b, g float64) float64 {
 	return a + float64(diff*g)
 }
 
-// summarize computes Stats from values in seconds; it sorts a copy and
-// leaves values (whose order the mean depends on) untouched.
+// summarize computes Stats from values in seconds, in their order, by
+// the same exact passes as a log's statistics (exact.go); values is left
+// as it is.
 func summarize(values []float64, percentiles []float64) Stats {
-	return summarizeInPlace(slices.Clone(values), percentiles)
-}
-
-// summarizeInPlace is summarize for a list the caller gives up: mean and
-// standard deviation are taken in the given order, then the list is sorted
-// in place for the median and percentiles. The ITL list of a long run is
-// the largest a run builds; this spares a copy of it.
-func summarizeInPlace(values []float64, percentiles []float64) Stats {
-	st := Stats{
-		MeanMs:      npMean(values) * 1000,
-		StdMs:       npStd(values) * 1000,
-		Percentiles: make([]Percentile, len(percentiles)),
-	}
-	sorted := values
-	slices.Sort(sorted)
-	st.MedianMs = npMedianSorted(sorted) * 1000
-	for i, p := range percentiles {
-		st.Percentiles[i] = Percentile{P: p, ValueMs: npPercentileSorted(sorted, p) * 1000}
-	}
-	return st
+	return summarizeSeq(func(add func(float64)) {
+		for _, v := range values {
+			add(v)
+		}
+	}, percentiles)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // SteadyFraction is how full the run must be to count as steady: 95 % of
@@ -116,46 +115,58 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	if err := checkRunInput(d, opts.Percentiles); err != nil {
 		return nil, err
 	}
-	type event struct {
-		at    int64
-		delta int
-	}
-	var events []event
-	var starts []int64
-	for i := range d.Results {
-		r := &d.Results[i]
-		if !r.Sent() {
-			continue
+	// The edges, ends before starts at one instant: a slot handed from a
+	// finished request to the next is not counted twice.
+	edges := func() *eventSort {
+		es := newEventSort("")
+		for _, r := range d.Log.All() {
+			if r.Sent() {
+				es.add(timeKey(r.StartNs), 1)
+				es.add(timeKey(r.StartNs+r.LatencyNs), 0)
+			}
 		}
-		events = append(events, event{r.StartNs, 1}, event{r.StartNs + r.LatencyNs, -1})
-		starts = append(starts, r.StartNs)
+		return es
 	}
-	// Ends before starts at one instant: a slot handed from a finished
-	// request to the next is not counted twice.
-	slices.SortFunc(events, func(a, b event) int {
-		if a.at != b.at {
-			return int(sign(a.at - b.at))
+	es := edges()
+	defer es.close()
+	sent := 0
+	for _, r := range d.Log.All() {
+		if r.Sent() {
+			sent++
 		}
-		return a.delta - b.delta
-	})
+	}
 	s := &SteadyState{}
 	switch {
 	case target.MaxConcurrency > 0:
 		s.Basis = "max_concurrency"
-		s.TargetInFlight = float64(min(target.MaxConcurrency, len(starts)))
+		s.TargetInFlight = float64(min(target.MaxConcurrency, sent))
 	case !math.IsInf(target.RequestRate, 1):
 		s.Basis = "in_flight_level"
-		var level []int
-		n := 0
-		for _, e := range events {
-			n += e.delta
-			if e.delta > 0 {
-				level = append(level, n)
+		// The median of the levels seen as each request starts: the
+		// upper one of an even count, by counting the levels.
+		var levels []int64
+		n, starts := 0, 0
+		es.each(func(_, start uint64) {
+			if start == 1 {
+				n++
+				for len(levels) <= n {
+					levels = append(levels, 0)
+				}
+				levels[n]++
+				starts++
+			} else {
+				n--
 			}
-		}
-		if len(level) > 0 {
-			slices.Sort(level)
-			s.TargetInFlight = float64(level[len(level)/2])
+		})
+		if starts > 0 {
+			rank := int64(starts / 2)
+			for level, c := range levels {
+				if rank < c {
+					s.TargetInFlight = float64(level)
+					break
+				}
+				rank -= c
+			}
 		}
 	default:
 		return nil, fmt.Errorf("%w: every request was sent at once without --max-concurrency", ErrNoSteadyState)
@@ -167,29 +178,31 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	s.Threshold = fraction * s.TargetInFlight
 	var from, to int64 = -1, -1
 	n := 0
-	for _, e := range events {
-		n += e.delta
+	es.each(func(key, start uint64) {
+		at := keyTime(key)
+		if start == 1 {
+			n++
+		} else {
+			n--
+		}
 		if float64(n) >= s.Threshold && s.TargetInFlight > 0 {
 			if from < 0 {
-				from = e.at
+				from = at
 			}
 			to = -2 // open: closes at the next drop below
 		} else if to == -2 {
-			to = e.at
+			to = at
 		}
-	}
+	})
 	if from < 0 || to < 0 || to <= from {
 		return nil, fmt.Errorf("%w: the in-flight count never held %.4g (%.0f%% of %.4g)", ErrNoSteadyState, s.Threshold, 100*fraction, s.TargetInFlight)
 	}
-	inside := &RunData{DurationNs: to - from}
-	for i := range d.Results {
-		r := &d.Results[i]
-		if r.Sent() && r.StartNs >= from && r.StartNs+r.LatencyNs <= to {
-			inside.Results = append(inside.Results, *r)
-		}
-	}
-	if len(inside.Results) < 2 {
-		return nil, fmt.Errorf("%w: %d request(s) started and finished inside the window", ErrNoSteadyState, len(inside.Results))
+	inside := &RunData{DurationNs: to - from, Log: d.Log.Where(func(r *RequestResult) bool {
+		return r.Sent() && r.StartNs >= from && r.StartNs+r.LatencyNs <= to
+	})}
+	requests := inside.Log.Len()
+	if requests < 2 {
+		return nil, fmt.Errorf("%w: %d request(s) started and finished inside the window", ErrNoSteadyState, requests)
 	}
 	o := opts
 	o.InputAudioSeconds = nil
@@ -197,13 +210,10 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	if err != nil {
 		return nil, err
 	}
-	finished := &RunData{DurationNs: to - from}
-	for i := range d.Results {
-		r := &d.Results[i]
-		if end := r.StartNs + r.LatencyNs; r.Sent() && end > from && end <= to {
-			finished.Results = append(finished.Results, *r)
-		}
-	}
+	finished := &RunData{DurationNs: to - from, Log: d.Log.Where(func(r *RequestResult) bool {
+		end := r.StartNs + r.LatencyNs
+		return r.Sent() && end > from && end <= to
+	})}
 	rates, err := Compute(finished, o)
 	if err != nil {
 		return nil, err
@@ -211,7 +221,7 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	sum.RequestThroughput, sum.OutputThroughput = rates.RequestThroughput, rates.OutputThroughput
 	sum.TotalTokenThroughput, sum.RequestGoodput = rates.TotalTokenThroughput, rates.RequestGoodput
 	s.StartS, s.EndS, s.DurationS = Seconds(from), Seconds(to), Seconds(to-from)
-	s.Requests = len(inside.Results)
+	s.Requests = requests
 	s.Completed, s.Failed = sum.Completed, sum.Failed
 	s.TotalInputTokens, s.TotalOutputTokens = sum.TotalInput, sum.TotalOutput
 	s.RequestThroughput, s.OutputThroughput, s.TotalTokenThroughput = sum.RequestThroughput, sum.OutputThroughput, sum.TotalTokenThroughput
@@ -229,15 +239,11 @@ func ComputeSteadyState(d *RunData, opts ComputeOptions, target SteadyTarget) (*
 	return s, nil
 }
 
-func sign(x int64) int64 {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
-	}
-	return 0
-}
+// timeKey maps a run time to a uint64 of the same order; keyTime is its
+// inverse.
+func timeKey(ns int64) uint64 { return uint64(ns) ^ 1<<63 }
+
+func keyTime(k uint64) int64 { return int64(k ^ 1<<63) }
 
 func steadyStat(st *Stats) SteadyStat {
 	out := SteadyStat{Mean: st.MeanMs, Median: st.MedianMs, Std: st.StdMs, Percentiles: map[string]float64{}}

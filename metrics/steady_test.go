@@ -10,18 +10,18 @@ import (
 // lanes builds a closed-loop run: lane j starts at j·stagger and sends
 // perLane requests back to back, each lasting dur with TTFT ttft.
 func lanes(n int, stagger, dur, ttft int64, perLane int) *RunData {
-	d := &RunData{}
+	var rs []RequestResult
 	for j := 0; j < n; j++ {
 		for k := 0; k < perLane; k++ {
 			start := int64(j)*stagger + int64(k)*dur
-			d.Results = append(d.Results, RequestResult{
-				Index: len(d.Results), Success: true, PromptLen: 10, OutputTokens: 5,
+			rs = append(rs, RequestResult{
+				Index: len(rs), Success: true, PromptLen: 10, OutputTokens: 5,
 				StartNs: start, ArrivalNs: start, TTFTNs: ttft, LatencyNs: dur,
 				ITLNs: []int64{(dur - ttft) / 4, (dur - ttft) / 4, (dur - ttft) / 4, (dur - ttft) / 4},
 			})
 		}
 	}
-	return d
+	return &RunData{Log: LogOf(rs...)}
 }
 
 // Four lanes of 100 ms requests starting 10 ms apart: all four are in

@@ -40,7 +40,7 @@ func TestKeepUncountedText(t *testing.T) {
 			} else {
 				rec.EndStream(&s)
 			}
-			r := Merge(2, rec).Results[0]
+			r := gatherTest(2, rec).Results[0]
 			if r.GeneratedText != tt.wantText || r.OutputTokens != tt.wantOut {
 				t.Errorf("text %q, output tokens %d; want %q, %d", r.GeneratedText, r.OutputTokens, tt.wantText, tt.wantOut)
 			}
@@ -56,7 +56,7 @@ func TestNoTextByDefault(t *testing.T) {
 	rec.Begin(&s, 0, 3, 0, 0)
 	s.Token(20, []byte("a"))
 	rec.EndStream(&s)
-	if r := Merge(1, rec).Results[0]; r.GeneratedText != "" || !r.Success {
+	if r := gatherTest(1, rec).Results[0]; r.GeneratedText != "" || !r.Success {
 		t.Errorf("result %+v, want success without text", r)
 	}
 }

@@ -38,9 +38,6 @@ type Trimmed struct {
 	ITL Stats
 }
 
-// errTrimNeedsDetail is returned when the run kept no per-token times.
-var errTrimNeedsDetail = errors.New("metrics: steady-state trimming needs every request's inter-token gaps (run with per-token detail)")
-
 // ComputeTrimmed cuts the run to its steady state as the fork does when
 // --warmup-time W or --cooldown-time C is set (the block its README calls
 // "Serving Benchmark Result after warmup before cooldown").
@@ -65,20 +62,15 @@ var errTrimNeedsDetail = errors.New("metrics: steady-state trimming needs every 
 // request without any token event has none to count (the fork's walk
 // would count its start time as one; that phantom token is left out here).
 //
-// The results must carry ITLNs (runs that keep per-token detail), and the
-// window must not be empty.
+// The window must not be empty.
 func ComputeTrimmed(d *RunData, opts TrimOptions) (*Trimmed, error) {
 	if err := checkRunInput(d, opts.Percentiles); err != nil {
 		return nil, err
 	}
 	t0, tEnd := math.Inf(1), math.Inf(-1)
-	for i := range d.Results {
-		r := &d.Results[i]
+	for _, r := range d.Log.All() {
 		if !r.Sent() {
 			continue
-		}
-		if r.ChunkEvents > 1 && r.ITLNs == nil {
-			return nil, errTrimNeedsDetail
 		}
 		start := Seconds(r.StartNs)
 		t0 = min(t0, start)
@@ -97,39 +89,37 @@ func ComputeTrimmed(d *RunData, opts TrimOptions) (*Trimmed, error) {
 			opts.WarmupS, opts.CooldownS, tEnd-t0)
 	}
 
-	gaps := 0
-	for i := range d.Results {
-		gaps += len(d.Results[i].ITLNs)
-	}
-	itls := make([]float64, 0, gaps)
-	for i := range d.Results {
-		r := &d.Results[i]
-		if !r.Sent() || r.ChunkEvents == 0 {
-			continue
-		}
-		counted := 0
-		e := Seconds(r.StartNs) + Seconds(r.TTFTNs)
-		if lo <= e && e < hi {
-			counted++
-		}
-		for _, gapNs := range r.ITLNs {
-			gap := Seconds(gapNs)
-			e += gap
-			if e >= hi {
-				break
+	itl := newExactStat(opts.Percentiles)
+	for pass := 0; !itl.done; pass++ {
+		for _, r := range d.Log.All() {
+			if !r.Sent() || r.ChunkEvents == 0 {
+				continue
 			}
-			if e >= lo {
-				itls = append(itls, gap)
+			counted := 0
+			e := Seconds(r.StartNs) + Seconds(r.TTFTNs)
+			if lo <= e && e < hi {
 				counted++
 			}
+			for _, gapNs := range r.ITLNs {
+				gap := Seconds(gapNs)
+				e += gap
+				if e >= hi {
+					break
+				}
+				if e >= lo {
+					itl.add(gap)
+					counted++
+				}
+			}
+			if counted > 0 && pass == 0 {
+				t.Requests++
+				t.Tokens += counted
+			}
 		}
-		if counted > 0 {
-			t.Requests++
-			t.Tokens += counted
-		}
+		itl.endPass()
 	}
 	t.OutputThroughput = float64(t.Tokens) / t.DurationS
-	t.ITL = summarize(itls, opts.Percentiles)
+	t.ITL = itl.stats()
 	return t, nil
 }
 

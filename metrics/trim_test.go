@@ -18,9 +18,8 @@ import (
 // so t0 = 1.0 (the skipped request does not pull it to 0) and tEnd = 7.5.
 func trimRun() *RunData {
 	s := func(x float64) int64 { return int64(x * 1e9) }
-	return &RunData{
-		DurationNs: s(7.5),
-		Results: []RequestResult{
+	return runOf(s(7.5),
+		[]RequestResult{
 			{Index: 0, Success: true, ChunkEvents: 4, StartNs: s(1), TTFTNs: s(1), LatencyNs: s(4),
 				ITLNs: []int64{s(1), s(1), s(1)}},
 			{Index: 1, Success: true, ChunkEvents: 4, StartNs: s(1.5), TTFTNs: s(0.5), LatencyNs: s(6),
@@ -29,8 +28,8 @@ func trimRun() *RunData {
 			{Index: 3, Error: "connection reset", ChunkEvents: 2, StartNs: s(2.5), TTFTNs: s(1),
 				ITLNs: []int64{s(0.5)}},
 			{Index: 4, Error: "cancelled"},
-		},
-	}
+		}...,
+	)
 }
 
 func TestComputeTrimmed(t *testing.T) {
@@ -94,9 +93,7 @@ func TestComputeTrimmed(t *testing.T) {
 }
 
 func TestComputeTrimmedErrors(t *testing.T) {
-	noDetail := trimRun()
-	noDetail.Results[1].ITLNs = nil
-	unsent := &RunData{Results: []RequestResult{{Index: 0, Error: "cancelled"}}}
+	unsent := runOf(0, RequestResult{Index: 0, Error: "cancelled"})
 	tests := []struct {
 		name string
 		d    *RunData
@@ -105,7 +102,6 @@ func TestComputeTrimmedErrors(t *testing.T) {
 	}{
 		{"nil data", nil, TrimOptions{}, "no run data"},
 		{"bad percentile", trimRun(), TrimOptions{Percentiles: []float64{101}}, "101"},
-		{"no per-token detail", noDetail, TrimOptions{WarmupS: 1}, "inter-token gaps"},
 		{"nothing sent", unsent, TrimOptions{WarmupS: 1}, "no request was sent"},
 		{"window closed", trimRun(), TrimOptions{WarmupS: 4, CooldownS: 2.5}, "window is empty"},
 		{"window inverted", trimRun(), TrimOptions{WarmupS: 10}, "window is empty"},
@@ -124,16 +120,16 @@ func TestComputeTrimmedErrors(t *testing.T) {
 // largeRun is n requests of tokens token events each, 20 ms apart, with
 // starts spread over a second.
 func largeRun(n, tokens int) *RunData {
-	d := &RunData{Results: make([]RequestResult, n)}
-	for i := range d.Results {
+	rs := make([]RequestResult, n)
+	for i := range rs {
 		gaps := make([]int64, tokens-1)
 		for k := range gaps {
 			gaps[k] = 20*ms + int64(k%7)*ms
 		}
-		d.Results[i] = RequestResult{Index: i, Success: true, ChunkEvents: tokens,
+		rs[i] = RequestResult{Index: i, Success: true, ChunkEvents: tokens,
 			StartNs: int64(i) * 1000 * ms / int64(n), TTFTNs: 100 * ms, LatencyNs: 100*ms + int64(tokens-1)*23*ms, ITLNs: gaps}
 	}
-	return d
+	return runOf(0, rs...)
 }
 
 // BenchmarkComputeTrimmed measures a post-run trim of one million token

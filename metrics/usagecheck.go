@@ -9,7 +9,7 @@ type UsageCheck struct {
 	// choices, which Python never reads (it counts their text instead).
 	Requests, InTokenChunk int
 	// ServerTokens sums the server's counts of those requests, Counted
-	// their output lengths as Python's figures take them (OutputLens).
+	// their output lengths as Python's figures take them (OutputLen).
 	ServerTokens, Counted int64
 	// The counts no answer can have, each counted into Python's figures
 	// as given: below zero, zero for an answer that streamed token
@@ -52,13 +52,12 @@ func (u *UsageCheck) Disagree() bool {
 }
 
 // CheckUsage compares the server's counts of the successful results with
-// outputLens (Summary.OutputLens, Python's count per request). maxTokens
-// is request i's max_tokens, 0 when it sets none (a count over 2^24 is
-// then the odd one).
-func CheckUsage(results []RequestResult, outputLens []int, maxTokens func(i int) int) UsageCheck {
+// their output lengths as Python's figures take them (OutputLen with
+// count). maxTokens is request i's max_tokens, 0 when it sets none (a
+// count over 2^24 is then the odd one).
+func CheckUsage(l *Log, count func(string) int, maxTokens func(i int) int) UsageCheck {
 	var u UsageCheck
-	for i := range results {
-		r := &results[i]
+	for _, r := range l.All() {
 		if !r.Success || r.ServerUsage == UsageNone {
 			continue
 		}
@@ -67,9 +66,7 @@ func CheckUsage(results []RequestResult, outputLens []int, maxTokens func(i int)
 			u.InTokenChunk++
 		}
 		u.ServerTokens += r.ServerTokens
-		if i < len(outputLens) {
-			u.Counted += int64(outputLens[i])
-		}
+		u.Counted += int64(r.OutputLen(count))
 		limit := 0
 		if maxTokens != nil {
 			limit = maxTokens(r.Index)

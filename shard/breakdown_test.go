@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 )
@@ -23,7 +24,7 @@ func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int,
 	t.Helper()
 	q := NewQueueOf(reqs, slots)
 	clock := NewClock()
-	rec := metrics.NewRecorder(metrics.Options{KeepDetail: true})
+	rec := metrics.NewRecorder(metrics.Options{})
 	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
 		Queue: q, Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
 		KernelTimestamps: true, Clock: clock, Recorder: rec, TLS: tlsConfig})
@@ -39,7 +40,7 @@ func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int,
 	<-q.Done()
 	sh.Stop()
 	wg.Wait()
-	return metrics.Merge(len(reqs), rec).Results, sh.Health(), rec
+	return metricstest.Merge(len(reqs), rec).Results, sh.Health(), rec
 }
 
 // checkBreakdown asserts what holds for every request's breakdown: known,
@@ -250,7 +251,7 @@ func runWarm(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config, n int) 
 	<-q.Done()
 	sh.Stop()
 	wg.Wait()
-	return sh.Health(), metrics.Merge(n, rec).Results
+	return sh.Health(), metricstest.Merge(n, rec).Results
 }
 
 func checkWarmed(t *testing.T, results []metrics.RequestResult) {
@@ -280,7 +281,7 @@ func TestBreakdownTLS(t *testing.T) {
 	<-q.Done()
 	tr.Stop()
 	tr.Wait()
-	results := metrics.Merge(len(reqs), rec).Results
+	results := metricstest.Merge(len(reqs), rec).Results
 	for _, res := range results {
 		checkBreakdown(t, res)
 	}

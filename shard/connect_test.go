@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func TestConnectAndRequestTimeouts(t *testing.T) {
 	sh.Stop()
 	<-done
 	var connectTimeouts, requestTimeouts int
-	for _, r := range metrics.Merge(len(reqs), rec).Results {
+	for _, r := range metricstest.Merge(len(reqs), rec).Results {
 		switch {
 		case r.Error == "connect "+addr.String()+": timed out after 200ms":
 			connectTimeouts++

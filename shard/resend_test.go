@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 )
@@ -34,7 +35,7 @@ func newHandLoop(t *testing.T, reqs []Request) *handLoop {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	h := &handLoop{t: t, ln: ln, q: NewQueueOf(reqs, 0), rec: metrics.NewRecorder(metrics.Options{KeepDetail: true})}
+	h := &handLoop{t: t, ln: ln, q: NewQueueOf(reqs, 0), rec: metrics.NewRecorder(metrics.Options{})}
 	h.sh, err = New(Config{CPU: -1, Addr: netip.MustParseAddrPort(ln.Addr().String()), Streaming: true, Kind: sse.Completions,
 		Queue: h.q, Slots: 1, ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Second,
 		Clock: NewClock(), Recorder: h.rec})
@@ -156,13 +157,13 @@ func TestResendAfterServerClosedBeforeReading(t *testing.T) {
 	startNs := c.stream.StartNs()
 	h.turn(func() bool { return h.sh.health.Resent == 1 || h.rec.Failed() > 0 })
 	if h.rec.Failed() > 0 {
-		t.Fatalf("request 1 failed: %+v", metrics.Merge(2, h.rec).Results[1])
+		t.Fatalf("request 1 failed: %+v", metricstest.Merge(2, h.rec).Results[1])
 	}
 	b, r := h.accept()
 	readRequest(t, r, "/b")
 	b.Write(shardtest.Response(2, ""))
 	h.turn(func() bool { return h.rec.Completed()+h.rec.Failed() == 2 })
-	res := metrics.Merge(2, h.rec).Results[1]
+	res := metricstest.Merge(2, h.rec).Results[1]
 	if !res.Success || res.ChunkEvents != 2 {
 		t.Fatalf("request 1: %+v", res)
 	}
@@ -190,7 +191,7 @@ func TestNoResendAfterServerReadAndClosed(t *testing.T) {
 	a.Close()
 	h.turn(func() bool { return h.rec.Failed() == 1 })
 	want := "connection closed by server before the response head on a reused keep-alive connection (not sent again)"
-	if res := metrics.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
+	if res := metricstest.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
 		t.Errorf("request 1: success %v, error %q; want %q", res.Success, res.Error, want)
 	}
 	if h.sh.health.Resent != 0 {
@@ -211,7 +212,7 @@ func TestNoResendAfterServerReadAndReset(t *testing.T) {
 	a.Close()
 	h.turn(func() bool { return h.rec.Failed() == 1 })
 	want := "connection reset by peer before the response head on a reused keep-alive connection (not sent again)"
-	if res := metrics.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
+	if res := metricstest.Merge(2, h.rec).Results[1]; res.Success || res.Error != want {
 		t.Errorf("request 1: success %v, error %q; want %q", res.Success, res.Error, want)
 	}
 	if h.sh.health.Resent != 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/sse"
 	"github.com/valyala/fastjson"
 )
@@ -83,7 +84,7 @@ func FuzzResponse(f *testing.F) {
 			t.Fatalf("budget holds %d bytes after the answer ended", got)
 		}
 
-		res := metrics.Merge(1, rec).Results[0]
+		res := metricstest.Merge(1, rec).Results[0]
 		if res.HTTPStatus != r.status {
 			t.Fatalf("recorded status %d, read %d", res.HTTPStatus, r.status)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/sse"
 	"github.com/valyala/fastjson"
 )
@@ -36,7 +37,7 @@ func answerStatus(t *testing.T, kind sse.Kind, streaming bool, usage sse.Pooling
 	} else {
 		rec.Fail(&r.stream, failure)
 	}
-	data := metrics.Merge(1, rec)
+	data := metricstest.Merge(1, rec)
 	return data.Results[0], &data.ServerMessages, r.status
 }
 

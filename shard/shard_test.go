@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ type run struct {
 
 // runPaths sends one request per path through fresh shards, all released at
 // once, and returns the merged results and the shards' health.
-func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metrics.RunData, []Health) {
+func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metricstest.Merged, []Health) {
 	t.Helper()
 	if r.shards == 0 {
 		r.shards = 1
@@ -56,7 +57,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 	var shards []*Shard
 	var recs []*metrics.Recorder
 	for i := range r.shards {
-		rec := metrics.NewRecorder(metrics.Options{KeepDetail: true, KeepText: true})
+		rec := metrics.NewRecorder(metrics.Options{KeepText: true})
 		sh, err := New(Config{
 			ID: i, CPU: -1, Addr: srv.Addr, Streaming: r.streaming, Kind: sse.Completions,
 			Queue: q, Slots: r.slots,
@@ -94,7 +95,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 	for _, sh := range shards {
 		health = append(health, sh.Health())
 	}
-	return metrics.Merge(len(reqs), recs...), health
+	return metricstest.Merge(len(reqs), recs...), health
 }
 
 func TestStreamsAndKeepAliveReuse(t *testing.T) {
@@ -204,7 +205,7 @@ func TestHangUpBehindLastBytes(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			q := NewQueueOf([]Request{{Wire: shardtest.Wire(tc.path), PromptLen: 3}}, 0)
 			clock := NewClock()
-			rec := metrics.NewRecorder(metrics.Options{KeepDetail: true, KeepText: true})
+			rec := metrics.NewRecorder(metrics.Options{KeepText: true})
 			s, err := New(Config{
 				CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
 				Queue: q, Slots: 1,
@@ -256,7 +257,7 @@ func TestHangUpBehindLastBytes(t *testing.T) {
 			<-q.Done()
 			s.Stop()
 			wg.Wait()
-			res := metrics.Merge(1, rec).Results[0]
+			res := metricstest.Merge(1, rec).Results[0]
 			if tc.want == "" {
 				if !res.Success || res.GeneratedText != "t0t1" {
 					t.Errorf("success=%v error %q text %q; want success with text \"t0t1\"", res.Success, res.Error, res.GeneratedText)
@@ -364,7 +365,7 @@ func (s *single) finish(abort bool) []metrics.RequestResult {
 		s.sh.Stop()
 	}
 	s.wg.Wait()
-	return metrics.Merge(s.q.Len(), s.rec).Results
+	return metricstest.Merge(s.q.Len(), s.rec).Results
 }
 
 func TestAbortCancelsInFlight(t *testing.T) {
@@ -452,7 +453,7 @@ func TestReusedTLSConnectionResetIsNotResent(t *testing.T) {
 	<-q.Done()
 	tr.Stop()
 	tr.Wait()
-	results := metrics.Merge(len(reqs), rec).Results
+	results := metricstest.Merge(len(reqs), rec).Results
 	if !results[0].Success {
 		t.Errorf("request 0: %q", results[0].Error)
 	}

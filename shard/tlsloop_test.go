@@ -23,6 +23,7 @@ import (
 
 	"github.com/stampede-bench/stampede/internal/tls13"
 	"github.com/stampede-bench/stampede/metrics"
+	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
@@ -119,7 +120,7 @@ func TestTLSStreamsNeedNoGoroutines(t *testing.T) {
 	if during > before+2 {
 		t.Errorf("%d goroutines outside the server with %d TLS streams in flight, %d before; want the loop's alone", during, n, before)
 	}
-	for _, r := range metrics.Merge(n, rec).Results {
+	for _, r := range metricstest.Merge(n, rec).Results {
 		if r.Error != "cancelled" || r.ChunkEvents != 1 {
 			t.Fatalf("request %d: %d events, error %q; want the first token, then cancelled", r.Index, r.ChunkEvents, r.Error)
 		}
@@ -270,7 +271,7 @@ func TestTLSIdleKeyUpdate(t *testing.T) {
 	<-q.Done()
 	sh.Stop()
 	wg.Wait()
-	for _, r := range metrics.Merge(2, rec).Results {
+	for _, r := range metricstest.Merge(2, rec).Results {
 		if !r.Success || r.GeneratedText != "a" {
 			t.Errorf("request %d: success %v, text %q, error %q", r.Index, r.Success, r.GeneratedText, r.Error)
 		}
@@ -660,7 +661,7 @@ func TestTLSLoopFallbackDeadlineAndAbort(t *testing.T) {
 	}
 	sh.Abort()
 	wg.Wait()
-	for _, r := range metrics.Merge(n, rec).Results {
+	for _, r := range metricstest.Merge(n, rec).Results {
 		if r.Error != "cancelled" {
 			t.Errorf("request %d after the abort: success %v, error %q", r.Index, r.Success, r.Error)
 		}

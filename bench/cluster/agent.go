@@ -307,22 +307,22 @@ func StatisticsDigest(settings PartialSettings) string {
 // agent 0's clock. options gives the metric settings of the shifted
 // results, facts each request's id and expected output length.
 func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, numRequests int,
-	options func([]metrics.RequestResult) metrics.ComputeOptions, facts RequestFacts) *Partial {
-	memory := agentMemory(s.index, res.Data.Results) // on the run's own clock, before the shift
+	options func() metrics.ComputeOptions, facts RequestFacts) *Partial {
+	memory := agentMemory(s.index, res.Data.Log) // on the run's own clock, before the shift
 	start := s.start
 	shift := res.Start.UnixNano() - start.Clock.OffsetNs - start.StartUnixNs
-	for _, results := range [][]metrics.RequestResult{res.Data.Results, res.Probes} {
-		for i := range results {
-			rr := &results[i]
-			if rr.ArrivalNs != 0 {
-				rr.ArrivalNs += shift
-			}
-			if rr.StartNs != 0 {
-				rr.StartNs += shift
-			}
+	move := func(rr *metrics.RequestResult) {
+		if rr.ArrivalNs != 0 {
+			rr.ArrivalNs += shift
+		}
+		if rr.StartNs != 0 {
+			rr.StartNs += shift
 		}
 	}
-	opts := options(res.Data.Results)
+	for i := range res.Probes {
+		move(&res.Probes[i])
+	}
+	opts := options()
 	clock := start.Clock
 	clock.StartLateNs = res.ScheduleStartNs + shift
 	h := PartialHeader{
@@ -335,8 +335,8 @@ func (s *Session) agentPartial(res *engine.Result, settings PartialSettings, num
 		h.RTTs = append(h.RTTs, sh.RTTs...)
 	}
 	p := &Partial{Header: h,
-		Records: newPartialRecords(res.Data.Results, opts.CountTokens, opts.InputAudioSeconds, facts),
-		Probes:  newPartialRecords(res.Probes, nil, nil, nil)}
+		Records: newPartialRecords(res.Data.Log, opts.CountTokens, opts.InputAudioSeconds, facts, move),
+		Probes:  newPartialRecords(metrics.LogOf(res.Probes...), nil, nil, nil, nil)}
 	if p.Header.Memory = readRSS(memory); p.Header.Memory != nil {
 		p.Header.Memory.Sampled = report.NewSidecarMemory(res.Health.Memory)
 	}

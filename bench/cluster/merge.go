@@ -97,10 +97,16 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 		Pooling: lead.Settings.Pooling, Percentiles: lead.Settings.Percentiles, Goodput: lead.Settings.Goodput,
 		ClientQueue: lead.Settings.ClientQueue, QueueInclusiveE2EL: lead.Settings.QueueInclusiveE2EL,
 	}
+	var audio []float64
 	if lead.Settings.AudioSeconds {
-		m.Options.InputAudioSeconds = make([]float64, n)
+		audio = make([]float64, n)
+		m.Options.InputAudioSeconds = func(index int) float64 {
+			if index < 0 || index >= len(audio) {
+				return 0
+			}
+			return audio[index]
+		}
 	}
-	m.Data.Results = make([]metrics.RequestResult, n)
 	m.RequestIDs, m.ExpectedOutputLens = make([]string, n), make([]int, n)
 	for i := range byIndex[0].Probes {
 		m.Probes = append(m.Probes, byIndex[0].Probes[i].RequestResult)
@@ -109,8 +115,11 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 	if m.Server = lead.Server; m.Server != nil {
 		params.SpecDecode, params.Diffusion = m.Server.SpecDecode, m.Server.Diffusion
 	}
+	// The records go through a spool, as a run's do, and are sorted by
+	// request: the merged run is a log like a single host's.
+	spool := metrics.NewSpool(metrics.LogConfig{})
+	w := spool.Writer()
 	seen := make([]bool, n)
-	var counted map[string]int
 	for _, p := range byIndex {
 		h := &p.Header
 		m.Agents = append(m.Agents, *h)
@@ -121,51 +130,45 @@ func MergePartials(parts []*Partial) (*MergedRun, error) {
 			rec := &p.Records[i]
 			switch {
 			case rec.Index%size != h.ClusterIndex:
+				w.Flush()
+				spool.Close()
 				return nil, fmt.Errorf("merge: agent %d holds request %d, which is agent %d's (request i goes to agent i mod %d)",
 					h.ClusterIndex, rec.Index, rec.Index%size, size)
 			case seen[rec.Index]:
+				w.Flush()
+				spool.Close()
 				return nil, fmt.Errorf("merge: agent %d holds request %d twice", h.ClusterIndex, rec.Index)
 			}
 			seen[rec.Index] = true
-			m.Data.Results[rec.Index] = rec.RequestResult
 			m.RequestIDs[rec.Index], m.ExpectedOutputLens[rec.Index] = rec.RequestID, rec.ExpectedOutputLen
-			if m.Options.InputAudioSeconds != nil {
-				m.Options.InputAudioSeconds[rec.Index] = rec.AudioSec
+			if audio != nil {
+				audio[rec.Index] = rec.AudioSec
 			}
+			r := rec.RequestResult
 			if rec.Counted >= 0 {
-				if counted == nil {
-					counted = make(map[string]int)
-				}
-				counted[rec.GeneratedText] = rec.Counted
+				// Counted where the agent's tokenizer ran: the output
+				// length of a success whose usage gave none.
+				r.TextCounted, r.TextTokens = true, rec.Counted
 			}
+			w.Append(&r)
 		}
 	}
-	kept := m.Data.Results[:0]
+	w.Flush()
 	for i, ok := range seen {
-		switch {
-		case ok:
-			kept = append(kept, m.Data.Results[i])
-		case !m.Cancelled:
+		if !ok && !m.Cancelled {
+			spool.Close()
 			return nil, fmt.Errorf("merge: request %d is in no partial (agent %d's share)", i, i%size)
 		}
 	}
+	log, err := spool.Sort(metrics.SortOptions{Requests: n, KeepText: true})
+	if err != nil {
+		return nil, err
+	}
+	m.Data.Log = log
 	// An interrupted run leaves out the requests it never sent, as a
 	// single host does.
-	m.Data.Results = kept
 	if m.Cancelled {
 		outcome.DropUnsent(&m.Data)
-		if byRequest := m.Options.InputAudioSeconds; byRequest != nil {
-			m.Options.InputAudioSeconds = make([]float64, len(m.Data.Results))
-			for i, r := range m.Data.Results {
-				m.Options.InputAudioSeconds[i] = byRequest[r.Index]
-			}
-		}
-	}
-	if counted != nil {
-		// Only texts the agents counted are asked for: a success whose
-		// usage gave no output token count, counted with the tokenizer
-		// where it ran.
-		m.Options.CountTokens = func(text string) int { return counted[text] }
 	}
 	return m, nil
 }

@@ -327,8 +327,8 @@ func (s *PartialSettings) reportParams() (*pyout.ReportParams, error) {
 // the most of them open at once, counted on the run's own clock (before
 // agentPartial moves the times). readRSS adds the rest once the partial's
 // records are built.
-func agentMemory(index int, results []metrics.RequestResult) *report.SidecarAgentMemory {
-	m := &report.SidecarAgentMemory{Index: index, Requests: len(results)}
+func agentMemory(index int, results *metrics.Log) *report.SidecarAgentMemory {
+	m := &report.SidecarAgentMemory{Index: index, Requests: results.Len()}
 	if open, ok := metrics.MaxOpen(results); ok {
 		m.MaxOpenStreams = &open
 	}
@@ -370,32 +370,34 @@ func statusBytes(status []byte, key string) int64 {
 // entry: the x-request-id it was sent with and its expected output length.
 type RequestFacts func(index int) (id string, expectedOutputLen int)
 
-// newPartialRecords turns results into records: the gaps copied out of
-// the shards' arenas, the token count of each text the statistics would
-// count with countTokens, and each request's facts (nil: none known).
-// audio[i] (nil: none) goes with results[i].
-func newPartialRecords(results []metrics.RequestResult, countTokens func(string) int, audio []float64, facts RequestFacts) []PartialRecord {
-	recs := make([]PartialRecord, len(results))
-	for i, r := range results {
-		rec := PartialRecord{RequestResult: r, Counted: -1}
+// newPartialRecords turns results into records: the token count of each
+// text the statistics would count (the log's own count, else
+// countTokens'), each request's audio duration (audio nil: none) and its
+// facts (nil: none known). shift, when set, moves each record's times.
+func newPartialRecords(results *metrics.Log, countTokens func(string) int, audio func(int) float64, facts RequestFacts, shift func(*metrics.RequestResult)) []PartialRecord {
+	recs := make([]PartialRecord, 0, results.Len())
+	for _, r := range results.All() {
+		rec := PartialRecord{RequestResult: r.Clone(), Counted: -1}
 		if facts != nil {
 			rec.RequestID, rec.ExpectedOutputLen = facts(r.Index)
 		}
-		rec.Gaps = metrics.Gaps{}
-		rec.ITLNs = nil
-		if n := r.NumITLs(); n > 0 {
-			rec.ITLNs = make([]int64, 0, n)
-			for g := range r.ITLs() {
-				rec.ITLNs = append(rec.ITLNs, g)
-			}
+		if len(rec.ITLNs) == 0 {
+			rec.ITLNs = nil
 		}
-		if r.Success && r.OutputTokens == 0 && countTokens != nil {
+		switch {
+		case r.TextCounted:
+			rec.Counted = r.TextTokens
+		case r.Success && r.OutputTokens == 0 && countTokens != nil:
 			rec.Counted = countTokens(r.GeneratedText)
 		}
+		rec.TextCounted, rec.TextTokens = false, 0
 		if audio != nil {
-			rec.AudioSec = audio[i]
+			rec.AudioSec = audio(r.Index)
 		}
-		recs[i] = rec
+		if shift != nil {
+			shift(&rec.RequestResult)
+		}
+		recs = append(recs, rec)
 	}
 	return recs
 }

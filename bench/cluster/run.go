@@ -40,7 +40,7 @@ type Agent struct {
 	Gaps           engine.GapSource
 	RampUp         *engine.RampUp
 	// Options are the metric settings of results (bench's computeOptions).
-	Options func([]metrics.RequestResult) metrics.ComputeOptions
+	Options func() metrics.ComputeOptions
 	// Facts give each request's x-request-id and expected output length.
 	Facts RequestFacts
 	// Fingerprint is this agent's (agent 0's with the server's side).
@@ -112,7 +112,7 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	ec.SelfTimed, ec.RequestRate, ec.Gaps, ec.RampUp = true, math.Inf(1), nil, nil
 	ec.MaxConcurrency = c.AgentConcurrency()
 
-	a.settings = NewPartialSettings(params, new(a.Options(nil)), c.Breakdown)
+	a.settings = NewPartialSettings(params, new(a.Options()), c.Breakdown)
 	a.settings.FrontEnds = c.FrontEndURLs
 	a.settings.PerTokenITL = c.PerTokenITL
 	a.settings.Outputs = OutputsOf(c)

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"slices"
-
 	"github.com/stampede-bench/stampede/metrics"
 
 	"github.com/stampede-bench/stampede/bench/outcome"
@@ -20,20 +18,11 @@ func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealt
 	settings := NewPartialSettings(o.Params, &o.Options, breakdown)
 	// A run with --per-token-itl tracked every successful stream's running
 	// usage; the merge prints the block for such records.
-	settings.PerTokenITL = slices.ContainsFunc(o.Data.Results, func(r metrics.RequestResult) bool {
-		return r.ChunkTokens.State != metrics.RunningUntracked
-	})
 	n := 0
-	for _, r := range o.Data.Results {
+	for _, r := range o.Data.Log.All() {
 		n = max(n, r.Index+1)
-	}
-	results := make([][]metrics.RequestResult, size)
-	audio := make([][]float64, size)
-	for i, r := range o.Data.Results {
-		k := r.Index % size
-		results[k] = append(results[k], r)
-		if o.Options.InputAudioSeconds != nil {
-			audio[k] = append(audio[k], o.Options.InputAudioSeconds[i])
+		if r.ChunkTokens.State != metrics.RunningUntracked {
+			settings.PerTokenITL = true
 		}
 	}
 	parts := make([]*Partial, size)
@@ -46,7 +35,8 @@ func SplitOutcome(o *outcome.Outcome, breakdown bool, health report.SidecarHealt
 		if k == 0 {
 			h.ServerMessages, h.ServerMessagesRest = o.Data.ServerMessages.Top(maxMessageTexts)
 		}
-		parts[k] = &Partial{Header: h, Records: newPartialRecords(results[k], o.Options.CountTokens, audio[k], facts)}
+		share := o.Data.Log.Where(func(r *metrics.RequestResult) bool { return r.Index%size == k })
+		parts[k] = &Partial{Header: h, Records: newPartialRecords(share, o.Options.CountTokens, o.Options.InputAudioSeconds, facts, nil)}
 	}
 	return parts
 }

@@ -32,7 +32,8 @@ func (s *Server) SendCopies(ctx context.Context, test engine.Request, n int, tim
 	if err != nil {
 		return "", err
 	}
-	for _, rr := range res.Data.Results {
+	defer res.Data.Log.Close()
+	for _, rr := range res.Data.Log.All() {
 		if !rr.Success {
 			return rr.Error, nil
 		}

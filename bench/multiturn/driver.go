@@ -43,7 +43,7 @@ type Turn struct {
 
 // Outcome is what a run measured.
 type Outcome struct {
-	// Turns[i] is what engine position i carried; Result.Data.Results[i]
+	// Turns[i] is what engine position i carried; the i-th request of Result.Data.Log
 	// is how it went. Only the positions sent are listed.
 	Turns  []Turn
 	Result *engine.Result
@@ -146,7 +146,7 @@ func Run(ctx context.Context, opts *Options, plan *Plan, sender Sender) (*Outcom
 		return nil, err
 	}
 	sent := runner.Submitted()
-	res.Data.Results = res.Data.Results[:sent]
+	res.Data.Log = res.Data.Log.Head(sent)
 	out := &Outcome{Turns: d.turns, Result: res}
 	for i := range d.sessions {
 		s := &d.sessions[i]

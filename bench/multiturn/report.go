@@ -106,8 +106,11 @@ func BuildReport(opts *Options, plan *Plan, out *Outcome, now time.Time) *Report
 	}
 	var all group
 	var turns []group
-	for i, t := range out.Turns {
-		rr := &res.Data.Results[i]
+	for i, rr := range res.Data.Log.All() {
+		if i >= len(out.Turns) {
+			break
+		}
+		t := out.Turns[i]
 		for len(turns) <= t.Index {
 			turns = append(turns, group{})
 		}

@@ -73,15 +73,9 @@ func (o *Outcome) Point() (report.PointMetrics, error) {
 // measured nothing, and counting them as failures would bury the requests
 // that did fail. It returns how many it removed.
 func DropUnsent(d *metrics.RunData) int {
-	kept := d.Results[:0]
-	for _, rr := range d.Results {
-		if rr.Sent() {
-			kept = append(kept, rr)
-		}
-	}
-	n := len(d.Results) - len(kept)
-	d.Results = kept
-	return n
+	all := d.Log.Len()
+	d.Log = d.Log.Where((*metrics.RequestResult).Sent)
+	return all - d.Log.Len()
 }
 
 // RequestsFailed is a run's error under --fail-on-error when benchmark
@@ -101,20 +95,9 @@ func (e *RequestsFailed) Error() string {
 func (o *Outcome) SharePoints(k int) ([]report.PointMetrics, error) {
 	out := make([]report.PointMetrics, k)
 	for s := range out {
-		share := &metrics.RunData{DurationNs: o.Data.DurationNs}
-		opts := o.Options
-		opts.InputAudioSeconds = nil
-		for j := range o.Data.Results {
-			res := &o.Data.Results[j]
-			if res.Index%k != s {
-				continue
-			}
-			share.Results = append(share.Results, *res)
-			if o.Options.InputAudioSeconds != nil {
-				opts.InputAudioSeconds = append(opts.InputAudioSeconds, o.Options.InputAudioSeconds[j])
-			}
-		}
-		part := Outcome{Data: share, Options: opts}
+		share := &metrics.RunData{DurationNs: o.Data.DurationNs,
+			Log: o.Data.Log.Where(func(r *metrics.RequestResult) bool { return r.Index%k == s })}
+		part := Outcome{Data: share, Options: o.Options}
 		pm, err := part.Point()
 		if err != nil {
 			return nil, err

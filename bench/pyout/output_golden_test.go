@@ -32,13 +32,16 @@ func goldenRun() *metrics.RunData { return pyouttest.GoldenRun() }
 // token event, if it had a TTFT; a success sends its usage when it had
 // one and its text split into one piece per event.
 //
-// With detail set it records as --save-detailed does, each request's gaps
-// in its own ITLNs.
-func recordRun(src *metrics.RunData, detail bool) *metrics.RunData {
-	opts := metrics.Options{KeepDetail: detail, KeepText: true}
+// With spill set the records go to a file, a few records a chunk.
+func recordRun(src *metrics.RunData, spill bool) *metrics.RunData {
+	cfg := metrics.LogConfig{}
+	if spill {
+		cfg = metrics.LogConfig{MemoryBytes: -1, ChunkBytes: 300}
+	}
+	opts := metrics.Options{Spool: metrics.NewSpool(cfg), KeepText: true}
 	recs := []*metrics.Recorder{metrics.NewRecorder(opts), metrics.NewRecorder(opts)}
 	var s metrics.Stream
-	for _, r := range src.Results {
+	for _, r := range src.Log.All() {
 		rec := recs[r.Index%2]
 		rec.Begin(&s, r.Index, r.PromptLen, r.ArrivalNs, r.StartNs)
 		if !r.Success {
@@ -62,9 +65,24 @@ func recordRun(src *metrics.RunData, detail bool) *metrics.RunData {
 		}
 		rec.EndStream(&s)
 	}
-	d := metrics.Merge(len(src.Results), recs...)
+	d, err := metrics.Gather(metrics.SortOptions{Requests: src.Log.Len(), KeepText: true}, recs...)
+	if err != nil {
+		panic(err)
+	}
 	d.DurationNs = src.DurationNs
-	return &d
+	return d
+}
+
+// spilled is d with its log copied into a file, one record a chunk: the
+// path of a log that outgrew memory.
+func spilled(d *metrics.RunData) *metrics.RunData {
+	b := metrics.NewLogBuilder(metrics.LogConfig{MemoryBytes: -1, ChunkBytes: 1})
+	for _, r := range d.Log.All() {
+		b.Append(r)
+	}
+	out := *d
+	out.Log = b.Log()
+	return &out
 }
 
 // longRun is a default-path run long enough for numpy's blocked summation
@@ -74,6 +92,7 @@ func recordRun(src *metrics.RunData, detail bool) *metrics.RunData {
 // one request that never got a token. pyref.py builds the same run.
 func longRun() *metrics.RunData {
 	d := &metrics.RunData{}
+	var rs []metrics.RequestResult
 	for i := range 24 {
 		start := int64(i)*37*ms + int64(i*i*7919%1000)*1000
 		r := metrics.RequestResult{
@@ -85,7 +104,7 @@ func longRun() *metrics.RunData {
 		switch i {
 		case 7:
 			r.Error, r.TTFTNs = "Server disconnected", 0
-			d.Results = append(d.Results, r)
+			rs = append(rs, r)
 			continue
 		case 13:
 			events = 300
@@ -114,9 +133,10 @@ func longRun() *metrics.RunData {
 				r.OutputTokens = events
 			}
 		}
-		d.Results = append(d.Results, r)
+		rs = append(rs, r)
 		d.DurationNs = max(d.DurationNs, start+r.LatencyNs+3*ms)
 	}
+	d.Log = metrics.LogOf(rs...)
 	return d
 }
 
@@ -230,7 +250,7 @@ func goldenCases() []goldenCase {
 		{
 			// generation_long's options on chat, detailed, recorded as
 			// --save-detailed records.
-			name: "generation_chat_detailed", run: func() *metrics.RunData { return recordRun(goldenRun(), true) },
+			name: "generation_chat_detailed", run: func() *metrics.RunData { return recordRun(goldenRun(), false) },
 			opts: metrics.ComputeOptions{
 				Percentiles: []float64{0, 1.5, 50, 90, 99.99, 100}, Goodput: map[string]float64{"ttft": 150, "e2el": 250},
 				CountTokens: words, ClientQueue: true, QueueInclusiveE2EL: true,
@@ -270,11 +290,11 @@ func goldenCases() []goldenCase {
 				},
 			},
 			run: func() *metrics.RunData {
-				return &metrics.RunData{DurationNs: 4200 * ms, Results: []metrics.RequestResult{
+				return &metrics.RunData{DurationNs: 4200 * ms, Log: metrics.LogOf([]metrics.RequestResult{
 					{Index: 0, Success: true, PromptLen: 512, NumInputSequences: 2, TTFTNs: 41 * ms, LatencyNs: 41 * ms, QueueNs: 2 * ms},
 					{Index: 1, Success: true, PromptLen: 0, NumInputSequences: 1, TTFTNs: 40 * ms, LatencyNs: 40 * ms},
 					{Index: 2, Error: "Bad Request", NumInputSequences: 1},
-				}}
+				}...)}
 			},
 		},
 		{
@@ -292,10 +312,10 @@ func goldenCases() []goldenCase {
 				},
 			},
 			run: func() *metrics.RunData {
-				return &metrics.RunData{DurationNs: 1500 * ms, Results: []metrics.RequestResult{
+				return &metrics.RunData{DurationNs: 1500 * ms, Log: metrics.LogOf([]metrics.RequestResult{
 					{Index: 0, Error: "Never received a valid chunk to calculate TTFT.This response will be marked as failed!"},
 					{Index: 1, Error: "Service Unavailable"},
-				}}
+				}...)}
 			},
 		},
 	}
@@ -307,7 +327,12 @@ var goldenNow = time.Date(2026, 11, 29, 17, 30, 5, 0, time.Local)
 // result JSON.
 func renderGolden(t *testing.T, c goldenCase) (console, result []byte) {
 	t.Helper()
-	d := c.run()
+	return renderRun(t, c, c.run())
+}
+
+// renderRun is renderGolden of the run d.
+func renderRun(t *testing.T, c goldenCase, d *metrics.RunData) (console, result []byte) {
+	t.Helper()
 	s, err := metrics.Compute(d, c.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +345,7 @@ func renderGolden(t *testing.T, c goldenCase) (console, result []byte) {
 	if err := WriteWarnings(&out, s); err != nil {
 		t.Fatal(err)
 	}
-	res, err := BuildResult(s, d, &c.params, goldenNow)
+	res, err := BuildResult(s, d, &c.params, c.opts.CountTokens, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +353,38 @@ func renderGolden(t *testing.T, c goldenCase) (console, result []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var streamed bytes.Buffer
+	if _, err := res.WriteTo(&streamed); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(streamed.Bytes(), js) {
+		t.Fatalf("the result written as it streams differs from its JSON:\n%q\n%q", streamed.Bytes(), js)
+	}
 	return out.Bytes(), js
+}
+
+// recorded are the cases whose runs are recorded through recorders.
+var recorded = map[string]bool{"generation_default": true, "generation_long": true, "generation_chat_detailed": true}
+
+// TestGoldenFromSpilledLogs computes every golden case again from its log
+// written to a file one record a chunk, and from the run recorded through
+// a spool that spills in chunks of a few records: the same bytes.
+func TestGoldenFromSpilledLogs(t *testing.T) {
+	for _, c := range goldenCases() {
+		t.Run(c.name, func(t *testing.T) {
+			console, result := renderGolden(t, c)
+			runs := map[string]func() *metrics.RunData{"copied to a file": func() *metrics.RunData { return spilled(c.run()) }}
+			if recorded[c.name] {
+				runs["recorded, spilled"] = func() *metrics.RunData { return recordRun(c.run(), true) }
+			}
+			for name, run := range runs {
+				gotConsole, gotResult := renderRun(t, c, run())
+				if !bytes.Equal(gotConsole, console) || !bytes.Equal(gotResult, result) {
+					t.Errorf("%s: outputs differ from the log in memory's:\n%s\n%s", name, gotConsole, console)
+				}
+			}
+		})
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -394,7 +450,7 @@ func TestBuildResultMetadataError(t *testing.T) {
 	c.params.Metadata = []string{"ok=1", "broken"}
 	d := c.run()
 	s, _ := metrics.Compute(d, c.opts)
-	_, err := BuildResult(s, d, &c.params, goldenNow)
+	_, err := BuildResult(s, d, &c.params, c.opts.CountTokens, goldenNow)
 	if err == nil || err.Error() != "Invalid metadata format. Please use KEY=VALUE format." {
 		t.Errorf("error = %v, want Python's metadata format message", err)
 	}
@@ -409,7 +465,7 @@ func TestBuildResultKeys(t *testing.T) {
 	c.params.PercentileMetrics = []string{"ttft"}
 	d := c.run()
 	s, _ := metrics.Compute(d, c.opts)
-	res, err := BuildResult(s, d, &c.params, goldenNow)
+	res, err := BuildResult(s, d, &c.params, c.opts.CountTokens, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,10 +514,10 @@ func TestWriteBanner(t *testing.T) {
 }
 
 func ExampleWriteResult() {
-	d := &metrics.RunData{DurationNs: 2 * int64(time.Second), Results: []metrics.RequestResult{
+	d := &metrics.RunData{DurationNs: 2 * int64(time.Second), Log: metrics.LogOf([]metrics.RequestResult{
 		{Success: true, PromptLen: 10, OutputTokens: 3, ChunkEvents: 3, TTFTNs: 100 * ms, LatencyNs: 300 * ms,
 			ITLNs: []int64{100 * ms, 100 * ms}},
-	}}
+	}...)}
 	s, _ := metrics.Compute(d, metrics.ComputeOptions{Percentiles: []float64{99}})
 	p := &ReportParams{RunSettings: RunSettings{TokenizerID: "gpt2", RequestRate: math.Inf(1), PercentileMetrics: []string{"ttft"}}}
 	var b bytes.Buffer

@@ -1,7 +1,9 @@
 package pyout
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -48,6 +50,25 @@ type Result struct {
 // MarshalJSON encodes the result exactly as Python's json.dump does.
 func (r *Result) MarshalJSON() ([]byte, error) { return py.Dumps(r.dict) }
 
+// WriteTo writes the result as MarshalJSON encodes it, a long run's lists
+// streamed from its log as they are written.
+func (r *Result) WriteTo(w io.Writer) (int64, error) {
+	cw := &countingWriter{w: w}
+	err := py.WriteJSON(cw, r.dict, &py.DefaultJSON)
+	return cw.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
 // BuildResult assembles the result JSON as Python's main_async does (spec
 // §f): setup keys, --metadata items (each may replace a setup key in
 // place), traffic keys, then the benchmark's own keys, optional side
@@ -55,7 +76,11 @@ func (r *Result) MarshalJSON() ([]byte, error) { return py.Dumps(r.dict) }
 // --save-detailed, without the per-request lists. now gives the "date".
 // A malformed --metadata item is an error here, after the run, as in
 // Python.
-func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now time.Time) (*Result, error) {
+//
+// The per-request lists are read from d's log as the result is written
+// (WriteTo), output lengths counted as Compute counted them (countTokens,
+// for the requests the log's sort did not count).
+func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, countTokens func(string) int, now time.Time) (*Result, error) {
 	res := py.NewObject()
 	date := now.Format(DateLayout)
 	res.Set("date", date)
@@ -99,7 +124,7 @@ func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now ti
 		res.Set("ramp_up_end_rps", p.RampUpEndRPS)
 	}
 
-	res.Update(benchmarkResult(s, d, p))
+	res.Update(benchmarkResult(s, d, p, countTokens))
 
 	if !p.SaveDetailed {
 		for _, k := range detailedKeys {
@@ -110,21 +135,33 @@ func BuildResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, now ti
 }
 
 // benchmarkResult is the dict Python's benchmark() returns.
-func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *py.Object {
-	rs := d.Results
-	perRequest := func(f func(r *metrics.RequestResult) float64) []float64 {
-		out := make([]float64, len(rs))
-		for i := range rs {
-			out[i] = f(&rs[i])
+func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams, countTokens func(string) int) *py.Object {
+	// The per-request lists are read from the run's log as the result is
+	// written: each is a pass over it, and none is held whole.
+	log := d.Log
+	perRequest := func(f func(r *metrics.RequestResult) float64) py.Floats {
+		return func(yield func(float64) bool) {
+			for _, r := range log.All() {
+				if !yield(f(r)) {
+					return
+				}
+			}
 		}
-		return out
 	}
-	inputLens := make([]int, len(rs))
-	errs := make([]string, len(rs))
-	for i := range rs {
-		inputLens[i] = rs[i].PromptLen
-		errs[i] = rs[i].Error
-	}
+	inputLens := py.Ints(func(yield func(int) bool) {
+		for _, r := range log.All() {
+			if !yield(r.PromptLen) {
+				return
+			}
+		}
+	})
+	errs := py.Strings(func(yield func(string) bool) {
+		for _, r := range log.All() {
+			if !yield(r.Error) {
+				return
+			}
+		}
+	})
 	latencies := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.LatencyNs) })
 	queueTimes := perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.QueueNs) })
 
@@ -142,19 +179,36 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		b.Set("queue_times", queueTimes)
 		b.Set("errors", errs)
 	} else {
-		// The per-token lists are only filled for --save-detailed: the
-		// key is dropped otherwise, and a long run holds millions of gaps.
-		itls := make([][]float64, len(rs))
-		texts := make([]string, len(rs))
-		for i := range rs {
-			if p.SaveDetailed {
-				itls[i] = make([]float64, 0, rs[i].NumITLs())
-				for gap := range rs[i].ITLs() {
-					itls[i] = append(itls[i], metrics.Seconds(gap))
+		// The per-token lists are only written for --save-detailed: the
+		// key is dropped otherwise.
+		itls := py.FloatsLists(func(yield func(py.Floats) bool) {
+			for _, r := range log.All() {
+				gaps := py.Floats(func(yield func(float64) bool) {
+					for _, gap := range r.ITLNs {
+						if !yield(metrics.Seconds(gap)) {
+							return
+						}
+					}
+				})
+				if !yield(gaps) {
+					return
 				}
 			}
-			texts[i] = rs[i].GeneratedText
-		}
+		})
+		texts := py.Strings(func(yield func(string) bool) {
+			for _, r := range log.All() {
+				if !yield(r.GeneratedText) {
+					return
+				}
+			}
+		})
+		outputLens := py.Ints(func(yield func(int) bool) {
+			for _, r := range log.All() {
+				if !yield(r.OutputLen(countTokens)) {
+					return
+				}
+			}
+		})
 		b.Set(Failed.Key, s.Failed)
 		b.Set(TotalInputTokens.Key, s.TotalInput)
 		b.Set(TotalOutputTokens.Key, s.TotalOutput)
@@ -167,7 +221,7 @@ func benchmarkResult(s *metrics.Summary, d *metrics.RunData, p *ReportParams) *p
 		b.Set(OutputThroughput.Key, s.OutputThroughput)
 		b.Set(TotalTokenThroughput.Key, s.TotalTokenThroughput)
 		b.Set("input_lens", inputLens)
-		b.Set("output_lens", s.OutputLens)
+		b.Set("output_lens", outputLens)
 		b.Set("ttfts", perRequest(func(r *metrics.RequestResult) float64 { return metrics.Seconds(r.TTFTNs) }))
 		b.Set("itls", itls)
 		b.Set("latencies", latencies)
@@ -267,10 +321,6 @@ func ResultFilename(p *RunSettings, date string) (string, error) {
 // --append-result appending to it, after a "\n" when it is not empty (one
 // JSON document per line). No newline follows the JSON, as in Python.
 func SaveResult(path string, r *Result, appendResult bool) error {
-	body, err := r.MarshalJSON()
-	if err != nil {
-		return err
-	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if appendResult {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
@@ -286,10 +336,18 @@ func SaveResult(path string, r *Result, appendResult bool) error {
 			return fmt.Errorf("result file: %w", err)
 		}
 		if info.Size() != 0 {
-			body = append([]byte{'\n'}, body...)
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				f.Close()
+				return fmt.Errorf("result file %s: %w", path, err)
+			}
 		}
 	}
-	if _, err := f.Write(body); err != nil {
+	w := bufio.NewWriterSize(f, 256<<10)
+	if _, err := r.WriteTo(w); err != nil {
+		f.Close()
+		return fmt.Errorf("result file %s: %w", path, err)
+	}
+	if err := w.Flush(); err != nil {
 		f.Close()
 		return fmt.Errorf("result file %s: %w", path, err)
 	}

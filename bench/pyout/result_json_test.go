@@ -75,7 +75,7 @@ func smallResult(t *testing.T, model string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := BuildResult(s, d, &ReportParams{RunSettings: RunSettings{Backend: "openai", ModelID: model, RequestRate: math.Inf(1)}}, goldenNow)
+	r, err := BuildResult(s, d, &ReportParams{RunSettings: RunSettings{Backend: "openai", ModelID: model, RequestRate: math.Inf(1)}}, nil, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func pytorchGolden(t *testing.T) (*plan.Plan, *Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := BuildResult(s, d, &c.params, goldenNow)
+	res, err := BuildResult(s, d, &c.params, c.opts.CountTokens, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}

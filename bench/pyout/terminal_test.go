@@ -35,10 +35,10 @@ func TestTerminalText(t *testing.T) {
 // terminal escapes is printed escaped, and saved as Python saves it.
 func TestServerTextEscapedOnlyOnTheTerminal(t *testing.T) {
 	reason := "Bad\x1b[2J\x07Gateway"
-	d := &metrics.RunData{DurationNs: int64(time.Second), Results: []metrics.RequestResult{
-		{Success: true, PromptLen: 10, OutputTokens: 2, ChunkEvents: 2, TTFTNs: 1e8, LatencyNs: 2e8, ITLNs: []int64{1e8}},
-		{PromptLen: 10, Error: reason},
-	}}
+	d := &metrics.RunData{DurationNs: int64(time.Second), Log: metrics.LogOf(
+		metrics.RequestResult{Success: true, PromptLen: 10, OutputTokens: 2, ChunkEvents: 2, TTFTNs: 1e8, LatencyNs: 2e8, ITLNs: []int64{1e8}},
+		metrics.RequestResult{PromptLen: 10, Error: reason},
+	)}
 	s, err := metrics.Compute(d, metrics.ComputeOptions{Percentiles: []float64{99}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestServerTextEscapedOnlyOnTheTerminal(t *testing.T) {
 	if !strings.Contains(out.String(), "Error 0: Bad\\x1b[2J\\x07Gateway\n") || strings.ContainsAny(out.String(), "\x1b\x07") {
 		t.Errorf("printed:\n%q", out.String())
 	}
-	res, err := BuildResult(s, d, p, time.Now())
+	res, err := BuildResult(s, d, p, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

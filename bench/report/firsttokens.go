@@ -39,41 +39,55 @@ type SidecarFirstTokenRequest struct {
 
 // NewSidecarFirstTokens is the section over results; nil when none
 // succeeded.
-func NewSidecarFirstTokens(results []metrics.RequestResult, percentiles []float64, detailed bool) *SidecarFirstTokens {
+func NewSidecarFirstTokens(results *metrics.Log, percentiles []float64, detailed bool) *SidecarFirstTokens {
+	const (
+		ttfo = iota
+		ttst
+		before
+	)
 	out := &SidecarFirstTokens{}
-	var ttfo, ttst, before []float64
-	for i := range results {
-		r := &results[i]
-		if !r.Success {
-			continue
-		}
-		out.Requests++
-		row := SidecarFirstTokenRequest{Index: r.Index, TTFONs: firstOutputNs(r), TTSTNs: -1}
-		for gap := range r.ITLs() {
-			row.TTSTNs = r.TTFTNs + gap
-			break
-		}
-		if row.TTFONs >= 0 {
-			out.WithOutput++
-			ttfo = append(ttfo, metrics.Seconds(row.TTFONs))
-			before = append(before, metrics.Seconds(row.TTFONs-r.TTFTNs))
-			if row.TTFONs > r.TTFTNs {
-				out.ReasonedFirst++
+	lists := metrics.NewLists(3, percentiles)
+	for lists.More() {
+		first := lists.First()
+		for _, r := range results.All() {
+			if !r.Success {
+				continue
+			}
+			row := SidecarFirstTokenRequest{Index: r.Index, TTFONs: firstOutputNs(r), TTSTNs: -1}
+			if len(r.ITLNs) > 0 {
+				row.TTSTNs = r.TTFTNs + r.ITLNs[0]
+			}
+			if row.TTFONs >= 0 {
+				lists.Add(ttfo, metrics.Seconds(row.TTFONs))
+				lists.Add(before, metrics.Seconds(row.TTFONs-r.TTFTNs))
+			}
+			if row.TTSTNs >= 0 {
+				lists.Add(ttst, metrics.Seconds(row.TTSTNs))
+			}
+			if !first {
+				continue
+			}
+			out.Requests++
+			if row.TTFONs >= 0 {
+				out.WithOutput++
+				if row.TTFONs > r.TTFTNs {
+					out.ReasonedFirst++
+				}
+			}
+			if row.TTSTNs >= 0 {
+				out.WithSecond++
+			}
+			if detailed {
+				out.PerRequest = append(out.PerRequest, row)
 			}
 		}
-		if row.TTSTNs >= 0 {
-			out.WithSecond++
-			ttst = append(ttst, metrics.Seconds(row.TTSTNs))
+		if out.Requests == 0 {
+			return nil
 		}
-		if detailed {
-			out.PerRequest = append(out.PerRequest, row)
-		}
+		lists.EndPass()
 	}
-	if out.Requests == 0 {
-		return nil
-	}
-	out.TTFO, out.TTST = summaryOrEmpty(ttfo, percentiles), summaryOrEmpty(ttst, percentiles)
-	out.BeforeOutput = summaryOrEmpty(before, percentiles)
+	out.TTFO, out.TTST = summaryOrEmpty(lists, ttfo), summaryOrEmpty(lists, ttst)
+	out.BeforeOutput = summaryOrEmpty(lists, before)
 	return out
 }
 
@@ -95,9 +109,9 @@ func firstOutputNs(r *metrics.RequestResult) int64 {
 	return -1
 }
 
-func summaryOrEmpty(sec, percentiles []float64) SidecarStats {
-	if len(sec) == 0 {
+func summaryOrEmpty(lists *metrics.Lists, list int) SidecarStats {
+	if lists.Len(list) == 0 {
 		return SidecarStats{Percentiles: []SidecarPercentile{}}
 	}
-	return sidecarStats(metrics.Summarize(sec, percentiles))
+	return sidecarStats(lists.Stats(list))
 }

@@ -16,7 +16,7 @@ func TestFirstTokens(t *testing.T) {
 		{Index: 2, Success: true, TTFTNs: 10, ITLNs: []int64{}, Reasoning: metrics.Reasoning{FirstAnswerNs: -1, FirstToolCallNs: -1, ReasoningChunks: 1}},
 		{Index: 3, Success: false},
 	}
-	s := NewSidecarFirstTokens(rs, []float64{50}, true)
+	s := NewSidecarFirstTokens(metrics.LogOf(rs...), []float64{50}, true)
 	want := []SidecarFirstTokenRequest{{0, 10, 15}, {1, 30, 13}, {2, -1, -1}}
 	if s.Requests != 3 || s.WithOutput != 2 || s.WithSecond != 2 || len(s.PerRequest) != 3 {
 		t.Fatalf("section %+v", s)
@@ -30,7 +30,7 @@ func TestFirstTokens(t *testing.T) {
 	if s.ReasonedFirst != 1 || s.BeforeOutput.MeanMs != 10e-6 {
 		t.Errorf("reasoned first %d, mean before output %v ms; want 1 and 10 ns", s.ReasonedFirst, s.BeforeOutput.MeanMs)
 	}
-	if NewSidecarFirstTokens(rs[3:], nil, false) != nil {
+	if NewSidecarFirstTokens(metrics.LogOf(rs[3:]...), nil, false) != nil {
 		t.Error("a run without a success has a first_tokens section")
 	}
 }

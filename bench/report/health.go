@@ -57,6 +57,7 @@ func WriteHealth(w io.Writer, res *engine.Result, spans *ServerSpans) {
 			h.SharedStamps, 100*share(h.SharedStamps, h.TokenEvents))
 	}
 	late += spanReceiverCost(spans)
+	late += memoryClause(h.Memory, h.Log)
 	if behind := behindSchedule(h); behind != "" {
 		late += "; " + behind
 	}
@@ -225,4 +226,21 @@ func WriteServerMessages(w io.Writer, m *metrics.ServerMessages) {
 		fmt.Fprintf(&b, ", %d other(s)", rest)
 	}
 	fmt.Fprintln(w, b.String())
+}
+
+// memoryClause says where the run's peak resident set went: the base
+// before any stream opened, the prompt window, the record log (held in
+// memory, and how much it wrote to disk) and the streams with the
+// collector's slack; "" where the resident set was not sampled.
+func memoryClause(m engine.MemorySamples, l engine.LogHealth) string {
+	if m.Samples == 0 {
+		return ""
+	}
+	mb := func(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+	out := fmt.Sprintf(", peak RSS %s: %s base, %s prompts in the window, %s record log, %s streams and the rest",
+		mb(m.PeakRSS), mb(m.BaseRSS), mb(m.WindowAtPeak), mb(m.LogAtPeak), mb(m.StreamsAtPeak()))
+	if l.DiskBytes > 0 {
+		out += fmt.Sprintf(" (record log on disk %s)", mb(l.DiskBytes))
+	}
+	return out
 }

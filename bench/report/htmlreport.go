@@ -213,10 +213,12 @@ func (q *reportRequests) distributions() map[string][]float64 {
 	return d
 }
 
-// runData rebuilds the engine's view of the run for the timeline.
-func (q *reportRequests) runData() *metrics.RunData {
+// runData rebuilds the engine's view of the run for the timeline. With
+// compact, each request's gaps are one gap as long as all of them, and
+// gaps[i] says how many request i had.
+func (q *reportRequests) runData(compact bool) (d *metrics.RunData, gaps []int) {
 	if q.starts == nil || q.ttfts == nil {
-		return nil
+		return nil, nil
 	}
 	ns := func(s float64) int64 {
 		if math.IsNaN(s) {
@@ -224,9 +226,10 @@ func (q *reportRequests) runData() *metrics.RunData {
 		}
 		return int64(math.Round(s * 1e9))
 	}
-	d := &metrics.RunData{Results: make([]metrics.RequestResult, len(q.latencies))}
-	for i := range d.Results {
-		rr := &d.Results[i]
+	b := metrics.NewLogBuilder(metrics.LogConfig{})
+	gaps = make([]int, len(q.latencies))
+	for i := range q.latencies {
+		rr := &metrics.RequestResult{}
 		rr.Index, rr.Success = i, q.ok(i)
 		if q.errors != nil {
 			rr.Error = q.errors[i]
@@ -250,9 +253,31 @@ func (q *reportRequests) runData() *metrics.RunData {
 				}
 				rr.ChunkEvents += len(q.itls[i])
 			}
+			if compact && len(rr.ITLNs) > 0 {
+				var total int64
+				for _, g := range rr.ITLNs {
+					total += g
+				}
+				gaps[i] = len(rr.ITLNs)
+				rr.ITLNs = []int64{total}
+				rr.ChunkEvents = 2
+			}
+		}
+		b.Append(rr)
+	}
+	return &metrics.RunData{Log: b.Log()}, gaps
+}
+
+// events is how many points the timeline would draw: one a request and
+// one a gap.
+func (q *reportRequests) events() int {
+	n := len(q.latencies)
+	for i := range q.latencies {
+		if q.ok(i) && q.itls != nil {
+			n += len(q.itls[i])
 		}
 	}
-	return d
+	return n
 }
 
 // reportTimeSpan is the time axis every over-time chart of a run shares:

@@ -234,11 +234,11 @@ func TestPackLanes(t *testing.T) {
 // TestTimelineLanesOnlyInReport: the report's timeline data has lanes;
 // --plot-timeline's keeps vLLM's row per request.
 func TestTimelineLanesOnlyInReport(t *testing.T) {
-	d := &metrics.RunData{Results: []metrics.RequestResult{
+	d := &metrics.RunData{Log: metrics.LogOf([]metrics.RequestResult{
 		{Index: 0, Success: true, StartNs: 1, TTFTNs: 1e7, LatencyNs: 3e7, ChunkEvents: 2, ITLNs: []int64{2e7}},
 		{Index: 1, Success: true, StartNs: 5e6, TTFTNs: 1e7, LatencyNs: 3e7, ChunkEvents: 2, ITLNs: []int64{2e7}},
 		{Index: 2, Success: true, StartNs: 4e7, TTFTNs: 1e7, LatencyNs: 3e7, ChunkEvents: 2, ITLNs: []int64{2e7}},
-	}}
+	}...)}
 	data, err := buildTimeline(d, TimelineOptions{ITLThresholdsMs: [2]float64{25, 50}})
 	if err != nil {
 		t.Fatal(err)

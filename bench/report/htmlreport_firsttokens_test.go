@@ -22,7 +22,7 @@ func firstTokensRun(t *testing.T, reasoned bool) *ReportRun {
 		{Index: 0, Success: true, TTFTNs: 10e6, ITLNs: []int64{4e6}, Reasoning: metrics.Reasoning{FirstAnswerNs: -1, FirstToolCallNs: -1}},
 		{Index: 1, Success: true, TTFTNs: 20e6, ITLNs: []int64{2e6}, Reasoning: metrics.Reasoning{FirstAnswerNs: answer, FirstToolCallNs: -1, ReasoningChunks: chunks}},
 	}
-	side, _ := json.Marshal(map[string]any{"first_tokens": NewSidecarFirstTokens(rs, []float64{99}, false)})
+	side, _ := json.Marshal(map[string]any{"first_tokens": NewSidecarFirstTokens(metrics.LogOf(rs...), []float64{99}, false)})
 	res := `{"duration": 1, "mean_ttft_ms": 15, "median_ttft_ms": 15, "std_ttft_ms": 5, "p99_ttft_ms": 19.9}`
 	r, err := ParseReportRun("run", []byte(res), side)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/bench/pyout"
-	"github.com/stampede-bench/stampede/metrics"
 )
 
 // ReportOptions are the report's settings.
@@ -791,37 +790,18 @@ type timelineSection struct {
 func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOptions) (*timelineSection, error) {
 	v := &timelineSection{Heading: runHeading(runs[0], len(runs) > 1)}
 	q := reqs[0]
-	var rd *metrics.RunData
-	if q != nil {
-		rd = q.runData()
+	if q == nil {
+		v.Missing = true
+		return v, nil
 	}
+	events := q.events()
+	compact := events > reportTimelineBudget
+	rd, gaps := q.runData(compact)
 	if rd == nil {
 		v.Missing = true
 		return v, nil
 	}
-	events := 0
-	for i := range rd.Results {
-		events += len(rd.Results[i].ITLNs) + 1
-	}
-	compact := events > reportTimelineBudget
-	// gaps is how many gaps each compacted request had.
-	gaps := make([]int, len(rd.Results))
-	if compact {
-		// One decode segment per request, as long as all its gaps.
-		for i := range rd.Results {
-			rr := &rd.Results[i]
-			if len(rr.ITLNs) == 0 {
-				continue
-			}
-			var total int64
-			for _, g := range rr.ITLNs {
-				total += g
-			}
-			gaps[i] = len(rr.ITLNs)
-			rr.ITLNs = []int64{total}
-			rr.ChunkEvents = 2
-		}
-	}
+	defer rd.Log.Close()
 	data, err := buildTimeline(rd, TimelineOptions{ITLThresholdsMs: opts.ITLThresholdsMs})
 	if err != nil {
 		return nil, err
@@ -829,12 +809,12 @@ func newTimelineSection(runs []*ReportRun, reqs []*reportRequests, opts ReportOp
 	if compact {
 		// Colour each decode segment by the request's mean gap.
 		k := 0
-		for i := range rd.Results {
-			if !rd.Results[i].Sent() {
+		for i, r := range rd.Log.All() {
+			if !r.Sent() {
 				continue
 			}
 			if row := &data.Requests[k]; len(row.Classes) == 1 {
-				row.Classes = string(itlClass(rd.Results[i].ITLNs[0]/int64(gaps[i]), opts.ITLThresholdsMs))
+				row.Classes = string(itlClass(r.ITLNs[0]/int64(gaps[i]), opts.ITLThresholdsMs))
 			}
 			k++
 		}

@@ -106,15 +106,14 @@ func NewSidecarPerToken(p *metrics.PerTokenStats, chunkITL metrics.Stats) *Sidec
 
 // NewSidecarRequestTokens is each successful request's running usage, in
 // request order, for --save-detailed.
-func NewSidecarRequestTokens(results []metrics.RequestResult) []SidecarRequestTokens {
+func NewSidecarRequestTokens(l *metrics.Log) []SidecarRequestTokens {
 	out := []SidecarRequestTokens{}
-	for i := range results {
-		ct := results[i].ChunkTokens
-		if !results[i].Success || ct.State == metrics.RunningUntracked {
+	for _, r := range l.All() {
+		ct := r.ChunkTokens
+		if !r.Success || ct.State == metrics.RunningUntracked {
 			continue
 		}
-		counts := ct.Counts()
-		out = append(out, SidecarRequestTokens{Index: results[i].Index, RunningUsage: ct.State.String(), ChunkTokens: counts})
+		out = append(out, SidecarRequestTokens{Index: r.Index, RunningUsage: ct.State.String(), ChunkTokens: ct.Counts()})
 	}
 	return out
 }
@@ -177,7 +176,7 @@ func WritePerToken(w io.Writer, p *metrics.PerTokenStats, chunkITL metrics.Stats
 // a run's records (a single host's, or a cluster's merged): the block on
 // stdout, what fell back on stderr, and the sidecar's account (with each
 // request's counts when detailed); chunkITL is Python's ITL.
-func PerTokenOutputs(stdout, stderr io.Writer, results []metrics.RequestResult, percentiles []float64, chunkITL metrics.Stats, detailed bool) (*SidecarPerToken, error) {
+func PerTokenOutputs(stdout, stderr io.Writer, results *metrics.Log, percentiles []float64, chunkITL metrics.Stats, detailed bool) (*SidecarPerToken, error) {
 	p := metrics.ComputePerToken(results, percentiles)
 	var account *SidecarPerToken
 	if p != nil {

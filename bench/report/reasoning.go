@@ -112,7 +112,7 @@ type SidecarRequestReasoning struct {
 }
 
 // NewSidecarReasoning is the sidecar's "reasoning"; nil when st is.
-func NewSidecarReasoning(results []metrics.RequestResult, st *metrics.ReasoningStats, detailed bool) *SidecarReasoning {
+func NewSidecarReasoning(results *metrics.Log, st *metrics.ReasoningStats, detailed bool) *SidecarReasoning {
 	if st == nil {
 		return nil
 	}
@@ -131,8 +131,7 @@ func NewSidecarReasoning(results []metrics.RequestResult, st *metrics.ReasoningS
 		return out
 	}
 	out.PerRequest = make([]SidecarRequestReasoning, 0, st.Requests)
-	for i := range results {
-		r := &results[i]
+	for _, r := range results.All() {
 		if !r.Success {
 			continue
 		}

@@ -14,7 +14,7 @@ func TestReasoningBlockAndSidecar(t *testing.T) {
 		{Index: 1, Success: true, TTFTNs: 20e6, Reasoning: metrics.Reasoning{FirstAnswerNs: 80e6, ReasoningChunks: 6, ReasoningTokens: -1, FirstToolCallNs: -1}},
 		{Index: 2, Error: "x", Reasoning: metrics.Reasoning{FirstAnswerNs: -1, ReasoningChunks: 9, ReasoningTokens: -1, FirstToolCallNs: -1}},
 	}
-	st := metrics.ComputeReasoning(results, []float64{99})
+	st := metrics.ComputeReasoning(metrics.LogOf(results...), []float64{99})
 	var out bytes.Buffer
 	if err := WriteReasoning(&out, st); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestReasoningBlockAndSidecar(t *testing.T) {
 			t.Errorf("block lacks %q:\n%s", line, block)
 		}
 	}
-	sc := NewSidecarReasoning(results, st, true)
+	sc := NewSidecarReasoning(metrics.LogOf(results...), st, true)
 	if sc.ReasoningSource != "chunks" || len(sc.PerRequest) != 2 || sc.PerRequest[1].FirstAnswerNs != 80e6 || sc.ReasoningPerRequest.Mean != 5 {
 		t.Fatalf("sidecar %+v", sc)
 	}

@@ -23,7 +23,7 @@ func failedRun(n, ok int) []metrics.RequestResult {
 func TestWriteErrors(t *testing.T) {
 	id := func(i int) string { return "bench-1-" + string(rune('0'+i)) }
 	var out bytes.Buffer
-	WriteErrors(&out, NewSidecarErrors(metrics.GroupErrors(failedRun(200, 0)), "http://h/v1/completions", id))
+	WriteErrors(&out, NewSidecarErrors(metrics.GroupErrors(metrics.LogOf(failedRun(200, 0)...)), "http://h/v1/completions", id))
 	want := "stampede: ALL 200 REQUESTS FAILED: the block above measured nothing. The server (http://h/v1/completions) said:\n" +
 		"  200 × 404 Not Found: The model `other-model` does not exist.\n"
 	if out.String() != want {
@@ -35,7 +35,7 @@ func TestWriteErrors(t *testing.T) {
 		Error: "server answered 307 Temporary Redirect to https://x/v1; point --base-url there (stampede does not follow redirects)"}
 	results = append(results, metrics.RequestResult{Index: 4, Error: "Traceback (most recent call last):\n  File x\nValueError: bad\x1b[31m\n"})
 	out.Reset()
-	e := NewSidecarErrors(metrics.GroupErrors(results), "u", id)
+	e := NewSidecarErrors(metrics.GroupErrors(metrics.LogOf(results...)), "u", id)
 	WriteErrors(&out, e)
 	for _, line := range []string{
 		"stampede: 4 of 5 requests failed:\n",
@@ -52,7 +52,7 @@ func TestWriteErrors(t *testing.T) {
 	}
 
 	out.Reset()
-	WriteErrors(&out, NewSidecarErrors(metrics.GroupErrors(failedRun(3, 3)), "u", nil))
+	WriteErrors(&out, NewSidecarErrors(metrics.GroupErrors(metrics.LogOf(failedRun(3, 3)...)), "u", nil))
 	if out.Len() != 0 {
 		t.Errorf("a run without failures printed %q", out.String())
 	}
@@ -66,7 +66,7 @@ func TestWriteUsageNotes(t *testing.T) {
 	// negative count.
 	results := []metrics.RequestResult{ok(100, 6176, metrics.UsageInTokenChunk), ok(1, -2, metrics.UsageChunk)}
 	results[1].Index = 1
-	u := NewSidecarUsage(metrics.CheckUsage(results, []int{6484, -2}, func(int) int { return 8192 }))
+	u := NewSidecarUsage(metrics.CheckUsage(countedLog(results, []int{6484, -2}), nil, func(int) int { return 8192 }))
 	var out bytes.Buffer
 	WriteUsageNotes(&out, u)
 	got := out.String()
@@ -84,7 +84,7 @@ func TestWriteUsageNotes(t *testing.T) {
 	}
 
 	// 2^31 tokens for a request of 128: Python counts them; the note says so.
-	u = NewSidecarUsage(metrics.CheckUsage([]metrics.RequestResult{ok(1, 1<<31, metrics.UsageChunk)}, []int{1 << 31}, func(int) int { return 128 }))
+	u = NewSidecarUsage(metrics.CheckUsage(countedLog([]metrics.RequestResult{ok(1, 1<<31, metrics.UsageChunk)}, []int{1 << 31}), nil, func(int) int { return 128 }))
 	out.Reset()
 	WriteUsageNotes(&out, u)
 	if !strings.Contains(out.String(), "1 over max_tokens (request 0: 2147483648 > 128)") || strings.Contains(out.String(), "WARNING") {
@@ -95,7 +95,7 @@ func TestWriteUsageNotes(t *testing.T) {
 		t.Errorf("sidecar usage %s", b)
 	}
 	out.Reset()
-	WriteUsageNotes(&out, NewSidecarUsage(metrics.CheckUsage([]metrics.RequestResult{ok(5, 5, metrics.UsageChunk)}, []int{5}, nil)))
+	WriteUsageNotes(&out, NewSidecarUsage(metrics.CheckUsage(countedLog([]metrics.RequestResult{ok(5, 5, metrics.UsageChunk)}, []int{5}), nil, nil)))
 	if out.Len() != 0 {
 		t.Errorf("agreeing counts printed %q", out.String())
 	}
@@ -103,7 +103,7 @@ func TestWriteUsageNotes(t *testing.T) {
 
 func TestReportShowsErrorsFirst(t *testing.T) {
 	result, _ := json.Marshal(map[string]any{"duration": 1.0, "completed": 0.0, "failed": 3.0})
-	sidecar, _ := json.Marshal(Sidecar{Errors: NewSidecarErrors(metrics.GroupErrors(failedRun(3, 0)), "http://h/v1", nil)})
+	sidecar, _ := json.Marshal(Sidecar{Errors: NewSidecarErrors(metrics.GroupErrors(metrics.LogOf(failedRun(3, 0)...)), "http://h/v1", nil)})
 	r, err := ParseReportRun("run", result, sidecar)
 	if err != nil {
 		t.Fatal(err)
@@ -122,4 +122,13 @@ func TestReportShowsErrorsFirst(t *testing.T) {
 			t.Errorf("page lacks %q", part)
 		}
 	}
+}
+
+// countedLog is results with each one's output length (Python's count)
+// set to lens[i], as the tokenizer's count after the run sets it.
+func countedLog(results []metrics.RequestResult, lens []int) *metrics.Log {
+	for i := range results {
+		results[i].TextTokens, results[i].TextCounted = lens[i], true
+	}
+	return metrics.LogOf(results...)
 }

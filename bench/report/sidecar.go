@@ -114,6 +114,9 @@ type SidecarHealth struct {
 	// were open; absent where it could not be read, and in a merged run,
 	// whose agents' own are in Agents.
 	Memory *SidecarMemory `json:"memory,omitempty"`
+	// RecordLog is the run's record log once sorted: its size on disk and
+	// in memory; absent in partials' merges of old formats.
+	RecordLog *SidecarRecordLog `json:"record_log,omitempty"`
 	// Agents is a merged run's per-agent memory, each agent's own, in
 	// index order (the agents whose partials carried it); absent on a
 	// single host and in an agent's own health.
@@ -137,6 +140,25 @@ type SidecarMemory struct {
 	// OpenAtPeak the streams open at the first sample of that size.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	OpenAtPeak   int   `json:"open_at_peak"`
+	// Where the peak went (engine.MemorySamples): the base before any
+	// stream opened, the record log's and the prompt window's bytes at
+	// the peak, and the remainder: the streams, with the collector's
+	// slack.
+	BaseRSSBytes    int64 `json:"base_rss_bytes"`
+	RecordLogAtPeak int64 `json:"record_log_bytes_at_peak"`
+	WindowAtPeak    int64 `json:"prompt_window_bytes_at_peak"`
+	StreamsAtPeak   int64 `json:"streams_bytes_at_peak"`
+}
+
+// SidecarRecordLog is the size of a run's sorted record log.
+type SidecarRecordLog struct {
+	Records         int   `json:"records"`
+	DiskBytes       int64 `json:"disk_bytes"`
+	MemoryBytes     int64 `json:"memory_bytes"`
+	PeakBufferBytes int64 `json:"peak_chunk_bytes"`
+	// SavedAs is the file the log was saved to (--save-detailed), "" when
+	// it went with the run.
+	SavedAs string `json:"saved_as,omitempty"`
 }
 
 // NewSidecarMemory is the sidecar's form of a run's samples; nil when
@@ -146,7 +168,8 @@ func NewSidecarMemory(m engine.MemorySamples) *SidecarMemory {
 		return nil
 	}
 	return &SidecarMemory{Samples: m.Samples, IntervalMs: durMs(m.Interval), MostOpenStreams: m.MostOpen,
-		RSSAtMostOpenBytes: m.RSSAtMostOpen, PeakRSSBytes: m.PeakRSS, OpenAtPeak: m.OpenAtPeak}
+		RSSAtMostOpenBytes: m.RSSAtMostOpen, PeakRSSBytes: m.PeakRSS, OpenAtPeak: m.OpenAtPeak,
+		BaseRSSBytes: m.BaseRSS, RecordLogAtPeak: m.LogAtPeak, WindowAtPeak: m.WindowAtPeak, StreamsAtPeak: m.StreamsAtPeak()}
 }
 
 // SidecarAgentMemory is one agent's own memory, which it reads from
@@ -237,7 +260,7 @@ type SidecarRequestBreakdown struct {
 // NewSidecar gathers a run's extras. b is nil when no request has a
 // breakdown; detailed keeps every request's phases.
 func NewSidecar(res *engine.Result, b *metrics.BreakdownStats, detailed bool) *Sidecar {
-	return &Sidecar{Version: SidecarVersion, Health: NewSidecarHealth(res), Breakdown: NewSidecarBreakdown(res.Data.Results, b, detailed)}
+	return &Sidecar{Version: SidecarVersion, Health: NewSidecarHealth(res), Breakdown: NewSidecarBreakdown(res.Data.Log, b, detailed)}
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -275,7 +298,15 @@ func NewSidecarHealth(res *engine.Result) SidecarHealth {
 		FreshBeforeReuse:      h.FreshBeforeReuse,
 		WarmConnections:       sidecarWarm(h.Warm),
 		Memory:                NewSidecarMemory(h.Memory),
+		RecordLog:             newSidecarRecordLog(h.Log),
 	}
+}
+
+func newSidecarRecordLog(l engine.LogHealth) *SidecarRecordLog {
+	if l == (engine.LogHealth{}) {
+		return nil
+	}
+	return &SidecarRecordLog{Records: l.Records, DiskBytes: l.DiskBytes, MemoryBytes: l.MemoryBytes, PeakBufferBytes: l.PeakBufferBytes}
 }
 
 func sidecarWarm(w engine.WarmStats) *SidecarWarm {
@@ -295,7 +326,7 @@ func sidecarStats(s metrics.Stats) SidecarStats {
 
 // NewSidecarBreakdown is the breakdown of the successful requests: nil
 // when b is; detailed keeps every request's phases.
-func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
+func NewSidecarBreakdown(results *metrics.Log, b *metrics.BreakdownStats, detailed bool) *SidecarBreakdown {
 	if b == nil {
 		return nil
 	}
@@ -310,7 +341,7 @@ func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownSt
 		return out
 	}
 	out.PerRequest = make([]SidecarRequestBreakdown, 0, b.Requests)
-	for _, r := range results {
+	for _, r := range results.All() {
 		if !r.Success || !r.Breakdown.Known {
 			continue
 		}
@@ -321,6 +352,12 @@ func NewSidecarBreakdown(results []metrics.RequestResult, b *metrics.BreakdownSt
 		})
 	}
 	return out
+}
+
+// RecordLogPath is the saved record log's name for the result file
+// resultPath (--save-detailed).
+func RecordLogPath(resultPath string) string {
+	return strings.TrimSuffix(resultPath, ".json") + ".records"
 }
 
 // SidecarPath is the sidecar's name for the result file resultPath.

@@ -3,7 +3,6 @@ package report
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -50,9 +49,9 @@ type TimelineOptions struct {
 	Title string
 	// ITLThresholdsMs are the two --timeline-itl-thresholds, ascending.
 	ITLThresholdsMs [2]float64
-	// OutputLens are the requests' output token counts (Summary.OutputLens,
-	// indexed like RunData.Results); nil takes usage.completion_tokens.
-	OutputLens []int
+	// OutputLen gives a request's output token count as Python's figures
+	// take it (RequestResult.OutputLen); nil takes usage.completion_tokens.
+	OutputLen func(*metrics.RequestResult) int
 }
 
 // timelineData is the JSON the page's script draws from.
@@ -105,9 +104,6 @@ func itlClass(gapNs int64, thresholdsMs [2]float64) byte {
 	return '3'
 }
 
-// errTimelineNeedsDetail is returned when the run kept no per-token times.
-var errTimelineNeedsDetail = errors.New("the timeline needs every request's inter-token gaps (run with per-token detail)")
-
 // buildTimeline turns the run into rows: every request that was sent, in
 // request order.
 func buildTimeline(d *metrics.RunData, opts TimelineOptions) (*timelineData, error) {
@@ -118,26 +114,22 @@ func buildTimeline(d *metrics.RunData, opts TimelineOptions) (*timelineData, err
 	}
 	var t0 int64
 	first := true
-	for i := range d.Results {
-		if r := &d.Results[i]; r.Sent() && (first || r.StartNs < t0) {
+	for _, r := range d.Log.All() {
+		if r.Sent() && (first || r.StartNs < t0) {
 			t0, first = r.StartNs, false
 		}
 	}
 	us := func(ns int64) int64 { return (ns + 500) / 1000 }
-	for i := range d.Results {
-		r := &d.Results[i]
+	for _, r := range d.Log.All() {
 		if !r.Sent() {
 			continue
-		}
-		if r.ChunkEvents > 1 && r.ITLNs == nil {
-			return nil, errTimelineNeedsDetail
 		}
 		row := timelineRequest{
 			ID: "Req " + strconv.Itoa(r.Index), StartUs: us(r.StartNs - t0), LatencyUs: us(r.LatencyNs),
 			EventsUs: []int64{}, PromptTokens: r.PromptLen, OutputTokens: r.OutputTokens, Error: r.Error,
 		}
-		if opts.OutputLens != nil {
-			row.OutputTokens = opts.OutputLens[i]
+		if opts.OutputLen != nil {
+			row.OutputTokens = opts.OutputLen(r)
 		}
 		if r.ChunkEvents > 0 || r.Success {
 			offset := r.TTFTNs
@@ -157,11 +149,8 @@ func buildTimeline(d *metrics.RunData, opts TimelineOptions) (*timelineData, err
 
 // WriteTimeline writes the timeline page of a run: one self-contained HTML
 // file (data, style and script inline; nothing is fetched when it is
-// opened). The run must have kept per-token detail.
+// opened).
 func WriteTimeline(w io.Writer, d *metrics.RunData, opts TimelineOptions) error {
-	if opts.OutputLens != nil && len(opts.OutputLens) != len(d.Results) {
-		return errors.New("timeline: OutputLens must have one entry per result")
-	}
 	data, err := buildTimeline(d, opts)
 	if err != nil {
 		return err

@@ -84,8 +84,7 @@ func (s *Scraper) Finish(ctx context.Context, res *engine.Result) *report.Server
 // seconds of run time.
 func runSpan(d *metrics.RunData) (first, last float64) {
 	seen := false
-	for i := range d.Results {
-		rr := &d.Results[i]
+	for _, rr := range d.Log.All() {
 		if !rr.Sent() {
 			continue
 		}

@@ -151,7 +151,7 @@ func run(o options) error {
 	res, err := engine.Run(context.Background(), engine.Config{
 		Address: addr, Kind: sse.Completions, Streaming: true, Requests: reqs,
 		RequestRate: math.Inf(1), Shards: 1, CPUs: []int{o.clientCPU},
-		KernelTimestamps: o.kernelStamps, KeepDetail: true, WarmConnections: o.warm,
+		KernelTimestamps: o.kernelStamps, WarmConnections: o.warm,
 		ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Minute,
 		TLS: tlsConfig,
 	})
@@ -204,7 +204,7 @@ func (c clientCost) cpu() time.Duration { return c.user + c.sys }
 // tokenEvents counts the token events of res's successful requests.
 func tokenEvents(res *engine.Result) int {
 	n := 0
-	for _, r := range res.Data.Results {
+	for _, r := range res.Data.Log.All() {
 		if r.Success && r.ChunkEvents > 0 {
 			n += 1 + len(r.ITLNs) // clientStamps' events: the first and one per gap
 		}
@@ -301,7 +301,7 @@ func report(o options, res *engine.Result, truth []mock.TruthRequest, cost clien
 	// queueWait is release → start.
 	var serverErr, rxToLoop, queueWait []int64
 	events, failed, unmatched := cost.events, 0, 0
-	for _, r := range res.Data.Results {
+	for _, r := range res.Data.Log.All() {
 		if !r.Success {
 			failed++
 			continue
@@ -404,7 +404,7 @@ func whyText(why string) string {
 
 // clientStamps rebuilds a request's token-event times as absolute
 // CLOCK_MONOTONIC nanoseconds from its start, TTFT and exact ITLs.
-func clientStamps(monoStartNs int64, r metrics.RequestResult) []int64 {
+func clientStamps(monoStartNs int64, r *metrics.RequestResult) []int64 {
 	if r.ChunkEvents == 0 {
 		return nil
 	}

@@ -3,6 +3,8 @@ package py
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"iter"
 	"math"
 	"sort"
 	"strconv"
@@ -37,6 +39,81 @@ type JSONOptions struct {
 	// MaxDepth bounds nesting (0: no bound), reporting deeper values as
 	// an error where Python would exhaust its recursion limit.
 	MaxDepth int
+
+	// sink, set by WriteJSON, takes the text as lists grow past
+	// flushBytes, so that a long list is never held whole.
+	sink    io.Writer
+	sinkErr error
+}
+
+// flushBytes is how much text WriteJSON holds before it writes.
+const flushBytes = 64 << 10
+
+// Lists that are read as they are written, one item at a time: a run's
+// per-request lists, produced by a pass over its record log when the
+// result is written, never held whole. Each may be iterated more than
+// once (a value shared by several records is written each time).
+type (
+	Floats      iter.Seq[float64]
+	Ints        iter.Seq[int]
+	Strings     iter.Seq[string]
+	FloatsLists iter.Seq[Floats]
+)
+
+// WriteJSON writes json.dumps(v, **o) to w, holding at most about
+// flushBytes of text at a time inside the lazy lists (Floats, ...).
+func WriteJSON(w io.Writer, v any, o *JSONOptions) error {
+	c := *o
+	c.sink = w
+	var b bytes.Buffer
+	if err := c.write(&b, v, 0); err != nil {
+		return err
+	}
+	if c.sinkErr != nil {
+		return c.sinkErr
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// flush hands b's text to the sink when there is enough of it.
+func (o *JSONOptions) flush(b *bytes.Buffer) {
+	if o.sink == nil || b.Len() < flushBytes || o.sinkErr != nil {
+		return
+	}
+	if _, err := o.sink.Write(b.Bytes()); err != nil {
+		o.sinkErr = err
+	}
+	b.Reset()
+}
+
+// writeSeq writes the items of seq as a list, as list does.
+func writeSeq[T any](o *JSONOptions, b *bytes.Buffer, depth int, seq iter.Seq[T], item func(T) error) error {
+	n := 0
+	var err error
+	for v := range seq {
+		if n == 0 {
+			b.WriteByte('[')
+		} else {
+			b.WriteString(o.ItemSep)
+		}
+		o.newline(b, depth+1)
+		if err = item(v); err != nil {
+			break
+		}
+		n++
+		o.flush(b)
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		b.WriteString("[]")
+		return nil
+	}
+	o.newline(b, depth)
+	b.WriteByte(']')
+	return nil
 }
 
 // DefaultJSON is json.dumps's defaults: ensure_ascii, separators ", "
@@ -46,7 +123,8 @@ var DefaultJSON = JSONOptions{EnsureASCII: true, ItemSep: ", ", KeySep: ": "}
 // Dumps is json.dumps(v) with default arguments. v and everything in it
 // may be nil, bool, int, int64, float64, string, RawJSON, []int,
 // []float64, [][]float64, []string, []any, Tuple, a *Dict with str,
-// int, float, bool or None keys, or []*Object.
+// int, float, bool or None keys, []*Object, or a lazy list (Floats,
+// Ints, Strings, FloatsLists).
 func Dumps(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := AppendJSON(&b, v, &DefaultJSON); err != nil {
@@ -107,6 +185,17 @@ func (o *JSONOptions) write(b *bytes.Buffer, v any, depth int) error {
 		return o.list(b, len(v), depth, func(i int) error { return o.write(b, v[i], depth+1) })
 	case []*Object:
 		return o.list(b, len(v), depth, func(i int) error { return o.write(b, v[i], depth+1) })
+	case Floats:
+		return writeSeq(o, b, depth, iter.Seq[float64](v), func(f float64) error { b.Write(o.float(b.AvailableBuffer(), f)); return nil })
+	case Ints:
+		return writeSeq(o, b, depth, iter.Seq[int](v), func(n int) error {
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(n), 10))
+			return nil
+		})
+	case Strings:
+		return writeSeq(o, b, depth, iter.Seq[string](v), func(s string) error { AppendJSONString(b, s, o.EnsureASCII); return nil })
+	case FloatsLists:
+		return writeSeq(o, b, depth, iter.Seq[Floats](v), func(f Floats) error { return o.write(b, f, depth+1) })
 	case dict:
 		return o.object(b, v, depth)
 	default:

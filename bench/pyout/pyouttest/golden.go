@@ -19,7 +19,12 @@ const ms = int64(time.Millisecond)
 // whose pyref.py rebuilds it) and bench's trimmed and timeline goldens are
 // computed from it.
 func GoldenRun() *metrics.RunData {
-	d := &metrics.RunData{DurationNs: 5432 * ms}
+	return &metrics.RunData{DurationNs: 5432 * ms, Log: metrics.LogOf(GoldenResults()...)}
+}
+
+// GoldenResults are GoldenRun's requests.
+func GoldenResults() []metrics.RequestResult {
+	var rs []metrics.RequestResult
 	for i := range 12 {
 		start := int64(i) * 100 * ms
 		r := metrics.RequestResult{
@@ -52,7 +57,7 @@ func GoldenRun() *metrics.RunData {
 			}
 			r.GeneratedText = strings.Repeat("tok ", r.ChunkEvents) + "é€"
 		}
-		d.Results = append(d.Results, r)
+		rs = append(rs, r)
 	}
-	return d
+	return rs
 }
