@@ -91,14 +91,15 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if c.Profile && c.ProfileBatchThreshold == nil {
 		r.server.StartProfile(ctx, r.stdout)
 	}
-	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(len(enc.wire)))}
+	params := &pyout.ReportParams{RunSettings: r.runSettings(model, tok, c.WorkerProcesses(enc.requests))}
 	if err := pyout.WriteBanner(r.stdout, &params.RunSettings); err != nil {
 		return nil, err
 	}
 	metricsURL := c.BaseURL + "/metrics"
 	before, beforeOK := scrape.ReadCounters(ctx, r.server.Control(), metricsURL, r.server.HeadersFor(metricsURL))
 
-	ec := r.server.EngineConfig(enc.wire)
+	ec := r.server.EngineConfig(nil)
+	ec.Store = enc.store
 	ec.RequestRate, ec.Burstiness = c.RequestRate, c.Burstiness
 	ec.Gaps = ds.globals.NumPy
 	ec.SelfTimed = c.SelfTimed
@@ -133,7 +134,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 	if err := r.agent.Join(ctx, &ec, params); err != nil {
 		return nil, err
 	}
-	receiver, err := r.startSpans(len(enc.wire))
+	receiver, err := r.startSpans(enc.requests)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (r *run) measure(ctx, after context.Context, model endpoint.Model, tok *end
 			Stdout: r.stdout, Stderr: r.stderr,
 		}.Run(ctx, after)
 	}
-	res, err := r.wait(ctx, runner, len(ec.Requests))
+	res, err := r.wait(ctx, runner, ec.Store.Len())
 	stopProfile()
 	atFirst, firstOK := first.Finish()
 	if err != nil {
@@ -282,12 +283,7 @@ func (r *run) computeOptions(tok *endpoint.Tokenizer, ds *dataset) metrics.Compu
 	}
 	o.QueueInclusiveE2EL = o.ClientQueue && !math.IsInf(c.RequestRate, 1)
 	if backend.Of(c.Backend).Multipart() {
-		o.InputAudioSeconds = func(index int) float64 {
-			if index < 0 || index >= len(ds.requests) || ds.requests[index].Audio == nil {
-				return 0
-			}
-			return ds.requests[index].Audio.DurationSec
-		}
+		o.InputAudioSeconds = ds.table.AudioSec
 	}
 	if len(c.GoodputSLOs) > 0 {
 		o.Goodput = make(map[string]float64, len(c.GoodputSLOs))
@@ -332,14 +328,15 @@ func (r *run) runSettings(model endpoint.Model, tok *endpoint.Tokenizer, workers
 // before the clock starts.
 func (r *run) checkLogSpace(ds *dataset, cfg metrics.LogConfig) error {
 	var tokens int64
-	for i := range ds.requests {
-		tokens += int64(max(ds.requests[i].ExpectedOutputLen, 1))
+	n := ds.table.Len()
+	for i := range n {
+		tokens += int64(max(ds.table.ExpectedOutputLen(i), 1))
 	}
 	where := "$TMPDIR"
 	if r.cfg.SaveDetailed {
 		where = "--result-dir"
 	}
-	need := metrics.EstimateLogBytes(len(ds.requests), tokens, r.cfg.SaveDetailed)
+	need := metrics.EstimateLogBytes(n, tokens, r.cfg.SaveDetailed)
 	if err := metrics.CheckLogSpace(cfg, need, where); err != nil {
 		return &py.Error{Type: "OSError", Msg: err.Error()}
 	}

@@ -5,7 +5,6 @@ import (
 	"github.com/stampede-bench/stampede/bench/pyout"
 	"github.com/stampede-bench/stampede/bench/report"
 	"github.com/stampede-bench/stampede/bench/scrape"
-	"github.com/stampede-bench/stampede/datasets"
 	"github.com/stampede-bench/stampede/metrics"
 )
 
@@ -93,17 +92,9 @@ func (r *run) frontEnds(o *outcome.Outcome) ([]report.SidecarFrontEnd, error) {
 // counts, for the sidecar and for stderr after the block.
 func (r *run) serverSaid(sidecar *report.Sidecar, o *outcome.Outcome, ds *dataset) {
 	results := o.Data.Log
-	request := func(i int) *datasets.Request {
-		if i < 0 || i >= len(ds.requests) {
-			return &datasets.Request{}
-		}
-		return &ds.requests[i]
-	}
-	sidecar.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), r.cfg.APIURL,
-		func(i int) string { return request(i).RequestID })
+	sidecar.Errors = report.NewSidecarErrors(metrics.GroupErrors(results), r.cfg.APIURL, ds.table.RequestID)
 	if !o.Summary.Pooling {
-		sidecar.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, o.Options.CountTokens,
-			func(i int) int { return request(i).ExpectedOutputLen }))
+		sidecar.Usage = report.NewSidecarUsage(metrics.CheckUsage(results, o.Options.CountTokens, ds.table.ExpectedOutputLen))
 	}
 	report.WriteErrors(r.stderr, sidecar.Errors)
 	report.WriteUsageNotes(r.stderr, sidecar.Usage)

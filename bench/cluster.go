@@ -26,12 +26,12 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 	}
 	r.cfg = cluster.AgentPlan(r.cfg)
 	r.agent = &cluster.Agent{
-		Plan: r.cfg, Wire: enc.wire, Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
+		Plan: r.cfg, Requests: enc.requests, Share: enc.store, Digest: enc.digest, TraceOffsetsNs: enc.traceOffsetsNs,
+		Gaps: ds.globals.NumPy, RampUp: rampUp(r.cfg),
 		Options:     func() metrics.ComputeOptions { return r.computeOptions(tok, ds) },
-		Facts:       func(i int) (string, int) { return ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen },
+		Facts:       func(i int) (string, int) { return ds.table.RequestID(i), ds.table.ExpectedOutputLen(i) },
 		Fingerprint: fingerprint,
-		SentAs:      func(i int, id string) { ds.requests[i].RequestID = id },
-		Shed:        ds.shedPrompts,
+		SentAs:      ds.table.SentAs,
 		Stdout:      r.stdout,
 		Stderr:      r.stderr,
 	}
@@ -67,10 +67,7 @@ func (r *run) clusterBenchmark(ctx context.Context, model endpoint.Model, tok *e
 func WriteMerged(m *cluster.MergedRun, stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	r := &run{cfg: m.Plan(), stdout: stdout, stderr: stderr, agent: cluster.MergedAgent(m)}
 	// What the errors and the usage check read of each request.
-	ds := &dataset{requests: make([]datasets.Request, m.Requests())}
-	for i := range ds.requests {
-		ds.requests[i].RequestID, ds.requests[i].ExpectedOutputLen = m.RequestID(i), m.ExpectedOutputLen(i)
-	}
+	ds := &dataset{table: datasets.TableFrom(m.Requests(), m.RequestID, m.ExpectedOutputLen)}
 	meas := &measurement{res: m.Result(time.Time{}), params: m.Params}
 	if s := m.Server; s != nil {
 		meas.serverMetrics, meas.prefixCache, meas.serverSpans = s.Metrics, s.PrefixCache, s.Spans

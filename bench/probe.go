@@ -28,7 +28,7 @@ func (r *run) newProbe(model endpoint.Model, ds *dataset) (*engine.Probe, error)
 		return nil, py.UsageErrorf("--probe-request-rate is not supported with --backend %s: "+
 			"the probe prompt \"Hi\" is not a query with documents", c.Backend)
 	}
-	probe := ds.requests[0]
+	probe := ds.first
 	probe.RequestID = ""
 	probe.Prompt, probe.PromptIDs, probe.PromptList = "Hi", nil, nil
 	probe.PromptLen, probe.ExpectedOutputLen = 1, 1

@@ -57,7 +57,7 @@ func TestProbeRequestBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, model := newMockRun(t, mock.Config{}, tt.args...)
-			p, err := r.newProbe(model, &dataset{requests: []datasets.Request{first}})
+			p, err := r.newProbe(model, &dataset{first: first})
 			if err != nil || p == nil {
 				t.Fatalf("newProbe = %v, %v", p, err)
 			}
@@ -93,7 +93,7 @@ func TestProbeRequestBody(t *testing.T) {
 func TestProbeLoopOffWithoutRate(t *testing.T) {
 	for _, rate := range []string{"0", "-1"} {
 		r, model := newMockRun(t, mock.Config{}, "--probe-request-rate", rate)
-		if p, err := r.newProbe(model, &dataset{requests: []datasets.Request{{Prompt: "x", PromptLen: 1, ExpectedOutputLen: 1}}}); p != nil || err != nil {
+		if p, err := r.newProbe(model, &dataset{first: datasets.Request{Prompt: "x", PromptLen: 1, ExpectedOutputLen: 1}}); p != nil || err != nil {
 			t.Errorf("--probe-request-rate %s: probe %v, err %v; want none", rate, p, err)
 		}
 	}

@@ -74,14 +74,13 @@ func RunOnce(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) (o *
 	if err != nil {
 		return nil, err
 	}
-	ds, err := r.sampleDataset(ctx, model, tok, true)
+	ds, enc, err := r.encodeRequests(ctx, model, tok)
 	if err != nil {
 		return nil, err
 	}
-	enc, err := r.encodeRequests(model, ds)
-	if err != nil {
-		return nil, err
-	}
+	// The spill goes with the run, also after Ctrl-C (it is unlinked
+	// already: a kill leaves nothing either).
+	defer enc.store.Close()
 	releaseLoadMemory(tok)
 	if err := r.readyCheck(ctx, enc); err != nil {
 		return nil, err
@@ -145,33 +144,35 @@ func (r *run) loadTokenizer(ctx context.Context, model endpoint.Model) (*endpoin
 	return r.server.LoadTokenizer(ctx, model.ID, r.stderr)
 }
 
-// dataset is what sampling gave: the requests, and Python's process-wide
-// generators as the sampling left them (LoRA's random choice and the
-// arrival gaps draw from them next).
+// dataset is what sampling gave: what the phases after the run read of
+// each request (a compact table: the prompts are in the request store, or
+// gone), request 0 (the test request's and the probe's model), and
+// Python's process-wide generators as the sampling left them (the arrival
+// gaps draw from them next).
 type dataset struct {
-	requests []datasets.Request
-	globals  datasets.PythonGlobals
+	table   *datasets.Table
+	first   datasets.Request
+	globals datasets.PythonGlobals
 }
 
-// sampleDataset is spec §a steps 11–15 and §g. align runs the
-// server-tokenizer alignment of the datasets that ask for it.
-func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer, align bool) (*dataset, error) {
+// sampleDataset is spec §a steps 11–15 and §g: it samples with globals,
+// and hands each batch of requests, in order, to use. align runs the
+// server-tokenizer alignment of the datasets that ask for it. Python's
+// lines about the sampling print before it returns.
+func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer, align bool,
+	globals datasets.PythonGlobals, use datasets.Emit) error {
 	c := r.cfg
-	globals, err := datasets.NewPythonGlobals(int64(c.Seed))
-	if err != nil {
-		return nil, &py.Error{Type: "ValueError", Msg: err.Error()}
-	}
 	logf := func(format string, args ...any) { fmt.Fprintf(r.stderr, format+"\n", args...) }
 	var kwargs map[string]any
 	if len(c.ChatTemplateKwargs) > 0 {
 		if err := json.Unmarshal([]byte(c.ChatTemplateKwargs), &kwargs); err != nil {
-			return nil, &py.UsageError{Msg: "argument --chat-template-kwargs: " +
+			return &py.UsageError{Msg: "argument --chat-template-kwargs: " +
 				datasets.JSONProblem([]byte(c.ChatTemplateKwargs), err, `a JSON object, such as {"enable_thinking": false}`)}
 		}
 	}
 	d := datasets.Lookup(c.DatasetName)
 	if d == nil || !d.Built() {
-		return nil, &py.UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
+		return &py.UsageError{Msg: fmt.Sprintf("--dataset-name %s is not supported yet", c.DatasetName)}
 	}
 	env := &datasets.Env{
 		ChatTemplateKwargs: kwargs, NoStream: c.NoStream,
@@ -188,7 +189,40 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 	if tok != nil {
 		env.Tokenizer, env.ChatTemplate, env.ChatRender, env.TokenizerName = tok.Tokenizer, tok.ChatTemplate, tok.ChatRender, tok.ID
 	}
-	requests, err := d.Sample(env)
+	// What follows the sampling, a batch at a time; its errors are not
+	// the dataset's.
+	var aligner *datasets.Aligner
+	if d.AlignWithServer && align {
+		aligner = &datasets.Aligner{Client: r.server.Control(), BaseURL: c.BaseURL, ModelID: model.ID, Out: r.stdout}
+	}
+	var fit *datasets.ModelLenFit
+	if c.MaxModelLen != nil {
+		fit = &datasets.ModelLenFit{MaxLen: *c.MaxModelLen}
+	}
+	sampled := 0
+	var after error
+	err := d.Stream(env, func(batch []datasets.Request) error {
+		sampled += len(batch)
+		if aligner != nil {
+			if err := aligner.Align(ctx, batch); err != nil {
+				after = &py.Error{Type: "RuntimeError", Msg: err.Error()}
+				return after
+			}
+		}
+		if c.PromptTokenIDs && tok != nil {
+			datasets.PromptTokenIDs(batch, tok.Tokenizer)
+		}
+		if fit != nil {
+			batch = fit.Keep(batch)
+		}
+		if after = use(batch); after != nil {
+			return after
+		}
+		return nil
+	})
+	if after != nil {
+		return after
+	}
 	if err == nil && tok != nil {
 		// A tokenizer cannot return errors through the Tokenizer
 		// interface: the server's keeps the first failed call, a local
@@ -198,35 +232,45 @@ func (r *run) sampleDataset(ctx context.Context, model endpoint.Model, tok *endp
 		}
 	}
 	if err != nil {
-		return nil, datasets.RunError(c.DatasetName, err, c.DatasetPath)
+		return datasets.RunError(c.DatasetName, err, c.DatasetPath)
 	}
-	if len(requests) == 0 {
-		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
+	if sampled == 0 {
+		return &py.Error{Type: "ValueError", Msg: fmt.Sprintf("dataset %s produced no requests", c.DatasetName)}
 	}
-	if d.AlignWithServer && align {
-		if err := datasets.AlignWithServer(ctx, r.server.Control(), c.BaseURL, model.ID, requests, r.stdout); err != nil {
-			return nil, &py.Error{Type: "RuntimeError", Msg: err.Error()}
-		}
-	}
-	if c.PromptTokenIDs && tok != nil {
-		datasets.PromptTokenIDs(requests, tok.Tokenizer)
-	}
-	if c.MaxModelLen != nil {
-		if requests, err = datasets.FitModelLen(requests, *c.MaxModelLen, r.stderr); err != nil {
-			return nil, err
+	if fit != nil {
+		if err := fit.Finish(r.stderr); err != nil {
+			return err
 		}
 	}
 	if c.WarnDefaultTemperature {
 		fmt.Fprintln(r.stdout, plan.TemperatureWarning)
 	}
-	return &dataset{requests: requests, globals: globals}, nil
+	return nil
 }
 
-// encoded is every request's HTTP bytes, and the test request (request #0
-// without an id) that the ready check and the warm-ups send.
+// newGlobals is Python's random.seed and numpy.random.seed of --seed.
+func (r *run) newGlobals() (datasets.PythonGlobals, error) {
+	globals, err := datasets.NewPythonGlobals(int64(r.cfg.Seed))
+	if err != nil {
+		return globals, &py.Error{Type: "ValueError", Msg: err.Error()}
+	}
+	return globals, nil
+}
+
+// encoded is this host's requests' HTTP bytes (a cluster agent's share)
+// in a store, the test request (request #0 without an id) that the ready
+// check and the warm-ups send, and for a cluster what every request of
+// the run brings to the schedule and the digest.
 type encoded struct {
-	wire []engine.Request
-	test engine.Request
+	store *engine.Store
+	test  engine.Request
+	// requests counts the run's requests, every agent's.
+	requests int
+	// digest and traceOffsetsNs are a cluster agent's (nil otherwise):
+	// every request's contribution to the run's digest, and its trace
+	// time when the trace times itself.
+	digest         *cluster.RequestsDigest
+	traceOffsetsNs []int64
 }
 
 // bodyParams are the run-wide inputs of every request body.
@@ -239,39 +283,89 @@ func (r *run) bodyParams(model endpoint.Model) backend.BodyParams {
 	}
 }
 
-// encodeRequests builds every request's HTTP bytes before the clock
-// starts (DESIGN principle 1), and the test request.
-func (r *run) encodeRequests(model endpoint.Model, ds *dataset) (*encoded, error) {
+// encodeRequests samples the dataset and builds each request's HTTP bytes
+// as it comes, before the clock starts (DESIGN principle 1), into a
+// request store that keeps them in memory up to a bound and spills the
+// rest to a temporary file (engine.Store); what the phases after the run
+// read of each request stays in the dataset's table. A cluster agent
+// builds every request, in order (the random draws are the run's), but
+// keeps only its share.
+func (r *run) encodeRequests(ctx context.Context, model endpoint.Model, tok *endpoint.Tokenizer) (*dataset, *encoded, error) {
 	c := r.cfg
-	adapters, err := backend.LoRAAdapters(c.LoraModules, c.LoraAssignment, len(ds.requests), ds.globals.Random)
+	globals, err := r.newGlobals()
 	if err != nil {
-		return nil, &py.UsageError{Msg: err.Error()}
+		return nil, nil, err
+	}
+	adapter, err := backend.LoRAPicker(c.LoraModules, c.LoraAssignment, globals.Random)
+	if err != nil {
+		return nil, nil, &py.UsageError{Msg: err.Error()}
+	}
+	size, index := 1, 0
+	if c.Clustered() {
+		size, index = c.ClusterSize, c.AgentIndex
+	}
+	ds := &dataset{table: datasets.NewTable(c.RequestIDPrefix), globals: globals}
+	enc := &encoded{store: engine.NewStore(engine.StoreConfig{Expected: c.NumPrompts / size,
+		FirstIndex: index, IndexStride: size})}
+	if c.Clustered() {
+		enc.digest = cluster.NewRequestsDigest()
 	}
 	params := r.bodyParams(model)
-	enc := &encoded{wire: make([]engine.Request, len(ds.requests))}
-	for i := range ds.requests {
-		req := &ds.requests[i]
-		p := params
-		if adapters != nil {
-			p.ModelName = adapters[i]
+	err = r.sampleDataset(ctx, model, tok, true, globals, func(batch []datasets.Request) error {
+		for k := range batch {
+			req := &batch[k]
+			i := enc.requests
+			enc.requests++
+			if i == 0 {
+				ds.first = *req
+				test := *req
+				test.RequestID = ""
+				var err error
+				if enc.test, err = r.server.EngineRequest(0, &test, params); err != nil {
+					return err
+				}
+			}
+			ds.table.Add(req)
+			p := params
+			if adapter != nil {
+				p.ModelName = adapter(i)
+			}
+			inputs := backend.NumInputSequences(c.Backend, req)
+			if enc.digest != nil {
+				enc.digest.Add(req.PromptLen, inputs)
+				if c.SelfTimed {
+					enc.traceOffsetsNs = append(enc.traceOffsetsNs, int64(req.TimestampSec*1e9))
+				}
+			}
+			if !cluster.Shares(i, size, index) {
+				continue
+			}
+			// The stated assignment: request i to front end i mod K, the
+			// same on every agent of a cluster.
+			q, err := r.server.EngineRequest(i%r.server.FrontEnds(), req, p)
+			if err != nil {
+				return fmt.Errorf("request %d: %w", i, err)
+			}
+			q.Index = i
+			q.NumInputSequences = inputs
+			q.OffsetNs = int64(req.TimestampSec * 1e9)
+			if err := enc.store.Append(q); err != nil {
+				return err
+			}
 		}
-		// The stated assignment: request i to front end i mod K, the
-		// same on every agent of a cluster.
-		q, err := r.server.EngineRequest(i%r.server.FrontEnds(), req, p)
-		if err != nil {
-			return nil, fmt.Errorf("request %d: %w", i, err)
-		}
-		q.Index = i
-		q.NumInputSequences = backend.NumInputSequences(c.Backend, req)
-		q.OffsetNs = int64(req.TimestampSec * 1e9)
-		enc.wire[i] = q
+		return nil
+	})
+	if err == nil {
+		err = enc.store.Finish()
 	}
-	test := ds.requests[0]
-	test.RequestID = ""
-	if enc.test, err = r.server.EngineRequest(0, &test, params); err != nil {
-		return nil, err
+	if err != nil {
+		enc.store.Close()
+		return nil, nil, err
 	}
-	return enc, nil
+	// Request 0 keeps what the probe is built from, not its prompt.
+	f := &ds.first
+	f.Prompt, f.PromptIDs, f.PromptList, f.MultiModal, f.ChatMessages, f.Audio = "", nil, nil, nil, nil, nil
+	return ds, enc, nil
 }
 
 // releaseLoadMemory gives back what loading the tokenizer and building the

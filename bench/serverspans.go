@@ -55,9 +55,9 @@ func (r *run) joinSpans(ctx context.Context, recv *spans.Receiver, res *engine.R
 	if recv == nil {
 		return nil
 	}
-	ids := make([]string, len(ds.requests))
-	for i := range ds.requests {
-		ids[i] = ds.requests[i].RequestID
+	ids := make([]string, ds.table.Len())
+	for i := range ids {
+		ids[i] = ds.table.RequestID(i)
 	}
 	m := spans.NewMatcher(spans.Run{Results: res.Data.Log.Collect(), RequestIDs: ids, Start: res.Start}, recv.Started())
 	got := recv.Finish(ctx, spanGrace, m.Enough)

@@ -39,34 +39,81 @@ const alignConcurrency = 64
 // mismatch warning and a second one saying prompts stay as sampled. The
 // warning lines go to out.
 func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID string, reqs []Request, out io.Writer) error {
-	if client == nil {
-		client = http.DefaultClient
-	}
+	return (&Aligner{Client: client, BaseURL: baseURL, ModelID: modelID, Out: out}).Align(ctx, reqs)
+}
+
+// Aligner is AlignWithServer for requests that come a batch at a time: the
+// first batch's first prompt decides (and warns) as AlignWithServer's
+// does, and every batch after it is aligned the same way, or not at all.
+type Aligner struct {
+	Client           *http.Client
+	BaseURL, ModelID string
+	Out              io.Writer
+
+	decided bool
+	dialect *tokenizeDialect // nil: no alignment
+	seen    int              // requests of the batches before
+}
+
+// Align aligns one batch.
+func (a *Aligner) Align(ctx context.Context, reqs []Request) error {
 	if len(reqs) == 0 {
 		return nil
 	}
 	for _, r := range reqs {
 		if r.Prompt == "" && (r.PromptIDs != nil || r.PromptList != nil || r.ChatMessages != nil) {
+			a.decided = true
+			a.dialect = nil
+			a.seen += len(reqs)
 			return nil
 		}
 	}
-	d, _, first, err := detectDialect(ctx, client, baseURL, modelID, reqs[0].Prompt)
+	if !a.decided {
+		a.decided = true
+		d, err := a.decide(ctx, reqs[0])
+		if err != nil {
+			return err
+		}
+		a.dialect = d
+	}
+	base := a.seen
+	a.seen += len(reqs)
+	if a.dialect == nil {
+		return nil
+	}
+	return alignEach(ctx, a.Client, a.BaseURL, a.ModelID, a.dialect, base, reqs)
+}
+
+// decide asks the server about the first prompt: nil when the prompts
+// stay as sampled.
+func (a *Aligner) decide(ctx context.Context, req Request) (*tokenizeDialect, error) {
+	if a.Client == nil {
+		a.Client = http.DefaultClient
+	}
+	out := a.Out
+	d, _, first, err := detectDialect(ctx, a.Client, a.BaseURL, a.ModelID, req.Prompt)
 	if err != nil {
 		var none *noDialectError
 		if errors.As(err, &none) && !none.answered {
 			fmt.Fprintln(out, "WARNING: /tokenize unavailable, skipping alignment.")
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("aligning prompts with the server's tokenizer: %w", err)
+		return nil, fmt.Errorf("aligning prompts with the server's tokenizer: %w", err)
 	}
-	if len(first) == reqs[0].PromptLen {
-		return nil
+	if len(first) == req.PromptLen {
+		return nil, nil
 	}
-	fmt.Fprintf(out, "WARNING: tokenizer mismatch (server=%d, expected=%d), re-aligning prompts.\n", len(first), reqs[0].PromptLen)
+	fmt.Fprintf(out, "WARNING: tokenizer mismatch (server=%d, expected=%d), re-aligning prompts.\n", len(first), req.PromptLen)
 	if !d.detokenizes() {
 		fmt.Fprintf(out, "WARNING: the server speaks %s's /tokenize, which has no /detokenize to cut prompts with; prompts stay as sampled.\n", d.name)
-		return nil
+		return nil, nil
 	}
+	return d, nil
+}
+
+// alignEach re-aligns every prompt of reqs in dialect d.
+// base is the first request's index in the run.
+func alignEach(ctx context.Context, client *http.Client, baseURL, modelID string, d *tokenizeDialect, base int, reqs []Request) error {
 
 	// A fixed set of workers, each with its own buffers: a prompt's
 	// /tokenize answer is scanned where it was read, the first PromptLen
@@ -85,7 +132,7 @@ func AlignWithServer(ctx context.Context, client *http.Client, baseURL, modelID 
 				r := &reqs[i]
 				text, ok, err := a.align(ctx, r.Prompt, r.PromptLen)
 				if err != nil {
-					failOnce.Do(func() { failure = fmt.Errorf("aligning request %d with the server's tokenizer: %w", i, err) })
+					failOnce.Do(func() { failure = fmt.Errorf("aligning request %d with the server's tokenizer: %w", base+i, err) })
 					failed.Store(true)
 					return
 				}

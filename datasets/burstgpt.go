@@ -245,4 +245,4 @@ func legacyPermutation(rs *pyrand.RandomState, n int) ([]int, error) {
 	return perm, nil
 }
 
-var burstGPTDataset = &Dataset{Name: "burstgpt", Sample: SampleBurstGPT}
+var burstGPTDataset = &Dataset{Name: "burstgpt", Stream: sampled(SampleBurstGPT)}

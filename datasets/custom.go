@@ -177,4 +177,4 @@ type CustomFlags struct {
 	CustomEnsureClientSideData bool `long:"custom-ensure-client-side-data" description:"custom_image: inline images as base64 data URLs (not supported yet)."`
 }
 
-var customDataset = &Dataset{Name: "custom", Sample: SampleCustom}
+var customDataset = &Dataset{Name: "custom", Stream: sampled(SampleCustom)}

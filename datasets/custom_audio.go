@@ -273,4 +273,4 @@ func pyStrOfCell(raw json.RawMessage) string {
 	return n.PyStr()
 }
 
-var customAudioDataset = &Dataset{Name: "custom_audio", Sample: SampleCustomAudio}
+var customAudioDataset = &Dataset{Name: "custom_audio", Stream: sampled(SampleCustomAudio)}

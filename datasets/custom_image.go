@@ -292,4 +292,4 @@ func pyValueRepr(raw json.RawMessage) string {
 	return n.Repr()
 }
 
-var customImageDataset = &Dataset{Name: "custom_image", Sample: SampleCustomImage}
+var customImageDataset = &Dataset{Name: "custom_image", Stream: sampled(SampleCustomImage)}

@@ -44,7 +44,7 @@ type BFCLFlags struct {
 	BFCLCategories CommaList `long:"bfcl-categories" description:"Comma-separated categories (default: simple,live_simple,multiple)."`
 }
 
-var hfDataset = &Dataset{Name: "hf", Sample: sampleHF}
+var hfDataset = &Dataset{Name: "hf", Stream: sampled(sampleHF)}
 
 // hfClass is one of vLLM's HuggingFaceDataset subclasses.
 type hfClass struct {

@@ -31,9 +31,29 @@ type jsonlRow struct {
 // prompts, output lengths and order (the custom dataset counts prompt
 // tokens itself; prompt_len is the count the sampling run used).
 func WriteJSONL(w io.Writer, reqs []Request) error {
+	jw := NewJSONLWriter(w)
+	if err := jw.Write(reqs); err != nil {
+		return err
+	}
+	return jw.Flush()
+}
+
+// JSONLWriter is WriteJSONL for requests that come a batch at a time.
+type JSONLWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewJSONLWriter writes to w.
+func NewJSONLWriter(w io.Writer) *JSONLWriter {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
+	return &JSONLWriter{bw: bw, enc: enc}
+}
+
+// Write writes reqs, one line each.
+func (jw *JSONLWriter) Write(reqs []Request) error {
 	for i := range reqs {
 		req := &reqs[i]
 		row := jsonlRow{
@@ -47,9 +67,12 @@ func WriteJSONL(w io.Writer, reqs []Request) error {
 		if req.Audio != nil {
 			row.AudioFile, row.AudioSec = req.Audio.Filename, req.Audio.DurationSec
 		}
-		if err := enc.Encode(&row); err != nil {
+		if err := jw.enc.Encode(&row); err != nil {
 			return err
 		}
 	}
-	return bw.Flush()
+	return nil
 }
+
+// Flush writes what is buffered.
+func (jw *JSONLWriter) Flush() error { return jw.bw.Flush() }

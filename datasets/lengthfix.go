@@ -1,11 +1,6 @@
 package datasets
 
-import (
-	"runtime"
-	"sync"
-
-	"github.com/stampede-bench/stampede/datasets/pyrand"
-)
+import "github.com/stampede-bench/stampede/datasets/pyrand"
 
 // maxLengthFixRetries is gen_prompt_decode_to_target_len's max_retry.
 const maxLengthFixRetries = 10
@@ -42,11 +37,30 @@ func newLengthFix(ids []int32, target int) *lengthFix {
 }
 
 func (f *lengthFix) advance(tok Tokenizer) {
+	var rounds lengthRounds
+	if rt, ok := tok.(rounder); ok {
+		rounds = rt.NewRounds()
+		defer rounds.Done()
+	}
+	truncated := false
 	for !f.done && f.need == 0 {
-		f.prompt = tok.Decode(f.ids, false)
 		// The ids are decoded: their array takes the new ones.
-		f.ids = tok.Encode(f.ids[:0], f.prompt, false)
+		switch {
+		case rounds != nil && truncated:
+			f.ids = rounds.Truncated(f.ids)
+		case rounds != nil:
+			f.ids = rounds.Round(f.ids[:0], f.ids)
+		default:
+			f.prompt = tok.Decode(f.ids, false)
+			f.ids = tok.Encode(f.ids[:0], f.prompt, false)
+		}
+		truncated = false
 		n := len(f.ids)
+		if rounds != nil && (f.triesLeft <= 0 || n <= f.target) {
+			// The loop stops, or waits for padding: this text is the
+			// prompt, unless a later round replaces it.
+			f.prompt = string(rounds.Text())
+		}
 		switch {
 		case f.triesLeft <= 0:
 			f.mismatch = n - f.target
@@ -58,6 +72,7 @@ func (f *lengthFix) advance(tok Tokenizer) {
 		default:
 			f.ids = f.ids[:f.target]
 			f.triesLeft--
+			truncated = true
 		}
 	}
 }
@@ -74,6 +89,20 @@ func (f *lengthFix) extend(extra []int32) {
 	f.ids = append(f.ids, extra...)
 	f.need = 0
 	f.triesLeft--
+}
+
+// rounder is a tokenizer that runs the length fix's rounds itself,
+// byte for byte as Decode and Encode would, without a string of every
+// text and re-encoding only the end of a truncated one
+// (tokenizer.Rounds).
+type rounder interface{ NewRounds() lengthRounds }
+
+// lengthRounds is tokenizer.LengthRounds (an identical interface literal).
+type lengthRounds = interface {
+	Round(dst, ids []int32) []int32
+	Truncated(ids []int32) []int32
+	Text() []byte
+	Done()
 }
 
 // drawFunc returns n random token ids from the dataset's generator.
@@ -102,44 +131,6 @@ func (f *lengthFix) finish(tok Tokenizer, draw drawFunc) error {
 		f.extend(extra)
 	}
 	return nil
-}
-
-// fixLengths runs every fix: first in parallel up to the point where each
-// needs random ids (tokenizer work only), then one by one in slice order,
-// so the generator is consumed exactly as Python's sequential loop does.
-// workers <= 0 means one per usable CPU.
-func fixLengths(tok Tokenizer, fixes []*lengthFix, draw drawFunc, workers int) error {
-	advanceLengthFixes(tok, fixes, workers)
-	for _, f := range fixes {
-		if err := f.finish(tok, draw); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// advanceLengthFixes is fixLengths' parallel step alone: every fix's
-// tokenizer rounds, up to the point where it needs random ids. random-mm
-// finishes the fixes itself, because its media draws come between
-// requests.
-func advanceLengthFixes(tok Tokenizer, fixes []*lengthFix, workers int) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan *lengthFix, len(fixes))
-	for _, f := range fixes {
-		next <- f
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(workers, len(fixes)) {
-		wg.Go(func() {
-			for f := range next {
-				f.advance(tok)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // logMismatch logs Python's summary of how far the length fixes missed

@@ -93,5 +93,5 @@ var prefixRepetitionDataset = &Dataset{
 	Name:            "prefix_repetition",
 	Synthetic:       true,
 	AlignWithServer: true,
-	Sample:          SamplePrefixRepetition,
+	Stream:          sampled(SamplePrefixRepetition),
 }

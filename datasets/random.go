@@ -1,11 +1,9 @@
 package datasets
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,10 +25,28 @@ type RandomOptions struct {
 	RangeRatio RangeRatio // --random-range-ratio
 	PrefixLen  int        // --random-prefix-len
 	BatchSize  int        // --random-batch-size; <= 1 means one prompt per request
+
+	// window, when positive, is how many prompts are built at a time
+	// (random_window.go); tests make it small.
+	window int
 }
 
-// SampleRandom builds the `random` dataset exactly as Python's
-// RandomDataset.sample does for the same seed and tokenizer:
+// SampleRandom is StreamRandom's requests in one slice.
+func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
+	var all []Request
+	err := StreamRandom(tok, o, func(batch []Request) error {
+		all = append(all, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// StreamRandom builds the `random` dataset exactly as Python's
+// RandomDataset.sample does for the same seed and tokenizer, and hands
+// the requests to emit in order, a window at a time (random_window.go):
 //
 //   - ns = tok.NumSpecialTokensToAdd(), real = max(0, InputLen - ns);
 //     inputs are drawn from [⌊real(1-ri)⌋, ⌈real(1+ri)⌉], outputs from
@@ -46,10 +62,11 @@ type RandomOptions struct {
 //
 // The tokenizer must be safe for concurrent use: decode/re-encode rounds run
 // on Workers goroutines, and only the random padding is drawn in request
-// order.
-func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
+// order. The summary of the length fixes is logged once every request has
+// been emitted.
+func StreamRandom(tok Tokenizer, o RandomOptions, emit Emit) error {
 	if tok == nil {
-		return nil, fmt.Errorf("dataset random: a tokenizer is required (drop --skip-tokenizer-init)")
+		return fmt.Errorf("dataset random: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -59,72 +76,74 @@ func SampleRandom(tok Tokenizer, o RandomOptions) ([]Request, error) {
 	realInput := max(0, o.InputLen-ns)
 	minSampled := int(math.Floor(float64(realInput) * (1.0 - o.RangeRatio.Input)))
 	if minTotal := o.PrefixLen + minSampled; minTotal < 1 {
-		return nil, valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
+		return valueError(fmt.Sprintf("--random-input-len is too small: with tokenizer special tokens %d and input range ratio %s, "+
 			"the minimum possible total input tokens (prefix + sampled) is %d. Increase --random-input-len and/or --random-prefix-len, "+
 			"or decrease the input range ratio so that prefix_len + floor(max(0, random_input_len - num_special)) * (1 - input_range_ratio) >= 1.",
 			ns, py.FloatRepr(o.RangeRatio.Input), minTotal))
 	}
 	if o.Seed < 0 {
-		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
+		return fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
 	}
 	rng := pyrand.NewGenerator(uint64(o.Seed))
 	vocab := tok.VocabSize()
 	n := max(o.NumPrompts, 0)
 	inputLens, outputLens, offsets, err := samplingParams(rng, n, o.RangeRatio, o.InputLen, o.OutputLen, tok, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	allowed := allowedTokens(vocab, tok.AllSpecialIDs())
 	if len(allowed) == 0 {
-		return nil, fmt.Errorf("dataset random: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
+		return fmt.Errorf("dataset random: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
 	}
 	draw := vocabDraw(rng, vocab)
-
 	prefix, err := randomPrefix(tok, rng, allowed, o.PrefixLen, draw, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Every prompt is a window of the same cycle of allowed ids, starting
-	// at offset + index. Taken in the order of their starts, neighbouring
-	// windows share nearly all their words, which the tokenizer's word
-	// cache then finds merged already. Each worker builds a window's ids
-	// just before its rounds, so only the windows still waiting for random
-	// padding keep ids. The order of this work changes nothing else: the
-	// padding is still drawn in request order.
-	byStart := make([]int, n)
-	for i := range byStart {
-		byStart[i] = i
+	batch := max(o.BatchSize, 1)
+	g := &tokenWindows{tok: tok, prefix: prefix, prefixLen: o.PrefixLen, allowed: allowed,
+		inputLens: inputLens, offsets: offsets, draw: draw, workers: o.Workers, window: o.window}
+	if g.window <= 0 {
+		g.window = promptWindow(o.PrefixLen+int(meanOf(inputLens)), batch)
+	} else {
+		g.window = max(batch, g.window/batch*batch)
 	}
-	start := func(i int) int64 { return (offsets[i] + int64(i)) % int64(len(allowed)) }
-	slices.SortStableFunc(byStart, func(a, b int) int { return cmp.Compare(start(a), start(b)) })
-	fixes := make([]*lengthFix, n)
-	parallelEach(n, o.Workers, func(k int) {
-		i := byStart[k]
-		f := tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
-		f.dropIDs = true
-		f.advance(tok)
-		fixes[i] = f
-	})
-	if err := fixLengths(tok, fixes, draw, o.Workers); err != nil {
-		return nil, fmt.Errorf("dataset random: %w", err)
-	}
-
-	reqs := make([]Request, n)
 	mismatch := 0
-	for i, f := range fixes {
-		mismatch += f.mismatch
-		reqs[i] = Request{
-			Prompt:            f.prompt,
-			PromptLen:         f.count,
-			ExpectedOutputLen: int(outputLens[i]),
-			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+	var reqs []Request
+	err = g.build("random", nil, func(lo int, fixes []*lengthFix) error {
+		reqs = reqs[:0]
+		for j, f := range fixes {
+			i := lo + j
+			mismatch += f.mismatch
+			reqs = append(reqs, Request{
+				Prompt:            f.prompt,
+				PromptLen:         f.count,
+				ExpectedOutputLen: int(outputLens[i]),
+				RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+			})
 		}
-	}
-	if o.BatchSize > 1 {
-		reqs = batchRequests(reqs, o.BatchSize, o.RequestIDPrefix)
+		if batch > 1 {
+			return emit(batchRequests(reqs, batch, lo/batch, o.RequestIDPrefix))
+		}
+		return emit(reqs)
+	})
+	if err != nil {
+		return err
 	}
 	logMismatch(logf, mismatch)
-	return reqs, nil
+	return nil
+}
+
+// meanOf is the mean of v, 0 for none.
+func meanOf(v []int64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, x := range v {
+		total += float64(x)
+	}
+	return total / float64(len(v))
 }
 
 // samplingParams is get_sampling_params: the range check, then n input
@@ -215,12 +234,13 @@ func tokenSequence(prefix []int32, prefixLen int, allowed []int32, inputLen int,
 
 // batchRequests groups consecutive requests into one request per batch
 // (pooling benchmarks): the prompts become a list, the lengths add up, the
-// output length is 0 and the id is prefix + batch index.
-func batchRequests(reqs []Request, size int, idPrefix string) []Request {
+// output length is 0 and the id is prefix + batch index, the first batch
+// being number first.
+func batchRequests(reqs []Request, size, first int, idPrefix string) []Request {
 	out := make([]Request, 0, (len(reqs)+size-1)/size)
 	for i := 0; i < len(reqs); i += size {
 		batch := reqs[i:min(i+size, len(reqs))]
-		r := Request{PromptList: make([]string, len(batch)), RequestID: idPrefix + strconv.Itoa(i/size)}
+		r := Request{PromptList: make([]string, len(batch)), RequestID: idPrefix + strconv.Itoa(first+i/size)}
 		for j, b := range batch {
 			r.PromptList[j] = b.Prompt
 			r.PromptLen += b.PromptLen
@@ -295,11 +315,11 @@ var randomDataset = &Dataset{
 	Synthetic:       true,
 	ExactOutputLen:  true,
 	AlignWithServer: true,
-	Sample: func(env *Env) ([]Request, error) {
+	Stream: func(env *Env, emit Emit) error {
 		o, err := randomOptions(env)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return SampleRandom(env.Tokenizer, o)
+		return StreamRandom(env.Tokenizer, o, emit)
 	},
 }

@@ -97,39 +97,54 @@ type RandomMMOptions struct {
 // somewhat in size; videos are MP4 files as Python's, but of Motion JPEG
 // frames where OpenCV writes MPEG-4 Part 2 (see video.go).
 func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
+	var all []Request
+	err := StreamRandomMM(tok, o, func(batch []Request) error {
+		all = append(all, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// StreamRandomMM is SampleRandomMM handing the requests to emit a window
+// at a time (random_window.go); a window's media are encoded before it is
+// emitted.
+func StreamRandomMM(tok Tokenizer, o RandomMMOptions, emit Emit) error {
 	if tok == nil {
-		return nil, fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
+		return fmt.Errorf("dataset random-mm: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.Backend.Name != "" && !o.Backend.Multimodal {
-		return nil, valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend.Name)))
+		return valueError(fmt.Sprintf("Multi-modal content (images) is not supported on backend %s; use one of ['openai-audio', 'openai-chat'].", py.StrRepr(o.Backend.Name)))
 	}
 	if o.BatchSize != 0 && o.BatchSize != 1 {
-		return nil, &py.Error{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
+		return &py.Error{Type: "NotImplementedError", Msg: "batchsize > 1 is not supported for RandomMultiModalDataset."}
 	}
 	logf := o.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	if o.Seed < 0 {
-		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
+		return fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
 	}
 	rng := pyrand.NewGenerator(uint64(o.Seed))
 	n := max(o.NumPrompts, 0)
 	inputLens, outputLens, offsets, err := samplingParams(rng, n, o.RangeRatio, o.InputLen, o.OutputLen, tok, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	plan, err := newMMPlan(o.BaseItemsPerRequest, o.NumMMItemsRangeRatio, o.Limits, o.Buckets, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, b := range plan.buckets {
 		if b.Height <= 0 || b.Width <= 0 {
-			return nil, fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
+			return fmt.Errorf("--random-mm-bucket-config: bucket %s: height and width must be positive", bucketKeyRepr(b))
 		}
 		if b.Frames > 1 {
 			if err := checkVideoBucket(b); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -137,73 +152,71 @@ func SampleRandomMM(tok Tokenizer, o RandomMMOptions) ([]Request, error) {
 	vocab := tok.VocabSize()
 	allowed := allowedTokens(vocab, tok.AllSpecialIDs())
 	if len(allowed) == 0 {
-		return nil, fmt.Errorf("dataset random-mm: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
+		return fmt.Errorf("dataset random-mm: the tokenizer's vocabulary (%d ids) has no non-special token", vocab)
 	}
 	draw := vocabDraw(rng, vocab)
 	prefix, err := randomPrefix(tok, rng, allowed, o.PrefixLen, draw, logf)
 	if err != nil {
-		return nil, fmt.Errorf("dataset random-mm: %w", err)
+		return fmt.Errorf("dataset random-mm: %w", err)
 	}
-	fixes := make([]*lengthFix, n)
-	for i := range fixes {
-		fixes[i] = tokenSequence(prefix, o.PrefixLen, allowed, int(inputLens[i]), offsets[i], i)
-	}
-	advanceLengthFixes(tok, fixes, o.Workers)
+	g := &tokenWindows{tok: tok, prefix: prefix, prefixLen: o.PrefixLen, allowed: allowed,
+		inputLens: inputLens, offsets: offsets, draw: draw, workers: o.Workers, window: o.window}
 
 	// The generator is consumed in Python's order, request by request:
 	// text padding, item count, then bucket and pixels item by item. Only
-	// the JPEG encoding runs in parallel.
+	// the JPEG encoding runs in parallel; a window waits for its media.
 	enc := newJPEGPool(o.Workers)
-	slots := make([][]*json.RawMessage, n)
+	defer enc.close()
+	var slots [][]*json.RawMessage
 	mismatch := 0
-	for i, f := range fixes {
-		if err := f.finish(tok, draw); err != nil {
-			enc.close()
-			return nil, fmt.Errorf("dataset random-mm: %w", err)
-		}
+	var reqs []Request
+	err = g.build("random-mm", func(i int, f *lengthFix) error {
 		mismatch += f.mismatch
+		var parts []*json.RawMessage
 		err := plan.drawItems(rng, logf, func(b MMBucket) {
 			part := new(json.RawMessage)
-			slots[i] = append(slots[i], part)
+			parts = append(parts, part)
 			if b.Frames > 1 {
 				enc.encodeClip(newRandomClip(rng, b.Width, b.Height, b.Frames), part)
 			} else {
 				enc.encode(randomImage(rng, b.Width, b.Height), part)
 			}
 		})
-		if err != nil {
-			enc.close()
-			return nil, err
+		slots = append(slots, parts)
+		return err
+	}, func(lo int, fixes []*lengthFix) error {
+		if err := enc.wait(); err != nil {
+			return fmt.Errorf("dataset random-mm: %w", err)
 		}
-	}
-	if err := enc.close(); err != nil {
-		return nil, fmt.Errorf("dataset random-mm: %w", err)
-	}
-	media := make([][]json.RawMessage, n)
-	for i, parts := range slots {
-		for _, p := range parts {
-			media[i] = append(media[i], *p)
+		reqs = reqs[:0]
+		for j, f := range fixes {
+			i := lo + j
+			var media []json.RawMessage
+			for _, p := range slots[j] {
+				media = append(media, *p)
+			}
+			r := Request{
+				Prompt:            f.prompt,
+				PromptLen:         f.count,
+				ExpectedOutputLen: int(outputLens[i]),
+				RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
+			}
+			if o.EnableMultimodalChat {
+				r.ChatMessages = userChatMessages(f.prompt, media...)
+				r.Prompt = ""
+			} else {
+				r.MultiModal = media
+			}
+			reqs = append(reqs, r)
 		}
-	}
-
-	reqs := make([]Request, n)
-	for i, f := range fixes {
-		r := Request{
-			Prompt:            f.prompt,
-			PromptLen:         len(f.ids),
-			ExpectedOutputLen: int(outputLens[i]),
-			RequestID:         o.RequestIDPrefix + strconv.Itoa(i),
-		}
-		if o.EnableMultimodalChat {
-			r.ChatMessages = userChatMessages(f.prompt, media[i]...)
-			r.Prompt = ""
-		} else {
-			r.MultiModal = media[i]
-		}
-		reqs[i] = r
+		slots = slots[:0]
+		return emit(reqs)
+	})
+	if err != nil {
+		return err
 	}
 	logMismatch(logf, mismatch)
-	return reqs, nil
+	return nil
 }
 
 // mmPlan is the result of get_mm_item_sampling_params: the item count
@@ -395,19 +408,19 @@ var randomMMDataset = &Dataset{
 	Name:           "random-mm",
 	Synthetic:      true,
 	ExactOutputLen: true,
-	Sample: func(env *Env) ([]Request, error) {
+	Stream: func(env *Env, emit Emit) error {
 		o, err := randomOptions(env)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		mm := &env.Flags.RandomMMFlags
 		limits, err := ParseMMLimits(string(mm.RandomMMLimitMMPerPrompt))
 		if err != nil {
-			return nil, valueError(err.Error())
+			return valueError(err.Error())
 		}
-		return SampleRandomMM(env.Tokenizer, RandomMMOptions{
+		return StreamRandomMM(env.Tokenizer, RandomMMOptions{
 			RandomOptions: o, BaseItemsPerRequest: mm.RandomMMBaseItemsPerRequest,
 			NumMMItemsRangeRatio: mm.RandomMMNumMMItemsRangeRatio, Limits: limits, Buckets: mm.RandomMMBucketConfig,
-		})
+		}, emit)
 	},
 }

@@ -57,10 +57,12 @@ func drawBytes(rng *pyrand.Generator, n int) []byte {
 // mediaBytesInFlight, which bounds the media held in memory (a 720p clip
 // of 16 frames is 44 MB).
 type jpegPool struct {
-	jobs chan jpegJob
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	err  error
+	jobs    chan jpegJob
+	wg      sync.WaitGroup
+	pending sync.WaitGroup // jobs queued and not yet encoded
+	closed  bool
+	mu      sync.Mutex
+	err     error
 
 	budget   sync.Cond // on mu; signalled when pixels are released
 	maxBytes int       // mediaBytesInFlight
@@ -97,6 +99,7 @@ func newJPEGPool(workers int) *jpegPool {
 				p.inFlight -= job.size()
 				p.budget.Broadcast()
 				p.mu.Unlock()
+				p.pending.Done()
 			}
 		})
 	}
@@ -138,6 +141,7 @@ func (p *jpegPool) queue(job jpegJob) {
 	p.inFlight += n
 	p.peak = max(p.peak, p.inFlight)
 	p.mu.Unlock()
+	p.pending.Add(1)
 	p.jobs <- job
 }
 
@@ -151,10 +155,22 @@ func (p *jpegPool) encodeClip(c *randomClip, dst *json.RawMessage) {
 	p.queue(jpegJob{clip: c, dst: dst})
 }
 
-// close waits for the queued images and reports the first failure.
+// wait waits for the images queued so far and reports the first failure.
+func (p *jpegPool) wait() error {
+	p.pending.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// close waits for the queued images, stops the workers and reports the
+// first failure; a second close does nothing.
 func (p *jpegPool) close() error {
-	close(p.jobs)
-	p.wg.Wait()
+	if !p.closed {
+		p.closed = true
+		close(p.jobs)
+		p.wg.Wait()
+	}
 	return p.err
 }
 

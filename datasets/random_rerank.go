@@ -28,11 +28,25 @@ type RandomRerankOptions struct {
 // and documents are drawn around InputLen, one document and one batch slot
 // go to the query, and PromptLen = query + Σ docs. Output lengths are 0.
 func SampleRandomRerank(tok Tokenizer, o RandomRerankOptions) ([]Request, error) {
+	var all []Request
+	err := StreamRandomRerank(tok, o, func(batch []Request) error {
+		all = append(all, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// StreamRandomRerank is SampleRandomRerank handing the requests to emit a
+// window of documents at a time (random_window.go).
+func StreamRandomRerank(tok Tokenizer, o RandomRerankOptions, emit Emit) error {
 	if tok == nil {
-		return nil, fmt.Errorf("dataset random-rerank: a tokenizer is required (drop --skip-tokenizer-init)")
+		return fmt.Errorf("dataset random-rerank: a tokenizer is required (drop --skip-tokenizer-init)")
 	}
 	if o.Seed < 0 {
-		return nil, fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
+		return fmt.Errorf("--seed %d: numpy.random.default_rng needs a non-negative seed", o.Seed)
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -46,67 +60,75 @@ func SampleRandomRerank(tok Tokenizer, o RandomRerankOptions) ([]Request, error)
 	rng := pyrand.NewGenerator(uint64(o.Seed))
 	queryLens, _, queryOffsets, err := samplingParams(rng, 1, o.RangeRatio, queryParam, 0, tok, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	queryLen := int(queryLens[0])
 	numDocs, batch, docParam := o.NumPrompts, o.BatchSize, o.InputLen-queryLen-sep
 	if o.NoReranker {
 		if numDocs <= 1 || batch <= 1 {
-			return nil, fmt.Errorf("dataset random-rerank with --no-reranker: --num-prompts (%d) and --random-batch-size (%d) must both be above 1", numDocs, batch)
+			return fmt.Errorf("dataset random-rerank with --no-reranker: --num-prompts (%d) and --random-batch-size (%d) must both be above 1", numDocs, batch)
 		}
 		numDocs, batch, docParam = numDocs-1, batch-1, o.InputLen
 	}
 	if batch < 1 {
-		return nil, fmt.Errorf("--random-batch-size %d: must be at least 1", o.BatchSize)
+		return fmt.Errorf("--random-batch-size %d: must be at least 1", o.BatchSize)
 	}
 	docLens, _, docOffsets, err := samplingParams(rng, max(numDocs, 0), o.RangeRatio, docParam, 0, tok, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	allowed := allowedTokens(tok.VocabSize(), tok.AllSpecialIDs())
 	if len(allowed) == 0 {
-		return nil, fmt.Errorf("dataset random-rerank: the tokenizer's vocabulary (%d ids) has no non-special token", tok.VocabSize())
+		return fmt.Errorf("dataset random-rerank: the tokenizer's vocabulary (%d ids) has no non-special token", tok.VocabSize())
 	}
 	draw := vocabDraw(rng, tok.VocabSize())
 	query := tokenSequence(nil, 0, allowed, queryLen, queryOffsets[0], 0)
+	query.dropIDs = true
 	if err := query.finish(tok, draw); err != nil {
-		return nil, fmt.Errorf("dataset random-rerank: %w", err)
+		return fmt.Errorf("dataset random-rerank: %w", err)
 	}
-	docs := make([]*lengthFix, len(docLens))
-	for i := range docs {
-		docs[i] = tokenSequence(nil, 0, allowed, int(docLens[i]), docOffsets[i], i+1)
-	}
-	if err := fixLengths(tok, docs, draw, o.Workers); err != nil {
-		return nil, fmt.Errorf("dataset random-rerank: %w", err)
+	g := &tokenWindows{tok: tok, allowed: allowed, inputLens: docLens, offsets: docOffsets, index0: 1,
+		draw: draw, workers: o.Workers, window: o.window}
+	if g.window <= 0 {
+		g.window = promptWindow(int(meanOf(docLens)), batch)
+	} else {
+		g.window = max(batch, g.window/batch*batch)
 	}
 	mismatch := query.mismatch
 	var reqs []Request
-	for i := 0; i < len(docs); i += batch {
-		group := docs[i:min(i+batch, len(docs))]
-		r := Request{PromptList: []string{query.prompt}, RequestID: o.RequestIDPrefix + strconv.Itoa(i/batch)}
-		r.PromptLen = len(query.ids)
-		if sep > 0 {
-			r.PromptLen = (len(query.ids) + sep) * len(group)
+	err = g.build("random-rerank", nil, func(lo int, docs []*lengthFix) error {
+		reqs = reqs[:0]
+		for i := 0; i < len(docs); i += batch {
+			group := docs[i:min(i+batch, len(docs))]
+			r := Request{PromptList: []string{query.prompt}, RequestID: o.RequestIDPrefix + strconv.Itoa((lo+i)/batch)}
+			r.PromptLen = query.count
+			if sep > 0 {
+				r.PromptLen = (query.count + sep) * len(group)
+			}
+			for _, d := range group {
+				r.PromptList = append(r.PromptList, d.prompt)
+				r.PromptLen += d.count
+				mismatch += d.mismatch
+			}
+			reqs = append(reqs, r)
 		}
-		for _, d := range group {
-			r.PromptList = append(r.PromptList, d.prompt)
-			r.PromptLen += len(d.ids)
-			mismatch += d.mismatch
-		}
-		reqs = append(reqs, r)
+		return emit(reqs)
+	})
+	if err != nil {
+		return err
 	}
 	logMismatch(logf, mismatch)
-	return reqs, nil
+	return nil
 }
 
 var randomRerankDataset = &Dataset{
 	Name:      "random-rerank",
 	Synthetic: true,
-	Sample: func(env *Env) ([]Request, error) {
+	Stream: func(env *Env, emit Emit) error {
 		o, err := randomOptions(env)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return SampleRandomRerank(env.Tokenizer, RandomRerankOptions{RandomOptions: o, NoReranker: env.Flags.NoReranker})
+		return StreamRandomRerank(env.Tokenizer, RandomRerankOptions{RandomOptions: o, NoReranker: env.Flags.NoReranker}, emit)
 	},
 }

@@ -18,17 +18,52 @@ type Dataset struct {
 	// need a completions backend) with their own send times, used unless
 	// --no-self-timed, and their output lengths are exact (ignore_eos).
 	SelfTimed bool
-	// Sample draws the requests; nil when stampede does not build the
-	// dataset yet (its flags still parse).
-	Sample func(env *Env) ([]Request, error)
+	// Stream draws the requests and hands them to emit in order, a batch
+	// at a time; nil when stampede does not build the dataset yet (its
+	// flags still parse). The random datasets build their prompts a window
+	// at a time, so a run holds a window of prompts, not all of them; the
+	// others read or build them whole and emit them at once (sampled).
+	Stream func(env *Env, emit Emit) error
 }
 
+// Emit receives a dataset's requests in order, a batch at a time. It may
+// change the batch's requests (alignment, token ids) but not keep the
+// slice once it returns; an error it returns stops the sampling and comes
+// back from Stream.
+type Emit func(batch []Request) error
+
 // Built reports whether stampede can sample d.
-func (d *Dataset) Built() bool { return d.Sample != nil }
+func (d *Dataset) Built() bool { return d.Stream != nil }
+
+// Collect samples d whole: every request in one slice, for the callers
+// that need them all at once (tests, small datasets).
+func (d *Dataset) Collect(env *Env) ([]Request, error) {
+	var all []Request
+	err := d.Stream(env, func(batch []Request) error {
+		all = append(all, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// sampled is the Stream of a dataset that builds every request before it
+// hands any over: one batch of all of them.
+func sampled(sample func(env *Env) ([]Request, error)) func(*Env, Emit) error {
+	return func(env *Env, emit Emit) error {
+		reqs, err := sample(env)
+		if err != nil {
+			return err
+		}
+		return emit(reqs)
+	}
+}
 
 // Registry is every --dataset-name choice, in the order `vllm bench serve`
 // lists them. Adding a dataset is one file declaring its *Dataset, its
-// Sample<Name>(env *Env) and, when it brings options, its flag group
+// Sample<Name>(env *Env) (or Stream<Name>) and, when it brings options, its flag group
 // (embedded in Flags in Python's group order), and one row here.
 var Registry = []*Dataset{
 	shareGPTDataset,

@@ -14,20 +14,44 @@ import (
 // (the server would refuse them), the rest keep their order. It says on
 // stderr how many went; none left is an error.
 func FitModelLen(reqs []Request, maxLen int, stderr io.Writer) ([]Request, error) {
-	kept := reqs[:0]
-	for _, r := range reqs {
-		if r.PromptLen+r.ExpectedOutputLen <= maxLen {
+	fit := &ModelLenFit{MaxLen: maxLen}
+	kept := fit.Keep(reqs)
+	if err := fit.Finish(stderr); err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// ModelLenFit is FitModelLen over requests that come a batch at a time:
+// Keep each batch, then Finish.
+type ModelLenFit struct {
+	MaxLen        int
+	seen, dropped int
+}
+
+// Keep returns the requests of batch that fit, in batch's own memory.
+func (f *ModelLenFit) Keep(batch []Request) []Request {
+	kept := batch[:0]
+	for _, r := range batch {
+		if r.PromptLen+r.ExpectedOutputLen <= f.MaxLen {
 			kept = append(kept, r)
 		}
 	}
-	if dropped := len(reqs) - len(kept); dropped > 0 {
+	f.seen += len(batch)
+	f.dropped += len(batch) - len(kept)
+	return kept
+}
+
+// Finish says how many requests were dropped, and fails when all were.
+func (f *ModelLenFit) Finish(stderr io.Writer) error {
+	if f.dropped > 0 {
 		fmt.Fprintf(stderr, "--max-model-len %d: dropped %d of %d requests whose prompt and output tokens exceed it\n",
-			maxLen, dropped, len(reqs))
+			f.MaxLen, f.dropped, f.seen)
 	}
-	if len(kept) == 0 {
-		return nil, &py.Error{Type: "ValueError", Msg: fmt.Sprintf("--max-model-len %d: every request's prompt and output tokens exceed it", maxLen)}
+	if f.dropped == f.seen {
+		return &py.Error{Type: "ValueError", Msg: fmt.Sprintf("--max-model-len %d: every request's prompt and output tokens exceed it", f.MaxLen)}
 	}
-	return kept, nil
+	return nil
 }
 
 // PromptTokenIDs is the Rust client's --prompt-token-ids: each text

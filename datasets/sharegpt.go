@@ -216,4 +216,4 @@ type ShareGPTFlags struct {
 	SharegptOutputLen *int `long:"sharegpt-output-len" copy-of:"output-len" description:"Output tokens per request (default: the length of the recorded answer)."`
 }
 
-var shareGPTDataset = &Dataset{Name: "sharegpt", Sample: SampleShareGPT}
+var shareGPTDataset = &Dataset{Name: "sharegpt", Stream: sampled(SampleShareGPT)}

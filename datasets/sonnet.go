@@ -125,5 +125,5 @@ type SonnetFlags struct {
 
 var sonnetDataset = &Dataset{
 	Name:   "sonnet",
-	Sample: SampleSonnet,
+	Stream: sampled(SampleSonnet),
 }

@@ -128,5 +128,5 @@ type SpecBenchFlags struct {
 
 var specBenchDataset = &Dataset{
 	Name:   "spec_bench",
-	Sample: SampleSpecBench,
+	Stream: sampled(SampleSpecBench),
 }

@@ -70,7 +70,7 @@ type SpeedBenchFlags struct {
 
 var speedBenchDataset = &Dataset{
 	Name:   "speed_bench",
-	Sample: SampleSpeedBench,
+	Stream: sampled(SampleSpeedBench),
 }
 
 // truncatePrompts is the Rust client's --speed-bench-max-input-len: each

@@ -369,5 +369,5 @@ type TimedTraceFlags struct {
 var timedTraceDataset = &Dataset{
 	Name:      "timed_trace",
 	SelfTimed: true,
-	Sample:    SampleTimedTrace,
+	Stream:    sampled(SampleTimedTrace),
 }

@@ -65,7 +65,12 @@ type Config struct {
 	Kind      sse.Kind // stream chunk format
 	Streaming bool     // false for non-streaming pooling backends
 
+	// Requests are the run's requests, all in memory from the start; or,
+	// when Store is set (and Requests nil), the store holds them and the
+	// run keeps only a window of them in memory (window.go). The caller
+	// closes the store after the run.
 	Requests []Request
+	Store    *Store
 
 	// RequestRate is requests per second (math.Inf(1): all at once);
 	// Burstiness the gamma shape (1: Poisson). RampUp, when set, replaces the
@@ -107,7 +112,9 @@ type Config struct {
 	// Result.LogError says why.
 	Log metrics.LogConfig
 	// WindowBytes, when set, gives the bytes of the requests held in
-	// memory for sending now (the prompt window), for the memory samples.
+	// memory for sending now (the prompt window), for the memory samples;
+	// unset, they are the window's own (Runner.Window: a Store's window,
+	// or the loaded Requests not yet ended).
 	WindowBytes func() int64
 	// CountTokens, when set, counts the generated text of each success
 	// whose usage gave no output count, once, after the run, as the
@@ -218,6 +225,12 @@ type Health struct {
 	// Memory is the resident set sampled while the streams were open;
 	// zero Samples where it cannot be read.
 	Memory MemorySamples
+	// Window is what the requests' window held (Runner.Window); for a run
+	// of Config.Requests, all of them.
+	Window WindowStats
+	// StoreErr, when set, is the read of the request store that failed and
+	// stopped the run, as a cancellation does.
+	StoreErr error
 	// Log is the record log's size once sorted.
 	Log LogHealth
 }
@@ -265,10 +278,18 @@ type Runner struct {
 	abort   context.CancelFunc
 	result  *Result
 	err     error
-	// reqs is what the shards send, by queue position; feed is the
-	// Submit side of a Feed run (nil otherwise).
-	reqs []shard.Request
-	feed *feed
+	// set is the run's requests as the engine reads them beside their
+	// bytes; window loads a Store's into the queue (nil otherwise); feed
+	// is the Submit side of a Feed run (nil otherwise).
+	set    requestSet
+	window *window
+	feed   *feed
+	// storeFailed is cancelled when the window's read of the store fails.
+	storeFailed context.Context
+	failStore   context.CancelCauseFunc
+	// wakeMu lets the dispatcher and the window both wake the shards
+	// (Transport.Wake takes one goroutine at a time).
+	wakeMu sync.Mutex
 	// open is the most streams open at once: the requests, or fewer
 	// under MaxConcurrency.
 	open int
@@ -282,7 +303,11 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		// Submit fills the positions in; the caller's slice stays as given.
 		cfg.Requests = slices.Clone(cfg.Requests)
 	}
-	offsets, rates, err := schedule(cfg)
+	set, err := requestsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	offsets, rates, err := schedule(cfg, set)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +315,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil && len(cfg.FrontEnds) == 0 {
 		return nil, err
 	}
-	dests, err := resolveFrontEnds(cfg)
+	dests, err := resolveFrontEnds(cfg, set)
 	if err != nil {
 		return nil, err
 	}
@@ -300,8 +325,8 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := shard.CheckSources(cfg.SourceAddresses, addr); err != nil {
 		return nil, err
 	}
-	n := len(cfg.Requests)
-	count, err := shardCount(cfg)
+	n := set.Len()
+	count, err := shardCount(cfg, n)
 	if err != nil {
 		return nil, err
 	}
@@ -317,29 +342,37 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{
 		cfg:   cfg,
+		set:   set,
 		queue: shard.NewQueue(n, cfg.MaxConcurrency),
 		clock: shard.NewClock(),
 		done:  make(chan struct{}),
 		open:  min(slotsTotal, n),
 	}
 	r.aborted, r.abort = context.WithCancel(context.Background())
+	r.storeFailed, r.failStore = context.WithCancelCause(context.Background())
 	r.logFailed = make(chan struct{})
 	logCfg := cfg.Log
 	logCfg.OnError = func(err error) {
 		r.logOnce.Do(func() { r.logErr = err; close(r.logFailed) })
 	}
 	r.spool = metrics.NewSpool(logCfg)
-	reqs := make([]shard.Request, n)
-	for i, q := range cfg.Requests {
-		reqs[i] = shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage, Dest: q.FrontEnd}
-	}
-	r.reqs = reqs
-	if cfg.Feed {
+	var src *storeReader
+	switch {
+	case cfg.Feed:
 		r.feed = newFeed()
+	case cfg.Store != nil:
+		if src, err = cfg.Store.reader(); err != nil {
+			r.spool.Close()
+			return nil, err
+		}
+	default:
+		for i, q := range cfg.Requests {
+			r.queue.Load(i, shardRequest(q))
+		}
 	}
 	base := shard.Config{
 		Addr: addr, Dests: dests, SourceAddrs: cfg.SourceAddresses, Streaming: cfg.Streaming, Kind: cfg.Kind,
-		Requests: reqs, Queue: r.queue,
+		Queue:          r.queue,
 		Slots:          max(1, (slotsTotal+count-1)/count),
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout,
 		KernelTimestamps: cfg.KernelTimestamps, Clock: r.clock,
@@ -373,8 +406,36 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Probe != nil {
 		r.probes = newProbeLoop(cfg.Probe, base, run.TLS)
 	}
+	if src != nil {
+		// Loading starts now: the window is full before the warm-up ends.
+		r.window = newWindow(r.queue, src, r.clock, r.wake, cfg.MaxConcurrency)
+		go r.window.run(r.done, func(err error) { r.failStore(err) })
+	}
 	go r.run(ctx, offsets, rates)
 	return r, nil
+}
+
+// wake tells the shards that a request may be taken.
+func (r *Runner) wake() {
+	r.wakeMu.Lock()
+	r.transport.Wake()
+	r.wakeMu.Unlock()
+}
+
+// shardRequest is q as a shard sends it.
+func shardRequest(q Request) shard.Request {
+	return shard.Request{Wire: q.Wire, PromptLen: q.PromptLen, NumInputSequences: q.NumInputSequences, PoolingUsage: q.PoolingUsage, Dest: q.FrontEnd}
+}
+
+// Window returns what the requests' window holds now and held at the most
+// (window.go); any goroutine may call it. A run of Config.Requests holds
+// them all from the start.
+func (r *Runner) Window() WindowStats {
+	if r.window != nil {
+		return r.window.stats()
+	}
+	b, n := r.queue.Held()
+	return WindowStats{Bytes: b, PeakBytes: b, Requests: n, PeakRequests: n}
 }
 
 // Progress returns how many requests have succeeded and failed so far, and
@@ -385,7 +446,7 @@ func (r *Runner) Progress() (done, failed, total int) {
 		done += int(rec.Completed())
 		failed += int(rec.Failed())
 	}
-	return done, failed, len(r.cfg.Requests)
+	return done, failed, r.set.Len()
 }
 
 // Wait blocks until the run ended and returns its result.
@@ -405,11 +466,13 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	defer close(r.done)
 	defer restoreProcs()
 	defer r.abort() // releases the context's resources
-	// An abort is a cancellation that skips the grace; a record log that
+	// An abort is a cancellation that skips the grace, and so is a failed
+	// read of the store: no request past it can be sent. A record log that
 	// cannot be written is a cancellation too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.aborted, cancel)()
+	defer context.AfterFunc(r.storeFailed, cancel)()
 	go func() {
 		select {
 		case <-r.logFailed:
@@ -427,7 +490,7 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 		r.transport.Abort()
 		<-warmed
 	}
-	defer releaseMemory(holdMemory(len(r.cfg.Requests), r.open))
+	defer releaseMemory(holdMemory(r.set.Len(), r.open, r.loadAhead()))
 	if !r.cfg.StartAt.IsZero() {
 		// Cancelled while waiting: nothing is released (dispatch sees ctx).
 		waitUntil(ctx, r.cfg.StartAt)
@@ -479,17 +542,23 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	}
 
 	// Requests never taken: failed "cancelled", as Python's would be.
+	n := r.set.Len()
 	skipped := metrics.NewRecorder(metrics.Options{Spool: r.spool})
-	for i := r.queue.Taken(); i < len(r.cfg.Requests); i++ {
+	for i := r.queue.Taken(); i < n; i++ {
 		var arrival int64
 		if i < r.queue.Released() {
 			arrival = r.queue.ArrivalNs(i)
 		}
-		skipped.Skip(i, r.cfg.Requests[i].PromptLen, arrival, "cancelled")
+		promptLen := r.set.promptLen(i)
+		if i < r.queue.Loaded() {
+			// A Feed run's requests are known once submitted.
+			promptLen = r.queue.Request(i).PromptLen
+		}
+		skipped.Skip(i, promptLen, arrival, "cancelled")
 	}
 	data, err := metrics.Gather(metrics.SortOptions{
-		Requests:    len(r.cfg.Requests),
-		IndexOf:     func(pos int) int { return r.cfg.Requests[pos].Index },
+		Requests:    n,
+		IndexOf:     r.set.index,
 		CountTokens: r.cfg.CountTokens,
 		KeepText:    r.cfg.KeepText,
 	}, append(r.recorders, skipped)...)
@@ -509,6 +578,11 @@ func (r *Runner) run(ctx context.Context, offsets []int64, rates []float64) {
 	logHealth := res.Health.Log
 	res.Health = r.health(lags)
 	res.Health.Memory = memory
+	res.Health.Window = r.Window()
+	if err := context.Cause(r.storeFailed); r.storeFailed.Err() != nil {
+		res.Health.StoreErr = err
+		res.Cancelled = true
+	}
 	res.Health.Log = logHealth
 	r.result = res
 }
@@ -518,6 +592,8 @@ func (r *Runner) heldBytes() (log, window int64) {
 	m := r.spool.Memory()
 	if r.cfg.WindowBytes != nil {
 		window = r.cfg.WindowBytes()
+	} else {
+		window = r.Window().Bytes
 	}
 	return m.BufferBytes + m.StoreMemoryBytes, window
 }
@@ -565,7 +641,7 @@ func (r *Runner) dispatch(ctx context.Context, startNs int64, offsets []int64, r
 		}
 		now := r.clock.Now()
 		r.queue.Release(i, now)
-		r.transport.Wake()
+		r.wake()
 		lags = append(lags, now-due)
 		if r.cfg.RampUp != nil && !r.cfg.SelfTimed {
 			res.RampUpEvents = rampUpEvents(res.RampUpEvents, &lastRPS, rates[i], time.Now())
@@ -657,12 +733,12 @@ func withDefaults(cfg Config) Config {
 
 // schedule returns each request's release time in run nanoseconds and the
 // rate that applied to it.
-func schedule(cfg Config) (offsetsNs []int64, rates []float64, err error) {
-	n := len(cfg.Requests)
+func schedule(cfg Config, set requestSet) (offsetsNs []int64, rates []float64, err error) {
+	n := set.Len()
 	offsetsNs = make([]int64, n)
 	if cfg.SelfTimed {
-		for i, q := range cfg.Requests {
-			offsetsNs[i] = max(q.OffsetNs, 0)
+		for i := range offsetsNs {
+			offsetsNs[i] = max(set.offsetNs(i), 0)
 		}
 		return offsetsNs, make([]float64, n), nil
 	}
@@ -678,8 +754,7 @@ func schedule(cfg Config) (offsetsNs []int64, rates []float64, err error) {
 
 // shardCount applies Config.Shards, MaxConnectionsPerWorker, or one shard
 // per usable physical core.
-func shardCount(cfg Config) (int, error) {
-	n := len(cfg.Requests)
+func shardCount(cfg Config, n int) (int, error) {
 	switch {
 	case cfg.Shards < 0:
 		return 0, fmt.Errorf("shard count %d: must be 0 (automatic) or positive", cfg.Shards)
@@ -702,12 +777,10 @@ func shardCount(cfg Config) (int, error) {
 
 // resolveFrontEnds resolves cfg.FrontEnds (nil without them) and checks
 // that every request names one of them.
-func resolveFrontEnds(cfg Config) ([]netip.AddrPort, error) {
+func resolveFrontEnds(cfg Config, set requestSet) ([]netip.AddrPort, error) {
 	if len(cfg.FrontEnds) == 0 {
-		for _, q := range cfg.Requests {
-			if q.FrontEnd != 0 {
-				return nil, fmt.Errorf("request %d names front end %d of none", q.Index, q.FrontEnd)
-			}
+		if i, fe, bad := set.frontEndOutside(1); bad {
+			return nil, fmt.Errorf("request %d names front end %d of none", i, fe)
 		}
 		return nil, nil
 	}
@@ -722,10 +795,8 @@ func resolveFrontEnds(cfg Config) ([]netip.AddrPort, error) {
 		}
 		dests[i] = d
 	}
-	for _, q := range cfg.Requests {
-		if q.FrontEnd < 0 || q.FrontEnd >= len(dests) {
-			return nil, fmt.Errorf("request %d names front end %d of %d", q.Index, q.FrontEnd, len(dests))
-		}
+	if i, fe, bad := set.frontEndOutside(len(dests)); bad {
+		return nil, fmt.Errorf("request %d names front end %d of %d", i, fe, len(dests))
 	}
 	return dests, nil
 }

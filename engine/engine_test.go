@@ -221,7 +221,7 @@ func TestShardCount(t *testing.T) {
 		{Config{Requests: reqs, CPUs: []int{1}}, 1},
 	}
 	for _, c := range cases {
-		got, err := shardCount(c.cfg)
+		got, err := shardCount(c.cfg, len(c.cfg.Requests))
 		if err != nil || got != c.want {
 			t.Errorf("shardCount(shards %d, per-worker %d) = %d, %v; want %d", c.cfg.Shards, c.cfg.MaxConnectionsPerWorker, got, err, c.want)
 		}

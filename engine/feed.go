@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/stampede-bench/stampede/shard"
 )
 
 // feed is the caller's side of a Config.Feed run: a command whose requests
@@ -74,15 +72,13 @@ func (r *Runner) Submit(req Request) (int, error) {
 	default:
 	}
 	i := r.feed.next
-	if i >= len(r.reqs) {
+	if i >= r.queue.Len() {
 		return 0, ErrFeedFull
 	}
 	r.feed.next++
 	req.Index = i
 	r.cfg.Requests[i] = req
-	r.reqs[i] = shard.Request{Wire: req.Wire, PromptLen: req.PromptLen, NumInputSequences: req.NumInputSequences, PoolingUsage: req.PoolingUsage, Dest: req.FrontEnd}
-	// The release's atomic store publishes the request to the shard that
-	// takes it.
+	r.queue.Load(i, shardRequest(req))
 	r.queue.Release(i, r.clock.Now())
 	r.transport.Wake()
 	return i, nil

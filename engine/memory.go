@@ -38,12 +38,23 @@ const (
 )
 
 // holdMemory holds the GC's settings for a run of requests, open at most
-// at once; nil (which holds nothing) for a small run.
-func holdMemory(requests, open int) *memlimit.Hold {
+// at once, that will load window more bytes of requests than are in use
+// now (a Store's window and its requests in flight); nil (which holds
+// nothing) for a small run.
+func holdMemory(requests, open int, window int64) *memlimit.Hold {
 	if requests < runMemoryMin {
 		return nil
 	}
-	return memlimit.Take(memlimit.InUse()+int64(open)*runPerStream, runMargin)
+	return memlimit.Take(memlimit.InUse()+int64(open)*runPerStream+window, runMargin)
+}
+
+// loadAhead is the request bytes a run from a Store will load beyond those
+// in memory at its start: the window, and the requests in flight.
+func (r *Runner) loadAhead() int64 {
+	if r.window == nil {
+		return 0
+	}
+	return windowBytes + int64(r.open)*r.set.meanBytes()
 }
 
 // releaseMemory releases the run's hold and collects the run's garbage, so

@@ -22,10 +22,10 @@ func TestHoldMemorySetsAndRestores(t *testing.T) {
 	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetMemoryLimit(oldLimit)
 
-	if h := holdMemory(runMemoryMin-1, runMemoryMin-1); h != nil {
+	if h := holdMemory(runMemoryMin-1, runMemoryMin-1, 0); h != nil {
 		t.Fatal("a small run held the GC's settings")
 	}
-	h := holdMemory(10_000, 10_000)
+	h := holdMemory(10_000, 10_000, 0)
 	if got := debug.SetGCPercent(-1); got != -1 {
 		t.Errorf("GC percent during the run %d, want -1 (off)", got)
 	}
@@ -53,7 +53,7 @@ func TestHoldMemoryKeepsLowerSettings(t *testing.T) {
 	defer debug.SetGCPercent(old)
 	oldLimit := debug.SetMemoryLimit(1 << 20)
 	defer debug.SetMemoryLimit(oldLimit)
-	h := holdMemory(10_000, 10_000)
+	h := holdMemory(10_000, 10_000, 0)
 	if got := debug.SetGCPercent(-1); got != 30 {
 		t.Errorf("GC percent during the run %d, want the 30 set", got)
 	}

@@ -22,11 +22,11 @@ func runWires(t *testing.T, srv *shardtest.Server, reqs []Request, slots int) ([
 
 func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int, tlsConfig *tls.Config) ([]metrics.RequestResult, Health, *metrics.Recorder) {
 	t.Helper()
-	q := NewQueue(len(reqs), slots)
+	q := NewQueueOf(reqs, slots)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
 	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
-		Requests: reqs, Queue: q, Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
+		Queue: q, Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
 		KernelTimestamps: true, Clock: clock, Recorder: rec, TLS: tlsConfig})
 	if err != nil {
 		t.Fatal(err)
@@ -230,13 +230,13 @@ func runWarm(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config, n int) 
 	for i := range reqs {
 		reqs[i] = Request{Wire: shardtest.Wire("/ok/2")}
 	}
-	q := NewQueue(n, 0)
+	q := NewQueueOf(reqs, 0)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
 	var warmed sync.WaitGroup
 	warmed.Add(1)
 	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
-		Requests: reqs, Queue: q, Slots: n, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
+		Queue: q, Slots: n, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
 		KernelTimestamps: true, Clock: clock, Recorder: rec, Warm: n, Warmed: &warmed, TLS: tlsConfig})
 	if err != nil {
 		t.Fatal(err)
@@ -269,10 +269,10 @@ func checkWarmed(t *testing.T, results []metrics.RequestResult) {
 func TestBreakdownTLS(t *testing.T) {
 	srv, tlsConfig := shardtest.NewTLS(t)
 	reqs := []Request{{Wire: shardtest.Wire("/ok/2")}, {Wire: shardtest.Wire("/slow/20")}}
-	q := NewQueue(len(reqs), 1)
+	q := NewQueueOf(reqs, 1)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	tr := startFallback(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
+	tr := startFallback(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Queue: q,
 		ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, KernelTimestamps: true, Clock: clock, Recorder: rec}, tlsConfig, 1, "")
 	for i := range reqs {
 		q.Release(i, clock.Now())

@@ -72,8 +72,8 @@ type ClientStats struct {
 const clientReadSize = 4 << 10
 
 // NewClient returns a Client for cfg's server (cfg.Addr, timeouts, stream
-// format, clock, kernel stamps, response limits; Requests, Queue and Slots
-// are not used). tlsConfig nil speaks plain TCP; otherwise it should come
+// format, clock, kernel stamps, response limits; Queue and Slots are not
+// used). tlsConfig nil speaks plain TCP; otherwise it should come
 // from PrepareTLS. stats, if not nil, collects the counters.
 func NewClient(cfg *Config, tlsConfig *tls.Config, stats *ClientStats) *Client {
 	if stats == nil {

@@ -38,10 +38,10 @@ func TestConnectAndRequestTimeouts(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = Request{Wire: []byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")}
 	}
-	q := NewQueue(len(reqs), 0)
+	q := NewQueueOf(reqs, 0)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: addr, Streaming: true, Requests: reqs, Queue: q, Slots: 3,
+	sh, err := New(Config{CPU: -1, Addr: addr, Streaming: true, Queue: q, Slots: 3,
 		ConnectTimeout: 200 * time.Millisecond, RequestTimeout: 600 * time.Millisecond, Clock: clock, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -72,10 +72,10 @@ func TestConnectErrorNamesItsDestination(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = Request{Wire: []byte("POST /ok/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), Dest: i % 2}
 	}
-	q := NewQueue(len(reqs), 0)
+	q := NewQueueOf(reqs, 0)
 	rec := metrics.NewRecorder(metrics.Options{})
 	sh, err := New(Config{CPU: -1, Dests: []netip.AddrPort{live.Addr, dead.Addr}, Streaming: true, Kind: sse.Completions,
-		Requests: reqs, Queue: q, Slots: len(reqs), ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		Queue: q, Slots: len(reqs), ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
 		Clock: NewClock(), Recorder: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -35,9 +35,9 @@ func newHandLoop(t *testing.T, reqs []Request) *handLoop {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	h := &handLoop{t: t, ln: ln, q: NewQueue(len(reqs), 0), rec: metrics.NewRecorder(metrics.Options{})}
+	h := &handLoop{t: t, ln: ln, q: NewQueueOf(reqs, 0), rec: metrics.NewRecorder(metrics.Options{})}
 	h.sh, err = New(Config{CPU: -1, Addr: netip.MustParseAddrPort(ln.Addr().String()), Streaming: true, Kind: sse.Completions,
-		Requests: reqs, Queue: h.q, Slots: 1, ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Second,
+		Queue: h.q, Slots: 1, ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Second,
 		Clock: NewClock(), Recorder: h.rec})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func (h *handLoop) reusedAfterServerClose(server func(*net.TCPConn, *bufio.Reade
 	i, arrivalNs, _ := h.q.take()
 	h.sh.busy++
 	h.sh.cfg.Recorder.Begin(&c.stream, i, 3, arrivalNs, h.sh.cfg.Clock.Now())
-	h.sh.send(c, &h.sh.cfg.Requests[i])
+	h.sh.send(c, h.q.request(i))
 	if c.written != len(c.req.Wire) {
 		h.t.Fatalf("request 1: %d of %d bytes written", c.written, len(c.req.Wire))
 	}

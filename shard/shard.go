@@ -26,10 +26,13 @@ type Request struct {
 	// Dest indexes Config.Dests: the front end the request goes to (0
 	// without them).
 	Dest int
+	// pos is the request's queue position (Queue.Load sets it).
+	pos int
 }
 
-// Config is what one shard needs to run. Requests, Queue and Clock are
-// shared by all shards of a run; Recorder is this shard's alone.
+// Config is what one shard needs to run. Queue (which holds the requests)
+// and Clock are shared by all shards of a run; Recorder is this shard's
+// alone.
 type Config struct {
 	ID  int
 	CPU int // CPU to pin the loop's thread to; -1 leaves it unpinned
@@ -48,8 +51,7 @@ type Config struct {
 	Streaming   bool     // SSE streams; false for non-streaming pooling backends
 	Kind        sse.Kind // chunk decoder for streams
 
-	Requests []Request // indexed by queue position
-	Queue    *Queue
+	Queue *Queue
 	// Slots caps this shard's requests in flight, and so its connections.
 	Slots int
 
@@ -625,7 +627,7 @@ func (s *Shard) takeWork() {
 
 // start sends request i on an idle connection, or on a new one.
 func (s *Shard) start(i int, arrivalNs int64) {
-	req := &s.cfg.Requests[i]
+	req := s.cfg.Queue.request(i)
 	startNs := s.cfg.Clock.Now()
 	s.busy++
 	c := s.popIdle(req.Dest)
@@ -636,7 +638,8 @@ func (s *Shard) start(i int, arrivalNs int64) {
 			var st metrics.Stream
 			s.cfg.Recorder.Begin(&st, i, req.PromptLen, arrivalNs, startNs)
 			s.cfg.Recorder.Fail(&st, s.connectErrorTo(req.Dest, err))
-			s.release(nil)
+			s.busy--
+			s.cfg.Queue.finish(req)
 			return
 		}
 	}
@@ -1096,17 +1099,16 @@ func (s *Shard) fail(c *conn, text string) {
 }
 
 // release frees the slot of a request that has been recorded, in the shard
-// and in the global cap. c is the connection that carried it, if any. The
-// event loop takes the next released request as soon as the current event
+// and in the global cap, and its bytes. c is the connection that carried
+// it. The event loop takes the next released request as soon as the current event
 // is handled.
 func (s *Shard) release(c *conn) {
-	if c != nil {
-		s.timers.clear(c)
-		c.giveBack()
-		c.req = nil
-	}
+	req := c.req
+	s.timers.clear(c)
+	c.giveBack()
+	c.req = nil
 	s.busy--
-	s.cfg.Queue.finish()
+	s.cfg.Queue.finish(req)
 }
 
 func (s *Shard) expireDeadlines() {
@@ -1260,9 +1262,10 @@ func (s *Shard) abortAllWith(text string) {
 				s.cfg.Recorder.Fail(&c.stream, text)
 				s.timers.clear(c)
 				c.giveBack()
+				req := c.req
 				c.req = nil
 				s.busy--
-				s.cfg.Queue.finish()
+				s.cfg.Queue.finish(req)
 			}
 		}
 	}

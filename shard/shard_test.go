@@ -56,7 +56,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 	for i, p := range paths {
 		reqs[i] = Request{Wire: shardtest.Wire(p), PromptLen: 3}
 	}
-	q := NewQueue(len(reqs), r.limit)
+	q := NewQueueOf(reqs, r.limit)
 	stops := NewReuseStops(1)
 	clock := NewClock()
 	var shards []*Shard
@@ -65,7 +65,7 @@ func runPaths(t *testing.T, srv *shardtest.Server, paths []string, r run) (metri
 		rec := metrics.NewRecorder(metrics.Options{KeepText: true})
 		sh, err := New(Config{
 			ID: i, CPU: -1, Addr: srv.Addr, Streaming: r.streaming, Kind: sse.Completions,
-			Requests: reqs, Queue: q, Slots: r.slots,
+			Queue: q, Slots: r.slots,
 			ConnectTimeout: r.connect, RequestTimeout: r.timeout,
 			KernelTimestamps: r.stamps, Clock: clock, Recorder: rec,
 			MaxResponseBytes: r.maxResponse, Budget: r.budget, TLS: r.tls, Reuse: stops,
@@ -208,12 +208,12 @@ func TestHangUpBehindLastBytes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
-			q := NewQueue(1, 0)
+			q := NewQueueOf([]Request{{Wire: shardtest.Wire(tc.path), PromptLen: 3}}, 0)
 			clock := NewClock()
 			rec := metrics.NewRecorder(metrics.Options{KeepText: true})
 			s, err := New(Config{
 				CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
-				Requests: []Request{{Wire: shardtest.Wire(tc.path), PromptLen: 3}}, Queue: q, Slots: 1,
+				Queue: q, Slots: 1,
 				ConnectTimeout: time.Minute, RequestTimeout: 10 * time.Second, Clock: clock, Recorder: rec,
 			})
 			if err != nil {
@@ -344,9 +344,9 @@ type single struct {
 
 func startSingle(t *testing.T, srv *shardtest.Server, reqs []Request, slots int, timeout time.Duration) *single {
 	t.Helper()
-	s := &single{q: NewQueue(len(reqs), 0), clock: NewClock(), rec: metrics.NewRecorder(metrics.Options{})}
+	s := &single{q: NewQueueOf(reqs, 0), clock: NewClock(), rec: metrics.NewRecorder(metrics.Options{})}
 	var err error
-	s.sh, err = New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Requests: reqs, Queue: s.q, Slots: slots,
+	s.sh, err = New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Queue: s.q, Slots: slots,
 		ConnectTimeout: time.Minute, RequestTimeout: timeout, Clock: s.clock, Recorder: s.rec})
 	if err != nil {
 		t.Fatal(err)
@@ -446,10 +446,10 @@ func TestReusedTLSConnectionResetIsNotResent(t *testing.T) {
 	for i, p := range paths {
 		reqs[i] = Request{Wire: shardtest.Wire(p)}
 	}
-	q := NewQueue(len(reqs), 1)
+	q := NewQueueOf(reqs, 1)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	tr := startFallback(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q,
+	tr := startFallback(Config{Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Queue: q,
 		ConnectTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, Clock: clock, Recorder: rec}, tlsConfig, 1, "")
 	for i := range reqs {
 		q.Release(i, clock.Now())

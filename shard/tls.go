@@ -73,7 +73,7 @@ func startFallback(cfg Config, tlsConfig *tls.Config, workers int, why string) *
 		kick:       make(chan struct{}, workers),
 		stopCh:     make(chan struct{}),
 		keeper:     stampKeeper{fd: -1},
-		handshakes: make([]HandshakeTimes, len(cfg.Requests)),
+		handshakes: make([]HandshakeTimes, cfg.Queue.Len()),
 		startCPU:   processCPU(),
 		fallback:   why,
 	}
@@ -224,8 +224,9 @@ func (t *tlsFallback) work(cl *Client) {
 				return
 			}
 		}
-		cl.Do(t.cfg.Recorder, &t.mu, i, &t.cfg.Requests[i], arrivalNs, &t.handshakes[i])
-		t.cfg.Queue.finish()
+		req := t.cfg.Queue.request(i)
+		cl.Do(t.cfg.Recorder, &t.mu, i, req, arrivalNs, &t.handshakes[i])
+		t.cfg.Queue.finish(req)
 	}
 }
 

@@ -252,11 +252,11 @@ func TestTLSIdleKeyUpdate(t *testing.T) {
 	idle := make(chan struct{})
 	addr, _, _ := startKeyUpdateServer(t, idle)
 	reqs := []Request{{Wire: shardtest.Wire("/first")}, {Wire: shardtest.Wire("/second")}}
-	q := NewQueue(2, 1)
+	q := NewQueueOf(reqs, 1)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{KeepText: true})
 	sh, err := New(Config{CPU: -1, Addr: addr, Streaming: true, Kind: sse.Completions,
-		Requests: reqs, Queue: q, Slots: 1, ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		Queue: q, Slots: 1, ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
 		Clock: clock, Recorder: rec, TLS: PrepareTLS(&tls.Config{InsecureSkipVerify: true}, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -684,10 +684,10 @@ func startStalledTLS(t *testing.T, srv *shardtest.Server, tlsConfig *tls.Config,
 	for i := range reqs {
 		reqs[i] = Request{Wire: shardtest.Wire("/stall")}
 	}
-	q := NewQueue(n, 0)
+	q := NewQueueOf(reqs, 0)
 	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Requests: reqs, Queue: q, Slots: n,
+	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions, Queue: q, Slots: n,
 		ConnectTimeout: time.Minute, RequestTimeout: time.Minute, Clock: clock, Recorder: rec, TLS: PrepareTLS(tlsConfig, n)})
 	if err != nil {
 		t.Fatal(err)

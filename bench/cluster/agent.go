@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
@@ -226,20 +227,22 @@ func (s *Session) Gather(ctx context.Context, part *Partial, stderr io.Writer) (
 	return m.finish(missing)
 }
 
-// GlobalSchedule is the arrival schedule of every request of the run, as
-// a single host computes it (engine.ArrivalSchedule with the same gap
-// source and seed, or a timed trace's own times, selfTimed), in run
-// nanoseconds from the start, with the rate that applied to each under a
-// ramp-up (nil without one).
-func GlobalSchedule(wire []engine.Request, selfTimed bool, rate, burstiness float64, ramp *engine.RampUp, gaps engine.GapSource) (offsetsNs []int64, rates []float64, err error) {
-	offsetsNs = make([]int64, len(wire))
+// GlobalSchedule is the arrival schedule of every one of the run's n
+// requests, as a single host computes it (engine.ArrivalSchedule with the
+// same gap source and seed, or a timed trace's own times, traceOffsetsNs,
+// with selfTimed), in run nanoseconds from the start, with the rate that
+// applied to each under a ramp-up (nil without one).
+func GlobalSchedule(n int, traceOffsetsNs []int64, selfTimed bool, rate, burstiness float64, ramp *engine.RampUp, gaps engine.GapSource) (offsetsNs []int64, rates []float64, err error) {
+	offsetsNs = make([]int64, n)
 	if selfTimed {
-		for i, q := range wire {
-			offsetsNs[i] = max(q.OffsetNs, 0)
+		for i := range offsetsNs {
+			if i < len(traceOffsetsNs) {
+				offsetsNs[i] = max(traceOffsetsNs[i], 0)
+			}
 		}
 		return offsetsNs, nil, nil
 	}
-	s, err := engine.ArrivalSchedule(len(wire), rate, burstiness, ramp, gaps)
+	s, err := engine.ArrivalSchedule(n, rate, burstiness, ramp, gaps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -262,11 +265,12 @@ const statisticsFlags = "--percentile-metrics, --metric-percentiles, --goodput, 
 // its requests or their schedule, and nothing else: the backend, the
 // model, the tokenizer's name, the number of prompts, the request rate,
 // the burstiness, --max-concurrency, the ramp-up, whether a trace times
-// itself, pooling, and every request's prompt length, input count and
-// place on the global schedule (which carry the dataset and the seed).
-// Request ids are left out (each agent draws its own --request-id-prefix
-// unless given), and so are the output flags (--result-dir and the like).
-func RunDigest(settings PartialSettings, wire []engine.Request, offsets []int64) string {
+// itself, pooling, and every request's prompt length and input count
+// (requests, which carry the dataset and the seed) and place on the
+// global schedule. Request ids are left out (each agent draws its own
+// --request-id-prefix unless given), and so are the output flags
+// (--result-dir and the like).
+func RunDigest(settings PartialSettings, requests *RequestsDigest, offsets []int64) string {
 	h := sha256.New()
 	p := settings.Params
 	s, _ := json.Marshal(struct {
@@ -277,21 +281,38 @@ func RunDigest(settings PartialSettings, wire []engine.Request, offsets []int64)
 		SelfTimed, Pooling                                 bool
 	}{
 		p.Backend, p.ModelID, p.TokenizerID, settings.RequestRate, settings.Burstiness,
-		p.NumPrompts, p.MaxConcurrency, len(wire),
+		p.NumPrompts, p.MaxConcurrency, requests.n,
 		p.RampUpStrategy, p.RampUpStartRPS, p.RampUpEndRPS,
 		p.SelfTimed, settings.Pooling,
 	})
 	h.Write(s)
+	h.Write(requests.h.Sum(nil))
 	var b [8]byte
-	for i, q := range wire {
-		binary.LittleEndian.PutUint64(b[:], uint64(q.PromptLen))
-		h.Write(b[:])
-		binary.LittleEndian.PutUint64(b[:], uint64(q.NumInputSequences))
-		h.Write(b[:])
-		binary.LittleEndian.PutUint64(b[:], uint64(offsets[i]))
+	for _, o := range offsets {
+		binary.LittleEndian.PutUint64(b[:], uint64(o))
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RequestsDigest is what every request of a run brings to RunDigest, taken
+// request by request as they are built: every agent builds every request,
+// though it keeps only its share.
+type RequestsDigest struct {
+	h hash.Hash
+	n int
+}
+
+// NewRequestsDigest returns the digest of no request.
+func NewRequestsDigest() *RequestsDigest { return &RequestsDigest{h: sha256.New()} }
+
+// Add takes the next request's prompt length and input count.
+func (d *RequestsDigest) Add(promptLen, numInputSequences int) {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(promptLen))
+	binary.LittleEndian.PutUint64(b[8:], uint64(numInputSequences))
+	d.h.Write(b[:])
+	d.n++
 }
 
 // StatisticsDigest identifies what the merge computes: the settings of

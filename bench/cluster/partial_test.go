@@ -150,7 +150,14 @@ func TestOutputFlagsMayDiffer(t *testing.T) {
 		s.ResultDir, s.ResultFilename, s.SaveResult, s.Label = "/tmp/agent1", "mine.json", false, &label
 	}, metrics.ComputeOptions{})
 	lead := settings(nil, metrics.ComputeOptions{})
-	wire := []engine.Request{{PromptLen: 3}, {PromptLen: 5}}
+	digest := func(lens ...int) *RequestsDigest {
+		d := NewRequestsDigest()
+		for _, l := range lens {
+			d.Add(l, 1)
+		}
+		return d
+	}
+	wire, one, other := digest(3, 5), digest(3), digest(3, 6)
 	offsets := []int64{0, 500}
 	if RunDigest(lead, wire, offsets) != RunDigest(own, wire, offsets) || StatisticsDigest(lead) != StatisticsDigest(own) {
 		t.Errorf("output flags change the digests")
@@ -163,8 +170,9 @@ func TestOutputFlagsMayDiffer(t *testing.T) {
 			t.Errorf("another %s gives the same run digest", name)
 		}
 	}
-	if RunDigest(lead, wire, offsets) == RunDigest(lead, wire, []int64{0, 501}) || RunDigest(lead, wire, offsets) == RunDigest(lead, wire[:1], offsets) {
-		t.Errorf("another schedule or request count gives the same run digest")
+	if RunDigest(lead, wire, offsets) == RunDigest(lead, wire, []int64{0, 501}) || RunDigest(lead, wire, offsets) == RunDigest(lead, one, offsets) ||
+		RunDigest(lead, wire, offsets) == RunDigest(lead, other, offsets) {
+		t.Errorf("another schedule, request count or prompt length gives the same run digest")
 	}
 	if StatisticsDigest(lead) == StatisticsDigest(settings(nil, metrics.ComputeOptions{Percentiles: []float64{50}})) {
 		t.Errorf("other percentiles give the same statistics digest")

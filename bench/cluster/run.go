@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -31,20 +30,21 @@ import (
 type Agent struct {
 	// Plan is this agent's settings (AgentPlan's).
 	Plan *plan.Plan
-	// Wire is every request of the run, on no schedule yet; Gaps and
-	// RampUp make the schedule as a single host makes it.
-	Wire   []engine.Request
-	Gaps   engine.GapSource
-	RampUp *engine.RampUp
+	// Requests is how many requests the run has; Share holds this agent's
+	// own, encoded: request i of the run for i mod size = index, on no
+	// schedule yet. Digest is what every request brings to RunDigest;
+	// TraceOffsetsNs are every request's trace times when the trace times
+	// itself. Gaps and RampUp make the schedule as a single host makes it.
+	Requests       int
+	Share          *engine.Store
+	Digest         *RequestsDigest
+	TraceOffsetsNs []int64
+	Gaps           engine.GapSource
+	RampUp         *engine.RampUp
 	// Options are the metric settings of results (bench's computeOptions).
 	Options func() metrics.ComputeOptions
 	// Facts give each request's x-request-id and expected output length.
 	Facts RequestFacts
-	// Shed, when set, is called once the run's digest is made and this
-	// agent's share taken: it drops what no later phase reads of the
-	// run's requests (their prompts), keeping what Facts, SentAs and the
-	// blocks of the merged run read.
-	Shed func()
 	// Fingerprint is this agent's (agent 0's with the server's side).
 	Fingerprint *report.Fingerprint
 	// SentAs is told, on agent 0 after the merge, the x-request-id each
@@ -152,14 +152,16 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	}
 	c := a.Plan
 	var err error
-	a.offsets, a.rates, err = GlobalSchedule(a.Wire, c.SelfTimed, c.RequestRate, c.Burstiness, a.RampUp, a.Gaps)
+	a.offsets, a.rates, err = GlobalSchedule(a.Requests, a.TraceOffsetsNs, c.SelfTimed, c.RequestRate, c.Burstiness, a.RampUp, a.Gaps)
 	if err != nil {
 		return &py.Error{Type: "ValueError", Msg: err.Error()}
 	}
 	size, index := c.ClusterSize, c.AgentIndex
-	share := shareOf(a.Wire, a.offsets, size, index)
-	ec.Requests = share
 	// The agent's share keeps the global schedule's times.
+	if err := a.Share.SetOffsetsNs(shareOf(a.offsets, size, index)); err != nil {
+		return err
+	}
+	ec.Requests, ec.Store = nil, a.Share
 	ec.SelfTimed, ec.RequestRate, ec.Gaps, ec.RampUp = true, math.Inf(1), nil, nil
 	ec.MaxConcurrency = c.AgentConcurrency()
 
@@ -171,22 +173,21 @@ func (a *Agent) Join(ctx context.Context, ec *engine.Config, params *pyout.Repor
 	if ec.WarmConnections {
 		warmLead = time.Duration(ec.MaxConcurrency+1) * WarmLeadPerConn
 	}
-	auth := Auth{Token: c.ClusterToken, Digest: RunDigest(a.settings, a.Wire, a.offsets), Statistics: StatisticsDigest(a.settings), From: coordinatorFrom(c)}
+	auth := Auth{Token: c.ClusterToken, Digest: RunDigest(a.settings, a.Digest, a.offsets), Statistics: StatisticsDigest(a.settings), From: coordinatorFrom(c)}
 	if c.ClusterTokenFile != "" {
 		if auth.Token, err = ReadTokenFile(c.ClusterTokenFile); err != nil {
 			return err
 		}
 	}
-	a.shed()
-	streams := ShareStreams(len(share), ec.MaxConcurrency, c.RequestRate)
+	streams := ShareStreams(a.Share.Len(), ec.MaxConcurrency, c.RequestRate)
 	a.registering = true
-	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, len(a.Wire), streams,
+	if a.session, err = Join(ctx, c.Coordinator, size, index, auth, a.Requests, streams,
 		endpoint.Seconds(c.ClusterTimeoutSec), warmLead, a.Stderr); err != nil {
 		return err
 	}
 	ec.StartAt = a.session.StartAt()
 	if index == 0 && !c.DisableTqdm {
-		fmt.Fprintf(a.Stderr, "stampede: agent 0 sends %d of the run's %d requests; its progress bar counts those alone\n", len(share), len(a.Wire))
+		fmt.Fprintf(a.Stderr, "stampede: agent 0 sends %d of the run's %d requests; its progress bar counts those alone\n", a.Share.Len(), a.Requests)
 	}
 	return nil
 }
@@ -220,32 +221,18 @@ func coordinatorFrom(c *plan.Plan) string {
 	return ""
 }
 
-// shareOf is agent index's share of the run's requests, copies at their
-// times on the global schedule: request i for i mod size = index.
-func shareOf(wire []engine.Request, offsets []int64, size, index int) []engine.Request {
-	var share []engine.Request
-	for i := index; i < len(wire); i += size {
-		q := wire[i]
-		q.OffsetNs = offsets[i]
-		share = append(share, q)
+// shareOf is agent index's share of the run's offsets: request i's for
+// i mod size = index.
+func shareOf(offsets []int64, size, index int) []int64 {
+	share := make([]int64, 0, (len(offsets)-index+size-1)/size)
+	for i := index; i < len(offsets); i += size {
+		share = append(share, offsets[i])
 	}
 	return share
 }
 
-// shed drops the encoded bytes of every request of the run and, through
-// Shed, their prompts, and returns the freed memory to the OS before the
-// streams open: every agent builds every request (the schedule and the
-// digest are the whole run's), but sends only its share, whose bytes
-// ec.Requests still hold. Only len(a.Wire) is read after this.
-func (a *Agent) shed() {
-	for i := range a.Wire {
-		a.Wire[i].Wire = nil
-	}
-	if a.Shed != nil {
-		a.Shed()
-	}
-	debug.FreeOSMemory()
-}
+// Shares reports whether request i of the run is agent index's of size.
+func Shares(i, size, index int) bool { return i%size == index }
 
 // Fail tells the other agents why the run ends (agent 0), and returns err.
 func (a *Agent) Fail(err error) error {
@@ -279,7 +266,7 @@ func (a *Agent) Gather(ctx context.Context, res *engine.Result) (*engine.Result,
 	if res.Cancelled {
 		outcome.DropUnsent(&res.Data)
 	}
-	part := a.session.agentPartial(res, a.settings, len(a.Wire), a.Options, a.Facts, c.RequestIDPrefix)
+	part := a.session.agentPartial(res, a.settings, a.Requests, a.Options, a.Facts, c.RequestIDPrefix)
 	part.Header.Fingerprint, part.Header.URL = a.Fingerprint, c.APIURL
 	if c.AgentIndex == 0 && a.rates != nil {
 		part.Header.RPSChangeEvents = RampUpChanges(*c.RampUpStartRPS, a.session.StartUnixNs(), a.offsets, a.rates)

@@ -64,9 +64,25 @@ func WriteHealth(w io.Writer, res *engine.Result, spans *ServerSpans) {
 	if trouble := connectTrouble(h); trouble != "" {
 		late += "; " + trouble
 	}
+	late += requestStoreTrouble(h)
 	fmt.Fprintf(w, "stampede: %d shards, client CPU %.2f s, longest loop turn %s, schedule lag p50 %s p99 %s max %s, kernel RX stamps on %.1f%% of reads%s%s%s\n",
 		res.Shards, cpu.Seconds(), durationText(h.LongestTurn), durationText(h.ScheduleLagP50), durationText(h.ScheduleLagP99),
 		durationText(h.ScheduleLagMax), 100*h.KernelStampCoverage, tx, shared, late)
+}
+
+// requestStoreTrouble says when requests waited for their bytes from the
+// request store (engine.WindowStats.Late) or the store failed; "" when
+// neither happened.
+func requestStoreTrouble(h engine.Health) string {
+	out := ""
+	if w := h.Window; w.Late > 0 {
+		out = fmt.Sprintf("; %d requests were due before their bytes were read back from the request store (the longest waited %s): "+
+			"that wait is schedule lag, counted in their queue time", w.Late, durationText(w.LateMax))
+	}
+	if h.StoreErr != nil {
+		out += fmt.Sprintf("; the run stopped sending: %v", h.StoreErr)
+	}
+	return out
 }
 
 // ownClause says why TLS handshakes went through crypto/tls rather than

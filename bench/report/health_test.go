@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -110,6 +111,26 @@ func TestHealthLineSpanReceiver(t *testing.T) {
 	for n, want := range map[int64]string{999: "999 B", 31_400: "31 kB", 999_600: "1.0 MB", 1_940_000: "1.9 MB", 9_960_000: "10 MB", 123_456_789: "123 MB"} {
 		if got := bytesText(n); got != want {
 			t.Errorf("bytesText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// Requests that waited for their bytes from the request store, and a
+// store that failed, are said on the health line; nothing when neither.
+func TestHealthLineRequestStore(t *testing.T) {
+	line := func(h engine.Health) string {
+		var b strings.Builder
+		WriteHealth(&b, &engine.Result{Shards: 1, Health: h}, nil)
+		return b.String()
+	}
+	if got := line(engine.Health{}); strings.Contains(got, "request store") {
+		t.Errorf("a run whose store kept up mentions it: %s", got)
+	}
+	got := line(engine.Health{Window: engine.WindowStats{Late: 3, LateMax: 2 * time.Millisecond}, StoreErr: errors.New("request store: reading request 7 back: EIO")})
+	for _, want := range []string{"3 requests were due before their bytes were read back from the request store (the longest waited 2.0 ms)",
+		"the run stopped sending: request store: reading request 7 back: EIO"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("health line lacks %q: %s", want, got)
 		}
 	}
 }

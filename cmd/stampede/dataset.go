@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,8 @@ model id in the Hugging Face cache). Replay text prompts with
       --custom-output-len -1 --skip-chat-template --disable-shuffle
 `
 
-// sampleRequests samples a dataset; tests replace it.
-var sampleRequests = bench.SampleRequests
+// streamRequests samples a dataset a batch at a time; tests replace it.
+var streamRequests = bench.StreamRequests
 
 // cutOutputFlag removes -o/--output and its value from args, in the forms
 // "-o F", "-oF", "--output F" and "--output=F". A later one wins.
@@ -82,25 +83,25 @@ func runDataset(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	writeWarnings(stderr, cfg)
 	start := time.Now()
+	var count, text int
 	// Python's lines go to stderr: stdout may be the file.
-	reqs, err := sampleRequests(ctx, cfg, stderr, stderr)
-	if err != nil {
+	err = writeDataset(out, stdout, func(jw *datasets.JSONLWriter) error {
+		return streamRequests(ctx, cfg, stderr, stderr, func(batch []datasets.Request) error {
+			count += len(batch)
+			text += promptBytes(batch)
+			return jw.Write(batch)
+		})
+	})
+	var werr *writeError
+	switch {
+	case errors.As(err, &werr):
+		fmt.Fprintf(stderr, "stampede dataset: -o %s: %v\n", out, werr.err)
+		return exitError
+	case err != nil:
 		return datasetForm.failed(stderr, err)
 	}
-	sampled := time.Since(start)
-	if err := writeDataset(out, stdout, reqs); err != nil {
-		fmt.Fprintf(stderr, "stampede dataset: -o %s: %v\n", out, err)
-		return exitError
-	}
-	text := 0
-	for i := range reqs {
-		text += len(reqs[i].Prompt)
-		for _, p := range reqs[i].PromptList {
-			text += len(p)
-		}
-	}
 	fmt.Fprintf(stderr, "stampede dataset: %d requests (%d bytes of prompt text) sampled in %.3f s, written to %s\n",
-		len(reqs), text, sampled.Seconds(), out)
+		count, text, time.Since(start).Seconds(), out)
 	return exitOK
 }
 
@@ -112,23 +113,74 @@ func datasetUsageError(w io.Writer, msg string) int {
 	return exitUsage
 }
 
-// writeDataset writes reqs to path ("-" is stdout) through a temporary
-// file beside it, so a failed write leaves no half file under the name.
-func writeDataset(path string, stdout io.Writer, reqs []datasets.Request) error {
+// promptBytes is the bytes of the batch's text prompts.
+func promptBytes(batch []datasets.Request) int {
+	text := 0
+	for i := range batch {
+		text += len(batch[i].Prompt)
+		for _, p := range batch[i].PromptList {
+			text += len(p)
+		}
+	}
+	return text
+}
+
+// writeError is a failure to write the output, not the sampling's.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// writeDataset writes to path ("-" is stdout) what fill writes as it
+// samples, through a temporary file beside it, so a failed write or
+// sampling leaves no half file under the name. A failed write comes back
+// as a *writeError.
+func writeDataset(path string, stdout io.Writer, fill func(*datasets.JSONLWriter) error) error {
 	if path == "-" {
-		return datasets.WriteJSONL(stdout, reqs)
+		return writeJSONL(stdout, fill)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return &writeError{err}
 	}
 	defer os.Remove(f.Name())
-	if err := datasets.WriteJSONL(f, reqs); err != nil {
+	if err := writeJSONL(f, fill); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return &writeError{err}
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return &writeError{err}
+	}
+	return nil
+}
+
+// writeJSONL runs fill on a JSONL writer to w, telling its write errors
+// from the sampling's.
+func writeJSONL(w io.Writer, fill func(*datasets.JSONLWriter) error) error {
+	ew := &errWriter{w: w}
+	jw := datasets.NewJSONLWriter(ew)
+	err := fill(jw)
+	if err == nil {
+		err = jw.Flush()
+	}
+	if ew.err != nil {
+		return &writeError{ew.err}
+	}
+	return err
+}
+
+// errWriter keeps its writer's first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }

@@ -86,57 +86,67 @@ func resetPrefixCache(ctx context.Context, cfg *plan.Plan) error {
 }
 
 // runDryRun is --dry-run: the dataset sampled as `stampede dataset`
-// samples it, its statistics printed, nothing sent.
+// samples it, its statistics printed, nothing sent; the requests are
+// counted as they come, none kept.
 func runDryRun(ctx context.Context, cfg *plan.Plan, stdout, stderr io.Writer) int {
 	start := time.Now()
-	reqs, err := sampleRequests(ctx, cfg, stdout, stderr)
-	if err != nil {
+	var st dryRunStats
+	if err := streamRequests(ctx, cfg, stdout, stderr, st.add); err != nil {
 		return failed(stderr, err)
 	}
-	writeDryRunStats(stdout, cfg.DatasetName, reqs, time.Since(start))
+	st.write(stdout, cfg.DatasetName, time.Since(start))
 	return exitOK
 }
 
-// writeDryRunStats prints the dataset's statistics as a block in the
-// style of the result block.
-func writeDryRunStats(w io.Writer, dataset string, reqs []datasets.Request, took time.Duration) {
-	type span struct{ min, max, sum int }
-	var in, out span
-	text := 0
-	for i := range reqs {
-		r := &reqs[i]
-		for _, x := range []struct {
-			s *span
-			v int
-		}{{&in, r.PromptLen}, {&out, r.ExpectedOutputLen}} {
-			if i == 0 || x.v < x.s.min {
-				x.s.min = x.v
-			}
-			x.s.max = max(x.s.max, x.v)
-			x.s.sum += x.v
-		}
-		text += len(r.Prompt)
-		for _, p := range r.PromptList {
-			text += len(p)
-		}
+// dryRunStats are the dataset's statistics, counted a batch at a time.
+type dryRunStats struct {
+	requests int
+	in, out  span
+	text     int
+}
+
+type span struct{ min, max, sum int }
+
+func (s *span) add(v int, first bool) {
+	if first || v < s.min {
+		s.min = v
 	}
+	s.max = max(s.max, v)
+	s.sum += v
+}
+
+func (st *dryRunStats) add(batch []datasets.Request) error {
+	for i := range batch {
+		r := &batch[i]
+		first := st.requests == 0
+		st.in.add(r.PromptLen, first)
+		st.out.add(r.ExpectedOutputLen, first)
+		st.requests++
+	}
+	st.text += promptBytes(batch)
+	return nil
+}
+
+// write prints the statistics as a block in the style of the result
+// block.
+func (st *dryRunStats) write(w io.Writer, dataset string, took time.Duration) {
 	mean := func(s span) float64 {
-		if len(reqs) == 0 {
+		if st.requests == 0 {
 			return 0
 		}
-		return float64(s.sum) / float64(len(reqs))
+		return float64(s.sum) / float64(st.requests)
 	}
 	line := func(label string, format string, a ...any) {
 		fmt.Fprintf(w, "%-40s %s\n", label, fmt.Sprintf(format, a...))
 	}
 	fmt.Fprintf(w, "%s\n", centre(" Dry Run: Dataset ", 50, "="))
 	line("Dataset:", "%s", dataset)
-	line("Requests:", "%d", len(reqs))
-	line("Input tokens (min / mean / max):", "%d / %.2f / %d", in.min, mean(in), in.max)
-	line("Output tokens (min / mean / max):", "%d / %.2f / %d", out.min, mean(out), out.max)
-	line("Total input tokens:", "%d", in.sum)
-	line("Total output tokens (expected):", "%d", out.sum)
-	line("Prompt text (bytes):", "%d", text)
+	line("Requests:", "%d", st.requests)
+	line("Input tokens (min / mean / max):", "%d / %.2f / %d", st.in.min, mean(st.in), st.in.max)
+	line("Output tokens (min / mean / max):", "%d / %.2f / %d", st.out.min, mean(st.out), st.out.max)
+	line("Total input tokens:", "%d", st.in.sum)
+	line("Total output tokens (expected):", "%d", st.out.sum)
+	line("Prompt text (bytes):", "%d", st.text)
 	line("Sampled in (s):", "%.3f", took.Seconds())
 	line("Requests sent:", "0 (--dry-run)")
 	fmt.Fprintln(w, strings.Repeat("=", 50))

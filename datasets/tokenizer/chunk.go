@@ -36,8 +36,12 @@ const (
 	chunkBits = 4
 	// chunkMinText is the shortest text worth cutting.
 	chunkMinText = 2048
-	// chunkShardEntries bounds the chunk cache at 16 × 128 chunks (~1 MB).
-	chunkShardEntries = 128
+	// chunkShardEntries bounds the chunk cache at 16 × 512 chunks (~4
+	// MB): the random dataset's prompts are windows of one cycle of the
+	// vocabulary, whose text (Llama 3's: ~640 KB, ~2,600 chunks) then stays
+	// cached whole, in whatever order the prompts come. At 128 a shard,
+	// 2,000 prompts of 8,192 tokens took 3.4 s of CPU, at 1,024 2.2 s.
+	chunkShardEntries = 512
 )
 
 // chunkable reports whether text may be cut as described above.
@@ -98,7 +102,17 @@ func nextCut(text string, from int) int {
 
 // encodeChunks encodes text a chunk at a time, through the chunk cache.
 func (t *Tokenizer) encodeChunks(dst []int32, text string, ws *workspace) []int32 {
-	for start := 0; start < len(text); {
+	return t.encodeChunksFrom(dst, text, 0, nil, ws)
+}
+
+// encodeChunksFrom is encodeChunks from start on, a cut of text, dst
+// holding the ids of text[:start]; marks, when not nil, gets where each
+// chunk from start on begins, in text and in dst.
+func (t *Tokenizer) encodeChunksFrom(dst []int32, text string, start int, marks *[]chunkMark, ws *workspace) []int32 {
+	for start < len(text) {
+		if marks != nil {
+			*marks = append(*marks, chunkMark{at: start, ids: len(dst)})
+		}
 		end := nextCut(text, start)
 		chunk := text[start:end]
 		var ok bool
@@ -111,3 +125,7 @@ func (t *Tokenizer) encodeChunks(dst []int32, text string, ws *workspace) []int3
 	}
 	return dst
 }
+
+// chunkMark is where a chunk of an encoded text begins: at byte at, its
+// ids at ids.
+type chunkMark struct{ at, ids int }

@@ -57,6 +57,8 @@ type Tokenizer struct {
 	chunks *wordCache
 
 	pool sync.Pool
+	// rounds keeps NewRounds' states between prompts.
+	rounds sync.Pool
 	// gaveUp is the first encode whose split pattern gave up (Err).
 	gaveUp atomic.Pointer[PatternError]
 }
@@ -333,14 +335,23 @@ func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
 
 // decodeByteLevel concatenates the ids' bytes in pooled scratch memory,
 // repairs invalid UTF-8 as Rust's from_utf8_lossy does, and copies the
-// result out once: the only fresh memory is the text returned. Tokens of up
-// to 8 bytes are copied a word at a time: most are that short, and a copy
-// call each would cost more.
+// result out once: the only fresh memory is the text returned.
 func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 	ws := t.pool.Get().(*workspace)
 	defer t.pool.Put(ws)
+	ws.buf = t.appendByteLevel(ws.buf[:0], ids, skipSpecial)
+	if utf8.Valid(ws.buf) {
+		return string(ws.buf)
+	}
+	ws.lossy = appendLossyUTF8(ws.lossy[:0], ws.buf)
+	return string(ws.lossy)
+}
+
+// appendByteLevel appends the ids' bytes to buf, as they are (not yet
+// repaired). Tokens of up to 8 bytes are copied a word at a time: most are
+// that short, and a copy call each would cost more.
+func (t *Tokenizer) appendByteLevel(buf []byte, ids []int32, skipSpecial bool) []byte {
 	nb := int32(t.byteLevel.size())
-	buf := ws.buf[:0]
 	for _, id := range ids {
 		if !t.has(id) || (skipSpecial && t.special[id]) {
 			continue
@@ -359,12 +370,7 @@ func (t *Tokenizer) decodeByteLevel(ids []int32, skipSpecial bool) string {
 			buf = append(buf, text[begin:end]...)
 		}
 	}
-	ws.buf = buf
-	if utf8.Valid(buf) {
-		return string(buf)
-	}
-	ws.lossy = appendLossyUTF8(ws.lossy[:0], buf)
-	return string(ws.lossy)
+	return buf
 }
 
 // byteLevelAt is id's bytes, when the decoder is ByteLevel.
