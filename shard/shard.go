@@ -802,10 +802,6 @@ func (s *Shard) onConnected(c *conn, errOrHup bool) {
 	s.writeRequest(c)
 }
 
-// connectErrorText is a failed connect's error on a shard of one
-// destination (TLS names one server).
-func (s *Shard) connectErrorText(err error) string { return s.connectErrorTo(0, err) }
-
 // connectErrorTo names the front end dest the connect went to
 // (Config.Dests[dest], or Addr without them).
 func (s *Shard) connectErrorTo(dest int, err error) string {
