@@ -15,7 +15,7 @@ BENCHTIME   ?= 1s
 # FUZZTIME per fuzz target for `make fuzz`.
 FUZZTIME    ?= 30s
 
-.PHONY: all build test test-unit test-race bench bench-fidelity bench-scale bench-mock bench-hostile bench-cli bench-tls-interop compat lint fmt vet \
+.PHONY: all build test test-unit test-race bench bench-fidelity bench-scale bench-mock bench-hostile bench-cli bench-tls-interop compat compat-ollama lint fmt vet \
 	staticcheck layout tidy tracked-binaries tracked-leftovers demo fuzz tokenizers tokenizer-golden clean report-screenshot
 
 all: build
@@ -109,6 +109,13 @@ tracked-leftovers:
 # and python3-numpy with apt-get when absent. Not part of `test`.
 compat:
 	bash scripts/compat-llamacpp.sh
+
+# Ollama (v0.17.4, built from the Go module proxy with cgo, about 20
+# minutes of one core, cached beside llama-server) serving the same GGUF:
+# openai, openai-chat, openai-responses and anthropic-messages at 8 and 64
+# concurrency, counts set against Ollama's own usage. Run `compat` first.
+compat-ollama:
+	bash scripts/compat-ollama.sh
 
 
 fmt:
