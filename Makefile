@@ -113,7 +113,8 @@ compat:
 # Ollama (v0.17.4, built from the Go module proxy with cgo, about 20
 # minutes of one core, cached beside llama-server) serving the same GGUF:
 # openai, openai-chat, openai-responses and anthropic-messages at 8 and 64
-# concurrency, counts set against Ollama's own usage. Run `compat` first.
+# concurrency, counts set against Ollama's own usage (chat and responses:
+# see docs/measuring.md#against-ollama). Run `compat` first.
 compat-ollama:
 	bash scripts/compat-ollama.sh
 
