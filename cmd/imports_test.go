@@ -49,7 +49,7 @@ var benchTests = []string{mock, benchTest, "bench/cli"}
 // text forms"). internal/tls13 is not one: the TLS record layer belongs to
 // the transports that use it; nor is internal/memlimit, the process's GC
 // settings, held only by the run (engine) and its handshakes (shard).
-var helpers = []string{"internal/py", "internal/jsonstr", "internal/fifo", "internal/hfenv", "internal/buildinfo"}
+var helpers = []string{"internal/py", "internal/jsonstr", "internal/fifo", "internal/hfenv", "internal/buildinfo", "internal/scratch"}
 
 // Imports from outside the module that rows deny.
 var (
@@ -253,6 +253,9 @@ var importRules = []importRule{
 	{pkg: "internal/buildinfo",
 		mustNot: sockets,
 		why:     "the build's version is a leaf every package may import"},
+	{pkg: "internal/scratch",
+		mustNot: sockets,
+		why:     "the disk a run spills to (unlinked files, free space) is a leaf every package may import"},
 	{pkg: "internal/memlimit",
 		mustNot: sockets,
 		why:     "the GC's settings have one holder, which the run and the TLS handshakes' ramp share; it imports nothing of the module"},

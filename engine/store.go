@@ -7,8 +7,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"syscall"
 
+	"github.com/stampede-bench/stampede/internal/scratch"
 	"github.com/stampede-bench/stampede/shard"
 	"github.com/stampede-bench/stampede/sse"
 )
@@ -183,7 +183,7 @@ func (s *Store) startSpill(next int) error {
 	if left := s.cfg.Expected - len(s.reqs); left > 0 {
 		mean := float64(s.memBytes+int64(next)) / float64(len(s.reqs)+1)
 		need := int64(mean * float64(left))
-		if free, ok := freeBytes(s.dir); ok && need > free {
+		if free, err := scratch.FreeBytes(s.dir); err == nil && need > free {
 			return fmt.Errorf("request store: %s has %s free, and the %d requests past the first %s held in memory need about %s: %s",
 				s.dir, byteSize(free), left, byteSize(s.memBytes), byteSize(need), s.dirAdvice())
 		}
@@ -340,27 +340,10 @@ func (r *storeReader) read() (shard.Request, error) {
 	return q, nil
 }
 
-// openUnlinked creates a temporary file in dir and unlinks it at once: it
-// lives while it is open.
+// openUnlinked creates the spill in dir, unlinked at once: it lives while
+// it is open.
 func openUnlinked(dir string) (spillFile, error) {
-	f, err := os.CreateTemp(dir, "stampede-requests-*")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// freeBytes is the space an unprivileged process may still write in dir.
-func freeBytes(dir string) (int64, bool) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, false
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true
+	return scratch.CreateUnlinked(dir, "stampede-requests-*")
 }
 
 // byteSize writes n bytes in MiB or GiB.

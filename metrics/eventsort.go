@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/stampede-bench/stampede/internal/scratch"
 )
 
 // An eventSort sorts (key, aux) pairs, by key then aux, in bounded memory:
@@ -55,12 +57,11 @@ func (s *eventSort) add(key, aux uint64) {
 func (s *eventSort) spill() {
 	slices.SortFunc(s.buf, compareEvents)
 	if s.file == nil && s.err == nil {
-		f, err := os.CreateTemp(s.dir, "stampede-*.events")
+		f, err := scratch.CreateUnlinked(s.dir, "stampede-*.events")
 		if err != nil {
 			s.err = err
 			return
 		}
-		os.Remove(f.Name())
 		s.file = f
 	}
 	if s.err != nil {

@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"fmt"
-	"os"
-	"syscall"
+
+	"github.com/stampede-bench/stampede/internal/scratch"
 )
 
 // EstimateLogBytes is about how many bytes the record log of requests
@@ -28,7 +28,7 @@ func CheckLogSpace(cfg LogConfig, need int64, where string) error {
 	if need <= cfg.MemoryBytes {
 		return nil
 	}
-	free, err := freeBytes(cfg.Dir)
+	free, err := scratch.FreeBytes(cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("record log: %s (%s): %w", cfg.Dir, where, err)
 	}
@@ -38,18 +38,6 @@ func CheckLogSpace(cfg LogConfig, need int64, where string) error {
 			byteText(need), cfg.Dir, where, byteText(free), where)
 	}
 	return nil
-}
-
-// freeBytes is the space an unprivileged process may use in dir.
-func freeBytes(dir string) (int64, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return 0, err
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Bavail) * st.Bsize, nil
 }
 
 func byteText(b int64) string {

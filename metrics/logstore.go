@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/stampede-bench/stampede/internal/scratch"
 )
 
 // A chunkStore holds a sequence of frames, each a chunk of whole records
@@ -72,14 +74,10 @@ type LogFile interface {
 // createLogFile makes the file of a store in dir, unlinked at once unless
 // kept: the log goes with the process, however it ends.
 func createLogFile(dir string, keep bool) (LogFile, error) {
-	f, err := os.CreateTemp(dir, "stampede-*.records")
-	if err != nil {
-		return nil, err
-	}
 	if !keep {
-		os.Remove(f.Name())
+		return scratch.CreateUnlinked(dir, "stampede-*.records")
 	}
-	return f, nil
+	return os.CreateTemp(dir, "stampede-*.records")
 }
 
 // append adds one frame of records (n of them). kept reports that the
