@@ -128,13 +128,7 @@ func testCancelDuringHangingHandshakes(t *testing.T) {
 			if first { // the probe, or the goroutine path's first request
 				go func() {
 					defer c.Close()
-					b, err := net.Dial("tcp", good.Addr.String())
-					if err != nil {
-						return
-					}
-					defer b.Close()
-					go io.Copy(b, c)
-					io.Copy(c, b)
+					shardtest.Pipe(c, good.Addr, nil)
 				}()
 				continue
 			}

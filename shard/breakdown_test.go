@@ -22,25 +22,32 @@ func runWires(t *testing.T, srv *shardtest.Server, reqs []Request, slots int) ([
 
 func runWiresRec(t *testing.T, srv *shardtest.Server, reqs []Request, slots int, tlsConfig *tls.Config) ([]metrics.RequestResult, Health, *metrics.Recorder) {
 	t.Helper()
-	q := NewQueueOf(reqs, slots)
-	clock := NewClock()
 	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
-		Queue: q, Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
-		KernelTimestamps: true, Clock: clock, Recorder: rec, TLS: tlsConfig})
+	results, sh := runShard(t, Config{CPU: -1, Addr: srv.Addr, Streaming: true, Kind: sse.Completions,
+		Queue: NewQueueOf(reqs, slots), Slots: slots, ConnectTimeout: 5 * time.Second, RequestTimeout: 20 * time.Second,
+		KernelTimestamps: true, Clock: NewClock(), Recorder: rec, TLS: tlsConfig}, len(reqs))
+	return results, sh.Health(), rec
+}
+
+// runShard runs a shard of cfg (its Queue, Clock and Recorder set) until
+// the n requests of its queue, released one by one, have ended, and
+// returns their results in request order and the stopped shard.
+func runShard(t *testing.T, cfg Config, n int) ([]metrics.RequestResult, *Shard) {
+	t.Helper()
+	sh, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(sh.Run)
-	for i := range reqs {
-		q.Release(i, clock.Now())
+	for i := range n {
+		cfg.Queue.Release(i, cfg.Clock.Now())
 		sh.WakeIfSleeping()
 	}
-	<-q.Done()
+	<-cfg.Queue.Done()
 	sh.Stop()
 	wg.Wait()
-	return metricstest.Merge(len(reqs), rec).Results, sh.Health(), rec
+	return metricstest.Merge(n, cfg.Recorder).Results, sh
 }
 
 // checkBreakdown asserts what holds for every request's breakdown: known,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,25 +37,11 @@ func TestConnectAndRequestTimeouts(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = Request{Wire: []byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")}
 	}
-	q := NewQueueOf(reqs, 0)
-	clock := NewClock()
-	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Addr: addr, Streaming: true, Queue: q, Slots: 3,
-		ConnectTimeout: 200 * time.Millisecond, RequestTimeout: 600 * time.Millisecond, Clock: clock, Recorder: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { sh.Run(); close(done) }()
-	for i := range reqs {
-		q.Release(i, 0)
-	}
-	sh.WakeIfSleeping()
-	<-q.Done()
-	sh.Stop()
-	<-done
+	results, _ := runShard(t, Config{CPU: -1, Addr: addr, Streaming: true, Queue: NewQueueOf(reqs, 0), Slots: 3,
+		ConnectTimeout: 200 * time.Millisecond, RequestTimeout: 600 * time.Millisecond, Clock: NewClock(),
+		Recorder: metrics.NewRecorder(metrics.Options{})}, len(reqs))
 	var connectTimeouts, requestTimeouts int
-	for _, r := range metricstest.Merge(len(reqs), rec).Results {
+	for _, r := range results {
 		switch {
 		case r.Error == "connect "+addr.String()+": timed out after 200ms":
 			connectTimeouts++

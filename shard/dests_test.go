@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stampede-bench/stampede/metrics"
-	"github.com/stampede-bench/stampede/metrics/metricstest"
 	"github.com/stampede-bench/stampede/shard/shardtest"
 	"github.com/stampede-bench/stampede/sse"
 	"golang.org/x/sys/unix"
@@ -72,24 +71,10 @@ func TestConnectErrorNamesItsDestination(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = Request{Wire: []byte("POST /ok/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), Dest: i % 2}
 	}
-	q := NewQueueOf(reqs, 0)
-	rec := metrics.NewRecorder(metrics.Options{})
-	sh, err := New(Config{CPU: -1, Dests: []netip.AddrPort{live.Addr, dead.Addr}, Streaming: true, Kind: sse.Completions,
-		Queue: q, Slots: len(reqs), ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
-		Clock: NewClock(), Recorder: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { sh.Run(); close(done) }()
-	for i := range reqs {
-		q.Release(i, 0)
-	}
-	sh.WakeIfSleeping()
-	<-q.Done()
-	sh.Stop()
-	<-done
-	for _, r := range metricstest.Merge(len(reqs), rec).Results {
+	results, _ := runShard(t, Config{CPU: -1, Dests: []netip.AddrPort{live.Addr, dead.Addr}, Streaming: true, Kind: sse.Completions,
+		Queue: NewQueueOf(reqs, 0), Slots: len(reqs), ConnectTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second,
+		Clock: NewClock(), Recorder: metrics.NewRecorder(metrics.Options{})}, len(reqs))
+	for _, r := range results {
 		want := ""
 		if reqs[r.Index].Dest == 1 {
 			want = "connect " + dead.Addr.String() + ": connection refused"

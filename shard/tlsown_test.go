@@ -160,14 +160,7 @@ func TestTLSOwnServerCloses(t *testing.T) {
 					dropped.Add(1)
 					return
 				}
-				b, err := net.Dial("tcp", back.Addr.String())
-				if err != nil {
-					return
-				}
-				defer b.Close()
-				b.Write(hello)
-				go io.Copy(b, c)
-				io.Copy(c, b)
+				shardtest.Pipe(c, back.Addr, hello)
 			}()
 		}
 	}()

@@ -43,13 +43,7 @@ func hangingTLSServer(t *testing.T, good *shardtest.Server, after []byte) (front
 	front, _ = rawServer(t, func(c net.Conn) {
 		defer c.Close()
 		if accepted.Add(1) == 1 {
-			b, err := net.Dial("tcp", good.Addr.String())
-			if err != nil {
-				return
-			}
-			defer b.Close()
-			go io.Copy(b, c)
-			io.Copy(c, b)
+			shardtest.Pipe(c, good.Addr, nil)
 			return
 		}
 		hang := &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {

@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"io"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -468,4 +469,22 @@ func Wire(path string) []byte { return WireBody(path, []byte("{}")) }
 func WireBody(path string, body []byte) []byte {
 	head := "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 	return append([]byte(head), body...)
+}
+
+// Pipe connects c to the server at addr, first writing sent (what the
+// caller already read of c), and copies both ways until either side ends:
+// a test's front that hands some connections on to a real server.
+func Pipe(c net.Conn, addr netip.AddrPort, sent []byte) {
+	b, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	if len(sent) > 0 {
+		if _, err := b.Write(sent); err != nil {
+			return
+		}
+	}
+	go io.Copy(b, c)
+	io.Copy(c, b)
 }
