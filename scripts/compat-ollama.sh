@@ -93,31 +93,9 @@ if [[ -z "${COMPAT_LOCKED:-}" ]]; then
 fi
 
 work=$(mktemp -d /tmp/compat-ollama.XXXXXX)
-server_pid=""
-stop_server() {
-	[[ -n $server_pid ]] || return 0
-	kill -TERM "$server_pid" 2>/dev/null || true
-	for _ in $(seq $((STOP_SEC * 10))); do
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=""
-}
-cleanup() {
-	stop_server
-	if [[ -n "${KEEP:-}" ]]; then say "kept $work"; else rm -rf "$work"; fi
-}
+# shellcheck source=scripts/compat-lib.sh
+source scripts/compat-lib.sh
 trap cleanup EXIT
-
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		if [[ -z $(ss -Htan "sport = :$p") ]]; then echo "$p"; return; fi
-	done
-}
 port=$(free_port)
 url=http://127.0.0.1:$port
 max_conc=0
