@@ -34,16 +34,6 @@ func TableFrom(n int, id func(int) string, outputLen func(int) int) *Table {
 	return t
 }
 
-// TableOf is a table of ids and expected output lengths given whole (a
-// merged run's).
-func TableOf(ids []string, outputLens []int) *Table {
-	t := NewTable("")
-	for i, id := range ids {
-		t.Add(&Request{RequestID: id, ExpectedOutputLen: outputLens[i]})
-	}
-	return t
-}
-
 // Add appends r, the next request.
 func (t *Table) Add(r *Request) {
 	i := len(t.outputLens)

@@ -205,16 +205,7 @@ type LogWriter struct {
 // Append adds r's record. r is not kept.
 func (w *LogWriter) Append(r *RequestResult) {
 	w.scratch = appendRecord(w.scratch[:0], r)
-	need := binary.MaxVarintLen64 + len(w.scratch)
-	if w.chunk != nil && len(w.chunk)+need > cap(w.chunk) {
-		w.seal()
-	}
-	if w.chunk == nil {
-		w.chunk = w.newChunk(need)
-	}
-	w.chunk = binary.AppendUvarint(w.chunk, uint64(len(w.scratch)))
-	w.chunk = append(w.chunk, w.scratch...)
-	w.records++
+	w.AppendEncoded(w.scratch)
 }
 
 // newChunk takes a free chunk, or makes one (a larger one for a record
